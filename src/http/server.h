@@ -1,0 +1,58 @@
+// server: the HTTP/1.1 engine. One event loop per core, each with its own SO_REUSEPORT listener.
+//
+// CONTRACT (written before the implementation; the implementer may add, not break).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/result.h"
+#include "http/exchange.h"
+
+namespace weir::io {
+class event_loop;
+}
+
+namespace weir::http {
+
+struct server_options {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;  // 0: an ephemeral port, see server::port()
+  unsigned threads = 1;       // event loops (cores)
+  bool pin_cpus = false;      // pin loop i to CPU i
+  std::string server_name = "weir";
+  parser_limits limits{};                           // head sizes, body limit (413)
+  std::size_t max_connections_per_core = 10'000;
+  std::chrono::milliseconds header_timeout{10'000};  // first byte to complete head
+  std::chrono::milliseconds body_timeout{30'000};    // head to complete body
+  std::chrono::milliseconds idle_timeout{60'000};    // keep-alive with no request in flight
+  std::chrono::milliseconds write_timeout{30'000};   // peer not reading our output
+  std::chrono::milliseconds drain_timeout{5'000};    // graceful shutdown: max wait for in-flight work
+};
+
+class server {
+ public:
+  server(server_options opts, handler h);
+  ~server();
+
+  // Binds the listeners (throws nothing; errors are values). After it, port() is the bound port.
+  status start();
+  std::uint16_t port() const;
+
+  // Runs every loop (threads-1 new threads plus the caller) until stop() has drained. Blocks.
+  void run();
+  // Thread-safe and async-signal-safe enough to call from a signalfd/handler thread: stop accepting,
+  // finish in-flight responses (up to drain_timeout), close, and make run() return.
+  void stop();
+
+  unsigned threads() const;
+  io::event_loop& loop(unsigned i);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace weir::http

@@ -1,0 +1,19 @@
+// weir: the durable streams server. Subcommands: serve, bench.
+#include <CLI/CLI.hpp>
+
+#include "bench/bench_command.h"
+#include "server/serve_command.h"
+#include "server/version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"weir: a durable streams server (Durable Streams Protocol over HTTP/1.1)", "weir"};
+  app.set_version_flag("--version", std::string("weir ") + weir::version);
+  app.require_subcommand(0, 1);
+  weir::server::register_command(app);
+  weir::bench::register_command(app);
+  CLI11_PARSE(app, argc, argv);
+  if (app.get_subcommands().empty()) {
+    std::fputs(app.help().c_str(), stdout);
+  }
+  return 0;
+}
