@@ -13,6 +13,9 @@ endif()
 # weir_library(NAME SOURCES ... DEPS ...): one CMake library per src/ folder.
 function(weir_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  if(NOT ARG_SOURCES)
+    return()  # a module folder with no code yet
+  endif()
   add_library(${name} STATIC ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(${name} PUBLIC weir_options ${ARG_DEPS})
