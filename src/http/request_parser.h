@@ -1,3 +1,5 @@
+// NOTE TO THE HELPER IMPLEMENTING THIS (remove this line when done): read /tmp/common.md first: working
+// rules for build directories (use build/parser), git (commit only your paths) and the 05:25 UTC deadline.
 // HTTP/1.1 request-head parser and chunked-body decoder (RFC 9112). Pure functions over a byte span:
 // they return "complete, consumed N", "need more" or "error (status, reason)", copy nothing and
 // allocate nothing. Views in the outputs point into the caller's buffer.
