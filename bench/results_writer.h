@@ -1,0 +1,21 @@
+// results_writer: turns a bench_report into results.json (schema: docs/benchmarks.md, "weir bench"),
+// results.md (the comparison tables) and, with svg_chart_writer, one SVG per metric.
+#pragma once
+
+#include <string>
+
+#include "base/result.h"
+#include "bench/bench_report.h"
+
+namespace weir::bench {
+
+std::string to_json(const bench_report& report);
+std::string to_markdown(const bench_report& report);
+
+// Writes results.json, results.md and <metric>.svg into `dir` (created if missing).
+status write_results(const std::string& dir, const bench_report& report);
+
+// A number for humans: 3 significant digits for small values, no exponent, "n/a" for NaN.
+std::string format_number(double v);
+
+}  // namespace weir::bench

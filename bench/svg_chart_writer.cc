@@ -1,0 +1,169 @@
+#include "bench/svg_chart_writer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "bench/results_writer.h"
+
+namespace weir::bench {
+namespace {
+
+constexpr double width = 760, height = 440;
+constexpr double left = 80, right = 180, top = 64, bottom = 64;
+constexpr const char* palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+axis_scale nice_axis(double max, int ticks) {
+  if (!std::isfinite(max) || max <= 0) return {1.0 * ticks, 1.0};
+  const double raw = max / ticks;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = 10 * mag;
+  for (double f : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (f * mag >= raw * (1 - 1e-9)) {
+      step = f * mag;
+      break;
+    }
+  }
+  return {step * std::ceil(max / step - 1e-9), step};
+}
+
+std::string render_line_chart(const chart_spec& spec) {
+  const double plot_w = width - left - right, plot_h = height - top - bottom;
+  double ymax_data = 0;
+  for (const auto& s : spec.series) {
+    for (double v : s.y) {
+      if (std::isfinite(v)) ymax_data = std::max(ymax_data, v);
+    }
+  }
+  const auto y_axis = nice_axis(ymax_data);
+  // x: log2 of concurrency, so 4, 8, ..., 256 are evenly spaced.
+  double xmin = 0, xmax = 1;
+  if (!spec.x.empty()) {
+    xmin = std::log2(*std::min_element(spec.x.begin(), spec.x.end()));
+    xmax = std::log2(*std::max_element(spec.x.begin(), spec.x.end()));
+  }
+  auto px = [&](double x) {
+    if (xmax <= xmin) return left + plot_w / 2;
+    return left + (std::log2(x) - xmin) / (xmax - xmin) * plot_w;
+  };
+  auto py = [&](double y) { return top + plot_h - y / y_axis.max * plot_h; };
+
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      width, height);
+  out += fmt::format(
+      "<text x=\"{}\" y=\"24\" font-size=\"16\" font-weight=\"bold\" text-anchor=\"middle\">{}</text>\n",
+      left + plot_w / 2, xml_escape(spec.title));
+  if (!spec.note.empty()) {
+    out += fmt::format("<text x=\"{}\" y=\"42\" fill=\"#555\" text-anchor=\"middle\">{}</text>\n",
+                       left + plot_w / 2, xml_escape(spec.note));
+  }
+  // Grid and y ticks.
+  const int y_ticks = static_cast<int>(std::lround(y_axis.max / y_axis.step));
+  for (int i = 0; i <= y_ticks; ++i) {
+    const double v = i * y_axis.step;
+    const double y = py(v);
+    out += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e5e5e5\"/>\n", left,
+                       y, left + plot_w, y);
+    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 8, y + 4,
+                       format_number(v));
+  }
+  // x ticks: one per measured level.
+  for (double x : spec.x) {
+    const double xp = px(x);
+    out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#333\"/>\n", xp,
+                       top + plot_h, top + plot_h + 5);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", xp,
+                       top + plot_h + 20, format_number(x));
+  }
+  // Axes and labels.
+  out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333\"/>\n", left, top,
+                     top + plot_h);
+  out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#333\"/>\n", left,
+                     top + plot_h, left + plot_w);
+  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + plot_w / 2,
+                     height - 20, xml_escape(spec.x_label));
+  out += fmt::format(
+      "<text x=\"20\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 20 {0})\">{1}</text>\n",
+      top + plot_h / 2, xml_escape(spec.y_label));
+  // Lines, points and the legend.
+  for (std::size_t s = 0; s < spec.series.size(); ++s) {
+    const auto& series = spec.series[s];
+    const char* color = palette[s % std::size(palette)];
+    std::string path;
+    bool pen_down = false;
+    for (std::size_t i = 0; i < spec.x.size() && i < series.y.size(); ++i) {
+      const double v = series.y[i];
+      if (!std::isfinite(v)) {
+        pen_down = false;  // a missing point breaks the line
+        continue;
+      }
+      path += fmt::format("{}{:.1f},{:.1f} ", pen_down ? "L" : "M", px(spec.x[i]), py(v));
+      pen_down = true;
+      out += fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: {}</title></circle>\n",
+          px(spec.x[i]), py(v), color, xml_escape(series.name), format_number(v));
+    }
+    if (!path.empty()) {
+      out += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path, color);
+    }
+    const double ly = top + 10 + 22 * static_cast<double>(s);
+    const double lx = left + plot_w + 20;
+    out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/>\n",
+                       lx, ly, lx + 24, ly, color);
+    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 30, ly + 4, xml_escape(series.name));
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+std::string render_metric_chart(const bench_report& report, const metric_info& metric) {
+  chart_spec spec;
+  spec.title = fmt::format("{} ({})", metric.title, metric.unit);
+  spec.y_label = metric.unit;
+  spec.x_label = "Concurrency (clients, log scale)";
+  spec.note = metric.higher_is_better ? "higher is better" : "lower is better";
+  for (unsigned c : report.concurrency) spec.x.push_back(c);
+  for (const auto& t : report.targets) {
+    chart_series s{t.name, {}};
+    for (unsigned c : report.concurrency) {
+      double v = no_value;
+      for (const auto& r : report.runs) {
+        if (r.target == t.name && r.concurrency == c) v = metric.get(r);
+      }
+      s.y.push_back(v);
+    }
+    spec.series.push_back(std::move(s));
+  }
+  return render_line_chart(spec);
+}
+
+}  // namespace weir::bench
