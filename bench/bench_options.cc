@@ -1,0 +1,126 @@
+#include "bench/bench_options.h"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace weir::bench {
+namespace {
+
+error bad(std::string reason) {
+  return error{1, std::move(reason)};
+}
+
+template <class T>
+bool parse_uint(std::string_view s, T& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc{} && p == s.data() + s.size();
+}
+
+}  // namespace
+
+result<endpoint> parse_endpoint(std::string_view url) {
+  endpoint e;
+  e.url = std::string(url);
+  constexpr std::string_view scheme = "http://";
+  if (url.substr(0, scheme.size()) != scheme)
+    return bad(fmt::format("{}: only http:// URLs are supported", url));
+  std::string_view rest = url.substr(scheme.size());
+  const auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  if (path.find_first_of("?#") != std::string_view::npos)
+    return bad(fmt::format("{}: no query or fragment", url));
+  const auto colon = authority.rfind(':');
+  std::string_view host = authority.substr(0, colon);
+  if (colon != std::string_view::npos) {
+    unsigned port = 0;
+    if (!parse_uint(authority.substr(colon + 1), port) || port == 0 || port > 65535) {
+      return bad(fmt::format("{}: bad port", url));
+    }
+    e.port = static_cast<std::uint16_t>(port);
+  }
+  if (host == "localhost") host = "127.0.0.1";
+  in_addr addr{};
+  if (host.empty() || inet_pton(AF_INET, std::string(host).c_str(), &addr) != 1) {
+    return bad(fmt::format("{}: host must be an IPv4 address or localhost", url));
+  }
+  e.host = std::string(host);
+  e.prefix = path.empty() ? std::string("/v1/stream") : std::string(path);
+  return e;
+}
+
+result<target_spec> parse_target(std::string_view spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    return bad(fmt::format("--target {}: expected NAME=URL", spec));
+  auto ep = parse_endpoint(spec.substr(eq + 1));
+  if (!ep) return ep.err();
+  return target_spec{std::string(spec.substr(0, eq)), *ep, {}};
+}
+
+status apply_read_bases(std::string_view spec, std::vector<target_spec>& targets) {
+  const auto eq = spec.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return bad(fmt::format("--read-bases {}: expected NAME=URL,URL,...", spec));
+  }
+  const auto name = spec.substr(0, eq);
+  target_spec* t = nullptr;
+  for (auto& candidate : targets) {
+    if (candidate.name == name) t = &candidate;
+  }
+  if (!t) return bad(fmt::format("--read-bases {}: no --target named {}", spec, name));
+  std::string_view list = spec.substr(eq + 1);
+  t->read_bases.clear();
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    auto ep = parse_endpoint(list.substr(0, comma));
+    if (!ep) return ep.err();
+    t->read_bases.push_back(*ep);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  if (t->read_bases.empty()) return bad(fmt::format("--read-bases {}: no URL", spec));
+  return {};
+}
+
+result<std::vector<unsigned>> parse_concurrency(std::string_view list) {
+  std::vector<unsigned> out;
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    unsigned c = 0;
+    if (!parse_uint(list.substr(0, comma), c) || c == 0 || c > 100'000) {
+      return bad(fmt::format("--concurrency: bad level '{}'", list.substr(0, comma)));
+    }
+    if (!out.empty() && c <= out.back()) return bad("--concurrency: levels must increase");
+    out.push_back(c);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  if (out.empty()) return bad("--concurrency: no level");
+  return out;
+}
+
+status validate(const bench_options& o) {
+  if (o.targets.empty()) return bad("at least one --target NAME=URL is required");
+  for (std::size_t i = 0; i < o.targets.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (o.targets[i].name == o.targets[j].name)
+        return bad(fmt::format("two targets named {}", o.targets[i].name));
+    }
+  }
+  if (o.concurrency.empty()) return bad("--concurrency: no level");
+  if (o.payload_bytes == 0 || o.small_payload_bytes == 0 || o.read_payload_bytes == 0) {
+    return bad("payload sizes must be positive");
+  }
+  if (o.sse_payload_bytes < 32) return bad("--sse-payload-bytes must be at least 32 (the event tag)");
+  if (o.latency_count == 0) return bad("--latency-count must be positive");
+  if (!(o.throughput_secs > 0) || o.throughput_secs > 3600)
+    return bad("--throughput-secs must be in (0, 3600]");
+  if (o.sse_readers == 0) return bad("--sse-readers must be positive");
+  return {};
+}
+
+}  // namespace weir::bench

@@ -1,0 +1,55 @@
+// bench_options: what `weir bench` measures and against whom, parsed from the command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace weir::bench {
+
+// An http:// base URL split for the client. Streams live at `prefix` + "/" + name; a URL without a
+// path gets "/v1/stream", where the Node reference server and weir serve streams.
+struct endpoint {
+  std::string url;   // as given
+  std::string host;  // IPv4 dotted quad ("localhost" becomes 127.0.0.1)
+  std::uint16_t port = 80;
+  std::string prefix;  // no trailing '/'
+};
+
+struct target_spec {
+  std::string name;
+  endpoint write;                    // appends, creates and SSE go here
+  std::vector<endpoint> read_bases;  // catch-up reads are spread over these (default: `write`)
+};
+
+struct bench_options {
+  std::vector<target_spec> targets;
+  std::vector<unsigned> concurrency = {4, 8, 16, 32, 64, 128, 256};
+  std::size_t payload_bytes = 8192;
+  std::size_t small_payload_bytes = 1024;
+  std::size_t read_payload_bytes = 524288;
+  std::size_t sse_payload_bytes = 512;
+  unsigned latency_count = 100;
+  double throughput_secs = 15;
+  unsigned sse_count = 100;
+  unsigned sse_readers = 3;
+  std::string out = "bench-results";
+  unsigned request_timeout_ms = 30'000;  // a request without a response by then is an error
+  unsigned sse_timeout_ms = 10'000;      // an event not delivered by then is missing
+  std::string command;                   // the command line, for the report
+};
+
+result<endpoint> parse_endpoint(std::string_view url);
+// "NAME=URL"
+result<target_spec> parse_target(std::string_view spec);
+// "NAME=URL,URL,..." applied to the target called NAME in `targets`.
+status apply_read_bases(std::string_view spec, std::vector<target_spec>& targets);
+// "4,8,16": positive, strictly increasing.
+result<std::vector<unsigned>> parse_concurrency(std::string_view list);
+// Checks ranges (sizes > 0, SSE payload big enough for its event tag, ...).
+status validate(const bench_options& o);
+
+}  // namespace weir::bench
