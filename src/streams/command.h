@@ -1,0 +1,95 @@
+// Commands: every state change of a stream is one of these, applied by state_machine. Time comes
+// inside the command (the state machine reads no clock), so applying the same commands in the same
+// order gives the same state: a write-ahead log can replay them and Raft can replicate them. Each
+// command has a compact binary encoding (command_codec.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "streams/types.h"
+
+namespace weir::streams {
+
+// What the fork's core learned from the source's core (fork_retain) before creating the fork.
+struct fork_resolution {
+  stream_offset point{};          // divergence point in the source's offset space
+  std::vector<record> inherited;  // the source's records before `point` (shared chunks; not encoded:
+                                  // on replay storage re-resolves them from the source)
+  payload prefix;                 // the materialized sub-offset prefix (PROTOCOL.md 4.2), maybe empty
+  std::string source_content_type;
+  expiry_config source_expiry;
+};
+
+struct fork_spec {
+  std::string source;                   // Stream-Forked-From (a path on this server)
+  std::optional<stream_offset> offset;  // Stream-Fork-Offset as requested (default: source tail)
+  std::uint64_t sub_offset = 0;         // Stream-Fork-Sub-Offset
+  fork_resolution resolved;
+};
+
+// PUT: create a stream (or confirm it exists with the same configuration).
+struct create_command {
+  std::string path;
+  std::string content_type;  // as sent; empty: default (or the source's, for a fork)
+  expiry_config expiry;
+  bool closed = false;
+  payload initial;
+  std::optional<fork_spec> fork;
+  std::int64_t now_ms = 0;
+};
+
+// POST: append (optionally closing), or close only (close && body empty).
+struct append_command {
+  std::string path;
+  std::optional<std::string> content_type;  // absent when the request had none
+  payload body;
+  std::optional<std::string> stream_seq;  // Stream-Seq
+  std::optional<producer_ref> producer;   // Producer-Id/Epoch/Seq
+  bool close = false;                     // Stream-Closed: true
+  std::int64_t now_ms = 0;
+};
+
+// DELETE.
+struct delete_command {
+  std::string path;
+  std::int64_t now_ms = 0;
+};
+
+// A read or live wait began: renews a sliding TTL (PROTOCOL.md 5.1, Stream-TTL).
+struct touch_command {
+  std::string path;
+  std::int64_t now_ms = 0;
+};
+
+// Expire the stream if its TTL or Expires-At has passed (sweeper, or before a HEAD).
+struct expire_command {
+  std::string path;
+  std::int64_t now_ms = 0;
+};
+
+// Applied on the source's core when a fork is being created: validate, take a reference.
+struct fork_retain_command {
+  std::string source;
+  std::optional<stream_offset> offset;
+  std::uint64_t sub_offset = 0;
+  std::string content_type;  // the fork request's Content-Type (empty: inherit)
+  std::int64_t now_ms = 0;
+};
+
+// Applied on the source's core when a fork went away (or its creation failed): drop the reference,
+// and clean up a soft-deleted source whose last fork is gone (PROTOCOL.md 4.2, cascading GC).
+struct fork_release_command {
+  std::string source;
+};
+
+using command = std::variant<create_command, append_command, delete_command, touch_command, expire_command,
+                             fork_retain_command, fork_release_command>;
+
+// The path of the stream a command addresses (which core owns it).
+const std::string& command_path(const command& c);
+
+}  // namespace weir::streams

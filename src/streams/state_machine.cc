@@ -1,0 +1,430 @@
+#include "streams/state_machine.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "base/assert.h"
+
+namespace weir::streams {
+
+namespace {
+constexpr std::string_view default_content_type = "application/octet-stream";
+
+outcome fail(errc code) {
+  outcome o;
+  o.code = code;
+  return o;
+}
+}  // namespace
+
+std::string normalize_content_type(std::string_view ct) {
+  auto semi = ct.find(';');
+  if (semi != std::string_view::npos) ct = ct.substr(0, semi);
+  while (!ct.empty() && (ct.front() == ' ' || ct.front() == '\t')) ct.remove_prefix(1);
+  while (!ct.empty() && (ct.back() == ' ' || ct.back() == '\t')) ct.remove_suffix(1);
+  std::string out(ct);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+state_machine::state_machine() = default;
+state_machine::~state_machine() = default;
+
+outcome state_machine::apply(const command& c) {
+  return std::visit(
+      [this](const auto& v) -> outcome {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, create_command>) return create(v);
+        if constexpr (std::is_same_v<T, append_command>) return append(v);
+        if constexpr (std::is_same_v<T, delete_command>) return remove(v);
+        if constexpr (std::is_same_v<T, touch_command>) return touch(v);
+        if constexpr (std::is_same_v<T, expire_command>) return expire(v);
+        if constexpr (std::is_same_v<T, fork_retain_command>) return fork_retain(v);
+        if constexpr (std::is_same_v<T, fork_release_command>) return fork_release(v);
+      },
+      c);
+}
+
+bool state_machine::is_expired(const stream_state& s, std::int64_t now_ms) {
+  const expiry_config& e = s.meta.expiry;
+  if (e.expires_at_ms && now_ms >= *e.expires_at_ms) return true;
+  if (e.ttl_seconds && now_ms >= s.last_access_ms + static_cast<std::int64_t>(*e.ttl_seconds) * 1000)
+    return true;
+  return false;
+}
+
+stream_meta state_machine::snapshot(const stream_state& s) const {
+  stream_meta m = s.meta;
+  m.tail = s.log->tail();
+  return m;
+}
+
+void state_machine::erase(const std::string& path, outcome& out) {
+  auto it = streams_.find(path);
+  WEIR_ASSERT(it != streams_.end(), "erase of unknown stream {}", path);
+  if (it->second.fork) out.release.push_back(it->second.fork->source);
+  streams_.erase(it);
+  out.removed.push_back(path);
+  out.mutated = true;
+}
+
+state_machine::stream_state* state_machine::resolve(const std::string& path, std::int64_t now_ms,
+                                                    outcome& out) {
+  auto it = streams_.find(path);
+  if (it == streams_.end()) return nullptr;
+  stream_state& s = it->second;
+  if (!s.soft_deleted && is_expired(s, now_ms)) {
+    // An expired stream that forks still read from is kept, soft-deleted (PROTOCOL.md 4.2).
+    if (s.ref_count > 0) {
+      s.soft_deleted = true;
+      out.mutated = true;
+      out.removed.push_back(path);
+      return &s;
+    }
+    erase(path, out);
+    return nullptr;
+  }
+  return &s;
+}
+
+outcome state_machine::create(const create_command& c) {
+  outcome out;
+  stream_state* existing = resolve(c.path, c.now_ms, out);
+  auto give_back_fork = [&](outcome& o) {
+    // A create that does not use its fork resolution must return the source reference it holds.
+    if (c.fork) o.release.push_back(c.fork->source);
+  };
+  if (existing) {
+    out.meta = snapshot(*existing);
+    bool matches = !existing->soft_deleted;
+    if (matches) {
+      std::string want_ct = normalize_content_type(c.content_type);
+      if (want_ct.empty() && !c.fork) want_ct = default_content_type;
+      if (!want_ct.empty() && want_ct != normalize_content_type(existing->meta.content_type)) matches = false;
+      if (!(c.expiry == existing->requested_expiry)) matches = false;
+      if (c.closed != existing->meta.closed) matches = false;
+      if (c.fork.has_value() != existing->fork.has_value()) matches = false;
+      if (matches && c.fork) {
+        const fork_spec& have = *existing->fork;
+        if (c.fork->source != have.source) matches = false;
+        if (c.fork->offset && *c.fork->offset != have.resolved.point) matches = false;
+        if (c.fork->sub_offset != have.sub_offset) matches = false;
+      }
+    }
+    give_back_fork(out);
+    out.code = matches ? errc::ok : errc::config_mismatch;
+    return out;
+  }
+
+  stream_state s;
+  s.meta.path = c.path;
+  s.meta.generation = next_generation_++;
+  s.meta.content_type = c.content_type;
+  if (c.fork && s.meta.content_type.empty()) s.meta.content_type = c.fork->resolved.source_content_type;
+  if (s.meta.content_type.empty()) s.meta.content_type = default_content_type;
+  s.meta.json = normalize_content_type(s.meta.content_type) == "application/json";
+  s.requested_expiry = c.expiry;
+  s.meta.expiry = c.expiry;
+  if (c.fork && c.expiry.none()) s.meta.expiry = c.fork->resolved.source_expiry;  // PROTOCOL.md 4.2 table
+  s.last_access_ms = c.now_ms;
+  s.meta.closed = c.closed;
+
+  if (s.meta.json && c.initial.json_invalid) {
+    outcome o = fail(errc::invalid_json);
+    give_back_fork(o);
+    return o;
+  }
+  if (c.fork) {
+    s.log = std::make_unique<memory_log>(c.fork->resolved.inherited, c.fork->resolved.point);
+    fork_spec origin = *c.fork;
+    origin.resolved.inherited.clear();
+    s.fork = std::move(origin);
+  } else {
+    s.log = std::make_unique<memory_log>();
+  }
+  auto add = [&](const payload& p) {
+    if (p.empty()) return;
+    record r;
+    r.data = chunk_slice{p.bytes, 0, static_cast<std::uint32_t>(p.size())};
+    r.end = s.log->tail().value() + p.size();
+    r.messages = p.messages;
+    s.log->append(std::move(r));
+  };
+  if (c.fork) add(c.fork->resolved.prefix);
+  add(c.initial);
+
+  auto [it, inserted] = streams_.emplace(c.path, std::move(s));
+  WEIR_ASSERT(inserted, "stream {} created twice", c.path);
+  out.code = errc::ok;
+  out.mutated = true;
+  out.created = true;
+  out.appended = !c.initial.empty();
+  out.meta = snapshot(it->second);
+  return out;
+}
+
+outcome state_machine::append(const append_command& c) {
+  outcome out;
+  stream_state* s = resolve(c.path, c.now_ms, out);
+  if (!s) {
+    out.code = errc::not_found;
+    return out;
+  }
+  if (s->soft_deleted) {
+    out.code = errc::gone;
+    return out;
+  }
+  auto finish = [&](errc code) {
+    out.code = code;
+    out.meta = snapshot(*s);
+    return out;
+  };
+  const bool close_only = c.close && c.body.empty();
+
+  // PROTOCOL.md 5.2 error precedence: closed first, then content type, then sequence.
+  if (s->meta.closed) {
+    if (c.producer && s->closed_by && *s->closed_by == *c.producer) {
+      // 5.2.1: a retry of the request that closed the stream is a duplicate.
+      out.duplicate = true;
+      out.producer_epoch = c.producer->epoch;
+      out.producer_seq = c.producer->seq;
+      return finish(errc::ok);
+    }
+    if (close_only && !c.producer) {
+      s->last_access_ms = c.now_ms;  // a close is a write: renews the TTL
+      out.mutated = s->meta.expiry.ttl_seconds.has_value();
+      return finish(errc::ok);  // close is idempotent (5.3)
+    }
+    return finish(errc::closed);
+  }
+  if (!close_only && c.content_type &&
+      normalize_content_type(*c.content_type) != normalize_content_type(s->meta.content_type)) {
+    return finish(errc::content_type_mismatch);
+  }
+
+  // 5.2.1 validation, without mutating until the append is known to succeed.
+  std::optional<producer_state> next_producer;
+  if (c.producer) {
+    const producer_ref& p = *c.producer;
+    auto it = s->producers.find(p.id);
+    if (it == s->producers.end()) {
+      if (p.seq != 0) {
+        out.expected_seq = 0;
+        out.received_seq = p.seq;
+        return finish(errc::seq_gap);
+      }
+      next_producer = producer_state{p.epoch, 0};
+    } else {
+      const producer_state& st = it->second;
+      if (p.epoch < st.epoch) {
+        out.producer_epoch = st.epoch;
+        return finish(errc::stale_epoch);
+      }
+      if (p.epoch > st.epoch) {
+        if (p.seq != 0) return finish(errc::epoch_needs_seq_zero);
+        next_producer = producer_state{p.epoch, 0};
+      } else if (p.seq <= st.last_seq) {
+        out.duplicate = true;
+        out.producer_epoch = p.epoch;
+        out.producer_seq = st.last_seq;
+        return finish(errc::ok);
+      } else if (p.seq == st.last_seq + 1) {
+        next_producer = producer_state{p.epoch, p.seq};
+      } else {
+        out.expected_seq = st.last_seq + 1;
+        out.received_seq = p.seq;
+        return finish(errc::seq_gap);
+      }
+    }
+  }
+  if (c.stream_seq && s->last_seq && *c.stream_seq <= *s->last_seq) return finish(errc::seq_regression);
+  if (!close_only && s->meta.json) {
+    if (c.body.json_invalid) return finish(errc::invalid_json);
+    if (c.body.json_empty_array) return finish(errc::empty_json_array);
+  }
+
+  // Commit: data, producer state, Stream-Seq, closure, TTL renewal, in one step.
+  if (!c.body.empty()) {
+    record r;
+    r.data = chunk_slice{c.body.bytes, 0, static_cast<std::uint32_t>(c.body.size())};
+    r.end = s->log->tail().value() + c.body.size();
+    r.messages = c.body.messages;
+    s->log->append(std::move(r));
+    out.appended = true;
+  }
+  if (c.producer) {
+    s->producers[c.producer->id] = *next_producer;
+    out.producer_epoch = c.producer->epoch;
+    out.producer_seq = c.producer->seq;
+  }
+  if (c.stream_seq) s->last_seq = *c.stream_seq;
+  if (c.close) {
+    s->meta.closed = true;
+    s->closed_by = c.producer;
+    out.closed_now = true;
+  }
+  s->last_access_ms = c.now_ms;
+  out.mutated = true;
+  return finish(errc::ok);
+}
+
+outcome state_machine::remove(const delete_command& c) {
+  outcome out;
+  stream_state* s = resolve(c.path, c.now_ms, out);
+  if (!s) {
+    out.code = errc::not_found;
+    return out;
+  }
+  if (s->soft_deleted) {
+    out.code = errc::gone;  // PROTOCOL.md 5.4: deleting a soft-deleted stream is 410
+    return out;
+  }
+  if (s->ref_count > 0) {
+    s->soft_deleted = true;
+    out.mutated = true;
+    out.removed.push_back(c.path);
+    return out;
+  }
+  erase(c.path, out);
+  return out;
+}
+
+outcome state_machine::touch(const touch_command& c) {
+  outcome out;
+  stream_state* s = resolve(c.path, c.now_ms, out);
+  if (!s) {
+    out.code = errc::not_found;
+    return out;
+  }
+  if (s->soft_deleted) {
+    out.code = errc::gone;
+    return out;
+  }
+  s->last_access_ms = c.now_ms;
+  out.mutated = out.mutated || s->meta.expiry.ttl_seconds.has_value();
+  out.meta = snapshot(*s);
+  return out;
+}
+
+outcome state_machine::expire(const expire_command& c) {
+  outcome out;
+  stream_state* s = resolve(c.path, c.now_ms, out);
+  if (!s) {
+    out.code = errc::not_found;
+  } else if (s->soft_deleted) {
+    out.code = errc::gone;
+  } else {
+    out.meta = snapshot(*s);
+  }
+  return out;
+}
+
+outcome state_machine::fork_retain(const fork_retain_command& c) {
+  outcome out;
+  stream_state* s = resolve(c.source, c.now_ms, out);
+  if (!s) {
+    out.code = errc::source_not_found;
+    return out;
+  }
+  if (s->soft_deleted) {
+    out.code = errc::source_gone;
+    return out;
+  }
+  if (!c.content_type.empty() &&
+      normalize_content_type(c.content_type) != normalize_content_type(s->meta.content_type)) {
+    out.code = errc::content_type_mismatch;
+    return out;
+  }
+  stream_offset tail = s->log->tail();
+  stream_offset point = c.offset.value_or(tail);
+  if (point > tail || (s->meta.json && !s->log->is_boundary(point))) {
+    out.code = errc::bad_fork_offset;
+    return out;
+  }
+  if (c.sub_offset > 0) {
+    const record* r = s->log->record_at(point);
+    std::uint64_t extent = r ? (s->meta.json ? r->messages : r->data.size) : 0;
+    if (!r || c.sub_offset > extent) {
+      out.code = errc::bad_sub_offset;
+      return out;
+    }
+    out.sub_record = *r;
+  }
+  fork_resolution res;
+  res.point = point;
+  res.inherited = s->log->prefix(point);
+  res.source_content_type = s->meta.content_type;
+  res.source_expiry = s->meta.expiry;
+  out.resolution = std::move(res);
+  s->ref_count++;
+  out.mutated = true;
+  out.meta = snapshot(*s);
+  return out;
+}
+
+outcome state_machine::fork_release(const fork_release_command& c) {
+  outcome out;
+  auto it = streams_.find(c.source);
+  if (it == streams_.end()) return out;  // already gone: nothing holds the reference any more
+  stream_state& s = it->second;
+  if (s.ref_count > 0) s.ref_count--;
+  out.mutated = true;
+  if (s.ref_count == 0 && s.soft_deleted) erase(c.source, out);  // cascading GC (PROTOCOL.md 4.2)
+  return out;
+}
+
+read_result state_machine::read(std::string_view path, std::optional<stream_offset> from,
+                                std::size_t max_bytes) const {
+  read_result r;
+  auto it = streams_.find(std::string(path));
+  if (it == streams_.end()) {
+    r.code = errc::not_found;
+    return r;
+  }
+  const stream_state& s = it->second;
+  if (s.soft_deleted) {
+    r.code = errc::gone;
+    return r;
+  }
+  r.meta = snapshot(s);
+  r.plan = s.log->read(from.value_or(stream_offset(0)), max_bytes, s.meta.json);
+  return r;
+}
+
+read_result state_machine::head(std::string_view path, std::int64_t now_ms) const {
+  read_result r;
+  auto it = streams_.find(std::string(path));
+  if (it == streams_.end() ||
+      (!it->second.soft_deleted && is_expired(it->second, now_ms) && it->second.ref_count == 0)) {
+    r.code = errc::not_found;
+    return r;
+  }
+  if (it->second.soft_deleted || is_expired(it->second, now_ms)) {
+    r.code = errc::gone;
+    return r;
+  }
+  r.meta = snapshot(it->second);
+  return r;
+}
+
+std::vector<stream_meta> state_machine::list(std::string_view prefix, std::int64_t now_ms) const {
+  std::vector<stream_meta> out;
+  for (const auto& [path, s] : streams_) {
+    if (s.soft_deleted || is_expired(s, now_ms)) continue;
+    if (path.compare(0, prefix.size(), prefix) != 0) continue;
+    out.push_back(snapshot(s));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const stream_meta& a, const stream_meta& b) { return a.path < b.path; });
+  return out;
+}
+
+std::vector<std::string> state_machine::expired(std::int64_t now_ms) const {
+  std::vector<std::string> out;
+  for (const auto& [path, s] : streams_) {
+    if (!s.soft_deleted && is_expired(s, now_ms)) out.push_back(path);
+  }
+  return out;
+}
+
+}  // namespace weir::streams

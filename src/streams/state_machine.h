@@ -1,0 +1,146 @@
+// state_machine: the streams owned by one core, and the rules of the Durable Streams protocol applied
+// to them (PROTOCOL.md 4, 5, 8). Commands in, outcomes out; reads produce read plans (views of the
+// data, no copies). No I/O, no clock (time comes inside each command), deterministic.
+//
+// Lives on one core (the owner of the streams whose path hashes to it); not thread-safe. Forks whose
+// source lives on another core are created in two steps by the caller: fork_retain on the source's
+// state machine, then create (with the resolution) on the fork's.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "streams/command.h"
+#include "streams/stream_log.h"
+#include "streams/types.h"
+
+namespace weir::streams {
+
+enum class errc : std::uint8_t {
+  ok = 0,
+  not_found,              // no such stream (or expired)
+  gone,                   // soft-deleted (has forks)
+  config_mismatch,        // PUT on an existing stream with another configuration, or a soft-deleted path
+  source_not_found,       // fork source missing
+  source_gone,            // fork source soft-deleted
+  bad_fork_offset,        // beyond the source's tail, or not a message boundary
+  bad_sub_offset,         // no record at the fork offset, or past its end
+  content_type_mismatch,  // append (or fork) with another content type
+  closed,                 // append to a closed stream
+  seq_regression,         // Stream-Seq not greater than the last
+  stale_epoch,            // Producer-Epoch below the current one
+  epoch_needs_seq_zero,   // a new Producer-Epoch must start at seq 0
+  seq_gap,                // Producer-Seq beyond last + 1
+  invalid_json,
+  empty_json_array,
+};
+
+// A snapshot of a stream's metadata, for responses.
+struct stream_meta {
+  std::string path;
+  std::uint64_t generation = 0;  // distinguishes a re-created stream at the same path (ETag)
+  std::string content_type;
+  bool json = false;
+  expiry_config expiry;
+  bool closed = false;
+  stream_offset tail{};
+};
+
+struct outcome {
+  errc code = errc::ok;
+  bool mutated = false;     // the state changed (what a log must keep)
+  bool created = false;     // create: a new stream (201) rather than a match (200)
+  bool appended = false;    // the tail moved
+  bool closed_now = false;  // this command closed the stream
+  bool duplicate = false;   // producer duplicate: idempotent success (204)
+  std::optional<stream_meta> meta;
+  // Producer details (PROTOCOL.md 5.2.1).
+  std::uint64_t producer_epoch = 0;  // echoed on success; the current epoch on stale_epoch
+  std::uint64_t producer_seq = 0;    // highest accepted seq on success and duplicates
+  std::uint64_t expected_seq = 0;    // seq_gap
+  std::uint64_t received_seq = 0;    // seq_gap
+  // Streams that ceased to exist (deleted, expired, cascaded); live readers must be told.
+  std::vector<std::string> removed;
+  // Fork sources (paths, maybe on other cores) that must receive a fork_release_command.
+  std::vector<std::string> release;
+  // fork_retain: what the fork inherits; `sub_record` is the record at the fork point when a
+  // sub-offset was asked for (the caller materializes the prefix from it).
+  std::optional<fork_resolution> resolution;
+  std::optional<record> sub_record;
+};
+
+struct read_result {
+  errc code = errc::ok;
+  std::optional<stream_meta> meta;
+  read_plan plan;
+};
+
+class state_machine {
+ public:
+  // `make_log`: where new streams keep their data (in-memory by default).
+  state_machine();
+  ~state_machine();
+  state_machine(const state_machine&) = delete;
+  state_machine& operator=(const state_machine&) = delete;
+
+  outcome apply(const command& c);
+
+  outcome create(const create_command& c);
+  outcome append(const append_command& c);
+  outcome remove(const delete_command& c);
+  outcome touch(const touch_command& c);
+  outcome expire(const expire_command& c);
+  outcome fork_retain(const fork_retain_command& c);
+  outcome fork_release(const fork_release_command& c);
+
+  // Reads (no state change; the caller applies a touch_command first to renew a TTL).
+  // `from` absent: the stream's start. `max_bytes`: the server's chunk limit.
+  read_result read(std::string_view path, std::optional<stream_offset> from, std::size_t max_bytes) const;
+  // Metadata, treating expired streams as absent (expiry is applied lazily by the next command).
+  read_result head(std::string_view path, std::int64_t now_ms) const;
+
+  // Live (not soft-deleted, not expired) streams whose path starts with `prefix`.
+  std::vector<stream_meta> list(std::string_view prefix, std::int64_t now_ms) const;
+  // Paths whose TTL or Expires-At passed by `now_ms` (for the sweeper).
+  std::vector<std::string> expired(std::int64_t now_ms) const;
+
+  std::size_t size() const { return streams_.size(); }
+
+ private:
+  struct producer_state {
+    std::uint64_t epoch = 0;
+    std::uint64_t last_seq = 0;
+  };
+  struct stream_state {
+    stream_meta meta;
+    expiry_config requested_expiry;  // as asked at creation (idempotent PUT compares this)
+    std::int64_t last_access_ms = 0;
+    bool soft_deleted = false;
+    std::uint32_t ref_count = 0;    // live forks that reference this stream
+    std::optional<fork_spec> fork;  // origin (resolution.inherited cleared)
+    std::optional<producer_ref> closed_by;
+    std::optional<std::string> last_seq;
+    std::map<std::string, producer_state> producers;
+    std::unique_ptr<stream_log> log;
+  };
+
+  static bool is_expired(const stream_state& s, std::int64_t now_ms);
+  // The stream at `path` after applying lazy expiry: nullptr if absent or expired-and-removed.
+  stream_state* resolve(const std::string& path, std::int64_t now_ms, outcome& out);
+  void erase(const std::string& path, outcome& out);
+  stream_meta snapshot(const stream_state& s) const;
+
+  std::unordered_map<std::string, stream_state> streams_;
+  std::uint64_t next_generation_ = 1;
+};
+
+// The media type of a Content-Type value, lowercased, without parameters ("Text/Plain; x=y" -> "text/plain").
+std::string normalize_content_type(std::string_view content_type);
+
+}  // namespace weir::streams

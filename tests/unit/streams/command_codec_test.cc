@@ -1,0 +1,98 @@
+#include "streams/command_codec.h"
+
+#include <gtest/gtest.h>
+
+namespace weir::streams {
+namespace {
+
+payload bytes(std::string s, std::uint32_t messages = 0) {
+  payload p;
+  p.bytes = make_chunk(std::move(s));
+  p.messages = messages;
+  return p;
+}
+
+TEST(command_codec, create_round_trip) {
+  create_command c;
+  c.path = "/v1/stream/x";
+  c.content_type = "application/json";
+  c.expiry.ttl_seconds = 3600;
+  c.expiry.expires_at_text = "";
+  c.closed = true;
+  c.initial = bytes("1,2,", 2);
+  fork_spec f;
+  f.source = "/v1/stream/src";
+  f.offset = stream_offset(42);
+  f.sub_offset = 3;
+  f.resolved.point = stream_offset(42);
+  f.resolved.prefix = bytes("abc");
+  f.resolved.source_content_type = "application/json";
+  f.resolved.source_expiry.expires_at_ms = -5;
+  f.resolved.source_expiry.expires_at_text = "1969-12-31T23:59:59.995Z";
+  c.fork = f;
+  c.now_ms = 1'700'000'000'123;
+
+  std::string wire = encode(command{c});
+  result<command> back = decode(wire);
+  ASSERT_TRUE(back.has_value()) << back.err().reason;
+  const auto& d = std::get<create_command>(*back);
+  EXPECT_EQ(d.path, c.path);
+  EXPECT_EQ(d.content_type, c.content_type);
+  EXPECT_EQ(d.expiry.ttl_seconds, c.expiry.ttl_seconds);
+  EXPECT_TRUE(d.closed);
+  EXPECT_EQ(*d.initial.bytes, "1,2,");
+  EXPECT_EQ(d.initial.messages, 2u);
+  ASSERT_TRUE(d.fork.has_value());
+  EXPECT_EQ(d.fork->source, f.source);
+  EXPECT_EQ(d.fork->offset, f.offset);
+  EXPECT_EQ(d.fork->sub_offset, 3u);
+  EXPECT_EQ(*d.fork->resolved.prefix.bytes, "abc");
+  EXPECT_EQ(d.fork->resolved.source_expiry.expires_at_ms, std::optional<std::int64_t>(-5));
+  EXPECT_EQ(d.fork->resolved.source_expiry.expires_at_text, f.resolved.source_expiry.expires_at_text);
+  EXPECT_EQ(d.now_ms, c.now_ms);
+  EXPECT_EQ(encode(*back), wire);
+}
+
+TEST(command_codec, every_kind_round_trips) {
+  append_command a;
+  a.path = "/p";
+  a.content_type = "text/plain";
+  a.body = bytes("data");
+  a.body.json_invalid = true;
+  a.stream_seq = "0009";
+  a.producer = producer_ref{"writer-1", 7, 1ull << 53};
+  a.close = true;
+  a.now_ms = 99;
+  fork_retain_command r{"/src", stream_offset(5), 2, "text/plain", 11};
+  std::vector<command> all = {a, delete_command{"/d", 1},     touch_command{"/t", 2}, expire_command{"/e", 3},
+                              r, fork_release_command{"/src"}};
+  for (const command& c : all) {
+    std::string wire = encode(c);
+    result<command> back = decode(wire);
+    ASSERT_TRUE(back.has_value()) << back.err().reason;
+    EXPECT_EQ(back->index(), c.index());
+    EXPECT_EQ(command_path(*back), command_path(c));
+    EXPECT_EQ(encode(*back), wire);
+  }
+  result<command> decoded = decode(encode(command{a}));
+  ASSERT_TRUE(decoded.has_value());
+  const auto& back_a = std::get<append_command>(*decoded);
+  EXPECT_EQ(back_a.producer, a.producer);
+  EXPECT_TRUE(back_a.body.json_invalid);
+  EXPECT_EQ(back_a.stream_seq, a.stream_seq);
+}
+
+TEST(command_codec, rejects_truncated_and_unknown_input) {
+  append_command a;
+  a.path = "/p";
+  a.body = bytes("data");
+  std::string wire = encode(command{a});
+  for (std::size_t n = 0; n < wire.size(); ++n) {
+    EXPECT_FALSE(decode(std::string_view(wire).substr(0, n)).has_value()) << "prefix " << n;
+  }
+  EXPECT_FALSE(decode(std::string("\x09", 1)).has_value());
+  EXPECT_FALSE(decode(wire + "x").has_value());
+}
+
+}  // namespace
+}  // namespace weir::streams
