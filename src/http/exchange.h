@@ -61,7 +61,13 @@ class exchange {
 
   // Called at most once, on loop(), if the client goes away (or the connection is closed by a timeout
   // or shutdown) before the exchange finished. Not called after respond()/end().
+  // (Implementation: it runs from a task posted when the connection closes, never from inside a call on
+  // this exchange, so a caller iterating over its readers is not re-entered.)
   void on_close(std::function<void()> fn);
+
+  // Bytes of this exchange's connection still waiting to be sent (0 once inert). A producer feeding a
+  // stream can hold back while it is large; a stream whose backlog passes 8 MiB is closed by the engine.
+  std::size_t buffered_bytes() const;
 
   // implementation: a connection slot and generation (implementer's choice)
  private:

@@ -1,16 +1,35 @@
-// event_loop: one per core (thread-per-core). Owns an epoll instance, its timers and the inbound
-// cross-core task queue. Runs on exactly one thread; every method except post() and stop() must be called
-// on that thread.
+// event_loop: one per core (thread-per-core). Owns an epoll instance (edge-triggered), its timers and the
+// inbound cross-core task queue. Runs on exactly one thread; every method except post(), stop() and
+// wake() must be called on that thread.
 //
 // CONTRACT (written before the implementation; the implementer may add, not break). Other modules
-// (protocol, server, bench) rely on exactly these members.
+// (protocol, server, bench) rely on exactly these members: post(), add_timer(), cancel_timer(), now_ms(),
+// current(), index(), run(), stop().
+//
+// post() is cheap: the eventfd is written only when the target loop is (about to be) asleep in
+// epoll_wait and no wake-up is already pending; a busy loop picks tasks up at the end of its iteration.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <queue>
+#include <unordered_map>
+#include <vector>
 
 namespace weir::io {
+
+// Something registered with an event loop for readiness events (EPOLLIN/EPOLLOUT/EPOLLRDHUP/...).
+// The loop keeps a raw pointer: the owner must remove_fd() before destroying the handler.
+class io_handler {
+ public:
+  virtual void on_io(std::uint32_t events) = 0;
+
+ protected:
+  ~io_handler() = default;
+};
 
 class event_loop {
  public:
@@ -31,6 +50,7 @@ class event_loop {
   void run();
   // Thread-safe.
   void stop();
+  bool stopping() const { return stop_.load(std::memory_order_acquire); }
 
   // Thread-safe: runs `fn` on this loop's thread, in FIFO order per sender, soon (wakes the loop).
   void post(task fn);
@@ -40,12 +60,56 @@ class event_loop {
   bool cancel_timer(timer_id id);
 
   // Monotonic milliseconds, cached at the start of each loop iteration.
-  std::int64_t now_ms() const;
+  std::int64_t now_ms() const { return now_ms_; }
+  // Re-reads the monotonic clock into now_ms() (the loop does it after every epoll_wait).
+  void update_now();
 
-  // ... fd registration and internals: implementer's choice.
+  // fd registration (edge-triggered: the handler must drain until EAGAIN, or remember that it did not).
+  // `events` is an EPOLL* mask; EPOLLET is added. Returns false (errno set) on failure.
+  bool add_fd(int fd, std::uint32_t events, io_handler* h);
+  bool modify_fd(int fd, std::uint32_t events, io_handler* h);
+  void remove_fd(int fd);
+
+  // Thread-safe and async-signal-safe: interrupts epoll_wait (a no-op if a wake-up is pending).
+  void wake();
+
+  // Statistics for tests and benchmarks (loop thread only).
+  std::uint64_t wakeups_written() const { return wakeups_written_.load(std::memory_order_relaxed); }
+  std::size_t timer_count() const { return timers_.size(); }
 
  private:
+  struct timer_entry {
+    std::int64_t deadline;
+    timer_id id;
+    bool operator>(const timer_entry& o) const {
+      return deadline != o.deadline ? deadline > o.deadline : id > o.id;
+    }
+  };
+
+  int next_timeout_ms() const;
+  void run_timers();
+  void run_posted();
+  void drain_eventfd();
+
   unsigned index_;
+  int epoll_fd_ = -1;
+  int event_fd_ = -1;
+  std::int64_t now_ms_ = 0;
+  std::atomic<bool> stop_{false};
+
+  // Cross-core queue: a mutex-protected vector swapped out in one go by the loop.
+  std::mutex post_mu_;
+  std::vector<task> posted_;
+  std::vector<task> running_;  // loop thread only
+  std::atomic<std::size_t> pending_{0};
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> wake_pending_{false};
+  std::atomic<std::uint64_t> wakeups_written_{0};
+
+  // Timers: a min-heap of deadlines; cancelled ids are removed from the map and skipped lazily.
+  std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> heap_;
+  std::unordered_map<timer_id, task> timers_;
+  timer_id next_timer_id_ = 1;
 };
 
 }  // namespace weir::io

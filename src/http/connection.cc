@@ -1,0 +1,605 @@
+#include "http/connection.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "http/loop_context.h"
+#include "http/status_text.h"
+
+namespace weir::http {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+bool has_header(std::span<const header> headers, std::string_view name) {
+  return std::any_of(headers.begin(), headers.end(), [&](const header& h) { return iequals(h.name, name); });
+}
+
+char* put(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+// RAII depth counter: while any connection of this loop is inside drive(), another connection that
+// becomes ready must not drive() inline (it would reuse the loop's read scratch buffer).
+struct processing_scope {
+  explicit processing_scope(loop_context& c) : ctx(c) { ++ctx.processing; }
+  ~processing_scope() { --ctx.processing; }
+  loop_context& ctx;
+};
+
+}  // namespace
+
+void connection::open(int fd) {
+  fd_ = fd;
+  phase_ = phase::reading;
+  need_total_ = head_len_ = chunk_pos_ = 0;
+  chunked_ = continue_sent_ = expect_continue_ = false;
+  head_started_ms_ = body_started_ms_ = 0;
+  keep_alive_ = true;
+  is_head_ = http10_ = chunked_out_ = in_handler_ = resume_scheduled_ = backlog_exceeded_ = false;
+  readable_ = peer_closed_ = want_write_ = close_after_write_ = false;
+  idle_since_ms_ = ctx_->loop->now_ms();
+  refresh_deadline();
+  if (!ctx_->loop->add_fd(fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, this)) close_now();
+}
+
+void connection::on_io(std::uint32_t events) {
+  if (fd_ < 0) return;
+  if (events & EPOLLERR) {
+    close_now();
+    return;
+  }
+  if (events & (EPOLLHUP | EPOLLRDHUP)) {
+    peer_closed_ = true;
+    readable_ = true;  // read what is left, up to the end of stream
+  }
+  if (events & EPOLLIN) readable_ = true;
+  if ((events & EPOLLOUT) && want_write_) {
+    send_out();
+    if (fd_ < 0) return;
+  }
+  drive();
+}
+
+bool connection::accepting_input() const {
+  return fd_ >= 0 && (phase_ == phase::reading || phase_ == phase::body) && out_.size() < output_high_water;
+}
+
+void connection::drive() {
+  if (fd_ < 0) return;
+  processing_scope scope(*ctx_);
+  if (phase_ == phase::lingering) {
+    discard_input();
+    return;
+  }
+  if (!in_.empty() && accepting_input()) {
+    std::size_t used = process(in_.view());
+    if (fd_ < 0) return;
+    compact_in(used);
+  }
+  while (readable_ && accepting_input()) {
+    bool use_scratch = in_.empty();
+    char* buf;
+    std::size_t cap;
+    if (use_scratch) {
+      buf = ctx_->read_scratch.get();
+      cap = read_scratch_bytes;
+    } else {
+      std::size_t want = 16 * 1024;
+      if (need_total_ > in_.size()) want = std::clamp<std::size_t>(need_total_ - in_.size(), want, 1 << 20);
+      buf = in_.prepare(want);
+      cap = in_.writable();
+    }
+    auto n = ::recv(fd_, buf, cap, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      readable_ = false;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) peer_closed_ = true;
+      break;
+    }
+    if (n == 0) {
+      readable_ = false;
+      peer_closed_ = true;
+      break;
+    }
+    // Edge-triggered: a short read means the socket was drained; new data raises a new edge.
+    if (static_cast<std::size_t>(n) < cap) readable_ = false;
+    if (use_scratch) {
+      std::string_view data(buf, static_cast<std::size_t>(n));
+      std::size_t used = process(data);
+      if (fd_ < 0) return;
+      keep_partial(data, used);
+    } else {
+      in_.commit(static_cast<std::size_t>(n));
+      std::size_t used = process(in_.view());
+      if (fd_ < 0) return;
+      compact_in(used);
+    }
+  }
+  // Every response produced from this read goes out in one send.
+  bool throttled = out_.size() >= output_high_water;
+  send_out();
+  if (fd_ < 0) return;
+  // Back-pressure released at once: go on from a task (edge-triggered, nobody would tell us again).
+  if (throttled && accepting_input() && (readable_ || !in_.empty())) schedule_resume();
+  if (peer_closed_) {
+    if (phase_ == phase::awaiting || phase_ == phase::streaming) {
+      close_now();  // the client went away before its answer: on_close fires
+      return;
+    }
+    if (!readable_ && (phase_ == phase::reading || phase_ == phase::body)) {
+      if (out_.empty()) {
+        close_now();
+        return;
+      }
+      phase_ = phase::closing;
+      close_after_write_ = true;
+    }
+    if (phase_ == phase::lingering) {
+      close_now();
+      return;
+    }
+  }
+  maybe_shrink();
+  refresh_deadline();
+}
+
+std::size_t connection::process(std::string_view data) {
+  const auto& limits = ctx_->opts->limits;
+  request_head& head = ctx_->head;
+  std::size_t pos = 0;
+  while (accepting_input() && pos < data.size()) {
+    std::string_view rest = data.substr(pos);
+    if (phase_ == phase::reading) {
+      if (head_started_ms_ == 0) head_started_ms_ = ctx_->loop->now_ms();
+      auto r = parse_request_head(rest, head, limits);
+      if (r.status == parse_status::need_more) break;
+      if (r.status == parse_status::error) {
+        write_error(r.error_status, r.reason);
+        return data.size();
+      }
+      head_len_ = r.consumed;
+      if (head.framing == body_framing::none) {
+        std::size_t len = head_len_;
+        dispatch(rest.substr(0, len), {});
+        pos += len;
+        continue;
+      }
+      phase_ = phase::body;
+      body_started_ms_ = ctx_->loop->now_ms();
+      expect_continue_ = head.expect_continue && head.version_minor >= 1;
+      continue_sent_ = false;
+      if (head.framing == body_framing::content_length) {
+        chunked_ = false;
+        if (head.content_length > limits.max_body_bytes) {
+          write_error(413, "request body too large");
+          return data.size();
+        }
+        need_total_ = head_len_ + static_cast<std::size_t>(head.content_length);
+      } else {
+        chunked_ = true;
+        chunk_pos_ = head_len_;
+        decoder_.reset();
+        decoder_.set_max_body(limits.max_body_bytes);
+        body_.clear();
+      }
+    }
+    // phase_ == body: the head was parsed (here or in an earlier read) and is at the front of `rest`.
+    if (!chunked_) {
+      if (rest.size() < need_total_) {
+        maybe_send_continue();
+        break;
+      }
+      std::size_t total = need_total_;
+      auto r = parse_request_head(rest, head, limits);  // the views must point into `rest`
+      WEIR_ASSERT(r.status == parse_status::complete && r.consumed == head_len_,
+                  "re-parse of a complete head changed: status {} consumed {} vs {}",
+                  static_cast<int>(r.status), r.consumed, head_len_);
+      dispatch(rest.substr(0, total), rest.substr(head_len_, total - head_len_));
+      pos += total;
+      continue;
+    }
+    bool too_large = false;
+    std::uint64_t max_body = limits.max_body_bytes;
+    auto st = decoder_.feed(rest.substr(chunk_pos_), [&](std::string_view d) {
+      if (body_.size() + d.size() > max_body) {
+        too_large = true;
+        return;
+      }
+      body_.append(d);
+    });
+    chunk_pos_ += st.consumed;
+    if (st.status == parse_status::error) {
+      write_error(st.error_status != 0 ? st.error_status : 400, st.reason);
+      return data.size();
+    }
+    if (too_large) {
+      write_error(413, "request body too large");
+      return data.size();
+    }
+    if (st.status == parse_status::need_more) {
+      maybe_send_continue();
+      break;
+    }
+    std::size_t total = chunk_pos_;
+    auto r = parse_request_head(rest, head, limits);
+    WEIR_ASSERT(r.status == parse_status::complete && r.consumed == head_len_,
+                "re-parse of a chunked head changed: consumed {} vs {}", r.consumed, head_len_);
+    dispatch(rest.substr(0, total), body_.view());
+    body_.clear();
+    pos += total;
+  }
+  return pos;
+}
+
+void connection::maybe_send_continue() {
+  // RFC 9110 10.1.1: a server that will read the body sends 100 (Continue) first. Bodies over the limit
+  // were already answered with 413 before reading them.
+  if (expect_continue_ && !continue_sent_) {
+    out_.append("HTTP/1.1 100 Continue\r\n\r\n");
+    continue_sent_ = true;
+  }
+}
+
+void connection::keep_partial(std::string_view data, std::size_t used) {
+  if (used >= data.size()) return;
+  std::string_view rest = data.substr(used);
+  if (phase_ == phase::body && chunked_) {
+    // Keep the head and the undecoded tail; the decoded chunk framing is not needed any more.
+    in_.append(rest.substr(0, head_len_));
+    in_.append(rest.substr(chunk_pos_));
+    chunk_pos_ = head_len_;
+  } else {
+    in_.append(rest);
+  }
+}
+
+void connection::compact_in(std::size_t used) {
+  in_.consume(std::min(used, in_.size()));
+  if (phase_ == phase::body && chunked_ && chunk_pos_ > head_len_) {
+    in_.erase(head_len_, chunk_pos_ - head_len_);
+    chunk_pos_ = head_len_;
+  }
+}
+
+void connection::dispatch(std::string_view, std::string_view body) {
+  const request_head& head = ctx_->head;
+  keep_alive_ = head.keep_alive && !ctx_->draining;
+  is_head_ = head.method == method::head;
+  http10_ = head.version_minor == 0;
+  need_total_ = 0;
+  head_len_ = 0;
+  chunk_pos_ = 0;
+  chunked_ = false;
+  expect_continue_ = false;
+  head_started_ms_ = 0;
+  phase_ = phase::awaiting;
+  ++ctx_->requests;
+  exchange ex;
+  ex.loop_ = ctx_->loop;
+  ex.conn_ = this;
+  ex.generation_ = generation_;
+  request req{&head, body};
+  in_handler_ = true;
+  (*ctx_->on_request)(req, ex);
+  in_handler_ = false;
+}
+
+void connection::write_head(int status, std::span<const header> headers, std::uint64_t content_length,
+                            bool add_length, bool chunked) {
+  std::string_view reason = status_text(status);
+  std::string_view server_line = ctx_->server_line;
+  std::string_view date_line = ctx_->date.header_line();
+  std::size_t est = 9 + 4 + reason.size() + 2 + server_line.size() + date_line.size() + 40 + 30 + 26 + 2;
+  for (const auto& h : headers) est += h.name.size() + h.value.size() + 4;
+  char* start = out_.prepare(est);
+  char* p = start;
+  p = put(p, "HTTP/1.1 ");
+  if (status < 100 || status > 999) status = 500;
+  p[0] = static_cast<char>('0' + status / 100);
+  p[1] = static_cast<char>('0' + status / 10 % 10);
+  p[2] = static_cast<char>('0' + status % 10);
+  p[3] = ' ';
+  p = put(p + 4, reason);
+  p = put(p, "\r\n");
+  p = put(p, server_line);
+  p = put(p, date_line);
+  for (const auto& h : headers) {
+    p = put(p, h.name);
+    p = put(p, ": ");
+    p = put(p, h.value);
+    p = put(p, "\r\n");
+  }
+  if (add_length) {
+    p = put(p, "Content-Length: ");
+    p = std::to_chars(p, p + 20, content_length).ptr;
+    p = put(p, "\r\n");
+  }
+  if (chunked) p = put(p, "Transfer-Encoding: chunked\r\n");
+  if (!keep_alive_) {
+    p = put(p, "Connection: close\r\n");
+  } else if (http10_) {
+    p = put(p, "Connection: keep-alive\r\n");  // RFC 9112 9.3: HTTP/1.0 persistence is opt-in
+  }
+  p = put(p, "\r\n");
+  out_.commit(static_cast<std::size_t>(p - start));
+}
+
+void connection::write_error(int status, std::string_view reason) {
+  keep_alive_ = false;
+  http10_ = false;
+  if (reason.empty()) reason = status_text(status);
+  static constexpr header type[] = {{"Content-Type", "text/plain"}};
+  write_head(status, type, reason.size() + 1, true, false);
+  out_.append(reason);
+  out_.append('\n');
+  phase_ = phase::closing;
+  close_after_write_ = true;
+  need_total_ = 0;
+  in_.clear();
+  body_.clear();
+}
+
+void connection::respond(std::uint64_t gen, int status, std::span<const header> headers,
+                         std::string_view body) {
+  if (gen != generation_ || phase_ != phase::awaiting) return;
+  if (ctx_->draining) keep_alive_ = false;
+  bool has_body = status_has_body(status);
+  bool add_length = has_body && !has_header(headers, "content-length");
+  write_head(status, headers, body.size(), add_length, false);
+  if (has_body && !is_head_) out_.append(body);
+  after_exchange();
+}
+
+void connection::begin_stream(std::uint64_t gen, int status, std::span<const header> headers) {
+  if (gen != generation_ || phase_ != phase::awaiting) return;
+  if (ctx_->draining) keep_alive_ = false;
+  body_allowed_ = status_has_body(status) && !is_head_;
+  // RFC 9112 6.3: without chunked coding (HTTP/1.0) the body ends when the connection closes.
+  chunked_out_ = body_allowed_ && !http10_;
+  if (body_allowed_ && http10_) keep_alive_ = false;
+  backlog_exceeded_ = false;
+  write_head(status, headers, 0, false, chunked_out_);
+  phase_ = phase::streaming;
+}
+
+void connection::write(std::uint64_t gen, std::string_view data) {
+  if (gen != generation_ || phase_ != phase::streaming || !body_allowed_ || data.empty() ||
+      backlog_exceeded_) {
+    return;
+  }
+  if (chunked_out_) {
+    char size[20];
+    auto* e = std::to_chars(size, size + sizeof size, data.size(), 16).ptr;
+    out_.append(std::string_view(size, static_cast<std::size_t>(e - size)));
+    out_.append("\r\n");
+    out_.append(data);
+    out_.append("\r\n");
+  } else {
+    out_.append(data);
+  }
+  if (out_.size() > max_stream_backlog) {
+    // The peer does not read: give up on it rather than buffer without bound. Closed from a task so
+    // on_close never runs inside the caller's write().
+    backlog_exceeded_ = true;
+    auto g = generation_;
+    ctx_->loop->post([this, g] {
+      if (generation_ == g) close_now();
+    });
+  }
+}
+
+void connection::flush(std::uint64_t gen) {
+  if (gen != generation_ || phase_ != phase::streaming || in_handler_) return;
+  send_out();
+}
+
+void connection::end(std::uint64_t gen) {
+  if (gen != generation_ || phase_ != phase::streaming) return;
+  if (chunked_out_) out_.append("0\r\n\r\n");
+  after_exchange();
+}
+
+void connection::set_on_close(std::uint64_t gen, std::function<void()> fn) {
+  if (exchange_alive(gen)) on_close_ = std::move(fn);
+}
+
+void connection::after_exchange() {
+  ++generation_;
+  on_close_ = nullptr;
+  idle_since_ms_ = ctx_->loop->now_ms();
+  if (keep_alive_) {
+    phase_ = phase::reading;
+  } else {
+    phase_ = phase::closing;
+    close_after_write_ = true;
+  }
+  if (in_handler_) return;  // the read that dispatched us sends everything at once
+  if (ctx_->processing > 0) {
+    // Another connection of this loop is being driven (e.g. its handler answered us): send now, but
+    // read and process our further requests from a task.
+    send_out();
+    if (fd_ >= 0 && phase_ == phase::reading) schedule_resume();
+    if (fd_ >= 0) refresh_deadline();
+    return;
+  }
+  drive();
+}
+
+void connection::schedule_resume() {
+  if (resume_scheduled_) return;
+  resume_scheduled_ = true;
+  ctx_->loop->post([this] {
+    resume_scheduled_ = false;
+    drive();
+  });
+}
+
+void connection::send_out() {
+  if (fd_ < 0 || phase_ == phase::lingering) return;
+  if (!want_write_) write_progress_ms_ = ctx_->loop->now_ms();
+  while (!out_.empty()) {
+    auto n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      out_.consume(static_cast<std::size_t>(n));
+      write_progress_ms_ = ctx_->loop->now_ms();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      want_write_ = true;
+      refresh_deadline();
+      return;
+    }
+    close_now();  // EPIPE, ECONNRESET: the peer is gone
+    return;
+  }
+  want_write_ = false;
+  if (close_after_write_) start_linger();
+}
+
+void connection::start_linger() {
+  // RFC 9112 9.6: close the write side first and keep reading a little, so unread request bytes do not
+  // make the kernel send a reset that destroys the response still in flight.
+  ::shutdown(fd_, SHUT_WR);
+  phase_ = phase::lingering;
+  linger_since_ms_ = ctx_->loop->now_ms();
+  in_.clear();
+  refresh_deadline();
+  discard_input();
+}
+
+void connection::discard_input() {
+  char sink[4096];  // not the loop's scratch: this may run while another connection is processing
+  for (int i = 0; i < 64; ++i) {
+    auto n = ::recv(fd_, sink, sizeof sink, 0);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    close_now();  // end of stream or error
+    return;
+  }
+}
+
+void connection::close_now() {
+  if (fd_ < 0) return;
+  ctx_->loop->remove_fd(fd_);
+  ::close(fd_);
+  fd_ = -1;
+  bool unfinished = phase_ == phase::awaiting || phase_ == phase::streaming;
+  ++generation_;  // every exchange handle on this connection is now inert
+  std::function<void()> cb = std::move(on_close_);
+  on_close_ = nullptr;
+  in_.clear();
+  out_.clear();
+  body_.clear();
+  in_.release();
+  out_.release();
+  body_.release();
+  deadline_ = 0;
+  deadline_kind_ = deadline_kind::none;
+  phase_ = phase::reading;
+  ctx_->release(this);
+  // Deferred so that on_close never runs inside a caller's write()/flush()/respond() on this exchange.
+  if (unfinished && cb) ctx_->loop->post(std::move(cb));
+}
+
+void connection::drain() {
+  if (fd_ < 0) return;
+  switch (phase_) {
+    case phase::reading:
+    case phase::body:
+      if (out_.empty()) {
+        close_now();
+      } else {
+        phase_ = phase::closing;
+        close_after_write_ = true;
+      }
+      break;
+    case phase::awaiting:
+    case phase::streaming:
+      keep_alive_ = false;  // the in-flight response completes, then the connection closes
+      break;
+    case phase::closing:
+    case phase::lingering:
+      break;
+  }
+}
+
+void connection::on_timeout() {
+  switch (deadline_kind_) {
+    case deadline_kind::head:
+    case deadline_kind::body:
+      if (phase_ == phase::reading || phase_ == phase::body) {
+        write_error(408, "request timeout");
+        send_out();
+        if (fd_ >= 0) refresh_deadline();
+        return;
+      }
+      close_now();
+      return;
+    case deadline_kind::idle:
+    case deadline_kind::write:
+    case deadline_kind::linger:
+    case deadline_kind::none:
+      close_now();
+      return;
+  }
+}
+
+void connection::refresh_deadline() {
+  const auto& o = *ctx_->opts;
+  if (phase_ == phase::lingering) {
+    deadline_ = linger_since_ms_ + linger_ms;
+    deadline_kind_ = deadline_kind::linger;
+    return;
+  }
+  if (want_write_ && !out_.empty()) {
+    deadline_ = write_progress_ms_ + o.write_timeout.count();
+    deadline_kind_ = deadline_kind::write;
+    return;
+  }
+  switch (phase_) {
+    case phase::reading:
+      if (head_started_ms_ == 0 && in_.empty()) {
+        deadline_ = idle_since_ms_ + o.idle_timeout.count();
+        deadline_kind_ = deadline_kind::idle;
+      } else {
+        deadline_ = (head_started_ms_ != 0 ? head_started_ms_ : idle_since_ms_) + o.header_timeout.count();
+        deadline_kind_ = deadline_kind::head;
+      }
+      return;
+    case phase::body:
+      deadline_ = body_started_ms_ + o.body_timeout.count();
+      deadline_kind_ = deadline_kind::body;
+      return;
+    default:
+      deadline_ = 0;
+      deadline_kind_ = deadline_kind::none;
+      return;
+  }
+}
+
+void connection::maybe_shrink() {
+  if (in_.empty() && in_.capacity() > keep_buffer_bytes) in_.release();
+  if (out_.empty() && out_.capacity() > keep_buffer_bytes) out_.release();
+  if (body_.empty() && body_.capacity() > keep_buffer_bytes) body_.release();
+}
+
+}  // namespace weir::http

@@ -1,0 +1,120 @@
+// connection: one accepted HTTP/1.1 connection on one core. Reads requests (pipelined), hands each to
+// the handler with an `exchange`, writes responses in order, enforces timeouts, back-pressure and
+// keep-alive rules. Owned by its loop_context's pool and reused after close; `generation_` makes
+// stale exchange handles inert. Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include "http/exchange.h"
+#include "http/request_parser.h"
+#include "io/byte_buffer.h"
+#include "io/event_loop.h"
+
+namespace weir::http {
+
+struct loop_context;
+
+class connection final : public io::io_handler {
+ public:
+  explicit connection(loop_context& ctx) : ctx_(&ctx) {}
+
+  void open(int fd);
+  void on_io(std::uint32_t events) override;
+  void on_timeout();  // the deadline passed (called by loop_context::sweep)
+  // Server shutdown: close now if nothing is in flight, else close after the current response.
+  void drain();
+  // Closes at once; fires on_close if an exchange was unfinished.
+  void close_now();
+
+  bool is_open() const { return fd_ >= 0; }
+  std::int64_t deadline() const { return deadline_; }
+  std::size_t active_index = 0;
+
+  // exchange implementation (generation-checked)
+  bool exchange_alive(std::uint64_t gen) const {
+    return gen == generation_ && (phase_ == phase::awaiting || phase_ == phase::streaming);
+  }
+  void respond(std::uint64_t gen, int status, std::span<const header> headers, std::string_view body);
+  void begin_stream(std::uint64_t gen, int status, std::span<const header> headers);
+  void write(std::uint64_t gen, std::string_view data);
+  void flush(std::uint64_t gen);
+  void end(std::uint64_t gen);
+  void set_on_close(std::uint64_t gen, std::function<void()> fn);
+  std::size_t buffered_bytes(std::uint64_t gen) const { return gen == generation_ ? out_.size() : 0; }
+
+ private:
+  enum class phase : std::uint8_t {
+    reading,    // waiting for (more of) a request head
+    body,       // head complete, waiting for the body
+    awaiting,   // request handed over, not answered yet
+    streaming,  // streamed response in progress
+    closing,    // final response queued; no more input processed
+    lingering,  // write side shut down; dropping input until EOF or linger timeout
+  };
+  enum class deadline_kind : std::uint8_t { none, idle, head, body, write, linger };
+
+  void drive();
+  std::size_t process(std::string_view data);
+  void dispatch(std::string_view raw, std::string_view body);
+  void keep_partial(std::string_view data, std::size_t used);
+  void compact_in(std::size_t used);
+  void maybe_send_continue();
+  void discard_input();
+  bool accepting_input() const;
+  void send_out();
+  void after_exchange();
+  void schedule_resume();
+  void write_head(int status, std::span<const header> headers, std::uint64_t content_length, bool add_length,
+                  bool chunked);
+  void write_error(int status, std::string_view reason);
+  void start_linger();
+  void refresh_deadline();
+  void maybe_shrink();
+
+  loop_context* ctx_;
+  int fd_ = -1;
+  std::uint64_t generation_ = 1;
+  phase phase_ = phase::reading;
+  io::byte_buffer in_;
+  io::byte_buffer out_;
+  io::byte_buffer body_;  // de-chunked request body
+
+  // Request being read.
+  std::size_t need_total_ = 0;  // content-length request: head + body bytes needed
+  std::size_t head_len_ = 0;    // of the partial request at the front of in_
+  std::size_t chunk_pos_ = 0;   // chunked: raw bytes before this offset (after the head) are decoded
+  bool chunked_ = false;
+  bool continue_sent_ = false;
+  bool expect_continue_ = false;
+  chunked_decoder decoder_;
+  std::int64_t head_started_ms_ = 0;
+  std::int64_t body_started_ms_ = 0;
+
+  // Exchange in progress.
+  bool keep_alive_ = true;
+  bool is_head_ = false;
+  bool http10_ = false;
+  bool chunked_out_ = false;
+  bool body_allowed_ = false;
+  bool backlog_exceeded_ = false;
+  bool in_handler_ = false;
+  bool resume_scheduled_ = false;
+  std::function<void()> on_close_;
+
+  // Socket state.
+  bool readable_ = false;     // edge seen, not yet read to EAGAIN
+  bool peer_closed_ = false;  // FIN or error seen
+  bool want_write_ = false;   // last send hit EAGAIN
+  bool close_after_write_ = false;
+  std::int64_t write_progress_ms_ = 0;
+  std::int64_t idle_since_ms_ = 0;
+  std::int64_t linger_since_ms_ = 0;
+  std::int64_t deadline_ = 0;  // 0: none
+  deadline_kind deadline_kind_ = deadline_kind::none;
+};
+
+}  // namespace weir::http

@@ -1,0 +1,82 @@
+#include "http/loop_context.h"
+
+#include "http/connection.h"
+#include "http/listener.h"
+
+namespace weir::http {
+
+loop_context::loop_context(io::event_loop& l, const server_options& o, const handler& h)
+    : loop(&l),
+      opts(&o),
+      on_request(&h),
+      server_line("Server: " + o.server_name + "\r\n"),
+      read_scratch(new char[read_scratch_bytes]) {}
+
+loop_context::~loop_context() = default;
+
+connection* loop_context::acquire() {
+  connection* c;
+  if (free_list.empty()) {
+    pool.push_back(std::make_unique<connection>(*this));
+    c = pool.back().get();
+  } else {
+    c = free_list.back();
+    free_list.pop_back();
+  }
+  c->active_index = active.size();
+  active.push_back(c);
+  return c;
+}
+
+void loop_context::release(connection* c) {
+  std::size_t i = c->active_index;
+  WEIR_ASSERT(i < active.size() && active[i] == c, "connection not active at {} (of {})", i, active.size());
+  active[i] = active.back();
+  active[i]->active_index = i;
+  active.pop_back();
+  // Not reusable before the current epoll batch is over: a stale event for the old fd could otherwise
+  // be delivered to the new connection. Posted tasks run after the batch.
+  recycle.push_back(c);
+  if (recycle.size() == 1) {
+    loop->post([this] {
+      free_list.insert(free_list.end(), recycle.begin(), recycle.end());
+      recycle.clear();
+    });
+  }
+  check_drained();
+}
+
+void loop_context::sweep() {
+  std::int64_t now = loop->now_ms();
+  // Backwards: a timed-out connection is swap-removed with one we have already visited.
+  for (std::size_t i = active.size(); i-- > 0;) {
+    if (i >= active.size()) continue;
+    connection* c = active[i];
+    if (c->deadline() != 0 && now >= c->deadline()) c->on_timeout();
+  }
+}
+
+void loop_context::begin_drain() {
+  if (draining) return;
+  draining = true;
+  if (accept) accept->close();
+  for (std::size_t i = active.size(); i-- > 0;) {
+    if (i < active.size()) active[i]->drain();
+  }
+  loop->add_timer(opts->drain_timeout, [this] { force_close_all(); });
+  check_drained();
+}
+
+void loop_context::force_close_all() {
+  while (!active.empty()) active.back()->close_now();
+}
+
+void loop_context::check_drained() {
+  if (draining && active.empty() && on_drained) {
+    auto fn = std::move(on_drained);
+    on_drained = nullptr;
+    fn();
+  }
+}
+
+}  // namespace weir::http

@@ -1,0 +1,70 @@
+// loop_context: the per-core state of the HTTP engine (one per event loop, used only on that loop's
+// thread): options, handler, the Date cache, the read scratch buffer, the request-head scratch, the
+// listener and the pool of connection objects. Connections point to it; it outlives them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http/date_cache.h"
+#include "http/exchange.h"
+#include "http/request_parser.h"
+#include "http/server.h"
+#include "io/event_loop.h"
+
+namespace weir::http {
+
+class connection;
+
+// Engine tunables that are not (yet) server_options.
+inline constexpr std::size_t read_scratch_bytes = 64 * 1024;
+// Output queued beyond this stops reading further requests from that connection (back-pressure).
+inline constexpr std::size_t output_high_water = 64 * 1024;
+// A buffer emptied above this size is freed rather than kept (idle connections stay small).
+inline constexpr std::size_t keep_buffer_bytes = 16 * 1024;
+// A streamed response whose peer lets more than this pile up is closed (never buffer without bound).
+inline constexpr std::size_t max_stream_backlog = 8 * 1024 * 1024;
+// After a Connection: close response, how long we keep reading (and dropping) the peer's bytes so the
+// close does not turn into a reset that destroys the response in flight.
+inline constexpr std::int64_t linger_ms = 1000;
+
+class listener;
+
+struct loop_context {
+  loop_context(io::event_loop& l, const server_options& o, const handler& h);
+  ~loop_context();
+
+  io::event_loop* loop;
+  const server_options* opts;
+  const handler* on_request;
+  std::string server_line;  // "Server: weir\r\n"
+  date_cache date;
+  std::unique_ptr<char[]> read_scratch;
+  request_head head;  // parse scratch: views are valid during one handler call
+
+  std::vector<std::unique_ptr<connection>> pool;
+  std::vector<connection*> free_list;
+  std::vector<connection*> recycle;  // closed in this iteration: reused only after the epoll batch
+  std::vector<connection*> active;   // connection::active_index_ is the position
+  std::unique_ptr<listener> accept;
+  bool draining = false;
+  int processing = 0;                // depth of connection::drive() calls in progress (see connection.cc)
+  std::function<void()> on_drained;  // set by the server: this loop has no connection left
+
+  // Statistics (loop thread).
+  std::uint64_t accepted = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t requests = 0;
+
+  connection* acquire();
+  void release(connection* c);
+  void sweep();  // timeouts; runs from a repeating timer
+  void begin_drain();
+  void force_close_all();
+  void check_drained();
+};
+
+}  // namespace weir::http

@@ -1,0 +1,174 @@
+#include "io/event_loop.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/assert.h"
+
+namespace weir::io {
+namespace {
+thread_local event_loop* tl_current = nullptr;
+
+std::int64_t mono_now_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+}  // namespace
+
+event_loop::event_loop(unsigned index) : index_(index) {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  WEIR_ASSERT(epoll_fd_ >= 0, "epoll_create1: {}", std::strerror(errno));
+  event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  WEIR_ASSERT(event_fd_ >= 0, "eventfd: {}", std::strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;  // level-triggered: drained explicitly after every wake-up
+  ev.data.ptr = nullptr;
+  WEIR_ASSERT(::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &ev) == 0, "epoll_ctl: {}",
+              std::strerror(errno));
+  now_ms_ = mono_now_ms();
+}
+
+event_loop::~event_loop() {
+  ::close(event_fd_);
+  ::close(epoll_fd_);
+}
+
+event_loop* event_loop::current() {
+  return tl_current;
+}
+
+void event_loop::update_now() {
+  now_ms_ = mono_now_ms();
+}
+
+bool event_loop::add_fd(int fd, std::uint32_t events, io_handler* h) {
+  epoll_event ev{};
+  ev.events = events | EPOLLET;
+  ev.data.ptr = h;
+  return ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
+bool event_loop::modify_fd(int fd, std::uint32_t events, io_handler* h) {
+  epoll_event ev{};
+  ev.events = events | EPOLLET;
+  ev.data.ptr = h;
+  return ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) == 0;
+}
+
+void event_loop::remove_fd(int fd) {
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
+
+void event_loop::wake() {
+  if (wake_pending_.exchange(true, std::memory_order_acq_rel)) return;
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(event_fd_, &one, sizeof one);
+  wakeups_written_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void event_loop::stop() {
+  stop_.store(true, std::memory_order_release);
+  wake();
+}
+
+void event_loop::post(task fn) {
+  {
+    std::lock_guard lock(post_mu_);
+    posted_.push_back(std::move(fn));
+  }
+  // Dekker pairing with run(): we publish pending_ then read sleeping_; the loop publishes sleeping_ then
+  // reads pending_. With seq_cst at least one side sees the other, so a task is never stranded, and a
+  // busy loop is never woken through the eventfd.
+  pending_.fetch_add(1, std::memory_order_seq_cst);
+  if (tl_current != this && sleeping_.load(std::memory_order_seq_cst)) wake();
+}
+
+event_loop::timer_id event_loop::add_timer(std::chrono::milliseconds delay, task fn) {
+  timer_id id = next_timer_id_++;
+  heap_.push(timer_entry{now_ms_ + delay.count(), id});
+  timers_.emplace(id, std::move(fn));
+  return id;
+}
+
+bool event_loop::cancel_timer(timer_id id) {
+  return timers_.erase(id) == 1;
+}
+
+int event_loop::next_timeout_ms() const {
+  if (heap_.empty()) return -1;
+  std::int64_t d = heap_.top().deadline - now_ms_;
+  if (d <= 0) return 0;
+  return d > 3'600'000 ? 3'600'000 : static_cast<int>(d);
+}
+
+void event_loop::run_timers() {
+  // Timers added by a firing timer with zero delay run on the next iteration, not in this loop.
+  std::int64_t now = now_ms_;
+  while (!heap_.empty() && heap_.top().deadline <= now) {
+    timer_id id = heap_.top().id;
+    heap_.pop();
+    auto it = timers_.find(id);
+    if (it == timers_.end()) continue;  // cancelled
+    task fn = std::move(it->second);
+    timers_.erase(it);
+    fn();
+  }
+  // Drop cancelled entries from the top so the next timeout is not computed from a dead timer.
+  while (!heap_.empty() && !timers_.contains(heap_.top().id)) heap_.pop();
+}
+
+void event_loop::run_posted() {
+  if (pending_.load(std::memory_order_acquire) == 0) return;
+  {
+    std::lock_guard lock(post_mu_);
+    running_.swap(posted_);
+    pending_.fetch_sub(running_.size(), std::memory_order_acq_rel);
+  }
+  for (auto& fn : running_) fn();
+  running_.clear();
+}
+
+void event_loop::drain_eventfd() {
+  std::uint64_t v;
+  [[maybe_unused]] auto n = ::read(event_fd_, &v, sizeof v);
+  wake_pending_.store(false, std::memory_order_release);
+}
+
+void event_loop::run() {
+  event_loop* prev = tl_current;
+  tl_current = this;
+  constexpr int max_events = 256;
+  epoll_event events[max_events];
+  while (!stop_.load(std::memory_order_acquire)) {
+    int timeout = next_timeout_ms();
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (pending_.load(std::memory_order_seq_cst) != 0) timeout = 0;
+    int n = ::epoll_wait(epoll_fd_, events, max_events, timeout);
+    sleeping_.store(false, std::memory_order_relaxed);
+    update_now();
+    if (n < 0) {
+      WEIR_ASSERT(errno == EINTR, "epoll_wait: {}", std::strerror(errno));
+      n = 0;
+    }
+    for (int i = 0; i < n; ++i) {
+      auto* h = static_cast<io_handler*>(events[i].data.ptr);
+      if (h == nullptr) {
+        drain_eventfd();
+      } else {
+        h->on_io(events[i].events);
+      }
+    }
+    run_timers();
+    run_posted();
+  }
+  // Tasks posted before stop() still run, so a sender's cleanup is not lost.
+  run_posted();
+  tl_current = prev;
+}
+
+}  // namespace weir::io

@@ -1,0 +1,39 @@
+// Socket helpers for the engine and its tests: listeners (SO_REUSEPORT, one per core), accept,
+// host:port parsing. Plain functions over file descriptors; errors are values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace weir::io {
+
+enum class socket_errc { bad_address = 1, system = 2 };
+
+struct host_port {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+// "HOST:PORT" (IPv4 dotted quad or "localhost"). Port 0 is allowed (ephemeral).
+result<host_port> parse_host_port(std::string_view s);
+
+// A non-blocking, close-on-exec IPv4 TCP listener with SO_REUSEADDR and SO_REUSEPORT, so that every
+// core can bind its own listener to the same port and the kernel spreads connections between them.
+result<int> listen_tcp(const std::string& host, std::uint16_t port, int backlog = 4096);
+
+// The local port a socket is bound to.
+result<std::uint16_t> local_port(int fd);
+
+// A blocking or non-blocking connected IPv4 socket to host:port (the connect may still be in progress
+// when non_blocking: wait for writability, then check socket_error()).
+result<int> connect_tcp(const std::string& host, std::uint16_t port, bool non_blocking);
+
+// SO_ERROR of a socket (0 when the connect succeeded).
+int socket_error(int fd);
+
+void set_nodelay(int fd);
+
+}  // namespace weir::io
