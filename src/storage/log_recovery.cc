@@ -1,0 +1,174 @@
+#include "storage/log_recovery.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "storage/log_format.h"
+
+namespace weir::storage {
+
+namespace {
+
+error corruption(const std::string& path, std::uint64_t offset, const std::string& why) {
+  return make_error(errc::corruption, fmt::format("{} at byte {}: {}", path, offset, why));
+}
+
+result<std::vector<std::byte>> read_file(env& e, const std::string& path) {
+  auto file = e.open_readable(path);
+  if (!file) return file.err();
+  auto size = (*file)->size();
+  if (!size) return size.err();
+  std::vector<std::byte> bytes(static_cast<std::size_t>(*size));
+  auto n = (*file)->read(0, bytes);
+  if (!n) return n.err();
+  bytes.resize(*n);
+  return bytes;
+}
+
+// A complete record with a good CRC at `off`; nullopt otherwise.
+std::optional<format::record_header> valid_record_at(std::span<const std::byte> bytes, std::uint64_t off) {
+  if (off + format::record_header_size > bytes.size()) return std::nullopt;
+  auto h = format::decode_record_header(bytes.subspan(off, format::record_header_size));
+  if (!h) return std::nullopt;
+  std::uint64_t end = off + format::record_header_size + h->length;
+  if (end > bytes.size()) return std::nullopt;
+  if (!format::record_crc_ok(bytes.subspan(off, end - off))) return std::nullopt;
+  return h;
+}
+
+// Is there a valid record (with an lsn not older than `next`) anywhere after `from`? If so the damage at
+// `from` is not a torn tail: bytes after it were written, and maybe synced and acknowledged.
+std::optional<std::uint64_t> valid_record_after(std::span<const std::byte> bytes, std::uint64_t from,
+                                                lsn next) {
+  for (std::uint64_t off = from + 1; off + format::record_header_size <= bytes.size(); ++off) {
+    auto h = valid_record_at(bytes, off);
+    if (h && h->seq >= next) return off;
+  }
+  return std::nullopt;
+}
+
+status truncate_file(env& e, const std::string& path, std::uint64_t size) {
+  auto file = e.open_writable(path, open_mode::open_existing);
+  if (!file) return file.err();
+  if (auto st = (*file)->truncate(size); !st) return st;
+  return (*file)->sync();
+}
+
+}  // namespace
+
+result<recovered_log> recover_log(env& e, const std::string& dir, const record_visitor& visit) {
+  if (auto st = e.create_dirs(dir); !st) return st.err();
+  recovered_log out;
+
+  auto ckpt = checkpoint_store(e, dir).load_latest();
+  if (!ckpt) return ckpt.err();
+  out.latest_checkpoint = std::move(*ckpt);
+  const lsn covered = out.latest_checkpoint ? out.latest_checkpoint->covered : lsn{0};
+
+  auto names = e.list_dir(dir);
+  if (!names) return names.err();
+  std::vector<segment_id> ids;
+  for (const auto& name : *names) {
+    if (auto id = format::parse_segment_file_name(name)) ids.push_back(*id);
+  }
+  std::sort(ids.begin(), ids.end());
+  for (std::size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i].value() != ids[i - 1].value() + 1) {
+      return make_error(errc::corruption,
+                        fmt::format("{}: segment {} is missing (have {} and {})", dir, ids[i - 1].value() + 1,
+                                    ids[i - 1].value(), ids[i].value()));
+    }
+  }
+
+  std::optional<lsn> expected;  // lsn the next record must carry
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const bool last = i + 1 == ids.size();
+    const std::string path = join_path(dir, format::segment_file_name(ids[i]));
+    auto bytes_r = read_file(e, path);
+    if (!bytes_r) return bytes_r.err();
+    std::span<const std::byte> bytes(*bytes_r);
+
+    auto hdr = format::decode_segment_header(bytes);
+    if (!hdr || hdr->id != ids[i]) {
+      // The writer syncs a new segment's header before writing any record into it, so a torn header on the
+      // last segment means the roll itself was cut short: nothing in it was ever acknowledged.
+      if (last && !hdr && !valid_record_after(bytes, 0, lsn{0})) {
+        log::warn("storage: removing {} ({} bytes): its header is incomplete (a segment roll cut by a crash)",
+                  path, bytes.size());
+        if (auto st = e.remove_file(path); !st) return st.err();
+        if (auto st = e.sync_dir(dir); !st) return st.err();
+        out.truncated_bytes += bytes.size();
+        out.next_segment = ids[i];
+        break;
+      }
+      return corruption(path, 0,
+                        hdr ? fmt::format("header names segment {}", hdr->id.value())
+                            : "bad segment header (magic, version or CRC)");
+    }
+    // A base beyond `expected` is fine only when the checkpoint covers the gap (see start_new_segment).
+    const bool gap_covered = expected && hdr->base > *expected && hdr->base.value() <= covered.value() + 1;
+    if (expected && hdr->base != *expected && !gap_covered) {
+      return corruption(
+          path, 24,
+          fmt::format("segment starts at lsn {}, expected {}", hdr->base.value(), expected->value()));
+    }
+    if (!expected && hdr->base.value() > covered.value() + 1) {
+      return corruption(
+          path, 24,
+          fmt::format("log starts at lsn {} but the checkpoint covers only up to {}: records missing",
+                      hdr->base.value(), covered.value()));
+    }
+
+    lsn next = hdr->base;
+    std::uint64_t off = format::segment_header_size;
+    while (off < bytes.size()) {
+      auto h = valid_record_at(bytes, off);
+      std::string why;
+      if (!h) {
+        why = off + format::record_header_size > bytes.size() ? "partial record header"
+              : !format::decode_record_header(bytes.subspan(off, format::record_header_size))
+                  ? "bad record header"
+                  : "record length past end of file or CRC mismatch";
+      } else if (h->seq != next) {
+        why = fmt::format("record carries lsn {}, expected {}", h->seq.value(), next.value());
+      }
+      if (!why.empty()) {
+        if (last && !valid_record_after(bytes, off, next)) {
+          log::warn("storage: {}: torn tail at byte {} ({}); truncating {} unacknowledged bytes", path, off,
+                    why, bytes.size() - off);
+          if (auto st = truncate_file(e, path, off); !st) return st.err();
+          out.truncated_bytes += bytes.size() - off;
+          break;
+        }
+        return corruption(path, off, why);
+      }
+      if (h->seq > covered) {
+        record_view v{h->seq, h->type, bytes.subspan(off + format::record_header_size, h->length),
+                      log_position{ids[i], off}};
+        if (auto st = visit(v); !st) return st.err();
+      }
+      next = lsn{next.value() + 1};
+      off += format::record_header_size + h->length;
+    }
+    out.segments.push_back(segment_info{ids[i], hdr->base, lsn{next.value() - 1}, off});
+    out.next_segment = segment_id{ids[i].value() + 1};
+    expected = next;
+  }
+
+  out.next_lsn = expected.value_or(lsn{covered.value() + 1});
+  if (out.segments.empty()) {
+    out.start_new_segment = true;
+  } else if (out.next_lsn.value() <= covered.value()) {
+    // Only possible with sync modes that acknowledge before fdatasync: the snapshot saw records the log
+    // lost. The snapshot wins; the log continues after it in a fresh segment.
+    log::warn("storage: {}: checkpoint covers lsn {} but the log ends at {}; continuing after the checkpoint",
+              dir, covered.value(), out.next_lsn.value() - 1);
+    out.next_lsn = lsn{covered.value() + 1};
+    out.start_new_segment = true;
+  }
+  return out;
+}
+
+}  // namespace weir::storage

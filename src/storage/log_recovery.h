@@ -1,0 +1,51 @@
+// recover_log: start-up scan of one core's log directory. Runs once, on the thread that opens the log,
+// before any log_writer exists (blocking I/O is fine there).
+//
+//   * loads the newest valid checkpoint;
+//   * scans the segments in order, checking every record's framing, CRC and lsn continuity;
+//   * a torn tail (a partial or bad record at the end of the last segment, with no valid record after
+//     it) is truncated and logged: those bytes were never acknowledged;
+//   * any other damage (a bad record followed by valid ones, a bad record in an older segment, a
+//     missing segment, an lsn gap) stops the start with errc::corruption naming the file and offset;
+//   * hands every record after the checkpoint to `visit`, in lsn order.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/checkpoint_store.h"
+#include "storage/env.h"
+
+namespace weir::storage {
+
+struct segment_info {
+  segment_id id;
+  lsn base;                // lsn of its first record
+  lsn last;                // lsn of its last record; base - 1 if it holds none
+  std::uint64_t size = 0;  // bytes, header included
+};
+
+struct recovered_log {
+  std::optional<checkpoint> latest_checkpoint;
+  std::vector<segment_info> segments;  // in order; the last one is where the writer continues
+  lsn next_lsn{1};                     // the lsn of the next record to append
+  segment_id next_segment{1};          // the id of the next segment to create
+  // True if the writer must begin a new segment (no segment, or the checkpoint is ahead of the log).
+  bool start_new_segment = false;
+  std::uint64_t truncated_bytes = 0;  // torn tail dropped, for the log and metrics
+};
+
+struct record_view {
+  lsn seq;
+  std::uint8_t type = 0;
+  std::span<const std::byte> payload;  // valid during the visit only
+  log_position pos;
+};
+
+using record_visitor = std::function<status(const record_view&)>;
+
+result<recovered_log> recover_log(env& e, const std::string& dir, const record_visitor& visit);
+
+}  // namespace weir::storage

@@ -1,0 +1,307 @@
+#include "storage/log_writer.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "base/assert.h"
+#include "base/log.h"
+#include "storage/checkpoint_store.h"
+#include "storage/log_format.h"
+
+namespace weir::storage {
+
+result<sync_policy> parse_sync_policy(std::string_view text) {
+  if (text == "always") return sync_policy{sync_mode::always, {}};
+  if (text == "never") return sync_policy{sync_mode::never, {}};
+  constexpr std::string_view prefix = "interval:";
+  if (text.starts_with(prefix)) {
+    std::string_view num = text.substr(prefix.size());
+    unsigned ms = 0;
+    auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), ms);
+    if (ec == std::errc{} && ptr == num.data() + num.size() && ms > 0) {
+      return sync_policy{sync_mode::interval, std::chrono::milliseconds(ms)};
+    }
+  }
+  return make_error(errc::invalid_argument,
+                    fmt::format("fsync mode '{}': expected always, interval:MS (MS > 0) or never", text));
+}
+
+log_writer::log_writer(env& e, std::string dir, log_options opts, executor exec)
+    : env_(e), dir_(std::move(dir)), opts_(opts), exec_(std::move(exec)) {}
+
+result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, log_options opts,
+                                                     const recovered_log& rec, executor exec) {
+  if (opts.segment_bytes <= format::segment_header_size) {
+    return make_error(errc::invalid_argument,
+                      fmt::format("segment size {} is too small", opts.segment_bytes));
+  }
+  std::unique_ptr<log_writer> w(new log_writer(e, std::move(dir), opts, std::move(exec)));
+  w->next_lsn_ = rec.next_lsn;
+  w->segments_.assign(rec.segments.begin(), rec.segments.end());
+  if (rec.start_new_segment) {
+    // Create the first segment (or a fresh one after the checkpoint) now, synchronously.
+    segment_id id = rec.next_segment;
+    const std::string path = w->segment_path(id);
+    auto file = e.open_writable(path, open_mode::create_new);
+    if (!file) return file.err();
+    if (auto st = (*file)->append(format::encode_segment_header({id, w->next_lsn_})); !st) return st.err();
+    if (auto st = (*file)->sync(); !st) return st.err();
+    if (auto st = e.sync_dir(w->dir_); !st) return st.err();
+    w->active_ = std::move(*file);
+    w->segments_.push_back(
+        segment_info{id, w->next_lsn_, lsn{w->next_lsn_.value() - 1}, format::segment_header_size});
+  } else {
+    WEIR_ASSERT(!w->segments_.empty(), "recovered log without segments must start a new one");
+    const segment_info& last = w->segments_.back();
+    auto file = e.open_writable(w->segment_path(last.id), open_mode::open_existing);
+    if (!file) return file.err();
+    if ((*file)->size() != last.size) {
+      return make_error(errc::corruption, fmt::format("{}: size {} but recovery ended at {}",
+                                                      w->segment_path(last.id), (*file)->size(), last.size));
+    }
+    w->active_ = std::move(*file);
+  }
+  w->last_sync_ = std::chrono::steady_clock::now();
+  w->thread_ = std::thread([raw = w.get()] { raw->run(); });
+  return w;
+}
+
+log_writer::~log_writer() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, append_callback done) {
+  WEIR_ASSERT(type != 0, "record type 0 is reserved");
+  if (payload.size() > format::max_record_payload) {
+    exec_([done = std::move(done), n = payload.size()] {
+      done(make_error(errc::invalid_argument, fmt::format("record of {} bytes is too large", n)));
+    });
+    return;
+  }
+  const std::size_t size = format::record_header_size + payload.size();
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) {
+      exec_([done = std::move(done)] { done(make_error(errc::closed, "log is closing")); });
+      return;
+    }
+    wake = pending_.records.empty();
+    std::size_t offset = pending_.bytes.size();
+    pending_.bytes.resize(offset + size);
+    // The lsn and CRC are filled in on the sync thread, which alone knows the next lsn.
+    format::encode_record_unsealed(std::span<std::byte>(pending_.bytes).subspan(offset, size), type, payload);
+    pending_.records.push_back(pending_record{offset, size, std::move(done)});
+  }
+  if (wake) cv_.notify_one();
+}
+
+void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, checkpoint_callback done) {
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) {
+      exec_([done = std::move(done)] { done(make_error(errc::closed, "log is closing")); });
+      return;
+    }
+    pending_.checkpoints.push_back(pending_checkpoint{covered, std::move(blob), std::move(done)});
+  }
+  cv_.notify_one();
+}
+
+log_stats log_writer::stats() const {
+  return log_stats{records_.load(), batches_.load(), syncs_.load(), failed_batches_.load()};
+}
+
+std::string log_writer::segment_path(segment_id id) const {
+  return join_path(dir_, format::segment_file_name(id));
+}
+
+void log_writer::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    auto has_work = [&] { return stop_ || !pending_.records.empty() || !pending_.checkpoints.empty(); };
+    if (opts_.sync.mode == sync_mode::interval && dirty_) {
+      cv_.wait_until(lock, last_sync_ + opts_.sync.interval, has_work);
+    } else {
+      cv_.wait(lock, has_work);
+    }
+    if (stop_ && pending_.records.empty() && pending_.checkpoints.empty()) break;
+
+    batch b;
+    std::swap(b, pending_);
+    pending_.bytes = std::move(spare_);
+    pending_.bytes.clear();
+    lock.unlock();
+
+    if (!b.records.empty()) write_batch(b);
+    if (opts_.sync.mode == sync_mode::interval && dirty_ &&
+        std::chrono::steady_clock::now() >= last_sync_ + opts_.sync.interval) {
+      periodic_sync();
+    }
+    for (auto& c : b.checkpoints) do_checkpoint(c);
+
+    lock.lock();
+    if (spare_.capacity() < b.bytes.capacity()) spare_ = std::move(b.bytes);
+  }
+  lock.unlock();
+  // A clean stop leaves nothing unsynced, whatever the mode.
+  if (dirty_ && !poisoned_) periodic_sync();
+}
+
+status log_writer::sync_active() {
+  syncs_.fetch_add(1, std::memory_order_relaxed);
+  return active_->sync();
+}
+
+void log_writer::write_batch(batch& b) {
+  if (poisoned_) {
+    exec_([recs = std::move(b.records), err = *poisoned_]() mutable {
+      for (auto& r : recs) r.done(err);
+    });
+    return;
+  }
+  const segment_id start_segment = segments_.back().id;
+  const std::uint64_t start_size = active_->size();
+  const lsn start_lsn = next_lsn_;
+  std::vector<std::unique_ptr<writable_file>> retired;  // segments rolled away from in this batch
+  std::vector<append_ack> acks;
+  acks.reserve(b.records.size());
+
+  auto fail = [&](const error& cause) {
+    undo(cause, start_segment, start_size, start_lsn, retired);
+    failed_batches_.fetch_add(1, std::memory_order_relaxed);
+    exec_([recs = std::move(b.records), cause]() mutable {
+      for (auto& r : recs) r.done(cause);
+    });
+  };
+
+  std::span<std::byte> buf(b.bytes);
+  std::size_t chunk_begin = 0;  // start of the bytes not yet written to the active segment
+  for (const auto& r : b.records) {
+    std::uint64_t at = active_->size() + (r.offset - chunk_begin);
+    if (at > format::segment_header_size && at + r.size > opts_.segment_bytes) {
+      if (auto st = active_->append(buf.subspan(chunk_begin, r.offset - chunk_begin)); !st)
+        return fail(st.err());
+      if (auto st = roll(retired); !st) return fail(st.err());
+      chunk_begin = r.offset;
+      at = active_->size();
+    }
+    format::seal_record(buf.subspan(r.offset, r.size), next_lsn_);
+    acks.push_back(append_ack{next_lsn_, log_position{segments_.back().id, at}});
+    segments_.back().last = next_lsn_;
+    next_lsn_ = lsn{next_lsn_.value() + 1};
+  }
+  if (auto st = active_->append(buf.subspan(chunk_begin)); !st) return fail(st.err());
+  if (opts_.sync.mode == sync_mode::always) {
+    if (auto st = sync_active(); !st) return fail(st.err());
+  } else {
+    dirty_ = true;
+  }
+  segments_.back().size = active_->size();
+
+  records_.fetch_add(b.records.size(), std::memory_order_relaxed);
+  batches_.fetch_add(1, std::memory_order_relaxed);
+  exec_([recs = std::move(b.records), acks = std::move(acks)]() mutable {
+    for (std::size_t i = 0; i < recs.size(); ++i) recs[i].done(acks[i]);
+  });
+}
+
+status log_writer::roll(std::vector<std::unique_ptr<writable_file>>& retired) {
+  // The old segment must be complete on disk before the new one exists: recovery then only ever finds a
+  // torn tail in the last segment.
+  if (auto st = sync_active(); !st) return st;
+  segments_.back().size = active_->size();
+  const segment_id id{segments_.back().id.value() + 1};
+  const std::string path = segment_path(id);
+  auto file = env_.open_writable(path, open_mode::create_new);
+  if (!file) return file.err();
+  status st = (*file)->append(format::encode_segment_header({id, next_lsn_}));
+  if (st) st = (*file)->sync();
+  if (st) st = env_.sync_dir(dir_);
+  if (!st) {
+    file->reset();
+    (void)env_.remove_file(path);  // best effort; recovery drops a segment with a torn header anyway
+    return st;
+  }
+  retired.push_back(std::move(active_));
+  active_ = std::move(*file);
+  segments_.push_back(segment_info{id, next_lsn_, lsn{next_lsn_.value() - 1}, format::segment_header_size});
+  return {};
+}
+
+void log_writer::undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
+                      std::vector<std::unique_ptr<writable_file>>& retired) {
+  log::warn("storage: {}: batch from lsn {} failed ({}); undoing it", dir_, start_lsn.value(), cause.reason);
+  next_lsn_ = start_lsn;
+  status st;
+  bool removed = false;
+  while (st && segments_.back().id != start_segment) {
+    active_.reset();
+    st = env_.remove_file(segment_path(segments_.back().id));
+    segments_.pop_back();
+    active_ = std::move(retired.back());
+    retired.pop_back();
+    removed = true;
+  }
+  if (st && removed) st = env_.sync_dir(dir_);
+  // Cut the file back and make the cut durable, so no record of the failed batch can reappear after a
+  // crash (the client was told it failed).
+  if (st) st = active_->truncate(start_size);
+  if (st) st = sync_active();
+  if (!st) {
+    log::error("storage: {}: cannot undo a failed batch ({}); the log is read-only until restart", dir_,
+               st.err().reason);
+    poisoned_ =
+        make_error(errc::poisoned, fmt::format("log {} needs a restart after: {}", dir_, st.err().reason));
+    return;
+  }
+  segments_.back().size = start_size;
+  segments_.back().last = lsn{start_lsn.value() - 1};
+}
+
+void log_writer::periodic_sync() {
+  if (auto st = sync_active(); !st) {
+    // Records were already acknowledged in this mode; the page cache may have dropped them. Stop taking
+    // writes rather than build on a log of unknown content.
+    log::error("storage: {}: periodic fdatasync failed ({}); the log is read-only until restart", dir_,
+               st.err().reason);
+    poisoned_ =
+        make_error(errc::poisoned, fmt::format("log {} needs a restart after: {}", dir_, st.err().reason));
+  }
+  dirty_ = false;
+  last_sync_ = std::chrono::steady_clock::now();
+}
+
+void log_writer::do_checkpoint(pending_checkpoint& c) {
+  if (c.covered >= next_lsn_) {
+    exec_([done = std::move(c.done), covered = c.covered, next = next_lsn_] {
+      done(make_error(errc::invalid_argument, fmt::format("checkpoint at lsn {} but the log ends at {}",
+                                                          covered.value(), next.value() - 1)));
+    });
+    return;
+  }
+  status st = checkpoint_store(env_, dir_).write(c.covered, c.blob);
+  if (st) {
+    // Reclaim: segments whose every record is in the checkpoint, oldest first, never the active one.
+    // One directory sync per removal keeps the survivors a contiguous run even if the file system would
+    // reorder unlinks across a crash (recovery treats a hole in the segment ids as corruption).
+    while (segments_.size() > 1 && segments_.front().last <= c.covered) {
+      status rm = env_.remove_file(segment_path(segments_.front().id));
+      if (rm) rm = env_.sync_dir(dir_);
+      if (!rm) {
+        log::warn("storage: reclaim of segment {} failed: {}", segments_.front().id.value(), rm.err().reason);
+        break;
+      }
+      segments_.pop_front();
+    }
+  }
+  exec_([done = std::move(c.done), st] { done(st); });
+}
+
+}  // namespace weir::storage

@@ -1,0 +1,146 @@
+// log_writer: one core's write-ahead log with group commit.
+//
+// Threads. append() and checkpoint() are called from the owning core's event loop (they are thread-safe,
+// so a benchmark or test may call them from anywhere); they only copy the record into the pending batch
+// and never touch the disk. A dedicated sync thread, owned by the writer, takes everything pending as one
+// batch, gives the records their lsns and CRCs, writes the batch with one write per segment touched and
+// (in `always` mode) one fdatasync, then hands all the batch's completions back in a single call of the
+// caller's executor (the server passes io::event_loop::post). While one fdatasync is in flight, new
+// appends queue up for the next batch.
+//
+// Durability: in `always` mode an append completes successfully only after its record is on disk. In
+// `interval:MS` and `never` modes it completes after the write() reached the page cache (survives a
+// process crash, not a power loss); `interval` syncs every MS milliseconds.
+//
+// Failures. A batch that fails to write or sync (ENOSPC, EIO) is undone: the files are cut back to where
+// the batch began (and that cut synced), lsns are handed out again, every append of the batch completes
+// with the error, and the writer goes on serving the next batch (so service resumes when space returns).
+// If the undo itself fails, the writer is poisoned: every later append fails with errc::poisoned until
+// the process restarts and recovery runs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "storage/env.h"
+#include "storage/log_recovery.h"
+
+namespace weir::storage {
+
+enum class sync_mode { always, interval, never };
+
+struct sync_policy {
+  sync_mode mode = sync_mode::always;
+  std::chrono::milliseconds interval{0};  // for sync_mode::interval
+};
+
+// "always" | "interval:MS" | "never" (the --fsync / config value).
+result<sync_policy> parse_sync_policy(std::string_view text);
+
+struct log_options {
+  std::uint64_t segment_bytes = 128ull << 20;  // roll to a new segment once a segment reaches this size
+  sync_policy sync;
+};
+
+struct append_ack {
+  lsn seq;
+  log_position pos;  // where the record's header starts; the payload follows format::record_header_size on
+};
+
+using append_callback = std::function<void(result<append_ack>)>;
+using checkpoint_callback = std::function<void(status)>;
+// Runs a completion on the caller's thread (io::event_loop::post in the server).
+using executor = std::function<void(std::function<void()>)>;
+
+struct log_stats {
+  std::uint64_t records = 0;         // records written successfully
+  std::uint64_t batches = 0;         // batches written successfully
+  std::uint64_t syncs = 0;           // fdatasync calls on segment files
+  std::uint64_t failed_batches = 0;  // batches undone after an error
+};
+
+class log_writer {
+ public:
+  // Opens the log for appending where recovery left it. `rec` must come from recover_log() on `dir`.
+  // Blocking (it may create the first segment): call at start-up.
+  static result<std::unique_ptr<log_writer>> open(env& e, std::string dir, log_options opts,
+                                                  const recovered_log& rec, executor exec);
+  // Writes and completes everything appended so far, then stops the sync thread.
+  ~log_writer();
+  log_writer(const log_writer&) = delete;
+  log_writer& operator=(const log_writer&) = delete;
+
+  // Queues one record (one command). `done` runs through the executor once the record's batch is durable
+  // (or failed). type must be 1..255; payload at most format::max_record_payload bytes.
+  void append(std::uint8_t type, std::span<const std::byte> payload, append_callback done);
+
+  // Writes a checkpoint covering lsn `covered` (its records must have been appended), then deletes the
+  // segments wholly before it (reclaim). Runs on the sync thread, after the batches queued before it.
+  void checkpoint(lsn covered, std::vector<std::byte> blob, checkpoint_callback done);
+
+  log_stats stats() const;
+
+ private:
+  struct pending_record {
+    std::size_t offset;  // in the batch buffer
+    std::size_t size;    // header + payload
+    append_callback done;
+  };
+  struct pending_checkpoint {
+    lsn covered;
+    std::vector<std::byte> blob;
+    checkpoint_callback done;
+  };
+  struct batch {
+    std::vector<std::byte> bytes;
+    std::vector<pending_record> records;
+    std::vector<pending_checkpoint> checkpoints;
+  };
+
+  log_writer(env& e, std::string dir, log_options opts, executor exec);
+
+  // Sync thread only, from here on.
+  void run();
+  void write_batch(batch& b);
+  status roll(std::vector<std::unique_ptr<writable_file>>& retired);
+  void undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
+            std::vector<std::unique_ptr<writable_file>>& retired);
+  status sync_active();
+  void periodic_sync();
+  void do_checkpoint(pending_checkpoint& c);
+  std::string segment_path(segment_id id) const;
+
+  env& env_;
+  const std::string dir_;
+  const log_options opts_;
+  const executor exec_;
+
+  // Owned by the sync thread once it runs.
+  std::unique_ptr<writable_file> active_;
+  std::deque<segment_info> segments_;  // back() is the active segment
+  lsn next_lsn_{1};
+  std::optional<error> poisoned_;
+  bool dirty_ = false;  // written but not synced (interval / never modes)
+  std::chrono::steady_clock::time_point last_sync_;
+
+  // Shared with append()/checkpoint().
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  batch pending_;
+  std::vector<std::byte> spare_;  // recycled batch buffer
+  bool stop_ = false;
+
+  std::atomic<std::uint64_t> records_{0}, batches_{0}, syncs_{0}, failed_batches_{0};
+  std::thread thread_;
+};
+
+}  // namespace weir::storage
