@@ -46,12 +46,25 @@ class stream_host {
   virtual void get_stream(std::string path, std::function<void(std::optional<stream_info>)> done) = 0;
   // Appends `body` (one JSON message, content type application/json) to the wake stream at `path` via
   // the normal command path. Result: the new tail offset, or an error (e.g. no such stream).
-  virtual void append_json(std::string path, std::string body, std::function<void(result<std::string>)> done) = 0;
+  virtual void append_json(std::string path, std::string body,
+                           std::function<void(result<std::string>)> done) = 0;
+};
+
+// A control request taken apart (method, body, Authorization header value, and the path split as for
+// handle()). Views need to live only during the call: a caller that hops cores copies the strings first
+// and passes views of its copies.
+struct control_request {
+  http::method method = http::method::get;
+  std::string_view body;
+  std::string_view authorization;  // the Authorization header value, or empty
+  std::string_view root;           // e.g. "/v1/stream/"
+  std::string_view rest;           // after "__ds/", e.g. "subscriptions/sub-1/claim"
+  std::string_view origin;         // e.g. "http://127.0.0.1:4437"
 };
 
 struct service_options {
-  std::string data_dir;                       // signing key persisted at <data_dir>/webhook-signing.key
-  bool allow_localhost_webhooks = true;       // PROTOCOL.md 12.8 development exception
+  std::string data_dir;                  // signing key persisted at <data_dir>/webhook-signing.key
+  bool allow_localhost_webhooks = true;  // PROTOCOL.md 12.8 development exception
   std::int64_t default_lease_ttl_ms = 30'000;
 };
 
@@ -66,6 +79,8 @@ class service {
   // client addressed the server (from the Host header), for building callback_url and jwks_url.
   void handle(const http::request& req, std::string_view root, std::string_view rest, std::string_view origin,
               http::exchange ex);
+  // The same, for a request already taken apart. Answers on ex.loop() (posting there if needed).
+  void handle(const control_request& req, http::exchange ex);
 
   // Stream events, reported by the core that owns the stream after the command committed.
   void on_stream_created(const stream_info& s);

@@ -1,0 +1,109 @@
+#include "subscriptions/service.h"
+
+#include <strings.h>
+
+#include <stdexcept>
+
+#include "base/log.h"
+#include "http/exchange.h"
+#include "io/event_loop.h"
+#include "subscriptions/subscription_manager.h"
+
+namespace weir::subscriptions {
+namespace {
+
+// The home event loop as a scheduler.
+class loop_scheduler final : public scheduler {
+ public:
+  explicit loop_scheduler(io::event_loop& loop) : loop_(loop) {}
+  void post(std::function<void()> fn) override { loop_.post(std::move(fn)); }
+  std::uint64_t add_timer(std::int64_t delay_ms, std::function<void()> fn) override {
+    return loop_.add_timer(std::chrono::milliseconds(delay_ms), std::move(fn));
+  }
+  void cancel_timer(std::uint64_t id) override { loop_.cancel_timer(id); }
+
+ private:
+  io::event_loop& loop_;
+};
+
+std::shared_ptr<const signing_key> load_key(const std::string& data_dir) {
+  if (data_dir.empty()) {
+    log::warn("subscriptions: no data_dir, the webhook signing key lives in memory only");
+    auto k = signing_key::generate();
+    if (!k) throw std::runtime_error("webhook signing key: " + k.err().reason);
+    return *k;
+  }
+  auto k = signing_key::load_or_create(data_dir);
+  if (!k) throw std::runtime_error("webhook signing key: " + k.err().reason);
+  return *k;
+}
+
+// Answers on the exchange's own loop (the connection's core), which need not be the home loop.
+void answer(http::exchange ex, control_response r) {
+  auto send = [ex, r = std::move(r)]() mutable {
+    std::vector<http::header> headers;
+    if (!r.content_type.empty()) headers.push_back(http::header{"Content-Type", r.content_type});
+    for (const auto& [name, value] : r.headers) headers.push_back(http::header{name, value});
+    ex.respond(r.status, headers, r.body);
+  };
+  io::event_loop* target = ex.loop();
+  if (target == nullptr || target == io::event_loop::current()) {
+    send();
+  } else {
+    target->post(std::move(send));
+  }
+}
+
+}  // namespace
+
+struct service::impl {
+  impl(io::event_loop& home, stream_host& host, const clock_source& clock, service_options opts)
+      : sched(home),
+        manager(sched, host, sender, clock, load_key(opts.data_dir),
+                token_signer(token_signer::random_secret()),
+                manager_options{opts.allow_localhost_webhooks, opts.default_lease_ttl_ms}) {}
+
+  loop_scheduler sched;
+  curl_webhook_sender sender;
+  subscription_manager manager;
+};
+
+service::service(io::event_loop& home, stream_host& host, const clock_source& clock, service_options opts)
+    : impl_(std::make_unique<impl>(home, host, clock, std::move(opts))) {}
+
+service::~service() {
+  if (impl_) shutdown();
+}
+
+void service::handle(const http::request& req, std::string_view root, std::string_view rest,
+                     std::string_view origin, http::exchange ex) {
+  std::string_view authorization;
+  for (const auto& h : req.headers()) {
+    if (h.name.size() == 13 && strncasecmp(h.name.data(), "authorization", 13) == 0) {
+      authorization = h.value;
+      break;
+    }
+  }
+  handle(control_request{req.method(), req.body, authorization, root, rest, origin}, std::move(ex));
+}
+
+void service::handle(const control_request& req, http::exchange ex) {
+  impl_->manager.handle(req, [ex](control_response r) { answer(ex, std::move(r)); });
+}
+
+void service::on_stream_created(const stream_info& s) {
+  impl_->manager.on_stream_created(s);
+}
+void service::on_stream_appended(const stream_info& s) {
+  impl_->manager.on_stream_appended(s);
+}
+void service::on_stream_deleted(std::string_view path) {
+  impl_->manager.on_stream_deleted(path);
+}
+
+void service::shutdown() {
+  impl_->sender.shutdown();
+  impl_->manager.shutdown();
+}
+
+}  // namespace weir::subscriptions

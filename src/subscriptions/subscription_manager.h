@@ -1,0 +1,126 @@
+// subscription_manager: every subscription of the node, the control API (PROTOCOL.md 6, 7) and the wiring
+// of state changes to deliveries. Knows nothing of sockets or event loops: requests come in as
+// control_request, answers go out through a responder, time comes from a clock_source, timers and hops
+// home go through a `scheduler`, webhooks through a webhook_transport and stream facts through the
+// stream_host. `service` adapts it to the engine; tests drive it with fakes.
+//
+// Threading: lives on the home loop (core 0). Every method runs there. Callbacks from the stream_host
+// and the transport may come from any thread; they are re-posted through scheduler::post.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "http/request_parser.h"
+#include "subscriptions/service.h"
+#include "subscriptions/signing_key.h"
+#include "subscriptions/subscription_json.h"
+#include "subscriptions/subscription_state.h"
+#include "subscriptions/token_signer.h"
+#include "subscriptions/webhook_sender.h"
+
+namespace weir::subscriptions {
+
+// Posting home and one-shot timers (the event loop in production, a manual queue in tests).
+class scheduler {
+ public:
+  virtual ~scheduler() = default;
+  // Thread-safe: runs `fn` on the home loop soon.
+  virtual void post(std::function<void()> fn) = 0;
+  virtual std::uint64_t add_timer(std::int64_t delay_ms, std::function<void()> fn) = 0;
+  virtual void cancel_timer(std::uint64_t id) = 0;
+};
+
+struct control_response {
+  int status = 200;
+  std::string body;  // JSON unless content_type says otherwise; empty for 204
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers (Allow, Cache-Control)
+};
+
+using responder = std::function<void(control_response)>;
+
+struct manager_options {
+  bool allow_localhost_webhooks = true;
+  std::int64_t default_lease_ttl_ms = 30'000;
+  std::int64_t webhook_timeout_ms = 10'000;
+  std::int64_t token_lifetime_ms = 3'600'000;
+};
+
+class subscription_manager {
+ public:
+  subscription_manager(scheduler& sched, stream_host& host, webhook_transport& transport,
+                       const clock_source& clock, std::shared_ptr<const signing_key> key, token_signer tokens,
+                       manager_options opts);
+  ~subscription_manager();
+  subscription_manager(const subscription_manager&) = delete;
+  subscription_manager& operator=(const subscription_manager&) = delete;
+
+  void handle(const control_request& req, responder respond);
+
+  void on_stream_created(const stream_info& s);
+  void on_stream_appended(const stream_info& s);
+  void on_stream_deleted(std::string_view path);
+
+  // Cancels every timer and ignores every later completion.
+  void shutdown();
+
+  // Tests: the state of a subscription (nullptr when absent).
+  const subscription_state* find(std::string_view root, std::string_view id) const;
+
+ private:
+  struct entry {
+    std::string key;  // root + id
+    std::string root;
+    std::string origin;  // as addressed at creation: base of callback_url
+    std::uint64_t incarnation = 0;
+    std::string hash;
+    subscription_state state;
+    std::uint64_t lease_timer = 0;
+    std::uint64_t retry_timer = 0;
+    bool delivery_in_flight = false;
+  };
+
+  // handlers (route + method already checked)
+  void put_subscription(const control_request& req, const std::string& id, responder respond);
+  void add_streams(entry& e, std::string_view body, responder respond);
+  void callback_or_ack(entry& e, const control_request& req, token_kind kind, responder respond);
+  void claim(entry& e, std::string_view body, responder respond);
+  void release(entry& e, const control_request& req, responder respond);
+
+  // Starts a wake when the subscription is idle with pending work, and delivers it.
+  void pump(entry& e);
+  void deliver_webhook(entry& e, const wake_state& w);
+  void announce_wake(entry& e, const wake_state& w);
+  void on_webhook_result(const std::string& key, std::uint64_t incarnation, std::uint64_t generation,
+                         webhook_result r);
+  void schedule_retry(entry& e, std::int64_t delay_ms);
+  void arm_lease(entry& e);
+  void cancel_timers(entry& e);
+
+  entry* lookup(const std::string& key, std::uint64_t incarnation);
+  std::string new_wake_id();
+  signing_info signing_for(std::string_view origin, std::string_view root) const;
+  // Runs `fn` on the home loop if this manager still exists then.
+  std::function<void()> guarded(std::function<void()> fn) const;
+
+  scheduler& sched_;
+  stream_host& host_;
+  webhook_transport& transport_;
+  const clock_source& clock_;
+  std::shared_ptr<const signing_key> key_;
+  token_signer tokens_;
+  manager_options opts_;
+  std::unordered_map<std::string, std::unique_ptr<entry>> subs_;
+  std::uint64_t next_incarnation_ = 1;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace weir::subscriptions

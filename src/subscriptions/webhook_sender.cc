@@ -1,0 +1,119 @@
+#include "subscriptions/webhook_sender.h"
+
+#include <curl/curl.h>
+
+#include "base/log.h"
+
+namespace weir::subscriptions {
+namespace {
+
+struct response_sink {
+  std::string body;
+};
+
+std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* sink = static_cast<response_sink*>(user);
+  std::size_t bytes = size * n;
+  std::size_t room = curl_webhook_sender::max_response_bytes - sink->body.size();
+  sink->body.append(data, std::min(bytes, room));
+  return bytes;  // keep reading (the excess is dropped) so the status is still reported
+}
+
+struct curl_global {
+  curl_global() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+};
+
+}  // namespace
+
+curl_webhook_sender::curl_webhook_sender(unsigned threads) {
+  static curl_global once;  // curl_global_init is not thread-safe: do it before any sender thread
+  (void)once;
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+}
+
+curl_webhook_sender::~curl_webhook_sender() {
+  shutdown();
+}
+
+void curl_webhook_sender::send(webhook_request req, std::function<void(webhook_result)> done) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    queue_.push_back(job{std::move(req), std::move(done)});
+  }
+  cv_.notify_one();
+}
+
+void curl_webhook_sender::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+    queue_.clear();
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+void curl_webhook_sender::run() {
+  for (;;) {
+    job j;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      j = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    webhook_result r = perform(j.req);
+    j.done(std::move(r));
+  }
+}
+
+webhook_result curl_webhook_sender::perform(const webhook_request& req) {
+  webhook_result out;
+  CURL* h = curl_easy_init();
+  if (!h) {
+    out.error = "curl_easy_init failed";
+    return out;
+  }
+  curl_slist* headers = nullptr;
+  for (const auto& [name, value] : req.headers)
+    headers = curl_slist_append(headers, (name + ": " + value).c_str());
+  headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+  response_sink sink;
+  curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
+  curl_easy_setopt(h, CURLOPT_POST, 1L);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+  // Every request is bounded in time; signals are not used for timeouts (we are multi-threaded).
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout_ms));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::min<std::int64_t>(req.timeout_ms, 5'000)));
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  // PROTOCOL.md 12.8: a validated URL must not be able to bounce us elsewhere.
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "weir-webhook/1");
+  CURLcode rc = curl_easy_perform(h);
+  if (rc == CURLE_OK) {
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    out.http_status = static_cast<int>(status);
+    out.body = std::move(sink.body);
+  } else {
+    out.error = curl_easy_strerror(rc);
+  }
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(h);
+  return out;
+}
+
+}  // namespace weir::subscriptions
