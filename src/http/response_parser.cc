@@ -203,10 +203,15 @@ response_parser::step response_parser::next(std::string_view in) {
       if (s.status == parse_status::complete) phase_ = phase::done;
       return {s.status, s.consumed, data, 0, {}};
     }
-    case phase::until_close:
-      if (in.size() > limits_.max_body_bytes - body_bytes_) return fail(413, "response body too large");
-      body_bytes_ += in.size();
-      return {parse_status::need_more, in.size(), in, 0, {}};
+    case phase::until_close: {
+      // Up to the limit the bytes are body; the first byte past it is the error, wherever the input
+      // was split.
+      const std::uint64_t room = limits_.max_body_bytes - body_bytes_;
+      if (!in.empty() && room == 0) return fail(413, "response body too large");
+      const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(room, in.size()));
+      body_bytes_ += take;
+      return {parse_status::need_more, take, in.substr(0, take), 0, {}};
+    }
     case phase::done:
       return {parse_status::complete, 0, {}, 0, {}};
     case phase::failed:
