@@ -290,7 +290,7 @@ void connection::dispatch(std::string_view, std::string_view body) {
   expect_continue_ = false;
   head_started_ms_ = 0;
   phase_ = phase::awaiting;
-  ++ctx_->requests;
+  ctx_->requests.add();
   exchange ex;
   ex.loop_ = ctx_->loop;
   ex.conn_ = this;
@@ -456,6 +456,7 @@ void connection::send_out() {
   if (!want_write_) write_progress_ms_ = ctx_->loop->now_ms();
   while (!out_.empty()) {
     auto n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+    ctx_->sends.add();
     if (n > 0) {
       out_.consume(static_cast<std::size_t>(n));
       write_progress_ms_ = ctx_->loop->now_ms();

@@ -51,12 +51,13 @@ void listener::on_io(std::uint32_t) {
       [[maybe_unused]] auto n = ::send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL);
       ::shutdown(fd, SHUT_WR);
       ::close(fd);
-      ++ctx_->rejected;
+      ctx_->rejected.add();
       continue;
     }
     io::set_nodelay(fd);
-    ++ctx_->accepted;
+    ctx_->accepted.add();
     ctx_->acquire()->open(fd);
+    ctx_->open.set(ctx_->active.size());
   }
 }
 

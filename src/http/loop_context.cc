@@ -34,6 +34,7 @@ void loop_context::release(connection* c) {
   active[i] = active.back();
   active[i]->active_index = i;
   active.pop_back();
+  open.set(active.size());
   // Not reusable before the current epoll batch is over: a stale event for the old fd could otherwise
   // be delivered to the new connection. Posted tasks run after the batch.
   recycle.push_back(c);

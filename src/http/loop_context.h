@@ -3,6 +3,7 @@
 // listener and the pool of connection objects. Connections point to it; it outlives them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,10 +55,17 @@ struct loop_context {
   int processing = 0;                // depth of connection::drive() calls in progress (see connection.cc)
   std::function<void()> on_drained;  // set by the server: this loop has no connection left
 
-  // Statistics (loop thread).
-  std::uint64_t accepted = 0;
-  std::uint64_t rejected = 0;
-  std::uint64_t requests = 0;
+  // Statistics: written by the loop thread only (plain load+store, no locked instruction), read by
+  // server::stats() from any thread.
+  struct counter {
+    std::atomic<std::uint64_t> v{0};
+    void add(std::uint64_t n = 1) {
+      v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+    void set(std::uint64_t n) { v.store(n, std::memory_order_relaxed); }
+    std::uint64_t get() const { return v.load(std::memory_order_relaxed); }
+  };
+  counter accepted, rejected, requests, sends, open;
 
   connection* acquire();
   void release(connection* c);

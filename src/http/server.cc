@@ -126,6 +126,18 @@ void server::run() {
   for (auto& t : threads) t.join();
 }
 
+server_stats server::stats() const {
+  server_stats st;
+  for (const auto& c : impl_->contexts) {
+    st.accepted += c->accepted.get();
+    st.rejected += c->rejected.get();
+    st.requests += c->requests.get();
+    st.sends += c->sends.get();
+    st.open_connections += c->open.get();
+  }
+  return st;
+}
+
 void server::stop() {
   auto& s = *impl_;
   if (s.stopping.exchange(true)) return;

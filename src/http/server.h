@@ -23,13 +23,22 @@ struct server_options {
   unsigned threads = 1;       // event loops (cores)
   bool pin_cpus = false;      // pin loop i to CPU i
   std::string server_name = "weir";
-  parser_limits limits{};                           // head sizes, body limit (413)
+  parser_limits limits{};  // head sizes, body limit (413)
   std::size_t max_connections_per_core = 10'000;
   std::chrono::milliseconds header_timeout{10'000};  // first byte to complete head
   std::chrono::milliseconds body_timeout{30'000};    // head to complete body
   std::chrono::milliseconds idle_timeout{60'000};    // keep-alive with no request in flight
   std::chrono::milliseconds write_timeout{30'000};   // peer not reading our output
   std::chrono::milliseconds drain_timeout{5'000};    // graceful shutdown: max wait for in-flight work
+};
+
+// Counters summed over every core; a thread-safe snapshot (each value is exact on its own core).
+struct server_stats {
+  std::uint64_t accepted = 0;
+  std::uint64_t rejected = 0;  // over max_connections_per_core
+  std::uint64_t requests = 0;  // handed to the handler
+  std::uint64_t sends = 0;     // send() calls (pipelined responses of one read share one)
+  std::uint64_t open_connections = 0;
 };
 
 class server {
@@ -49,6 +58,8 @@ class server {
 
   unsigned threads() const;
   io::event_loop& loop(unsigned i);
+
+  server_stats stats() const;
 
  private:
   struct impl;
