@@ -1,0 +1,195 @@
+// The timer facility and the cross-core task queue of io::event_loop.
+#include "io/event_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace weir::io {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs a loop on its own thread for the duration of a test.
+struct loop_thread {
+  event_loop loop{3};
+  std::thread t{[this] { loop.run(); }};
+  ~loop_thread() {
+    loop.stop();
+    t.join();
+  }
+  // Runs fn on the loop and waits for it.
+  template <class F>
+  void sync(F fn) {
+    std::atomic<bool> done{false};
+    loop.post([&] {
+      fn();
+      done = true;
+    });
+    for (int i = 0; i < 5000 && !done; ++i) std::this_thread::sleep_for(1ms);
+    ASSERT_TRUE(done.load());
+  }
+};
+
+bool wait_until(const std::atomic<bool>& flag) {
+  for (int i = 0; i < 5000 && !flag; ++i) std::this_thread::sleep_for(1ms);
+  return flag.load();
+}
+
+TEST(event_loop, current_and_index_on_the_loop_thread) {
+  loop_thread lt;
+  EXPECT_EQ(event_loop::current(), nullptr);
+  event_loop* seen = nullptr;
+  lt.sync([&] { seen = event_loop::current(); });
+  EXPECT_EQ(seen, &lt.loop);
+  EXPECT_EQ(lt.loop.index(), 3u);
+}
+
+TEST(event_loop, timers_fire_in_deadline_order) {
+  loop_thread lt;
+  std::vector<int> order;
+  std::atomic<bool> done{false};
+  lt.sync([&] {
+    lt.loop.add_timer(30ms, [&] { order.push_back(3); });
+    lt.loop.add_timer(10ms, [&] { order.push_back(1); });
+    lt.loop.add_timer(20ms, [&] { order.push_back(2); });
+    lt.loop.add_timer(40ms, [&] { done = true; });
+  });
+  ASSERT_TRUE(wait_until(done));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(event_loop, timers_with_equal_deadlines_fire_in_creation_order) {
+  loop_thread lt;
+  std::vector<int> order;
+  std::atomic<bool> done{false};
+  lt.sync([&] {
+    for (int i = 0; i < 5; ++i) lt.loop.add_timer(5ms, [&order, i] { order.push_back(i); });
+    lt.loop.add_timer(5ms, [&] { done = true; });
+  });
+  ASSERT_TRUE(wait_until(done));
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST(event_loop, cancelled_timer_does_not_fire) {
+  loop_thread lt;
+  std::atomic<bool> fired{false}, done{false};
+  bool first_cancel = false, second_cancel = true;
+  lt.sync([&] {
+    auto id = lt.loop.add_timer(10ms, [&] { fired = true; });
+    EXPECT_NE(id, 0u);
+    first_cancel = lt.loop.cancel_timer(id);
+    second_cancel = lt.loop.cancel_timer(id);
+    lt.loop.add_timer(30ms, [&] { done = true; });
+  });
+  ASSERT_TRUE(wait_until(done));
+  EXPECT_TRUE(first_cancel);
+  EXPECT_FALSE(second_cancel);
+  EXPECT_FALSE(fired.load());
+}
+
+TEST(event_loop, cancel_after_fire_returns_false) {
+  loop_thread lt;
+  std::atomic<bool> fired{false};
+  event_loop::timer_id id = 0;
+  lt.sync([&] { id = lt.loop.add_timer(1ms, [&] { fired = true; }); });
+  ASSERT_TRUE(wait_until(fired));
+  bool cancelled = true;
+  lt.sync([&] { cancelled = lt.loop.cancel_timer(id); });
+  EXPECT_FALSE(cancelled);
+}
+
+TEST(event_loop, now_ms_is_monotonic_and_advances) {
+  loop_thread lt;
+  std::int64_t a = 0, b = 0;
+  lt.sync([&] { a = lt.loop.now_ms(); });
+  std::this_thread::sleep_for(20ms);
+  lt.sync([&] { b = lt.loop.now_ms(); });
+  EXPECT_GE(b - a, 20);
+}
+
+TEST(event_loop, posts_from_many_threads_run_fifo_per_sender) {
+  loop_thread lt;
+  constexpr int senders = 4, per_sender = 2000;
+  std::vector<std::vector<int>> seen(senders);  // touched on the loop thread only
+  std::atomic<int> total{0};
+  std::vector<std::thread> threads;
+  for (int s = 0; s < senders; ++s) {
+    threads.emplace_back([&, s] {
+      for (int i = 0; i < per_sender; ++i) {
+        lt.loop.post([&, s, i] {
+          seen[s].push_back(i);
+          ++total;
+        });
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::atomic<bool> done{false};
+  lt.loop.post([&] { done = true; });
+  ASSERT_TRUE(wait_until(done));
+  EXPECT_EQ(total.load(), senders * per_sender);
+  for (int s = 0; s < senders; ++s) {
+    ASSERT_EQ(seen[s].size(), static_cast<std::size_t>(per_sender));
+    for (int i = 0; i < per_sender; ++i) ASSERT_EQ(seen[s][i], i);
+  }
+}
+
+TEST(event_loop, a_burst_of_posts_needs_few_wakeups) {
+  loop_thread lt;
+  lt.sync([] {});
+  std::uint64_t before = lt.loop.wakeups_written();
+  std::atomic<int> ran{0};
+  constexpr int n = 10'000;
+  for (int i = 0; i < n; ++i) lt.loop.post([&] { ++ran; });
+  std::atomic<bool> done{false};
+  lt.loop.post([&] { done = true; });
+  ASSERT_TRUE(wait_until(done));
+  EXPECT_EQ(ran.load(), n);
+  // The eventfd is written only when the loop sleeps with no wake-up pending: far fewer than one per post.
+  EXPECT_LT(lt.loop.wakeups_written() - before, static_cast<std::uint64_t>(n) / 10);
+}
+
+TEST(event_loop, post_from_the_loop_itself_runs_later_without_wakeup) {
+  loop_thread lt;
+  std::vector<int> order;
+  std::atomic<bool> done{false};
+  lt.sync([&] {
+    lt.loop.post([&] {
+      order.push_back(2);
+      done = true;
+    });
+    order.push_back(1);
+  });
+  ASSERT_TRUE(wait_until(done));
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(event_loop, stop_from_another_thread_ends_run) {
+  event_loop loop(0);
+  std::atomic<bool> returned{false};
+  std::thread t([&] {
+    loop.run();
+    returned = true;
+  });
+  std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(returned.load());
+  loop.stop();
+  t.join();
+  EXPECT_TRUE(returned.load());
+}
+
+TEST(event_loop, tasks_posted_before_stop_still_run) {
+  event_loop loop(0);
+  int ran = 0;
+  loop.post([&] { ++ran; });
+  loop.stop();
+  loop.run();
+  EXPECT_EQ(ran, 1);
+}
+
+}  // namespace
+}  // namespace weir::io
