@@ -11,16 +11,16 @@ namespace weir::protocol {
 
 enum class errc : std::uint8_t {
   ok = 0,
-  bad_path,              // traversal, control characters, not absolute
+  bad_path,  // traversal, control characters, not absolute
   path_too_long,
   method_not_allowed,
-  bad_offset,            // malformed, empty or repeated offset parameter
-  live_needs_offset,     // long-poll / SSE without offset
-  bad_live,              // unknown live mode
+  bad_offset,         // malformed, empty or repeated offset parameter
+  live_needs_offset,  // long-poll / SSE without offset
+  bad_live,           // unknown live mode
   bad_ttl,
   bad_expires_at,
   ttl_and_expires_at,
-  bad_producer,          // malformed or partial Producer-* headers
+  bad_producer,  // malformed or partial Producer-* headers
   empty_producer_id,
   empty_body,            // POST with no body and no Stream-Closed
   missing_content_type,  // POST with a body but no Content-Type
@@ -28,7 +28,7 @@ enum class errc : std::uint8_t {
   bad_sub_offset,
   sub_offset_without_fork,
   sub_offset_without_offset,
-  reserved_path,         // a `__ds` path when subscriptions are not available
+  reserved_path,  // a `__ds` path when subscriptions are not available
   body_too_large,
 };
 

@@ -54,7 +54,8 @@ std::optional<std::uint64_t> parse_sub_offset(std::string_view v) {
 
 bool is_true(std::string_view v) {
   return v.size() == 4 && std::tolower(static_cast<unsigned char>(v[0])) == 't' &&
-         std::tolower(static_cast<unsigned char>(v[1])) == 'r' && std::tolower(static_cast<unsigned char>(v[2])) == 'u' &&
+         std::tolower(static_cast<unsigned char>(v[1])) == 'r' &&
+         std::tolower(static_cast<unsigned char>(v[2])) == 'u' &&
          std::tolower(static_cast<unsigned char>(v[3])) == 'e';
 }
 
@@ -72,9 +73,11 @@ std::optional<std::int64_t> parse_rfc3339_ms(std::string_view v) {
   auto year = num(0, 4), month = num(5, 2), day = num(8, 2), hour = num(11, 2), minute = num(14, 2),
        second = num(17, 2);
   if (!year || !month || !day || !hour || !minute || !second) return std::nullopt;
-  if (v[4] != '-' || v[7] != '-' || (v[10] != 'T' && v[10] != 't' && v[10] != ' ') || v[13] != ':' || v[16] != ':')
+  if (v[4] != '-' || v[7] != '-' || (v[10] != 'T' && v[10] != 't' && v[10] != ' ') || v[13] != ':' ||
+      v[16] != ':')
     return std::nullopt;
-  if (*month < 1 || *month > 12 || *day < 1 || *hour > 23 || *minute > 59 || *second > 60) return std::nullopt;
+  if (*month < 1 || *month > 12 || *day < 1 || *hour > 23 || *minute > 59 || *second > 60)
+    return std::nullopt;
   static constexpr int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   bool leap = (*year % 4 == 0 && *year % 100 != 0) || *year % 400 == 0;
   if (*day > mdays[*month - 1] || (*month == 2 && *day == 29 && !leap)) return std::nullopt;
@@ -138,7 +141,8 @@ std::optional<std::vector<query_param>> parse_query(std::string_view q) {
     if (pair.empty()) continue;
     auto eq = pair.find('=');
     auto name = percent_decode(pair.substr(0, eq), true);
-    auto value = percent_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
+    auto value =
+        percent_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
     if (!name || !value) return std::nullopt;
     out.push_back({std::move(*name), std::move(*value)});
   }
@@ -173,7 +177,8 @@ bool split_reserved_path(std::string_view path, std::string_view& root, std::str
     std::size_t slash = path.find('/', start);
     if (slash == std::string_view::npos) return false;
     std::size_t end = path.find('/', slash + 1);
-    std::string_view seg = path.substr(slash + 1, end == std::string_view::npos ? std::string_view::npos : end - slash - 1);
+    std::string_view seg =
+        path.substr(slash + 1, end == std::string_view::npos ? std::string_view::npos : end - slash - 1);
     if (seg == "__ds") {
       root = path.substr(0, slash + 1);
       rest = end == std::string_view::npos ? std::string_view() : path.substr(end + 1);

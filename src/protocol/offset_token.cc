@@ -6,7 +6,9 @@
 
 namespace weir::protocol {
 
-std::string format_offset(streams::stream_offset o) { return fmt::format("0000000000000000_{:016d}", o.value()); }
+std::string format_offset(streams::stream_offset o) {
+  return fmt::format("0000000000000000_{:016d}", o.value());
+}
 
 std::optional<streams::stream_offset> parse_offset_token(std::string_view t) {
   if (t.size() != 33 || t[16] != '_') return std::nullopt;

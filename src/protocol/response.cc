@@ -6,10 +6,11 @@ namespace weir::protocol {
 
 void add_common_headers(response& r) {
   r.add("Access-Control-Allow-Origin", "*");
-  r.add("Access-Control-Expose-Headers",
-        "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Stream-TTL, Stream-Expires-At, "
-        "Stream-SSE-Data-Encoding, Producer-Epoch, Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, "
-        "ETag, Content-Type, Location");
+  r.add(
+      "Access-Control-Expose-Headers",
+      "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Stream-TTL, Stream-Expires-At, "
+      "Stream-SSE-Data-Encoding, Producer-Epoch, Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, "
+      "ETag, Content-Type, Location");
   r.add("X-Content-Type-Options", "nosniff");
   r.add("Cross-Origin-Resource-Policy", "cross-origin");
 }
@@ -29,14 +30,17 @@ response preflight_response() {
   r.status = 204;
   add_common_headers(r);
   r.add("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, HEAD, OPTIONS");
-  r.add("Access-Control-Allow-Headers",
-        "Content-Type, Authorization, If-None-Match, Stream-Seq, Stream-TTL, Stream-Expires-At, Stream-Closed, "
-        "Stream-Forked-From, Stream-Fork-Offset, Stream-Fork-Sub-Offset, Producer-Id, Producer-Epoch, Producer-Seq");
+  r.add(
+      "Access-Control-Allow-Headers",
+      "Content-Type, Authorization, If-None-Match, Stream-Seq, Stream-TTL, Stream-Expires-At, Stream-Closed, "
+      "Stream-Forked-From, Stream-Fork-Offset, Stream-Fork-Sub-Offset, Producer-Id, Producer-Epoch, "
+      "Producer-Seq");
   r.add("Access-Control-Max-Age", "86400");
   return r;
 }
 
-std::string make_etag(std::uint64_t generation, std::string_view start, streams::stream_offset end, bool closed) {
+std::string make_etag(std::uint64_t generation, std::string_view start, streams::stream_offset end,
+                      bool closed) {
   return fmt::format("\"{:x}:{}:{}{}\"", generation, start, end.value(), closed ? ":c" : "");
 }
 

@@ -37,7 +37,9 @@ struct response {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
 
-  void add(std::string_view name, std::string value) { headers.emplace_back(std::string(name), std::move(value)); }
+  void add(std::string_view name, std::string value) {
+    headers.emplace_back(std::string(name), std::move(value));
+  }
 };
 
 // CORS (any origin) and browser security headers (PROTOCOL.md 12.7), on every response.
@@ -50,7 +52,8 @@ response error_response(http_status s);
 response preflight_response();
 
 // ETag (PROTOCOL.md 10.1): identifies the stream incarnation and the byte range; varies with closure.
-std::string make_etag(std::uint64_t generation, std::string_view start, streams::stream_offset end, bool closed);
+std::string make_etag(std::uint64_t generation, std::string_view start, streams::stream_offset end,
+                      bool closed);
 
 // True when an If-None-Match header value matches `etag` (a list, or `*`; RFC 9110 13.1.2).
 bool etag_matches(std::string_view if_none_match, std::string_view etag);

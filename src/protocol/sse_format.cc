@@ -44,8 +44,8 @@ std::string base64_encode(std::string_view in) {
   out.reserve((in.size() + 2) / 3 * 4);
   std::size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    std::uint32_t v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
-                      static_cast<unsigned char>(in[i + 2]);
+    std::uint32_t v = (static_cast<unsigned char>(in[i]) << 16) |
+                      (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
     out += table[(v >> 18) & 63];
     out += table[(v >> 12) & 63];
     out += table[(v >> 6) & 63];
@@ -57,7 +57,8 @@ std::string base64_encode(std::string_view in) {
     out += table[(v >> 12) & 63];
     out += "==";
   } else if (i + 2 == in.size()) {
-    std::uint32_t v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+    std::uint32_t v =
+        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
     out += table[(v >> 18) & 63];
     out += table[(v >> 12) & 63];
     out += table[(v >> 6) & 63];

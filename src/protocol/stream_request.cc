@@ -22,18 +22,34 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
   };
 
   switch (req.method()) {
-    case http::method::put: r.op = operation::create; break;
-    case http::method::post: r.op = operation::append; break;
-    case http::method::get: r.op = operation::read; break;
-    case http::method::head: r.op = operation::head; break;
-    case http::method::del: r.op = operation::remove; break;
-    case http::method::options: r.op = operation::preflight; return out;
-    default: return fail(errc::method_not_allowed);
+    case http::method::put:
+      r.op = operation::create;
+      break;
+    case http::method::post:
+      r.op = operation::append;
+      break;
+    case http::method::get:
+      r.op = operation::read;
+      break;
+    case http::method::head:
+      r.op = operation::head;
+      break;
+    case http::method::del:
+      r.op = operation::remove;
+      break;
+    case http::method::options:
+      r.op = operation::preflight;
+      return out;
+    default:
+      return fail(errc::method_not_allowed);
   }
   switch (check_stream_path(req.path(), limits.max_path_length)) {
-    case path_check::ok: break;
-    case path_check::bad: return fail(errc::bad_path);
-    case path_check::too_long: return fail(errc::path_too_long);
+    case path_check::ok:
+      break;
+    case path_check::bad:
+      return fail(errc::bad_path);
+    case path_check::too_long:
+      return fail(errc::path_too_long);
   }
   r.path = std::string(req.path());
   if (auto h = header(req, "host")) r.host = std::string(*h);

@@ -1,15 +1,58 @@
-// PLACEHOLDER until the protocol issue lands: the subcommand exists but refuses to run.
+// `weir serve`: run a node. Settings come from defaults, then --config FILE (TOML), then flags.
 #include "server/serve_command.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
+
+#include "base/log.h"
+#include "server/node.h"
+#include "server/serve_config.h"
 
 namespace weir::server {
+
+namespace {
+struct serve_flags {
+  std::string listen;
+  std::string data_dir;
+  std::string config;
+  std::string log_level;
+  unsigned threads = 0;
+  std::int64_t long_poll_timeout_ms = 0;
+  std::uint64_t body_limit = 0;
+};
+}  // namespace
+
 void register_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("serve", "Run a weir node (not implemented yet)");
-  cmd->callback([] {
-    std::fprintf(stderr, "weir serve: not implemented yet\n");
-    std::exit(2);
+  auto flags = std::make_shared<serve_flags>();
+  auto* cmd = app.add_subcommand("serve", "Run a weir node (Durable Streams over HTTP/1.1)");
+  cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (default 127.0.0.1:4437)");
+  cmd->add_option("--data-dir", flags->data_dir, "Data directory (default ./weir-data)");
+  cmd->add_option("--threads", flags->threads, "Event loops / cores (default: one per CPU, at most 4)");
+  cmd->add_option("--long-poll-timeout-ms", flags->long_poll_timeout_ms, "Long-poll timeout (default 30000)");
+  cmd->add_option("--body-limit", flags->body_limit, "Largest request body in bytes (default 64 MiB)");
+  cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error or off");
+  cmd->add_option("--config", flags->config, "TOML file with the same settings (flags override it)");
+  cmd->callback([flags] {
+    serve_config cfg;
+    try {
+      if (!flags->config.empty()) load_config_file(cfg, flags->config);
+      if (!flags->listen.empty()) apply_listen(cfg, flags->listen);
+      if (!flags->data_dir.empty()) cfg.data_dir = flags->data_dir;
+      if (flags->threads != 0) cfg.threads = flags->threads;
+      if (flags->long_poll_timeout_ms != 0) cfg.long_poll_timeout_ms = flags->long_poll_timeout_ms;
+      if (flags->body_limit != 0) cfg.body_limit = flags->body_limit;
+      if (!flags->log_level.empty()) cfg.log_level = flags->log_level;
+      if (cfg.threads == 0) cfg.threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+      validate(cfg);
+    } catch (const config_error& e) {
+      std::fprintf(stderr, "weir serve: %s\n", e.what());
+      std::exit(2);
+    }
+    log::set_level(cfg.log_level);
+    node n(std::move(cfg));
+    std::exit(n.run(true));
   });
 }
+
 }  // namespace weir::server

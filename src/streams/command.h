@@ -22,6 +22,7 @@ struct fork_resolution {
   payload prefix;                 // the materialized sub-offset prefix (PROTOCOL.md 4.2), maybe empty
   std::string source_content_type;
   expiry_config source_expiry;
+  bool retained = false;  // the source's reference count was taken for this fork (fork_retain)
 };
 
 struct fork_spec {

@@ -153,6 +153,7 @@ std::string encode(const command& c) {
             w.pay(f.resolved.prefix);
             w.str(f.resolved.source_content_type);
             w.exp(f.resolved.source_expiry);
+            w.boolean(f.resolved.retained);
           });
           w.svar(v.now_ms);
         } else if constexpr (std::is_same_v<T, append_command>) {
@@ -206,6 +207,7 @@ result<command> decode(std::string_view bytes) {
         f.resolved.prefix = r.pay();
         f.resolved.source_content_type = r.str();
         f.resolved.source_expiry = r.exp();
+        f.resolved.retained = r.boolean();
         return f;
       });
       v.now_ms = r.svar();

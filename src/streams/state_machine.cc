@@ -92,7 +92,7 @@ outcome state_machine::create(const create_command& c) {
   stream_state* existing = resolve(c.path, c.now_ms, out);
   auto give_back_fork = [&](outcome& o) {
     // A create that does not use its fork resolution must return the source reference it holds.
-    if (c.fork) o.release.push_back(c.fork->source);
+    if (c.fork && c.fork->resolved.retained) o.release.push_back(c.fork->source);
   };
   if (existing) {
     out.meta = snapshot(*existing);

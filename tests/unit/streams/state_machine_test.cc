@@ -261,7 +261,10 @@ fork_spec resolve_fork(state_machine& src, std::string source, std::optional<std
   f.source = r.source;
   f.offset = r.offset;
   f.sub_offset = sub;
-  if (o.resolution) f.resolved = *o.resolution;
+  if (o.resolution) {
+    f.resolved = *o.resolution;
+    f.resolved.retained = true;
+  }
   if (o.sub_record) {
     f.resolved.prefix = bytes(std::string(o.sub_record->data.view().substr(0, sub)));
   }

@@ -1,0 +1,184 @@
+#include "server/node.h"
+
+#include <filesystem>
+#include <thread>
+
+#include "base/log.h"
+#include "http/server.h"
+#include "io/event_loop.h"
+#include "io/signal_watcher.h"
+#include "protocol/header_values.h"
+#include "protocol/stream_request.h"
+#include "server/owned_request.h"
+#include "server/reply.h"
+#include "server/stream_shard.h"
+#include "server/subscription_host.h"
+
+namespace weir::server {
+
+unsigned owner_index(std::string_view path, unsigned shards) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (char c : path) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return static_cast<unsigned>(h % shards);
+}
+
+node::node(serve_config cfg) : cfg_(std::move(cfg)) {
+  http::server_options o;
+  o.host = cfg_.host;
+  o.port = cfg_.port;
+  o.threads = cfg_.threads;
+  o.limits.max_body_bytes = cfg_.body_limit;
+  o.server_name = "weir";
+  // Live reads hold a request open for the long-poll timeout or the SSE lifetime.
+  o.idle_timeout = std::chrono::milliseconds(std::max<std::int64_t>(60'000, cfg_.sse_close_after_ms + 5'000));
+  http_ = std::make_unique<http::server>(
+      o, [this](const http::request& req, http::exchange ex) { on_request(req, ex); });
+
+  shard_options so;
+  so.long_poll_timeout_ms = cfg_.long_poll_timeout_ms;
+  so.read_chunk_bytes = cfg_.read_chunk_bytes;
+  so.sse_close_after_ms = cfg_.sse_close_after_ms;
+  so.sse_keep_alive_ms = cfg_.sse_keep_alive_ms;
+  for (unsigned i = 0; i < http_->threads(); ++i) {
+    shards_.push_back(std::make_unique<stream_shard>(*this, http_->loop(i), clock_, so));
+  }
+  subs_ = make_subscriptions(*this, http_->loop(0), clock_, cfg_.data_dir);
+}
+
+node::~node() = default;
+
+stream_shard& node::owner_of(std::string_view path) {
+  return *shards_[owner_index(path, shard_count())];
+}
+
+std::uint16_t node::port() const {
+  return http_->port();
+}
+
+void node::report_created(const streams::stream_meta& m) {
+  if (!subs_) return;
+  http_->loop(0).post([this, m] { subs_->created(m); });
+}
+
+void node::report_appended(const streams::stream_meta& m) {
+  if (!subs_) return;
+  http_->loop(0).post([this, m] { subs_->appended(m); });
+}
+
+void node::report_deleted(const std::string& path) {
+  if (!subs_) return;
+  http_->loop(0).post([this, path] { subs_->deleted(path); });
+}
+
+void node::on_request(const http::request& req, http::exchange ex) {
+  if (req.path() == "/healthz" && (req.method() == http::method::get || req.method() == http::method::head)) {
+    protocol::response r;
+    r.status = 200;
+    r.add("Content-Type", "text/plain");
+    r.body = "ok\n";
+    send_response(ex, std::move(r));
+    return;
+  }
+  if (req.method() == http::method::options) {
+    send_response(ex, protocol::preflight_response());
+    return;
+  }
+  // PROTOCOL.md 6: the reserved `__ds` prefix is routed before stream operations.
+  std::string_view root, rest;
+  if (protocol::split_reserved_path(req.path(), root, rest)) {
+    route_reserved(req, root, rest, ex);
+    return;
+  }
+  protocol::parse_outcome parsed = protocol::parse_stream_request(req, {cfg_.max_path_length});
+  if (parsed.error != protocol::errc::ok) {
+    send_response(ex, protocol::error_response(protocol::status_for(parsed.error)));
+    return;
+  }
+  std::uint64_t live_id = 0;
+  if (parsed.request.op == protocol::operation::read && parsed.request.live != protocol::live_mode::none) {
+    live_id = next_live_id_.fetch_add(1);
+  }
+  stream_shard& owner = owner_of(parsed.request.path);
+  if (live_id != 0) {
+    // Registered before the request is posted: the owner sees the request before any cancel.
+    ex.on_close([&owner, live_id] { owner.loop().post([&owner, live_id] { owner.cancel_live(live_id); }); });
+  }
+  if (&owner.loop() == io::event_loop::current()) {
+    owner.handle(std::move(parsed.request), ex, live_id);
+  } else {
+    owner.loop().post([&owner, r = std::move(parsed.request), ex, live_id]() mutable {
+      owner.handle(std::move(r), ex, live_id);
+    });
+  }
+}
+
+void node::route_reserved(const http::request& req, std::string_view root, std::string_view rest,
+                          http::exchange ex) {
+  if (!subs_) {
+    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::reserved_path)));
+    return;
+  }
+  const http::header* host = req.find("host");
+  std::string origin = "http://" + std::string(host ? host->value : "127.0.0.1");
+  io::event_loop& home = http_->loop(0);
+  if (&home == io::event_loop::current()) {
+    subs_->handle(req, root, rest, origin, ex);
+    return;
+  }
+  auto copy = std::make_shared<owned_request>(req);
+  std::size_t root_at = static_cast<std::size_t>(root.data() - req.path().data());
+  std::size_t rest_at = static_cast<std::size_t>(rest.data() - req.path().data());
+  std::size_t root_len = root.size(), rest_len = rest.size();
+  home.post([this, copy, root_at, root_len, rest_at, rest_len, origin, ex] {
+    std::string_view path = copy->get().path();
+    std::string_view r = rest_len == 0 ? std::string_view() : path.substr(rest_at, rest_len);
+    subs_->handle(copy->get(), path.substr(root_at, root_len), r, origin, ex);
+  });
+}
+
+void node::stop() {
+  if (stopping_.exchange(true)) return;
+  if (subs_) http_->loop(0).post([this] { subs_->shutdown(); });
+  for (auto& s : shards_) {
+    stream_shard* sp = s.get();
+    sp->loop().post([sp] { sp->stop(); });
+  }
+  http_->stop();
+}
+
+int node::run(bool handle_signals) {
+  std::error_code ec;
+  std::filesystem::create_directories(cfg_.data_dir, ec);
+  if (ec) {
+    log::error("weir serve: cannot create data dir {}: {}", cfg_.data_dir, ec.message());
+    return 1;
+  }
+  if (handle_signals) io::signal_watcher::block_termination_signals();
+  status st = http_->start();
+  if (!st) {
+    log::error("weir serve: {}", st.err().reason);
+    return 1;
+  }
+  for (auto& s : shards_) {
+    stream_shard* sp = s.get();
+    sp->loop().post([sp] { sp->start(); });
+  }
+  log::info("weir serve: listening on {}:{} ({} threads, data dir {}, long-poll {} ms, subscriptions {})",
+            cfg_.host, http_->port(), shard_count(), cfg_.data_dir, cfg_.long_poll_timeout_ms,
+            subs_ ? "on" : "off");
+  std::unique_ptr<io::signal_watcher> watcher;
+  if (handle_signals) {
+    watcher = std::make_unique<io::signal_watcher>([this](int signo) {
+      log::info("weir serve: signal {}, stopping", signo);
+      stop();
+    });
+  }
+  http_->run();
+  log::info("weir serve: stopped");
+  return 0;
+}
+
+}  // namespace weir::server

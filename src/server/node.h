@@ -1,0 +1,74 @@
+// node: one running `weir serve`. Owns the HTTP engine (one event loop per core), one stream_shard per
+// core, and (when built with it) the subscription service on core 0.
+//
+// Which core runs what:
+//   - the connection's core (any): parses and validates the request (protocol::parse_stream_request,
+//     JSON validation), answers /healthz and CORS preflights, and sends every response;
+//   - the owner core of a stream (FNV-1a hash of its path % threads): every command and read on it, its
+//     live readers and its TTL expiry; a fork's source may be owned by another core (fork_retain and
+//     fork_release travel there as messages);
+//   - core 0: the subscription service (`__ds` paths) and the stream events reported to it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "http/exchange.h"
+#include "server/serve_config.h"
+#include "streams/state_machine.h"
+
+namespace weir::http {
+class server;
+}
+
+namespace weir::server {
+
+class stream_shard;
+struct subscriptions_glue;
+
+class node {
+ public:
+  explicit node(serve_config cfg);
+  ~node();
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  // Binds, runs until stop() (or SIGTERM/SIGINT when `handle_signals`), drains. Returns the exit status.
+  int run(bool handle_signals);
+  // Thread-safe: begin a graceful stop.
+  void stop();
+  std::uint16_t port() const;
+
+  unsigned shard_count() const { return static_cast<unsigned>(shards_.size()); }
+  stream_shard& shard(unsigned i) { return *shards_[i]; }
+  stream_shard& owner_of(std::string_view path);
+  const serve_config& config() const { return cfg_; }
+
+  // Stream events for the subscription service (called on the owner core; delivered on core 0).
+  void report_created(const streams::stream_meta& m);
+  void report_appended(const streams::stream_meta& m);
+  void report_deleted(const std::string& path);
+
+ private:
+  void on_request(const http::request& req, http::exchange ex);
+  void route_reserved(const http::request& req, std::string_view root, std::string_view rest,
+                      http::exchange ex);
+
+  serve_config cfg_;
+  system_clock_source clock_;
+  std::unique_ptr<http::server> http_;
+  std::vector<std::unique_ptr<stream_shard>> shards_;
+  std::unique_ptr<subscriptions_glue> subs_;
+  std::atomic<std::uint64_t> next_live_id_{1};
+  std::atomic<bool> stopping_{false};
+};
+
+// The owner shard index of a stream path (stable across runs: FNV-1a 64).
+unsigned owner_index(std::string_view path, unsigned shards);
+
+}  // namespace weir::server

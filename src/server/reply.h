@@ -1,0 +1,19 @@
+// Sending a protocol::response through an exchange from whichever core built it: the exchange may only
+// be used on its connection's core, so the answer hops there when needed.
+#pragma once
+
+#include <string>
+
+#include "http/exchange.h"
+#include "protocol/response.h"
+
+namespace weir::server {
+
+// Answers `ex` with `r` (on ex.loop(), posting if called from another core).
+void send_response(http::exchange ex, protocol::response r);
+
+// Streamed responses (SSE): head, chunks and end, each delivered on ex.loop() in call order.
+void send_stream_head(http::exchange ex, protocol::response head);
+void send_stream_chunk(http::exchange ex, std::string data, bool end);
+
+}  // namespace weir::server

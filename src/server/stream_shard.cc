@@ -1,0 +1,267 @@
+#include "server/stream_shard.h"
+
+#include "base/log.h"
+#include "protocol/cursor.h"
+#include "protocol/json_mode.h"
+#include "protocol/stream_responses.h"
+#include "server/live_reader.h"
+#include "server/node.h"
+#include "server/reply.h"
+
+namespace weir::server {
+
+using protocol::operation;
+
+stream_shard::stream_shard(node& owner, io::event_loop& loop, const clock_source& clock, shard_options opts)
+    : node_(&owner), loop_(&loop), clock_(&clock), opts_(opts), rng_(std::random_device{}()) {}
+
+stream_shard::~stream_shard() = default;
+
+std::string stream_shard::cursor(const std::optional<std::string>& client_cursor) {
+  std::uniform_int_distribution<std::uint32_t> jitter(1, 3600);
+  std::optional<std::string_view> theirs;
+  if (client_cursor) theirs = *client_cursor;
+  return protocol::next_cursor(now_ms(), theirs, jitter(rng_));
+}
+
+void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
+  const std::int64_t now = now_ms();
+  switch (req.op) {
+    case operation::create:
+      handle_create(std::move(req), ex);
+      return;
+    case operation::append: {
+      streams::append_command c;
+      c.path = req.path;
+      if (req.has_content_type) c.content_type = req.content_type;
+      // JSON processing follows the request's own Content-Type: an append only succeeds when it
+      // matches the stream's.
+      c.body = protocol::make_payload(req.body, req.content_type);
+      c.stream_seq = req.stream_seq;
+      c.producer = req.producer;
+      c.close = req.closed;
+      c.now_ms = now;
+      streams::outcome o = execute(c);
+      send_response(ex, protocol::append_response(o, req));
+      return;
+    }
+    case operation::remove: {
+      streams::outcome o = execute(streams::delete_command{req.path, now});
+      send_response(ex, protocol::delete_response(o));
+      return;
+    }
+    case operation::head: {
+      (void)execute(streams::expire_command{req.path, now});  // lazy expiry; HEAD does not renew a TTL
+      send_response(ex, protocol::head_response(sm_.head(req.path, now)));
+      return;
+    }
+    case operation::read:
+      handle_read(std::move(req), ex, live_id);
+      return;
+    case operation::preflight:
+      send_response(ex, protocol::preflight_response());
+      return;
+  }
+}
+
+void stream_shard::handle_create(protocol::stream_request req, http::exchange ex) {
+  const std::int64_t now = now_ms();
+  streams::create_command c;
+  c.path = req.path;
+  c.content_type = req.content_type;
+  c.expiry = req.expiry;
+  c.closed = req.closed;
+  c.now_ms = now;
+  if (!req.fork) {
+    c.initial = protocol::make_payload(req.body,
+                                       c.content_type.empty() ? "application/octet-stream" : c.content_type);
+    streams::outcome o = execute(c);
+    send_response(ex, protocol::create_response(o, req));
+    return;
+  }
+  // A fork: when the target already exists, compare configurations without touching the source.
+  if (sm_.head(req.path, now).code != streams::errc::not_found) {
+    c.fork = streams::fork_spec{req.fork->source, req.fork->offset, req.fork->sub_offset, {}};
+    streams::outcome o = execute(c);
+    send_response(ex, protocol::create_response(o, req));
+    return;
+  }
+  streams::fork_retain_command r{req.fork->source, req.fork->offset, req.fork->sub_offset, req.content_type,
+                                 now};
+  stream_shard& source = node_->owner_of(r.source);
+  if (&source == this) {
+    streams::outcome o = fork_retain(r);
+    finish_fork(std::move(req), ex, std::move(o));
+    return;
+  }
+  source.loop().post([&source, self = this, r = std::move(r), req = std::move(req), ex]() mutable {
+    streams::outcome o = source.fork_retain(r);
+    self->loop().post([self, req = std::move(req), ex, o = std::move(o)]() mutable {
+      self->finish_fork(std::move(req), ex, std::move(o));
+    });
+  });
+}
+
+streams::outcome stream_shard::fork_retain(const streams::fork_retain_command& c) {
+  return execute(c);
+}
+
+void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, streams::outcome retained) {
+  if (retained.code != streams::errc::ok) {
+    send_response(ex, protocol::outcome_error(retained));
+    return;
+  }
+  streams::create_command c;
+  c.path = req.path;
+  c.content_type = req.content_type;
+  c.expiry = req.expiry;
+  c.closed = req.closed;
+  c.now_ms = now_ms();
+  streams::fork_spec f;
+  f.source = req.fork->source;
+  f.offset = req.fork->offset;
+  f.sub_offset = req.fork->sub_offset;
+  f.resolved = std::move(*retained.resolution);
+  f.resolved.retained = true;
+  bool source_json = protocol::is_json_content_type(f.resolved.source_content_type);
+  if (retained.sub_record) {
+    std::string_view rec = retained.sub_record->data.view();
+    if (source_json) {
+      f.resolved.prefix = protocol::json_prefix(rec, f.sub_offset);
+    } else {
+      f.resolved.prefix = protocol::make_payload(rec.substr(0, f.sub_offset), "application/octet-stream");
+    }
+  }
+  std::string effective_ct = c.content_type.empty() ? f.resolved.source_content_type : c.content_type;
+  c.initial = protocol::make_payload(req.body, effective_ct);
+  c.fork = std::move(f);
+  streams::outcome o = execute(c);
+  send_response(ex, protocol::create_response(o, req));
+}
+
+void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
+  const std::int64_t now = now_ms();
+  // Reads renew a sliding TTL, live ones when they begin (PROTOCOL.md 5.1, Stream-TTL).
+  streams::outcome touched = execute(streams::touch_command{req.path, now});
+  if (touched.code != streams::errc::ok) {
+    send_response(ex, protocol::error_response(protocol::status_for(touched.code)));
+    return;
+  }
+  const streams::stream_meta& meta = *touched.meta;
+  using kind = protocol::offset_param::kind;
+  kind k = req.offset ? req.offset->k : kind::start;
+  streams::stream_offset from = k == kind::now  ? meta.tail
+                                : k == kind::at ? req.offset->at
+                                                : streams::stream_offset(0);
+
+  if (req.live == protocol::live_mode::sse) {
+    (void)start_sse(*this, std::move(req), ex, from, live_id);
+    return;
+  }
+  if (req.live == protocol::live_mode::none && k == kind::now) {
+    send_response(ex, protocol::now_response(meta));
+    return;
+  }
+  streams::read_result rr = sm_.read(req.path, from, opts_.read_chunk_bytes);
+  if (req.live == protocol::live_mode::none) {
+    send_response(ex, protocol::read_response(rr, req, std::nullopt));
+    return;
+  }
+  // Long-poll: data at the offset (inherited fork data included) is returned at once (5.7).
+  if (rr.plan.bytes > 0) {
+    send_response(ex, protocol::read_response(rr, req, cursor(req.cursor)));
+    return;
+  }
+  if (meta.closed) {
+    send_response(ex, protocol::long_poll_empty(meta, rr.plan.next, cursor(req.cursor)));
+    return;
+  }
+  (void)start_long_poll(*this, std::move(req), ex, rr.plan.next, live_id);
+}
+
+streams::outcome stream_shard::execute(const streams::command& c) {
+  streams::outcome o = sm_.apply(c);
+  effects(o);
+  return o;
+}
+
+void stream_shard::effects(const streams::outcome& o) {
+  if (o.code == streams::errc::ok && o.meta) {
+    if (o.created) node_->report_created(*o.meta);
+    if (o.appended && !o.created) node_->report_appended(*o.meta);
+    if ((o.appended || o.closed_now) && !o.created) wake(o.meta->path, false);
+  }
+  for (const std::string& path : o.removed) {
+    wake(path, true);
+    node_->report_deleted(path);
+  }
+  for (const std::string& source : o.release) {
+    stream_shard& s = node_->owner_of(source);
+    if (&s == this) {
+      (void)execute(streams::fork_release_command{source});
+    } else {
+      s.loop().post([&s, source] { (void)s.execute(streams::fork_release_command{source}); });
+    }
+  }
+}
+
+void stream_shard::add_reader(const std::string& path, std::shared_ptr<live_reader> r,
+                              std::uint64_t live_id) {
+  readers_.emplace(path, r);
+  if (live_id != 0) by_id_[live_id] = std::move(r);
+}
+
+void stream_shard::remove_reader(const std::string& path, const live_reader* r, std::uint64_t live_id) {
+  auto [b, e] = readers_.equal_range(path);
+  for (auto it = b; it != e; ++it) {
+    if (it->second.get() == r) {
+      readers_.erase(it);
+      break;
+    }
+  }
+  if (live_id != 0) by_id_.erase(live_id);
+}
+
+void stream_shard::cancel_live(std::uint64_t live_id) {
+  auto it = by_id_.find(live_id);
+  if (it == by_id_.end()) return;
+  std::shared_ptr<live_reader> r = it->second;
+  r->cancel();
+}
+
+void stream_shard::wake(const std::string& path, bool removed) {
+  auto [b, e] = readers_.equal_range(path);
+  if (b == e) return;
+  std::vector<std::shared_ptr<live_reader>> woken;
+  for (auto it = b; it != e; ++it) woken.push_back(it->second);
+  for (auto& r : woken) {
+    if (removed) {
+      r->gone();
+    } else {
+      r->wake();
+    }
+  }
+}
+
+void stream_shard::start() {
+  sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] { sweep(); });
+}
+
+void stream_shard::sweep() {
+  if (stopped_) return;
+  const std::int64_t now = now_ms();
+  for (const std::string& path : sm_.expired(now)) (void)execute(streams::expire_command{path, now});
+  sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] { sweep(); });
+}
+
+void stream_shard::stop() {
+  stopped_ = true;
+  if (sweep_timer_ != 0) loop_->cancel_timer(sweep_timer_);
+  std::vector<std::shared_ptr<live_reader>> all;
+  for (auto& [path, r] : readers_) all.push_back(r);
+  for (auto& r : all) r->stop();
+  readers_.clear();
+  by_id_.clear();
+}
+
+}  // namespace weir::server

@@ -1,0 +1,88 @@
+// stream_shard: the streams owned by one core. Holds that core's state machine, its live readers
+// (long-poll waiters and SSE sessions, woken the moment an append commits) and the TTL sweeper.
+//
+// Lives on one core: every method runs on loop() (other cores reach it with loop().post(...)).
+// Requests arrive already validated (protocol::stream_request); answers go back to the connection's
+// core through reply.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.h"
+#include "http/exchange.h"
+#include "io/event_loop.h"
+#include "protocol/stream_request.h"
+#include "streams/state_machine.h"
+
+namespace weir::server {
+
+class node;
+class live_reader;
+
+struct shard_options {
+  std::int64_t long_poll_timeout_ms = 30'000;
+  std::size_t read_chunk_bytes = 64 * 1024;
+  std::int64_t sse_close_after_ms = 60'000;
+  std::int64_t sse_keep_alive_ms = 15'000;
+};
+
+class stream_shard {
+ public:
+  stream_shard(node& owner, io::event_loop& loop, const clock_source& clock, shard_options opts);
+  ~stream_shard();
+  stream_shard(const stream_shard&) = delete;
+  stream_shard& operator=(const stream_shard&) = delete;
+
+  io::event_loop& loop() { return *loop_; }
+  const shard_options& options() const { return opts_; }
+  streams::state_machine& machine() { return sm_; }
+  std::int64_t now_ms() const { return clock_->wall_ms(); }
+
+  // Serves one stream request (the stream's path hashes to this shard). `live_id` names a long-poll or
+  // SSE request so the connection's core can cancel it (cancel_live) when the client goes away.
+  void handle(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
+  void cancel_live(std::uint64_t live_id);
+
+  // Fork step 1, on the source's shard: validate and take a reference (PROTOCOL.md 4.2).
+  streams::outcome fork_retain(const streams::fork_retain_command& c);
+  // Applies a command on this shard and carries out its effects (wake readers, releases on other
+  // shards, subscription events).
+  streams::outcome execute(const streams::command& c);
+
+  // Live readers.
+  void add_reader(const std::string& path, std::shared_ptr<live_reader> r, std::uint64_t live_id);
+  void remove_reader(const std::string& path, const live_reader* r, std::uint64_t live_id);
+
+  std::string cursor(const std::optional<std::string>& client_cursor);
+
+  void start();  // the TTL sweeper
+  void stop();   // ends every live reader (shutdown)
+
+ private:
+  void handle_create(protocol::stream_request req, http::exchange ex);
+  void finish_fork(protocol::stream_request req, http::exchange ex, streams::outcome retained);
+  void handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
+  void effects(const streams::outcome& o);
+  void wake(const std::string& path, bool removed);
+  void sweep();
+
+  node* node_;
+  io::event_loop* loop_;
+  const clock_source* clock_;
+  shard_options opts_;
+  streams::state_machine sm_;
+  std::unordered_multimap<std::string, std::shared_ptr<live_reader>> readers_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<live_reader>> by_id_;
+  std::mt19937 rng_;
+  io::event_loop::timer_id sweep_timer_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace weir::server

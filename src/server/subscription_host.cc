@@ -1,0 +1,125 @@
+#include "server/subscription_host.h"
+
+#if defined(WEIR_HAVE_SUBSCRIPTIONS)
+
+#include <atomic>
+#include <mutex>
+
+#include "io/event_loop.h"
+#include "protocol/json_mode.h"
+#include "protocol/offset_token.h"
+#include "server/node.h"
+#include "server/stream_shard.h"
+#include "subscriptions/service.h"
+
+namespace weir::server {
+
+namespace {
+
+subscriptions::stream_info to_info(const streams::stream_meta& m) {
+  return subscriptions::stream_info{m.path, protocol::format_offset(m.tail), m.content_type};
+}
+
+// stream_host over the shards: each question becomes a message to the shard(s) that own the streams.
+class shard_stream_host final : public subscriptions::stream_host {
+ public:
+  explicit shard_stream_host(node& n) : node_(n) {}
+
+  void list_streams(std::string prefix,
+                    std::function<void(std::vector<subscriptions::stream_info>)> done) override {
+    struct gather {
+      std::mutex mu;
+      std::vector<subscriptions::stream_info> all;
+      std::atomic<unsigned> left;
+      std::function<void(std::vector<subscriptions::stream_info>)> done;
+    };
+    auto g = std::make_shared<gather>();
+    g->left = node_.shard_count();
+    g->done = std::move(done);
+    for (unsigned i = 0; i < node_.shard_count(); ++i) {
+      stream_shard& s = node_.shard(i);
+      s.loop().post([&s, g, prefix] {
+        auto metas = s.machine().list(prefix, s.now_ms());
+        {
+          std::lock_guard lock(g->mu);
+          for (const auto& m : metas) g->all.push_back(to_info(m));
+        }
+        if (g->left.fetch_sub(1) == 1) g->done(std::move(g->all));
+      });
+    }
+  }
+
+  void get_stream(std::string path,
+                  std::function<void(std::optional<subscriptions::stream_info>)> done) override {
+    stream_shard& s = node_.owner_of(path);
+    s.loop().post([&s, path = std::move(path), done = std::move(done)] {
+      streams::read_result r = s.machine().head(path, s.now_ms());
+      if (r.code != streams::errc::ok) return done(std::nullopt);
+      done(to_info(*r.meta));
+    });
+  }
+
+  void append_json(std::string path, std::string body,
+                   std::function<void(result<std::string>)> done) override {
+    stream_shard& s = node_.owner_of(path);
+    s.loop().post([&s, path = std::move(path), body = std::move(body), done = std::move(done)] {
+      streams::append_command c;
+      c.path = path;
+      c.content_type = "application/json";
+      c.body = protocol::json_payload(body);
+      c.now_ms = s.now_ms();
+      streams::outcome o = s.execute(c);
+      if (o.code != streams::errc::ok) return done(make_error(o.code, "append to wake stream failed"));
+      done(protocol::format_offset(o.meta->tail));
+    });
+  }
+
+ private:
+  node& node_;
+};
+
+class service_glue final : public subscriptions_glue {
+ public:
+  service_glue(node& n, io::event_loop& home, const clock_source& clock, const std::string& data_dir)
+      : host_(n), service_(home, host_, clock, make_options(data_dir)) {}
+
+  void handle(const http::request& req, std::string_view root, std::string_view rest, std::string_view origin,
+              http::exchange ex) override {
+    service_.handle(req, root, rest, origin, ex);
+  }
+  void created(const streams::stream_meta& m) override { service_.on_stream_created(to_info(m)); }
+  void appended(const streams::stream_meta& m) override { service_.on_stream_appended(to_info(m)); }
+  void deleted(const std::string& path) override { service_.on_stream_deleted(path); }
+  void shutdown() override { service_.shutdown(); }
+
+ private:
+  static subscriptions::service_options make_options(const std::string& data_dir) {
+    subscriptions::service_options o;
+    o.data_dir = data_dir;
+    return o;
+  }
+
+  shard_stream_host host_;
+  subscriptions::service service_;
+};
+
+}  // namespace
+
+std::unique_ptr<subscriptions_glue> make_subscriptions(node& n, io::event_loop& home,
+                                                       const clock_source& clock,
+                                                       const std::string& data_dir) {
+  return std::make_unique<service_glue>(n, home, clock, data_dir);
+}
+
+}  // namespace weir::server
+
+#else
+
+namespace weir::server {
+std::unique_ptr<subscriptions_glue> make_subscriptions(node&, io::event_loop&, const clock_source&,
+                                                       const std::string&) {
+  return nullptr;
+}
+}  // namespace weir::server
+
+#endif
