@@ -1,15 +1,132 @@
-// PLACEHOLDER until the benchmark issue lands: the subcommand exists but refuses to run.
+// `weir bench`: the command line of the load generator. Parses and checks the options, runs every
+// workload against every target (bench_runner) and writes the results (results_writer).
 #include "bench/bench_command.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench/bench_options.h"
+#include "bench/bench_runner.h"
 
 namespace weir::bench {
-void register_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "Measure Durable Streams servers (not implemented yet)");
-  cmd->callback([] {
-    std::fprintf(stderr, "weir bench: not implemented yet\n");
-    std::exit(2);
-  });
+namespace {
+
+struct raw_options {
+  std::vector<std::string> targets;
+  std::vector<std::string> read_bases;
+  std::string concurrency = "4,8,16,32,64,128,256";
+  bench_options opts;
+};
+
+// The command as run (from /proc/self/cmdline), quoted where a shell would need it, for the report.
+std::string command_line() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string out;
+  std::size_t start = 0;
+  bool first = true;
+  while (start < all.size()) {
+    auto end = all.find('\0', start);
+    if (end == std::string::npos) end = all.size();
+    std::string arg = all.substr(start, end - start);
+    if (first) {
+      arg = "weir";  // not the build path
+      first = false;
+    }
+    if (arg.find_first_of(" \t'\"$&;|<>*?`") != std::string::npos) {
+      std::string q = "'";
+      for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      arg = q + "'";
+    }
+    out += (out.empty() ? "" : " ") + arg;
+    start = end + 1;
+  }
+  return out;
 }
+
+int run(const raw_options& raw, const std::string& command) {
+  bench_options o = raw.opts;
+  o.command = command;
+  o.targets.clear();
+  for (const auto& t : raw.targets) {
+    auto spec = parse_target(t);
+    if (!spec) {
+      std::fprintf(stderr, "weir bench: %s\n", spec.err().reason.c_str());
+      return 2;
+    }
+    o.targets.push_back(std::move(*spec));
+  }
+  for (const auto& rb : raw.read_bases) {
+    if (auto s = apply_read_bases(rb, o.targets); !s) {
+      std::fprintf(stderr, "weir bench: %s\n", s.err().reason.c_str());
+      return 2;
+    }
+  }
+  auto levels = parse_concurrency(raw.concurrency);
+  if (!levels) {
+    std::fprintf(stderr, "weir bench: %s\n", levels.err().reason.c_str());
+    return 2;
+  }
+  o.concurrency = *levels;
+  if (auto s = validate(o); !s) {
+    std::fprintf(stderr, "weir bench: %s\n", s.err().reason.c_str());
+    return 2;
+  }
+  auto report = run_bench(o);
+  if (!report) {
+    std::fprintf(stderr, "weir bench: %s\n", report.err().reason.c_str());
+    return 1;
+  }
+  std::uint64_t errors = 0;
+  for (const auto& r : report->runs) errors += r.errors();
+  std::fprintf(stderr, "weir bench: %zu runs, %llu errors; results in %s\n", report->runs.size(),
+               static_cast<unsigned long long>(errors), o.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_command(CLI::App& app) {
+  auto raw = std::make_shared<raw_options>();
+  auto* cmd =
+      app.add_subcommand("bench", "Measure Durable Streams servers side by side (docs/benchmarks.md)");
+  auto& o = raw->opts;
+  cmd->add_option("--target", raw->targets,
+                  "NAME=URL of a Durable Streams server (repeatable); "
+                  "streams go under the URL's path, or /v1/stream")
+      ->required();
+  cmd->add_option("--read-bases", raw->read_bases,
+                  "NAME=URL,URL,... spread that target's reads over replicas");
+  cmd->add_option("--concurrency", raw->concurrency, "Concurrency levels, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--payload-bytes", o.payload_bytes, "Bulk append size")->capture_default_str();
+  cmd->add_option("--small-payload-bytes", o.small_payload_bytes, "Small event size")->capture_default_str();
+  cmd->add_option("--read-payload-bytes", o.read_payload_bytes, "Catch-up read record size")
+      ->capture_default_str();
+  cmd->add_option("--sse-payload-bytes", o.sse_payload_bytes, "SSE event size")->capture_default_str();
+  cmd->add_option("--latency-count", o.latency_count, "Sequential appends timed for p50/p99")
+      ->capture_default_str();
+  cmd->add_option("--throughput-secs", o.throughput_secs, "Length of each throughput phase")
+      ->capture_default_str();
+  cmd->add_option("--sse-count", o.sse_count, "Events appended per SSE stream")->capture_default_str();
+  cmd->add_option("--sse-readers", o.sse_readers, "SSE subscriptions per stream")->capture_default_str();
+  cmd->add_option("--sse-interval-ms", o.sse_interval_ms, "Pacing of each SSE stream's appends")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout-ms", o.request_timeout_ms, "A request unanswered this long is an error")
+      ->capture_default_str();
+  cmd->add_option("--sse-timeout-ms", o.sse_timeout_ms,
+                  "Wait for undelivered SSE events after the last append")
+      ->capture_default_str();
+  cmd->add_option("--out", o.out, "Directory for results.json, results.md and the charts")
+      ->capture_default_str();
+  cmd->callback([raw] { std::exit(run(*raw, command_line())); });
+}
+
 }  // namespace weir::bench

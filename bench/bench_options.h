@@ -36,6 +36,7 @@ struct bench_options {
   double throughput_secs = 15;
   unsigned sse_count = 100;
   unsigned sse_readers = 3;
+  unsigned sse_interval_ms = 10;  // pacing of each SSE stream's appends
   std::string out = "bench-results";
   unsigned request_timeout_ms = 30'000;  // a request without a response by then is an error
   unsigned sse_timeout_ms = 10'000;      // an event not delivered by then is missing

@@ -1,0 +1,363 @@
+#include "bench/bench_runner.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bench/phase_driver.h"
+#include "bench/request_loop.h"
+#include "bench/results_writer.h"
+#include "bench/sse_workload.h"
+
+namespace weir::bench {
+namespace {
+
+constexpr double mib = 1024.0 * 1024.0;
+constexpr const char* binary_type = "application/octet-stream";
+// SSE payloads travel as text: PROTOCOL.md 5.8 sends text/* data events without base64.
+constexpr const char* sse_type = "text/plain";
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::map<std::string, std::string> machine_info() {
+  std::map<std::string, std::string> m;
+  m["cpus"] = std::to_string(std::thread::hardware_concurrency());
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      m["cpu_model"] = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.rfind("MemTotal:", 0) == 0) {
+      long kb = std::atol(line.c_str() + 9);
+      m["memory"] = fmt::format("{:.1f} GiB", static_cast<double>(kb) / (1024.0 * 1024.0));
+      break;
+    }
+  }
+  utsname u{};
+  if (::uname(&u) == 0) m["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  return m;
+}
+
+bool success_2xx(int status) {
+  return status >= 200 && status < 300;
+}
+
+// One target at one concurrency level.
+class level_run {
+ public:
+  level_run(const bench_options& o, const target_spec& t, std::size_t target_index, unsigned c,
+            const std::string& run_id, progress_line& progress)
+      : o_(o), t_(t), c_(c), progress_(progress) {
+    r_.target = t.name;
+    r_.concurrency = c;
+    label_ = fmt::format("[{} c={}]", t.name, c);
+    const auto base = fmt::format("bench-{}-t{}-c{}", run_id, target_index, c);
+    latency_stream_ = base + "-latency";
+    for (unsigned i = 0; i < c; ++i) {
+      write_streams_.push_back(fmt::format("{}-write-{}", base, i));
+      small_streams_.push_back(fmt::format("{}-small-{}", base, i));
+      read_streams_.push_back(fmt::format("{}-read-{}", base, i));
+      sse_streams_.push_back({fmt::format("{}-sse-{}", base, i), "-1"});
+    }
+    read_bases_ = t.read_bases.empty() ? std::vector<endpoint>{t.write} : t.read_bases;
+  }
+
+  run_result run() {
+    if (create_streams()) {
+      append_latency();
+      write_throughput();
+      catch_up_reads();
+      small_events();
+      sse_tail();
+    }
+    delete_streams();
+    return std::move(r_);
+  }
+
+ private:
+  loop_config config(std::string phase) {
+    loop_config cfg;
+    cfg.phase = std::move(phase);
+    cfg.label = label_;
+    cfg.request_timeout_ms = o_.request_timeout_ms;
+    return cfg;
+  }
+
+  void done(const std::string& text, const loop_outcome& out) {
+    progress_.done(fmt::format("{} {} (client cpu {:.0f}%, {} errors)", label_, text, 100 * out.cpu.share(),
+                               out.errors));
+  }
+
+  std::string post_head(const std::string& stream, std::size_t size, const char* type = binary_type) {
+    return format_request_head("POST", t_.write, stream, "", type, size, true);
+  }
+
+  // PUT every stream; false when none could be created (nothing else can run).
+  bool create_streams() {
+    struct item {
+      std::string name;
+      const char* type;
+      std::size_t sse = SIZE_MAX;
+    };
+    std::vector<std::vector<item>> per_worker(c_);
+    for (unsigned i = 0; i < c_; ++i) {
+      per_worker[i] = {{write_streams_[i], binary_type},
+                       {small_streams_[i], binary_type},
+                       {read_streams_[i], binary_type},
+                       {sse_streams_[i].name, sse_type, i}};
+    }
+    per_worker[0].push_back({latency_stream_, binary_type});
+    std::vector<loop_worker> workers(c_);
+    for (unsigned i = 0; i < c_; ++i) {
+      workers[i].ep = t_.write;
+      for (const auto& it : per_worker[i]) {
+        workers[i].heads.push_back(format_request_head("PUT", t_.write, it.name, "", it.type, 0, true));
+      }
+    }
+    std::vector<std::size_t> answered(c_, 0);
+    auto cfg = config("create");
+    cfg.check = [&](const http_response& resp, std::size_t w, std::uint64_t n) -> std::string {
+      ++answered[w];
+      if (resp.status != 201 && resp.status != 200) return "status";
+      const auto& it = per_worker[w][n % per_worker[w].size()];
+      if (it.sse != SIZE_MAX && !resp.next_offset.empty())
+        sse_streams_[it.sse].start_offset = resp.next_offset;
+      ++created_;
+      return "";
+    };
+    cfg.worker_done = [&](std::size_t w) { return answered[w] >= per_worker[w].size(); };
+    cfg.max_requests_per_worker = per_worker[0].size();
+    auto out = run_request_loop(workers, cfg, r_, progress_);
+    done(fmt::format("created {} streams", created_), out);
+    return created_ > 0;
+  }
+
+  void append_latency() {
+    const std::string body(o_.payload_bytes, 'a');
+    std::vector<loop_worker> workers(1);
+    workers[0] = {t_.write, {post_head(latency_stream_, body.size())}, body, true};
+    auto cfg = config("append");
+    cfg.max_requests_per_worker = o_.latency_count;
+    cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
+      return success_2xx(resp.status) ? "" : "status";
+    };
+    auto out = run_request_loop(workers, cfg, r_, progress_);
+    if (out.latency.count() > 0) {
+      r_.append_p50_ms = out.latency.percentile_ms(50);
+      r_.append_p99_ms = out.latency.percentile_ms(99);
+    }
+    r_.counts["append_requests"] = out.ok;
+    r_.client_cpu["append"] = out.cpu;
+    done(fmt::format("append latency p50 {} ms, p99 {} ms over {} appends", format_number(r_.append_p50_ms),
+                     format_number(r_.append_p99_ms), out.ok),
+         out);
+  }
+
+  void write_throughput() {
+    const std::string body(o_.payload_bytes, 'w');
+    std::vector<loop_worker> workers(c_);
+    for (unsigned i = 0; i < c_; ++i)
+      workers[i] = {t_.write, {post_head(write_streams_[i], body.size())}, body, true};
+    auto cfg = config("write");
+    cfg.duration_s = o_.throughput_secs;
+    cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
+      return success_2xx(resp.status) ? "" : "status";
+    };
+    auto out = run_request_loop(workers, cfg, r_, progress_);
+    r_.write_mib_s = static_cast<double>(out.sent_bytes) / mib / out.elapsed_s;
+    r_.counts["write_requests"] = out.ok;
+    r_.counts["write_bytes"] = out.sent_bytes;
+    r_.client_cpu["write"] = out.cpu;
+    done(fmt::format("write {} MiB/s", format_number(r_.write_mib_s)), out);
+  }
+
+  void catch_up_reads() {
+    // 1. One record of read_payload_bytes per reader's stream.
+    const std::string body(o_.read_payload_bytes, 'r');
+    std::vector<loop_worker> writers(c_);
+    for (unsigned i = 0; i < c_; ++i)
+      writers[i] = {t_.write, {post_head(read_streams_[i], body.size())}, body, true};
+    auto prep = config("read_prepare");
+    prep.max_requests_per_worker = 1;
+    prep.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
+      return success_2xx(resp.status) ? "" : "status";
+    };
+    run_request_loop(writers, prep, r_, progress_);
+
+    // 2. Wait until each record is visible where it will be read (a replica may lag the leader).
+    std::vector<loop_worker> readers(c_);
+    for (unsigned i = 0; i < c_; ++i) {
+      const auto& ep = read_bases_[i % read_bases_.size()];
+      readers[i] = {
+          ep, {format_request_head("GET", ep, read_streams_[i], "offset=-1", "", 0, false)}, {}, false};
+    }
+    std::vector<bool> visible(c_, false);
+    auto wait = config("read_visible");
+    wait.duration_s = static_cast<double>(o_.request_timeout_ms) / 1000.0;
+    wait.retry_delay_ms = 10;
+    wait.check = [&](const http_response& resp, std::size_t w, std::uint64_t) -> std::string {
+      if (resp.status == 200 && resp.body_bytes == o_.read_payload_bytes) visible[w] = true;
+      return "";  // not visible yet is not an error (until the wait ends)
+    };
+    wait.worker_done = [&](std::size_t w) { return static_cast<bool>(visible[w]); };
+    run_request_loop(readers, wait, r_, progress_);
+    std::vector<loop_worker> ready;
+    for (unsigned i = 0; i < c_; ++i) {
+      if (visible[i]) {
+        ready.push_back(readers[i]);
+      } else {
+        ++r_.error_kinds["read.not_visible"];
+      }
+    }
+
+    // 3. Read them again and again: each response must be 200 with exactly the record.
+    auto cfg = config("read");
+    cfg.duration_s = o_.throughput_secs;
+    cfg.check = [&](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
+      if (resp.status != 200) return "status";
+      if (resp.body_bytes < o_.read_payload_bytes) return "short";
+      if (resp.body_bytes > o_.read_payload_bytes) return "long";
+      return "";
+    };
+    auto out = run_request_loop(ready, cfg, r_, progress_);
+    r_.read_mib_s = static_cast<double>(out.received_bytes) / mib / out.elapsed_s;
+    if (out.latency.count() > 0) r_.read_p99_ms = out.latency.percentile_ms(99);
+    r_.counts["read_requests"] = out.ok;
+    r_.counts["read_bytes"] = out.received_bytes;
+    r_.client_cpu["read"] = out.cpu;
+    done(fmt::format("read {} MiB/s, p99 {} ms", format_number(r_.read_mib_s), format_number(r_.read_p99_ms)),
+         out);
+  }
+
+  void small_events() {
+    const std::string body(o_.small_payload_bytes, 's');
+    std::vector<loop_worker> workers(c_);
+    for (unsigned i = 0; i < c_; ++i)
+      workers[i] = {t_.write, {post_head(small_streams_[i], body.size())}, body, true};
+    auto cfg = config("small");
+    cfg.duration_s = o_.throughput_secs;
+    cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
+      return success_2xx(resp.status) ? "" : "status";
+    };
+    auto out = run_request_loop(workers, cfg, r_, progress_);
+    r_.small_req_s = static_cast<double>(out.ok) / out.elapsed_s;
+    r_.counts["small_requests"] = out.ok;
+    r_.client_cpu["small"] = out.cpu;
+    done(fmt::format("small events {} req/s", format_number(r_.small_req_s)), out);
+  }
+
+  void sse_tail() {
+    sse_config cfg;
+    cfg.label = label_;
+    cfg.payload_bytes = o_.sse_payload_bytes;
+    cfg.event_count = o_.sse_count;
+    cfg.readers_per_stream = o_.sse_readers;
+    cfg.interval_ms = o_.sse_interval_ms;
+    cfg.request_timeout_ms = o_.request_timeout_ms;
+    cfg.delivery_timeout_ms = o_.sse_timeout_ms;
+    const auto errors_before = r_.errors();
+    auto out = run_sse_workload(t_, sse_streams_, cfg, r_, progress_);
+    if (out.latency.count() > 0) {
+      r_.sse_p50_ms = out.latency.percentile_ms(50);
+      r_.sse_p99_ms = out.latency.percentile_ms(99);
+    }
+    r_.counts["sse_events_expected"] = out.expected;
+    r_.counts["sse_events_delivered"] = out.delivered;
+    r_.client_cpu["sse"] = out.cpu;
+    progress_.done(fmt::format("{} sse p50 {} ms, p99 {} ms, {}/{} delivered (client cpu {:.0f}%, {} errors)",
+                               label_, format_number(r_.sse_p50_ms), format_number(r_.sse_p99_ms),
+                               out.delivered, out.expected, 100 * out.cpu.share(),
+                               r_.errors() - errors_before));
+  }
+
+  void delete_streams() {
+    std::vector<loop_worker> workers(c_);
+    for (unsigned i = 0; i < c_; ++i) {
+      workers[i].ep = t_.write;
+      for (const auto* name :
+           {&write_streams_[i], &small_streams_[i], &read_streams_[i], &sse_streams_[i].name}) {
+        workers[i].heads.push_back(format_request_head("DELETE", t_.write, *name, "", "", 0, false));
+      }
+    }
+    workers[0].heads.push_back(format_request_head("DELETE", t_.write, latency_stream_, "", "", 0, false));
+    std::vector<std::size_t> answered(c_, 0);
+    auto cfg = config("delete");
+    cfg.max_requests_per_worker = workers[0].heads.size();
+    cfg.check = [&](const http_response& resp, std::size_t w, std::uint64_t) -> std::string {
+      ++answered[w];
+      return success_2xx(resp.status) ? "" : "status";
+    };
+    cfg.worker_done = [&](std::size_t w) { return answered[w] >= workers[w].heads.size(); };
+    run_request_loop(workers, cfg, r_, progress_);
+  }
+
+  const bench_options& o_;
+  const target_spec& t_;
+  unsigned c_;
+  progress_line& progress_;
+  run_result r_;
+  std::string label_;
+  std::string latency_stream_;
+  std::vector<std::string> write_streams_, small_streams_, read_streams_;
+  std::vector<sse_stream> sse_streams_;
+  std::vector<endpoint> read_bases_;
+  std::size_t created_ = 0;
+};
+
+}  // namespace
+
+result<bench_report> run_bench(const bench_options& opts) {
+  bench_report report;
+  report.tool_version = "weir bench";
+  report.started_at = utc_now();
+  report.command = opts.command;
+  report.machine = machine_info();
+  report.options = {{"payload_bytes", static_cast<double>(opts.payload_bytes)},
+                    {"small_payload_bytes", static_cast<double>(opts.small_payload_bytes)},
+                    {"read_payload_bytes", static_cast<double>(opts.read_payload_bytes)},
+                    {"sse_payload_bytes", static_cast<double>(opts.sse_payload_bytes)},
+                    {"latency_count", static_cast<double>(opts.latency_count)},
+                    {"throughput_secs", opts.throughput_secs},
+                    {"sse_count", static_cast<double>(opts.sse_count)},
+                    {"sse_readers", static_cast<double>(opts.sse_readers)},
+                    {"sse_interval_ms", static_cast<double>(opts.sse_interval_ms)},
+                    {"request_timeout_ms", static_cast<double>(opts.request_timeout_ms)},
+                    {"sse_timeout_ms", static_cast<double>(opts.sse_timeout_ms)}};
+  report.concurrency = opts.concurrency;
+  for (const auto& t : opts.targets) {
+    target_info info{t.name, t.write.url, {}};
+    for (const auto& rb : t.read_bases) info.read_bases.push_back(rb.url);
+    report.targets.push_back(std::move(info));
+  }
+  const auto run_id = fmt::format("{:x}{:x}", static_cast<unsigned long>(std::time(nullptr)),
+                                  static_cast<unsigned>(::getpid()));
+  progress_line progress;
+  for (unsigned c : opts.concurrency) {
+    for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
+      level_run lr(opts, opts.targets[ti], ti, c, run_id, progress);
+      report.runs.push_back(lr.run());
+      report.finished_at = utc_now();
+      if (auto s = write_results(opts.out, report); !s) return s.err();
+    }
+  }
+  return report;
+}
+
+}  // namespace weir::bench

@@ -1,0 +1,349 @@
+#include "bench/http_connection.h"
+
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "base/assert.h"
+
+namespace weir::bench {
+
+std::int64_t mono_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string format_request_head(std::string_view method, const endpoint& ep, std::string_view stream,
+                                std::string_view query, std::string_view content_type, std::size_t body_size,
+                                bool with_body) {
+  std::string head = fmt::format("{} {}/{}{}{} HTTP/1.1\r\nHost: {}:{}\r\n", method, ep.prefix, stream,
+                                 query.empty() ? "" : "?", query, ep.host, ep.port);
+  if (!content_type.empty()) head += fmt::format("Content-Type: {}\r\n", content_type);
+  if (with_body) head += fmt::format("Content-Length: {}\r\n", body_size);
+  head += "\r\n";
+  return head;
+}
+
+http_connection::http_connection(io::event_loop& loop, endpoint ep) : loop_(&loop), ep_(std::move(ep)) {
+  chunked_.set_max_body(UINT64_MAX);
+}
+
+http_connection::~http_connection() {
+  *alive_ = false;
+  close();
+}
+
+void http_connection::close() {
+  if (sock_) sock_->close();
+  state_ = state::closed;
+  in_.clear();
+}
+
+void http_connection::open_socket() {
+  state_ = state::connecting;
+  peer_closed_ = false;
+  in_.clear();
+  auto s = io::tcp_stream::connect(*loop_, ep_.port,
+                                   {.on_connected = [this](int err) { on_connected(err); },
+                                    .on_readable = [this] { on_readable(); },
+                                    .on_writable = [this] { flush_output(); },
+                                    .on_hangup = [this] { on_hangup(); }},
+                                   ep_.host);
+  if (!s) {
+    // Report on the loop, not from inside the caller's request(): callbacks never re-enter the caller.
+    auto alive = alive_;
+    const int err = errno != 0 ? errno : ECONNREFUSED;
+    loop_->add_timer(std::chrono::milliseconds(0), [this, alive, err] {
+      if (*alive && state_ == state::connecting) on_connected(err);
+    });
+    return;
+  }
+  sock_ = std::move(*s);
+}
+
+void http_connection::connect(std::function<void(bool, std::string_view)> done) {
+  WEIR_ASSERT(!busy(), "connect() on a busy connection to {}", ep_.url);
+  connect_done_ = std::move(done);
+  if (state_ == state::idle) {
+    auto cb = std::move(connect_done_);
+    connect_done_ = nullptr;
+    cb(true, {});
+    return;
+  }
+  open_socket();
+}
+
+void http_connection::on_connected(int err) {
+  if (err != 0) {
+    fail(fmt::format("connect: {}", std::strerror(err)));
+    return;
+  }
+  if (connect_done_) {
+    state_ = state::idle;
+    auto cb = std::move(connect_done_);
+    connect_done_ = nullptr;
+    cb(true, {});
+    return;
+  }
+  // A request was waiting for the connection.
+  state_ = state::writing;
+  resp_.sent_ns = mono_ns();
+  flush_output();
+}
+
+void http_connection::request(std::string_view head, std::string_view body, bool keep_body, done_fn done) {
+  WEIR_ASSERT(!busy(), "request() on a busy connection to {}", ep_.url);
+  streaming_ = false;
+  keep_body_ = keep_body;
+  done_ = std::move(done);
+  start(head, body);
+}
+
+void http_connection::stream(std::string_view head, stream_handlers handlers) {
+  WEIR_ASSERT(!busy(), "stream() on a busy connection to {}", ep_.url);
+  streaming_ = true;
+  keep_body_ = false;
+  stream_ = std::move(handlers);
+  start(head, {});
+}
+
+void http_connection::start(std::string_view head, std::string_view body) {
+  out_head_ = head;
+  out_body_ = body;
+  out_written_ = 0;
+  resp_ = http_response{};
+  resp_.sent_ns = mono_ns();
+  chunked_.reset();
+  if (state_ == state::closed) {
+    open_socket();
+    return;
+  }
+  state_ = state::writing;
+  flush_output();
+}
+
+void http_connection::flush_output() {
+  if (state_ != state::writing) return;
+  while (true) {
+    iovec iov[2];
+    int n = 0;
+    const std::size_t total = out_head_.size() + out_body_.size();
+    if (out_written_ >= total) break;
+    if (out_written_ < out_head_.size()) {
+      iov[n++] = {const_cast<char*>(out_head_.data() + out_written_), out_head_.size() - out_written_};
+      if (!out_body_.empty()) iov[n++] = {const_cast<char*>(out_body_.data()), out_body_.size()};
+    } else {
+      const std::size_t off = out_written_ - out_head_.size();
+      iov[n++] = {const_cast<char*>(out_body_.data() + off), out_body_.size() - off};
+    }
+    const auto w = sock_->writev(iov, n);
+    if (w == io::tcp_stream::would_block) return;  // on_writable calls us again
+    if (w < 0) {
+      fail(fmt::format("write: {}", std::strerror(errno)));
+      return;
+    }
+    out_written_ += static_cast<std::size_t>(w);
+  }
+  state_ = state::reading_head;
+  // A fast server may already have answered while we were blocked on output.
+  if (!in_.empty()) process_input();
+}
+
+void http_connection::on_readable() {
+  auto alive = alive_;
+  while (sock_ && sock_->open()) {
+    char* p = in_.prepare(64 * 1024);
+    const auto n = sock_->read(p, in_.writable());
+    if (n == io::tcp_stream::would_block) return;
+    if (n < 0) {
+      if (busy()) {
+        fail(fmt::format("read: {}", std::strerror(errno)));
+      } else {
+        close();
+      }
+      return;
+    }
+    if (n == 0) {
+      peer_closed_ = true;
+      if (state_ == state::reading_body && head_.framing == response_framing::until_close) {
+        process_input();
+      } else if (busy()) {
+        fail(state_ == state::reading_head && resp_.status == 0 ? "connection closed before a response"
+                                                                : "connection closed mid-response");
+      } else {
+        close();  // an idle keep-alive connection the server let go; the next request reconnects
+      }
+      return;
+    }
+    in_.commit(static_cast<std::size_t>(n));
+    bytes_read_ += static_cast<std::size_t>(n);
+    if (state_ == state::reading_head || state_ == state::reading_body) {
+      if (!process_input() || !*alive) return;
+    } else if (state_ == state::idle || state_ == state::writing) {
+      if (state_ == state::idle) {
+        close();  // bytes nobody asked for: the connection is out of step
+        return;
+      }
+    }
+  }
+}
+
+void http_connection::on_hangup() {
+  if (sock_ && sock_->open()) on_readable();
+  if (sock_ && sock_->open() && !busy()) close();
+}
+
+bool http_connection::process_input() {
+  auto alive = alive_;
+  auto deliver = [&](std::string_view data) {
+    resp_.body_bytes += data.size();
+    if (streaming_) {
+      if (stream_.on_data) stream_.on_data(data);
+    } else if (keep_body_) {
+      resp_.body.append(data);
+    }
+  };
+  while (true) {
+    if (state_ == state::reading_head) {
+      std::size_t consumed = 0;
+      const auto st = parse_response_head(in_.view(), head_, consumed);
+      if (st == head_status::need_more) return true;
+      if (st == head_status::error) {
+        fail("malformed response head");
+        return false;
+      }
+      if (head_.status < 200) {  // 1xx interim response: the real one follows (RFC 9110 15.2)
+        in_.consume(consumed);
+        continue;
+      }
+      resp_.status = head_.status;
+      resp_.next_offset.assign(head_.next_offset);
+      in_.consume(consumed);
+      body_left_ = head_.content_length;
+      if (streaming_ && stream_.on_head) {
+        stream_.on_head(resp_);
+        if (!*alive || state_ == state::closed) return false;
+      }
+      if (head_.framing == response_framing::none) {
+        finish(true);
+        return *alive && state_ != state::closed;
+      }
+      state_ = state::reading_body;
+      continue;
+    }
+    if (state_ != state::reading_body) return true;
+    switch (head_.framing) {
+      case response_framing::content_length: {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, in_.size()));
+        if (n > 0) {
+          // Copy out of the buffer before the callback, which may close (and clear) the connection.
+          std::string_view data(in_.data(), n);
+          deliver(data);
+          if (!*alive || state_ == state::closed) return false;
+          in_.consume(n);
+          body_left_ -= n;
+        }
+        if (body_left_ == 0) {
+          finish(true);
+          return *alive && state_ != state::closed;
+        }
+        return true;
+      }
+      case response_framing::chunked: {
+        bool closed_inside = false;
+        std::size_t used = 0;
+        http::chunked_decoder::step s;
+        // Decode one span at a time so that a callback closing the connection stops us cleanly.
+        while (true) {
+          std::string_view data;
+          s = chunked_.next(in_.view().substr(used), data);
+          used += s.consumed;
+          if (!data.empty()) {
+            deliver(data);
+            if (!*alive || state_ == state::closed) {
+              closed_inside = true;
+              break;
+            }
+          }
+          if (s.status != http::parse_status::need_more || s.consumed == 0) break;
+        }
+        if (closed_inside) return false;
+        in_.consume(used);
+        if (s.status == http::parse_status::error) {
+          fail(fmt::format("bad chunked body: {}", s.reason));
+          return false;
+        }
+        if (s.status == http::parse_status::complete) {
+          finish(true);
+          return *alive && state_ != state::closed;
+        }
+        return true;
+      }
+      case response_framing::until_close: {
+        if (!in_.empty()) {
+          std::string_view data = in_.view();
+          deliver(data);
+          if (!*alive || state_ == state::closed) return false;
+          in_.clear();
+        }
+        if (peer_closed_) {
+          finish(false);
+          return false;
+        }
+        return true;
+      }
+      case response_framing::none:
+        finish(true);
+        return *alive && state_ != state::closed;
+    }
+  }
+}
+
+void http_connection::finish(bool reuse) {
+  resp_.done_ns = mono_ns();
+  if (reuse && head_.keep_alive && !peer_closed_ && in_.empty()) {
+    state_ = state::idle;
+  } else {
+    close();
+  }
+  complete();
+}
+
+void http_connection::fail(std::string reason) {
+  close();
+  resp_.error = std::move(reason);
+  resp_.done_ns = mono_ns();
+  if (connect_done_) {  // a connect() without a request
+    auto cb = std::move(connect_done_);
+    connect_done_ = nullptr;
+    cb(false, resp_.error);
+    return;
+  }
+  complete();
+}
+
+void http_connection::complete() {
+  // The callback gets its own copy: it may start the next exchange on this connection at once.
+  http_response r = std::move(resp_);
+  resp_ = http_response{};
+  if (streaming_) {
+    auto cb = std::move(stream_.on_end);
+    stream_ = {};
+    if (cb) cb(r);
+  } else {
+    auto cb = std::move(done_);
+    done_ = nullptr;
+    if (cb) cb(r);
+  }
+}
+
+void http_connection::expire_if_older(std::int64_t started_before_ns) {
+  if (busy() && resp_.sent_ns < started_before_ns) fail("timeout");
+}
+
+}  // namespace weir::bench
