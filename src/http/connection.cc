@@ -303,23 +303,27 @@ void connection::dispatch(std::string_view, std::string_view body) {
 
 void connection::write_head(int status, std::span<const header> headers, std::uint64_t content_length,
                             bool add_length, bool chunked) {
-  std::string_view reason = status_text(status);
+  std::string_view reason = status == 200 ? std::string_view("OK") : status_text(status);
   std::string_view server_line = ctx_->server_line;
   std::string_view date_line = ctx_->date.header_line();
   std::size_t est = 9 + 4 + reason.size() + 2 + server_line.size() + date_line.size() + 40 + 30 + 26 + 2;
   for (const auto& h : headers) est += h.name.size() + h.value.size() + 4;
   char* start = out_.prepare(est);
   char* p = start;
-  p = put(p, "HTTP/1.1 ");
-  if (status < 100 || status > 999) status = 500;
-  p[0] = static_cast<char>('0' + status / 100);
-  p[1] = static_cast<char>('0' + status / 10 % 10);
-  p[2] = static_cast<char>('0' + status % 10);
-  p[3] = ' ';
-  p = put(p + 4, reason);
-  p = put(p, "\r\n");
-  p = put(p, server_line);
-  p = put(p, date_line);
+  if (status == 200) {
+    p = put(p, ctx_->ok_prefix);
+  } else {
+    p = put(p, "HTTP/1.1 ");
+    if (status < 100 || status > 999) status = 500;
+    p[0] = static_cast<char>('0' + status / 100);
+    p[1] = static_cast<char>('0' + status / 10 % 10);
+    p[2] = static_cast<char>('0' + status % 10);
+    p[3] = ' ';
+    p = put(p + 4, reason);
+    p = put(p, "\r\n");
+    p = put(p, server_line);
+    p = put(p, date_line);
+  }
   for (const auto& h : headers) {
     p = put(p, h.name);
     p = put(p, ": ");

@@ -10,7 +10,15 @@ loop_context::loop_context(io::event_loop& l, const server_options& o, const han
       opts(&o),
       on_request(&h),
       server_line("Server: " + o.server_name + "\r\n"),
-      read_scratch(new char[read_scratch_bytes]) {}
+      read_scratch(new char[read_scratch_bytes]) {
+  ok_prefix = "HTTP/1.1 200 OK\r\n" + server_line + std::string(date.header_line());
+}
+
+void loop_context::update_date(std::time_t now) {
+  date.update(now);
+  auto line = date.header_line();
+  ok_prefix.replace(ok_prefix.size() - line.size(), line.size(), line);
+}
 
 loop_context::~loop_context() = default;
 

@@ -43,6 +43,10 @@ struct loop_context {
   const handler* on_request;
   std::string server_line;  // "Server: weir\r\n"
   date_cache date;
+  // "HTTP/1.1 200 OK\r\nServer: ...\r\nDate: ...\r\n": the common head start in one copy; rebuilt in
+  // place (same length, no allocation) when the Date changes.
+  std::string ok_prefix;
+  void update_date(std::time_t now);
   std::unique_ptr<char[]> read_scratch;
   request_head head;  // parse scratch: views are valid during one handler call
 

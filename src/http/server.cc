@@ -36,7 +36,7 @@ void schedule_sweep(loop_context* ctx, std::chrono::milliseconds every) {
 void schedule_date(loop_context* ctx) {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
-  ctx->date.update(ts.tv_sec);
+  ctx->update_date(ts.tv_sec);
   auto to_next = std::chrono::milliseconds(1000 - ts.tv_nsec / 1'000'000);
   ctx->loop->add_timer(to_next, [ctx] {
     if (!ctx->draining) schedule_date(ctx);

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# HTTP engine benchmark: weir-techempower against nginx answering the same paths.
+# Server pinned to CPU 0 with one thread (nginx: one worker on CPU 0), wrk pinned to CPU 1 with one
+# thread. Reports req/s, server CPU microseconds per request (utime+stime of every server process from
+# /proc/PID/stat over the run / requests served), p99 latency for non-pipelined runs (stock wrk shows
+# p99 = 0 when pipelining, so none is quoted there) and the idle keep-alive connection memory cost.
+#
+#   bench/http/run.sh                      # both servers, 10 s per case
+#   WEIR_BIN=path/to/weir-techempower DURATION=5 SERVERS=weir bench/http/run.sh
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+WEIR_BIN=${WEIR_BIN:-$root/build/release/examples/techempower/weir-techempower}
+DURATION=${DURATION:-10}
+SERVERS=${SERVERS:-"weir nginx"}
+PORT=${PORT:-18080}
+IDLE_CONNS=${IDLE_CONNS:-2000}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+# name connections path pipeline-depth
+CASES=${CASES:-"plaintext-pipelined-16x256 256 /plaintext 16
+plaintext-pipelined-16x16 16 /plaintext 16
+plaintext-256 256 /plaintext 1
+json-256 256 /json 1"}
+
+hz=$(getconf CLK_TCK)
+tmp=$(mktemp -d /tmp/weir-http-bench.XXXXXX)
+server_pid=""
+
+cleanup() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# utime+stime (clock ticks) of a process and its children processes (nginx workers).
+cpu_ticks() {
+  local total=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do
+    if [[ -r /proc/$p/stat ]]; then
+      # Fields after the ")" of comm: utime is field 14, stime 15 of the full line.
+      local t
+      t=$(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')
+      total=$((total + t))
+    fi
+  done
+  echo "$total"
+}
+
+wait_port() {
+  for _ in $(seq 1 100); do
+    if curl -s -o /dev/null "http://127.0.0.1:$PORT/plaintext"; then return 0; fi
+    sleep 0.05
+  done
+  echo "server did not come up on port $PORT" >&2
+  return 1
+}
+
+start_server() {
+  case "$1" in
+    weir)
+      taskset -c "$SERVER_CPU" "$WEIR_BIN" --listen "127.0.0.1:$PORT" --threads 1 2>"$tmp/weir.log" &
+      server_pid=$!
+      ;;
+    nginx)
+      mkdir -p "$tmp/nginx"
+      sed -e "s|@PREFIX@|$tmp/nginx|g" -e "s|@PORT@|$PORT|g" "$here/nginx.conf.in" >"$tmp/nginx/nginx.conf"
+      taskset -c "$SERVER_CPU" nginx -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" &
+      server_pid=$!
+      ;;
+  esac
+  wait_port
+}
+
+stop_server() {
+  kill -TERM "$server_pid"
+  wait "$server_pid" || true
+  server_pid=""
+}
+
+to_us() {  # wrk latency ("812.00us", "1.23ms", "2.01s") -> microseconds
+  awk -v v="$1" 'BEGIN {
+    n = v + 0
+    if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1000000; else print n }'
+}
+
+echo "# weir HTTP engine benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+echo "# machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
+echo "# server on CPU $SERVER_CPU (1 thread / 1 worker), wrk -t1 on CPU $CLIENT_CPU, ${DURATION}s per case"
+echo
+echo "| server | case | connections | pipeline | req/s | server CPU us/req | p99 latency | errors |"
+echo "|---|---|---|---|---|---|---|---|"
+results="$tmp/results.txt"
+: >"$results"
+for server in $SERVERS; do
+  start_server "$server"
+  while read -r name conns path depth; do
+    [[ -z "$name" ]] && continue
+    args=(-t1 "-c$conns" "-d${DURATION}s" --latency)
+    extra=()
+    if [[ "$depth" -gt 1 ]]; then
+      args+=(-s "$here/pipeline.lua")
+      extra=(-- "$depth")
+    fi
+    before=$(cpu_ticks "$server_pid")
+    out=$(taskset -c "$CLIENT_CPU" wrk "${args[@]}" "http://127.0.0.1:$PORT$path" "${extra[@]}")
+    after=$(cpu_ticks "$server_pid")
+    requests=$(echo "$out" | awk '/requests in/ {print $1}')
+    rps=$(echo "$out" | awk '/^Requests\/sec/ {printf "%.0f", $2}')
+    errors=$(echo "$out" | awk '/Socket errors|Non-2xx/ {print}' | tr '\n' ' ')
+    cpu_us=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$requests" 'BEGIN {printf "%.3f", t * 1e6 / hz / n}')
+    p99="n/a (pipelined)"
+    if [[ "$depth" -le 1 ]]; then
+      p99=$(to_us "$(echo "$out" | awk '$1 == "99%" {print $2}')")
+      p99="${p99} us"
+    fi
+    echo "| $server | $name | $conns | $depth | $rps | $cpu_us | $p99 | ${errors:-0} |"
+    echo "$server $name $rps $cpu_us" >>"$results"
+  done <<<"$CASES"
+  if [[ "$IDLE_CONNS" -gt 0 ]]; then
+    idle=$(python3 "$here/idle_conns.py" "$server_pid" "$PORT" "$IDLE_CONNS")
+    echo "$server idle-memory $(echo "$idle" | awk '{print $(NF-1)}')" >>"$results"
+  fi
+  stop_server
+done
+
+echo
+echo "| case | weir req/s | nginx req/s | weir CPU us/req | nginx CPU us/req | nginx/weir CPU per request |"
+echo "|---|---|---|---|---|---|"
+awk '$2 != "idle-memory" { rps[$1, $2] = $3; cpu[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; order[n++] = $2 } }
+     END { for (i = 0; i < n; i++) { c = order[i]; w = cpu["weir", c]; g = cpu["nginx", c];
+             ratio = (w > 0 && g > 0) ? sprintf("%.1fx", g / w) : "-";
+             printf "| %s | %s | %s | %s | %s | %s |\n", c, rps["weir", c], rps["nginx", c], w, g, ratio } }' "$results"
+echo
+awk '$2 == "idle-memory" { printf "idle keep-alive connection (%s): %s bytes of RSS each ('"$IDLE_CONNS"' connections)\n", $1, $3 }' "$results"
