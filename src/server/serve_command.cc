@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "io/signal_watcher.h"
 #include "server/node.h"
 #include "server/serve_config.h"
 
@@ -50,6 +51,9 @@ void register_command(CLI::App& app) {
       std::exit(2);
     }
     log::set_level(cfg.log_level);
+    // Before any thread exists (the subscription service starts some): every thread inherits the mask
+    // and SIGTERM/SIGINT reach only the signal watcher.
+    io::signal_watcher::block_termination_signals();
     node n(std::move(cfg));
     std::exit(n.run(true));
   });
