@@ -45,11 +45,8 @@ describe("weir with @durable-streams/client", () => {
     // Appends from another writer arrive on the open SSE connection.
     setTimeout(async () => {
       await handle.append(JSON.stringify({ step: "live-1" }))
-      await handle.append(JSON.stringify({ step: "live-2" }), { close: true }).catch(async () => {
-        await handle.close()
-      })
-      const h = await handle.head()
-      if (!h.streamClosed) await handle.close()
+      // The final message and the close in one request (PROTOCOL.md 5.2).
+      await handle.close({ body: JSON.stringify({ step: "live-2" }) })
     }, 200)
     const { items, batch } = await done
     expect(items).toEqual([{ step: "before" }, { step: "live-1" }, { step: "live-2" }])
