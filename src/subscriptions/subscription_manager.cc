@@ -12,6 +12,7 @@
 #include "subscriptions/glob_matcher.h"
 #include "subscriptions/json_writer.h"
 #include "subscriptions/subscription_json.h"
+#include "subscriptions/url_validator.h"
 
 namespace weir::subscriptions {
 namespace {
@@ -275,6 +276,10 @@ void subscription_manager::put_subscription(const control_request& req, const st
   entry& e = *owned;
   subs_.emplace(key, std::move(owned));
   const subscription_config& c = e.state.config();
+  if (c.pattern) {
+    e.glob = glob_matcher::compile(*c.pattern);
+    WEIR_ASSERT(e.glob.has_value(), "validated pattern '{}' failed to compile", *c.pattern);
+  }
 
   // Answer 201 once backfill and explicit links are in place, so a GET right after sees them.
   struct countdown {
@@ -483,6 +488,9 @@ void subscription_manager::deliver_webhook(entry& e, const wake_state& w) {
   req.url = *e.state.config().webhook_url;
   req.body = render_notification(e.state, w, callback_url, token);
   req.timeout_ms = opts_.webhook_timeout_ms;
+  // Loopback at connect time only for URLs that named localhost / 127.0.0.x themselves (the development
+  // exception), never for a public name that happens to resolve there.
+  req.allow_loopback = opts_.allow_localhost_webhooks && !validate_webhook_url(req.url, url_policy{false});
   req.headers.emplace_back("Content-Type", "application/json");
   // PROTOCOL.md 7.1: Ed25519 over "<t>.<raw body>".
   req.headers.emplace_back("Webhook-Signature", key_->webhook_signature(clock_.wall_ms() / 1000, req.body));
@@ -596,10 +604,9 @@ void subscription_manager::on_stream_created(const stream_info& s) {
     const auto& cfg = e.state.config();
     if (e.state.linked(rel)) {
       e.state.on_created(rel, s.tail_offset);
-    } else if (cfg.pattern && rel != cfg.wake_stream) {
-      auto g = glob_matcher::compile(*cfg.pattern);
+    } else if (e.glob && rel != cfg.wake_stream && e.glob->matches(rel)) {
       // PROTOCOL.md 6.2: a stream that appears later is linked before its first data.
-      if (g && g->matches(rel)) e.state.link_at_start(rel, false, s.tail_offset);
+      e.state.link_at_start(rel, false, s.tail_offset);
     }
     pump(e);
   }
@@ -613,10 +620,9 @@ void subscription_manager::on_stream_appended(const stream_info& s) {
     const auto& cfg = e.state.config();
     if (e.state.linked(rel)) {
       e.state.on_tail(rel, s.tail_offset);
-    } else if (cfg.pattern && rel != cfg.wake_stream) {
-      auto g = glob_matcher::compile(*cfg.pattern);
+    } else if (e.glob && rel != cfg.wake_stream && e.glob->matches(rel)) {
       // Streams discovered by a matching append are linked before that append (PROTOCOL.md 6.2).
-      if (g && g->matches(rel)) e.state.link_at_start(rel, false, s.tail_offset);
+      e.state.link_at_start(rel, false, s.tail_offset);
     }
     pump(e);
   }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,6 +20,7 @@
 
 #include "base/clock.h"
 #include "http/request_parser.h"
+#include "subscriptions/glob_matcher.h"
 #include "subscriptions/service.h"
 #include "subscriptions/signing_key.h"
 #include "subscriptions/subscription_json.h"
@@ -83,6 +85,7 @@ class subscription_manager {
     std::uint64_t incarnation = 0;
     std::string hash;
     subscription_state state;
+    std::optional<glob_matcher> glob;  // compiled `pattern`
     std::uint64_t lease_timer = 0;
     std::uint64_t retry_timer = 0;
     bool delivery_in_flight = false;

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
@@ -175,6 +176,28 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 }  // namespace
+
+status validate_webhook_address(std::string_view ip, url_policy policy) {
+  std::string text(ip);
+  std::array<std::uint8_t, 16> b6{};
+  in_addr a4{};
+  if (inet_pton(AF_INET, text.c_str(), &a4) == 1) {
+    std::uint32_t a = ntohl(a4.s_addr);
+    if (policy.allow_localhost && in_v4(a, v4(127, 0, 0, 0), 24)) return {};
+    if (auto why = blocked_v4(a))
+      return rejected(fmt::format("webhook connection reached a {} ({})", *why, ip));
+    return {};
+  }
+  if (inet_pton(AF_INET6, text.c_str(), b6.data()) == 1) {
+    bool loopback =
+        std::all_of(b6.begin(), b6.end() - 1, [](std::uint8_t x) { return x == 0; }) && b6[15] == 1;
+    if (policy.allow_localhost && loopback) return {};
+    if (auto why = blocked_v6(b6))
+      return rejected(fmt::format("webhook connection reached an IPv6 {} ({})", *why, ip));
+    return {};
+  }
+  return rejected(fmt::format("webhook connection reached an unparsable address '{}'", ip));
+}
 
 result<parsed_webhook_url> validate_webhook_url(std::string_view url, url_policy policy) {
   if (url.empty()) return rejected("webhook URL is empty");

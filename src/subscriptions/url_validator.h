@@ -28,4 +28,10 @@ struct parsed_webhook_url {
 
 result<parsed_webhook_url> validate_webhook_url(std::string_view url, url_policy policy);
 
+// The same range checks for the numeric address a connection actually reached (IPv4 dotted quad or
+// IPv6 text), applied by the webhook sender after name resolution so a public name that resolves to a
+// private address (DNS rebinding) is refused too. Loopback is allowed only under the development
+// exception (127.0.0.0/24 and ::1, since "localhost" may resolve to either).
+status validate_webhook_address(std::string_view ip, url_policy policy);
+
 }  // namespace weir::subscriptions

@@ -3,13 +3,32 @@
 #include <curl/curl.h>
 
 #include "base/log.h"
+#include "subscriptions/url_validator.h"
 
 namespace weir::subscriptions {
 namespace {
 
 struct response_sink {
   std::string body;
+  const std::atomic<bool>* stopping = nullptr;
+  bool allow_loopback = false;
+  std::string refused;  // why the connected address was refused
 };
+
+// CURLOPT_PREREQFUNCTION: runs after the connection is made, before the request is sent.
+int on_connected(void* user, char* primary_ip, char* /*local_ip*/, int /*primary_port*/, int /*local_port*/) {
+  auto* sink = static_cast<response_sink*>(user);
+  auto st = validate_webhook_address(primary_ip, url_policy{sink->allow_loopback});
+  if (st) return CURL_PREREQFUNC_OK;
+  sink->refused = st.err().reason;
+  return CURL_PREREQFUNC_ABORT;
+}
+
+// Lets shutdown() interrupt a slow request instead of waiting out its timeout.
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* sink = static_cast<response_sink*>(user);
+  return sink->stopping->load(std::memory_order_relaxed) ? 1 : 0;
+}
 
 std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
   auto* sink = static_cast<response_sink*>(user);
@@ -49,6 +68,7 @@ void curl_webhook_sender::shutdown() {
     std::lock_guard lock(mu_);
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
+    abort_.store(true);
     queue_.clear();
   }
   cv_.notify_all();
@@ -68,12 +88,12 @@ void curl_webhook_sender::run() {
       j = std::move(queue_.front());
       queue_.pop_front();
     }
-    webhook_result r = perform(j.req);
+    webhook_result r = perform(j.req, abort_);
     j.done(std::move(r));
   }
 }
 
-webhook_result curl_webhook_sender::perform(const webhook_request& req) {
+webhook_result curl_webhook_sender::perform(const webhook_request& req, const std::atomic<bool>& stopping) {
   webhook_result out;
   CURL* h = curl_easy_init();
   if (!h) {
@@ -85,6 +105,8 @@ webhook_result curl_webhook_sender::perform(const webhook_request& req) {
     headers = curl_slist_append(headers, (name + ": " + value).c_str());
   headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
   response_sink sink;
+  sink.stopping = &stopping;
+  sink.allow_loopback = req.allow_loopback;
   curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
   curl_easy_setopt(h, CURLOPT_POST, 1L);
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
@@ -102,6 +124,11 @@ webhook_result curl_webhook_sender::perform(const webhook_request& req) {
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(h, CURLOPT_USERAGENT, "weir-webhook/1");
+  curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_connected);
+  curl_easy_setopt(h, CURLOPT_PREREQDATA, &sink);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &sink);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   CURLcode rc = curl_easy_perform(h);
   if (rc == CURLE_OK) {
     long status = 0;
@@ -109,7 +136,7 @@ webhook_result curl_webhook_sender::perform(const webhook_request& req) {
     out.http_status = static_cast<int>(status);
     out.body = std::move(sink.body);
   } else {
-    out.error = curl_easy_strerror(rc);
+    out.error = sink.refused.empty() ? curl_easy_strerror(rc) : sink.refused;
   }
   curl_slist_free_all(headers);
   curl_easy_cleanup(h);

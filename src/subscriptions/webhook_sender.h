@@ -4,6 +4,7 @@
 // use a fake. Completion callbacks run on a sender thread: the caller re-posts them to its own loop.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -21,6 +22,9 @@ struct webhook_request {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::int64_t timeout_ms = 10'000;
+  // PROTOCOL.md 12.8: checked again against the address actually connected to (see
+  // validate_webhook_address); true permits loopback under the development exception.
+  bool allow_loopback = false;
 };
 
 struct webhook_result {
@@ -54,12 +58,13 @@ class curl_webhook_sender final : public webhook_transport {
     std::function<void(webhook_result)> done;
   };
   void run();
-  static webhook_result perform(const webhook_request& req);
+  static webhook_result perform(const webhook_request& req, const std::atomic<bool>& stopping);
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<job> queue_;
   bool stopping_ = false;
+  std::atomic<bool> abort_{false};  // read by in-flight transfers without the lock
   std::vector<std::thread> threads_;
 };
 

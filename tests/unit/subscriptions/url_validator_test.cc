@@ -84,6 +84,22 @@ TEST(url_validator, reports_the_parts) {
   EXPECT_EQ(r->port, 8443);
 }
 
+// PROTOCOL.md 12.8 at connect time (DNS rebinding): the address actually reached.
+TEST(url_validator, connected_addresses) {
+  EXPECT_TRUE(validate_webhook_address("93.184.216.34", url_policy{false}));
+  EXPECT_TRUE(validate_webhook_address("2606:4700::1111", url_policy{false}));
+  EXPECT_FALSE(validate_webhook_address("10.1.2.3", url_policy{true}));
+  EXPECT_FALSE(validate_webhook_address("169.254.169.254", url_policy{true}));
+  EXPECT_FALSE(validate_webhook_address("127.0.0.1", url_policy{false}));
+  EXPECT_TRUE(validate_webhook_address("127.0.0.1", url_policy{true}));
+  EXPECT_FALSE(validate_webhook_address("127.0.1.1", url_policy{true}));
+  EXPECT_FALSE(validate_webhook_address("::1", url_policy{false}));
+  EXPECT_TRUE(validate_webhook_address("::1", url_policy{true}));
+  EXPECT_FALSE(validate_webhook_address("fe80::1", url_policy{true}));
+  EXPECT_FALSE(validate_webhook_address("::ffff:192.168.0.1", url_policy{true}));
+  EXPECT_FALSE(validate_webhook_address("not-an-ip", url_policy{true}));
+}
+
 TEST(url_validator, rejects_overlong_urls) {
   std::string url = "https://worker.example/" + std::string(3000, 'a');
   EXPECT_FALSE(validate_webhook_url(url, url_policy{}).has_value());
