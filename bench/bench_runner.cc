@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -53,6 +54,19 @@ std::map<std::string, std::string> machine_info() {
   utsname u{};
   if (::uname(&u) == 0) m["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
   return m;
+}
+
+// Offsets are opaque (PROTOCOL.md 8): percent-encode anything outside RFC 3986 unreserved.
+std::string url_encode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
 }
 
 bool success_2xx(int status) {
@@ -203,15 +217,33 @@ class level_run {
 
     // 2. Wait until each record is visible where it will be read (a replica may lag the leader).
     std::vector<loop_worker> readers(c_);
+    std::vector<const endpoint*> reader_ep(c_);
     for (unsigned i = 0; i < c_; ++i) {
-      const auto& ep = read_bases_[i % read_bases_.size()];
-      readers[i] = {
-          ep, {format_request_head("GET", ep, read_streams_[i], "offset=-1", "", 0, false)}, {}, false};
+      reader_ep[i] = &read_bases_[i % read_bases_.size()];
+      readers[i] = {*reader_ep[i],
+                    {format_request_head("GET", *reader_ep[i], read_streams_[i], "offset=-1", "", 0, false)},
+                    {},
+                    false};
     }
+    // A server may answer a catch-up read in chunks (PROTOCOL.md 5.6: "up to a server-defined maximum
+    // chunk size"): one record read follows Stream-Next-Offset until it has the whole record.
+    std::vector<unsigned> reader_of;  // worker -> reader index, for the loop being run
+    auto follow = [&](const http_response& last, std::uint64_t so_far, std::size_t w, std::string& next) {
+      if (last.status != 200 || last.body_bytes == 0 || so_far >= o_.read_payload_bytes ||
+          last.next_offset.empty()) {
+        return false;
+      }
+      const unsigned i = reader_of[w];
+      next = format_request_head("GET", *reader_ep[i], read_streams_[i],
+                                 "offset=" + url_encode(last.next_offset), "", 0, false);
+      return true;
+    };
+    for (unsigned i = 0; i < c_; ++i) reader_of.push_back(i);
     std::vector<bool> visible(c_, false);
     auto wait = config("read_visible");
     wait.duration_s = static_cast<double>(o_.request_timeout_ms) / 1000.0;
     wait.retry_delay_ms = 10;
+    wait.follow = follow;
     wait.check = [&](const http_response& resp, std::size_t w, std::uint64_t) -> std::string {
       if (resp.status == 200 && resp.body_bytes == o_.read_payload_bytes) visible[w] = true;
       return "";  // not visible yet is not an error (until the wait ends)
@@ -219,17 +251,20 @@ class level_run {
     wait.worker_done = [&](std::size_t w) { return static_cast<bool>(visible[w]); };
     run_request_loop(readers, wait, r_, progress_);
     std::vector<loop_worker> ready;
+    reader_of.clear();
     for (unsigned i = 0; i < c_; ++i) {
       if (visible[i]) {
         ready.push_back(readers[i]);
+        reader_of.push_back(i);
       } else {
         ++r_.error_kinds["read.not_visible"];
       }
     }
 
-    // 3. Read them again and again: each response must be 200 with exactly the record.
+    // 3. Read them again and again: each whole record must arrive with status 200 and its exact length.
     auto cfg = config("read");
     cfg.duration_s = o_.throughput_secs;
+    cfg.follow = follow;
     cfg.check = [&](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
       if (resp.status != 200) return "status";
       if (resp.body_bytes < o_.read_payload_bytes) return "short";
@@ -239,10 +274,14 @@ class level_run {
     auto out = run_request_loop(ready, cfg, r_, progress_);
     r_.read_mib_s = static_cast<double>(out.received_bytes) / mib / out.elapsed_s;
     if (out.latency.count() > 0) r_.read_p99_ms = out.latency.percentile_ms(99);
-    r_.counts["read_requests"] = out.ok;
+    r_.counts["read_records"] = out.ok;
+    r_.counts["read_http_requests"] = out.ok + out.follow_requests;
     r_.counts["read_bytes"] = out.received_bytes;
     r_.client_cpu["read"] = out.cpu;
-    done(fmt::format("read {} MiB/s, p99 {} ms", format_number(r_.read_mib_s), format_number(r_.read_p99_ms)),
+    done(fmt::format(
+             "read {} MiB/s, p99 {} ms, {} requests per record", format_number(r_.read_mib_s),
+             format_number(r_.read_p99_ms),
+             out.ok ? format_number(static_cast<double>(out.ok + out.follow_requests) / out.ok) : "n/a"),
          out);
   }
 

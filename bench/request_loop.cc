@@ -53,23 +53,50 @@ loop_outcome run_request_loop(std::vector<loop_worker>& workers, const loop_conf
     }
     if (--running == 0) driver.finish();
   };
-  send = [&](std::size_t i) {
-    auto& w = workers[i];
-    const auto n = issued[i]++;
-    const std::string_view head = w.heads[n % w.heads.size()];
-    conns[i]->request(head, w.body, cfg.keep_body, [&, i, n](http_response& r) {
+  // A logical operation may take several requests (a catch-up read that the server answers in chunks):
+  // its latency runs from the first request to the last response, its body is the sum of theirs.
+  struct operation {
+    std::int64_t start_ns = 0;
+    std::uint64_t body_bytes = 0;
+    unsigned hops = 0;
+    std::string follow_head;
+  };
+  std::vector<operation> ops(workers.size());
+  std::function<void(std::size_t, std::uint64_t, std::string_view)> issue;
+  issue = [&](std::size_t i, std::uint64_t n, std::string_view head) {
+    conns[i]->request(head, workers[i].body, cfg.keep_body, [&, i, n](http_response& r) {
+      auto& op = ops[i];
+      op.body_bytes += r.body_bytes;
+      ++op.hops;
+      if (r.ok() && cfg.follow && op.hops < cfg.max_hops) {
+        std::string next;
+        if (cfg.follow(r, op.body_bytes, i, next)) {
+          op.follow_head = std::move(next);
+          ++out.follow_requests;
+          issue(i, n, op.follow_head);
+          return;
+        }
+      }
+      r.sent_ns = op.start_ns;
+      r.body_bytes = op.body_bytes;
       std::string kind = r.ok() ? cfg.check(r, i, n) : transport_kind(r);
       if (!kind.empty()) {
         count_error(kind);
       } else if (r.done_ns <= deadline_ns) {
         ++out.ok;
-        out.sent_bytes += workers[i].body.size();
+        out.sent_bytes += workers[i].body.size() * op.hops;
         out.received_bytes += r.body_bytes;
         out.latency.record_ns(static_cast<std::uint64_t>(r.done_ns - r.sent_ns));
         last_done_ns = std::max(last_done_ns, r.done_ns);
       }
       next_or_stop(i);
     });
+  };
+  send = [&](std::size_t i) {
+    auto& w = workers[i];
+    const auto n = issued[i]++;
+    ops[i] = operation{mono_ns(), 0, 0, {}};
+    issue(i, n, w.heads[n % w.heads.size()]);
   };
 
   // Connect every worker first, so that connection set-up is not measured.

@@ -41,6 +41,12 @@ struct loop_config {
   // Optional: a worker that is done early (e.g. a stream became visible) stops sending.
   std::function<bool(std::size_t worker)> worker_done;
   std::uint64_t retry_delay_ms = 0;  // pause between a worker's requests (polling), 0: none
+  // Optional: continue the same operation with another request (`next_head`), given the last response
+  // and the body bytes of the operation so far. check() then judges the whole operation.
+  std::function<bool(const http_response& last, std::uint64_t body_so_far, std::size_t worker,
+                     std::string& next_head)>
+      follow;
+  unsigned max_hops = 4096;  // requests per operation, at most
 };
 
 struct loop_outcome {
@@ -48,8 +54,9 @@ struct loop_outcome {
   std::uint64_t sent_bytes = 0;      // request body bytes of those
   std::uint64_t received_bytes = 0;  // response body bytes of those
   std::uint64_t errors = 0;
-  latency_histogram latency;  // of those
-  double elapsed_s = 0;       // the deadline, or the last completion when there is none
+  std::uint64_t follow_requests = 0;  // requests beyond the first of each operation
+  latency_histogram latency;          // of those
+  double elapsed_s = 0;               // the deadline, or the last completion when there is none
   phase_cpu cpu;
   bool cut_short = false;  // the hard bound stopped it
 };
