@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -77,6 +78,8 @@ TEST(no_alloc, plaintext_and_json_requests_allocate_nothing_once_warm) {
     }
   }
   std::uint64_t during = loop_allocations.load() - before;
+  std::fprintf(stderr, "loop-thread allocations during %d requests: %llu\n", rounds * 16,
+               static_cast<unsigned long long>(during));
   // Per-second housekeeping (the Date and timeout-sweep timers) may allocate a handful of times while
   // this runs; one allocation per request would be 3200.
   EXPECT_LE(during, 16u) << "allocations on the loop thread during " << rounds * 16 << " requests";
