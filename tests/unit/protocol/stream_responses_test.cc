@@ -1,0 +1,130 @@
+#include "protocol/stream_responses.h"
+
+#include <gtest/gtest.h>
+
+namespace weir::protocol {
+namespace {
+
+std::optional<std::string> find(const response& r, std::string_view name) {
+  for (const auto& [n, v] : r.headers)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
+streams::stream_meta meta(bool closed = false, bool json = false) {
+  streams::stream_meta m;
+  m.path = "/s";
+  m.generation = 7;
+  m.content_type = json ? "application/json" : "text/plain";
+  m.json = json;
+  m.closed = closed;
+  m.tail = streams::stream_offset(5);
+  return m;
+}
+
+TEST(stream_responses, every_response_has_security_and_cors_headers) {
+  streams::outcome o;
+  o.code = streams::errc::not_found;
+  for (const response& r : {outcome_error(o), now_response(meta()), preflight_response()}) {
+    EXPECT_EQ(find(r, "X-Content-Type-Options"), std::optional<std::string>("nosniff"));
+    EXPECT_EQ(find(r, "Cross-Origin-Resource-Policy"), std::optional<std::string>("cross-origin"));
+    EXPECT_EQ(find(r, "Access-Control-Allow-Origin"), std::optional<std::string>("*"));
+  }
+  EXPECT_NE(find(preflight_response(), "Access-Control-Allow-Headers")->find("If-None-Match"),
+            std::string::npos);
+}
+
+TEST(stream_responses, closed_append_error_carries_offset_and_flag) {
+  streams::outcome o;
+  o.code = streams::errc::closed;
+  o.meta = meta(true);
+  response r = outcome_error(o);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(find(r, "Stream-Closed"), std::optional<std::string>("true"));
+  EXPECT_EQ(find(r, "Stream-Next-Offset"), std::optional<std::string>("0000000000000000_0000000000000005"));
+}
+
+TEST(stream_responses, producer_errors) {
+  streams::outcome stale;
+  stale.code = streams::errc::stale_epoch;
+  stale.producer_epoch = 4;
+  response r = outcome_error(stale);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(find(r, "Producer-Epoch"), std::optional<std::string>("4"));
+  streams::outcome gap;
+  gap.code = streams::errc::seq_gap;
+  gap.expected_seq = 3;
+  gap.received_seq = 9;
+  r = outcome_error(gap);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(find(r, "Producer-Expected-Seq"), std::optional<std::string>("3"));
+  EXPECT_EQ(find(r, "Producer-Received-Seq"), std::optional<std::string>("9"));
+}
+
+TEST(stream_responses, append_statuses) {
+  stream_request req;
+  req.body = "x";
+  streams::outcome o;
+  o.meta = meta();
+  EXPECT_EQ(append_response(o, req).status, 204);
+  req.producer = streams::producer_ref{"p", 0, 0};
+  EXPECT_EQ(append_response(o, req).status, 200);
+  o.duplicate = true;
+  o.producer_seq = 3;
+  response dup = append_response(o, req);
+  EXPECT_EQ(dup.status, 204);
+  EXPECT_EQ(find(dup, "Producer-Seq"), std::optional<std::string>("3"));
+}
+
+TEST(stream_responses, etag_varies_with_closure_and_304) {
+  stream_request req;
+  streams::read_result rr;
+  rr.meta = meta();
+  rr.plan.next = streams::stream_offset(5);
+  rr.plan.up_to_date = true;
+  response open = read_response(rr, req, std::nullopt);
+  rr.meta = meta(true);
+  response closed = read_response(rr, req, std::nullopt);
+  EXPECT_NE(find(open, "ETag"), find(closed, "ETag"));
+  EXPECT_EQ(find(closed, "Stream-Closed"), std::optional<std::string>("true"));
+  req.if_none_match = find(closed, "ETag");
+  EXPECT_EQ(read_response(rr, req, std::nullopt).status, 304);
+  EXPECT_TRUE(etag_matches("\"a\", W/\"b\"", "\"b\""));
+  EXPECT_FALSE(etag_matches("\"a\"", "\"b\""));
+}
+
+TEST(stream_responses, json_reads_and_now) {
+  streams::read_result rr;
+  rr.meta = meta(false, true);
+  rr.plan.next = streams::stream_offset(5);
+  EXPECT_EQ(read_response(rr, {}, std::nullopt).body, "[]");
+  response now = now_response(meta(false, true));
+  EXPECT_EQ(now.body, "[]");
+  EXPECT_EQ(find(now, "Cache-Control"), std::optional<std::string>("no-store"));
+  EXPECT_FALSE(find(now, "ETag").has_value());
+}
+
+TEST(stream_responses, long_poll_timeout_and_closed) {
+  response open = long_poll_empty(meta(), streams::stream_offset(5), "12");
+  EXPECT_EQ(open.status, 204);
+  EXPECT_EQ(find(open, "Stream-Cursor"), std::optional<std::string>("12"));
+  EXPECT_EQ(find(open, "Stream-Up-To-Date"), std::optional<std::string>("true"));
+  response closed = long_poll_empty(meta(true), streams::stream_offset(5), "12");
+  EXPECT_EQ(find(closed, "Stream-Closed"), std::optional<std::string>("true"));
+}
+
+TEST(stream_responses, status_mapping_is_total) {
+  for (int e = 0; e <= static_cast<int>(streams::errc::empty_json_array); ++e) {
+    http_status s = status_for(static_cast<streams::errc>(e));
+    EXPECT_GE(s.code, 200);
+    EXPECT_LT(s.code, 500);
+    EXPECT_FALSE(s.reason.empty());
+  }
+  for (int e = 0; e <= static_cast<int>(errc::body_too_large); ++e) {
+    http_status s = status_for(static_cast<errc>(e));
+    EXPECT_LT(s.code, 500);
+  }
+}
+
+}  // namespace
+}  // namespace weir::protocol
