@@ -135,7 +135,8 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
         why = fmt::format("record carries lsn {}, expected {}", h->seq.value(), next.value());
       }
       if (!why.empty()) {
-        if (last && !valid_record_after(bytes, off, next)) {
+        // A record with a good CRC but the wrong lsn is no torn write: it is foreign, so never truncated.
+        if (last && !h && !valid_record_after(bytes, off, next)) {
           log::warn("storage: {}: torn tail at byte {} ({}); truncating {} unacknowledged bytes", path, off,
                     why, bytes.size() - off);
           if (auto st = truncate_file(e, path, off); !st) return st.err();

@@ -1,0 +1,140 @@
+// Disk full and I/O errors: a failed batch is not acknowledged, leaves no trace in the log, and the
+// writer serves again once the fault is gone.
+#include <gtest/gtest.h>
+
+#include "storage/log_format.h"
+#include "storage/log_writer.h"
+#include "test_util.h"
+
+namespace weir::storage {
+namespace {
+
+using testing::bytes_of;
+using testing::completion_queue;
+using testing::replayed;
+
+const std::string dir = "/data/core-0";
+
+struct log_faults : ::testing::Test {
+  mem_env e;
+  completion_queue q;
+  std::unique_ptr<log_writer> w;
+  std::vector<result<append_ack>> acks;
+
+  void open(log_options opts = {}) {
+    std::vector<replayed> ignored;
+    auto rec = testing::recover_into(e, dir, ignored);
+    ASSERT_TRUE(rec) << rec.err().reason;
+    auto lw = log_writer::open(e, dir, opts, *rec, q.exec());
+    ASSERT_TRUE(lw) << lw.err().reason;
+    w = std::move(*lw);
+  }
+  // Appends and waits for the completion.
+  result<append_ack> append_wait(const std::string& payload) {
+    std::size_t before = acks.size();
+    w->append(1, bytes_of(payload), [this](result<append_ack> r) { acks.push_back(std::move(r)); });
+    EXPECT_TRUE(q.run_until([&] { return acks.size() == before + 1; }));
+    return acks.back();
+  }
+  std::vector<std::string> recovered() {
+    std::vector<replayed> got;
+    auto rec = testing::recover_into(e, dir, got);
+    EXPECT_TRUE(rec) << rec.err().reason;
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].seq.value(), i + 1) << "lsns stay contiguous across failed batches";
+      out.push_back(got[i].payload);
+    }
+    return out;
+  }
+};
+
+TEST_F(log_faults, enospc_fails_the_batch_then_service_resumes_when_space_returns) {
+  open();
+  ASSERT_TRUE(append_wait("before"));
+  const auto used = e.used_bytes();
+  e.set_capacity(used + 10);  // room for a partial record only
+  auto r = append_wait(std::string(100, 'x'));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(errc_of(r.err()), errc::no_space);
+  EXPECT_EQ(e.used_bytes(), used) << "the partial write was cut back";
+  auto r2 = append_wait("still full");
+  ASSERT_FALSE(r2);
+  EXPECT_EQ(errc_of(r2.err()), errc::no_space);
+
+  e.set_capacity(std::nullopt);
+  auto ok = append_wait("after");
+  ASSERT_TRUE(ok) << ok.err().reason;
+  EXPECT_EQ(ok->seq, lsn{2}) << "the failed appends did not consume lsns";
+  EXPECT_EQ(w->stats().failed_batches, 2u);
+  w.reset();
+  e.crash();
+  e.restart();
+  EXPECT_EQ(recovered(), (std::vector<std::string>{"before", "after"}));
+}
+
+TEST_F(log_faults, enospc_while_rolling_undoes_the_new_segment) {
+  open(log_options{.segment_bytes = 90});
+  ASSERT_TRUE(append_wait("0123456789"));  // 40 + 34 = 74 bytes
+  e.set_capacity(e.used_bytes() + 20);     // the next segment's 40-byte header does not fit
+  auto r = append_wait("0123456789");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(errc_of(r.err()), errc::no_space);
+  EXPECT_FALSE(e.file_exists(dir + "/" + format::segment_file_name(segment_id{2})));
+  e.set_capacity(std::nullopt);
+  auto ok = append_wait("abcdefghij");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->pos.segment, segment_id{2});
+  EXPECT_EQ(ok->seq, lsn{2});
+  w.reset();
+  EXPECT_EQ(recovered(), (std::vector<std::string>{"0123456789", "abcdefghij"}));
+}
+
+TEST_F(log_faults, fdatasync_eio_fails_the_batch_and_its_records_never_reappear) {
+  open();
+  ASSERT_TRUE(append_wait("one"));
+  e.fail_next_syncs(1);  // the batch's fdatasync fails; the undo's own sync succeeds
+  auto r = append_wait("doomed");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(errc_of(r.err()), errc::io_error);
+  ASSERT_TRUE(append_wait("two"));
+  w.reset();
+  e.crash(42);  // even keeping torn unsynced bytes, "doomed" must not come back
+  e.restart();
+  EXPECT_EQ(recovered(), (std::vector<std::string>{"one", "two"}));
+}
+
+TEST_F(log_faults, write_eio_fails_the_batch_and_the_next_one_succeeds) {
+  open();
+  e.set_write_error(true);
+  auto r = append_wait("x");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(errc_of(r.err()), errc::io_error);
+  e.set_write_error(false);
+  ASSERT_TRUE(append_wait("y"));
+  w.reset();
+  EXPECT_EQ(recovered(), (std::vector<std::string>{"y"}));
+}
+
+TEST_F(log_faults, a_failed_undo_poisons_the_writer_until_restart) {
+  open();
+  ASSERT_TRUE(append_wait("one"));
+  e.fail_next_syncs(2);  // the batch's sync and the undo's sync both fail
+  auto r = append_wait("two");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(errc_of(r.err()), errc::io_error);
+  auto p = append_wait("three");
+  ASSERT_FALSE(p);
+  EXPECT_EQ(errc_of(p.err()), errc::poisoned);
+  w.reset();
+  e.crash();
+  e.restart();
+  EXPECT_EQ(recovered(), (std::vector<std::string>{"one"}));
+  open();  // restart: recovery, then a healthy writer
+  auto ok = append_wait("four");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->seq, lsn{2});
+}
+
+}  // namespace
+}  // namespace weir::storage
