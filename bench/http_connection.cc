@@ -29,8 +29,13 @@ std::string format_request_head(std::string_view method, const endpoint& ep, std
   return head;
 }
 
-http_connection::http_connection(io::event_loop& loop, endpoint ep) : loop_(&loop), ep_(std::move(ep)) {
-  chunked_.set_max_body(UINT64_MAX);
+http_connection::http_connection(io::event_loop& loop, endpoint ep)
+    : loop_(&loop), ep_(std::move(ep)), parser_(response_limits()) {}
+
+http::parser_limits http_connection::response_limits() {
+  http::parser_limits limits;
+  limits.max_body_bytes = UINT64_MAX;  // a catch-up read or an SSE stream may be long
+  return limits;
 }
 
 http_connection::~http_connection() {
@@ -118,7 +123,7 @@ void http_connection::start(std::string_view head, std::string_view body) {
   out_written_ = 0;
   resp_ = http_response{};
   resp_.sent_ns = mono_ns();
-  chunked_.reset();
+  parser_.reset(head.rfind("HEAD ", 0) == 0 ? http::method::head : http::method::get);
   if (state_ == state::closed) {
     open_socket();
     return;
@@ -170,8 +175,8 @@ void http_connection::on_readable() {
     }
     if (n == 0) {
       peer_closed_ = true;
-      if (state_ == state::reading_body && head_.framing == response_framing::until_close) {
-        process_input();
+      if (state_ == state::reading_body && parser_.head().framing == http::response_framing::until_close) {
+        finish(false);  // RFC 9112 6.3 item 8: the body ends with the connection
       } else if (busy()) {
         fail(state_ == state::reading_head && resp_.status == 0 ? "connection closed before a response"
                                                                 : "connection closed mid-response");
@@ -200,113 +205,55 @@ void http_connection::on_hangup() {
 
 bool http_connection::process_input() {
   auto alive = alive_;
-  auto deliver = [&](std::string_view data) {
-    resp_.body_bytes += data.size();
-    if (streaming_) {
-      if (stream_.on_data) stream_.on_data(data);
-    } else if (keep_body_) {
-      resp_.body.append(data);
+  while (state_ == state::reading_head || state_ == state::reading_body) {
+    const auto step = parser_.next(in_.view());
+    if (step.status == http::parse_status::error) {
+      fail(fmt::format("malformed response: {}", step.reason));
+      return false;
     }
-  };
-  while (true) {
     if (state_ == state::reading_head) {
-      std::size_t consumed = 0;
-      const auto st = parse_response_head(in_.view(), head_, consumed);
-      if (st == head_status::need_more) return true;
-      if (st == head_status::error) {
-        fail("malformed response head");
-        return false;
-      }
-      if (head_.status < 200) {  // 1xx interim response: the real one follows (RFC 9110 15.2)
-        in_.consume(consumed);
+      if (!parser_.head_complete()) return true;  // need more
+      // The call that completes the head consumes only the head: its views are valid until consume().
+      const auto& head = parser_.head();
+      if (head.status < 200) {  // 1xx interim response: the real one follows (RFC 9110 15.2)
+        in_.consume(step.consumed);
+        parser_.reset(http::method::get);
         continue;
       }
-      resp_.status = head_.status;
-      resp_.next_offset.assign(head_.next_offset);
-      in_.consume(consumed);
-      body_left_ = head_.content_length;
+      resp_.status = head.status;
+      if (const auto* h = head.find("stream-next-offset")) resp_.next_offset.assign(h->value);
+      keep_alive_ = head.keep_alive;
+      in_.consume(step.consumed);
+      state_ = state::reading_body;
       if (streaming_ && stream_.on_head) {
         stream_.on_head(resp_);
         if (!*alive || state_ == state::closed) return false;
       }
-      if (head_.framing == response_framing::none) {
-        finish(true);
-        return *alive && state_ != state::closed;
-      }
-      state_ = state::reading_body;
-      continue;
-    }
-    if (state_ != state::reading_body) return true;
-    switch (head_.framing) {
-      case response_framing::content_length: {
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, in_.size()));
-        if (n > 0) {
-          // Copy out of the buffer before the callback, which may close (and clear) the connection.
-          std::string_view data(in_.data(), n);
-          deliver(data);
+    } else {
+      if (!step.body.empty()) {
+        resp_.body_bytes += step.body.size();
+        if (streaming_) {
+          // The callback may close the connection (which clears the buffer): stop at once if it does.
+          if (stream_.on_data) stream_.on_data(step.body);
           if (!*alive || state_ == state::closed) return false;
-          in_.consume(n);
-          body_left_ -= n;
+        } else if (keep_body_) {
+          resp_.body.append(step.body);
         }
-        if (body_left_ == 0) {
-          finish(true);
-          return *alive && state_ != state::closed;
-        }
-        return true;
       }
-      case response_framing::chunked: {
-        bool closed_inside = false;
-        std::size_t used = 0;
-        http::chunked_decoder::step s;
-        // Decode one span at a time so that a callback closing the connection stops us cleanly.
-        while (true) {
-          std::string_view data;
-          s = chunked_.next(in_.view().substr(used), data);
-          used += s.consumed;
-          if (!data.empty()) {
-            deliver(data);
-            if (!*alive || state_ == state::closed) {
-              closed_inside = true;
-              break;
-            }
-          }
-          if (s.status != http::parse_status::need_more || s.consumed == 0) break;
-        }
-        if (closed_inside) return false;
-        in_.consume(used);
-        if (s.status == http::parse_status::error) {
-          fail(fmt::format("bad chunked body: {}", s.reason));
-          return false;
-        }
-        if (s.status == http::parse_status::complete) {
-          finish(true);
-          return *alive && state_ != state::closed;
-        }
-        return true;
-      }
-      case response_framing::until_close: {
-        if (!in_.empty()) {
-          std::string_view data = in_.view();
-          deliver(data);
-          if (!*alive || state_ == state::closed) return false;
-          in_.clear();
-        }
-        if (peer_closed_) {
-          finish(false);
-          return false;
-        }
-        return true;
-      }
-      case response_framing::none:
-        finish(true);
-        return *alive && state_ != state::closed;
+      in_.consume(step.consumed);
     }
+    if (step.status == http::parse_status::complete) {
+      finish(true);
+      return *alive && state_ != state::closed;
+    }
+    if (step.consumed == 0) return true;  // need more bytes
   }
+  return true;
 }
 
 void http_connection::finish(bool reuse) {
   resp_.done_ns = mono_ns();
-  if (reuse && head_.keep_alive && !peer_closed_ && in_.empty()) {
+  if (reuse && keep_alive_ && !peer_closed_ && in_.empty()) {
     state_ = state::idle;
   } else {
     close();

@@ -1,6 +1,6 @@
 // http_connection: one keep-alive HTTP/1.1 client connection of `weir bench`, on one event loop (no
-// thread of its own), one request at a time (no pipelining). Built on io::tcp_stream; response bodies
-// are framed by Content-Length, chunked coding (http::chunked_decoder) or connection close.
+// thread of its own), one request at a time (no pipelining). Built on io::tcp_stream and
+// http::response_parser (Content-Length, chunked coding or connection close, RFC 9112 6.3).
 //
 // Two kinds of exchange:
 //   - request(): the whole response is read; the body is counted, and kept only when asked.
@@ -19,8 +19,7 @@
 #include <string_view>
 
 #include "bench/bench_options.h"
-#include "bench/response_head.h"
-#include "http/request_parser.h"
+#include "http/response_parser.h"
 #include "io/byte_buffer.h"
 #include "io/event_loop.h"
 #include "io/tcp_stream.h"
@@ -86,6 +85,7 @@ class http_connection {
   void finish(bool reuse);
   void fail(std::string reason);
   void complete();
+  static http::parser_limits response_limits();
 
   io::event_loop* loop_;
   endpoint ep_;
@@ -102,9 +102,8 @@ class http_connection {
   stream_handlers stream_;
   std::function<void(bool, std::string_view)> connect_done_;
   http_response resp_;
-  response_head head_;
-  std::uint64_t body_left_ = 0;
-  http::chunked_decoder chunked_;
+  http::response_parser parser_;
+  bool keep_alive_ = true;
   io::byte_buffer in_;
   std::uint64_t bytes_read_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
