@@ -54,17 +54,48 @@ void answer(http::exchange ex, control_response r) {
   }
 }
 
+std::unique_ptr<snapshot_writer> make_writer(const std::string& data_dir) {
+  if (data_dir.empty()) return nullptr;
+  return std::make_unique<snapshot_writer>(data_dir + "/subscriptions.json");
+}
+
+manager_options make_manager_options(const service_options& opts, snapshot_writer* writer) {
+  manager_options m;
+  m.allow_localhost_webhooks = opts.allow_localhost_webhooks;
+  m.default_lease_ttl_ms = opts.default_lease_ttl_ms;
+  if (writer) m.persist = [writer](std::string text) { writer->write(std::move(text)); };
+  return m;
+}
+
+// Start-up: a snapshot that cannot be read is an error, not an empty set (it would be overwritten).
+std::vector<persisted_subscription> load_snapshot(const std::string& data_dir) {
+  if (data_dir.empty()) return {};
+  std::string path = data_dir + "/subscriptions.json";
+  auto text = read_snapshot_file(path);
+  if (!text) throw std::runtime_error("subscriptions: " + text.err().reason);
+  if (!*text) return {};
+  auto subs = decode_snapshot(**text);
+  if (!subs) throw std::runtime_error("subscriptions: " + path + ": " + subs.err().reason);
+  log::info("subscriptions: restored {} subscription(s) from {}", subs->size(), path);
+  return std::move(*subs);
+}
+
 }  // namespace
 
 struct service::impl {
   impl(io::event_loop& home, stream_host& host, const clock_source& clock, service_options opts)
       : sched(home),
-        manager(sched, host, sender, clock, load_key(opts.data_dir),
-                token_signer(token_signer::random_secret()),
-                manager_options{opts.allow_localhost_webhooks, opts.default_lease_ttl_ms}) {}
+        key(load_key(opts.data_dir)),  // creates data_dir when missing
+        writer(make_writer(opts.data_dir)),
+        manager(sched, host, sender, clock, key, token_signer(token_signer::random_secret()),
+                make_manager_options(opts, writer.get())) {
+    manager.restore(load_snapshot(opts.data_dir));
+  }
 
   loop_scheduler sched;
   curl_webhook_sender sender;
+  std::shared_ptr<const signing_key> key;
+  std::unique_ptr<snapshot_writer> writer;  // outlives the manager, which feeds it
   subscription_manager manager;
 };
 
@@ -103,7 +134,8 @@ void service::on_stream_deleted(std::string_view path) {
 
 void service::shutdown() {
   impl_->sender.shutdown();
-  impl_->manager.shutdown();
+  impl_->manager.shutdown();  // writes a pending snapshot
+  if (impl_->writer) impl_->writer->close();
 }
 
 }  // namespace weir::subscriptions

@@ -136,6 +136,12 @@ subscription_manager::~subscription_manager() {
 }
 
 void subscription_manager::shutdown() {
+  if (!*alive_) return;
+  if (persist_timer_ != 0) {
+    sched_.cancel_timer(persist_timer_);
+    persist_timer_ = 0;
+    write_snapshot();
+  }
   for (auto& [_, e] : subs_) cancel_timers(*e);
   *alive_ = false;
 }
@@ -206,6 +212,7 @@ void subscription_manager::handle(const control_request& req, responder respond)
         if (it != subs_.end()) {
           cancel_timers(*it->second);
           subs_.erase(it);
+          changed();
         }
         return respond(no_content());
       }
@@ -231,6 +238,7 @@ void subscription_manager::handle(const control_request& req, responder respond)
     auto path = decoded ? normalize_stream_path(*decoded) : std::nullopt;
     if (!path) return respond(fail(400, "INVALID_REQUEST", "invalid stream path"));
     e.state.unlink_explicit(*path);
+    changed();
     return respond(no_content());
   }
   if (parts.size() != 3) return respond(fail(404, "NOT_FOUND", "no such control resource"));
@@ -270,16 +278,9 @@ void subscription_manager::put_subscription(const control_request& req, const st
     return respond(json(200, render_subscription(it->second->state, signing_for(req.origin, req.root))));
   }
 
-  auto owned =
-      std::make_unique<entry>(entry{key, std::string(req.root), std::string(req.origin), next_incarnation_++,
-                                    hash, subscription_state(id, std::move(*cfg), clock_.wall_ms())});
-  entry& e = *owned;
-  subs_.emplace(key, std::move(owned));
-  const subscription_config& c = e.state.config();
-  if (c.pattern) {
-    e.glob = glob_matcher::compile(*c.pattern);
-    WEIR_ASSERT(e.glob.has_value(), "validated pattern '{}' failed to compile", *c.pattern);
-  }
+  entry& e = add_entry(std::string(req.root), std::string(req.origin), id, std::move(hash),
+                       subscription_state(id, std::move(*cfg), clock_.wall_ms()));
+  changed();
 
   // Answer 201 once backfill and explicit links are in place, so a GET right after sees them.
   struct countdown {
@@ -294,13 +295,15 @@ void subscription_manager::put_subscription(const control_request& req, const st
   std::string origin(req.origin);
   cd->finish = [this, key, inc, origin, respond = std::move(respond)] {
     entry* e2 = lookup(key, inc);
-    if (!e2)
+    if (!e2) {
       return respond(fail(404, "SUBSCRIPTION_NOT_FOUND", "subscription was deleted while being created"));
+    }
+    changed();
     respond(json(201, render_subscription(e2->state, signing_for(origin, e2->root))));
     pump(*e2);
   };
 
-  for (const auto& path : c.streams) {
+  for (const auto& path : e.state.config().streams) {
     ++cd->left;
     host_.get_stream(e.root + path, [this, key, inc, path, cd](std::optional<stream_info> s) {
       sched_.post(guarded([this, key, inc, path, cd, s = std::move(s)] {
@@ -316,29 +319,103 @@ void subscription_manager::put_subscription(const control_request& req, const st
       }));
     });
   }
-  if (c.pattern) {
-    auto glob = glob_matcher::compile(*c.pattern);
-    WEIR_ASSERT(glob.has_value(), "validated pattern '{}' failed to compile", *c.pattern);
-    ++cd->left;
-    std::string root = e.root;
-    host_.list_streams(root + glob->literal_prefix(),
-                       [this, key, inc, root, g = *glob, cd](std::vector<stream_info> all) {
-                         sched_.post(guarded([this, key, inc, root, g, cd, all = std::move(all)] {
-                           if (entry* e2 = lookup(key, inc)) {
-                             // PROTOCOL.md 6.2: eager backfill links matching existing streams at their
-                             // current tail.
-                             for (const auto& s : all) {
-                               if (s.path.compare(0, root.size(), root) != 0) continue;
-                               std::string rel = s.path.substr(root.size());
-                               if (!g.matches(rel) || rel == e2->state.config().wake_stream) continue;
-                               e2->state.link_at_tail(rel, false, s.tail_offset);
-                             }
-                           }
-                           cd->done();
-                         }));
-                       });
-  }
+  ++cd->left;
+  backfill(e, [cd] { cd->done(); });
   cd->done();
+}
+
+subscription_manager::entry& subscription_manager::add_entry(const std::string& root,
+                                                             const std::string& origin, const std::string& id,
+                                                             std::string hash, subscription_state state) {
+  auto owned = std::make_unique<entry>(
+      entry{root + id, root, origin, next_incarnation_++, std::move(hash), std::move(state)});
+  entry& e = *owned;
+  subs_[e.key] = std::move(owned);
+  if (const auto& pattern = e.state.config().pattern) {
+    e.glob = glob_matcher::compile(*pattern);
+    WEIR_ASSERT(e.glob.has_value(), "validated pattern '{}' failed to compile", *pattern);
+  }
+  return e;
+}
+
+void subscription_manager::backfill(entry& e, std::function<void()> done) {
+  if (!e.glob) return done();
+  std::string key = e.key;
+  std::uint64_t inc = e.incarnation;
+  std::string root = e.root;
+  host_.list_streams(root + e.glob->literal_prefix(),
+                     [this, key, inc, root, done](std::vector<stream_info> all) {
+                       sched_.post(guarded([this, key, inc, root, done, all = std::move(all)] {
+                         if (entry* e2 = lookup(key, inc)) {
+                           // PROTOCOL.md 6.2: eager backfill links matching existing streams at their current
+                           // tail.
+                           for (const auto& s : all) {
+                             if (s.path.compare(0, root.size(), root) != 0) continue;
+                             std::string rel = s.path.substr(root.size());
+                             if (!e2->glob->matches(rel) || rel == e2->state.config().wake_stream) continue;
+                             e2->state.link_at_tail(rel, false, s.tail_offset);
+                           }
+                         }
+                         done();
+                       }));
+                     });
+}
+
+void subscription_manager::restore(std::vector<persisted_subscription> subs) {
+  for (auto& p : subs) {
+    std::string hash = p.config.hash();
+    subscription_state st(p.id, std::move(p.config), p.created_at_wall_ms);
+    std::int64_t retry_at = 0;
+    if (p.retry_at_wall_ms != 0) {
+      retry_at = clock_.mono_ms() + std::max<std::int64_t>(0, p.retry_at_wall_ms - clock_.wall_ms());
+    }
+    st.restore(std::move(p.links), p.generation, p.failed, p.failed_attempts, retry_at);
+    entry& e = add_entry(p.root, p.origin, p.id, std::move(hash), std::move(st));
+    if (retry_at != 0) schedule_retry(e, retry_at - clock_.mono_ms());
+    // Re-learn every linked stream's tail, and link streams that matched while no snapshot was written.
+    auto left = std::make_shared<std::size_t>(e.state.links().size() + 2);
+    std::string key = e.key;
+    std::uint64_t inc = e.incarnation;
+    auto one_done = [this, key, inc, left] {
+      if (--*left != 0) return;
+      if (entry* e2 = lookup(key, inc)) pump(*e2);
+    };
+    for (const auto& [path, _] : e.state.links()) {
+      host_.get_stream(e.root + path, [this, key, inc, path = path, one_done](std::optional<stream_info> s) {
+        sched_.post(guarded([this, key, inc, path, one_done, s = std::move(s)] {
+          entry* e2 = lookup(key, inc);
+          if (e2 && s) e2->state.on_tail(path, s->tail_offset);
+          one_done();
+        }));
+      });
+    }
+    backfill(e, one_done);
+    one_done();
+  }
+}
+
+void subscription_manager::changed() {
+  if (!opts_.persist || persist_timer_ != 0 || !*alive_) return;
+  persist_timer_ = sched_.add_timer(opts_.persist_delay_ms, guarded([this] {
+                                      persist_timer_ = 0;
+                                      write_snapshot();
+                                    }));
+}
+
+void subscription_manager::write_snapshot() {
+  std::vector<persisted_subscription> out;
+  out.reserve(subs_.size());
+  std::int64_t now_mono = clock_.mono_ms();
+  std::int64_t now_wall = clock_.wall_ms();
+  for (const auto& [_, e] : subs_) {
+    const auto& st = e->state;
+    std::int64_t retry_wall =
+        st.retry_at_ms() == 0 ? 0 : now_wall + std::max<std::int64_t>(0, st.retry_at_ms() - now_mono);
+    out.push_back(persisted_subscription{e->root, e->origin, st.id(), st.config(), st.created_at_wall_ms(),
+                                         st.links(), st.generation(), st.failed(), st.failed_attempts(),
+                                         retry_wall});
+  }
+  opts_.persist(encode_snapshot(out));
 }
 
 void subscription_manager::add_streams(entry& e, std::string_view body, responder respond) {
@@ -350,6 +427,7 @@ void subscription_manager::add_streams(entry& e, std::string_view body, responde
   std::uint64_t inc = e.incarnation;
   auto one_done = [this, key, inc, left, finish] {
     if (--*left != 0) return;
+    changed();
     if (entry* e2 = lookup(key, inc)) pump(*e2);
     (*finish)(no_content());
   };
@@ -402,6 +480,7 @@ void subscription_manager::callback_or_ack(entry& e, const control_request& req,
         fail(400, "INVALID_REQUEST", "ack names a stream that is not linked to this subscription"));
   }
   bool next_wake = e.state.finish_or_extend(body->done, clock_.mono_ms());
+  changed();
   if (!body->done) arm_lease(e);
   json_writer w;
   w.begin_object().key("ok").value(true).key("next_wake").value(next_wake).end_object();
@@ -433,6 +512,7 @@ void subscription_manager::claim(entry& e, std::string_view body, responder resp
   // A worker is here: a retry announcement of the wake is no longer needed.
   if (e.retry_timer) sched_.cancel_timer(e.retry_timer);
   e.retry_timer = 0;
+  changed();  // a new generation may have opened
   std::string token = tokens_.issue(token_claims{token_kind::claim, e.key, e.incarnation, w->generation,
                                                  w->wake_id, clock_.wall_ms() + opts_.token_lifetime_ms});
   arm_lease(e);
@@ -458,6 +538,7 @@ void subscription_manager::release(entry& e, const control_request& req, respond
     return respond(fail(409, "FENCED", "stale wake_id or generation"));
   }
   e.state.release();
+  changed();
   if (e.lease_timer) sched_.cancel_timer(e.lease_timer);
   e.lease_timer = 0;
   respond(no_content());
@@ -471,6 +552,7 @@ void subscription_manager::pump(entry& e) {
   if (e.delivery_in_flight || !*alive_) return;
   const wake_state* w = e.state.try_start_wake(clock_.mono_ms(), new_wake_id());
   if (!w) return;
+  changed();  // the generation moved
   if (e.state.config().type == delivery_type::webhook) {
     arm_lease(e);
     deliver_webhook(e, *w);
@@ -523,6 +605,7 @@ void subscription_manager::on_webhook_result(const std::string& key, std::uint64
     if (auto delay = e->state.on_delivery_failed(generation, clock_.mono_ms(), jitter))
       schedule_retry(*e, *delay);
   }
+  changed();
   pump(*e);
 }
 
@@ -545,8 +628,10 @@ void subscription_manager::announce_wake(entry& e, const wake_state& w) {
                         if (!cur || cur->generation != gen || cur->holder) return;
                         static thread_local std::mt19937 rng{std::random_device{}()};
                         double jitter = std::uniform_real_distribution<double>(-0.2, 0.2)(rng);
-                        if (auto delay = e2->state.on_delivery_failed(gen, clock_.mono_ms(), jitter))
+                        if (auto delay = e2->state.on_delivery_failed(gen, clock_.mono_ms(), jitter)) {
                           schedule_retry(*e2, *delay);
+                          changed();
+                        }
                       }));
                     });
 }
@@ -607,6 +692,7 @@ void subscription_manager::on_stream_created(const stream_info& s) {
     } else if (e.glob && rel != cfg.wake_stream && e.glob->matches(rel)) {
       // PROTOCOL.md 6.2: a stream that appears later is linked before its first data.
       e.state.link_at_start(rel, false, s.tail_offset);
+      changed();
     }
     pump(e);
   }
@@ -623,6 +709,7 @@ void subscription_manager::on_stream_appended(const stream_info& s) {
     } else if (e.glob && rel != cfg.wake_stream && e.glob->matches(rel)) {
       // Streams discovered by a matching append are linked before that append (PROTOCOL.md 6.2).
       e.state.link_at_start(rel, false, s.tail_offset);
+      changed();
     }
     pump(e);
   }
@@ -632,7 +719,10 @@ void subscription_manager::on_stream_deleted(std::string_view path) {
   for (auto& [_, ep] : subs_) {
     entry& e = *ep;
     if (path.substr(0, e.root.size()) != e.root) continue;
-    e.state.on_deleted(std::string(path.substr(e.root.size())));
+    std::string rel(path.substr(e.root.size()));
+    if (!e.state.linked(rel)) continue;
+    e.state.on_deleted(rel);
+    changed();
   }
 }
 

@@ -25,6 +25,7 @@
 #include "subscriptions/signing_key.h"
 #include "subscriptions/subscription_json.h"
 #include "subscriptions/subscription_state.h"
+#include "subscriptions/subscription_store.h"
 #include "subscriptions/token_signer.h"
 #include "subscriptions/webhook_sender.h"
 
@@ -54,6 +55,10 @@ struct manager_options {
   std::int64_t default_lease_ttl_ms = 30'000;
   std::int64_t webhook_timeout_ms = 10'000;
   std::int64_t token_lifetime_ms = 3'600'000;
+  // Receives a new snapshot (subscription_store format) shortly after every durable change; empty = the
+  // subscriptions are not persisted.
+  std::function<void(std::string)> persist;
+  std::int64_t persist_delay_ms = 20;
 };
 
 class subscription_manager {
@@ -71,7 +76,11 @@ class subscription_manager {
   void on_stream_appended(const stream_info& s);
   void on_stream_deleted(std::string_view path);
 
-  // Cancels every timer and ignores every later completion.
+  // Re-creates persisted subscriptions (at start-up, before any request): re-learns the tails of their
+  // links, re-runs the pattern backfill and resumes retry schedules.
+  void restore(std::vector<persisted_subscription> subs);
+
+  // Writes a pending snapshot now, cancels every timer and ignores every later completion.
   void shutdown();
 
   // Tests: the state of a subscription (nullptr when absent).
@@ -109,6 +118,13 @@ class subscription_manager {
   void cancel_timers(entry& e);
 
   entry* lookup(const std::string& key, std::uint64_t incarnation);
+  // Something durable changed: schedule a snapshot.
+  void changed();
+  void write_snapshot();
+  entry& add_entry(const std::string& root, const std::string& origin, const std::string& id,
+                   std::string hash, subscription_state state);
+  // Links existing streams matching the pattern at their tails, then calls `done` on the home loop.
+  void backfill(entry& e, std::function<void()> done);
   std::string new_wake_id();
   signing_info signing_for(std::string_view origin, std::string_view root) const;
   // Runs `fn` on the home loop if this manager still exists then.
@@ -123,6 +139,7 @@ class subscription_manager {
   manager_options opts_;
   std::unordered_map<std::string, std::unique_ptr<entry>> subs_;
   std::uint64_t next_incarnation_ = 1;
+  std::uint64_t persist_timer_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -26,6 +26,17 @@ subscription_state::subscription_state(std::string id, subscription_config cfg,
                                        std::int64_t created_at_wall_ms)
     : id_(std::move(id)), cfg_(std::move(cfg)), created_at_wall_ms_(created_at_wall_ms) {}
 
+void subscription_state::restore(std::map<std::string, stream_link> links, std::uint64_t generation,
+                                 bool failed, int failed_attempts, std::int64_t retry_at_ms) {
+  links_ = std::move(links);
+  for (auto& [_, l] : links_) l.tail_offset.reset();
+  generation_ = generation;
+  failed_ = failed;
+  failed_attempts_ = failed_attempts;
+  retry_at_ms_ = retry_at_ms;
+  wake_.reset();
+}
+
 void subscription_state::link_at_tail(const std::string& path, bool explicit_link, const std::string& tail) {
   auto [it, inserted] = links_.try_emplace(path);
   stream_link& l = it->second;

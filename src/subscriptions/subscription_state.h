@@ -66,6 +66,11 @@ class subscription_state {
   std::int64_t retry_at_ms() const { return retry_at_ms_; }
   int failed_attempts() const { return failed_attempts_; }
 
+  // Restores persisted cursors and counters (subscription_store). Tails are unknown until the streams
+  // report them again; `retry_at_ms` is monotonic (0 = none).
+  void restore(std::map<std::string, stream_link> links, std::uint64_t generation, bool failed,
+               int failed_attempts, std::int64_t retry_at_ms);
+
   // --- membership (PROTOCOL.md 6.2, 6.4) ---
   // Links at the stream's current tail (backfill, explicit add of an existing stream): no history is
   // replayed. An existing link keeps its cursor and only gains the flag.

@@ -451,3 +451,112 @@ TEST(subscription_manager, shutdown_cancels_timers) {
 
 }  // namespace
 }  // namespace weir::subscriptions
+
+namespace weir::subscriptions {
+namespace {
+
+// Subscriptions survive a restart: cursors, generation and links come back; tails are re-learned.
+TEST(subscription_manager, persists_and_restores) {
+  std::vector<std::string> snapshots;
+  manual_clock clock;
+  fake_scheduler sched{clock};
+  fake_host host;
+  fake_transport transport;
+  auto key = *signing_key::generate();
+  manager_options opts{true, 30'000, 10'000, 3'600'000};
+  opts.persist = [&](std::string s) { snapshots.push_back(std::move(s)); };
+  std::string auth, wake_id;
+  {
+    subscription_manager m(sched, host, transport, clock, key, token_signer(token_signer::random_secret()),
+                           opts);
+    std::optional<control_response> out;
+    m.handle(control_request{http::method::put, webhook_sub(), {}, root, "subscriptions/s", origin},
+             [&](control_response r) { out = std::move(r); });
+    sched.drain();
+    ASSERT_EQ(out->status, 201);
+    sched.advance(25);
+    ASSERT_EQ(snapshots.size(), 1u);  // debounced: one write for the create
+    m.on_stream_created(host.put("/v1/stream/events/a", 2));
+    sched.drain();
+    json_doc note(transport.sent.at(0).req.body);
+    transport.answer(200, "{}");
+    sched.drain();
+    m.handle(
+        control_request{http::method::post,
+                        ack_body(str(note["wake_id"]), 1, "events/a", fake_host::offset(1), true),
+                        "Bearer " + str(note["callback_token"]), root, "subscriptions/s/callback", origin},
+        [&](control_response r) { out = std::move(r); });
+    sched.drain();
+    ASSERT_EQ(out->status, 200) << out->body;
+    m.shutdown();  // flushes the pending snapshot at once
+    ASSERT_GE(snapshots.size(), 2u);
+  }
+  auto restored = decode_snapshot(snapshots.back());
+  ASSERT_TRUE(restored.has_value()) << restored.err().reason;
+  // The callback's next_wake opened generation 2 (offset 2 was still pending) before the shutdown.
+  EXPECT_EQ((*restored)[0].generation, 2u);
+
+  fake_transport transport2;
+  subscription_manager m2(sched, host, transport2, clock, key, token_signer(token_signer::random_secret()),
+                          opts);
+  m2.restore(std::move(*restored));
+  sched.drain();
+  const auto* s = m2.find(root, "s");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->links().at("events/a").acked_offset, fake_host::offset(1));
+  // events/a still has offset 2 unprocessed: the restored subscription wakes with the next generation.
+  EXPECT_EQ(s->generation(), 3u);
+  ASSERT_EQ(transport2.sent.size(), 1u);
+  json_doc note(transport2.sent[0].req.body);
+  EXPECT_EQ(int64_t(note["generation"]), 3);
+  EXPECT_EQ(str(note["callback_url"]), "http://127.0.0.1:4437/v1/stream/__ds/subscriptions/s/callback");
+  m2.shutdown();
+}
+
+// PROTOCOL.md 7.1: the retry schedule (next_attempt_at) survives a restart.
+TEST(subscription_manager, restores_the_retry_schedule) {
+  std::vector<std::string> snapshots;
+  manual_clock clock;
+  fake_scheduler sched{clock};
+  fake_host host;
+  fake_transport transport;
+  auto key = *signing_key::generate();
+  manager_options opts{true, 30'000, 10'000, 3'600'000};
+  opts.persist = [&](std::string s) { snapshots.push_back(std::move(s)); };
+  {
+    subscription_manager m(sched, host, transport, clock, key, token_signer(token_signer::random_secret()),
+                           opts);
+    std::optional<control_response> out;
+    m.handle(
+        control_request{
+            http::method::put, webhook_sub("events/*", 60'000), {}, root, "subscriptions/s", origin},
+        [&](control_response r) { out = std::move(r); });
+    sched.drain();
+    m.on_stream_created(host.put("/v1/stream/events/a", 2));
+    sched.drain();
+    for (int i = 0; i < 3; ++i) {  // back-offs of about 1 s and 2 s, then a third failure (about 4 s)
+      transport.answer(500);
+      sched.advance(i < 2 ? (1 << i) * 1200 + 1 : 0);
+    }
+    m.shutdown();
+  }
+  auto restored = decode_snapshot(snapshots.back());
+  ASSERT_TRUE(restored.has_value());
+  ASSERT_EQ(restored->size(), 1u);
+  EXPECT_TRUE((*restored)[0].failed);
+  EXPECT_EQ((*restored)[0].failed_attempts, 3);
+  EXPECT_GT((*restored)[0].retry_at_wall_ms, clock.wall_ms() + 3'000);
+
+  fake_transport transport2;
+  subscription_manager m2(sched, host, transport2, clock, key, token_signer(token_signer::random_secret()),
+                          opts);
+  m2.restore(std::move(*restored));
+  sched.advance(3'000);
+  EXPECT_EQ(transport2.sent.size(), 0u);  // still backing off
+  sched.advance(2'000);
+  EXPECT_EQ(transport2.sent.size(), 1u);
+  m2.shutdown();
+}
+
+}  // namespace
+}  // namespace weir::subscriptions
