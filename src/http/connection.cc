@@ -459,8 +459,8 @@ void connection::send_out() {
   if (fd_ < 0 || phase_ == phase::lingering) return;
   if (!want_write_) write_progress_ms_ = ctx_->loop->now_ms();
   while (!out_.empty()) {
+    ctx_->sends.add();  // before the call: a peer that sees the bytes also sees the count
     auto n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
-    ctx_->sends.add();
     if (n > 0) {
       out_.consume(static_cast<std::size_t>(n));
       write_progress_ms_ = ctx_->loop->now_ms();

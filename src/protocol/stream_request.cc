@@ -143,7 +143,15 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
     if (auto inm = header(req, "if-none-match")) r.if_none_match = std::string(*inm);
   }
 
-  if (r.op == operation::create || r.op == operation::append) r.body = std::string(req.body);
+  if (r.op == operation::create || r.op == operation::append) {
+    r.has_body = !req.body.empty();
+    if (r.op == operation::create && r.fork && !r.has_content_type) {
+      r.raw_body = std::string(req.body);
+    } else {
+      r.payload = make_payload(req.body, r.has_content_type ? std::string_view(r.content_type)
+                                                            : std::string_view("application/octet-stream"));
+    }
+  }
   return out;
 }
 

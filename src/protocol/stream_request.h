@@ -10,6 +10,7 @@
 
 #include "base/result.h"
 #include "http/exchange.h"
+#include "protocol/json_mode.h"
 #include "protocol/errors.h"
 #include "protocol/offset_token.h"
 #include "streams/command.h"
@@ -48,7 +49,13 @@ struct stream_request {
   std::optional<std::string> cursor;
   std::optional<std::string> if_none_match;
 
-  std::string body;
+  // The body, processed on the connection's core: JSON validation and flattening when the content
+  // type that applies is application/json (the request's, or the default for a create). A fork
+  // without a Content-Type inherits its source's type, known only later: its body stays raw in
+  // `raw_body` until then.
+  streams::payload payload;
+  std::string raw_body;
+  bool has_body = false;
 };
 
 struct request_limits {

@@ -56,7 +56,7 @@ response append_response(const streams::outcome& o, const stream_request& req) {
   if (o.code != streams::errc::ok) return outcome_error(o);
   const streams::stream_meta& m = *o.meta;
   // 5.2.1: an accepted producer append is 200; duplicates, plain appends and closes are 204.
-  bool producer_accepted = req.producer && !o.duplicate && !req.body.empty();
+  bool producer_accepted = req.producer && !o.duplicate && req.has_body;
   response r = ok(producer_accepted ? 200 : 204);
   add_tail(r, m);
   if (m.closed) r.add(hdr::closed, "true");

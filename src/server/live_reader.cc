@@ -120,12 +120,16 @@ class sse_session final : public live_reader {
         });
   }
 
+  // Sends what the stream has past at_, one data event per read chunk, each followed by a control
+  // event. During catch-up it stops after `step_bytes` and waits until the connection has sent most
+  // of it (flow control: never queue a whole stream on a slow reader).
   void pump(bool first) {
-    if (done_) return;
+    if (done_ || awaiting_ack_) return;
     std::string out;
     bool closed_sent = false;
     bool any = false;
-    for (int rounds = 0; rounds < 64; ++rounds) {  // bounded per wake; a later wake continues
+    bool more = false;
+    while (true) {
       streams::read_result rr = shard_.machine().read(req_.path, at_, shard_.options().read_chunk_bytes);
       if (rr.code != streams::errc::ok) {
         if (!out.empty()) send_stream_chunk(ex_, std::move(out), false);
@@ -151,9 +155,43 @@ class sse_session final : public live_reader {
         break;
       }
       if (p.up_to_date) break;
+      if (out.size() >= step_bytes) {
+        more = true;
+        break;
+      }
     }
     if (closed_sent) return end(std::move(out));  // 5.8: close the connection after streamClosed
+    if (more) return send_with_ack(std::move(out));
     if (!out.empty()) send_stream_chunk(ex_, std::move(out), false);
+  }
+
+  void send_with_ack(std::string out) {
+    awaiting_ack_ = true;
+    std::weak_ptr<live_reader> weak = weak_from_this();
+    io::event_loop* home = &shard_.loop();
+    send_stream_chunk_then(ex_, std::move(out), [weak, home](std::size_t queued) {
+      home->post([weak, queued] {
+        if (auto self = weak.lock()) static_cast<sse_session*>(self.get())->on_ack(queued);
+      });
+    });
+  }
+
+  void on_ack(std::size_t queued) {
+    if (done_) return;
+    if (queued > low_water_bytes) {
+      // Still draining: look again shortly.
+      std::weak_ptr<live_reader> weak = weak_from_this();
+      probe_timer_ = shard_.loop().add_timer(std::chrono::milliseconds(5), [weak] {
+        if (auto self = weak.lock()) {
+          auto* s = static_cast<sse_session*>(self.get());
+          s->probe_timer_ = 0;
+          if (!s->done_) s->send_with_ack("");
+        }
+      });
+      return;
+    }
+    awaiting_ack_ = false;
+    pump(false);
   }
 
   void end(std::string last) {
@@ -167,7 +205,11 @@ class sse_session final : public live_reader {
   void cancel_timers() {
     shard_.loop().cancel_timer(lifetime_);
     shard_.loop().cancel_timer(keep_alive_);
+    if (probe_timer_ != 0) shard_.loop().cancel_timer(probe_timer_);
   }
+
+  static constexpr std::size_t step_bytes = 1 << 20;
+  static constexpr std::size_t low_water_bytes = 256 * 1024;
 
   stream_shard& shard_;
   protocol::stream_request req_;
@@ -178,6 +220,8 @@ class sse_session final : public live_reader {
   bool done_ = false;
   io::event_loop::timer_id lifetime_ = 0;
   io::event_loop::timer_id keep_alive_ = 0;
+  io::event_loop::timer_id probe_timer_ = 0;
+  bool awaiting_ack_ = false;
 };
 
 }  // namespace

@@ -52,4 +52,15 @@ void send_stream_chunk(http::exchange ex, std::string data, bool end) {
   });
 }
 
+void send_stream_chunk_then(http::exchange ex, std::string data, std::function<void(std::size_t)> written) {
+  on_connection_core(ex, [ex, data = std::move(data), written = std::move(written)]() mutable {
+    if (!ex.alive()) return;
+    if (!data.empty()) {
+      ex.write(data);
+      ex.flush();
+    }
+    written(ex.buffered_bytes());
+  });
+}
+
 }  // namespace weir::server

@@ -2,6 +2,7 @@
 // be used on its connection's core, so the answer hops there when needed.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "http/exchange.h"
@@ -15,5 +16,10 @@ void send_response(http::exchange ex, protocol::response r);
 // Streamed responses (SSE): head, chunks and end, each delivered on ex.loop() in call order.
 void send_stream_head(http::exchange ex, protocol::response head);
 void send_stream_chunk(http::exchange ex, std::string data, bool end);
+
+// Flow control for streamed responses: writes `data` (may be empty) on ex.loop(), then calls
+// `written(bytes still queued on the connection)` there. `written` is not called when the exchange is
+// gone.
+void send_stream_chunk_then(http::exchange ex, std::string data, std::function<void(std::size_t)> written);
 
 }  // namespace weir::server

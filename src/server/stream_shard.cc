@@ -36,7 +36,7 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
       if (req.has_content_type) c.content_type = req.content_type;
       // JSON processing follows the request's own Content-Type: an append only succeeds when it
       // matches the stream's.
-      c.body = protocol::make_payload(req.body, req.content_type);
+      c.body = std::move(req.payload);
       c.stream_seq = req.stream_seq;
       c.producer = req.producer;
       c.close = req.closed;
@@ -73,8 +73,7 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   c.closed = req.closed;
   c.now_ms = now;
   if (!req.fork) {
-    c.initial = protocol::make_payload(req.body,
-                                       c.content_type.empty() ? "application/octet-stream" : c.content_type);
+    c.initial = std::move(req.payload);
     streams::outcome o = execute(c);
     send_response(ex, protocol::create_response(o, req));
     return;
@@ -132,8 +131,8 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
       f.resolved.prefix = protocol::make_payload(rec.substr(0, f.sub_offset), "application/octet-stream");
     }
   }
-  std::string effective_ct = c.content_type.empty() ? f.resolved.source_content_type : c.content_type;
-  c.initial = protocol::make_payload(req.body, effective_ct);
+  c.initial = req.has_content_type ? std::move(req.payload)
+                                    : protocol::make_payload(req.raw_body, f.resolved.source_content_type);
   c.fork = std::move(f);
   streams::outcome o = execute(c);
   send_response(ex, protocol::create_response(o, req));

@@ -58,7 +58,8 @@ status truncate_file(env& e, const std::string& path, std::uint64_t size) {
 
 }  // namespace
 
-result<recovered_log> recover_log(env& e, const std::string& dir, const record_visitor& visit) {
+result<recovered_log> recover_log(env& e, const std::string& dir, const record_visitor& visit,
+                                  const checkpoint_visitor& restore) {
   if (auto st = e.create_dirs(dir); !st) return st.err();
   recovered_log out;
 
@@ -66,6 +67,9 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
   if (!ckpt) return ckpt.err();
   out.latest_checkpoint = std::move(*ckpt);
   const lsn covered = out.latest_checkpoint ? out.latest_checkpoint->covered : lsn{0};
+  if (out.latest_checkpoint && restore) {
+    if (auto st = restore(*out.latest_checkpoint); !st) return st.err();
+  }
 
   auto names = e.list_dir(dir);
   if (!names) return names.err();

@@ -7,7 +7,7 @@
 //     it) is truncated and logged: those bytes were never acknowledged;
 //   * any other damage (a bad record followed by valid ones, a bad record in an older segment, a
 //     missing segment, an lsn gap) stops the start with errc::corruption naming the file and offset;
-//   * hands every record after the checkpoint to `visit`, in lsn order.
+//   * hands the checkpoint to `restore`, then every record after it to `visit`, in lsn order.
 #pragma once
 
 #include <functional>
@@ -45,7 +45,10 @@ struct record_view {
 };
 
 using record_visitor = std::function<status(const record_view&)>;
+// Called once with the checkpoint recovery will use, before the first record is visited.
+using checkpoint_visitor = std::function<status(const checkpoint&)>;
 
-result<recovered_log> recover_log(env& e, const std::string& dir, const record_visitor& visit);
+result<recovered_log> recover_log(env& e, const std::string& dir, const record_visitor& visit,
+                                  const checkpoint_visitor& restore = {});
 
 }  // namespace weir::storage

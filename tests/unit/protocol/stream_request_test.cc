@@ -50,7 +50,9 @@ TEST(stream_request, create_with_ttl_and_fork) {
   EXPECT_EQ(r.fork->source, "/v1/stream/src");
   EXPECT_EQ(r.fork->offset->value(), 3u);
   EXPECT_EQ(r.fork->sub_offset, 2u);
-  EXPECT_EQ(r.body, "body");
+  EXPECT_TRUE(r.has_body);
+  ASSERT_TRUE(r.payload.bytes);
+  EXPECT_EQ(*r.payload.bytes, "body");
 }
 
 TEST(stream_request, create_errors) {

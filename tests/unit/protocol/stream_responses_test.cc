@@ -63,7 +63,7 @@ TEST(stream_responses, producer_errors) {
 
 TEST(stream_responses, append_statuses) {
   stream_request req;
-  req.body = "x";
+  req.has_body = true;
   streams::outcome o;
   o.meta = meta();
   EXPECT_EQ(append_response(o, req).status, 204);

@@ -224,6 +224,21 @@ TEST_F(log_recovery, checkpoint_replays_only_later_records_and_reclaims_older_se
   EXPECT_EQ(testing::string_of(rec->latest_checkpoint->blob), "state after r1..r5");
   EXPECT_EQ(payloads_of(got), (std::vector<std::string>{"r6", "r7", "r8", "r9"}));
   EXPECT_EQ(got.front().seq, lsn{6});
+
+  // The restore hook sees the checkpoint before the first replayed record.
+  std::vector<std::string> order;
+  auto again = recover_log(
+      e, dir,
+      [&](const record_view& v) -> status {
+        order.push_back(testing::string_of(v.payload));
+        return {};
+      },
+      [&](const checkpoint& c) -> status {
+        order.push_back("checkpoint@" + std::to_string(c.covered.value()));
+        return {};
+      });
+  ASSERT_TRUE(again);
+  EXPECT_EQ(order, (std::vector<std::string>{"checkpoint@5", "r6", "r7", "r8", "r9"}));
 }
 
 TEST_F(log_recovery, a_newer_checkpoint_replaces_the_older_one) {
