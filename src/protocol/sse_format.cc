@@ -6,6 +6,12 @@ namespace weir::protocol {
 
 void append_data_event(std::string& out, std::string_view payload) {
   out += "event: data\n";
+  if (payload.find('\n') == std::string_view::npos && payload.find('\r') == std::string_view::npos) {
+    out += "data:";
+    out += payload;
+    out += "\n\n";
+    return;
+  }
   std::size_t start = 0;
   while (true) {
     std::size_t brk = payload.find_first_of("\r\n", start);
@@ -40,29 +46,24 @@ void append_control_event(std::string& out, const control_fields& c) {
 
 std::string base64_encode(std::string_view in) {
   static constexpr char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
+  std::string out((in.size() + 2) / 3 * 4, '=');
+  const auto* src = reinterpret_cast<const unsigned char*>(in.data());
+  char* dst = out.data();
   std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    std::uint32_t v = (static_cast<unsigned char>(in[i]) << 16) |
-                      (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += table[(v >> 6) & 63];
-    out += table[v & 63];
+  for (; i + 2 < in.size(); i += 3, dst += 4) {
+    std::uint32_t v = (std::uint32_t{src[i]} << 16) | (std::uint32_t{src[i + 1]} << 8) | src[i + 2];
+    dst[0] = table[(v >> 18) & 63];
+    dst[1] = table[(v >> 12) & 63];
+    dst[2] = table[(v >> 6) & 63];
+    dst[3] = table[v & 63];
   }
-  if (i + 1 == in.size()) {
-    std::uint32_t v = static_cast<unsigned char>(in[i]) << 16;
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    std::uint32_t v =
-        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += table[(v >> 6) & 63];
-    out += '=';
+  std::size_t rest = in.size() - i;
+  if (rest > 0) {
+    std::uint32_t v = std::uint32_t{src[i]} << 16;
+    if (rest == 2) v |= std::uint32_t{src[i + 1]} << 8;
+    dst[0] = table[(v >> 18) & 63];
+    dst[1] = table[(v >> 12) & 63];
+    if (rest == 2) dst[2] = table[(v >> 6) & 63];
   }
   return out;
 }
