@@ -360,8 +360,20 @@ void connection::write_error(int status, std::string_view reason) {
   body_.clear();
 }
 
+void connection::check_thread() const {
+  // Catches the common mistake of answering from the core that did the work instead of hopping back with
+  // exchange.loop()->post(). (Calls from no loop at all, e.g. cleanup after run() returned, are let
+  // through: by then every connection is closed and the call is a no-op.)
+  auto* cur = io::event_loop::current();
+  WEIR_ASSERT(cur == nullptr || cur == ctx_->loop,
+              "exchange used off its core: called on loop {} for a connection of loop {}",
+              io::event_loop::current() ? static_cast<int>(io::event_loop::current()->index()) : -1,
+              ctx_->loop->index());
+}
+
 void connection::respond(std::uint64_t gen, int status, std::span<const header> headers,
                          std::string_view body) {
+  check_thread();
   if (gen != generation_ || phase_ != phase::awaiting) return;
   if (ctx_->draining) keep_alive_ = false;
   bool has_body = status_has_body(status);
@@ -372,6 +384,7 @@ void connection::respond(std::uint64_t gen, int status, std::span<const header> 
 }
 
 void connection::begin_stream(std::uint64_t gen, int status, std::span<const header> headers) {
+  check_thread();
   if (gen != generation_ || phase_ != phase::awaiting) return;
   if (ctx_->draining) keep_alive_ = false;
   body_allowed_ = status_has_body(status) && !is_head_;
@@ -384,6 +397,7 @@ void connection::begin_stream(std::uint64_t gen, int status, std::span<const hea
 }
 
 void connection::write(std::uint64_t gen, std::string_view data) {
+  check_thread();
   if (gen != generation_ || phase_ != phase::streaming || !body_allowed_ || data.empty() ||
       backlog_exceeded_) {
     return;
@@ -410,17 +424,20 @@ void connection::write(std::uint64_t gen, std::string_view data) {
 }
 
 void connection::flush(std::uint64_t gen) {
+  check_thread();
   if (gen != generation_ || phase_ != phase::streaming || in_handler_) return;
   send_out();
 }
 
 void connection::end(std::uint64_t gen) {
+  check_thread();
   if (gen != generation_ || phase_ != phase::streaming) return;
   if (chunked_out_) out_.append("0\r\n\r\n");
   after_exchange();
 }
 
 void connection::set_on_close(std::uint64_t gen, std::function<void()> fn) {
+  check_thread();
   if (exchange_alive(gen)) on_close_ = std::move(fn);
 }
 

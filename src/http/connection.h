@@ -57,6 +57,7 @@ class connection final : public io::io_handler {
   };
   enum class deadline_kind : std::uint8_t { none, idle, head, body, write, linger };
 
+  void check_thread() const;  // exchange calls must come from the connection's core
   void drive();
   std::size_t process(std::string_view data);
   void dispatch(std::string_view raw, std::string_view body);
