@@ -174,10 +174,10 @@ void log_writer::write_batch(batch& b) {
   acks.reserve(b.records.size());
 
   auto fail = [&](const error& cause) {
-    undo(cause, start_segment, start_size, start_lsn, retired);
+    error reported = undo(cause, start_segment, start_size, start_lsn, retired);
     failed_batches_.fetch_add(1, std::memory_order_relaxed);
-    exec_([recs = std::move(b.records), cause]() mutable {
-      for (auto& r : recs) r.done(cause);
+    exec_([recs = std::move(b.records), reported]() mutable {
+      for (auto& r : recs) r.done(reported);
     });
   };
 
@@ -235,8 +235,8 @@ status log_writer::roll(std::vector<std::unique_ptr<writable_file>>& retired) {
   return {};
 }
 
-void log_writer::undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
-                      std::vector<std::unique_ptr<writable_file>>& retired) {
+error log_writer::undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
+                       std::vector<std::unique_ptr<writable_file>>& retired) {
   log::warn("storage: {}: batch from lsn {} failed ({}); undoing it", dir_, start_lsn.value(), cause.reason);
   next_lsn_ = start_lsn;
   status st;
@@ -259,10 +259,15 @@ void log_writer::undo(const error& cause, segment_id start_segment, std::uint64_
                st.err().reason);
     poisoned_ =
         make_error(errc::poisoned, fmt::format("log {} needs a restart after: {}", dir_, st.err().reason));
-    return;
+    // Part of the batch may already be durable (a roll syncs the old segment) and the cut is not: these
+    // records may or may not survive a crash, so say so rather than report a clean failure.
+    return make_error(errc::poisoned,
+                      fmt::format("{}; undo failed ({}): the records may or may not be in the log",
+                                  cause.reason, st.err().reason));
   }
   segments_.back().size = start_size;
   segments_.back().last = lsn{start_lsn.value() - 1};
+  return cause;
 }
 
 void log_writer::periodic_sync() {

@@ -15,8 +15,9 @@
 // Failures. A batch that fails to write or sync (ENOSPC, EIO) is undone: the files are cut back to where
 // the batch began (and that cut synced), lsns are handed out again, every append of the batch completes
 // with the error, and the writer goes on serving the next batch (so service resumes when space returns).
-// If the undo itself fails, the writer is poisoned: every later append fails with errc::poisoned until
-// the process restarts and recovery runs.
+// If the undo itself fails, the writer is poisoned: the batch's appends complete with errc::poisoned
+// (outcome unknown: they may or may not survive a crash) and every later append fails with errc::poisoned
+// (not written) until the process restarts and recovery runs.
 #pragma once
 
 #include <atomic>
@@ -112,8 +113,9 @@ class log_writer {
   void run();
   void write_batch(batch& b);
   status roll(std::vector<std::unique_ptr<writable_file>>& retired);
-  void undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
-            std::vector<std::unique_ptr<writable_file>>& retired);
+  // Returns the error to complete the batch's appends with: `cause`, or errc::poisoned if the undo failed.
+  error undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
+             std::vector<std::unique_ptr<writable_file>>& retired);
   status sync_active();
   void periodic_sync();
   void do_checkpoint(pending_checkpoint& c);

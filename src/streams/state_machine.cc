@@ -59,10 +59,12 @@ stream_meta state_machine::snapshot(const stream_state& s) const {
   return m;
 }
 
-void state_machine::erase(const std::string& path, outcome& out) {
+void state_machine::erase(const std::string& path_ref, outcome& out) {
+  std::string path = path_ref;  // the reference may point into the entry being erased
   auto it = streams_.find(path);
   WEIR_ASSERT(it != streams_.end(), "erase of unknown stream {}", path);
   if (it->second.fork) out.release.push_back(it->second.fork->source);
+  expiring_.erase(path);
   streams_.erase(it);
   out.removed.push_back(path);
   out.mutated = true;
@@ -155,6 +157,7 @@ outcome state_machine::create(const create_command& c) {
 
   auto [it, inserted] = streams_.emplace(c.path, std::move(s));
   WEIR_ASSERT(inserted, "stream {} created twice", c.path);
+  if (!it->second.meta.expiry.none()) expiring_.insert(c.path);
   out.code = errc::ok;
   out.mutated = true;
   out.created = true;
@@ -421,8 +424,10 @@ std::vector<stream_meta> state_machine::list(std::string_view prefix, std::int64
 
 std::vector<std::string> state_machine::expired(std::int64_t now_ms) const {
   std::vector<std::string> out;
-  for (const auto& [path, s] : streams_) {
-    if (!s.soft_deleted && is_expired(s, now_ms)) out.push_back(path);
+  for (const std::string& path : expiring_) {
+    auto it = streams_.find(path);
+    WEIR_ASSERT(it != streams_.end(), "expiring stream {} is not a stream", path);
+    if (!it->second.soft_deleted && is_expired(it->second, now_ms)) out.push_back(path);
   }
   return out;
 }

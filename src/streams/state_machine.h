@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "streams/command.h"
@@ -137,6 +138,7 @@ class state_machine {
   stream_meta snapshot(const stream_state& s) const;
 
   std::unordered_map<std::string, stream_state> streams_;
+  std::unordered_set<std::string> expiring_;  // streams with a TTL or Expires-At (what the sweeper scans)
   std::uint64_t next_generation_ = 1;
 };
 

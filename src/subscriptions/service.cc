@@ -2,6 +2,7 @@
 
 #include <strings.h>
 
+#include <atomic>
 #include <stdexcept>
 
 #include "base/log.h"
@@ -90,6 +91,7 @@ struct service::impl {
         manager(sched, host, sender, clock, key, token_signer(token_signer::random_secret()),
                 make_manager_options(opts, writer.get())) {
     manager.restore(load_snapshot(opts.data_dir));
+    count.store(manager.size(), std::memory_order_release);
   }
 
   loop_scheduler sched;
@@ -97,6 +99,7 @@ struct service::impl {
   std::shared_ptr<const signing_key> key;
   std::unique_ptr<snapshot_writer> writer;  // outlives the manager, which feeds it
   subscription_manager manager;
+  std::atomic<std::size_t> count{0};  // manager.size(), readable from any core
 };
 
 service::service(io::event_loop& home, stream_host& host, const clock_source& clock, service_options opts)
@@ -120,6 +123,7 @@ void service::handle(const http::request& req, std::string_view root, std::strin
 
 void service::handle(const control_request& req, http::exchange ex) {
   impl_->manager.handle(req, [ex](control_response r) { answer(ex, std::move(r)); });
+  impl_->count.store(impl_->manager.size(), std::memory_order_release);
 }
 
 void service::on_stream_created(const stream_info& s) {
@@ -130,6 +134,10 @@ void service::on_stream_appended(const stream_info& s) {
 }
 void service::on_stream_deleted(std::string_view path) {
   impl_->manager.on_stream_deleted(path);
+}
+
+bool service::has_subscriptions() const {
+  return impl_->count.load(std::memory_order_acquire) != 0;
 }
 
 void service::shutdown() {

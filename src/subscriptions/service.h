@@ -87,6 +87,10 @@ class service {
   void on_stream_appended(const stream_info& s);  // tail_offset is the new tail
   void on_stream_deleted(std::string_view path);
 
+  // Thread-safe: whether any subscription exists. The cores that own streams may skip reporting stream
+  // events to the home loop while this is false (a subscription created later backfills by listing).
+  bool has_subscriptions() const;
+
   // Stops webhook delivery threads and timers (called before the loops stop).
   void shutdown();
 

@@ -114,6 +114,10 @@ result<subscription_config> parse_subscription_config(std::string_view body, con
     if (!*wake) return invalid("'wake_stream' is required for pull-wake subscriptions");
     auto n = normalize_stream_path(**wake);
     if (!n) return invalid("'wake_stream' is not a valid stream path");
+    // A subscription woken by appends to its own wake stream would wake itself forever.
+    if (std::binary_search(cfg.streams.begin(), cfg.streams.end(), *n)) {
+      return invalid("'wake_stream' cannot also be a subscribed stream");
+    }
     cfg.wake_stream = std::move(*n);
   }
 

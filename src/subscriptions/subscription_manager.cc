@@ -421,6 +421,11 @@ void subscription_manager::write_snapshot() {
 void subscription_manager::add_streams(entry& e, std::string_view body, responder respond) {
   auto paths = parse_membership_request(body);
   if (!paths) return respond(from_config_error(paths.err()));
+  for (const auto& p : *paths) {
+    if (p == e.state.config().wake_stream) {
+      return respond(fail(400, "INVALID_REQUEST", "the wake stream cannot also be a subscribed stream"));
+    }
+  }
   auto left = std::make_shared<std::size_t>(paths->size() + 1);
   auto finish = std::make_shared<responder>(std::move(respond));
   std::string key = e.key;

@@ -83,6 +83,8 @@ class subscription_manager {
   // Writes a pending snapshot now, cancels every timer and ignores every later completion.
   void shutdown();
 
+  std::size_t size() const { return subs_.size(); }
+
   // Tests: the state of a subscription (nullptr when absent).
   const subscription_state* find(std::string_view root, std::string_view id) const;
 
