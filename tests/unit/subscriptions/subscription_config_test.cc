@@ -98,6 +98,8 @@ TEST(subscription_config, rejects_invalid_bodies) {
             config_errc::invalid_request);
   EXPECT_EQ(error_of(R"({"type":"pull-wake","streams":[1],"wake_stream":"w"})"),
             config_errc::invalid_request);
+  EXPECT_EQ(error_of(R"({"type":"pull-wake","streams":["a","w"],"wake_stream":"/w"})"),
+            config_errc::invalid_request);
   EXPECT_EQ(error_of(R"({"type":"pull-wake","streams":["a"],"wake_stream":"w","description":5})"),
             config_errc::invalid_request);
 }

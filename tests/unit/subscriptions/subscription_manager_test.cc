@@ -435,6 +435,8 @@ TEST(subscription_manager, wrong_delivery_type_endpoints) {
   EXPECT_EQ(h.call(http::method::post, "subscriptions/w/claim", R"({"worker":"x"})").status, 400);
   EXPECT_EQ(h.call(http::method::get, "subscriptions/p/claim").status, 405);
   EXPECT_EQ(h.call(http::method::post, "subscriptions/p/bogus").status, 404);
+  EXPECT_EQ(h.call(http::method::post, "subscriptions/p/streams", R"({"streams":["wake/pool"]})").status,
+            400);
 }
 
 TEST(subscription_manager, shutdown_cancels_timers) {
