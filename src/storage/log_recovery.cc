@@ -162,6 +162,17 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
     expected = next;
   }
 
+  // Make what recovery saw durable before anything builds on it: a writer that died poisoned may have
+  // left an undo (a cut of the last segment, a removed segment) in the page cache only, and a later
+  // power loss must not bring those records back under lsns that get reused.
+  if (!out.segments.empty()) {
+    auto last = e.open_writable(join_path(dir, format::segment_file_name(out.segments.back().id)),
+                                open_mode::open_existing);
+    if (!last) return last.err();
+    if (auto st = (*last)->sync(); !st) return st.err();
+  }
+  if (auto st = e.sync_dir(dir); !st) return st.err();
+
   out.next_lsn = expected.value_or(lsn{covered.value() + 1});
   if (out.segments.empty()) {
     out.start_new_segment = true;

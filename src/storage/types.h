@@ -33,7 +33,7 @@ enum class errc : int {
   already_exists,
   closed,  // the writer is stopping or stopped
   invalid_argument,
-  poisoned,  // an earlier unrecoverable I/O error: restart (recovery) needed
+  poisoned,  // an I/O error the writer could not undo: restart (recovery) needed; 503
 };
 
 inline const char* errc_name(errc e) {
