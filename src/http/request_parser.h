@@ -30,9 +30,9 @@ inline constexpr std::size_t max_headers = 100;
 enum class body_framing : std::uint8_t { none, content_length, chunked };
 
 struct parser_limits {
-  std::size_t max_request_line = 8 * 1024;     // request line without CRLF; over it: 414
-  std::size_t max_head_bytes = 32 * 1024;      // request line + headers + final CRLF; over it: 431
-  std::uint64_t max_body_bytes = 64ull << 20;  // declared Content-Length over it: 413
+  std::size_t max_request_line = std::size_t{8} * 1024;  // request line without CRLF; over it: 414
+  std::size_t max_head_bytes = std::size_t{32} * 1024;   // request line + headers + final CRLF; over it: 431
+  std::uint64_t max_body_bytes = 64ull << 20;            // declared Content-Length over it: 413
 };
 
 struct request_head {

@@ -357,6 +357,7 @@ TEST(request_parser, size_limits) {
 const std::vector<std::string>& sample_requests() {
   static const std::vector<std::string> v = {
       "GET / HTTP/1.1\r\nHost: h\r\n\r\n",
+      // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one request written over four lines
       "\r\nGET /plaintext HTTP/1.1\r\nHost: server\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) "
       "Gecko/20130501 Firefox/30.0 AppleWebKit/600.00 Chrome/30.0.0000.0 Safari/600.00\r\n"
       "Cookie: uid=12345678901234567890; __utma=1.1234567890.1234567890.1234567890.1234567890.12\r\n"
