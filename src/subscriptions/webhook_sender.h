@@ -58,7 +58,8 @@ class curl_webhook_sender final : public webhook_transport {
     std::function<void(webhook_result)> done;
   };
   void run();
-  static webhook_result perform(const webhook_request& req, const std::atomic<bool>& stopping);
+  static webhook_result perform(void* curl_handle, const webhook_request& req,
+                                const std::atomic<bool>& stopping);
 
   std::mutex mu_;
   std::condition_variable cv_;
