@@ -28,6 +28,18 @@ std::string_view path_of_absolute_form(std::string_view target) {
   return target.substr(slash);
 }
 
+// RFC 9112 3.2 / RFC 3986 3.2.2-3.2.3: Host = uri-host [ ":" port ]. Checked by character class:
+// unreserved, sub-delims, '%' (pct-encoded), ':' and the brackets of an IP-literal. Empty is valid.
+bool valid_host(std::string_view v) {
+  constexpr std::string_view other = "-._~!$&'()*+,;=%:[]";  // unreserved, sub-delims, '%', ':', brackets
+  for (char c : v) {
+    const unsigned u = static_cast<unsigned char>(c);
+    const bool alnum = (u - '0' < 10u) || ((u | 0x20u) - 'a' < 26u);
+    if (!alnum && other.find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
 // Applies the header semantics once the head is complete: framing, Host, Connection, Expect.
 parse_result finish_head(request_head& out, std::size_t consumed, const parser_limits& limits) {
   std::size_t hosts = 0;
@@ -42,7 +54,10 @@ parse_result finish_head(request_head& out, std::size_t consumed, const parser_l
     const header& h = out.headers[i];
     switch (h.name.size()) {
       case 4:
-        if (detail::token_is(h.name, "host")) ++hosts;
+        if (detail::token_is(h.name, "host")) {
+          if (!valid_host(h.value)) return fail(400, "invalid Host");
+          ++hosts;
+        }
         break;
       case 6:
         if (detail::token_is(h.name, "expect")) {

@@ -318,6 +318,16 @@ TEST(request_parser, host_rules) {
   expect_error("GET / HTTP/1.0\r\nHost: a\r\nhost: a\r\n\r\n", 400);
   auto p = parse("GET / HTTP/1.1\r\nHost:\r\n\r\n");  // empty Host is valid (RFC 9110 7.2)
   EXPECT_EQ(p->r.status, parse_status::complete);
+  for (const char* host :
+       {"example.com", "127.0.0.1:4437", "[::1]:80", "xn--bcher-kva.example", "a_b.c~d%41"}) {
+    p = parse(std::string("GET / HTTP/1.1\r\nHost: ") + host + "\r\n\r\n");
+    EXPECT_EQ(p->r.status, parse_status::complete) << host;
+  }
+  // RFC 9112 3.2: a Host with an invalid value is 400.
+  for (const char* host :
+       {"a b", "a/b", "user@host", "h?x", "h#f", "h\"", "\xc3\xa9.example", "a\tb", "<h>"}) {
+    expect_error(std::string("GET / HTTP/1.1\r\nHost: ") + host + "\r\n\r\n", 400);
+  }
 }
 
 TEST(request_parser, size_limits) {
