@@ -87,8 +87,9 @@ void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, a
   const std::size_t size = format::record_header_size + payload.size();
   bool wake = false;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (stop_) {
+      lock.unlock();  // never call out (the executor may run inline) with the batch lock held
       exec_([done = std::move(done)] { done(make_error(errc::closed, "log is closing")); });
       return;
     }
@@ -104,8 +105,9 @@ void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, a
 
 void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, checkpoint_callback done) {
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (stop_) {
+      lock.unlock();
       exec_([done = std::move(done)] { done(make_error(errc::closed, "log is closing")); });
       return;
     }
