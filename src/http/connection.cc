@@ -56,7 +56,9 @@ void connection::open(int fd) {
   readable_ = peer_closed_ = want_write_ = close_after_write_ = false;
   idle_since_ms_ = ctx_->loop->now_ms();
   refresh_deadline();
-  if (!ctx_->loop->add_fd(fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, this)) close_now();
+  // EPOLLOUT is asked for only once a send hits EAGAIN (most connections never need it).
+  out_registered_ = false;
+  if (!ctx_->loop->add_fd(fd, EPOLLIN | EPOLLRDHUP, this)) close_now();
 }
 
 void connection::on_io(std::uint32_t events) {
@@ -486,6 +488,10 @@ void connection::send_out() {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       want_write_ = true;
+      if (!out_registered_) {
+        // Edge-triggered MOD reports EPOLLOUT at once if room appeared meanwhile: no lost wake-up.
+        out_registered_ = ctx_->loop->modify_fd(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP, this);
+      }
       refresh_deadline();
       return;
     }

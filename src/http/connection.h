@@ -107,9 +107,10 @@ class connection final : public io::io_handler {
   std::function<void()> on_close_;
 
   // Socket state.
-  bool readable_ = false;     // edge seen, not yet read to EAGAIN
-  bool peer_closed_ = false;  // FIN or error seen
-  bool want_write_ = false;   // last send hit EAGAIN
+  bool readable_ = false;        // edge seen, not yet read to EAGAIN
+  bool peer_closed_ = false;     // FIN or error seen
+  bool want_write_ = false;      // last send hit EAGAIN
+  bool out_registered_ = false;  // EPOLLOUT in the epoll interest set
   bool close_after_write_ = false;
   std::int64_t write_progress_ms_ = 0;
   std::int64_t idle_since_ms_ = 0;
