@@ -476,7 +476,7 @@ void subscription_manager::callback_or_ack(entry& e, const control_request& req,
   auto body = parse_ack_request(req.body);
   if (!body) return respond(from_config_error(body.err()));
   // PROTOCOL.md 7.3: token generation, request generation and wake id must all match the current wake.
-  if (claims->generation != body->generation || claims->wake_id != body->wake_id ||
+  if (claims->generation != body->generation || claims->wake_id != body->wake_id || expire_if_due(e) ||
       e.state.check_fence(body->generation, body->wake_id) != fence_result::ok) {
     return respond(fail(409, "FENCED", "stale wake_id or generation"));
   }
@@ -538,7 +538,7 @@ void subscription_manager::release(entry& e, const control_request& req, respond
   }
   auto body = parse_release_request(req.body);
   if (!body) return respond(from_config_error(body.err()));
-  if (claims->generation != body->generation || claims->wake_id != body->wake_id ||
+  if (claims->generation != body->generation || claims->wake_id != body->wake_id || expire_if_due(e) ||
       e.state.check_fence(body->generation, body->wake_id) != fence_result::ok) {
     return respond(fail(409, "FENCED", "stale wake_id or generation"));
   }
@@ -552,6 +552,15 @@ void subscription_manager::release(entry& e, const control_request& req, respond
 
 // ---------------------------------------------------------------------------------------------------
 // Wakes and delivery
+
+bool subscription_manager::expire_if_due(entry& e) {
+  const auto& w = e.state.current_wake();
+  if (!w || !e.state.expire_lease(w->generation, clock_.mono_ms())) return false;
+  if (e.lease_timer) sched_.cancel_timer(e.lease_timer);
+  e.lease_timer = 0;
+  pump(e);
+  return true;
+}
 
 void subscription_manager::pump(entry& e) {
   if (e.delivery_in_flight || !*alive_) return;

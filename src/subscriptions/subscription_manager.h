@@ -111,6 +111,9 @@ class subscription_manager {
 
   // Starts a wake when the subscription is idle with pending work, and delivers it.
   void pump(entry& e);
+  // A lease past its deadline whose timer has not fired yet is expired now (PROTOCOL.md 7.3), so a late
+  // request is fenced exactly as after the timer. True when it expired the wake.
+  bool expire_if_due(entry& e);
   void deliver_webhook(entry& e, const wake_state& w);
   void announce_wake(entry& e, const wake_state& w);
   void on_webhook_result(const std::string& key, std::uint64_t incarnation, std::uint64_t generation,

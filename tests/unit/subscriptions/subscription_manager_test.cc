@@ -562,3 +562,27 @@ TEST(subscription_manager, restores_the_retry_schedule) {
 
 }  // namespace
 }  // namespace weir::subscriptions
+
+namespace weir::subscriptions {
+namespace {
+
+// PROTOCOL.md 7.3: a request after the lease deadline is fenced even if the lease timer is late.
+TEST(subscription_manager, late_ack_after_lease_deadline_is_fenced) {
+  harness h;
+  h.host.put("/v1/stream/wake/pool", 0);
+  ASSERT_EQ(h.call(http::method::put, "subscriptions/p", pull_sub(1000)).status, 201);
+  h.created("events/a", 2);
+  auto c = h.call(http::method::post, "subscriptions/p/claim", R"({"worker":"w1"})");
+  ASSERT_EQ(c.status, 200);
+  json_doc claim(c.body);
+  h.clock.advance(millis(1500));  // time passes, but no timer has run yet
+  auto ack = h.call(http::method::post, "subscriptions/p/ack",
+                    ack_body(str(claim["wake_id"]), 1, "events/a", fake_host::offset(2), true),
+                    "Bearer " + str(claim["token"]));
+  EXPECT_EQ(ack.status, 409);
+  EXPECT_EQ(state_of(h, "p").links().at("events/a").acked_offset, "-1");
+  EXPECT_EQ(h.host.appended["/v1/stream/wake/pool"].size(), 2u);  // pending work woken again
+}
+
+}  // namespace
+}  // namespace weir::subscriptions
