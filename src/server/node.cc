@@ -149,19 +149,13 @@ void node::stop() {
   http_->stop();
 }
 
-int node::run(bool handle_signals) {
+status node::start() {
   std::error_code ec;
   std::filesystem::create_directories(cfg_.data_dir, ec);
-  if (ec) {
-    log::error("weir serve: cannot create data dir {}: {}", cfg_.data_dir, ec.message());
-    return 1;
-  }
-  if (handle_signals) io::signal_watcher::block_termination_signals();
+  if (ec)
+    return make_error(std::errc::io_error, "cannot create data dir " + cfg_.data_dir + ": " + ec.message());
   status st = http_->start();
-  if (!st) {
-    log::error("weir serve: {}", st.err().reason);
-    return 1;
-  }
+  if (!st) return st;
   for (auto& s : shards_) {
     stream_shard* sp = s.get();
     sp->loop().post([sp] { sp->start(); });
@@ -169,6 +163,10 @@ int node::run(bool handle_signals) {
   log::info("weir serve: listening on {}:{} ({} threads, data dir {}, long-poll {} ms, subscriptions {})",
             cfg_.host, http_->port(), shard_count(), cfg_.data_dir, cfg_.long_poll_timeout_ms,
             subs_ ? "on" : "off");
+  return {};
+}
+
+void node::run(bool handle_signals) {
   std::unique_ptr<io::signal_watcher> watcher;
   if (handle_signals) {
     watcher = std::make_unique<io::signal_watcher>([this](int signo) {
@@ -178,7 +176,6 @@ int node::run(bool handle_signals) {
   }
   http_->run();
   log::info("weir serve: stopped");
-  return 0;
 }
 
 }  // namespace weir::server

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/result.h"
 #include "http/exchange.h"
 #include "server/serve_config.h"
 #include "streams/state_machine.h"
@@ -38,8 +39,11 @@ class node {
   node(const node&) = delete;
   node& operator=(const node&) = delete;
 
-  // Binds, runs until stop() (or SIGTERM/SIGINT when `handle_signals`), drains. Returns the exit status.
-  int run(bool handle_signals);
+  // Binds the listeners and creates the data directory. After it, port() is the bound port.
+  status start();
+  // Runs every core until stop() (or SIGTERM/SIGINT when `handle_signals`; the caller must have
+  // blocked them before any thread started), then drains. Blocks.
+  void run(bool handle_signals);
   // Thread-safe: begin a graceful stop.
   void stop();
   std::uint16_t port() const;

@@ -54,8 +54,17 @@ void register_command(CLI::App& app) {
     // Before any thread exists (the subscription service starts some): every thread inherits the mask
     // and SIGTERM/SIGINT reach only the signal watcher.
     io::signal_watcher::block_termination_signals();
-    node n(std::move(cfg));
-    std::exit(n.run(true));
+    int code = 0;
+    {
+      node n(std::move(cfg));
+      if (status st = n.start(); !st) {
+        log::error("weir serve: {}", st.err().reason);
+        code = 1;
+      } else {
+        n.run(true);
+      }
+    }
+    std::exit(code);
   });
 }
 

@@ -132,7 +132,7 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
     }
   }
   c.initial = req.has_content_type ? std::move(req.payload)
-                                    : protocol::make_payload(req.raw_body, f.resolved.source_content_type);
+                                   : protocol::make_payload(req.raw_body, f.resolved.source_content_type);
   c.fork = std::move(f);
   streams::outcome o = execute(c);
   send_response(ex, protocol::create_response(o, req));

@@ -1,0 +1,159 @@
+// A whole node on loopback: requests through the real engine, streams on different cores, a fork whose
+// source lives on another core, a long-poll woken by an append, and a graceful stop.
+#include "server/node.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <string>
+#include <thread>
+
+namespace weir::server {
+namespace {
+
+struct reply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+// One request on a fresh connection (Connection: close), read to EOF.
+reply http(std::uint16_t port, const std::string& method, const std::string& path,
+           const std::map<std::string, std::string>& headers = {}, const std::string& body = "") {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
+  req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  EXPECT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  std::string raw;
+  char buf[4096];
+  for (int i = 0; i < 10000; ++i) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    raw.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  reply r;
+  auto head_end = raw.find("\r\n\r\n");
+  if (head_end == std::string::npos) return r;
+  r.status = std::stoi(raw.substr(9, 3));
+  std::size_t pos = raw.find("\r\n") + 2;
+  while (pos < head_end) {
+    auto eol = raw.find("\r\n", pos);
+    std::string line = raw.substr(pos, eol - pos);
+    auto colon = line.find(':');
+    std::string name = line.substr(0, colon);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = line.substr(colon + 2);
+    pos = eol + 2;
+  }
+  r.body = raw.substr(head_end + 4);
+  return r;
+}
+
+class node_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    serve_config cfg;
+    cfg.port = 0;
+    cfg.threads = 2;
+    cfg.long_poll_timeout_ms = 5000;
+    cfg.data_dir = ::testing::TempDir() + "weir-node-test-" + std::to_string(::getpid());
+    n_ = std::make_unique<node>(cfg);
+    ASSERT_TRUE(n_->start().has_value());
+    port_ = n_->port();
+    runner_ = std::thread([this] { n_->run(false); });
+  }
+  void TearDown() override {
+    n_->stop();
+    runner_.join();
+    n_.reset();
+  }
+
+  // A stream path owned by core `core`.
+  static std::string path_on(unsigned core, const std::string& stem) {
+    for (int i = 0; i < 1000; ++i) {
+      std::string p = "/v1/stream/" + stem + std::to_string(i);
+      if (owner_index(p, 2) == core) return p;
+    }
+    ADD_FAILURE() << "no path for core " << core;
+    return {};
+  }
+
+  std::unique_ptr<node> n_;
+  std::uint16_t port_ = 0;
+  std::thread runner_;
+};
+
+TEST_F(node_test, create_append_read_on_both_cores) {
+  for (unsigned core = 0; core < 2; ++core) {
+    std::string p = path_on(core, "basic");
+    EXPECT_EQ(http(port_, "PUT", p, {{"Content-Type", "text/plain"}}, "ab").status, 201);
+    EXPECT_EQ(http(port_, "POST", p, {{"Content-Type", "text/plain"}}, "cd").status, 204);
+    reply r = http(port_, "GET", p);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "abcd");
+    EXPECT_EQ(r.headers["stream-up-to-date"], "true");
+  }
+  EXPECT_EQ(http(port_, "GET", "/healthz").status, 200);
+}
+
+TEST_F(node_test, fork_with_source_on_another_core_and_cascading_delete) {
+  std::string src = path_on(0, "src");
+  std::string fork = path_on(1, "fork");
+  ASSERT_EQ(http(port_, "PUT", src, {{"Content-Type", "text/plain"}}, "hello").status, 201);
+  ASSERT_EQ(http(port_, "PUT", fork,
+                 {{"Stream-Forked-From", src}, {"Stream-Fork-Offset", "0000000000000000_0000000000000003"}})
+                .status,
+            201);
+  EXPECT_EQ(http(port_, "POST", fork, {{"Content-Type", "text/plain"}}, "p").body, "");
+  EXPECT_EQ(http(port_, "GET", fork).body, "help");
+  EXPECT_EQ(http(port_, "DELETE", src).status, 204);  // soft: the fork holds a reference
+  EXPECT_EQ(http(port_, "GET", src).status, 410);
+  EXPECT_EQ(http(port_, "GET", fork).body, "help");
+  EXPECT_EQ(http(port_, "DELETE", fork).status, 204);  // releases the source across cores
+  int status = 0;
+  for (int i = 0; i < 100 && status != 404; ++i) {
+    status = http(port_, "HEAD", src).status;
+    if (status != 404) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(status, 404);
+}
+
+TEST_F(node_test, long_poll_is_woken_by_an_append) {
+  std::string p = path_on(1, "live");
+  ASSERT_EQ(http(port_, "PUT", p, {{"Content-Type", "text/plain"}}).status, 201);
+  auto waiting =
+      std::async(std::launch::async, [&] { return http(port_, "GET", p + "?offset=now&live=long-poll"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(http(port_, "POST", p, {{"Content-Type", "text/plain"}}, "news").status, 204);
+  reply r = waiting.get();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "news");
+  EXPECT_FALSE(r.headers["stream-cursor"].empty());
+}
+
+TEST_F(node_test, bad_requests_do_not_disturb_the_node) {
+  EXPECT_EQ(http(port_, "PUT", "/v1/stream/%2e%2e/x").status, 400);
+  EXPECT_EQ(http(port_, "GET", "/v1/stream/x?offset=bad").status, 400);
+  EXPECT_EQ(http(port_, "PUT", "/v1/stream/j", {{"Content-Type", "application/json"}}, "{nope").status, 400);
+  EXPECT_EQ(http(port_, "GET", "/v1/stream/__ds/nothing").status / 100, 4);
+  EXPECT_EQ(http(port_, "GET", "/healthz").status, 200);
+}
+
+}  // namespace
+}  // namespace weir::server
