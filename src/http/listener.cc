@@ -48,10 +48,10 @@ void listener::on_io(std::uint32_t) {
       static constexpr char busy[] =
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 22\r\n"
           "Connection: close\r\n\r\ntoo many connections\r\n";
+      ctx_->rejected.add();  // before the send: a client that sees the 503 also sees the count
       [[maybe_unused]] auto n = ::send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL);
       ::shutdown(fd, SHUT_WR);
       ::close(fd);
-      ctx_->rejected.add();
       continue;
     }
     io::set_nodelay(fd);
