@@ -90,8 +90,16 @@ struct service::impl {
         writer(make_writer(opts.data_dir)),
         manager(sched, host, sender, clock, key, token_signer(token_signer::random_secret()),
                 make_manager_options(opts, writer.get())) {
-    manager.restore(load_snapshot(opts.data_dir));
-    count.store(manager.size(), std::memory_order_release);
+    // Restored on the home loop: it arms timers, which only the loop's own thread may touch. The file is
+    // read here so a bad snapshot still stops start-up.
+    auto subs = load_snapshot(opts.data_dir);
+    count.store(subs.size(), std::memory_order_release);
+    if (!subs.empty()) {
+      home.post([this, subs = std::move(subs)]() mutable {
+        manager.restore(std::move(subs));
+        count.store(manager.size(), std::memory_order_release);
+      });
+    }
   }
 
   loop_scheduler sched;
