@@ -81,7 +81,7 @@ double percentile(std::vector<double>& v, double p) {
 }
 
 run_result run_log(const std::string& dir, int producers, double seconds, std::size_t payload_size,
-                   const sync_policy& policy) {
+                   const sync_policy& policy, std::chrono::microseconds linger) {
   std::filesystem::remove_all(dir);
   env& e = default_posix_env();
   auto rec = recover_log(e, dir, [](const record_view&) -> weir::status { return {}; });
@@ -90,6 +90,7 @@ run_result run_log(const std::string& dir, int producers, double seconds, std::s
   log_options opts;
   opts.sync = policy;
   opts.segment_bytes = 64ull << 20;
+  opts.linger = linger;
   auto w = log_writer::open(e, dir, opts, *rec, l.exec());
   if (!w) throw std::runtime_error(w.err().reason);
 
@@ -162,11 +163,13 @@ int main(int argc, char** argv) {
   double seconds = 5;
   std::size_t payload = 256;
   std::string mode = "always";
+  long linger_us = 1000;
   app.add_option("--dir", dir, "scratch directory on the disk to measure (removed afterwards)");
   app.add_option("--producers", producers, "concurrent producers (one run per value)");
   app.add_option("--seconds", seconds, "duration of each run")->check(CLI::Range(0.1, 600.0));
   app.add_option("--payload", payload, "payload bytes per record")->check(CLI::Range(0, 1 << 20));
   app.add_option("--fsync", mode, "always | interval:MS | never");
+  app.add_option("--linger-us", linger_us, "log_options::linger in microseconds (0: off)");
   CLI11_PARSE(app, argc, argv);
   auto policy = parse_sync_policy(mode);
   if (!policy) {
@@ -179,7 +182,7 @@ int main(int argc, char** argv) {
     fmt::print("{:>9} {:>12} {:>14} {:>16} {:>10} {:>10}\n", "producers", "appends/s", "fdatasyncs/s",
                "records/batch", "p50 us", "p99 us");
     for (int p : producers) {
-      auto r = run_log(dir, p, seconds, payload, *policy);
+      auto r = run_log(dir, p, seconds, payload, *policy, std::chrono::microseconds(linger_us));
       fmt::print("{:>9} {:>12.0f} {:>14.0f} {:>16.1f} {:>10.0f} {:>10.0f}\n", p, r.appends_per_s,
                  r.syncs_per_s, r.records_per_batch, r.p50_us, r.p99_us);
     }

@@ -141,7 +141,13 @@ void log_writer::run() {
     pending_.bytes.clear();
     lock.unlock();
 
-    if (!b.records.empty()) write_batch(b);
+    if (!b.records.empty()) {
+      write_batch(b);
+      if (opts_.sync.mode == sync_mode::always && opts_.linger.count() > 0) {
+        std::unique_lock tl(tracker_->mu);
+        tracker_->cv.wait_for(tl, opts_.linger, [&] { return tracker_->ran >= posted_; });
+      }
+    }
     if (opts_.sync.mode == sync_mode::interval && dirty_ &&
         std::chrono::steady_clock::now() >= last_sync_ + opts_.sync.interval) {
       periodic_sync();
@@ -209,8 +215,14 @@ void log_writer::write_batch(batch& b) {
 
   records_.fetch_add(b.records.size(), std::memory_order_relaxed);
   batches_.fetch_add(1, std::memory_order_relaxed);
-  exec_([recs = std::move(b.records), acks = std::move(acks)]() mutable {
+  ++posted_;
+  exec_([recs = std::move(b.records), acks = std::move(acks), tracker = tracker_, n = posted_]() mutable {
     for (std::size_t i = 0; i < recs.size(); ++i) recs[i].done(acks[i]);
+    {
+      std::lock_guard lock(tracker->mu);
+      tracker->ran = n;
+    }
+    tracker->cv.notify_all();
   });
 }
 

@@ -50,6 +50,10 @@ result<sync_policy> parse_sync_policy(std::string_view text);
 struct log_options {
   std::uint64_t segment_bytes = 128ull << 20;  // roll to a new segment once a segment reaches this size
   sync_policy sync;
+  // In `always` mode, after a batch the sync thread waits up to this long for the loop to run the batch's
+  // completions (whose callbacks typically append again: the next request of the same connection) so
+  // that they join the next batch instead of the one after. 0: take the next batch at once.
+  std::chrono::microseconds linger{1000};
 };
 
 struct append_ack {
@@ -133,6 +137,16 @@ class log_writer {
   std::optional<error> poisoned_;
   bool dirty_ = false;  // written but not synced (interval / never modes)
   std::chrono::steady_clock::time_point last_sync_;
+
+  // Counts the completion tasks the executor has run (for linger); shared with those tasks, which may
+  // outlive the writer.
+  struct completion_tracker {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::uint64_t ran = 0;
+  };
+  std::shared_ptr<completion_tracker> tracker_ = std::make_shared<completion_tracker>();
+  std::uint64_t posted_ = 0;  // successful batches whose completions were handed to the executor
 
   // Shared with append()/checkpoint().
   mutable std::mutex mu_;

@@ -1,5 +1,6 @@
 #include "storage/log_writer.h"
 
+#include <functional>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -95,6 +96,30 @@ TEST(log_writer, group_commit_batches_appends_behind_an_inflight_sync) {
   EXPECT_EQ(w->stats().syncs - syncs_before, 2u) << "100 appends, 2 fdatasyncs";
   EXPECT_EQ(w->stats().batches, 2u);
   for (std::size_t i = 0; i < out.acks.size(); ++i) EXPECT_EQ(out.acks[i]->seq.value(), i + 1);
+}
+
+TEST(log_writer, linger_lets_the_loop_reappend_into_the_next_batch) {
+  // 8 closed-loop producers: each completion appends that producer's next record. With linger the sync
+  // thread waits for the completions to run before taking the next batch, so once the first appends have
+  // gone out every batch carries all 8 (without it they split into two alternating groups).
+  mem_env e;
+  completion_queue q;
+  log_options opts;
+  opts.linger = std::chrono::seconds(10);  // far longer than the test needs to run the completions
+  auto w = open_log(e, q, opts);
+  constexpr int producers = 8, rounds = 30;
+  int done = 0;
+  std::function<void(int, int)> issue = [&](int p, int round) {
+    w->append(1, bytes_of("p" + std::to_string(p)), [&, p, round](result<append_ack> r) {
+      ASSERT_TRUE(r);
+      ++done;
+      if (round + 1 < rounds) issue(p, round + 1);
+    });
+  };
+  for (int p = 0; p < producers; ++p) issue(p, 0);
+  ASSERT_TRUE(q.run_until([&] { return done == producers * rounds; }));
+  EXPECT_EQ(w->stats().records, static_cast<std::uint64_t>(producers * rounds));
+  EXPECT_LE(w->stats().batches, static_cast<std::uint64_t>(rounds + 2));
 }
 
 TEST(log_writer, segments_roll_at_the_configured_size) {
