@@ -1,5 +1,6 @@
 #include "bench/bench_runner.h"
 
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -67,6 +68,11 @@ std::string url_encode(std::string_view s) {
     }
   }
   return out;
+}
+
+// "status_503": the kind of a wrong status names it, so the report says what the server answered.
+std::string status_kind(int status) {
+  return fmt::format("status_{}", status);
 }
 
 bool success_2xx(int status) {
@@ -149,7 +155,7 @@ class level_run {
     auto cfg = config("create");
     cfg.check = [&](const http_response& resp, std::size_t w, std::uint64_t n) -> std::string {
       ++answered[w];
-      if (resp.status != 201 && resp.status != 200) return "status";
+      if (resp.status != 201 && resp.status != 200) return status_kind(resp.status);
       const auto& it = per_worker[w][n % per_worker[w].size()];
       if (it.sse != SIZE_MAX && !resp.next_offset.empty())
         sse_streams_[it.sse].start_offset = resp.next_offset;
@@ -170,7 +176,7 @@ class level_run {
     auto cfg = config("append");
     cfg.max_requests_per_worker = o_.latency_count;
     cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      return success_2xx(resp.status) ? "" : "status";
+      return success_2xx(resp.status) ? "" : status_kind(resp.status);
     };
     auto out = run_request_loop(workers, cfg, r_, progress_);
     if (out.latency.count() > 0) {
@@ -192,7 +198,7 @@ class level_run {
     auto cfg = config("write");
     cfg.duration_s = o_.throughput_secs;
     cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      return success_2xx(resp.status) ? "" : "status";
+      return success_2xx(resp.status) ? "" : status_kind(resp.status);
     };
     auto out = run_request_loop(workers, cfg, r_, progress_);
     r_.write_mib_s = static_cast<double>(out.sent_bytes) / mib / out.elapsed_s;
@@ -211,7 +217,7 @@ class level_run {
     auto prep = config("read_prepare");
     prep.max_requests_per_worker = 1;
     prep.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      return success_2xx(resp.status) ? "" : "status";
+      return success_2xx(resp.status) ? "" : status_kind(resp.status);
     };
     run_request_loop(writers, prep, r_, progress_);
 
@@ -266,7 +272,7 @@ class level_run {
     cfg.duration_s = o_.throughput_secs;
     cfg.follow = follow;
     cfg.check = [&](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      if (resp.status != 200) return "status";
+      if (resp.status != 200) return status_kind(resp.status);
       if (resp.body_bytes < o_.read_payload_bytes) return "short";
       if (resp.body_bytes > o_.read_payload_bytes) return "long";
       return "";
@@ -293,7 +299,7 @@ class level_run {
     auto cfg = config("small");
     cfg.duration_s = o_.throughput_secs;
     cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      return success_2xx(resp.status) ? "" : "status";
+      return success_2xx(resp.status) ? "" : status_kind(resp.status);
     };
     auto out = run_request_loop(workers, cfg, r_, progress_);
     r_.small_req_s = static_cast<double>(out.ok) / out.elapsed_s;
@@ -341,7 +347,7 @@ class level_run {
     cfg.max_requests_per_worker = workers[0].heads.size();
     cfg.check = [&](const http_response& resp, std::size_t w, std::uint64_t) -> std::string {
       ++answered[w];
-      return success_2xx(resp.status) ? "" : "status";
+      return success_2xx(resp.status) ? "" : status_kind(resp.status);
     };
     cfg.worker_done = [&](std::size_t w) { return answered[w] >= workers[w].heads.size(); };
     run_request_loop(workers, cfg, r_, progress_);
@@ -363,6 +369,12 @@ class level_run {
 }  // namespace
 
 result<bench_report> run_bench(const bench_options& opts) {
+  // SSE at high concurrency holds (readers + 1) connections per stream: use every descriptor allowed.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   bench_report report;
   report.tool_version = "weir bench";
   report.started_at = utc_now();

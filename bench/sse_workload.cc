@@ -56,8 +56,8 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
   sse_outcome out;
   phase_driver driver;
   auto& loop = driver.loop();
-  auto error = [&](const char* kind, std::uint64_t n = 1) {
-    if (n) result.error_kinds[std::string("sse.") + kind] += n;
+  auto error = [&](std::string_view kind, std::uint64_t n = 1) {
+    if (n) result.error_kinds["sse." + std::string(kind)] += n;
   };
 
   std::vector<writer> writers(streams.size());
@@ -135,7 +135,7 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
       if (!r.ok()) {
         error(r.error == "timeout" ? "append_timeout" : "append_transport");
       } else if (r.status != 204 && r.status != 200) {
-        error("append_status");
+        error(fmt::format("append_status_{}", r.status));
       }
       auto& wr = writers[s];
       const auto due = wr.last_sent_ns + static_cast<std::int64_t>(cfg.interval_ms) * 1'000'000;
@@ -155,7 +155,7 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
                                     if (head.status == 200) {
                                       p->live = true;
                                     } else {
-                                      error("status");
+                                      error(fmt::format("status_{}", head.status));
                                     }
                                     if (--pending_heads == 0) start_writers();
                                   },
