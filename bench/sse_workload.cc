@@ -35,9 +35,26 @@ struct reader {
   sse_event_parser parser;
   std::vector<bool> received;
   std::uint64_t got = 0;
-  bool live = false;   // 200 and streaming
-  bool ended = false;  // the server ended the stream or it failed
+  bool live = false;    // 200 and streaming
+  bool ended = false;   // the server ended the stream or it failed
+  bool opened = false;  // the first response head arrived (counted once, not per reconnect)
+  const endpoint* ep = nullptr;
+  std::string name;
+  std::string offset;  // where to resume: the last control event's streamNextOffset
+  unsigned reconnects = 0;
 };
+
+// The streamNextOffset of a control event's JSON (PROTOCOL.md 5.8), or "" if absent.
+std::string next_offset_of(std::string_view control) {
+  constexpr std::string_view key = "\"streamNextOffset\"";
+  auto pos = control.find(key);
+  if (pos == std::string_view::npos) return {};
+  pos = control.find('"', control.find(':', pos + key.size()));
+  if (pos == std::string_view::npos) return {};
+  const auto end = control.find('"', pos + 1);
+  if (end == std::string_view::npos) return {};
+  return std::string(control.substr(pos + 1, end - pos - 1));
+}
 
 struct writer {
   std::unique_ptr<http_connection> conn;
@@ -77,8 +94,9 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
       reader rd;
       rd.conn = std::make_unique<http_connection>(loop, ep);
       rd.stream = s;
-      rd.head = format_request_head("GET", ep, streams[s].name,
-                                    "offset=" + streams[s].start_offset + "&live=sse", "", 0, false);
+      rd.ep = &ep;
+      rd.name = streams[s].name;
+      rd.offset = streams[s].start_offset;
       rd.received.assign(cfg.event_count, false);
       readers.push_back(std::move(rd));
     }
@@ -148,23 +166,38 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
     });
   };
 
-  for (auto& rd : readers) {
-    reader* p = &rd;
-    rd.conn->stream(rd.head, {.on_head =
+  // A server SHOULD end an SSE response about every 60 s (PROTOCOL.md 10.2) and the client MUST then
+  // reconnect from the last streamNextOffset (5.8): a clean end is a reconnect, not an error.
+  bool finishing = false;
+  constexpr unsigned max_reconnects = 1000;
+  std::function<void(reader*)> open;
+  open = [&](reader* p) {
+    p->head = format_request_head("GET", *p->ep, p->name, "offset=" + p->offset + "&live=sse", "", 0, false);
+    p->parser = sse_event_parser{};
+    p->conn->stream(p->head, {.on_head =
                                   [&, p](const http_response& head) {
                                     if (head.status == 200) {
                                       p->live = true;
                                     } else {
+                                      p->live = false;
                                       error(fmt::format("status_{}", head.status));
                                     }
-                                    if (--pending_heads == 0) start_writers();
+                                    if (!p->opened) {
+                                      p->opened = true;
+                                      if (--pending_heads == 0) start_writers();
+                                    }
                                   },
                               .on_data =
                                   [&, p](std::string_view bytes) {
                                     if (!p->live) return;
                                     const auto now = mono_ns();
                                     if (!p->parser.feed(bytes, [&](const sse_event& e) {
-                                          if (e.type == "data") on_data_event(*p, e.data, now);
+                                          if (e.type == "data") {
+                                            on_data_event(*p, e.data, now);
+                                          } else if (e.type == "control") {
+                                            if (auto next = next_offset_of(e.data); !next.empty())
+                                              p->offset = std::move(next);
+                                          }
                                         })) {
                                       error("parse");
                                       p->ended = true;
@@ -173,15 +206,30 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
                                   },
                               .on_end =
                                   [&, p](http_response& r) {
-                                    p->ended = true;
                                     if (r.status == 0) {  // no head: the subscription never opened
+                                      p->ended = true;
                                       error(r.error == "timeout" ? "timeout" : "connect");
-                                      if (--pending_heads == 0) start_writers();
-                                    } else if (p->got < cfg.event_count) {
-                                      error("closed");  // ended before every event arrived
+                                      if (!p->opened) {
+                                        p->opened = true;
+                                        if (--pending_heads == 0) start_writers();
+                                      }
+                                      return;
                                     }
+                                    if (p->got >= cfg.event_count || finishing) {
+                                      p->ended = true;
+                                      return;
+                                    }
+                                    if (r.ok() && r.status == 200 && p->reconnects < max_reconnects) {
+                                      ++p->reconnects;
+                                      ++result.counts["sse_reconnects"];
+                                      open(p);
+                                      return;
+                                    }
+                                    p->ended = true;
+                                    error("closed");  // failed before every event arrived
                                   }});
-  }
+  };
+  for (auto& rd : readers) open(&rd);
 
   const auto start_ns = mono_ns();
   const auto request_timeout_ns = static_cast<std::int64_t>(cfg.request_timeout_ms) * 1'000'000;
@@ -207,7 +255,10 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
     for (auto& rd : readers) all_delivered = all_delivered && (rd.ended || rd.got == cfg.event_count);
     progress.update(fmt::format("{} sse {:.0f} s, {}/{} events delivered", cfg.label,
                                 static_cast<double>(now - start_ns) / 1e9, out.delivered, out.expected));
-    if (all_written && (all_delivered || now - last_sent > delivery_timeout_ns)) driver.finish();
+    if (all_written && (all_delivered || now - last_sent > delivery_timeout_ns)) {
+      finishing = true;
+      driver.finish();
+    }
   });
   for (auto& rd : readers) {
     if (!rd.live && !rd.ended && stuck_heads) error("timeout");
