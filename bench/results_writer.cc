@@ -119,6 +119,34 @@ std::string to_json(const bench_report& report) {
   return out;
 }
 
+static const run_result* find_run(const bench_report& report, const std::string& target, unsigned c) {
+  for (const auto& run : report.runs) {
+    if (run.target == target && run.concurrency == c) return &run;
+  }
+  return nullptr;
+}
+
+std::string metric_tables(const bench_report& report) {
+  std::string out = "## By metric\n";
+  for (const auto& m : metrics()) {
+    out += fmt::format("\n**{}** ({}{})\n\n| Concurrency |", m.title, m.unit,
+                       m.higher_is_better ? ", higher is better" : ", lower is better");
+    for (const auto& t : report.targets) out += fmt::format(" {} |", t.name);
+    out += "\n|---:|";
+    for (std::size_t i = 0; i < report.targets.size(); ++i) out += "---:|";
+    out += "\n";
+    for (unsigned c : report.concurrency) {
+      out += fmt::format("| {} |", c);
+      for (const auto& t : report.targets) {
+        const run_result* r = find_run(report, t.name, c);
+        out += " " + (r ? format_number(m.get(*r)) : std::string("n/a")) + " |";
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
 std::string to_markdown(const bench_report& report) {
   std::string out = "# weir bench results\n\n";
   out += fmt::format("Run {} to {} by `{}`.\n\n", report.started_at, report.finished_at, report.command);
@@ -129,6 +157,7 @@ std::string to_markdown(const bench_report& report) {
   out +=
       "Errors count every failed request, wrong status, short read and missing event; the kinds are in "
       "results.json.\n";
+  out += "\n" + metric_tables(report);
   for (unsigned c : report.concurrency) {
     out += fmt::format("\n## Concurrency {}\n\n| Metric |", c);
     for (const auto& t : report.targets) out += fmt::format(" {} |", t.name);
@@ -138,10 +167,7 @@ std::string to_markdown(const bench_report& report) {
     for (const auto& m : metrics()) {
       out += fmt::format("| {} ({}{}) |", m.title, m.unit, m.higher_is_better ? ", higher is better" : "");
       for (const auto& t : report.targets) {
-        const run_result* r = nullptr;
-        for (const auto& run : report.runs) {
-          if (run.target == t.name && run.concurrency == c) r = &run;
-        }
+        const run_result* r = find_run(report, t.name, c);
         if (!r) {
           out += " n/a |";
           continue;

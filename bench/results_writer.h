@@ -11,6 +11,8 @@ namespace weir::bench {
 
 std::string to_json(const bench_report& report);
 std::string to_markdown(const bench_report& report);
+// The "By metric" tables of results.md: one per metric, a row per concurrency level, a column per target.
+std::string metric_tables(const bench_report& report);
 
 // Writes results.json, results.md and <metric>.svg into `dir` (created if missing).
 status write_results(const std::string& dir, const bench_report& report);

@@ -87,6 +87,15 @@ TEST(results_writer, markdown_has_a_table_per_level_with_every_target_and_metric
   EXPECT_NE(md.find("n/a"), std::string::npos);
 }
 
+TEST(results_writer, metric_tables_have_a_row_per_level_and_a_column_per_target) {
+  const auto md = metric_tables(sample_report());
+  EXPECT_NE(md.find("**Bulk write throughput** (MiB/s, higher is better)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Concurrency | weir | node <ref> |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 4 | 104 | 104 |"), std::string::npos) << md;  // write_mib_s = 100 + c
+  EXPECT_NE(md.find("| 8 | 108 | 108 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 8 | n/a | n/a |"), std::string::npos) << md;  // sse_p99_ms never measured
+}
+
 TEST(results_writer, format_number_keeps_three_significant_digits_for_small_values) {
   EXPECT_EQ(format_number(1234.56), "1235");
   EXPECT_EQ(format_number(12.345), "12.3");
