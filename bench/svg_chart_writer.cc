@@ -55,13 +55,21 @@ axis_scale nice_axis(double max, int ticks) {
 
 std::string render_line_chart(const chart_spec& spec) {
   const double plot_w = width - left - right, plot_h = height - top - bottom;
-  double ymax_data = 0;
+  double ymax_data = 0, ymin_positive = 0;
+  bool all_positive = true;
   for (const auto& s : spec.series) {
     for (double v : s.y) {
-      if (std::isfinite(v)) ymax_data = std::max(ymax_data, v);
+      if (!std::isfinite(v)) continue;
+      ymax_data = std::max(ymax_data, v);
+      if (v <= 0) all_positive = false;
+      if (v > 0 && (ymin_positive == 0 || v < ymin_positive)) ymin_positive = v;
     }
   }
+  // Peers can differ by orders of magnitude: past two decades, a log axis keeps every line readable.
+  const bool log_y = all_positive && ymin_positive > 0 && ymax_data / ymin_positive > 100;
   const auto y_axis = nice_axis(ymax_data);
+  const double log_lo = log_y ? std::floor(std::log10(ymin_positive)) : 0;
+  const double log_hi = log_y ? std::max(std::ceil(std::log10(ymax_data)), log_lo + 1) : 1;
   // x: log2 of concurrency, so 4, 8, ..., 256 are evenly spaced.
   double xmin = 0, xmax = 1;
   if (!spec.x.empty()) {
@@ -72,7 +80,10 @@ std::string render_line_chart(const chart_spec& spec) {
     if (xmax <= xmin) return left + plot_w / 2;
     return left + (std::log2(x) - xmin) / (xmax - xmin) * plot_w;
   };
-  auto py = [&](double y) { return top + plot_h - y / y_axis.max * plot_h; };
+  auto py = [&](double y) {
+    if (log_y) return top + plot_h - (std::log10(y) - log_lo) / (log_hi - log_lo) * plot_h;
+    return top + plot_h - y / y_axis.max * plot_h;
+  };
 
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
@@ -87,9 +98,14 @@ std::string render_line_chart(const chart_spec& spec) {
                        left + plot_w / 2, xml_escape(spec.note));
   }
   // Grid and y ticks.
-  const int y_ticks = static_cast<int>(std::lround(y_axis.max / y_axis.step));
-  for (int i = 0; i <= y_ticks; ++i) {
-    const double v = i * y_axis.step;
+  std::vector<double> y_ticks;
+  if (log_y) {
+    for (double e = log_lo; e <= log_hi + 1e-9; e += 1) y_ticks.push_back(std::pow(10.0, e));
+  } else {
+    const int n = static_cast<int>(std::lround(y_axis.max / y_axis.step));
+    for (int i = 0; i <= n; ++i) y_ticks.push_back(i * y_axis.step);
+  }
+  for (double v : y_ticks) {
     const double y = py(v);
     out += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e5e5e5\"/>\n", left,
                        y, left + plot_w, y);

@@ -147,6 +147,21 @@ TEST(svg_chart_writer, chart_has_title_units_ticks_legend_and_a_line_per_target)
   EXPECT_EQ(paths, 2u);
 }
 
+TEST(svg_chart_writer, values_spanning_decades_get_a_log_axis_with_a_tick_per_decade) {
+  chart_spec spec;
+  spec.title = "t";
+  spec.y_label = "req/s";
+  spec.x = {4, 8};
+  spec.series = {{"fast", {5000, 9000}}, {"slow", {3, 2}}};
+  const auto svg = render_line_chart(spec);
+  EXPECT_NE(svg.find(">req/s (log scale)<"), std::string::npos);
+  for (const char* tick : {">1<", ">10<", ">100<", ">1000<", ">10000<"}) {
+    EXPECT_NE(svg.find(tick), std::string::npos) << tick;
+  }
+  spec.series = {{"a", {50, 90}}, {"b", {3, 0}}};  // a zero cannot sit on a log axis: stay linear
+  EXPECT_EQ(render_line_chart(spec).find("log scale"), std::string::npos);
+}
+
 TEST(svg_chart_writer, missing_points_are_skipped_not_drawn_at_zero) {
   const auto svg = render_metric_chart(sample_report(), metrics()[7]);  // sse_p99_ms: all NaN
   EXPECT_EQ(svg.find("<path"), std::string::npos);
