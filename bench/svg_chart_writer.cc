@@ -129,7 +129,7 @@ std::string render_line_chart(const chart_spec& spec) {
                      height - 20, xml_escape(spec.x_label));
   out += fmt::format(
       "<text x=\"20\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 20 {0})\">{1}</text>\n",
-      top + plot_h / 2, xml_escape(spec.y_label));
+      top + plot_h / 2, xml_escape(log_y ? spec.y_label + " (log scale)" : spec.y_label));
   // Lines, points and the legend.
   for (std::size_t s = 0; s < spec.series.size(); ++s) {
     const auto& series = spec.series[s];
