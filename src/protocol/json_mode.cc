@@ -29,7 +29,12 @@ streams::payload json_payload(std::string_view body) {
   stored.reserve(body.size() + 1);
   if (doc.is_array()) {
     // 9.1.2: flatten exactly one level.
-    for (simdjson::dom::element el : doc.get_array().value_unsafe()) {
+    simdjson::dom::array array;
+    if (doc.get_array().get(array) != simdjson::SUCCESS) {
+      p.json_invalid = true;
+      return p;
+    }
+    for (simdjson::dom::element el : array) {
       stored += simdjson::minify(el);
       stored += ',';
       ++p.messages;
@@ -77,8 +82,10 @@ streams::payload json_prefix(std::string_view stored_record, std::uint64_t count
   simdjson::padded_string padded(array);
   simdjson::dom::element doc;
   if (thread_parser().parse(padded).get(doc) != simdjson::SUCCESS) return p;
+  simdjson::dom::array elements;
+  if (doc.get_array().get(elements) != simdjson::SUCCESS) return p;
   std::string stored;
-  for (simdjson::dom::element el : doc.get_array().value_unsafe()) {
+  for (simdjson::dom::element el : elements) {
     if (p.messages == count) break;
     stored += simdjson::minify(el);
     stored += ',';
