@@ -14,7 +14,7 @@ cmake --build "build/$preset" -j "$(nproc)"
 fuzz_status=0
 if command -v clang++ >/dev/null && [ "${WEIR_SKIP_FUZZ:-0}" != 1 ]; then
   cmake --preset fuzz >/dev/null
-  cmake --build build/fuzz -j "$(nproc)"
+  cmake --build build/fuzz -j "$(nproc)" --target fuzzers
   scripts/run-fuzzers.sh build/fuzz "${WEIR_FUZZ_SECONDS:-60}" || fuzz_status=$?
 fi
 
