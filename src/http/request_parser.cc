@@ -196,7 +196,10 @@ parse_result parse_request_head(std::string_view buf, request_head& out, const p
   const char* const line = p;
   const std::size_t room = static_cast<std::size_t>(limit - line);
   const std::size_t line_cap = limits.max_request_line + 2;  // content + CRLF
-  const char* const lf = static_cast<const char*>(std::memchr(line, '\n', room < line_cap ? room : line_cap));
+  // (room == 0 also covers an empty view, whose data() may be null: memchr must not see it.)
+  const char* const lf =
+      room == 0 ? nullptr
+                : static_cast<const char*>(std::memchr(line, '\n', room < line_cap ? room : line_cap));
   if (lf == nullptr) {
     if (room >= line_cap) return fail(414, "request line too long");
     return out_of_data();

@@ -93,7 +93,8 @@ parse_result parse_response_head(std::string_view buf, response_head& out, metho
   // status-line = HTTP-version SP status-code SP [ reason-phrase ] CRLF (RFC 9112 4).
   const std::size_t room = static_cast<std::size_t>(limit - begin);
   const std::size_t line_cap = limits.max_request_line + 2;
-  const char* const lf = static_cast<const char*>(std::memchr(begin, '\n', std::min(room, line_cap)));
+  const char* const lf =
+      room == 0 ? nullptr : static_cast<const char*>(std::memchr(begin, '\n', std::min(room, line_cap)));
   if (lf == nullptr) {
     if (room >= line_cap || limit < buf_end) return fail_head(431, "response head too large");
     return {};

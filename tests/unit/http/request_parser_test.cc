@@ -405,6 +405,13 @@ TEST(request_parser, every_split_point) {
   }
 }
 
+TEST(request_parser, empty_and_null_views_need_more) {
+  request_head h;
+  EXPECT_EQ(parse_request_head(std::string_view(), h).status, parse_status::need_more);
+  EXPECT_EQ(parse_request_head(std::string_view("", 0), h).status, parse_status::need_more);
+  EXPECT_EQ(parse_request_head("\r\n", h).status, parse_status::need_more);
+}
+
 TEST(request_parser, pipeline_of_300) {
   std::string buf;
   std::vector<std::size_t> shape;

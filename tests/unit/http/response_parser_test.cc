@@ -255,6 +255,14 @@ TEST(response_parser, every_split_point) {
   }
 }
 
+TEST(response_parser, empty_and_null_views_need_more) {
+  response_head h;
+  EXPECT_EQ(parse_response_head(std::string_view(), h).status, parse_status::need_more);
+  response_parser p;
+  EXPECT_EQ(p.next(std::string_view()).status, parse_status::need_more);
+  EXPECT_EQ(p.next(std::string_view()).consumed, 0u);
+}
+
 TEST(response_parser, back_to_back_responses) {
   const std::string one = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
   const std::string two = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nde\r\n0\r\n\r\n";
