@@ -14,6 +14,8 @@
 
 #include "bench/bench_options.h"
 #include "bench/bench_runner.h"
+#include "bench/results_reader.h"
+#include "bench/results_writer.h"
 
 namespace weir::bench {
 namespace {
@@ -22,6 +24,7 @@ struct raw_options {
   std::vector<std::string> targets;
   std::vector<std::string> read_bases;
   std::string concurrency = "4,8,16,32,64,128,256";
+  bool render_only = false;
   bench_options opts;
 };
 
@@ -51,7 +54,28 @@ std::string command_line() {
   return out;
 }
 
+// --render-only: redraw results.md and the charts from an earlier run's results.json.
+int render_only(const std::string& dir) {
+  std::ifstream f(dir + "/results.json", std::ios::binary);
+  std::string json((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f.good() && json.empty()) {
+    std::fprintf(stderr, "weir bench: cannot read %s/results.json\n", dir.c_str());
+    return 1;
+  }
+  auto report = parse_report(json);
+  if (!report) {
+    std::fprintf(stderr, "weir bench: %s\n", report.err().reason.c_str());
+    return 1;
+  }
+  if (auto s = write_results(dir, *report); !s) {
+    std::fprintf(stderr, "weir bench: %s\n", s.err().reason.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 int run(const raw_options& raw, const std::string& command) {
+  if (raw.render_only) return render_only(raw.opts.out);
   bench_options o = raw.opts;
   o.command = command;
   o.targets.clear();
@@ -100,8 +124,7 @@ void register_command(CLI::App& app) {
   auto& o = raw->opts;
   cmd->add_option("--target", raw->targets,
                   "NAME=URL of a Durable Streams server (repeatable); "
-                  "streams go under the URL's path, or /v1/stream")
-      ->required();
+                  "streams go under the URL's path, or /v1/stream (at least one unless --render-only)");
   cmd->add_option("--read-bases", raw->read_bases,
                   "NAME=URL,URL,... spread that target's reads over replicas");
   cmd->add_option("--concurrency", raw->concurrency, "Concurrency levels, comma-separated")
@@ -124,6 +147,8 @@ void register_command(CLI::App& app) {
   cmd->add_option("--sse-timeout-ms", o.sse_timeout_ms,
                   "Wait for undelivered SSE events after the last append")
       ->capture_default_str();
+  cmd->add_flag("--render-only", raw->render_only,
+                "Only redraw results.md and the charts from --out/results.json");
   cmd->add_option("--out", o.out, "Directory for results.json, results.md and the charts")
       ->capture_default_str();
   cmd->callback([raw] { std::exit(run(*raw, command_line())); });

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include "bench/results_reader.h"
 #include "bench/svg_chart_writer.h"
 
 namespace weir::bench {
@@ -75,6 +76,16 @@ TEST(results_writer, json_parses_and_has_one_complete_run_per_target_and_level) 
   double wmib = 0;
   ASSERT_EQ(runs.at(1)["write_mib_s"].get_double().get(wmib), simdjson::SUCCESS);
   EXPECT_DOUBLE_EQ(wmib, 108.0);
+}
+
+TEST(results_reader, reads_back_what_the_writer_wrote) {
+  const auto original = sample_report();
+  auto back = parse_report(to_json(original));
+  ASSERT_TRUE(back.has_value()) << back.err().reason;
+  EXPECT_EQ(to_json(*back), to_json(original));
+  EXPECT_EQ(to_markdown(*back), to_markdown(original));
+  EXPECT_FALSE(parse_report("{\"runs\": []}").has_value());  // no concurrency, no targets
+  EXPECT_FALSE(parse_report("not json").has_value());
 }
 
 TEST(results_writer, markdown_has_a_table_per_level_with_every_target_and_metric) {
