@@ -382,3 +382,92 @@ TEST(content_type, normalizes_media_type) {
 
 }  // namespace
 }  // namespace weir::streams
+
+namespace weir::streams {
+namespace {
+
+TEST(state_machine, soft_deleted_stream_rejects_every_command) {
+  state_machine sm;
+  (void)sm.create(make_create("/src", "text/plain", "abc"));
+  create_command f = make_create("/f");
+  f.fork = resolve_fork(sm, "/src", std::nullopt);
+  (void)sm.create(f);
+  ASSERT_EQ(sm.remove(delete_command{"/src", t0}).code, errc::ok);
+  EXPECT_EQ(sm.append(make_append("/src", "x")).code, errc::gone);
+  EXPECT_EQ(sm.touch(touch_command{"/src", t0}).code, errc::gone);
+  EXPECT_EQ(sm.expire(expire_command{"/src", t0}).code, errc::gone);
+  EXPECT_EQ(sm.head("/src", t0).code, errc::gone);
+  EXPECT_TRUE(sm.list("/", t0).size() == 1u);  // only the fork is listed
+}
+
+TEST(state_machine, expired_source_with_forks_becomes_soft_deleted) {
+  state_machine sm;
+  create_command src = make_create("/src", "text/plain", "abc");
+  src.expiry.ttl_seconds = 1;
+  (void)sm.create(src);
+  create_command f = make_create("/f");
+  f.expiry.ttl_seconds = 3600;
+  f.fork = resolve_fork(sm, "/src", std::nullopt);
+  (void)sm.create(f);
+  outcome o = sm.expire(expire_command{"/src", t0 + 1000});
+  EXPECT_EQ(o.code, errc::gone);
+  EXPECT_EQ(o.removed, std::vector<std::string>{"/src"});
+  EXPECT_EQ(read_all(sm, "/f"), "abc");  // the fork still reads its inherited data
+  outcome del = sm.remove(delete_command{"/f", t0 + 1000});
+  EXPECT_EQ(del.release, std::vector<std::string>{"/src"});
+  EXPECT_EQ(sm.fork_release(fork_release_command{"/src"}).removed, std::vector<std::string>{"/src"});
+  EXPECT_EQ(sm.size(), 0u);
+}
+
+TEST(state_machine, fork_release_of_unknown_source_is_harmless) {
+  state_machine sm;
+  outcome o = sm.fork_release(fork_release_command{"/nothing"});
+  EXPECT_EQ(o.code, errc::ok);
+  EXPECT_TRUE(o.removed.empty());
+}
+
+TEST(state_machine, create_on_existing_fork_gives_back_an_unused_reference) {
+  state_machine sm;
+  (void)sm.create(make_create("/src", "text/plain", "abc"));
+  create_command f = make_create("/f");
+  f.fork = resolve_fork(sm, "/src", std::nullopt);
+  (void)sm.create(f);
+  create_command again = make_create("/f");
+  again.fork = resolve_fork(sm, "/src", std::nullopt);  // a second reference, raced
+  outcome o = sm.create(again);
+  EXPECT_EQ(o.code, errc::ok);
+  EXPECT_FALSE(o.created);
+  EXPECT_EQ(o.release, std::vector<std::string>{"/src"});
+}
+
+TEST(state_machine, json_fork_must_be_at_a_message_boundary) {
+  state_machine sm;
+  create_command c = make_create("/j", "application/json");
+  c.initial = bytes("1,2,", 2);
+  (void)sm.create(c);
+  (void)resolve_fork(sm, "/j", 1, 0, errc::bad_fork_offset);
+  (void)resolve_fork(sm, "/j", 0, 3, errc::bad_sub_offset);  // only 2 messages in the record
+  fork_spec ok = resolve_fork(sm, "/j", 0, 2);
+  ASSERT_TRUE(ok.resolved.retained);
+}
+
+TEST(state_machine, close_only_with_producer) {
+  state_machine sm;
+  (void)sm.create(make_create("/p"));
+  append_command close;
+  close.path = "/p";
+  close.close = true;
+  close.producer = producer_ref{"w", 0, 0};
+  close.now_ms = t0;
+  outcome o = sm.append(close);
+  EXPECT_EQ(o.code, errc::ok);
+  EXPECT_TRUE(o.closed_now);
+  EXPECT_FALSE(o.appended);
+  outcome dup = sm.append(close);
+  EXPECT_TRUE(dup.duplicate);
+  close.producer->seq = 1;
+  EXPECT_EQ(sm.append(close).code, errc::closed);
+}
+
+}  // namespace
+}  // namespace weir::streams
