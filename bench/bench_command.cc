@@ -122,11 +122,15 @@ void register_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("bench", "Measure Durable Streams servers side by side (docs/benchmarks.md)");
   auto& o = raw->opts;
+  // A later value wins, so that `bench/compare -- --throughput-secs 5` overrides the script's choice.
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->add_option("--target", raw->targets,
                   "NAME=URL of a Durable Streams server (repeatable); "
-                  "streams go under the URL's path, or /v1/stream (at least one unless --render-only)");
+                  "streams go under the URL's path, or /v1/stream (at least one unless --render-only)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--read-bases", raw->read_bases,
-                  "NAME=URL,URL,... spread that target's reads over replicas");
+                  "NAME=URL,URL,... spread that target's reads over replicas")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--concurrency", raw->concurrency, "Concurrency levels, comma-separated")
       ->capture_default_str();
   cmd->add_option("--payload-bytes", o.payload_bytes, "Bulk append size")->capture_default_str();
