@@ -110,7 +110,7 @@ std::string render_line_chart(const chart_spec& spec) {
     out += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e5e5e5\"/>\n", left,
                        y, left + plot_w, y);
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 8, y + 4,
-                       format_number(v));
+                       v < 1 && v > 0 ? fmt::format("{:g}", v) : format_number(v));
   }
   // x ticks: one per measured level.
   for (double x : spec.x) {
