@@ -27,7 +27,7 @@ class long_poll final : public live_reader {
 
   void wake() override {
     if (done_) return;
-    streams::read_result rr = shard_.machine().read(req_.path, at_, shard_.options().read_chunk_bytes);
+    streams::read_result rr = shard_.read_visible(req_.path, at_, shard_.options().read_chunk_bytes);
     if (rr.code != streams::errc::ok) return gone();
     if (rr.plan.bytes > 0) {
       finish(protocol::read_response(rr, req_, shard_.cursor(req_.cursor)));
@@ -53,7 +53,7 @@ class long_poll final : public live_reader {
  private:
   void timeout() {
     if (done_) return;
-    streams::read_result rr = shard_.machine().read(req_.path, at_, 0);
+    streams::read_result rr = shard_.read_visible(req_.path, at_, 0);
     if (rr.code != streams::errc::ok) return gone();
     finish(protocol::long_poll_empty(*rr.meta, at_, shard_.cursor(req_.cursor)));
   }
@@ -130,7 +130,7 @@ class sse_session final : public live_reader {
     bool any = false;
     bool more = false;
     while (true) {
-      streams::read_result rr = shard_.machine().read(req_.path, at_, shard_.options().read_chunk_bytes);
+      streams::read_result rr = shard_.read_visible(req_.path, at_, shard_.options().read_chunk_bytes);
       if (rr.code != streams::errc::ok) {
         if (!out.empty()) send_stream_chunk(ex_, std::move(out), false);
         return gone();
@@ -238,7 +238,7 @@ std::shared_ptr<live_reader> start_long_poll(stream_shard& shard, protocol::stre
 
 std::shared_ptr<live_reader> start_sse(stream_shard& shard, protocol::stream_request req, http::exchange ex,
                                        streams::stream_offset at, std::uint64_t live_id) {
-  streams::read_result rr = shard.machine().read(req.path, at, 0);
+  streams::read_result rr = shard.read_visible(req.path, at, 0);
   if (rr.code != streams::errc::ok) {
     send_response(ex, protocol::error_response(protocol::status_for(rr.code)));
     return nullptr;

@@ -13,6 +13,7 @@
 #include "server/reply.h"
 #include "server/stream_shard.h"
 #include "server/subscription_host.h"
+#include "server/wal_recovery.h"
 
 namespace weir::server {
 
@@ -154,6 +155,20 @@ status node::start() {
   std::filesystem::create_directories(cfg_.data_dir, ec);
   if (ec)
     return make_error(std::errc::io_error, "cannot create data dir " + cfg_.data_dir + ": " + ec.message());
+  if (cfg_.durable) {
+    // Before any loop runs: replay the logs into the shards, then log every command from now on.
+    wal_options wo;
+    wo.data_dir = cfg_.data_dir;
+    auto policy = storage::parse_sync_policy(cfg_.fsync);
+    if (!policy) return policy.err();
+    wo.sync = *policy;
+    std::vector<stream_shard*> shards;
+    for (auto& s : shards_) shards.push_back(s.get());
+    auto rec = open_durable_store(storage::default_posix_env(), wo, shards);
+    if (!rec) return rec.err();
+    log::info("weir serve: recovered {} commands ({} forks, {} torn bytes cut), fsync {}", rec->records,
+              rec->forks_stitched, rec->truncated_bytes, cfg_.fsync);
+  }
   status st = http_->start();
   if (!st) return st;
   for (auto& s : shards_) {

@@ -21,6 +21,7 @@ struct serve_flags {
   unsigned threads = 0;
   std::int64_t long_poll_timeout_ms = 0;
   std::uint64_t body_limit = 0;
+  std::string fsync;
 };
 }  // namespace
 
@@ -32,6 +33,8 @@ void register_command(CLI::App& app) {
   cmd->add_option("--threads", flags->threads, "Event loops / cores (default: one per CPU, at most 4)");
   cmd->add_option("--long-poll-timeout-ms", flags->long_poll_timeout_ms, "Long-poll timeout (default 30000)");
   cmd->add_option("--body-limit", flags->body_limit, "Largest request body in bytes (default 64 MiB)");
+  cmd->add_option("--fsync", flags->fsync,
+                  "When appends are acknowledged: always (after fdatasync, default), interval:MS or never");
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error or off");
   cmd->add_option("--config", flags->config, "TOML file with the same settings (flags override it)");
   cmd->callback([flags] {
@@ -44,6 +47,7 @@ void register_command(CLI::App& app) {
       if (flags->long_poll_timeout_ms != 0) cfg.long_poll_timeout_ms = flags->long_poll_timeout_ms;
       if (flags->body_limit != 0) cfg.body_limit = flags->body_limit;
       if (!flags->log_level.empty()) cfg.log_level = flags->log_level;
+      if (!flags->fsync.empty()) cfg.fsync = flags->fsync;
       if (cfg.threads == 0) cfg.threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
       validate(cfg);
     } catch (const config_error& e) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "storage/log_writer.h"
 
 namespace weir::server {
 
@@ -70,6 +71,8 @@ void load_config_file(serve_config& c, const std::string& path) {
       c.sse_keep_alive_ms = integer<std::int64_t>(node, key);
     } else if (key == "max_path_length") {
       c.max_path_length = integer<std::size_t>(node, key);
+    } else if (key == "fsync") {
+      c.fsync = text(node, key);
     } else {
       throw config_error("config " + path + ": unknown setting '" + key + "'");
     }
@@ -90,6 +93,7 @@ void validate(const serve_config& c) {
   if (!levels.count(c.log_level))
     throw config_error("log_level: one of trace, debug, info, warn, error, off");
   if (c.data_dir.empty()) throw config_error("data_dir: must not be empty");
+  if (!storage::parse_sync_policy(c.fsync)) throw config_error("fsync: always, interval:MS or never");
 }
 
 }  // namespace weir::server

@@ -20,6 +20,9 @@ struct serve_config {
   std::int64_t sse_close_after_ms = 60'000;  // 5.8 connection lifecycle
   std::int64_t sse_keep_alive_ms = 15'000;
   std::size_t max_path_length = 1024;
+  // The write-ahead log: "always" (acknowledge after fdatasync), "interval:MS" or "never".
+  std::string fsync = "always";
+  bool durable = true;  // false: memory only, no log (tests)
 };
 
 struct config_error : std::runtime_error {
@@ -30,7 +33,7 @@ struct config_error : std::runtime_error {
 void apply_listen(serve_config& c, const std::string& listen);
 
 // Reads a TOML file into `c` (keys: listen, data_dir, threads, long_poll_timeout_ms, body_limit,
-// log_level, read_chunk_bytes, sse_close_after_ms, sse_keep_alive_ms, max_path_length).
+// log_level, read_chunk_bytes, sse_close_after_ms, sse_keep_alive_ms, max_path_length, fsync).
 void load_config_file(serve_config& c, const std::string& path);
 
 // Range checks of the final configuration.

@@ -17,6 +17,42 @@ stream_shard::stream_shard(node& owner, io::event_loop& loop, const clock_source
 
 stream_shard::~stream_shard() = default;
 
+namespace {
+// A command whose log record could not be written (PROTOCOL.md has no code for it: 507 for a full
+// disk, RFC 4918 11.5; 503 for an I/O error), with the reason as the body.
+protocol::response storage_failure(int status, const std::string& reason) {
+  protocol::response r;
+  r.status = status;
+  r.add("Content-Type", "text/plain");
+  r.body = reason + "\n";
+  return r;
+}
+}  // namespace
+
+void stream_shard::attach_wal(std::unique_ptr<storage::log_writer> writer) {
+  wal_ = std::make_unique<shard_wal>(std::move(writer));
+}
+
+streams::read_result stream_shard::read_visible(const std::string& path,
+                                                std::optional<streams::stream_offset> from,
+                                                std::size_t max_bytes) const {
+  streams::read_result rr = sm_.read(path, from, max_bytes);
+  wal_->clamp(path, rr);
+  return rr;
+}
+
+streams::read_result stream_shard::head_visible(const std::string& path) const {
+  streams::read_result rr = sm_.head(path, now_ms());
+  wal_->clamp(path, rr);
+  return rr;
+}
+
+bool stream_shard::refuse_write(http::exchange ex) {
+  if (!wal_->failed()) return false;
+  send_response(ex, storage_failure(wal_->failed_status(), wal_->failed_reason()));
+  return true;
+}
+
 std::string stream_shard::cursor(const std::optional<std::string>& client_cursor) {
   std::uniform_int_distribution<std::uint32_t> jitter(1, 3600);
   std::optional<std::string_view> theirs;
@@ -26,6 +62,9 @@ std::string stream_shard::cursor(const std::optional<std::string>& client_cursor
 
 void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
   const std::int64_t now = now_ms();
+  if ((req.op == operation::create || req.op == operation::append || req.op == operation::remove) &&
+      refuse_write(ex))
+    return;
   switch (req.op) {
     case operation::create:
       handle_create(std::move(req), ex);
@@ -41,18 +80,24 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
       c.producer = req.producer;
       c.close = req.closed;
       c.now_ms = now;
-      streams::outcome o = execute(c);
-      send_response(ex, protocol::append_response(o, req));
+      execute(c, [ex, req = std::move(req)](durable_result& r) {
+        send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
+                                          : protocol::append_response(r.o, req));
+      });
       return;
     }
     case operation::remove: {
-      streams::outcome o = execute(streams::delete_command{req.path, now});
-      send_response(ex, protocol::delete_response(o));
+      execute(streams::delete_command{req.path, now}, [ex](durable_result& r) {
+        send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
+                                          : protocol::delete_response(r.o));
+      });
       return;
     }
     case operation::head: {
-      (void)execute(streams::expire_command{req.path, now});  // lazy expiry; HEAD does not renew a TTL
-      send_response(ex, protocol::head_response(sm_.head(req.path, now)));
+      // Lazy expiry; HEAD does not renew a TTL. Answered in order behind earlier writes.
+      (void)execute(streams::expire_command{req.path, now}, [this, ex, path = req.path](durable_result&) {
+        send_response(ex, protocol::head_response(head_visible(path)));
+      });
       return;
     }
     case operation::read:
@@ -74,38 +119,52 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   c.now_ms = now;
   if (!req.fork) {
     c.initial = std::move(req.payload);
-    streams::outcome o = execute(c);
-    send_response(ex, protocol::create_response(o, req));
+    execute(c, [ex, req = std::move(req)](durable_result& r) {
+      send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
+                                        : protocol::create_response(r.o, req));
+    });
     return;
   }
   // A fork: when the target already exists, compare configurations without touching the source.
   if (sm_.head(req.path, now).code != streams::errc::not_found) {
     c.fork = streams::fork_spec{req.fork->source, req.fork->offset, req.fork->sub_offset, {}};
-    streams::outcome o = execute(c);
-    send_response(ex, protocol::create_response(o, req));
+    execute(c, [ex, req = std::move(req)](durable_result& r) {
+      send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
+                                        : protocol::create_response(r.o, req));
+    });
     return;
   }
   streams::fork_retain_command r{req.fork->source, req.fork->offset, req.fork->sub_offset, req.content_type,
                                  now};
   stream_shard& source = node_->owner_of(r.source);
+  // The retain is durable on the source's core before the fork's create is applied, so a replayed
+  // create always finds its reference taken (docs/storage.md, "In the server").
   if (&source == this) {
-    streams::outcome o = fork_retain(r);
-    finish_fork(std::move(req), ex, std::move(o));
+    fork_retain(r, [this, req = std::move(req), ex](durable_result& d) mutable {
+      finish_fork(std::move(req), ex, std::move(d));
+    });
     return;
   }
   source.loop().post([&source, self = this, r = std::move(r), req = std::move(req), ex]() mutable {
-    streams::outcome o = source.fork_retain(r);
-    self->loop().post([self, req = std::move(req), ex, o = std::move(o)]() mutable {
-      self->finish_fork(std::move(req), ex, std::move(o));
+    source.fork_retain(r, [self, req = std::move(req), ex](durable_result& d) mutable {
+      self->loop().post([self, req = std::move(req), ex, d = std::move(d)]() mutable {
+        self->finish_fork(std::move(req), ex, std::move(d));
+      });
     });
   });
 }
 
-streams::outcome stream_shard::fork_retain(const streams::fork_retain_command& c) {
-  return execute(c);
+void stream_shard::fork_retain(const streams::fork_retain_command& c, shard_wal::completion done) {
+  (void)execute(c, std::move(done));
 }
 
-void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, streams::outcome retained) {
+void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, durable_result d) {
+  if (d.failed_status) {
+    send_response(ex, storage_failure(d.failed_status, d.reason));
+    return;
+  }
+  if (refuse_write(ex)) return;
+  streams::outcome& retained = d.o;
   if (retained.code != streams::errc::ok) {
     send_response(ex, protocol::outcome_error(retained));
     return;
@@ -134,8 +193,10 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
   c.initial = req.has_content_type ? std::move(req.payload)
                                    : protocol::make_payload(req.raw_body, f.resolved.source_content_type);
   c.fork = std::move(f);
-  streams::outcome o = execute(c);
-  send_response(ex, protocol::create_response(o, req));
+  execute(c, [ex, req = std::move(req)](durable_result& r) {
+    send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
+                                      : protocol::create_response(r.o, req));
+  });
 }
 
 void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
@@ -146,7 +207,13 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
     send_response(ex, protocol::error_response(protocol::status_for(touched.code)));
     return;
   }
-  const streams::stream_meta& meta = *touched.meta;
+  // What a reader may see: only durable data (shard_wal).
+  streams::read_result visible = head_visible(req.path);
+  if (visible.code != streams::errc::ok) {
+    send_response(ex, protocol::error_response(protocol::status_for(visible.code)));
+    return;
+  }
+  const streams::stream_meta& meta = *visible.meta;
   using kind = protocol::offset_param::kind;
   kind k = req.offset ? req.offset->k : kind::start;
   streams::stream_offset from = k == kind::now  ? meta.tail
@@ -161,7 +228,7 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
     send_response(ex, protocol::now_response(meta));
     return;
   }
-  streams::read_result rr = sm_.read(req.path, from, opts_.read_chunk_bytes);
+  streams::read_result rr = read_visible(req.path, from, opts_.read_chunk_bytes);
   if (req.live == protocol::live_mode::none) {
     send_response(ex, protocol::read_response(rr, req, std::nullopt));
     return;
@@ -178,9 +245,13 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
   (void)start_long_poll(*this, std::move(req), ex, rr.plan.next, live_id);
 }
 
-streams::outcome stream_shard::execute(const streams::command& c) {
+streams::outcome stream_shard::execute(const streams::command& c, shard_wal::completion done) {
+  wal_->before(c, sm_, now_ms());
   streams::outcome o = sm_.apply(c);
-  effects(o);
+  wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
+    if (r.failed_status == 0) effects(r.o);
+    if (done) done(r);
+  });
   return o;
 }
 

@@ -19,6 +19,7 @@
 #include "http/exchange.h"
 #include "io/event_loop.h"
 #include "protocol/stream_request.h"
+#include "server/shard_wal.h"
 #include "streams/state_machine.h"
 
 namespace weir::server {
@@ -50,11 +51,20 @@ class stream_shard {
   void handle(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   void cancel_live(std::uint64_t live_id);
 
-  // Fork step 1, on the source's shard: validate and take a reference (PROTOCOL.md 4.2).
-  streams::outcome fork_retain(const streams::fork_retain_command& c);
-  // Applies a command on this shard and carries out its effects (wake readers, releases on other
-  // shards, subscription events).
-  streams::outcome execute(const streams::command& c);
+  // Fork step 1, on the source's shard: validate and take a reference (PROTOCOL.md 4.2). `done` runs
+  // here once the retain is durable (in the log before the fork's create is applied).
+  void fork_retain(const streams::fork_retain_command& c, shard_wal::completion done);
+  // Applies a command on this shard; once it is durable (shard_wal) carries out its effects (wake
+  // readers, releases on other shards, subscription events) and runs `done`. Returns the outcome at
+  // once (for reads that only need to know whether the stream exists).
+  streams::outcome execute(const streams::command& c, shard_wal::completion done = {});
+
+  // Start-up, before the loop runs: log every command to `writer` from now on.
+  void attach_wal(std::unique_ptr<storage::log_writer> writer);
+  // Reads as live readers and clients may see them: only what is durable (shard_wal::clamp).
+  streams::read_result read_visible(const std::string& path, std::optional<streams::stream_offset> from,
+                                    std::size_t max_bytes) const;
+  streams::read_result head_visible(const std::string& path) const;
 
   // Live readers.
   void add_reader(const std::string& path, std::shared_ptr<live_reader> r, std::uint64_t live_id);
@@ -67,7 +77,9 @@ class stream_shard {
 
  private:
   void handle_create(protocol::stream_request req, http::exchange ex);
-  void finish_fork(protocol::stream_request req, http::exchange ex, streams::outcome retained);
+  void finish_fork(protocol::stream_request req, http::exchange ex, durable_result retained);
+  // Answers 507/503 when the log failed earlier (writes are refused until a restart).
+  bool refuse_write(http::exchange ex);
   void handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   void effects(const streams::outcome& o);
   void wake(const std::string& path, bool removed);
@@ -78,6 +90,7 @@ class stream_shard {
   const clock_source* clock_;
   shard_options opts_;
   streams::state_machine sm_;
+  std::unique_ptr<shard_wal> wal_ = std::make_unique<shard_wal>(nullptr);
   std::unordered_multimap<std::string, std::shared_ptr<live_reader>> readers_;
   std::unordered_map<std::uint64_t, std::shared_ptr<live_reader>> by_id_;
   std::mt19937 rng_;

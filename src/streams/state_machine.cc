@@ -376,6 +376,33 @@ outcome state_machine::fork_release(const fork_release_command& c) {
   return out;
 }
 
+std::vector<state_machine::fork_link> state_machine::forks() const {
+  std::vector<fork_link> out;
+  for (const auto& [path, s] : streams_) {
+    if (s.fork) out.push_back({path, s.fork->source, s.fork->resolved.point});
+  }
+  return out;
+}
+
+std::vector<record> state_machine::prefix(const std::string& path, stream_offset upto) const {
+  auto it = streams_.find(path);
+  if (it == streams_.end()) return {};
+  return it->second.log->prefix(upto);
+}
+
+void state_machine::stitch_fork(const std::string& path, std::vector<record> inherited) {
+  auto it = streams_.find(path);
+  WEIR_ASSERT(it != streams_.end() && it->second.fork, "stitch of unknown fork {}", path);
+  stream_state& s = it->second;
+  const stream_offset point = s.fork->resolved.point;
+  std::vector<record> own = s.log->prefix(s.log->tail());
+  auto log = std::make_unique<memory_log>(std::move(inherited), point);
+  for (record& r : own) {
+    if (r.begin() >= point.value()) log->append(std::move(r));
+  }
+  s.log = std::move(log);
+}
+
 read_result state_machine::read(std::string_view path, std::optional<stream_offset> from,
                                 std::size_t max_bytes) const {
   read_result r;

@@ -113,6 +113,20 @@ class state_machine {
 
   std::size_t size() const { return streams_.size(); }
 
+  // Log replay support (server/wal_recovery.cc). A fork replayed from the log is created without its
+  // inherited records (they are not encoded); once every core has replayed, the caller gives each fork
+  // its source's records before the fork point, sources before their forks.
+  struct fork_link {
+    std::string path;
+    std::string source;
+    stream_offset point{};
+  };
+  std::vector<fork_link> forks() const;
+  // The records of `path` before `upto` (empty when the stream does not exist).
+  std::vector<record> prefix(const std::string& path, stream_offset upto) const;
+  // Puts `inherited` (ending at the fork point) in front of the fork's own records.
+  void stitch_fork(const std::string& path, std::vector<record> inherited);
+
  private:
   struct producer_state {
     std::uint64_t epoch = 0;

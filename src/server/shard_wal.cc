@@ -1,0 +1,143 @@
+#include "server/shard_wal.h"
+
+#include <algorithm>
+
+#include "base/assert.h"
+#include "base/log.h"
+#include "streams/command_codec.h"
+
+namespace weir::server {
+
+shard_wal::shard_wal(std::unique_ptr<storage::log_writer> writer) : writer_(std::move(writer)) {}
+
+shard_wal::~shard_wal() {
+  *alive_ = false;  // completions the writer posts after this find the shard gone
+}
+
+void shard_wal::before(const streams::command& c, const streams::state_machine& sm, std::int64_t now_ms) {
+  staged_.reset();
+  if (!writer_) return;
+  // Only a create or an append moves what readers may see (tail, closed, existence); a delete or an
+  // expiry hides the stream at once (a crash can at worst bring it back, never move an offset).
+  const std::string* path = nullptr;
+  if (auto* a = std::get_if<streams::append_command>(&c)) path = &a->path;
+  if (auto* cr = std::get_if<streams::create_command>(&c)) path = &cr->path;
+  if (!path || views_.count(*path)) return;
+  view v;
+  streams::read_result h = sm.head(*path, now_ms);
+  if (h.code == streams::errc::ok && h.meta) {
+    v.exists = true;
+    v.tail = h.meta->tail;
+    v.closed = h.meta->closed;
+  }
+  staged_.emplace(*path, v);
+}
+
+void shard_wal::after(const streams::command& c, streams::outcome o, completion done) {
+  std::optional<std::pair<std::string, view>> staged = std::move(staged_);
+  staged_.reset();
+  op next;
+  next.r.o = std::move(o);
+  next.done = std::move(done);
+  const bool log_it = writer_ && next.r.o.mutated;
+  if (!log_it) {
+    if (ops_.empty()) {
+      next.done(next.r);
+      return;
+    }
+    next.ready = true;
+    ops_.push_back(std::move(next));
+    return;
+  }
+  const std::string& path = streams::command_path(c);
+  if (next.r.o.meta && (std::holds_alternative<streams::append_command>(c) ||
+                        std::holds_alternative<streams::create_command>(c))) {
+    auto it = views_.find(path);
+    if (it == views_.end() && staged && staged->first == path)
+      it = views_.emplace(path, staged->second).first;
+    if (it != views_.end()) {
+      ++it->second.in_flight;
+      next.viewed_path = path;
+    }
+  }
+  const std::uint64_t seq = front_seq_ + ops_.size();
+  ops_.push_back(std::move(next));
+  std::string bytes = streams::encode(c);
+  std::weak_ptr<bool> alive = alive_;
+  writer_->append(command_record_type, std::as_bytes(std::span(bytes.data(), bytes.size())),
+                  [this, alive, seq](result<storage::append_ack> r) {
+                    if (auto a = alive.lock(); a && *a) on_logged(seq, r);
+                  });
+}
+
+void shard_wal::on_logged(std::uint64_t seq, const result<storage::append_ack>& r) {
+  WEIR_ASSERT(seq >= front_seq_ && seq < front_seq_ + ops_.size(), "log completion {} outside [{}, {})", seq,
+              front_seq_, front_seq_ + ops_.size());
+  op& o = ops_[seq - front_seq_];
+  o.ready = true;
+  if (!r && failed_status_ == 0) {
+    storage::errc e = storage::errc_of(r.err());
+    failed_status_ = e == storage::errc::no_space ? 507 : 503;
+    failed_reason_ =
+        std::string(e == storage::errc::no_space ? "insufficient storage: " : "storage error: ") +
+        r.err().reason;
+    log::error("weir serve: log write failed ({}); this core refuses writes until a restart", r.err().reason);
+  }
+  drain();
+}
+
+void shard_wal::drain() {
+  while (!ops_.empty() && ops_.front().ready) {
+    op o = std::move(ops_.front());
+    ops_.pop_front();
+    ++front_seq_;
+    if (!o.viewed_path.empty()) {
+      auto it = views_.find(o.viewed_path);
+      WEIR_ASSERT(it != views_.end(), "no durable view of {}", o.viewed_path);
+      if (failed_status_ == 0 && o.r.o.meta) {
+        it->second.exists = true;
+        it->second.tail = o.r.o.meta->tail;
+        it->second.closed = o.r.o.meta->closed;
+      }
+      // After a failure the view stays where the log is: reads never see what the log lost.
+      if (--it->second.in_flight == 0 && failed_status_ == 0) views_.erase(it);
+    }
+    if (failed_status_ != 0 && o.r.o.mutated) {
+      // Applied in memory on top of (or as) the failed record: report it failed (outcome unknown for
+      // the records after the failed one: they may be on disk).
+      o.r.failed_status = failed_status_;
+      o.r.reason = failed_reason_;
+    }
+    o.done(o.r);
+  }
+}
+
+void shard_wal::clamp(const std::string& path, streams::read_result& rr) const {
+  auto it = views_.find(path);
+  if (it == views_.end() || rr.code != streams::errc::ok || !rr.meta) return;
+  const view& v = it->second;
+  if (!v.exists) {
+    rr = streams::read_result{};
+    rr.code = streams::errc::not_found;
+    return;
+  }
+  rr.meta->closed = v.closed;
+  if (rr.meta->tail <= v.tail) return;
+  rr.meta->tail = v.tail;
+  streams::read_plan& p = rr.plan;
+  if (p.next <= v.tail) return;
+  const std::uint64_t excess = p.next.value() - v.tail.value();
+  std::uint64_t left = excess;
+  while (left > 0 && !p.slices.empty()) {
+    streams::chunk_slice& s = p.slices.back();
+    std::uint64_t cut = std::min<std::uint64_t>(left, s.size);
+    s.size -= static_cast<std::uint32_t>(cut);
+    p.bytes -= cut;
+    left -= cut;
+    if (s.size == 0) p.slices.pop_back();
+  }
+  p.next = streams::stream_offset(p.next.value() - (excess - left));
+  p.up_to_date = true;
+}
+
+}  // namespace weir::server

@@ -1,0 +1,96 @@
+// shard_wal: one core's write-ahead log as its stream_shard uses it. Owns the core's log_writer and
+// makes three promises to the shard:
+//
+//   * in-order completion: every command the shard applies gets a completion (its response, the wake
+//     of live readers, subscription events) that runs only after the command's log record is durable,
+//     and completions run in the order the commands were applied, also for commands that changed
+//     nothing (a producer duplicate must not be acknowledged before the append it duplicates);
+//   * a durable view: while a stream has appends or a create in flight, reads see the stream as it was
+//     after its last durable command (tail, closed flag, existence), never bytes that a crash could
+//     take back;
+//   * failure isolation: a record that fails to be written (ENOSPC 507, EIO 503) fails its command and
+//     every command applied after it (they were applied on top of it in memory), and the shard refuses
+//     further writes until a restart replays the log (docs/storage.md, "In the server").
+//
+// With no writer (tests, or --fsync never still uses one) completions run at once.
+//
+// Lives on the shard's core: every method runs on that loop; the writer's completions are posted there.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "io/event_loop.h"
+#include "storage/log_writer.h"
+#include "streams/state_machine.h"
+
+namespace weir::server {
+
+// How a command ended once its fate on disk is known.
+struct durable_result {
+  streams::outcome o;
+  int failed_status = 0;  // 0: durable (or nothing to log); 507 or 503: the log write failed
+  std::string reason;
+};
+
+class shard_wal {
+ public:
+  using completion = std::function<void(durable_result&)>;
+
+  // `writer` may be null: nothing is logged and every completion runs at once.
+  explicit shard_wal(std::unique_ptr<storage::log_writer> writer);
+  ~shard_wal();
+  shard_wal(const shard_wal&) = delete;
+  shard_wal& operator=(const shard_wal&) = delete;
+
+  bool logging() const { return writer_ != nullptr; }
+  // A log write failed: the in-memory state is ahead of the log, writes are refused until restart.
+  bool failed() const { return failed_status_ != 0; }
+  int failed_status() const { return failed_status_; }
+  const std::string& failed_reason() const { return failed_reason_; }
+
+  // Call before applying `c` to `sm`: remembers the durable view of the stream `c` may change.
+  void before(const streams::command& c, const streams::state_machine& sm, std::int64_t now_ms);
+  // Call right after: logs `c` if it mutated and queues `done` behind every earlier command.
+  void after(const streams::command& c, streams::outcome o, completion done);
+
+  // The durable view of `rr` (a read or head of `path`): clamps the tail, the closed flag and the
+  // data to what is durable.
+  void clamp(const std::string& path, streams::read_result& rr) const;
+
+ private:
+  struct view {
+    bool exists = false;
+    streams::stream_offset tail{};
+    bool closed = false;
+    std::uint32_t in_flight = 0;
+  };
+  struct op {
+    durable_result r;
+    completion done;
+    std::string viewed_path;  // non-empty: this op holds a reference on views_[viewed_path]
+    bool ready = false;
+  };
+
+  void on_logged(std::uint64_t seq, const result<storage::append_ack>& r);
+  void drain();
+
+  std::unique_ptr<storage::log_writer> writer_;
+  std::unordered_map<std::string, view> views_;         // streams with a create or append in flight
+  std::optional<std::pair<std::string, view>> staged_;  // from before(), consumed by after()
+  std::deque<op> ops_;
+  std::uint64_t front_seq_ = 0;  // sequence number of ops_.front()
+  int failed_status_ = 0;
+  std::string failed_reason_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// The record type of a command in the log (the command's own kind byte follows in the payload).
+inline constexpr std::uint8_t command_record_type = 1;
+
+}  // namespace weir::server

@@ -1,0 +1,135 @@
+#include "server/wal_recovery.h"
+
+#include <charconv>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/log.h"
+#include "server/node.h"
+#include "server/shard_wal.h"
+#include "server/stream_shard.h"
+#include "streams/command_codec.h"
+
+namespace weir::server {
+
+namespace {
+
+error start_error(const std::string& reason) {
+  return make_error(storage::errc::corruption, reason);
+}
+
+// <root>/cores holds the core count as decimal text; written once, on the first start.
+status check_core_count(storage::env& e, const std::string& root, unsigned cores) {
+  const std::string path = storage::join_path(root, "cores");
+  if (e.file_exists(path)) {
+    auto f = e.open_readable(path);
+    if (!f) return f.err();
+    char buf[32] = {};
+    auto n = (*f)->read(0, std::as_writable_bytes(std::span(buf, sizeof buf - 1)));
+    if (!n) return n.err();
+    unsigned stored = 0;
+    auto [p, ec] = std::from_chars(buf, buf + *n, stored);
+    if (ec != std::errc() || stored == 0) return start_error(path + ": not a core count");
+    if (stored != cores) {
+      return start_error("data dir was written with " + std::to_string(stored) +
+                         " threads; start with --threads " + std::to_string(stored));
+    }
+    return {};
+  }
+  const std::string tmp = path + ".tmp";
+  if (e.file_exists(tmp)) (void)e.remove_file(tmp);
+  auto f = e.open_writable(tmp, storage::open_mode::create_new);
+  if (!f) return f.err();
+  std::string text = std::to_string(cores) + "\n";
+  if (auto st = (*f)->append(std::as_bytes(std::span(text.data(), text.size()))); !st) return st;
+  if (auto st = (*f)->sync(); !st) return st;
+  if (auto st = e.rename_file(tmp, path); !st) return st;
+  return e.sync_dir(root);
+}
+
+std::string core_dir(const std::string& root, std::size_t i) {
+  return storage::join_path(root, "core-" + std::to_string(i));
+}
+
+}  // namespace
+
+result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options& opts,
+                                              const std::vector<stream_shard*>& shards) {
+  wal_recovery_stats stats;
+  const std::string root = storage::join_path(opts.data_dir, "wal");
+  if (auto st = e.create_dirs(root); !st) return st.err();
+  if (auto st = check_core_count(e, root, static_cast<unsigned>(shards.size())); !st) return st.err();
+
+  // 1. Replay every core's log into its state machine. Outcomes are ignored: the effects they ask for
+  // (fork releases on other cores, subscription events) were carried out, and logged where they change
+  // state, when the command first ran.
+  std::vector<storage::recovered_log> recovered;
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    const std::string dir = core_dir(root, i);
+    if (auto st = e.create_dirs(dir); !st) return st.err();
+    streams::state_machine& sm = shards[i]->machine();
+    auto rec = storage::recover_log(e, dir, [&](const storage::record_view& r) -> status {
+      const std::string where = dir + " segment " + std::to_string(r.pos.segment.value()) + " offset " +
+                                std::to_string(r.pos.offset);
+      if (r.type != command_record_type) return start_error("unknown record type in " + where);
+      std::string_view bytes(reinterpret_cast<const char*>(r.payload.data()), r.payload.size());
+      auto cmd = streams::decode(bytes);
+      if (!cmd) return start_error("undecodable command in " + where + ": " + cmd.err().reason);
+      (void)sm.apply(*cmd);
+      ++stats.records;
+      return {};
+    });
+    if (!rec) return rec.err();
+    if (rec->truncated_bytes > 0) {
+      log::warn("weir serve: {}: cut a torn tail of {} bytes (never acknowledged)", dir,
+                rec->truncated_bytes);
+    }
+    stats.truncated_bytes += rec->truncated_bytes;
+    recovered.push_back(std::move(*rec));
+  }
+
+  // 2. Forks: the log does not carry inherited records (command_codec.h); take them from the source,
+  // which exists because its fork_retain was durable before the fork's create ran, and a release is
+  // only sent once the fork's delete is durable. Sources first (a fork of a fork inherits its
+  // source's inherited records too).
+  const unsigned n = static_cast<unsigned>(shards.size());
+  std::unordered_map<std::string, streams::state_machine::fork_link> forks;
+  for (stream_shard* s : shards) {
+    for (auto& l : s->machine().forks()) forks.emplace(l.path, l);
+  }
+  std::unordered_set<std::string> stitched;
+  std::function<void(const std::string&)> stitch = [&](const std::string& path) {
+    if (!stitched.insert(path).second) return;
+    const auto& link = forks.at(path);
+    if (forks.count(link.source)) stitch(link.source);
+    const streams::state_machine& src = shards[owner_index(link.source, n)]->machine();
+    std::vector<streams::record> inherited = src.prefix(link.source, link.point);
+    if (!inherited.empty() && inherited.back().end != link.point.value()) {
+      log::error("weir serve: fork {} of {}: source ends at {} before the fork point {}; inherited data lost",
+                 path, link.source, inherited.back().end, link.point.value());
+      inherited.clear();
+    } else if (inherited.empty() && link.point.value() > 0) {
+      log::error("weir serve: fork {}: source {} missing; inherited data lost", path, link.source);
+    }
+    shards[owner_index(path, n)]->machine().stitch_fork(path, std::move(inherited));
+    ++stats.forks_stitched;
+  };
+  for (auto& [path, link] : forks) stitch(path);
+
+  // 3. Writers, continuing where recovery left each log.
+  storage::log_options lo;
+  lo.sync = opts.sync;
+  lo.segment_bytes = opts.segment_bytes;
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    io::event_loop* loop = &shards[i]->loop();
+    auto w = storage::log_writer::open(e, core_dir(root, i), lo, recovered[i],
+                                       [loop](std::function<void()> fn) { loop->post(std::move(fn)); });
+    if (!w) return w.err();
+    shards[i]->attach_wal(std::move(*w));
+  }
+  return stats;
+}
+
+}  // namespace weir::server
