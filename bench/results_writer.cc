@@ -8,40 +8,15 @@
 
 #include <fmt/format.h>
 
+#include "base/json_writer.h"
 #include "bench/svg_chart_writer.h"
 
 namespace weir::bench {
 namespace {
 
+// RFC 8259 7 escaping, shared with every other JSON weir writes (base/json_writer).
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-  return out;
+  return json_writer::quoted(s);
 }
 
 // JSON has no NaN: a phase that did not run is null.

@@ -1,10 +1,10 @@
-#include "subscriptions/json_writer.h"
+#include "base/json_writer.h"
 
 #include <fmt/format.h>
 
 #include "base/assert.h"
 
-namespace weir::subscriptions {
+namespace weir {
 
 void json_writer::before_value() {
   if (after_key_) {
@@ -123,4 +123,10 @@ void json_writer::append_quoted(std::string& out, std::string_view s) {
   out += '"';
 }
 
-}  // namespace weir::subscriptions
+std::string json_writer::quoted(std::string_view s) {
+  std::string out;
+  append_quoted(out, s);
+  return out;
+}
+
+}  // namespace weir

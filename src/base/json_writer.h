@@ -1,6 +1,6 @@
 // json_writer: builds compact JSON text (RFC 8259) into a string, escaping strings as it goes. Used for
-// every JSON body the subscription layer emits (API responses, webhook notifications, wake events).
-// Single-threaded; keep one per output.
+// every JSON body the subscription layer emits (API responses, webhook notifications, wake events); its
+// string escaper also serves the bench's results.json. Single-threaded; keep one per output.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace weir::subscriptions {
+namespace weir {
 
 class json_writer {
  public:
@@ -32,6 +32,8 @@ class json_writer {
 
   // Appends `s` as a quoted JSON string to `out`.
   static void append_quoted(std::string& out, std::string_view s);
+  // `s` as a quoted JSON string.
+  static std::string quoted(std::string_view s);
 
  private:
   void before_value();
@@ -42,4 +44,4 @@ class json_writer {
   bool after_key_ = false;
 };
 
-}  // namespace weir::subscriptions
+}  // namespace weir

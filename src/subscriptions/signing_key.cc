@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "base/assert.h"
+#include "base/json_writer.h"
 #include "subscriptions/crypto_util.h"
-#include "subscriptions/json_writer.h"
 
 namespace weir::subscriptions {
 namespace {

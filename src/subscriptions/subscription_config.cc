@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "base/json_writer.h"
 #include "subscriptions/crypto_util.h"
 #include "subscriptions/glob_matcher.h"
-#include "subscriptions/json_writer.h"
 #include "subscriptions/url_validator.h"
 
 namespace weir::subscriptions {

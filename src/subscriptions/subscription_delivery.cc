@@ -5,10 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "base/json_writer.h"
 #include "base/log.h"
 #include "subscriptions/control_responses.h"
 #include "subscriptions/delivery_request.h"
-#include "subscriptions/json_writer.h"
 #include "subscriptions/subscription_json.h"
 #include "subscriptions/subscription_manager.h"
 #include "subscriptions/url_validator.h"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "subscriptions/json_writer.h"
+#include "base/json_writer.h"
 
 namespace weir::subscriptions {
 namespace {

@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "base/json_writer.h"
 #include "base/log.h"
-#include "subscriptions/json_writer.h"
 
 namespace weir::subscriptions {
 namespace {
