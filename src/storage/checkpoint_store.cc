@@ -7,22 +7,6 @@
 
 namespace weir::storage {
 
-namespace {
-
-result<std::vector<std::byte>> read_whole(env& e, const std::string& path) {
-  auto file = e.open_readable(path);
-  if (!file) return file.err();
-  auto size = (*file)->size();
-  if (!size) return size.err();
-  std::vector<std::byte> bytes(static_cast<std::size_t>(*size));
-  auto n = (*file)->read(0, bytes);
-  if (!n) return n.err();
-  bytes.resize(*n);
-  return bytes;
-}
-
-}  // namespace
-
 status checkpoint_store::write(lsn covered, std::span<const std::byte> blob) {
   const std::string final_path = join_path(dir_, format::checkpoint_file_name(covered));
   const std::string tmp_path = final_path + std::string(format::temp_suffix);
@@ -65,7 +49,7 @@ result<std::optional<checkpoint>> checkpoint_store::load_latest() {
   std::sort(found.begin(), found.end(), std::greater<>());
   for (lsn l : found) {
     const std::string path = join_path(dir_, format::checkpoint_file_name(l));
-    auto bytes = read_whole(env_, path);
+    auto bytes = read_whole_file(env_, path);
     if (!bytes) return bytes.err();
     std::span<const std::byte> all(*bytes);
     auto h = format::decode_checkpoint_header(all);

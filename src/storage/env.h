@@ -68,6 +68,9 @@ std::unique_ptr<env> make_posix_env();
 // Maps an errno value to a storage error with `what` (e.g. "write /data/0001.log") as reason.
 error errno_error(int err, const std::string& what);
 
+// The whole content of `path`, read through `e` (checkpoints and segments at recovery; blocking).
+result<std::vector<std::byte>> read_whole_file(env& e, const std::string& path);
+
 inline std::string join_path(const std::string& dir, const std::string& name) {
   if (dir.empty() || dir.back() == '/') return dir + name;
   return dir + "/" + name;

@@ -15,18 +15,6 @@ error corruption(const std::string& path, std::uint64_t offset, const std::strin
   return make_error(errc::corruption, fmt::format("{} at byte {}: {}", path, offset, why));
 }
 
-result<std::vector<std::byte>> read_file(env& e, const std::string& path) {
-  auto file = e.open_readable(path);
-  if (!file) return file.err();
-  auto size = (*file)->size();
-  if (!size) return size.err();
-  std::vector<std::byte> bytes(static_cast<std::size_t>(*size));
-  auto n = (*file)->read(0, bytes);
-  if (!n) return n.err();
-  bytes.resize(*n);
-  return bytes;
-}
-
 // A complete record with a good CRC at `off`; nullopt otherwise.
 std::optional<format::record_header> valid_record_at(std::span<const std::byte> bytes, std::uint64_t off) {
   if (off + format::record_header_size > bytes.size()) return std::nullopt;
@@ -90,7 +78,7 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const bool last = i + 1 == ids.size();
     const std::string path = join_path(dir, format::segment_file_name(ids[i]));
-    auto bytes_r = read_file(e, path);
+    auto bytes_r = read_whole_file(e, path);
     if (!bytes_r) return bytes_r.err();
     std::span<const std::byte> bytes(*bytes_r);
 
