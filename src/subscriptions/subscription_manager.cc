@@ -364,32 +364,24 @@ void subscription_manager::add_streams(entry& e, std::string_view body, responde
 // Stream events (reported after the command committed)
 
 void subscription_manager::on_stream_created(const stream_info& s) {
-  for (auto& [_, ep] : subs_) {
-    entry& e = *ep;
-    if (s.path.compare(0, e.root.size(), e.root) != 0) continue;
-    std::string rel = s.path.substr(e.root.size());
-    const auto& cfg = e.state.config();
-    if (e.state.linked(rel)) {
-      e.state.on_created(rel, s.tail_offset);
-    } else if (e.glob && rel != cfg.wake_stream && e.glob->matches(rel)) {
-      // PROTOCOL.md 6.2: a stream that appears later is linked before its first data.
-      e.state.link_at_start(rel, false, s.tail_offset);
-      changed();
-    }
-    pump(e);
-  }
+  // PROTOCOL.md 6.2: a stream that appears later is linked before its first data.
+  on_stream_event(s, &subscription_state::on_created);
 }
 
 void subscription_manager::on_stream_appended(const stream_info& s) {
+  // Streams discovered by a matching append are linked before that append (PROTOCOL.md 6.2).
+  on_stream_event(s, &subscription_state::on_tail);
+}
+
+void subscription_manager::on_stream_event(const stream_info& s, linked_update update) {
   for (auto& [_, ep] : subs_) {
     entry& e = *ep;
     if (s.path.compare(0, e.root.size(), e.root) != 0) continue;
     std::string rel = s.path.substr(e.root.size());
     const auto& cfg = e.state.config();
     if (e.state.linked(rel)) {
-      e.state.on_tail(rel, s.tail_offset);
+      (e.state.*update)(rel, s.tail_offset);
     } else if (e.glob && rel != cfg.wake_stream && e.glob->matches(rel)) {
-      // Streams discovered by a matching append are linked before that append (PROTOCOL.md 6.2).
       e.state.link_at_start(rel, false, s.tail_offset);
       changed();
     }

@@ -108,6 +108,10 @@ class subscription_manager {
   void callback_or_ack(entry& e, const control_request& req, token_kind kind, responder respond);
   void claim(entry& e, std::string_view body, responder respond);
   void release(entry& e, const control_request& req, responder respond);
+  // A stream under some subscription's root was created or appended to: `update` moves the tail of a
+  // linked stream; an unlinked one matching the pattern is linked at its start (PROTOCOL.md 6.2).
+  using linked_update = void (subscription_state::*)(const std::string& path, const std::string& tail);
+  void on_stream_event(const stream_info& s, linked_update update);
 
   // Starts a wake when the subscription is idle with pending work, and delivers it.
   void pump(entry& e);
