@@ -30,21 +30,11 @@ using detail::split_path;
 
 void subscription_manager::callback_or_ack(entry& e, const control_request& req, token_kind kind,
                                            responder respond) {
-  auto token = bearer(req.authorization);
-  if (!token) return respond(fail(401, "TOKEN_INVALID", "a Bearer token is required"));
-  auto claims = tokens_.verify(*token, clock_.wall_ms());
-  if (!claims) {
-    bool expired = claims.err().as<token_errc>() == token_errc::expired;
-    return respond(fail(401, expired ? "TOKEN_EXPIRED" : "TOKEN_INVALID", claims.err().reason));
-  }
-  if (claims->kind != kind || claims->subscription != e.key || claims->incarnation != e.incarnation) {
-    return respond(fail(401, "TOKEN_INVALID", "token is not valid for this subscription"));
-  }
+  token_claims claims;
+  if (auto rejected = check_token(e, req, kind, claims)) return respond(std::move(*rejected));
   auto body = parse_ack_request(req.body);
   if (!body) return respond(from_config_error(body.err()));
-  // PROTOCOL.md 7.3: token generation, request generation and wake id must all match the current wake.
-  if (claims->generation != body->generation || claims->wake_id != body->wake_id || expire_if_due(e) ||
-      e.state.check_fence(body->generation, body->wake_id) != fence_result::ok) {
+  if (fenced(e, claims, body->generation, body->wake_id)) {
     return respond(fail(409, "FENCED", "stale wake_id or generation"));
   }
   if (!e.state.apply_acks(body->acks)) {
@@ -92,21 +82,11 @@ void subscription_manager::claim(entry& e, std::string_view body, responder resp
 }
 
 void subscription_manager::release(entry& e, const control_request& req, responder respond) {
-  auto token = bearer(req.authorization);
-  if (!token) return respond(fail(401, "TOKEN_INVALID", "a Bearer token is required"));
-  auto claims = tokens_.verify(*token, clock_.wall_ms());
-  if (!claims) {
-    bool expired = claims.err().as<token_errc>() == token_errc::expired;
-    return respond(fail(401, expired ? "TOKEN_EXPIRED" : "TOKEN_INVALID", claims.err().reason));
-  }
-  if (claims->kind != token_kind::claim || claims->subscription != e.key ||
-      claims->incarnation != e.incarnation) {
-    return respond(fail(401, "TOKEN_INVALID", "token is not valid for this subscription"));
-  }
+  token_claims claims;
+  if (auto rejected = check_token(e, req, token_kind::claim, claims)) return respond(std::move(*rejected));
   auto body = parse_release_request(req.body);
   if (!body) return respond(from_config_error(body.err()));
-  if (claims->generation != body->generation || claims->wake_id != body->wake_id || expire_if_due(e) ||
-      e.state.check_fence(body->generation, body->wake_id) != fence_result::ok) {
+  if (fenced(e, claims, body->generation, body->wake_id)) {
     return respond(fail(409, "FENCED", "stale wake_id or generation"));
   }
   e.state.release();
@@ -115,6 +95,29 @@ void subscription_manager::release(entry& e, const control_request& req, respond
   e.lease_timer = 0;
   respond(no_content());
   pump(e);  // PROTOCOL.md 7.2: pending work after release gets another wake event
+}
+
+std::optional<control_response> subscription_manager::check_token(const entry& e, const control_request& req,
+                                                                  token_kind kind, token_claims& claims) {
+  auto token = bearer(req.authorization);
+  if (!token) return fail(401, "TOKEN_INVALID", "a Bearer token is required");
+  auto verified = tokens_.verify(*token, clock_.wall_ms());
+  if (!verified) {
+    bool expired = verified.err().as<token_errc>() == token_errc::expired;
+    return fail(401, expired ? "TOKEN_EXPIRED" : "TOKEN_INVALID", verified.err().reason);
+  }
+  if (verified->kind != kind || verified->subscription != e.key || verified->incarnation != e.incarnation) {
+    return fail(401, "TOKEN_INVALID", "token is not valid for this subscription");
+  }
+  claims = std::move(*verified);
+  return std::nullopt;
+}
+
+bool subscription_manager::fenced(entry& e, const token_claims& claims, std::uint64_t generation,
+                                  const std::string& wake_id) {
+  // PROTOCOL.md 7.3: token generation, request generation and wake id must all match the current wake.
+  return claims.generation != generation || claims.wake_id != wake_id || expire_if_due(e) ||
+         e.state.check_fence(generation, wake_id) != fence_result::ok;
 }
 
 // ---------------------------------------------------------------------------------------------------

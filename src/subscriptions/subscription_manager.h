@@ -108,6 +108,14 @@ class subscription_manager {
   void callback_or_ack(entry& e, const control_request& req, token_kind kind, responder respond);
   void claim(entry& e, std::string_view body, responder respond);
   void release(entry& e, const control_request& req, responder respond);
+  // Fills `claims` from the request's Bearer token when it is a valid `kind` token of this incarnation of
+  // `e`; otherwise returns the 401 answer (PROTOCOL.md 7.1-7.3).
+  std::optional<control_response> check_token(const entry& e, const control_request& req, token_kind kind,
+                                              token_claims& claims);
+  // True when a request for (generation, wake_id) carrying `claims` no longer addresses the current wake
+  // (PROTOCOL.md 7.3); expires a lease that is past its deadline first.
+  bool fenced(entry& e, const token_claims& claims, std::uint64_t generation, const std::string& wake_id);
+
   // A stream under some subscription's root was created or appended to: `update` moves the tail of a
   // linked stream; an unlinked one matching the pattern is linked at its start (PROTOCOL.md 6.2).
   using linked_update = void (subscription_state::*)(const std::string& path, const std::string& tail);
