@@ -45,18 +45,6 @@ control_response from_config_error(const error& e) {
   return fail(400, "INVALID_REQUEST", e.reason);
 }
 
-std::vector<std::string_view> split_path(std::string_view s) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == '/') {
-      out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return out;
-}
-
 std::optional<std::string> percent_decode(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -1,6 +1,6 @@
 // Helpers shared by the subscription_manager's translation units: building control responses (the one
-// place where subscription errors become HTTP statuses and codes), splitting and decoding control paths,
-// and reading Authorization and webhook answers. Pure; thread-safe.
+// place where subscription errors become HTTP statuses and codes), percent-decoding control paths, and
+// reading Authorization and webhook answers. Pure; thread-safe.
 #pragma once
 
 #include <optional>
@@ -20,7 +20,6 @@ control_response method_not_allowed(std::string allow);
 // Maps a body/config parse error (config_errc) to its 400 answer.
 control_response from_config_error(const error& e);
 
-std::vector<std::string_view> split_path(std::string_view s);
 // RFC 3986 2.1 percent-decoding; nullopt on a malformed escape.
 std::optional<std::string> percent_decode(std::string_view s);
 // The token of "Bearer <token>" (scheme case-insensitive, RFC 6750 2.1), or nullopt.

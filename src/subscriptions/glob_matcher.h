@@ -6,8 +6,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace weir::subscriptions {
+
+// The '/'-separated segments of `s`, empty ones included ("a//b/" -> "a", "", "b", "").
+std::vector<std::string_view> split_path(std::string_view s);
 
 // Normalises a stream-root-relative path: strips one leading '/', rejects empty paths, empty, "." and
 // ".." segments and a first segment of `__ds` (reserved, PROTOCOL.md 6). nullopt when invalid.

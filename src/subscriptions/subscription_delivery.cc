@@ -15,15 +15,8 @@
 
 namespace weir::subscriptions {
 
-using detail::bearer;
-using detail::fail;
-using detail::from_config_error;
-using detail::json;
-using detail::method_not_allowed;
-using detail::no_content;
-using detail::percent_decode;
-using detail::says_done;
-using detail::split_path;
+// control_responses.h: the helpers shared by this class's translation units.
+using namespace detail;
 
 // ---------------------------------------------------------------------------------------------------
 // Callback, claim, ack, release (PROTOCOL.md 7.1-7.3)

@@ -11,15 +11,8 @@
 
 namespace weir::subscriptions {
 
-using detail::bearer;
-using detail::fail;
-using detail::from_config_error;
-using detail::json;
-using detail::method_not_allowed;
-using detail::no_content;
-using detail::percent_decode;
-using detail::says_done;
-using detail::split_path;
+// control_responses.h: the helpers shared by this class's translation units.
+using namespace detail;
 
 subscription_manager::subscription_manager(scheduler& sched, stream_host& host, webhook_transport& transport,
                                            const clock_source& clock, std::shared_ptr<const signing_key> key,
