@@ -457,20 +457,31 @@ TEST(subscription_manager, shutdown_cancels_timers) {
 namespace weir::subscriptions {
 namespace {
 
-// Subscriptions survive a restart: cursors, generation and links come back; tails are re-learned.
-TEST(subscription_manager, persists_and_restores) {
+// The fakes of a node that restarts: managers made one after another share the scheduler, clock, host
+// and signing key, and every snapshot they persist is kept in `snapshots`.
+struct restart_rig {
   std::vector<std::string> snapshots;
   manual_clock clock;
   fake_scheduler sched{clock};
   fake_host host;
   fake_transport transport;
-  auto key = *signing_key::generate();
-  manager_options opts{true, 30'000, 10'000, 3'600'000};
-  opts.persist = [&](std::string s) { snapshots.push_back(std::move(s)); };
+  std::shared_ptr<const signing_key> key = *signing_key::generate();
+
+  subscription_manager make(fake_transport& t) {
+    manager_options opts{true, 30'000, 10'000, 3'600'000};
+    opts.persist = [this](std::string s) { snapshots.push_back(std::move(s)); };
+    return subscription_manager(sched, host, t, clock, key, token_signer(token_signer::random_secret()),
+                                opts);
+  }
+};
+
+// Subscriptions survive a restart: cursors, generation and links come back; tails are re-learned.
+TEST(subscription_manager, persists_and_restores) {
+  restart_rig rig;
+  auto& [snapshots, clock, sched, host, transport, key] = rig;
   std::string auth, wake_id;
   {
-    subscription_manager m(sched, host, transport, clock, key, token_signer(token_signer::random_secret()),
-                           opts);
+    subscription_manager m = rig.make(transport);
     std::optional<control_response> out;
     m.handle(control_request{http::method::put, webhook_sub(), {}, root, "subscriptions/s", origin},
              [&](control_response r) { out = std::move(r); });
@@ -499,8 +510,7 @@ TEST(subscription_manager, persists_and_restores) {
   EXPECT_EQ((*restored)[0].generation, 2u);
 
   fake_transport transport2;
-  subscription_manager m2(sched, host, transport2, clock, key, token_signer(token_signer::random_secret()),
-                          opts);
+  subscription_manager m2 = rig.make(transport2);
   m2.restore(std::move(*restored));
   sched.drain();
   const auto* s = m2.find(root, "s");
@@ -517,17 +527,10 @@ TEST(subscription_manager, persists_and_restores) {
 
 // PROTOCOL.md 7.1: the retry schedule (next_attempt_at) survives a restart.
 TEST(subscription_manager, restores_the_retry_schedule) {
-  std::vector<std::string> snapshots;
-  manual_clock clock;
-  fake_scheduler sched{clock};
-  fake_host host;
-  fake_transport transport;
-  auto key = *signing_key::generate();
-  manager_options opts{true, 30'000, 10'000, 3'600'000};
-  opts.persist = [&](std::string s) { snapshots.push_back(std::move(s)); };
+  restart_rig rig;
+  auto& [snapshots, clock, sched, host, transport, key] = rig;
   {
-    subscription_manager m(sched, host, transport, clock, key, token_signer(token_signer::random_secret()),
-                           opts);
+    subscription_manager m = rig.make(transport);
     std::optional<control_response> out;
     m.handle(
         control_request{
@@ -550,8 +553,7 @@ TEST(subscription_manager, restores_the_retry_schedule) {
   EXPECT_GT((*restored)[0].retry_at_wall_ms, clock.wall_ms() + 3'000);
 
   fake_transport transport2;
-  subscription_manager m2(sched, host, transport2, clock, key, token_signer(token_signer::random_secret()),
-                          opts);
+  subscription_manager m2 = rig.make(transport2);
   m2.restore(std::move(*restored));
   sched.advance(3'000);
   EXPECT_EQ(transport2.sent.size(), 0u);  // still backing off
