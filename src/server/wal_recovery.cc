@@ -118,7 +118,28 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
   };
   for (auto& [path, link] : forks) stitch(path);
 
-  // 3. Writers, continuing where recovery left each log.
+  // 3. References a crash left behind: a retain durable whose fork's create never ran, or a fork's
+  // delete durable whose release was not. Count the forks that exist (soft-deleted ones included: they
+  // keep their reference) and release the difference through the log once the loops run, so that the
+  // release (and any cascade it causes) is replayed next time exactly as it ran.
+  std::unordered_map<std::string, std::uint32_t> held;
+  for (stream_shard* s : shards) {
+    for (auto& l : s->machine().forks()) ++held[l.source];
+  }
+  for (stream_shard* s : shards) {
+    for (auto& [path, count] : s->machine().ref_counts()) {
+      std::uint32_t real = held.count(path) ? held[path] : 0;
+      if (count <= real) continue;
+      log::warn("weir serve: {} holds {} fork references, {} forks exist; releasing the rest", path, count,
+                real);
+      stats.leaked_references += count - real;
+      for (std::uint32_t k = real; k < count; ++k) {
+        s->loop().post([s, path = path] { (void)s->execute(streams::fork_release_command{path}); });
+      }
+    }
+  }
+
+  // 4. Writers, continuing where recovery left each log.
   storage::log_options lo;
   lo.sync = opts.sync;
   lo.segment_bytes = opts.segment_bytes;

@@ -29,6 +29,7 @@ struct wal_recovery_stats {
   std::uint64_t records = 0;          // commands replayed (all cores)
   std::uint64_t truncated_bytes = 0;  // torn tails cut
   std::uint64_t forks_stitched = 0;
+  std::uint64_t leaked_references = 0;  // fork references released at start (crash between two cores)
 };
 
 // `shards[i]` is core i. The number of cores is stored in <data_dir>/wal/cores: a stream's owner core

@@ -403,6 +403,14 @@ void state_machine::stitch_fork(const std::string& path, std::vector<record> inh
   s.log = std::move(log);
 }
 
+std::vector<std::pair<std::string, std::uint32_t>> state_machine::ref_counts() const {
+  std::vector<std::pair<std::string, std::uint32_t>> out;
+  for (const auto& [path, s] : streams_) {
+    if (s.ref_count > 0) out.emplace_back(path, s.ref_count);
+  }
+  return out;
+}
+
 read_result state_machine::read(std::string_view path, std::optional<stream_offset> from,
                                 std::size_t max_bytes) const {
   read_result r;

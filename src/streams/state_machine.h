@@ -126,6 +126,9 @@ class state_machine {
   std::vector<record> prefix(const std::string& path, stream_offset upto) const;
   // Puts `inherited` (ending at the fork point) in front of the fork's own records.
   void stitch_fork(const std::string& path, std::vector<record> inherited);
+  // Streams holding fork references, with their counts (the caller compares them with the forks that
+  // exist and releases references a crash left behind).
+  std::vector<std::pair<std::string, std::uint32_t>> ref_counts() const;
 
  private:
   struct producer_state {

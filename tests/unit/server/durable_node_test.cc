@@ -7,13 +7,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "server/node.h"
+#include "server/shard_wal.h"
+#include "storage/log_writer.h"
+#include "streams/command_codec.h"
 
 namespace weir::server {
 namespace {
@@ -214,6 +219,44 @@ TEST_F(durable_node_test, damage_before_the_tail_stops_the_start_naming_the_file
   status st = start();
   ASSERT_FALSE(st.has_value());
   EXPECT_NE(st.err().reason.find("core-0"), std::string::npos) << st.err().reason;
+}
+
+// A crash between the source's fork_retain and the fork's create (two cores) leaves a reference with no
+// fork. The start releases it, so deleting the source removes it instead of keeping it soft-deleted.
+TEST_F(durable_node_test, a_reference_without_a_fork_is_released_at_start) {
+  ASSERT_TRUE(start().has_value());
+  std::string src = path_on(0, "src");
+  ASSERT_EQ(http(port_, "PUT", src, text, "data").status, 201);
+  stop();
+  {
+    // What the source's core logged before the crash: the retain of a fork that never got created.
+    storage::env& e = storage::default_posix_env();
+    std::string core0 = dir_ + "/wal/core-0";
+    auto rec = storage::recover_log(e, core0, [](const storage::record_view&) { return status{}; });
+    ASSERT_TRUE(rec.has_value());
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    auto w = storage::log_writer::open(e, core0, {}, *rec, [](std::function<void()> fn) { fn(); });
+    ASSERT_TRUE(w.has_value());
+    std::string bytes = streams::encode(streams::fork_retain_command{src, std::nullopt, 0, "", 1});
+    (*w)->append(command_record_type, std::as_bytes(std::span(bytes.data(), bytes.size())),
+                 [&](result<storage::append_ack> r) {
+                   EXPECT_TRUE(r.has_value());
+                   std::lock_guard lock(mu);
+                   done = true;
+                   cv.notify_all();
+                 });
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return done; }));
+  }
+  ASSERT_TRUE(start().has_value());
+  EXPECT_EQ(http(port_, "DELETE", src).status, 204);
+  EXPECT_EQ(http(port_, "GET", src).status, 404);  // not 410 (soft-deleted, waiting for a fork)
+  stop();
+  ASSERT_TRUE(start().has_value());  // the release was logged: the replay agrees
+  EXPECT_EQ(http(port_, "GET", src).status, 404);
+  EXPECT_EQ(http(port_, "PUT", src, text, "again").status, 201);
 }
 
 TEST_F(durable_node_test, a_data_dir_opens_only_with_its_core_count) {
