@@ -60,17 +60,17 @@ std::uint16_t node::port() const {
 }
 
 void node::report_created(const streams::stream_meta& m) {
-  if (!subs_) return;
+  if (!subs_ || !subs_->active()) return;
   http_->loop(0).post([this, m] { subs_->created(m); });
 }
 
 void node::report_appended(const streams::stream_meta& m) {
-  if (!subs_) return;
+  if (!subs_ || !subs_->active()) return;
   http_->loop(0).post([this, m] { subs_->appended(m); });
 }
 
 void node::report_deleted(const std::string& path) {
-  if (!subs_) return;
+  if (!subs_ || !subs_->active()) return;
   http_->loop(0).post([this, path] { subs_->deleted(path); });
 }
 

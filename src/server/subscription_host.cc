@@ -91,6 +91,7 @@ class service_glue final : public subscriptions_glue {
   void appended(const streams::stream_meta& m) override { service_.on_stream_appended(to_info(m)); }
   void deleted(const std::string& path) override { service_.on_stream_deleted(path); }
   void shutdown() override { service_.shutdown(); }
+  bool active() const override { return service_.has_subscriptions(); }
 
  private:
   static subscriptions::service_options make_options(const std::string& data_dir) {

@@ -28,6 +28,8 @@ struct subscriptions_glue {
   virtual void appended(const streams::stream_meta& m) = 0;
   virtual void deleted(const std::string& path) = 0;
   virtual void shutdown() = 0;
+  // Any core: whether any subscription exists (stream events are not worth a cross-core hop otherwise).
+  virtual bool active() const = 0;
 };
 
 // nullptr when the build has no subscription service.

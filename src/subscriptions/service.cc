@@ -130,6 +130,9 @@ void service::handle(const http::request& req, std::string_view root, std::strin
 }
 
 void service::handle(const control_request& req, http::exchange ex) {
+  // Count one more while the request may add a subscription: its backfill lists the shards'
+  // streams asynchronously, and a stream created on a shard after that listing must be reported.
+  impl_->count.fetch_add(1, std::memory_order_acq_rel);
   impl_->manager.handle(req, [ex](control_response r) { answer(ex, std::move(r)); });
   impl_->count.store(impl_->manager.size(), std::memory_order_release);
 }
