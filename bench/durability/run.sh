@@ -39,7 +39,10 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-[[ -z "$out" ]] && out="bench/results/$(date -u +%Y-%m-%d)-durability$([[ $dry_run == 1 ]] && echo -dry-run)"
+if [[ -z "$out" ]]; then
+  out="bench/results/$(date -u +%Y-%m-%d)-durability"
+  if [[ $dry_run == 1 ]]; then out="$out-dry-run"; fi
+fi
 mkdir -p "$out"
 
 weir_bin="${WEIR_BIN:-build/release/src/server/weir}"
