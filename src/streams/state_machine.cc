@@ -89,6 +89,20 @@ state_machine::stream_state* state_machine::resolve(const std::string& path, std
   return &s;
 }
 
+state_machine::stream_state* state_machine::resolve_live(const std::string& path, std::int64_t now_ms,
+                                                         outcome& out, errc missing, errc gone) {
+  stream_state* s = resolve(path, now_ms, out);
+  if (!s) {
+    out.code = missing;
+    return nullptr;
+  }
+  if (s->soft_deleted) {
+    out.code = gone;
+    return nullptr;
+  }
+  return s;
+}
+
 outcome state_machine::create(const create_command& c) {
   outcome out;
   stream_state* existing = resolve(c.path, c.now_ms, out);
@@ -168,15 +182,8 @@ outcome state_machine::create(const create_command& c) {
 
 outcome state_machine::append(const append_command& c) {
   outcome out;
-  stream_state* s = resolve(c.path, c.now_ms, out);
-  if (!s) {
-    out.code = errc::not_found;
-    return out;
-  }
-  if (s->soft_deleted) {
-    out.code = errc::gone;
-    return out;
-  }
+  stream_state* s = resolve_live(c.path, c.now_ms, out);
+  if (!s) return out;
   auto finish = [&](errc code) {
     out.code = code;
     out.meta = snapshot(*s);
@@ -273,15 +280,9 @@ outcome state_machine::append(const append_command& c) {
 
 outcome state_machine::remove(const delete_command& c) {
   outcome out;
-  stream_state* s = resolve(c.path, c.now_ms, out);
-  if (!s) {
-    out.code = errc::not_found;
-    return out;
-  }
-  if (s->soft_deleted) {
-    out.code = errc::gone;  // PROTOCOL.md 5.4: deleting a soft-deleted stream is 410
-    return out;
-  }
+  // PROTOCOL.md 5.4: deleting a soft-deleted stream is 410 (gone).
+  stream_state* s = resolve_live(c.path, c.now_ms, out);
+  if (!s) return out;
   if (s->ref_count > 0) {
     s->soft_deleted = true;
     out.mutated = true;
@@ -294,15 +295,8 @@ outcome state_machine::remove(const delete_command& c) {
 
 outcome state_machine::touch(const touch_command& c) {
   outcome out;
-  stream_state* s = resolve(c.path, c.now_ms, out);
-  if (!s) {
-    out.code = errc::not_found;
-    return out;
-  }
-  if (s->soft_deleted) {
-    out.code = errc::gone;
-    return out;
-  }
+  stream_state* s = resolve_live(c.path, c.now_ms, out);
+  if (!s) return out;
   s->last_access_ms = c.now_ms;
   out.mutated = out.mutated || s->meta.expiry.ttl_seconds.has_value();
   out.meta = snapshot(*s);
@@ -311,28 +305,14 @@ outcome state_machine::touch(const touch_command& c) {
 
 outcome state_machine::expire(const expire_command& c) {
   outcome out;
-  stream_state* s = resolve(c.path, c.now_ms, out);
-  if (!s) {
-    out.code = errc::not_found;
-  } else if (s->soft_deleted) {
-    out.code = errc::gone;
-  } else {
-    out.meta = snapshot(*s);
-  }
+  if (stream_state* s = resolve_live(c.path, c.now_ms, out)) out.meta = snapshot(*s);
   return out;
 }
 
 outcome state_machine::fork_retain(const fork_retain_command& c) {
   outcome out;
-  stream_state* s = resolve(c.source, c.now_ms, out);
-  if (!s) {
-    out.code = errc::source_not_found;
-    return out;
-  }
-  if (s->soft_deleted) {
-    out.code = errc::source_gone;
-    return out;
-  }
+  stream_state* s = resolve_live(c.source, c.now_ms, out, errc::source_not_found, errc::source_gone);
+  if (!s) return out;
   if (!c.content_type.empty() &&
       normalize_content_type(c.content_type) != normalize_content_type(s->meta.content_type)) {
     out.code = errc::content_type_mismatch;

@@ -151,6 +151,9 @@ class state_machine {
   static bool is_expired(const stream_state& s, std::int64_t now_ms);
   // The stream at `path` after applying lazy expiry: nullptr if absent or expired-and-removed.
   stream_state* resolve(const std::string& path, std::int64_t now_ms, outcome& out);
+  // A stream that exists and is not soft-deleted; otherwise nullptr with out.code = missing or gone.
+  stream_state* resolve_live(const std::string& path, std::int64_t now_ms, outcome& out,
+                             errc missing = errc::not_found, errc gone = errc::gone);
   void erase(const std::string& path, outcome& out);
   stream_meta snapshot(const stream_state& s) const;
 
