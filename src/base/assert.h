@@ -14,8 +14,8 @@ namespace weir::detail {
 }
 }  // namespace weir::detail
 
-#define WEIR_ASSERT(cond, ...)                                                              \
-  do {                                                                                      \
-    if (!(cond)) [[unlikely]]                                                               \
-      ::weir::detail::assert_fail(#cond, __FILE__, __LINE__, ::fmt::format(__VA_ARGS__));   \
+#define WEIR_ASSERT(cond, ...)                                                            \
+  do {                                                                                    \
+    if (!(cond)) [[unlikely]]                                                             \
+      ::weir::detail::assert_fail(#cond, __FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
   } while (0)

@@ -27,5 +27,7 @@ using core_id = strong_id<struct core_id_tag, unsigned>;
 
 template <class Tag, class T>
 struct std::hash<weir::strong_id<Tag, T>> {
-  std::size_t operator()(const weir::strong_id<Tag, T>& id) const noexcept { return std::hash<T>{}(id.value()); }
+  std::size_t operator()(const weir::strong_id<Tag, T>& id) const noexcept {
+    return std::hash<T>{}(id.value());
+  }
 };

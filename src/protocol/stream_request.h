@@ -10,8 +10,8 @@
 
 #include "base/result.h"
 #include "http/exchange.h"
-#include "protocol/json_mode.h"
 #include "protocol/errors.h"
+#include "protocol/json_mode.h"
 #include "protocol/offset_token.h"
 #include "streams/command.h"
 

@@ -64,7 +64,8 @@ void run_sequence(delivery_type type, unsigned seed) {
         for (const auto& e : w->snapshot) {
           if (rng() % 2) acks.push_back({e.path, e.tail_offset});
           // A stale (smaller) offset now and then: the cursor must not follow it back.
-          if (rng() % 4 == 0) acks.push_back({e.path, offset(static_cast<int>(rng() % (length[e.path] + 1)))});
+          if (rng() % 4 == 0)
+            acks.push_back({e.path, offset(static_cast<int>(rng() % (length[e.path] + 1)))});
         }
         ASSERT_TRUE(s.apply_acks(acks));
         s.finish_or_extend(rng() % 2 == 0, now);
