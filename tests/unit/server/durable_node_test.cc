@@ -60,12 +60,7 @@ class durable_node_test : public ::testing::Test {
     n_.reset();
   }
   static std::string path_on(unsigned core, const std::string& stem) {
-    for (int i = 0; i < 1000; ++i) {
-      std::string p = "/v1/stream/" + stem + std::to_string(i);
-      if (owner_index(p, 2) == core) return p;
-    }
-    ADD_FAILURE() << "no path for core " << core;
-    return {};
+    return test_support::path_on(core, stem);
   }
   std::string segment(unsigned core) const {
     std::string d = dir_ + "/wal/core-" + std::to_string(core);

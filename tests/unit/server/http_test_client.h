@@ -13,6 +13,8 @@
 #include <map>
 #include <string>
 
+#include "server/node.h"
+
 namespace weir::server::test_support {
 
 struct reply {
@@ -60,6 +62,16 @@ inline reply http(std::uint16_t port, const std::string& method, const std::stri
   }
   r.body = raw.substr(head_end + 4);
   return r;
+}
+
+// A stream path under /v1/stream/ that a 2-core node gives to core `core`.
+inline std::string path_on(unsigned core, const std::string& stem) {
+  for (int i = 0; i < 1000; ++i) {
+    std::string p = "/v1/stream/" + stem + std::to_string(i);
+    if (owner_index(p, 2) == core) return p;
+  }
+  ADD_FAILURE() << "no path for core " << core;
+  return {};
 }
 
 }  // namespace weir::server::test_support

@@ -42,14 +42,8 @@ class node_test : public ::testing::Test {
     n_.reset();
   }
 
-  // A stream path owned by core `core`.
   static std::string path_on(unsigned core, const std::string& stem) {
-    for (int i = 0; i < 1000; ++i) {
-      std::string p = "/v1/stream/" + stem + std::to_string(i);
-      if (owner_index(p, 2) == core) return p;
-    }
-    ADD_FAILURE() << "no path for core " << core;
-    return {};
+    return test_support::path_on(core, stem);
   }
 
   std::unique_ptr<node> n_;
