@@ -31,6 +31,7 @@ bool has_header(std::span<const header> headers, std::string_view name) {
 }
 
 char* put(char* p, std::string_view s) {
+  if (s.empty()) return p;
   std::memcpy(p, s.data(), s.size());
   return p + s.size();
 }

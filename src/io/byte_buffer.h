@@ -45,6 +45,7 @@ class byte_buffer {
     end_ += n;
   }
   void append(std::string_view s) {
+    if (s.empty()) return;  // memcpy may not be given a null source, even for zero bytes
     std::memcpy(prepare(s.size()), s.data(), s.size());
     end_ += s.size();
   }
