@@ -28,12 +28,29 @@ inline chunk make_chunk(std::string bytes) {
   return std::make_shared<const std::string>(std::move(bytes));
 }
 
-// A view of part of a chunk.
+// Where a record's bytes sit in a write-ahead log once its append is durable, so that the hot tier
+// may drop them from memory: bytes [data_offset, data_offset + n) of the payload of the log record
+// whose header starts at byte `offset` of segment `segment` in core `core`'s log. segment 0: not on
+// disk (yet).
+struct disk_location {
+  std::uint64_t segment = 0;
+  std::uint64_t offset = 0;
+  std::uint32_t core = 0;
+  std::uint32_t data_offset = 0;
+
+  bool known() const { return segment != 0; }
+  friend bool operator==(const disk_location&, const disk_location&) = default;
+};
+
+// A view of part of a record's bytes: in memory (`buf`), or cold (buf null: read them from `at`).
+// `begin` counts from the start of the record's bytes in both places.
 struct chunk_slice {
   chunk buf;
   std::uint32_t begin = 0;
   std::uint32_t size = 0;
+  disk_location at;
 
+  bool cold() const { return !buf; }
   std::string_view view() const { return std::string_view(*buf).substr(begin, size); }
 };
 
