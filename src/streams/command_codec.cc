@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "streams/wire.h"
+
 namespace weir::streams {
 
 const std::string& command_path(const command& c) {
@@ -18,123 +20,12 @@ const std::string& command_path(const command& c) {
       c);
 }
 
-namespace {
-
-class writer {
- public:
-  void u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
-  void var(std::uint64_t v) {
-    while (v >= 0x80) {
-      u8(static_cast<std::uint8_t>(v | 0x80));
-      v >>= 7;
-    }
-    u8(static_cast<std::uint8_t>(v));
-  }
-  void svar(std::int64_t v) {
-    var((static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
-  }
-  void str(std::string_view s) {
-    var(s.size());
-    out_.append(s);
-  }
-  void boolean(bool b) { u8(b ? 1 : 0); }
-  template <class T, class F>
-  void opt(const std::optional<T>& o, F&& f) {
-    boolean(o.has_value());
-    if (o) f(*o);
-  }
-  void pay(const payload& p) {
-    str(p.bytes ? std::string_view(*p.bytes) : std::string_view());
-    var(p.messages);
-    u8(static_cast<std::uint8_t>((p.json_invalid ? 1 : 0) | (p.json_empty_array ? 2 : 0)));
-  }
-  void exp(const expiry_config& e) {
-    opt(e.ttl_seconds, [&](std::uint64_t v) { var(v); });
-    opt(e.expires_at_ms, [&](std::int64_t v) { svar(v); });
-    str(e.expires_at_text);
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class reader {
- public:
-  explicit reader(std::string_view in) : in_(in) {}
-  bool ok() const { return ok_; }
-  bool at_end() const { return pos_ == in_.size(); }
-
-  std::uint8_t u8() {
-    if (pos_ >= in_.size()) {
-      ok_ = false;
-      return 0;
-    }
-    return static_cast<std::uint8_t>(in_[pos_++]);
-  }
-  std::uint64_t var() {
-    std::uint64_t v = 0;
-    for (int shift = 0; shift < 64 && ok_; shift += 7) {
-      std::uint8_t b = u8();
-      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    ok_ = false;
-    return 0;
-  }
-  std::int64_t svar() {
-    std::uint64_t z = var();
-    return static_cast<std::int64_t>((z >> 1) ^ (~(z & 1) + 1));
-  }
-  std::string str() {
-    std::uint64_t n = var();
-    if (!ok_ || n > in_.size() - pos_) {
-      ok_ = false;
-      return {};
-    }
-    std::string s(in_.substr(pos_, n));
-    pos_ += n;
-    return s;
-  }
-  bool boolean() {
-    std::uint8_t b = u8();
-    if (b > 1) ok_ = false;
-    return b == 1;
-  }
-  template <class T, class F>
-  std::optional<T> opt(F&& f) {
-    if (!boolean()) return std::nullopt;
-    return f();
-  }
-  payload pay() {
-    payload p;
-    std::string bytes = str();
-    if (!bytes.empty()) p.bytes = make_chunk(std::move(bytes));
-    p.messages = static_cast<std::uint32_t>(var());
-    std::uint8_t flags = u8();
-    if (flags > 3) ok_ = false;
-    p.json_invalid = flags & 1;
-    p.json_empty_array = flags & 2;
-    return p;
-  }
-  expiry_config exp() {
-    expiry_config e;
-    e.ttl_seconds = opt<std::uint64_t>([&] { return var(); });
-    e.expires_at_ms = opt<std::int64_t>([&] { return svar(); });
-    e.expires_at_text = str();
-    return e;
-  }
-
- private:
-  std::string_view in_;
-  std::size_t pos_ = 0;
-  bool ok_ = true;
-};
-
-}  // namespace
-
-std::string encode(const command& c) {
-  writer w;
+std::string encode(const command& c, std::uint32_t* data_offset) {
+  wire::writer w;
+  // Where a non-empty payload's bytes start in the encoding (the hot tier reads them back from there).
+  auto mark = [&](const payload& p, std::size_t at) {
+    if (data_offset && !p.empty()) *data_offset = static_cast<std::uint32_t>(at);
+  };
   w.u8(static_cast<std::uint8_t>(c.index() + 1));
   std::visit(
       [&](const auto& v) {
@@ -144,7 +35,7 @@ std::string encode(const command& c) {
           w.str(v.content_type);
           w.exp(v.expiry);
           w.boolean(v.closed);
-          w.pay(v.initial);
+          mark(v.initial, w.pay(v.initial));
           w.opt(v.fork, [&](const fork_spec& f) {
             w.str(f.source);
             w.opt(f.offset, [&](stream_offset o) { w.var(o.value()); });
@@ -159,7 +50,7 @@ std::string encode(const command& c) {
         } else if constexpr (std::is_same_v<T, append_command>) {
           w.str(v.path);
           w.opt(v.content_type, [&](const std::string& s) { w.str(s); });
-          w.pay(v.body);
+          mark(v.body, w.pay(v.body));
           w.opt(v.stream_seq, [&](const std::string& s) { w.str(s); });
           w.opt(v.producer, [&](const producer_ref& p) {
             w.str(p.id);
@@ -186,7 +77,7 @@ std::string encode(const command& c) {
 }
 
 result<command> decode(std::string_view bytes) {
-  reader r(bytes);
+  wire::reader r(bytes);
   std::uint8_t kind = r.u8();
   std::optional<command> out;
   auto offset = [&] { return stream_offset(r.var()); };

@@ -1,9 +1,11 @@
-// Binary encoding of commands, for the write-ahead log and replication. Format (little-endian):
-//   u8 kind, then the fields in declaration order: strings and byte blobs as varint length + bytes,
-//   integers as varints (signed: zigzag), optionals as a u8 presence flag then the value, bools as u8.
+// Binary encoding of commands, for the write-ahead log and replication. Format (little-endian, the
+// primitives of wire.h): u8 kind, then the fields in declaration order: strings and byte blobs as
+// varint length + bytes, integers as varints (signed: zigzag), optionals as a u8 presence flag then the
+// value, bools as u8.
 // fork_resolution.inherited is not encoded (it is recomputed from the source on replay).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,7 +16,13 @@ namespace weir::streams {
 
 enum class codec_errc { truncated = 1, bad_kind, bad_value };
 
-std::string encode(const command& c);
+// The encoding of `c`. When `data_offset` is non-null and `c` carries data that becomes a record (a
+// create_command's non-empty `initial`, an append_command's non-empty `body`), *data_offset is set to
+// the byte offset in the returned string where that payload's bytes (payload.bytes, exactly) begin, so
+// the hot tier can read the record back from the log (disk_location::data_offset). Otherwise
+// *data_offset is left unchanged. A fork's materialized prefix is not marked.
+std::string encode(const command& c, std::uint32_t* data_offset = nullptr);
+// The command encoded in `bytes`: codec_errc::bad_kind, truncated or bad_value when it is damaged.
 result<command> decode(std::string_view bytes);
 
 }  // namespace weir::streams

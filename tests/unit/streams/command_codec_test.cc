@@ -94,5 +94,73 @@ TEST(command_codec, rejects_truncated_and_unknown_input) {
   EXPECT_FALSE(decode(wire + "x").has_value());
 }
 
+// The bytes at *data_offset of the encoding are exactly the payload's.
+void expect_payload_at(const command& c, const payload& p) {
+  std::uint32_t off = 0xdeadbeef;
+  std::string wire = encode(c, &off);
+  ASSERT_NE(off, 0xdeadbeefu);
+  ASSERT_LE(off + p.size(), wire.size());
+  EXPECT_EQ(wire.substr(off, p.size()), *p.bytes);
+  EXPECT_EQ(wire, encode(c));  // asking for the offset does not change the encoding
+}
+
+TEST(command_codec, data_offset_points_at_a_create_payload) {
+  create_command c;
+  c.path = "/v1/stream/x";
+  c.content_type = "text/plain";
+  c.initial = bytes("hello");
+  expect_payload_at(c, c.initial);
+  c.initial = bytes(std::string(300, 'z') + "end");  // a two-byte length
+  expect_payload_at(c, c.initial);
+}
+
+TEST(command_codec, data_offset_points_at_the_initial_payload_of_a_fork_not_its_prefix) {
+  create_command c;
+  c.path = "/f";
+  c.initial = bytes("own");
+  fork_spec f;
+  f.source = "/src";
+  f.resolved.point = stream_offset(7);
+  f.resolved.prefix = bytes("own");  // same bytes: the offset must be the initial's, before the fork
+  c.fork = f;
+  std::uint32_t off = 0;
+  std::string wire = encode(command{c}, &off);
+  EXPECT_EQ(wire.substr(off, 3), "own");
+  EXPECT_LT(off, wire.find("/src"));
+}
+
+TEST(command_codec, data_offset_points_at_an_append_body) {
+  append_command a;
+  a.path = "/p";
+  a.content_type = "text/plain";
+  a.body = bytes("data");
+  a.stream_seq = "0001";
+  a.producer = producer_ref{"w", 1, 2};
+  expect_payload_at(a, a.body);
+  append_command j;
+  j.path = "/j";
+  j.content_type = "application/json";
+  j.body = bytes("{\"a\":1},[2],", 2);
+  expect_payload_at(j, j.body);
+}
+
+TEST(command_codec, data_offset_is_left_alone_without_data) {
+  append_command close_only;
+  close_only.path = "/p";
+  close_only.close = true;
+  create_command empty;
+  empty.path = "/e";
+  create_command prefix_only;  // a fork whose only data is its materialized prefix
+  prefix_only.path = "/f";
+  prefix_only.fork = fork_spec{};
+  prefix_only.fork->resolved.prefix = bytes("abc");
+  for (const command& c : std::vector<command>{close_only, empty, prefix_only, delete_command{"/d", 1},
+                                               touch_command{"/t", 2}, fork_release_command{"/s"}}) {
+    std::uint32_t off = 77;
+    (void)encode(c, &off);
+    EXPECT_EQ(off, 77u) << c.index();
+  }
+}
+
 }  // namespace
 }  // namespace weir::streams
