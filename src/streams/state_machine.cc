@@ -15,6 +15,15 @@ outcome fail(errc code) {
   o.code = code;
   return o;
 }
+
+// A fork's inherited records, cold where their location is known, so that a fork does not keep its
+// source's bytes in memory after the source evicted them.
+std::vector<record> cold_where_located(std::vector<record> inherited) {
+  for (record& r : inherited) {
+    if (r.data.at.known()) r.data.buf.reset();
+  }
+  return inherited;
+}
 }  // namespace
 
 std::string normalize_content_type(std::string_view ct) {
@@ -53,7 +62,7 @@ bool state_machine::is_expired(const stream_state& s, std::int64_t now_ms) {
   return false;
 }
 
-stream_meta state_machine::snapshot(const stream_state& s) const {
+stream_meta state_machine::meta_of(const stream_state& s) const {
   stream_meta m = s.meta;
   m.tail = s.log->tail();
   return m;
@@ -111,7 +120,7 @@ outcome state_machine::create(const create_command& c) {
     if (c.fork && c.fork->resolved.retained) o.release.push_back(c.fork->source);
   };
   if (existing) {
-    out.meta = snapshot(*existing);
+    out.meta = meta_of(*existing);
     bool matches = !existing->soft_deleted;
     if (matches) {
       std::string want_ct = normalize_content_type(c.content_type);
@@ -151,9 +160,13 @@ outcome state_machine::create(const create_command& c) {
     return o;
   }
   if (c.fork) {
-    s.log = std::make_unique<memory_log>(c.fork->resolved.inherited, c.fork->resolved.point);
+    const fork_resolution& res = c.fork->resolved;
+    s.log = std::make_unique<memory_log>(cold_where_located(res.inherited), res.point);
+    // Replay: the log does not carry inherited records; the caller stitches them in (forks_to_stitch).
+    s.needs_stitch = res.inherited.empty() && res.point.value() > 0;
     fork_spec origin = *c.fork;
     origin.resolved.inherited.clear();
+    origin.resolved.prefix = payload{};  // its bytes are the fork's first record; not needed again
     s.fork = std::move(origin);
   } else {
     s.log = std::make_unique<memory_log>();
@@ -176,7 +189,7 @@ outcome state_machine::create(const create_command& c) {
   out.mutated = true;
   out.created = true;
   out.appended = !c.initial.empty();
-  out.meta = snapshot(it->second);
+  out.meta = meta_of(it->second);
   return out;
 }
 
@@ -186,7 +199,7 @@ outcome state_machine::append(const append_command& c) {
   if (!s) return out;
   auto finish = [&](errc code) {
     out.code = code;
-    out.meta = snapshot(*s);
+    out.meta = meta_of(*s);
     return out;
   };
   const bool close_only = c.close && c.body.empty();
@@ -299,13 +312,13 @@ outcome state_machine::touch(const touch_command& c) {
   if (!s) return out;
   s->last_access_ms = c.now_ms;
   out.mutated = out.mutated || s->meta.expiry.ttl_seconds.has_value();
-  out.meta = snapshot(*s);
+  out.meta = meta_of(*s);
   return out;
 }
 
 outcome state_machine::expire(const expire_command& c) {
   outcome out;
-  if (stream_state* s = resolve_live(c.path, c.now_ms, out)) out.meta = snapshot(*s);
+  if (stream_state* s = resolve_live(c.path, c.now_ms, out)) out.meta = meta_of(*s);
   return out;
 }
 
@@ -341,7 +354,7 @@ outcome state_machine::fork_retain(const fork_retain_command& c) {
   out.resolution = std::move(res);
   s->ref_count++;
   out.mutated = true;
-  out.meta = snapshot(*s);
+  out.meta = meta_of(*s);
   return out;
 }
 
@@ -364,6 +377,14 @@ std::vector<state_machine::fork_link> state_machine::forks() const {
   return out;
 }
 
+std::vector<state_machine::fork_link> state_machine::forks_to_stitch() const {
+  std::vector<fork_link> out;
+  for (const auto& [path, s] : streams_) {
+    if (s.fork && s.needs_stitch) out.push_back({path, s.fork->source, s.fork->resolved.point});
+  }
+  return out;
+}
+
 std::vector<record> state_machine::prefix(const std::string& path, stream_offset upto) const {
   auto it = streams_.find(path);
   if (it == streams_.end()) return {};
@@ -376,11 +397,50 @@ void state_machine::stitch_fork(const std::string& path, std::vector<record> inh
   stream_state& s = it->second;
   const stream_offset point = s.fork->resolved.point;
   std::vector<record> own = s.log->prefix(s.log->tail());
-  auto log = std::make_unique<memory_log>(std::move(inherited), point);
+  auto log = std::make_unique<memory_log>(cold_where_located(std::move(inherited)), point);
   for (record& r : own) {
     if (r.begin() >= point.value()) log->append(std::move(r));
   }
   s.log = std::move(log);
+  s.needs_stitch = false;
+}
+
+state_machine::stream_state* state_machine::find_generation(const std::string& path,
+                                                            std::uint64_t generation) {
+  auto it = streams_.find(path);
+  if (it == streams_.end() || it->second.meta.generation != generation) return nullptr;
+  return &it->second;
+}
+
+bool state_machine::locate(const std::string& path, std::uint64_t generation, std::uint64_t end,
+                           const disk_location& at) {
+  WEIR_ASSERT(at.known(), "locate of {} at {} with an unknown location", path, end);
+  stream_state* s = find_generation(path, generation);
+  record* r = s ? s->log->find_record(end) : nullptr;
+  if (!r) return false;
+  r->data.at = at;
+  return true;
+}
+
+std::size_t state_machine::evict(const std::string& path, std::uint64_t generation, std::uint64_t end) {
+  stream_state* s = find_generation(path, generation);
+  record* r = s ? s->log->find_record(end) : nullptr;
+  if (!r || r->data.cold() || !r->data.at.known()) return 0;
+  r->data.buf.reset();  // readers in flight hold their own reference to the chunk
+  return r->data.size;
+}
+
+std::vector<std::uint64_t> state_machine::referenced_segments(std::uint32_t core) const {
+  // Soft-deleted streams are included: they keep their records while forks reference them.
+  std::unordered_set<std::uint64_t> seen;
+  for (const auto& [path, s] : streams_) {
+    s.log->for_each_record([&](const record& r) {
+      if (r.data.at.known() && r.data.at.core == core) seen.insert(r.data.at.segment);
+    });
+  }
+  std::vector<std::uint64_t> out(seen.begin(), seen.end());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::vector<std::pair<std::string, std::uint32_t>> state_machine::ref_counts() const {
@@ -404,7 +464,7 @@ read_result state_machine::read(std::string_view path, std::optional<stream_offs
     r.code = errc::gone;
     return r;
   }
-  r.meta = snapshot(s);
+  r.meta = meta_of(s);
   r.plan = s.log->read(from.value_or(stream_offset(0)), max_bytes, s.meta.json);
   return r;
 }
@@ -421,7 +481,7 @@ read_result state_machine::head(std::string_view path, std::int64_t now_ms) cons
     r.code = errc::gone;
     return r;
   }
-  r.meta = snapshot(it->second);
+  r.meta = meta_of(it->second);
   return r;
 }
 
@@ -430,7 +490,7 @@ std::vector<stream_meta> state_machine::list(std::string_view prefix, std::int64
   for (const auto& [path, s] : streams_) {
     if (s.soft_deleted || is_expired(s, now_ms)) continue;
     if (path.compare(0, prefix.size(), prefix) != 0) continue;
-    out.push_back(snapshot(s));
+    out.push_back(meta_of(s));
   }
   std::sort(out.begin(), out.end(),
             [](const stream_meta& a, const stream_meta& b) { return a.path < b.path; });

@@ -5,18 +5,25 @@
 // Lives on one core (the owner of the streams whose path hashes to it); not thread-safe. Forks whose
 // source lives on another core are created in two steps by the caller: fork_retain on the source's
 // state machine, then create (with the resolution) on the fork's.
+//
+// Hot tier: once the caller knows where a record's bytes are in the write-ahead log (locate), it may drop
+// them from memory (evict); reads then return cold slices that the caller fetches from disk. Checkpoints:
+// snapshot() is the whole state as a blob, restore() rebuilds it (state_snapshot.cc; the blob's layout
+// is in docs/log-format.md, "Checkpoint blob of a stream state machine").
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "base/result.h"
 #include "streams/command.h"
 #include "streams/stream_log.h"
 #include "streams/types.h"
@@ -121,14 +128,47 @@ class state_machine {
     std::string source;
     stream_offset point{};
   };
+  // Every fork (soft-deleted ones too), stitched or not: what counts fork references.
   std::vector<fork_link> forks() const;
+  // Forks created by log replay whose inherited records still have to be stitched (see stitch_fork):
+  // those created from a create_command whose fork resolution had no inherited records while the fork
+  // point is > 0. stitch_fork clears the mark. Snapshot/restore keeps the mark.
+  std::vector<fork_link> forks_to_stitch() const;
   // The records of `path` before `upto` (empty when the stream does not exist).
   std::vector<record> prefix(const std::string& path, stream_offset upto) const;
-  // Puts `inherited` (ending at the fork point) in front of the fork's own records.
+  // Puts `inherited` (ending at the fork point) in front of the fork's own records; those whose
+  // location is known are kept cold (the fork does not pin its source's memory). Clears the
+  // forks_to_stitch mark.
   void stitch_fork(const std::string& path, std::vector<record> inherited);
   // Streams holding fork references, with their counts (the caller compares them with the forks that
   // exist and releases references a crash left behind).
   std::vector<std::pair<std::string, std::uint32_t>> ref_counts() const;
+
+  // Hot tier (storage/ calls these on the owner core once a command is durable).
+  //
+  // The record of `path` (stream generation `generation`) that ends at stream position `end` is on disk
+  // at `at`. False if there is no such record (the stream was deleted or re-created meanwhile).
+  bool locate(const std::string& path, std::uint64_t generation, std::uint64_t end, const disk_location& at);
+  // Drops that record's bytes from memory if its location is known; returns the bytes released (0 if
+  // absent, not located, or already cold). Other holders of the chunk (readers in flight) keep it alive.
+  std::size_t evict(const std::string& path, std::uint64_t generation, std::uint64_t end);
+  // The segment ids of core `core`'s log that some record of this state machine points at (cold or
+  // hot, inherited fork records included), ascending. What the log's reclaim must keep.
+  std::vector<std::uint64_t> referenced_segments(std::uint32_t core) const;
+
+  // Checkpoints (state_snapshot.cc).
+  //
+  // Every stream (soft-deleted ones too) with all its state (meta incl. generation, requested expiry,
+  // last access, soft_deleted, ref_count, fork origin, closed_by, last_seq, producers, records) and
+  // next_generation_. Records are written as their disk_location + begin/size/end/messages; a record
+  // whose location is not known has its bytes inlined (so the blob is always complete). Deterministic:
+  // the same state gives the same bytes.
+  std::vector<std::byte> snapshot() const;
+  // Rebuilds the state from a snapshot; the state machine must be empty (fresh). Restored records are
+  // cold (buf null) unless their bytes were inlined. Returns an error (codec_errc::bad_value or
+  // truncated, with a reason) for a damaged or unknown-version blob, leaving the machine empty; never
+  // crashes on garbage.
+  status restore(std::span<const std::byte> blob);
 
  private:
   struct producer_state {
@@ -145,7 +185,10 @@ class state_machine {
     std::optional<producer_ref> closed_by;
     std::optional<std::string> last_seq;
     std::map<std::string, producer_state> producers;
+    // A soft-deleted stream keeps its log (records and their locations) until its last fork is released,
+    // so referenced_segments() keeps covering the segments that forks' inherited records point at.
     std::unique_ptr<stream_log> log;
+    bool needs_stitch = false;  // replayed fork without its inherited records (forks_to_stitch)
   };
 
   static bool is_expired(const stream_state& s, std::int64_t now_ms);
@@ -155,7 +198,9 @@ class state_machine {
   stream_state* resolve_live(const std::string& path, std::int64_t now_ms, outcome& out,
                              errc missing = errc::not_found, errc gone = errc::gone);
   void erase(const std::string& path, outcome& out);
-  stream_meta snapshot(const stream_state& s) const;
+  stream_meta meta_of(const stream_state& s) const;
+  // The stream at `path` if it is generation `generation`, else nullptr.
+  stream_state* find_generation(const std::string& path, std::uint64_t generation);
 
   std::unordered_map<std::string, stream_state> streams_;
   std::unordered_set<std::string> expiring_;  // streams with a TTL or Expires-At (what the sweeper scans)

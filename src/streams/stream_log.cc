@@ -93,4 +93,14 @@ bool memory_log::is_boundary(stream_offset at) const {
   return i < records_.size() && records_[i].begin() == at.value();
 }
 
+record* memory_log::find_record(std::uint64_t end) {
+  auto it = std::lower_bound(records_.begin(), records_.end(), end,
+                             [](const record& r, std::uint64_t e) { return r.end < e; });
+  return it != records_.end() && it->end == end ? &*it : nullptr;
+}
+
+void memory_log::for_each_record(const std::function<void(const record&)>& fn) const {
+  for (const record& r : records_) fn(r);
+}
+
 }  // namespace weir::streams

@@ -3,10 +3,14 @@
 // starts with its inherited records (shared chunks of the source), then its own.
 //
 // Owned by the stream's owner core; not thread-safe. The chunks it hands out are immutable and may be
-// passed to other cores.
+// passed to other cores. A record may be cold (chunk_slice::buf null, its bytes on disk at
+// chunk_slice::at): reads hand out its slices like those of hot records, and the caller fetches the
+// bytes of cold slices from the log.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,6 +37,13 @@ class stream_log {
 
   // True when `at` is a record boundary (or the tail).
   virtual bool is_boundary(stream_offset at) const = 0;
+
+  // The record whose `end` is exactly `end`, or nullptr. Mutable so that the hot tier can record where
+  // its bytes are on disk and drop them from memory; its position and size must not change.
+  virtual record* find_record(std::uint64_t end) = 0;
+
+  // Calls `fn` with every record, in order of position (inherited ones first).
+  virtual void for_each_record(const std::function<void(const record&)>& fn) const = 0;
 };
 
 // The in-memory implementation: a vector of records ordered by position.
@@ -49,6 +60,8 @@ class memory_log final : public stream_log {
   std::vector<record> prefix(stream_offset upto) const override;
   const record* record_at(stream_offset at) const override;
   bool is_boundary(stream_offset at) const override;
+  record* find_record(std::uint64_t end) override;  // binary search
+  void for_each_record(const std::function<void(const record&)>& fn) const override;
 
  private:
   // Index of the first record whose end is after `pos`.

@@ -1,0 +1,240 @@
+// state_machine::snapshot and restore: the checkpoint blob of one core's streams. Layout in
+// docs/log-format.md, "Checkpoint blob of a stream state machine"; primitives from wire.h.
+#include <algorithm>
+#include <limits>
+
+#include "streams/command_codec.h"
+#include "streams/state_machine.h"
+#include "streams/wire.h"
+
+namespace weir::streams {
+
+namespace {
+
+constexpr std::string_view snapshot_magic = "weirsnap";
+constexpr std::uint64_t snapshot_version = 1;
+
+// How a record's bytes are written.
+enum class record_kind : std::uint8_t { on_disk = 0, inline_bytes = 1 };
+
+void write_record(wire::writer& w, const record& r) {
+  w.var(r.end);
+  w.var(r.data.size);
+  w.var(r.messages);
+  if (r.data.at.known()) {
+    w.u8(static_cast<std::uint8_t>(record_kind::on_disk));
+    w.var(r.data.at.segment);
+    w.var(r.data.at.offset);
+    w.var(r.data.at.core);
+    w.var(r.data.at.data_offset);
+    w.var(r.data.begin);
+  } else {
+    WEIR_ASSERT(!r.data.cold(), "cold record ending at {} has no location", r.end);
+    w.u8(static_cast<std::uint8_t>(record_kind::inline_bytes));
+    w.raw(r.data.view());
+  }
+}
+
+// A varint that must fit in 32 bits.
+std::uint32_t read_u32(wire::reader& r) {
+  std::uint64_t v = r.var();
+  if (v > std::numeric_limits<std::uint32_t>::max()) r.fail();
+  return static_cast<std::uint32_t>(v);
+}
+
+// Reads one record; false (reason set) when its values are impossible.
+bool read_record(wire::reader& in, record& out, std::string& reason) {
+  out.end = in.var();
+  out.data.size = read_u32(in);
+  out.messages = read_u32(in);
+  std::uint8_t kind = in.u8();
+  if (!in.ok()) return true;  // reported as truncated by the caller
+  if (out.data.size == 0 || out.data.size > out.end) {
+    reason = "record of impossible size";
+    return false;
+  }
+  if (kind == static_cast<std::uint8_t>(record_kind::on_disk)) {
+    out.data.at.segment = in.var();
+    out.data.at.offset = in.var();
+    out.data.at.core = read_u32(in);
+    out.data.at.data_offset = read_u32(in);
+    out.data.begin = read_u32(in);
+    if (in.ok() && !out.data.at.known()) {
+      reason = "record on disk in segment 0";
+      return false;
+    }
+    return true;
+  }
+  if (kind == static_cast<std::uint8_t>(record_kind::inline_bytes)) {
+    std::string bytes = in.bytes(out.data.size);
+    if (in.ok()) out.data.buf = make_chunk(std::move(bytes));
+    return true;
+  }
+  reason = "unknown record kind";
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::byte> state_machine::snapshot() const {
+  std::vector<const std::pair<const std::string, stream_state>*> sorted;
+  sorted.reserve(streams_.size());
+  for (const auto& entry : streams_) sorted.push_back(&entry);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+
+  wire::writer w;
+  w.raw(snapshot_magic);
+  w.var(snapshot_version);
+  w.var(next_generation_);
+  w.var(sorted.size());
+  for (const auto* entry : sorted) {
+    const stream_state& s = entry->second;
+    w.str(entry->first);
+    w.var(s.meta.generation);
+    w.str(s.meta.content_type);
+    w.exp(s.meta.expiry);
+    w.exp(s.requested_expiry);
+    w.boolean(s.meta.closed);
+    w.svar(s.last_access_ms);
+    w.boolean(s.soft_deleted);
+    w.var(s.ref_count);
+    w.opt(s.fork, [&](const fork_spec& f) {
+      w.str(f.source);
+      w.opt(f.offset, [&](stream_offset o) { w.var(o.value()); });
+      w.var(f.sub_offset);
+      w.var(f.resolved.point.value());
+      w.str(f.resolved.source_content_type);
+      w.exp(f.resolved.source_expiry);
+      w.boolean(f.resolved.retained);
+      w.boolean(s.needs_stitch);
+    });
+    w.opt(s.closed_by, [&](const producer_ref& p) {
+      w.str(p.id);
+      w.var(p.epoch);
+      w.var(p.seq);
+    });
+    w.opt(s.last_seq, [&](const std::string& v) { w.str(v); });
+    w.var(s.producers.size());
+    for (const auto& [id, p] : s.producers) {
+      w.str(id);
+      w.var(p.epoch);
+      w.var(p.last_seq);
+    }
+    std::size_t count = 0;
+    s.log->for_each_record([&](const record&) { ++count; });
+    w.var(count);
+    s.log->for_each_record([&](const record& r) { write_record(w, r); });
+  }
+  std::string bytes = w.take();
+  const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
+  return std::vector<std::byte>(first, first + bytes.size());
+}
+
+status state_machine::restore(std::span<const std::byte> blob) {
+  WEIR_ASSERT(streams_.empty() && next_generation_ == 1, "restore into a state machine that holds {} streams",
+              streams_.size());
+  wire::reader in(std::string_view(reinterpret_cast<const char*>(blob.data()), blob.size()));
+  auto truncated = [] { return make_error(codec_errc::truncated, "snapshot truncated or malformed"); };
+  auto bad = [](std::string reason) { return make_error(codec_errc::bad_value, "snapshot: " + reason); };
+
+  if (blob.size() < snapshot_magic.size()) return truncated();
+  if (!in.raw(snapshot_magic)) return bad("not a state machine snapshot (magic)");
+  std::uint64_t version = in.var();
+  if (!in.ok()) return truncated();
+  if (version != snapshot_version) return bad("unknown version " + std::to_string(version));
+  const std::uint64_t next_generation = in.var();
+  const std::uint64_t count = in.var();
+  if (in.ok() && next_generation == 0) return bad("next generation 0");
+
+  std::unordered_map<std::string, stream_state> streams;
+  for (std::uint64_t i = 0; i < count && in.ok(); ++i) {
+    std::string path = in.str();
+    stream_state s;
+    s.meta.path = path;
+    s.meta.generation = in.var();
+    s.meta.content_type = in.str();
+    s.meta.json = normalize_content_type(s.meta.content_type) == "application/json";
+    s.meta.expiry = in.exp();
+    s.requested_expiry = in.exp();
+    s.meta.closed = in.boolean();
+    s.last_access_ms = in.svar();
+    s.soft_deleted = in.boolean();
+    s.ref_count = read_u32(in);
+    s.fork = in.opt<fork_spec>([&] {
+      fork_spec f;
+      f.source = in.str();
+      f.offset = in.opt<stream_offset>([&] { return stream_offset(in.var()); });
+      f.sub_offset = in.var();
+      f.resolved.point = stream_offset(in.var());
+      f.resolved.source_content_type = in.str();
+      f.resolved.source_expiry = in.exp();
+      f.resolved.retained = in.boolean();
+      s.needs_stitch = in.boolean();
+      return f;
+    });
+    s.closed_by = in.opt<producer_ref>([&] {
+      producer_ref p;
+      p.id = in.str();
+      p.epoch = in.var();
+      p.seq = in.var();
+      return p;
+    });
+    s.last_seq = in.opt<std::string>([&] { return in.str(); });
+    const std::uint64_t producers = in.var();
+    for (std::uint64_t k = 0; k < producers && in.ok(); ++k) {
+      std::string id = in.str();
+      producer_state p;
+      p.epoch = in.var();
+      p.last_seq = in.var();
+      if (!s.producers.emplace(std::move(id), p).second) return bad("producer listed twice in " + path);
+    }
+    if (!in.ok()) return truncated();
+    if (s.meta.generation == 0 || s.meta.generation >= next_generation) {
+      return bad("stream " + path + " has generation " + std::to_string(s.meta.generation) +
+                 ", next generation is " + std::to_string(next_generation));
+    }
+
+    // The log, checked exactly as memory_log would assert: inherited records (ending at or before the
+    // fork point) contiguous and ending at it, then own records each following the tail.
+    const std::uint64_t base = s.fork ? s.fork->resolved.point.value() : 0;
+    const std::uint64_t records = in.var();
+    std::vector<record> inherited;
+    std::vector<record> own;
+    for (std::uint64_t k = 0; k < records && in.ok(); ++k) {
+      record r;
+      std::string reason;
+      if (!read_record(in, r, reason)) return bad(reason + " in " + path);
+      if (!in.ok()) break;
+      const std::uint64_t prev_end =
+          !own.empty() ? own.back().end : (!inherited.empty() ? inherited.back().end : r.begin());
+      if (r.begin() != prev_end) return bad("records of " + path + " are not contiguous");
+      if (r.end <= base) {
+        inherited.push_back(std::move(r));
+      } else {
+        if (r.begin() != (own.empty() ? base : own.back().end)) {
+          return bad("records of " + path + " do not start at the fork point");
+        }
+        own.push_back(std::move(r));
+      }
+    }
+    if (!in.ok()) return truncated();
+    if (!inherited.empty() && inherited.back().end != base) {
+      return bad("inherited records of " + path + " do not end at the fork point");
+    }
+    auto log = std::make_unique<memory_log>(std::move(inherited), stream_offset(base));
+    for (record& r : own) log->append(std::move(r));
+    s.log = std::move(log);
+    if (!streams.emplace(std::move(path), std::move(s)).second) return bad("a stream is listed twice");
+  }
+  if (!in.ok()) return truncated();
+  if (!in.at_end()) return bad("trailing bytes");
+
+  streams_ = std::move(streams);
+  next_generation_ = next_generation;
+  for (const auto& [path, s] : streams_) {
+    if (!s.meta.expiry.none()) expiring_.insert(path);
+  }
+  return {};
+}
+
+}  // namespace weir::streams

@@ -1,0 +1,189 @@
+// The hot tier's side of the state machine: locate, evict, cold forks, referenced segments.
+#include <gtest/gtest.h>
+
+#include "streams/state_machine.h"
+#include "unit/streams/command_builders.h"
+
+namespace weir::streams {
+namespace {
+
+using namespace testing;
+
+disk_location loc(std::uint64_t segment, std::uint64_t offset, std::uint32_t core = 0,
+                  std::uint32_t data_offset = 20) {
+  return disk_location{segment, offset, core, data_offset};
+}
+
+std::uint64_t generation_of(const state_machine& sm, std::string_view path) {
+  read_result r = sm.head(path, t0);
+  EXPECT_EQ(r.code, errc::ok);
+  return r.meta ? r.meta->generation : 0;
+}
+
+TEST(hot_tier, an_evicted_record_reads_back_as_a_cold_slice_with_its_location) {
+  state_machine sm;
+  (void)sm.create(make_create("/s", "text/plain", "abc"));
+  (void)sm.append(make_append("/s", "defg"));
+  (void)sm.append(make_append("/s", "hi"));
+  const std::uint64_t gen = generation_of(sm, "/s");
+  EXPECT_TRUE(sm.locate("/s", gen, 7, loc(3, 500, 0, 21)));
+  EXPECT_EQ(sm.evict("/s", gen, 7), 4u);
+
+  read_result r = sm.read("/s", stream_offset(2), 100);
+  ASSERT_EQ(r.code, errc::ok);
+  ASSERT_EQ(r.plan.slices.size(), 3u);
+  EXPECT_EQ(r.plan.slices[0].view(), "c");
+  const chunk_slice& cold = r.plan.slices[1];
+  EXPECT_TRUE(cold.cold());
+  EXPECT_EQ(cold.at, loc(3, 500, 0, 21));
+  EXPECT_EQ(cold.begin, 0u);
+  EXPECT_EQ(cold.size, 4u);
+  EXPECT_EQ(r.plan.slices[2].view(), "hi");
+  EXPECT_EQ(r.plan.next.value(), 9u);
+
+  r = sm.read("/s", stream_offset(5), 100);  // from inside the cold record
+  ASSERT_EQ(r.plan.slices.size(), 2u);
+  EXPECT_TRUE(r.plan.slices[0].cold());
+  EXPECT_EQ(r.plan.slices[0].begin, 2u);
+  EXPECT_EQ(r.plan.slices[0].size, 2u);
+}
+
+TEST(hot_tier, a_located_record_stays_hot_until_evicted) {
+  state_machine sm;
+  (void)sm.create(make_create("/s", "text/plain", "abc"));
+  const std::uint64_t gen = generation_of(sm, "/s");
+  ASSERT_TRUE(sm.locate("/s", gen, 3, loc(1, 40)));
+  read_result r = sm.read("/s", std::nullopt, 100);
+  ASSERT_EQ(r.plan.slices.size(), 1u);
+  EXPECT_FALSE(r.plan.slices[0].cold());
+  EXPECT_EQ(r.plan.slices[0].view(), "abc");
+  EXPECT_EQ(r.plan.slices[0].at, loc(1, 40));
+}
+
+TEST(hot_tier, a_reader_in_flight_keeps_the_evicted_bytes) {
+  state_machine sm;
+  (void)sm.create(make_create("/s", "text/plain", "abc"));
+  const std::uint64_t gen = generation_of(sm, "/s");
+  read_result before = sm.read("/s", std::nullopt, 100);
+  ASSERT_TRUE(sm.locate("/s", gen, 3, loc(1, 40)));
+  EXPECT_EQ(sm.evict("/s", gen, 3), 3u);
+  EXPECT_EQ(before.plan.slices[0].view(), "abc");
+  EXPECT_TRUE(sm.read("/s", std::nullopt, 100).plan.slices[0].cold());
+}
+
+TEST(hot_tier, evict_releases_nothing_for_unlocated_missing_or_already_cold_records) {
+  state_machine sm;
+  (void)sm.create(make_create("/s", "text/plain", "abc"));
+  (void)sm.append(make_append("/s", "de"));
+  const std::uint64_t gen = generation_of(sm, "/s");
+  EXPECT_EQ(sm.evict("/s", gen, 3), 0u);  // not located
+  EXPECT_FALSE(sm.read("/s", std::nullopt, 100).plan.slices[0].cold());
+  EXPECT_EQ(sm.evict("/s", gen, 4), 0u);  // no record ends there
+  EXPECT_EQ(sm.evict("/nope", 1, 3), 0u);
+  ASSERT_TRUE(sm.locate("/s", gen, 5, loc(2, 8)));
+  EXPECT_EQ(sm.evict("/s", gen + 1, 5), 0u);  // another generation
+  EXPECT_EQ(sm.evict("/s", gen, 5), 2u);
+  EXPECT_EQ(sm.evict("/s", gen, 5), 0u);  // already cold
+}
+
+TEST(hot_tier, locate_fails_for_a_deleted_or_recreated_stream_or_a_wrong_end) {
+  state_machine sm;
+  (void)sm.create(make_create("/s", "text/plain", "abc"));
+  const std::uint64_t old_gen = generation_of(sm, "/s");
+  EXPECT_FALSE(sm.locate("/s", old_gen, 2, loc(1, 0)));  // not a record end
+  EXPECT_FALSE(sm.locate("/missing", old_gen, 3, loc(1, 0)));
+  (void)sm.remove(delete_command{"/s", t0});
+  EXPECT_FALSE(sm.locate("/s", old_gen, 3, loc(1, 0)));
+  (void)sm.create(make_create("/s", "text/plain", "xyz"));
+  const std::uint64_t new_gen = generation_of(sm, "/s");
+  ASSERT_NE(new_gen, old_gen);
+  EXPECT_FALSE(sm.locate("/s", old_gen, 3, loc(1, 0)));
+  EXPECT_TRUE(sm.locate("/s", new_gen, 3, loc(1, 0)));
+}
+
+TEST(hot_tier, a_fork_stores_located_inherited_records_cold) {
+  state_machine sm;
+  (void)sm.create(make_create("/src", "text/plain", "abc"));
+  (void)sm.append(make_append("/src", "defg"));
+  const std::uint64_t gen = generation_of(sm, "/src");
+  ASSERT_TRUE(sm.locate("/src", gen, 3, loc(5, 100)));  // located, still hot in the source
+  create_command c = make_create("/fork", "");
+  c.fork = resolve_fork(sm, "/src", 5);  // inherits both records; only the first is located
+  ASSERT_EQ(sm.create(c).code, errc::ok);
+
+  read_result src = sm.read("/src", std::nullopt, 100);
+  EXPECT_FALSE(src.plan.slices[0].cold());  // the source keeps its bytes until it evicts them
+  read_result fork = sm.read("/fork", std::nullopt, 100);
+  ASSERT_EQ(fork.plan.slices.size(), 2u);
+  EXPECT_TRUE(fork.plan.slices[0].cold());
+  EXPECT_EQ(fork.plan.slices[0].at, loc(5, 100));
+  EXPECT_EQ(fork.plan.slices[0].size, 3u);
+  EXPECT_FALSE(fork.plan.slices[1].cold());  // no location yet: the bytes stay in memory
+  EXPECT_EQ(fork.plan.slices[1].view(), "de");
+}
+
+TEST(hot_tier, a_replayed_fork_is_marked_until_stitched_and_stitched_records_are_cold) {
+  state_machine sm;
+  (void)sm.create(make_create("/src", "text/plain", "abc"));
+  (void)sm.append(make_append("/src", "de"));
+  const std::uint64_t gen = generation_of(sm, "/src");
+  ASSERT_TRUE(sm.locate("/src", gen, 3, loc(7, 0)));
+  create_command c = make_create("/fork", "", "XY");
+  c.fork = resolve_fork(sm, "/src", std::nullopt);
+  c.fork->resolved.inherited.clear();  // what log replay sees: no inherited records
+  ASSERT_EQ(sm.create(c).code, errc::ok);
+  create_command at_zero = make_create("/fork0", "");
+  at_zero.fork = resolve_fork(sm, "/src", 0);  // nothing to inherit: not marked
+  ASSERT_EQ(sm.create(at_zero).code, errc::ok);
+
+  auto marked = sm.forks_to_stitch();
+  ASSERT_EQ(marked.size(), 1u);
+  EXPECT_EQ(marked[0].path, "/fork");
+  EXPECT_EQ(marked[0].source, "/src");
+  EXPECT_EQ(marked[0].point.value(), 5u);
+  EXPECT_EQ(sm.forks().size(), 2u);  // forks() still lists every fork
+
+  sm.stitch_fork("/fork", sm.prefix("/src", stream_offset(5)));
+  EXPECT_TRUE(sm.forks_to_stitch().empty());
+  EXPECT_EQ(sm.forks().size(), 2u);
+  read_result fork = sm.read("/fork", std::nullopt, 100);
+  ASSERT_EQ(fork.plan.slices.size(), 3u);
+  EXPECT_TRUE(fork.plan.slices[0].cold());
+  EXPECT_EQ(fork.plan.slices[0].at, loc(7, 0));
+  EXPECT_EQ(fork.plan.slices[1].view(), "de");
+  EXPECT_EQ(fork.plan.slices[2].view(), "XY");
+}
+
+TEST(hot_tier, referenced_segments_cover_own_and_inherited_records_per_core) {
+  state_machine src_core;   // core 0
+  state_machine fork_core;  // core 1
+  (void)src_core.create(make_create("/src", "text/plain", "abc"));
+  (void)src_core.append(make_append("/src", "de"));
+  (void)src_core.append(make_append("/src", "fgh"));
+  const std::uint64_t gen = generation_of(src_core, "/src");
+  ASSERT_TRUE(src_core.locate("/src", gen, 3, loc(2, 0, 0)));
+  ASSERT_TRUE(src_core.locate("/src", gen, 5, loc(4, 0, 0)));
+  ASSERT_TRUE(src_core.locate("/src", gen, 8, loc(6, 0, 0)));
+  EXPECT_EQ(src_core.referenced_segments(0), (std::vector<std::uint64_t>{2, 4, 6}));
+  EXPECT_TRUE(src_core.referenced_segments(1).empty());
+
+  create_command c = make_create("/fork", "", "XY");
+  c.fork = resolve_fork(src_core, "/src", 5);
+  ASSERT_EQ(fork_core.create(c).code, errc::ok);
+  const std::uint64_t fork_gen = generation_of(fork_core, "/fork");
+  ASSERT_TRUE(fork_core.locate("/fork", fork_gen, 7, loc(9, 0, 1)));
+  EXPECT_EQ(fork_core.referenced_segments(0), (std::vector<std::uint64_t>{2, 4}));  // inherited
+  EXPECT_EQ(fork_core.referenced_segments(1), (std::vector<std::uint64_t>{9}));
+
+  // The source, deleted while the fork references it, is soft-deleted and keeps its records (and so
+  // its segments) until the fork's reference is released.
+  outcome del = src_core.remove(delete_command{"/src", t0});
+  ASSERT_EQ(del.code, errc::ok);
+  EXPECT_EQ(src_core.head("/src", t0).code, errc::gone);
+  EXPECT_EQ(src_core.referenced_segments(0), (std::vector<std::uint64_t>{2, 4, 6}));
+  (void)src_core.fork_release(fork_release_command{"/src"});
+  EXPECT_TRUE(src_core.referenced_segments(0).empty());
+}
+
+}  // namespace
+}  // namespace weir::streams
