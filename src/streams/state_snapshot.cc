@@ -138,7 +138,7 @@ status state_machine::restore(std::span<const std::byte> blob) {
   auto bad = [](std::string reason) { return make_error(codec_errc::bad_value, "snapshot: " + reason); };
 
   if (blob.size() < snapshot_magic.size()) return truncated();
-  if (!in.raw(snapshot_magic)) return bad("not a state machine snapshot (magic)");
+  if (!in.expect(snapshot_magic)) return bad("not a state machine snapshot (magic)");
   std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
   if (version != snapshot_version) return bad("unknown version " + std::to_string(version));

@@ -107,7 +107,7 @@ class reader {
     return s;
   }
   // Consumes `expected` if the input continues with exactly those bytes; otherwise fails.
-  bool raw(std::string_view expected) {
+  bool expect(std::string_view expected) {
     if (!ok_ || in_.substr(pos_, expected.size()) != expected) {
       ok_ = false;
       return false;
