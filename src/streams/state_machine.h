@@ -144,7 +144,7 @@ class state_machine {
   // exist and releases references a crash left behind).
   std::vector<std::pair<std::string, std::uint32_t>> ref_counts() const;
 
-  // Hot tier (storage/ calls these on the owner core once a command is durable).
+  // Hot tier (the server calls these on the owner core once a command is durable).
   //
   // The record of `path` (stream generation `generation`) that ends at stream position `end` is on disk
   // at `at`. False if there is no such record (the stream was deleted or re-created meanwhile).
