@@ -2,7 +2,8 @@
 // the prose version of this header; change both together. All integers are little-endian.
 //
 // A log directory holds one core's log:
-//   <20-digit segment id>.log              segment files, ids contiguous from 1
+//   <20-digit segment id>.log              segment files, ids from 1; gaps only among segments the
+//                                          newest checkpoint wholly covers (reclaimed ones)
 //   checkpoint-<20-digit lsn>.ckpt         snapshots; .ckpt.tmp while being written
 //
 // Segment file = segment header, then records back to back (no padding, no alignment).

@@ -1,6 +1,7 @@
 #include "storage/log_recovery.h"
 
 #include <algorithm>
+#include <array>
 
 #include <fmt/format.h>
 
@@ -44,6 +45,68 @@ status truncate_file(env& e, const std::string& path, std::uint64_t size) {
   return (*file)->sync();
 }
 
+// What the first 40 bytes of a segment say, read without reading the rest of the file.
+struct header_probe {
+  std::string path;
+  std::optional<format::segment_header> header;  // nullopt: bad magic, version, CRC or id
+  std::string bad;                               // why, when header is nullopt
+  std::uint64_t size = 0;                        // file size
+};
+
+result<header_probe> probe_header(env& e, const std::string& dir, segment_id id) {
+  header_probe out;
+  out.path = join_path(dir, format::segment_file_name(id));
+  auto file = e.open_readable(out.path);
+  if (!file) return file.err();
+  auto size = (*file)->size();
+  if (!size) return size.err();
+  out.size = *size;
+  std::array<std::byte, format::segment_header_size> buf{};
+  auto n = (*file)->read(0, buf);
+  if (!n) return n.err();
+  auto h = *n == buf.size() ? format::decode_segment_header(buf) : std::nullopt;
+  if (!h) {
+    out.bad = "bad segment header (magic, version or CRC)";
+  } else if (h->id != id) {
+    out.bad = fmt::format("header names segment {}", h->id.value());
+  } else {
+    out.header = h;
+  }
+  return out;
+}
+
+// With a checkpoint covering lsn `covered`: the leading segments it wholly covers are not read, only
+// their headers checked. Segment i is wholly covered when segment i+1's base lsn is <= covered + 1; the
+// last segment never is (nothing follows to bound it). Gaps in the ids are allowed here: reclaim removes
+// covered segments in any order and keeps those still referenced. Appends those segments to `out` (with
+// last = next base - 1 and size = file size) and returns the index of the first segment to scan.
+result<std::size_t> skip_covered_segments(env& e, const std::string& dir, const std::vector<segment_id>& ids,
+                                          lsn covered, std::vector<segment_info>& out) {
+  if (ids.size() < 2) return std::size_t{0};
+  auto cur = probe_header(e, dir, ids[0]);
+  if (!cur) return cur.err();
+  if (!cur->header) return corruption(cur->path, 0, cur->bad);
+  for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
+    auto next = probe_header(e, dir, ids[i + 1]);
+    if (!next) return next.err();
+    if (!next->header) {
+      // The last segment's header may be torn (a roll cut by a crash): the full scan decides, from i on.
+      if (i + 2 == ids.size()) return i;
+      return corruption(next->path, 0, next->bad);
+    }
+    const lsn base = cur->header->base, next_base = next->header->base;
+    if (next_base < base) {
+      return corruption(next->path, 24,
+                        fmt::format("segment starts at lsn {}, before the base {} of segment {}",
+                                    next_base.value(), base.value(), ids[i].value()));
+    }
+    if (next_base.value() > covered.value() + 1) return i;
+    out.push_back(segment_info{ids[i], base, lsn{next_base.value() - 1}, cur->size});
+    cur = std::move(next);
+  }
+  return ids.size() - 1;
+}
+
 }  // namespace
 
 result<recovered_log> recover_log(env& e, const std::string& dir, const record_visitor& visit,
@@ -62,20 +125,42 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
   auto names = e.list_dir(dir);
   if (!names) return names.err();
   std::vector<segment_id> ids;
+  std::optional<lsn> skipped_checkpoint;  // the newest checkpoint file load_latest found damaged
   for (const auto& name : *names) {
     if (auto id = format::parse_segment_file_name(name)) ids.push_back(*id);
+    if (auto l = format::parse_checkpoint_file_name(name); l && *l > covered) {
+      skipped_checkpoint = std::max(skipped_checkpoint.value_or(*l), *l);
+    }
   }
   std::sort(ids.begin(), ids.end());
-  for (std::size_t i = 1; i < ids.size(); ++i) {
+  // Records missing from the log are worth one more sentence when a damaged checkpoint explains them: the
+  // segments it made redundant were reclaimed, and the checkpoint that held their content is unreadable.
+  auto missing = [&](std::string what) {
+    if (skipped_checkpoint) {
+      what += fmt::format(
+          " (checkpoint {} is damaged and was skipped: the records it covered were reclaimed from the log)",
+          join_path(dir, format::checkpoint_file_name(*skipped_checkpoint)));
+    }
+    return make_error(errc::corruption, what);
+  };
+
+  // Without a checkpoint every segment is scanned; with one, those it wholly covers are only probed.
+  std::size_t first = 0;
+  if (out.latest_checkpoint) {
+    auto f = skip_covered_segments(e, dir, ids, covered, out.segments);
+    if (!f) return f.err();
+    first = *f;
+  }
+  // From the first scanned segment on the ids must be contiguous: reclaim never removes those.
+  for (std::size_t i = first + 1; i < ids.size(); ++i) {
     if (ids[i].value() != ids[i - 1].value() + 1) {
-      return make_error(errc::corruption,
-                        fmt::format("{}: segment {} is missing (have {} and {})", dir, ids[i - 1].value() + 1,
-                                    ids[i - 1].value(), ids[i].value()));
+      return missing(fmt::format("{}: segment {} is missing (have {} and {})", dir, ids[i - 1].value() + 1,
+                                 ids[i - 1].value(), ids[i].value()));
     }
   }
 
   std::optional<lsn> expected;  // lsn the next record must carry
-  for (std::size_t i = 0; i < ids.size(); ++i) {
+  for (std::size_t i = first; i < ids.size(); ++i) {
     const bool last = i + 1 == ids.size();
     const std::string path = join_path(dir, format::segment_file_name(ids[i]));
     auto bytes_r = read_whole_file(e, path);
@@ -102,15 +187,13 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
     // A base beyond `expected` is fine only when the checkpoint covers the gap (see start_new_segment).
     const bool gap_covered = expected && hdr->base > *expected && hdr->base.value() <= covered.value() + 1;
     if (expected && hdr->base != *expected && !gap_covered) {
-      return corruption(
-          path, 24,
-          fmt::format("segment starts at lsn {}, expected {}", hdr->base.value(), expected->value()));
+      return missing(fmt::format("{} at byte 24: segment starts at lsn {}, expected {}", path,
+                                 hdr->base.value(), expected->value()));
     }
     if (!expected && hdr->base.value() > covered.value() + 1) {
-      return corruption(
-          path, 24,
-          fmt::format("log starts at lsn {} but the checkpoint covers only up to {}: records missing",
-                      hdr->base.value(), covered.value()));
+      return missing(fmt::format(
+          "{} at byte 24: log starts at lsn {} but the checkpoint covers only up to {}: records missing",
+          path, hdr->base.value(), covered.value()));
     }
 
     lsn next = hdr->base;

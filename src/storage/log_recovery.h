@@ -2,7 +2,10 @@
 // before any log_writer exists (blocking I/O is fine there).
 //
 //   * loads the newest valid checkpoint;
-//   * scans the segments in order, checking every record's framing, CRC and lsn continuity;
+//   * with a checkpoint covering lsn C, reads only the 40-byte header of each segment it wholly covers
+//     (the next segment's base <= C + 1), allowing gaps in the ids among those (reclaimed segments);
+//   * scans the other segments in order (ids contiguous), checking every record's framing, CRC and lsn
+//     continuity;
 //   * a torn tail (a partial or bad record at the end of the last segment, with no valid record after
 //     it) is truncated and logged: those bytes were never acknowledged;
 //   * any other damage (a bad record followed by valid ones, a bad record in an older segment, a
@@ -29,9 +32,12 @@ struct segment_info {
 
 struct recovered_log {
   std::optional<checkpoint> latest_checkpoint;
-  std::vector<segment_info> segments;  // in order; the last one is where the writer continues
-  lsn next_lsn{1};                     // the lsn of the next record to append
-  segment_id next_segment{1};          // the id of the next segment to create
+  // Every segment present, in id order; the last one is where the writer continues. For a segment recovery
+  // only probed (wholly covered by the checkpoint), `last` is the next segment's base - 1 and `size` the
+  // file size.
+  std::vector<segment_info> segments;
+  lsn next_lsn{1};             // the lsn of the next record to append
+  segment_id next_segment{1};  // the id of the next segment to create
   // True if the writer must begin a new segment (no segment, or the checkpoint is ahead of the log).
   bool start_new_segment = false;
   std::uint64_t truncated_bytes = 0;  // torn tail dropped, for the log and metrics

@@ -1,5 +1,6 @@
 #include "storage/log_writer.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -103,7 +104,8 @@ void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, a
   if (wake) cv_.notify_one();
 }
 
-void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, checkpoint_callback done) {
+void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, std::vector<segment_id> keep,
+                            checkpoint_callback done) {
   {
     std::unique_lock lock(mu_);
     if (stop_) {
@@ -111,7 +113,8 @@ void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, checkpoint
       exec_([done = std::move(done)] { done(make_error(errc::closed, "log is closing")); });
       return;
     }
-    pending_.checkpoints.push_back(pending_checkpoint{covered, std::move(blob), std::move(done)});
+    pending_.checkpoints.push_back(
+        pending_checkpoint{covered, std::move(blob), std::move(keep), std::move(done)});
   }
   cv_.notify_one();
 }
@@ -305,22 +308,46 @@ void log_writer::do_checkpoint(pending_checkpoint& c) {
     });
     return;
   }
+  // The checkpoint is durable (and older ones removed) before any segment goes: a crash in between leaves
+  // segments recovery only probes, never records it needs.
   status st = checkpoint_store(env_, dir_).write(c.covered, c.blob);
-  if (st) {
-    // Reclaim: segments whose every record is in the checkpoint, oldest first, never the active one.
-    // One directory sync per removal keeps the survivors a contiguous run even if the file system would
-    // reorder unlinks across a crash (recovery treats a hole in the segment ids as corruption).
-    while (segments_.size() > 1 && segments_.front().last <= c.covered) {
-      status rm = env_.remove_file(segment_path(segments_.front().id));
-      if (rm) rm = env_.sync_dir(dir_);
-      if (!rm) {
-        log::warn("storage: reclaim of segment {} failed: {}", segments_.front().id.value(), rm.err().reason);
-        break;
-      }
-      segments_.pop_front();
+  if (!st) {
+    exec_([done = std::move(c.done), err = st.err()] { done(err); });
+    return;
+  }
+  exec_([done = std::move(c.done), removed = reclaim(c.covered, c.keep)]() mutable {
+    done(std::move(removed));
+  });
+}
+
+std::vector<segment_id> log_writer::reclaim(lsn covered, const std::vector<segment_id>& keep) {
+  // Any order, and gaps are fine: recovery only probes the headers of the segments a checkpoint wholly
+  // covers, and tolerates holes among them (log-format.md, "Recovery rules").
+  std::vector<segment_id> removed;
+  for (std::size_t i = 0; i + 1 < segments_.size();) {  // never the active segment (back)
+    const segment_info& s = segments_[i];
+    if (s.last > covered || std::find(keep.begin(), keep.end(), s.id) != keep.end()) {
+      ++i;
+      continue;
+    }
+    status rm = env_.remove_file(segment_path(s.id));
+    if (!rm && errc_of(rm.err()) != errc::not_found) {
+      log::warn("storage: {}: reclaim of segment {} failed ({}); retrying at the next checkpoint", dir_,
+                s.id.value(), rm.err().reason);
+      ++i;
+      continue;
+    }
+    removed.push_back(s.id);
+    segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  if (!removed.empty()) {
+    // Not needed for safety (a removed segment that comes back after a crash is only probed, and reclaimed
+    // again by the next checkpoint), only so the space is really free.
+    if (auto st = env_.sync_dir(dir_); !st) {
+      log::warn("storage: {}: directory sync after reclaim failed: {}", dir_, st.err().reason);
     }
   }
-  exec_([done = std::move(c.done), st] { done(st); });
+  return removed;
 }
 
 }  // namespace weir::storage

@@ -62,7 +62,8 @@ struct append_ack {
 };
 
 using append_callback = std::function<void(result<append_ack>)>;
-using checkpoint_callback = std::function<void(status)>;
+// A checkpoint's outcome: the ids of the segments it reclaimed (possibly none), or why it was not written.
+using checkpoint_callback = std::function<void(result<std::vector<segment_id>>)>;
 // Runs a completion on the caller's thread (io::event_loop::post in the server).
 using executor = std::function<void(std::function<void()>)>;
 
@@ -88,9 +89,14 @@ class log_writer {
   // (or failed). type must be 1..255; payload at most format::max_record_payload bytes.
   void append(std::uint8_t type, std::span<const std::byte> payload, append_callback done);
 
-  // Writes a checkpoint covering lsn `covered` (its records must have been appended), then deletes the
-  // segments wholly before it (reclaim). Runs on the sync thread, after the batches queued before it.
-  void checkpoint(lsn covered, std::vector<std::byte> blob, checkpoint_callback done);
+  // Writes a checkpoint covering lsn `covered` (its records must have been appended), then, once it is
+  // durable, deletes every segment wholly covered by it (last <= covered) except the active one and those
+  // in `keep` (segments live data still points at: the cold store reads them by log_position). Runs on
+  // the sync thread, after the batches queued before it. `done` gets the ids removed, in no particular
+  // order; the caller drops them from its segment_readers (segment_reader::forget). A segment that fails
+  // to be removed is logged and tried again at the next checkpoint: that never fails the checkpoint.
+  void checkpoint(lsn covered, std::vector<std::byte> blob, std::vector<segment_id> keep,
+                  checkpoint_callback done);
 
   log_stats stats() const;
 
@@ -103,6 +109,7 @@ class log_writer {
   struct pending_checkpoint {
     lsn covered;
     std::vector<std::byte> blob;
+    std::vector<segment_id> keep;
     checkpoint_callback done;
   };
   struct batch {
@@ -123,6 +130,7 @@ class log_writer {
   status sync_active();
   void periodic_sync();
   void do_checkpoint(pending_checkpoint& c);
+  std::vector<segment_id> reclaim(lsn covered, const std::vector<segment_id>& keep);
   std::string segment_path(segment_id id) const;
 
   env& env_;
@@ -132,7 +140,8 @@ class log_writer {
 
   // Owned by the sync thread once it runs.
   std::unique_ptr<writable_file> active_;
-  std::deque<segment_info> segments_;  // back() is the active segment
+  // Every segment on disk, in id order (ids may have gaps: reclaimed or kept ones); back() is the active one.
+  std::deque<segment_info> segments_;
   lsn next_lsn_{1};
   std::optional<error> poisoned_;
   bool dirty_ = false;  // written but not synced (interval / never modes)

@@ -19,6 +19,24 @@ result<std::shared_ptr<random_access_file>> segment_reader::file_for(segment_id 
 void segment_reader::forget(segment_id id) {
   std::lock_guard lock(mu_);
   open_.erase(id);
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    if (it->first.segment != id) {
+      ++it;
+      continue;
+    }
+    cached_bytes_ -= it->second->size();
+    it = cache_.erase(it);
+  }
+}
+
+std::uint64_t segment_reader::cache_hits() const {
+  std::lock_guard lock(mu_);
+  return hits_;
+}
+
+std::uint64_t segment_reader::record_loads() const {
+  std::lock_guard lock(mu_);
+  return loads_;
 }
 
 result<std::size_t> segment_reader::pread(log_position at, std::span<std::byte> out) {
@@ -27,7 +45,17 @@ result<std::size_t> segment_reader::pread(log_position at, std::span<std::byte> 
   return (*file)->read(at.offset, out);
 }
 
-result<stored_record> segment_reader::read_record(log_position at) {
+result<segment_reader::record_bytes> segment_reader::load(log_position at) {
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+      if (it->first != at) continue;
+      cache_.splice(cache_.begin(), cache_, it);
+      ++hits_;
+      return cache_.front().second;
+    }
+  }
+  // Read outside the lock: two threads missing on the same record both read it, which is only wasted work.
   auto file = file_for(at.segment);
   if (!file) return file.err();
   const std::string where = fmt::format("{} at byte {}", format::segment_file_name(at.segment), at.offset);
@@ -36,14 +64,54 @@ result<stored_record> segment_reader::read_record(log_position at) {
   if (!n) return n.err();
   auto h = *n == hbuf.size() ? format::decode_record_header(hbuf) : std::nullopt;
   if (!h) return make_error(errc::corruption, where + ": no record header");
-  std::vector<std::byte> whole(format::record_header_size + h->length);
-  auto m = (*file)->read(at.offset, whole);
+  auto whole = std::make_shared<std::vector<std::byte>>(format::record_header_size + h->length);
+  auto m = (*file)->read(at.offset, *whole);
   if (!m) return m.err();
-  if (*m != whole.size() || !format::record_crc_ok(whole)) {
+  if (*m != whole->size() || !format::record_crc_ok(*whole)) {
     return make_error(errc::corruption, where + ": record truncated or CRC mismatch");
   }
-  whole.erase(whole.begin(), whole.begin() + format::record_header_size);
-  return stored_record{h->seq, h->type, std::move(whole)};
+
+  record_bytes rec = std::move(whole);
+  std::lock_guard lock(mu_);
+  ++loads_;
+  if (opts_.cache_records == 0 || rec->size() > opts_.cache_bytes) return rec;
+  for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+    if (it->first == at) {  // another thread loaded it meanwhile
+      cached_bytes_ -= it->second->size();
+      cache_.erase(it);
+      break;
+    }
+  }
+  cache_.emplace_front(at, rec);
+  cached_bytes_ += rec->size();
+  while (cache_.size() > opts_.cache_records || cached_bytes_ > opts_.cache_bytes) {
+    cached_bytes_ -= cache_.back().second->size();
+    cache_.pop_back();
+  }
+  return rec;
+}
+
+result<stored_record> segment_reader::read_record(log_position at) {
+  auto rec = load(at);
+  if (!rec) return rec.err();
+  std::span<const std::byte> whole(**rec);
+  auto h = format::decode_record_header(whole.first(format::record_header_size));
+  auto payload = whole.subspan(format::record_header_size);
+  return stored_record{h->seq, h->type, std::vector<std::byte>(payload.begin(), payload.end())};
+}
+
+result<std::string> segment_reader::read_data(log_position record, std::uint64_t from, std::uint64_t n) {
+  auto rec = load(record);
+  if (!rec) return rec.err();
+  const std::uint64_t length = (*rec)->size() - format::record_header_size;
+  if (from > length || n > length - from) {
+    return make_error(
+        errc::invalid_argument,
+        fmt::format("{} at byte {}: bytes [{}, {}+{}) are past the record's {}-byte payload",
+                    format::segment_file_name(record.segment), record.offset, from, from, n, length));
+  }
+  const char* base = reinterpret_cast<const char*>((*rec)->data() + format::record_header_size);
+  return std::string(base + from, static_cast<std::size_t>(n));
 }
 
 }  // namespace weir::storage

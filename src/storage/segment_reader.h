@@ -3,8 +3,14 @@
 // thread that may block (or, for page-cache-hot data, accept the risk knowingly). Thread-safe.
 //
 // Read only positions that were acknowledged: bytes of a batch still in flight may yet be undone.
+//
+// A small cache keeps the last few whole records read (checked), keyed by position, so that reading one
+// large record piece by piece (read_data) costs one pread of it, not one per piece. It is bounded by a
+// record count and a byte budget; a record larger than the budget is read but not kept.
 #pragma once
 
+#include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,24 +27,45 @@ struct stored_record {
   std::vector<std::byte> payload;
 };
 
+struct segment_reader_options {
+  std::size_t cache_records = 4;
+  std::size_t cache_bytes = 4u << 20;  // header + payload of the records kept
+};
+
 class segment_reader {
  public:
-  segment_reader(env& e, std::string dir) : env_(e), dir_(std::move(dir)) {}
+  segment_reader(env& e, std::string dir, segment_reader_options opts = {})
+      : env_(e), dir_(std::move(dir)), opts_(opts) {}
 
   // Raw bytes at `at` (short only at the end of the segment).
   result<std::size_t> pread(log_position at, std::span<std::byte> out);
   // The whole record whose header starts at `at`, checked (framing and CRC): errc::corruption otherwise.
   result<stored_record> read_record(log_position at);
-  // Drops the cached file handle (after the segment was reclaimed).
+  // Payload bytes [from, from + n) of the record whose header starts at `record`, after checking the
+  // whole record as read_record does. A range past the payload's end is errc::invalid_argument.
+  result<std::string> read_data(log_position record, std::uint64_t from, std::uint64_t n);
+  // Drops the cached file handle and cached records of a segment (after it was reclaimed).
   void forget(segment_id id);
 
+  // For tests and metrics: reads answered from the cache, and records read from the file.
+  std::uint64_t cache_hits() const;
+  std::uint64_t record_loads() const;
+
  private:
+  using record_bytes = std::shared_ptr<const std::vector<std::byte>>;  // header + payload, checked
+
   result<std::shared_ptr<random_access_file>> file_for(segment_id id);
+  // The checked record at `at`, from the cache or the file.
+  result<record_bytes> load(log_position at);
 
   env& env_;
   std::string dir_;
-  std::mutex mu_;
+  segment_reader_options opts_;
+  mutable std::mutex mu_;
   std::map<segment_id, std::shared_ptr<random_access_file>> open_;
+  std::list<std::pair<log_position, record_bytes>> cache_;  // most recently used first
+  std::size_t cached_bytes_ = 0;
+  std::uint64_t hits_ = 0, loads_ = 0;
 };
 
 }  // namespace weir::storage

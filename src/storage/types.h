@@ -13,7 +13,8 @@ namespace weir::storage {
 // Log sequence number: the 1-based index of a record in one core's log. Assigned by the writer, contiguous
 // (no gaps) across segments and restarts. lsn{0} means "before the first record".
 using lsn = strong_id<struct lsn_tag, std::uint64_t>;
-// A segment file's number: contiguous, starting at 1, never reused.
+// A segment file's number: starting at 1, +1 per new segment, never reused. The ids on disk may have gaps
+// where a checkpoint reclaimed segments (log-format.md, "Recovery rules").
 using segment_id = strong_id<struct segment_id_tag, std::uint64_t>;
 
 // Where a record starts on disk: a segment and the byte offset of its header in that file. Used by the

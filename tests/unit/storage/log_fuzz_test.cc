@@ -16,6 +16,9 @@ TEST(log_fuzz, fixed_seeds) {
     EXPECT_GT(s.torn_crashes, 0u);
     EXPECT_GT(s.checkpoints, 5u);
     EXPECT_GT(s.segments_max, 3u);
+    EXPECT_GT(s.kept, 0u);
+    EXPECT_GT(s.reclaimed, 0u);
+    EXPECT_GT(s.reads_by_position, 0u);
     ::testing::Test::RecordProperty("seed_" + std::to_string(seed) + "_acked", static_cast<int>(s.acked));
   }
 }

@@ -3,7 +3,10 @@
 //   * every acknowledged record is present, exactly once, in order, at the lsn its ack named;
 //   * every record present was appended by us (no foreign bytes), none whose append failed, and records
 //     appear in the order they were appended (lsns contiguous: recovery checks that itself);
-//   * checkpoint + replay gives the same sequence as the full log would.
+//   * checkpoint + replay gives the same sequence as the full log would;
+//   * no segment a checkpoint reclaimed comes back, and the records before the checkpoint that still have
+//     a segment (kept by a random keep set, or not yet reclaimed) read back by position, intact.
+// A checkpoint's reclaim must spare its keep set and every segment holding a record after it.
 // Used by log_fuzz_test.cc (fixed seeds, unit) and log_fuzz_slow.cc (many seeds, label slow).
 #pragma once
 
@@ -17,14 +20,16 @@
 
 #include "base/log.h"
 #include "storage/crc32c.h"
+#include "storage/log_format.h"
 #include "storage/log_writer.h"
+#include "storage/segment_reader.h"
 #include "test_util.h"
 
 namespace weir::storage::testing {
 
 struct fuzz_stats {
   std::uint64_t ops = 0, appends = 0, acked = 0, failed = 0, crashes = 0, torn_crashes = 0, restarts = 0,
-                checkpoints = 0, segments_max = 0;
+                checkpoints = 0, segments_max = 0, kept = 0, reclaimed = 0, reads_by_position = 0;
 };
 
 class log_fuzzer {
@@ -91,8 +96,9 @@ class log_fuzzer {
     return p;
   }
 
-  void push_log(sig s) {
+  void push_log(sig s, log_position p) {
     log_.push_back(s);
+    pos_.push_back(p);
     prefix_hash_.push_back(mix(prefix_hash_.back(), s));
   }
 
@@ -126,7 +132,7 @@ class log_fuzzer {
     }
     fates_[id_of(s)] = fate::acked;
     ++stats_.acked;
-    push_log(s);
+    push_log(s, r->pos);
     EXPECT_EQ(r->seq.value(), log_.size()) << where() << ": acks come in lsn order, without gaps";
     stats_.segments_max = std::max(stats_.segments_max, r->pos.segment.value());
   }
@@ -144,15 +150,71 @@ class log_fuzzer {
     if (log_.empty() || checkpoint_pending_ > 0) return;
     // The "state machine state" after lsn C: a digest of the first C records.
     std::string blob = std::to_string(log_.size()) + " " + std::to_string(prefix_hash_.back());
+    // Keep a random part of the segments that hold records the checkpoint covers (the cold store's
+    // references), now and then an id that does not exist.
+    const std::uint64_t covered = log_.size();
+    std::vector<segment_id> keep;
+    std::set<std::uint64_t> candidates;
+    for (std::size_t l = 0; l < covered; ++l) {
+      if (!gone_.contains(pos_[l].segment.value())) candidates.insert(pos_[l].segment.value());
+    }
+    for (std::uint64_t id : candidates) {
+      if (uniform(0, 2) == 0) keep.push_back(segment_id{id});
+    }
+    if (uniform(0, 9) == 0) keep.push_back(segment_id{1000000});
+    stats_.kept += keep.size();
     ++checkpoint_pending_;
     ++stats_.checkpoints;
-    writer_->checkpoint(lsn{log_.size()}, bytes_of(blob), [this](status st) {
-      --checkpoint_pending_;
-      if (!st) {
-        auto code = errc_of(st.err());
-        EXPECT_TRUE(code == errc::no_space || code == errc::io_error) << where() << ": " << st.err().reason;
-      }
-    });
+    writer_->checkpoint(lsn{covered}, bytes_of(blob), keep,
+                        [this, covered, keep](result<std::vector<segment_id>> r) {
+                          --checkpoint_pending_;
+                          on_checkpoint(covered, keep, std::move(r));
+                        });
+  }
+
+  void on_checkpoint(std::uint64_t covered, const std::vector<segment_id>& keep,
+                     result<std::vector<segment_id>> r) {
+    if (!r) {
+      auto code = errc_of(r.err());
+      EXPECT_TRUE(code == errc::no_space || code == errc::io_error) << where() << ": " << r.err().reason;
+      return;
+    }
+    std::set<std::uint64_t> removed;
+    for (segment_id id : *r) {
+      EXPECT_TRUE(std::find(keep.begin(), keep.end(), id) == keep.end())
+          << where() << ": kept segment " << id.value() << " reclaimed";
+      EXPECT_FALSE(env_.file_exists(segment_path(id))) << where() << ": reported reclaimed, still there";
+      removed.insert(id.value());
+      gone_.insert(id.value());
+      ++stats_.reclaimed;
+    }
+    for (std::size_t l = covered; l < pos_.size(); ++l) {
+      ASSERT_FALSE(removed.contains(pos_[l].segment.value()))
+          << where() << ": segment " << pos_[l].segment.value() << " reclaimed with lsn " << l + 1
+          << " (after the checkpoint at " << covered << ") in it";
+    }
+    // The kept segments are still there, their records readable where their acks said.
+    for (std::size_t l = 0; l < covered; ++l) {
+      if (std::find(keep.begin(), keep.end(), pos_[l].segment) == keep.end()) continue;
+      ASSERT_TRUE(env_.file_exists(segment_path(pos_[l].segment))) << where();
+      if (uniform(0, 3) == 0) check_record_at(l);
+    }
+  }
+
+  std::string segment_path(segment_id id) const { return join_path(dir_, format::segment_file_name(id)); }
+
+  // Reads lsn l + 1 back by its position and compares it with the model.
+  void check_record_at(std::size_t l) {
+    segment_reader reader(env_, dir_);
+    auto rec = reader.read_record(pos_[l]);
+    ASSERT_TRUE(rec) << where() << ": lsn " << l + 1 << " unreadable: " << rec.err().reason;
+    EXPECT_EQ(rec->seq.value(), l + 1) << where();
+    EXPECT_EQ(signature(rec->payload), log_[l]) << where() << ": lsn " << l + 1 << " differs by position";
+    const std::uint64_t from = rec->payload.size() / 3;
+    auto part = reader.read_data(pos_[l], from, rec->payload.size() - from);
+    ASSERT_TRUE(part) << where() << ": " << part.err().reason;
+    EXPECT_EQ(*part, string_of(std::span(rec->payload).subspan(from))) << where();
+    ++stats_.reads_by_position;
   }
 
   void inject_fault() {
@@ -203,8 +265,10 @@ class log_fuzzer {
   void restart_epoch() {
     clear_faults();
     std::vector<sig> replayed;
+    std::vector<log_position> replayed_at;
     auto rec = recover_log(env_, dir_, [&](const record_view& v) -> status {
       replayed.push_back(signature(v.payload));
+      replayed_at.push_back(v.pos);
       return {};
     });
     ASSERT_TRUE(rec) << where() << ": recovery failed: " << rec.err().reason;
@@ -222,8 +286,27 @@ class log_fuzzer {
 
     // Everything recovered is now settled history.
     log_.resize(covered);
+    pos_.resize(covered);
     prefix_hash_.resize(covered + 1);
-    for (sig s : replayed) push_log(s);
+    for (std::size_t i = 0; i < replayed.size(); ++i) push_log(replayed[i], replayed_at[i]);
+
+    // No reclaimed segment came back (mem_env's removals are durable); from now on every id the log
+    // used and no longer has counts as gone (a checkpoint whose completion the crash swallowed).
+    std::set<std::uint64_t> present;
+    for (const auto& seg : rec->segments) {
+      ASSERT_FALSE(gone_.contains(seg.id.value()))
+          << where() << ": reclaimed segment " << seg.id.value() << " is back";
+      present.insert(seg.id.value());
+    }
+    for (std::uint64_t id = 1; id < rec->next_segment.value(); ++id) {
+      if (!present.contains(id)) gone_.insert(id);
+    }
+    // Records the checkpoint covers, in segments still there (probed, not scanned), read back by position.
+    for (int n = 0; n < 8 && covered > 0; ++n) {
+      std::size_t l = static_cast<std::size_t>(uniform(0, static_cast<int>(covered) - 1));
+      if (present.contains(pos_[l].segment.value())) check_record_at(l);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
     issued_.clear();
     fates_.clear();
     outstanding_ = 0;
@@ -267,6 +350,8 @@ class log_fuzzer {
   std::unique_ptr<log_writer> writer_;
 
   std::vector<sig> log_;                           // acknowledged, in lsn order (lsn = index + 1)
+  std::vector<log_position> pos_;                  // where each of log_ is on disk
+  std::set<std::uint64_t> gone_;                   // segment ids reclaimed (or otherwise no longer there)
   std::vector<std::uint64_t> prefix_hash_{0};      // digest of log_[0, i)
   std::vector<sig> issued_;                        // appended in this epoch, in order
   std::unordered_map<std::uint64_t, fate> fates_;  // by id, this epoch

@@ -62,17 +62,21 @@ struct log_recovery : ::testing::Test {
     ASSERT_TRUE(q.run_until([&] { return ok == payloads.size(); }));
   }
 
-  status checkpoint_at(lsn covered, std::string blob, log_options opts = {}) {
+  // Opens a writer on the recovered log and takes one checkpoint; returns the segments it reclaimed.
+  result<std::vector<segment_id>> checkpoint_at(lsn covered, std::string blob, log_options opts = {},
+                                                std::vector<segment_id> keep = {}) {
     std::vector<replayed> ignored;
     auto rec = recover(ignored);
     if (!rec) return rec.err();
     completion_queue q;
     auto w = log_writer::open(e, dir, opts, *rec, q.exec());
     if (!w) return w.err();
-    std::optional<status> st;
-    (*w)->checkpoint(covered, bytes_of(blob), [&](status s) { st = s; });
-    EXPECT_TRUE(q.run_until([&] { return st.has_value(); }));
-    return st.value_or(make_error(errc::io_error, "no completion"));
+    std::optional<result<std::vector<segment_id>>> r;
+    (*w)->checkpoint(covered, bytes_of(blob), std::move(keep),
+                     [&](result<std::vector<segment_id>> x) { r = std::move(x); });
+    EXPECT_TRUE(q.run_until([&] { return r.has_value(); }));
+    if (!r) return make_error(errc::io_error, "no completion");
+    return std::move(*r);
   }
 };
 

@@ -77,10 +77,12 @@ TEST_F(posix_env_test, log_round_trip_with_roll_checkpoint_and_torn_tail) {
       });
     }
     ASSERT_TRUE(q.run_until([&] { return acks.size() == 200; }));
-    std::optional<status> ck;
-    (*w)->checkpoint(lsn{100}, bytes_of("first hundred"), [&](status s) { ck = s; });
+    std::optional<result<std::vector<segment_id>>> ck;
+    (*w)->checkpoint(lsn{100}, bytes_of("first hundred"), {},
+                     [&](result<std::vector<segment_id>> r) { ck = std::move(r); });
     ASSERT_TRUE(q.run_until([&] { return ck.has_value(); }));
     ASSERT_TRUE(*ck) << ck->err().reason;
+    EXPECT_FALSE((*ck)->empty()) << "the checkpoint reports what it reclaimed";
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/" + format::segment_file_name(segment_id{1}))) << "reclaimed";
 

@@ -1,11 +1,13 @@
 // Helpers shared by the storage tests: a completion queue standing in for the event loop, a recovery
-// that collects records, and an env whose fdatasync the test can hold open.
+// that collects records, an env whose fdatasync the test can hold open, and an env that counts the bytes
+// read per file and can fail (or crash mem_env) on a chosen removal.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -178,6 +180,79 @@ class gated_env final : public env {
   bool open_ = true;
   int tickets_ = 0;
   int blocked_ = 0;
+};
+
+// An env over mem_env that counts what is read from each file (by path) and lets a test act on removals:
+// `on_remove` runs before each remove_file and, if it returns an error, that is the removal's result.
+class counting_env final : public env {
+ public:
+  explicit counting_env(mem_env& inner) : inner_(inner) {}
+
+  std::function<status(const std::string& path)> on_remove;
+
+  std::uint64_t bytes_read(const std::string& path) const {
+    std::lock_guard lock(mu_);
+    auto it = read_.find(path);
+    return it == read_.end() ? 0 : it->second;
+  }
+  std::uint64_t read_calls() const {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+  void reset_counts() {
+    std::lock_guard lock(mu_);
+    read_.clear();
+    calls_ = 0;
+  }
+
+  result<std::unique_ptr<writable_file>> open_writable(const std::string& path, open_mode mode) override {
+    return inner_.open_writable(path, mode);
+  }
+  result<std::unique_ptr<random_access_file>> open_readable(const std::string& path) override {
+    auto f = inner_.open_readable(path);
+    if (!f) return f.err();
+    return std::unique_ptr<random_access_file>(std::make_unique<counted_file>(*this, path, std::move(*f)));
+  }
+  result<std::vector<std::string>> list_dir(const std::string& dir) override { return inner_.list_dir(dir); }
+  status create_dirs(const std::string& dir) override { return inner_.create_dirs(dir); }
+  status remove_file(const std::string& path) override {
+    if (on_remove) {
+      if (auto st = on_remove(path); !st) return st;
+    }
+    return inner_.remove_file(path);
+  }
+  status rename_file(const std::string& from, const std::string& to) override {
+    return inner_.rename_file(from, to);
+  }
+  status sync_dir(const std::string& dir) override { return inner_.sync_dir(dir); }
+  bool file_exists(const std::string& path) override { return inner_.file_exists(path); }
+
+ private:
+  class counted_file final : public random_access_file {
+   public:
+    counted_file(counting_env& c, std::string path, std::unique_ptr<random_access_file> f)
+        : c_(c), path_(std::move(path)), f_(std::move(f)) {}
+    result<std::size_t> read(std::uint64_t offset, std::span<std::byte> out) const override {
+      auto n = f_->read(offset, out);
+      if (n) {
+        std::lock_guard lock(c_.mu_);
+        c_.read_[path_] += *n;
+        ++c_.calls_;
+      }
+      return n;
+    }
+    result<std::uint64_t> size() const override { return f_->size(); }
+
+   private:
+    counting_env& c_;
+    std::string path_;
+    std::unique_ptr<random_access_file> f_;
+  };
+
+  mem_env& inner_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::uint64_t> read_;
+  std::uint64_t calls_ = 0;
 };
 
 }  // namespace weir::storage::testing
