@@ -1,5 +1,6 @@
 #include "server/node.h"
 
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -43,7 +44,11 @@ node::node(serve_config cfg) : cfg_(std::move(cfg)) {
   so.read_chunk_bytes = cfg_.read_chunk_bytes;
   so.sse_close_after_ms = cfg_.sse_close_after_ms;
   so.sse_keep_alive_ms = cfg_.sse_keep_alive_ms;
+  so.hot_bytes = std::max<std::size_t>(1, cfg_.hot_bytes / http_->threads());
+  so.checkpoint_bytes = cfg_.checkpoint_bytes;
+  so.max_in_flight_bytes = cfg_.max_in_flight_bytes;
   for (unsigned i = 0; i < http_->threads(); ++i) {
+    so.core = i;
     shards_.push_back(std::make_unique<stream_shard>(*this, http_->loop(i), clock_, so));
   }
   subs_ = make_subscriptions(*this, http_->loop(0), clock_, cfg_.data_dir);
@@ -159,15 +164,22 @@ status node::start() {
     // Before any loop runs: replay the logs into the shards, then log every command from now on.
     wal_options wo;
     wo.data_dir = cfg_.data_dir;
+    wo.segment_bytes = cfg_.segment_bytes;
     auto policy = storage::parse_sync_policy(cfg_.fsync);
     if (!policy) return policy.err();
     wo.sync = *policy;
     std::vector<stream_shard*> shards;
     for (auto& s : shards_) shards.push_back(s.get());
-    auto rec = open_durable_store(storage::default_posix_env(), wo, shards);
+    const auto began = std::chrono::steady_clock::now();
+    auto rec = open_durable_store(storage::default_posix_env(), wo, shards, segments_);
     if (!rec) return rec.err();
-    log::info("weir serve: recovered {} commands ({} forks, {} torn bytes cut), fsync {}", rec->records,
-              rec->forks_stitched, rec->truncated_bytes, cfg_.fsync);
+    recovery_ = *rec;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    log::info(
+        "weir serve: recovered in {:.2f} s: {} checkpoints ({} streams), {} commands replayed ({} forks, {} torn "
+        "bytes cut), fsync {}, hot budget {} MiB",
+        secs, rec->checkpoints, rec->checkpoint_streams, rec->records, rec->forks_stitched, rec->truncated_bytes,
+        cfg_.fsync, cfg_.hot_bytes >> 20);
   }
   status st = http_->start();
   if (!st) return st;

@@ -21,6 +21,8 @@
 #include "base/result.h"
 #include "http/exchange.h"
 #include "server/serve_config.h"
+#include "server/wal_recovery.h"
+#include "storage/segment_reader.h"
 #include "streams/state_machine.h"
 
 namespace weir::http {
@@ -52,6 +54,8 @@ class node {
   stream_shard& shard(unsigned i) { return *shards_[i]; }
   stream_shard& owner_of(std::string_view path);
   const serve_config& config() const { return cfg_; }
+  // What start() recovered from the data directory.
+  const wal_recovery_stats& recovery() const { return recovery_; }
 
   // Stream events for the subscription service (called on the owner core; delivered on core 0).
   void report_created(const streams::stream_meta& m);
@@ -66,10 +70,12 @@ class node {
   serve_config cfg_;
   system_clock_source clock_;
   std::unique_ptr<http::server> http_;
+  std::vector<std::unique_ptr<storage::segment_reader>> segments_;  // before shards_: outlives them
   std::vector<std::unique_ptr<stream_shard>> shards_;
   std::unique_ptr<subscriptions_glue> subs_;
   std::atomic<std::uint64_t> next_live_id_{1};
   std::atomic<bool> stopping_{false};
+  wal_recovery_stats recovery_;
 };
 
 // The owner shard index of a stream path (stable across runs: FNV-1a 64).

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
@@ -22,6 +23,10 @@ struct serve_flags {
   std::int64_t long_poll_timeout_ms = 0;
   std::uint64_t body_limit = 0;
   std::string fsync;
+  std::uint64_t hot_bytes = 0;
+  std::optional<std::uint64_t> checkpoint_bytes;
+  std::uint64_t max_in_flight_bytes = 0;
+  std::uint64_t segment_bytes = 0;
 };
 }  // namespace
 
@@ -35,6 +40,13 @@ void register_command(CLI::App& app) {
   cmd->add_option("--body-limit", flags->body_limit, "Largest request body in bytes (default 64 MiB)");
   cmd->add_option("--fsync", flags->fsync,
                   "When appends are acknowledged: always (after fdatasync, default), interval:MS or never");
+  cmd->add_option("--hot-bytes", flags->hot_bytes,
+                  "Stream data kept in memory, all cores together (default 256 MiB); the rest is read from disk");
+  cmd->add_option("--segment-bytes", flags->segment_bytes, "Size at which a log segment file is rolled (default 128 MiB)");
+  cmd->add_option("--checkpoint-bytes", flags->checkpoint_bytes,
+                  "Log growth per core between checkpoints (default 256 MiB; 0: never)");
+  cmd->add_option("--max-in-flight-bytes", flags->max_in_flight_bytes,
+                  "Writes per core waiting for the disk before 503 + Retry-After (default 256 MiB)");
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error or off");
   cmd->add_option("--config", flags->config, "TOML file with the same settings (flags override it)");
   cmd->callback([flags] {
@@ -48,6 +60,10 @@ void register_command(CLI::App& app) {
       if (flags->body_limit != 0) cfg.body_limit = flags->body_limit;
       if (!flags->log_level.empty()) cfg.log_level = flags->log_level;
       if (!flags->fsync.empty()) cfg.fsync = flags->fsync;
+      if (flags->hot_bytes != 0) cfg.hot_bytes = flags->hot_bytes;
+      if (flags->segment_bytes != 0) cfg.segment_bytes = flags->segment_bytes;
+      if (flags->checkpoint_bytes) cfg.checkpoint_bytes = *flags->checkpoint_bytes;
+      if (flags->max_in_flight_bytes != 0) cfg.max_in_flight_bytes = flags->max_in_flight_bytes;
       if (cfg.threads == 0) cfg.threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
       validate(cfg);
     } catch (const config_error& e) {

@@ -73,6 +73,14 @@ void load_config_file(serve_config& c, const std::string& path) {
       c.max_path_length = integer<std::size_t>(node, key);
     } else if (key == "fsync") {
       c.fsync = text(node, key);
+    } else if (key == "hot_bytes") {
+      c.hot_bytes = integer<std::uint64_t>(node, key);
+    } else if (key == "segment_bytes") {
+      c.segment_bytes = integer<std::uint64_t>(node, key);
+    } else if (key == "checkpoint_bytes") {
+      c.checkpoint_bytes = integer<std::uint64_t>(node, key);
+    } else if (key == "max_in_flight_bytes") {
+      c.max_in_flight_bytes = integer<std::uint64_t>(node, key);
     } else {
       throw config_error("config " + path + ": unknown setting '" + key + "'");
     }
@@ -93,6 +101,12 @@ void validate(const serve_config& c) {
   if (!levels.count(c.log_level))
     throw config_error("log_level: one of trace, debug, info, warn, error, off");
   if (c.data_dir.empty()) throw config_error("data_dir: must not be empty");
+  if (c.hot_bytes < (1u << 20)) throw config_error("hot_bytes: at least 1 MiB");
+  if (c.segment_bytes < (64u << 10)) throw config_error("segment_bytes: at least 64 KiB");
+  if (c.checkpoint_bytes != 0 && c.checkpoint_bytes < (1u << 20))
+    throw config_error("checkpoint_bytes: 0 (never) or at least 1 MiB");
+  if (c.max_in_flight_bytes < c.body_limit)
+    throw config_error("max_in_flight_bytes: at least body_limit (one request must fit)");
   if (!storage::parse_sync_policy(c.fsync)) throw config_error("fsync: always, interval:MS or never");
 }
 

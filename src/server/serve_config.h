@@ -23,6 +23,14 @@ struct serve_config {
   // The write-ahead log: "always" (acknowledge after fdatasync), "interval:MS" or "never".
   std::string fsync = "always";
   bool durable = true;  // false: memory only, no log (tests)
+  // Stream data kept in memory, all cores together; older data is read from the log's segment files.
+  std::uint64_t hot_bytes = 256ull << 20;
+  // A log segment file is rolled once it reaches this size.
+  std::uint64_t segment_bytes = 128ull << 20;
+  // Log growth (per core) after which the core's state is checkpointed; 0: never.
+  std::uint64_t checkpoint_bytes = 256ull << 20;
+  // Bytes of writes per core waiting for the disk before further writes get 503 + Retry-After.
+  std::uint64_t max_in_flight_bytes = 256ull << 20;
 };
 
 struct config_error : std::runtime_error {
@@ -33,7 +41,8 @@ struct config_error : std::runtime_error {
 void apply_listen(serve_config& c, const std::string& listen);
 
 // Reads a TOML file into `c` (keys: listen, data_dir, threads, long_poll_timeout_ms, body_limit,
-// log_level, read_chunk_bytes, sse_close_after_ms, sse_keep_alive_ms, max_path_length, fsync).
+// log_level, read_chunk_bytes, sse_close_after_ms, sse_keep_alive_ms, max_path_length, fsync, hot_bytes,
+// segment_bytes, checkpoint_bytes, max_in_flight_bytes).
 void load_config_file(serve_config& c, const std::string& path);
 
 // Range checks of the final configuration.

@@ -61,8 +61,19 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
     }
   }
   const std::uint64_t seq = front_seq_ + ops_.size();
+  std::uint32_t data_offset = 0;
+  std::string bytes = streams::encode(c, &data_offset);
+  std::size_t data_size = 0;
+  if (auto* a = std::get_if<streams::append_command>(&c)) data_size = a->body.size();
+  if (auto* cr = std::get_if<streams::create_command>(&c)) data_size = cr->initial.size();
+  if (data_size > 0) {
+    next.data_offset = data_offset;
+    next.r.data_size = static_cast<std::uint32_t>(data_size);
+  }
+  next.bytes = bytes.size();
+  in_flight_bytes_ += bytes.size();
+  logged_bytes_ += bytes.size();
   ops_.push_back(std::move(next));
-  std::string bytes = streams::encode(c);
   std::weak_ptr<bool> alive = alive_;
   writer_->append(command_record_type, std::as_bytes(std::span(bytes.data(), bytes.size())),
                   [this, alive, seq](result<storage::append_ack> r) {
@@ -75,6 +86,14 @@ void shard_wal::on_logged(std::uint64_t seq, const result<storage::append_ack>& 
               front_seq_, front_seq_ + ops_.size());
   op& o = ops_[seq - front_seq_];
   o.ready = true;
+  if (r) {
+    last_lsn_ = std::max(last_lsn_, r->seq);
+    if (o.data_offset) {
+      o.r.at.segment = r->pos.segment.value();
+      o.r.at.offset = r->pos.offset;
+      o.r.at.data_offset = *o.data_offset;
+    }
+  }
   if (!r && failed_status_ == 0) {
     storage::errc e = storage::errc_of(r.err());
     failed_status_ = e == storage::errc::no_space ? 507 : 503;
@@ -91,6 +110,7 @@ void shard_wal::drain() {
     op o = std::move(ops_.front());
     ops_.pop_front();
     ++front_seq_;
+    in_flight_bytes_ -= o.bytes;
     if (!o.viewed_path.empty()) {
       auto it = views_.find(o.viewed_path);
       WEIR_ASSERT(it != views_.end(), "no durable view of {}", o.viewed_path);
@@ -110,6 +130,19 @@ void shard_wal::drain() {
     }
     o.done(o.r);
   }
+  if (ops_.empty() && !idle_waiters_.empty()) {
+    std::vector<std::function<void()>> waiters = std::move(idle_waiters_);
+    idle_waiters_.clear();
+    for (auto& fn : waiters) fn();
+  }
+}
+
+void shard_wal::when_idle(std::function<void()> fn) {
+  if (ops_.empty()) {
+    fn();
+    return;
+  }
+  idle_waiters_.push_back(std::move(fn));
 }
 
 void shard_wal::clamp(const std::string& path, streams::read_result& rr) const {

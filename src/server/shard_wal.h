@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "io/event_loop.h"
 #include "storage/log_writer.h"
@@ -36,6 +37,10 @@ struct durable_result {
   streams::outcome o;
   int failed_status = 0;  // 0: durable (or nothing to log); 507 or 503: the log write failed
   std::string reason;
+  // Where the command's payload (an append's body, a create's initial data) sits in the log, once
+  // durable; segment 0 when there was none. `core` is left 0 for the shard to fill in.
+  streams::disk_location at;
+  std::uint32_t data_size = 0;  // the payload's size
 };
 
 class shard_wal {
@@ -49,6 +54,18 @@ class shard_wal {
   shard_wal& operator=(const shard_wal&) = delete;
 
   bool logging() const { return writer_ != nullptr; }
+  storage::log_writer* writer() { return writer_.get(); }
+  // Commands queued behind the log (applied, not yet completed), and the bytes of their records.
+  std::size_t in_flight() const { return ops_.size(); }
+  std::size_t in_flight_bytes() const { return in_flight_bytes_; }
+  // Bytes of records logged since the counter was last reset (the checkpoint trigger).
+  std::uint64_t logged_bytes() const { return logged_bytes_; }
+  void reset_logged_bytes() { logged_bytes_ = 0; }
+  // The lsn of the newest record whose write completed (every record up to it is durable once no
+  // command is in flight).
+  storage::lsn last_lsn() const { return last_lsn_; }
+  // Runs `fn` (once) as soon as no command is in flight: at once if none is.
+  void when_idle(std::function<void()> fn);
   // A log write failed: the in-memory state is ahead of the log, writes are refused until restart.
   bool failed() const { return failed_status_ != 0; }
   int failed_status() const { return failed_status_; }
@@ -75,6 +92,9 @@ class shard_wal {
     completion done;
     std::string viewed_path;  // non-empty: this op holds a reference on views_[viewed_path]
     bool ready = false;
+    std::size_t bytes = 0;                   // record size, counted in in_flight_bytes_
+    std::optional<std::uint32_t> data_offset;  // where the payload starts in the record
+    std::uint32_t data_size = 0;
   };
 
   void on_logged(std::uint64_t seq, const result<storage::append_ack>& r);
@@ -87,6 +107,10 @@ class shard_wal {
   std::uint64_t front_seq_ = 0;  // sequence number of ops_.front()
   int failed_status_ = 0;
   std::string failed_reason_;
+  std::size_t in_flight_bytes_ = 0;
+  std::uint64_t logged_bytes_ = 0;
+  storage::lsn last_lsn_{0};
+  std::vector<std::function<void()>> idle_waiters_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -13,7 +13,12 @@ namespace weir::server {
 using protocol::operation;
 
 stream_shard::stream_shard(node& owner, io::event_loop& loop, const clock_source& clock, shard_options opts)
-    : node_(&owner), loop_(&loop), clock_(&clock), opts_(opts), rng_(std::random_device{}()) {}
+    : node_(&owner),
+      loop_(&loop),
+      clock_(&clock),
+      opts_(opts),
+      hot_(std::make_unique<hot_tier>(opts.hot_bytes, std::vector<storage::segment_reader*>{})),
+      rng_(std::random_device{}()) {}
 
 stream_shard::~stream_shard() = default;
 
@@ -29,15 +34,27 @@ protocol::response storage_failure(int status, const std::string& reason) {
 }
 }  // namespace
 
+void stream_shard::attach_segments(std::vector<storage::segment_reader*> readers) {
+  own_segments_ = opts_.core < readers.size() ? readers[opts_.core] : nullptr;
+  hot_ = std::make_unique<hot_tier>(opts_.hot_bytes, std::move(readers));
+}
+
 void stream_shard::attach_wal(std::unique_ptr<storage::log_writer> writer) {
+  checkpointer_.reset();
   wal_ = std::make_unique<shard_wal>(std::move(writer));
+  checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, opts_.core, opts_.checkpoint_bytes, own_segments_,
+                                                 [this] { resume_deferred(); });
 }
 
 streams::read_result stream_shard::read_visible(const std::string& path,
-                                                std::optional<streams::stream_offset> from,
-                                                std::size_t max_bytes) const {
+                                                std::optional<streams::stream_offset> from, std::size_t max_bytes,
+                                                status* io) const {
   streams::read_result rr = sm_.read(path, from, max_bytes);
   wal_->clamp(path, rr);
+  if (status st = hot_->resolve(rr.plan); !st) {
+    log::error("weir serve: {}: reading stored data failed: {}", path, st.err().reason);
+    if (io) *io = st;
+  }
   return rr;
 }
 
@@ -48,9 +65,29 @@ streams::read_result stream_shard::head_visible(const std::string& path) const {
 }
 
 bool stream_shard::refuse_write(http::exchange ex) {
-  if (!wal_->failed()) return false;
-  send_response(ex, storage_failure(wal_->failed_status(), wal_->failed_reason()));
+  if (wal_->failed()) {
+    send_response(ex, storage_failure(wal_->failed_status(), wal_->failed_reason()));
+    return true;
+  }
+  if (wal_->in_flight() >= opts_.max_in_flight || wal_->in_flight_bytes() >= opts_.max_in_flight_bytes) {
+    protocol::response r = storage_failure(503, "too many writes waiting for the disk; retry");
+    r.add("Retry-After", "1");
+    send_response(ex, std::move(r));
+    return true;
+  }
+  return false;
+}
+
+bool stream_shard::defer_write(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id) {
+  if (!checkpointer_ || !checkpointer_->pausing()) return false;
+  deferred_.push_back([this, req = std::move(req), ex, live_id]() mutable { handle(std::move(req), ex, live_id); });
   return true;
+}
+
+void stream_shard::resume_deferred() {
+  std::deque<std::function<void()>> held = std::move(deferred_);
+  deferred_.clear();
+  for (auto& fn : held) fn();
 }
 
 std::string stream_shard::cursor(const std::optional<std::string>& client_cursor) {
@@ -62,9 +99,9 @@ std::string stream_shard::cursor(const std::optional<std::string>& client_cursor
 
 void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
   const std::int64_t now = now_ms();
-  if ((req.op == operation::create || req.op == operation::append || req.op == operation::remove) &&
-      refuse_write(ex))
-    return;
+  if (req.op == operation::create || req.op == operation::append || req.op == operation::remove) {
+    if (defer_write(req, ex, live_id) || refuse_write(ex)) return;
+  }
   switch (req.op) {
     case operation::create:
       handle_create(std::move(req), ex);
@@ -183,7 +220,14 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
   f.resolved.retained = true;
   bool source_json = protocol::is_json_content_type(f.resolved.source_content_type);
   if (retained.sub_record) {
-    std::string_view rec = retained.sub_record->data.view();
+    auto bytes = hot_->bytes_of(retained.sub_record->data);
+    if (!bytes) {
+      log::error("weir serve: fork {}: reading the source record failed: {}", req.path, bytes.err().reason);
+      release(f.source);
+      send_response(ex, storage_failure(503, "storage error: " + bytes.err().reason));
+      return;
+    }
+    std::string_view rec = *bytes;
     if (source_json) {
       f.resolved.prefix = protocol::json_prefix(rec, f.sub_offset);
     } else {
@@ -228,7 +272,12 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
     send_response(ex, protocol::now_response(meta));
     return;
   }
-  streams::read_result rr = read_visible(req.path, from, opts_.read_chunk_bytes);
+  status io;
+  streams::read_result rr = read_visible(req.path, from, opts_.read_chunk_bytes, &io);
+  if (!io && rr.plan.bytes == 0) {
+    send_response(ex, storage_failure(503, "storage error: " + io.err().reason));
+    return;
+  }
   if (req.live == protocol::live_mode::none) {
     send_response(ex, protocol::read_response(rr, req, std::nullopt));
     return;
@@ -249,9 +298,13 @@ streams::outcome stream_shard::execute(const streams::command& c, shard_wal::com
   wal_->before(c, sm_, now_ms());
   streams::outcome o = sm_.apply(c);
   wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
-    if (r.failed_status == 0) effects(r.o);
+    if (r.failed_status == 0) {
+      if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) admit(r);
+      effects(r.o);
+    }
     if (done) done(r);
   });
+  if (checkpointer_) checkpointer_->poll();
   return o;
 }
 
@@ -265,14 +318,24 @@ void stream_shard::effects(const streams::outcome& o) {
     wake(path, true);
     node_->report_deleted(path);
   }
-  for (const std::string& source : o.release) {
-    stream_shard& s = node_->owner_of(source);
-    if (&s == this) {
-      (void)execute(streams::fork_release_command{source});
-    } else {
-      s.loop().post([&s, source] { (void)s.execute(streams::fork_release_command{source}); });
-    }
+  for (const std::string& source : o.release) release(source);
+}
+
+void stream_shard::release(const std::string& source) {
+  stream_shard& s = node_->owner_of(source);
+  if (&s == this) {
+    (void)execute(streams::fork_release_command{source});
+  } else {
+    s.loop().post([&s, source] { (void)s.execute(streams::fork_release_command{source}); });
   }
+}
+
+void stream_shard::admit(const durable_result& r) {
+  streams::disk_location at = r.at;
+  at.core = opts_.core;
+  const streams::stream_meta& m = *r.o.meta;
+  // The command's record is the stream's last: it ends at the tail the command reported.
+  hot_->admit(sm_, m.path, m.generation, m.tail.value(), r.data_size, at);
 }
 
 void stream_shard::add_reader(const std::string& path, std::shared_ptr<live_reader> r,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -19,6 +20,8 @@
 #include "http/exchange.h"
 #include "io/event_loop.h"
 #include "protocol/stream_request.h"
+#include "server/checkpointer.h"
+#include "server/hot_tier.h"
 #include "server/shard_wal.h"
 #include "streams/state_machine.h"
 
@@ -32,6 +35,11 @@ struct shard_options {
   std::size_t read_chunk_bytes = 64 * 1024;
   std::int64_t sse_close_after_ms = 60'000;
   std::int64_t sse_keep_alive_ms = 15'000;
+  std::uint32_t core = 0;                       // this shard's index (its log is <data>/wal/core-N)
+  std::size_t hot_bytes = 256ull << 20;          // stream data this core keeps in memory (hot_tier)
+  std::uint64_t checkpoint_bytes = 256ull << 20;  // log growth between checkpoints; 0: never
+  std::size_t max_in_flight = 16384;             // commands waiting for the log before writes get 503
+  std::size_t max_in_flight_bytes = 256ull << 20;  // and their bytes
 };
 
 class stream_shard {
@@ -59,11 +67,18 @@ class stream_shard {
   // once (for reads that only need to know whether the stream exists).
   streams::outcome execute(const streams::command& c, shard_wal::completion done = {});
 
+  // Start-up, before the log is replayed: where the cold data of every core can be read back.
+  void attach_segments(std::vector<storage::segment_reader*> readers);
   // Start-up, before the loop runs: log every command to `writer` from now on.
   void attach_wal(std::unique_ptr<storage::log_writer> writer);
+  hot_tier& hot() { return *hot_; }
+  // Reads the bytes of one record slice, from memory or from disk (fork sub-offset prefixes).
+  result<std::string> bytes_of(const streams::chunk_slice& s) const { return hot_->bytes_of(s); }
   // Reads as live readers and clients may see them: only what is durable (shard_wal::clamp).
+  // Cold data is read back from disk; when that fails the plan is cut before the failing slice, the
+  // error is logged and stored in `*io` (when given).
   streams::read_result read_visible(const std::string& path, std::optional<streams::stream_offset> from,
-                                    std::size_t max_bytes) const;
+                                    std::size_t max_bytes, status* io = nullptr) const;
   streams::read_result head_visible(const std::string& path) const;
 
   // Live readers.
@@ -78,10 +93,18 @@ class stream_shard {
  private:
   void handle_create(protocol::stream_request req, http::exchange ex);
   void finish_fork(protocol::stream_request req, http::exchange ex, durable_result retained);
-  // Answers 507/503 when the log failed earlier (writes are refused until a restart).
+  // Answers 507/503 when the log failed earlier (writes are refused until a restart), or 503 when too
+  // many commands wait for the log.
   bool refuse_write(http::exchange ex);
+  // Holds a write back while a checkpoint waits for the commands in flight.
+  bool defer_write(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id);
+  void resume_deferred();
   void handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   void effects(const streams::outcome& o);
+  // A durable command's new record: into the hot tier, with its place in the log.
+  void admit(const durable_result& r);
+  // Drops a fork's reference on its source (on the source's core).
+  void release(const std::string& source);
   void wake(const std::string& path, bool removed);
   void sweep();
 
@@ -91,6 +114,10 @@ class stream_shard {
   shard_options opts_;
   streams::state_machine sm_;
   std::unique_ptr<shard_wal> wal_ = std::make_unique<shard_wal>(nullptr);
+  std::unique_ptr<hot_tier> hot_;
+  std::unique_ptr<checkpointer> checkpointer_;
+  storage::segment_reader* own_segments_ = nullptr;
+  std::deque<std::function<void()>> deferred_;
   std::unordered_multimap<std::string, std::shared_ptr<live_reader>> readers_;
   std::unordered_map<std::uint64_t, std::shared_ptr<live_reader>> by_id_;
   std::mt19937 rng_;

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "server/node.h"
 #include "server/shard_wal.h"
+#include "server/hot_tier.h"
 #include "server/stream_shard.h"
 #include "streams/command_codec.h"
 
@@ -55,32 +56,65 @@ std::string core_dir(const std::string& root, std::size_t i) {
 
 }  // namespace
 
+result<storage::recovered_log> replay_core(storage::env& e, const std::string& dir, std::uint32_t core,
+                                           streams::state_machine& sm, hot_tier& hot, wal_recovery_stats& stats) {
+  auto restore = [&](const storage::checkpoint& ck) -> status {
+    if (status st = sm.restore(ck.blob); !st) {
+      return start_error(dir + ": checkpoint at lsn " + std::to_string(ck.covered.value()) +
+                         " does not load: " + st.err().reason);
+    }
+    ++stats.checkpoints;
+    stats.checkpoint_streams += sm.size();
+    return {};
+  };
+  auto replay = [&](const storage::record_view& r) -> status {
+    const std::string where =
+        dir + " segment " + std::to_string(r.pos.segment.value()) + " offset " + std::to_string(r.pos.offset);
+    if (r.type != command_record_type) return start_error("unknown record type in " + where);
+    std::string_view bytes(reinterpret_cast<const char*>(r.payload.data()), r.payload.size());
+    auto cmd = streams::decode(bytes);
+    if (!cmd) return start_error("undecodable command in " + where + ": " + cmd.err().reason);
+    streams::outcome o = sm.apply(*cmd);
+    ++stats.records;
+    if (o.code != streams::errc::ok || !o.mutated || !o.meta) return {};
+    std::size_t size = 0;
+    if (auto* a = std::get_if<streams::append_command>(&*cmd)) size = a->body.size();
+    if (auto* c = std::get_if<streams::create_command>(&*cmd)) size = c->initial.size();
+    if (size == 0) return {};
+    streams::disk_location at;
+    at.core = core;
+    at.segment = r.pos.segment.value();
+    at.offset = r.pos.offset;
+    (void)streams::encode(*cmd, &at.data_offset);
+    hot.admit(sm, o.meta->path, o.meta->generation, o.meta->tail.value(), static_cast<std::uint32_t>(size), at);
+    return {};
+  };
+  return storage::recover_log(e, dir, replay, restore);
+}
+
 result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options& opts,
-                                              const std::vector<stream_shard*>& shards) {
+                                              const std::vector<stream_shard*>& shards, segment_readers& readers) {
   wal_recovery_stats stats;
   const std::string root = storage::join_path(opts.data_dir, "wal");
   if (auto st = e.create_dirs(root); !st) return st.err();
   if (auto st = check_core_count(e, root, static_cast<unsigned>(shards.size())); !st) return st.err();
 
-  // 1. Replay every core's log into its state machine. Outcomes are ignored: the effects they ask for
-  // (fork releases on other cores, subscription events) were carried out, and logged where they change
-  // state, when the command first ran.
+  readers.clear();
+  std::vector<storage::segment_reader*> raw;
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    readers.push_back(std::make_unique<storage::segment_reader>(e, core_dir(root, i)));
+    raw.push_back(readers.back().get());
+  }
+  for (stream_shard* s : shards) s->attach_segments(raw);
+
+  // 1. Restore every core's state machine from its checkpoint and replay its log after it. Outcomes are
+  // ignored: the effects they ask for (fork releases on other cores, subscription events) were carried
+  // out, and logged where they change state, when the command first ran.
   std::vector<storage::recovered_log> recovered;
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const std::string dir = core_dir(root, i);
     if (auto st = e.create_dirs(dir); !st) return st.err();
-    streams::state_machine& sm = shards[i]->machine();
-    auto rec = storage::recover_log(e, dir, [&](const storage::record_view& r) -> status {
-      const std::string where = dir + " segment " + std::to_string(r.pos.segment.value()) + " offset " +
-                                std::to_string(r.pos.offset);
-      if (r.type != command_record_type) return start_error("unknown record type in " + where);
-      std::string_view bytes(reinterpret_cast<const char*>(r.payload.data()), r.payload.size());
-      auto cmd = streams::decode(bytes);
-      if (!cmd) return start_error("undecodable command in " + where + ": " + cmd.err().reason);
-      (void)sm.apply(*cmd);
-      ++stats.records;
-      return {};
-    });
+    auto rec = replay_core(e, dir, static_cast<std::uint32_t>(i), shards[i]->machine(), shards[i]->hot(), stats);
     if (!rec) return rec.err();
     if (rec->truncated_bytes > 0) {
       log::warn("weir serve: {}: cut a torn tail of {} bytes (never acknowledged)", dir,
@@ -95,9 +129,10 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
   // only sent once the fork's delete is durable. Sources first (a fork of a fork inherits its
   // source's inherited records too).
   const unsigned n = static_cast<unsigned>(shards.size());
+  // Forks restored from a checkpoint already hold their inherited records (as places in the log).
   std::unordered_map<std::string, streams::state_machine::fork_link> forks;
   for (stream_shard* s : shards) {
-    for (auto& l : s->machine().forks()) forks.emplace(l.path, l);
+    for (auto& l : s->machine().forks_to_stitch()) forks.emplace(l.path, l);
   }
   std::unordered_set<std::string> stitched;
   std::function<void(const std::string&)> stitch = [&](const std::string& path) {

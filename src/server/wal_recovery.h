@@ -1,6 +1,8 @@
 // wal_recovery: start-up of the durable store. For every core: recover its write-ahead log
 // (<data_dir>/wal/core-N, storage::recover_log: torn tails cut and logged, other damage stops the
-// start naming the file and byte offset), replay each record into that core's state machine, then give
+// start naming the file and byte offset), restore each core's state machine from its newest checkpoint
+// and replay the records after it (each record's data is admitted to the core's hot tier with its
+// place in the log, so memory stays within budget while replaying), then give
 // every replayed fork its source's records (forks may cross cores, so this waits until every core has
 // replayed), and finally open each core's log_writer and hand it to its shard.
 //
@@ -8,16 +10,20 @@
 // state machines are touched from this thread only while no loop runs.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "storage/env.h"
 #include "storage/log_writer.h"
+#include "storage/segment_reader.h"
+#include "streams/state_machine.h"
 
 namespace weir::server {
 
 class stream_shard;
+class hot_tier;
 
 struct wal_options {
   std::string data_dir;
@@ -25,16 +31,28 @@ struct wal_options {
   std::uint64_t segment_bytes = 128ull << 20;
 };
 
+// The segment files of every core, read by the hot tiers (owned by the node, outliving the shards'
+// loops).
+using segment_readers = std::vector<std::unique_ptr<storage::segment_reader>>;
+
 struct wal_recovery_stats {
   std::uint64_t records = 0;          // commands replayed (all cores)
+  std::uint64_t checkpoints = 0;      // cores restored from a checkpoint
+  std::uint64_t checkpoint_streams = 0;
   std::uint64_t truncated_bytes = 0;  // torn tails cut
   std::uint64_t forks_stitched = 0;
   std::uint64_t leaked_references = 0;  // fork references released at start (crash between two cores)
 };
 
+// Restores `sm` (empty) from the checkpoint in `dir` (core `core`'s log) and replays the records after
+// it, admitting their data to `hot` with its place in the log. Used at start-up and when a core rebuilds
+// its state after a log write failed.
+result<storage::recovered_log> replay_core(storage::env& e, const std::string& dir, std::uint32_t core,
+                                           streams::state_machine& sm, hot_tier& hot, wal_recovery_stats& stats);
+
 // `shards[i]` is core i. The number of cores is stored in <data_dir>/wal/cores: a stream's owner core
 // is a hash of its path modulo that number, so a data directory only opens with the same count.
 result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options& opts,
-                                              const std::vector<stream_shard*>& shards);
+                                              const std::vector<stream_shard*>& shards, segment_readers& readers);
 
 }  // namespace weir::server

@@ -20,6 +20,7 @@
 #include "storage/log_writer.h"
 #include "streams/command_codec.h"
 
+#include "unit/server/durable_node_fixture.h"
 #include "unit/server/http_test_client.h"
 
 namespace weir::server {
@@ -28,54 +29,11 @@ namespace {
 using test_support::http;
 using test_support::reply;
 
-class durable_node_test : public ::testing::Test {
+class durable_node_test : public test_support::durable_node_fixture {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "weir-durable-test-" + std::to_string(::getpid());
-    std::filesystem::remove_all(dir_);
-  }
-  void TearDown() override {
-    stop();
-    std::filesystem::remove_all(dir_);
-  }
-  status start() {
-    serve_config cfg;
-    cfg.port = 0;
-    cfg.threads = 2;
-    cfg.data_dir = dir_;
-    n_ = std::make_unique<node>(cfg);
-    status st = n_->start();
-    if (!st) {
-      n_.reset();
-      return st;
-    }
-    port_ = n_->port();
-    runner_ = std::thread([this] { n_->run(false); });
-    return {};
-  }
-  void stop() {
-    if (!n_) return;
-    n_->stop();
-    runner_.join();
-    n_.reset();
-  }
   static std::string path_on(unsigned core, const std::string& stem) {
     return test_support::path_on(core, stem);
   }
-  std::string segment(unsigned core) const {
-    std::string d = dir_ + "/wal/core-" + std::to_string(core);
-    std::string last;
-    for (auto& e : std::filesystem::directory_iterator(d)) {
-      std::string p = e.path().string();
-      if (p.ends_with(".log") && p > last) last = p;
-    }
-    return last;
-  }
-
-  std::string dir_;
-  std::unique_ptr<node> n_;
-  std::uint16_t port_ = 0;
-  std::thread runner_;
 };
 
 const std::map<std::string, std::string> text = {{"Content-Type", "text/plain"}};
@@ -215,10 +173,8 @@ TEST_F(durable_node_test, a_reference_without_a_fork_is_released_at_start) {
 TEST_F(durable_node_test, a_data_dir_opens_only_with_its_core_count) {
   ASSERT_TRUE(start().has_value());
   stop();
-  serve_config cfg;
-  cfg.port = 0;
+  serve_config cfg = cfg_;
   cfg.threads = 3;
-  cfg.data_dir = dir_;
   node other(cfg);
   status st = other.start();
   ASSERT_FALSE(st.has_value());

@@ -244,7 +244,9 @@ TEST(log_writer, fsync_mode_interval_completes_before_the_sync_and_syncs_later) 
   gated_env e(inner);
   completion_queue q;
   log_options opts;
-  opts.sync = *parse_sync_policy("interval:5");
+  // Long enough that the 30 appends are written before the first periodic sync even on a loaded
+  // machine (a periodic sync runs on the sync thread, so writes queued behind it would wait).
+  opts.sync = *parse_sync_policy("interval:500");
   auto w = open_log(e, q, opts);
   e.close_gate();  // any fdatasync now blocks: the completions must not wait for one
   outcome out;

@@ -1,0 +1,65 @@
+// hot_tier: the memory budget of one core's stream data (docs/storage.md, "Hot tier").
+//
+// A record enters the tier when its append is durable and its place in the log is known (admit). Once
+// the core holds more than its budget, the oldest records are evicted: state_machine::evict drops their
+// bytes, which stay in the log's segment files only. Cold slices of a read plan are read back from the
+// segment files (resolve: storage::segment_reader, pread; the reader caches the last records it read,
+// so a catch-up reading a large record in chunks reads it once).
+//
+// Reads of cold data block the event loop for a pread: data that is not in the page cache costs a disk
+// read on the loop. A read plan is bounded by the server's read chunk (64 KiB by default, or one record).
+//
+// Lives on its shard's core; not thread-safe (the segment readers it uses are).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "storage/segment_reader.h"
+#include "streams/state_machine.h"
+
+namespace weir::server {
+
+class hot_tier {
+ public:
+  // `budget_bytes`: what this core may keep in memory; `readers[c]`: core c's segment files (a fork's
+  // inherited records point into its source core's log). No readers: nothing is ever cold.
+  hot_tier(std::size_t budget_bytes, std::vector<storage::segment_reader*> readers);
+
+  // The record of `path` ending at `end` is durable at `at`: record its place, then evict the oldest
+  // records while over budget.
+  void admit(streams::state_machine& sm, const std::string& path, std::uint64_t generation, std::uint64_t end,
+             std::uint32_t size, const streams::disk_location& at);
+
+  // Reads every cold slice of `plan` from disk. On an error the plan is cut before the failing slice
+  // (it never holds bytes out of order) and the error is returned.
+  status resolve(streams::read_plan& plan) const;
+  // The bytes of one slice, read from memory or from disk.
+  result<std::string> bytes_of(const streams::chunk_slice& s) const;
+
+  std::size_t bytes() const { return bytes_; }
+  std::size_t budget() const { return budget_; }
+  std::uint64_t evicted() const { return evicted_; }
+
+ private:
+  struct entry {
+    std::string path;
+    std::uint64_t generation;
+    std::uint64_t end;
+    std::uint32_t size;
+  };
+
+  result<streams::chunk> load(const streams::chunk_slice& s) const;
+
+  std::size_t budget_;
+  std::vector<storage::segment_reader*> readers_;
+  std::deque<entry> fifo_;
+  std::size_t bytes_ = 0;
+  std::uint64_t evicted_ = 0;
+};
+
+}  // namespace weir::server
