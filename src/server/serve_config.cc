@@ -101,10 +101,10 @@ void validate(const serve_config& c) {
   if (!levels.count(c.log_level))
     throw config_error("log_level: one of trace, debug, info, warn, error, off");
   if (c.data_dir.empty()) throw config_error("data_dir: must not be empty");
-  if (c.hot_bytes < (1u << 20)) throw config_error("hot_bytes: at least 1 MiB");
+  if (c.hot_bytes < (64u << 10)) throw config_error("hot_bytes: at least 64 KiB");
   if (c.segment_bytes < (64u << 10)) throw config_error("segment_bytes: at least 64 KiB");
-  if (c.checkpoint_bytes != 0 && c.checkpoint_bytes < (1u << 20))
-    throw config_error("checkpoint_bytes: 0 (never) or at least 1 MiB");
+  if (c.checkpoint_bytes != 0 && c.checkpoint_bytes < (64u << 10))
+    throw config_error("checkpoint_bytes: 0 (never) or at least 64 KiB");
   if (c.max_in_flight_bytes < c.body_limit)
     throw config_error("max_in_flight_bytes: at least body_limit (one request must fit)");
   if (!storage::parse_sync_policy(c.fsync)) throw config_error("fsync: always, interval:MS or never");

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -41,8 +42,10 @@ std::string weir_binary() {
 }
 
 // `weir serve` flags for the n-th start: WEIR_CRASH_SERVE_ARGS when set; otherwise two cores (so forks
-// and wake-ups cross cores) and, once the binary has --fsync, the durable modes in turn.
-std::vector<std::string> serve_args(int start, bool has_fsync) {
+// and wake-ups cross cores), once the binary has --fsync the durable modes in turn, and once it has a
+// hot tier a small memory budget, small segments and frequent checkpoints, so that kills land in the
+// middle of evictions, cold reads, checkpoints and segment reclaim.
+std::vector<std::string> serve_args(int start, bool has_fsync, bool has_hot_tier) {
   std::vector<std::string> args;
   if (const char* env = std::getenv("WEIR_CRASH_SERVE_ARGS"); env != nullptr) {
     std::istringstream in(env);
@@ -54,6 +57,10 @@ std::vector<std::string> serve_args(int start, bool has_fsync) {
     static const char* const modes[] = {"always", "interval:5"};
     args.push_back("--fsync");
     args.push_back(modes[start % 2]);
+  }
+  if (has_hot_tier) {
+    for (const char* a : {"--hot-bytes", "131072", "--segment-bytes", "65536", "--checkpoint-bytes", "262144"})
+      args.push_back(a);
   }
   return args;
 }
@@ -81,17 +88,18 @@ void run_crash_scenario(const scenario_options& o) {
   const std::string binary = weir_binary();
   ASSERT_TRUE(fs::exists(binary)) << "weir binary not found: " << binary;
   const bool has_fsync = serve_supports_flag(binary, "--fsync");
+  const bool has_hot_tier = serve_supports_flag(binary, "--hot-bytes");
   std::string tmpl = (fs::temp_directory_path() / "weir-crash-XXXXXX").string();
   ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
   const fs::path dir = tmpl;
-  server_process srv(binary, dir / "data", serve_args(0, has_fsync), dir / "weir.log");
+  server_process srv(binary, dir / "data", serve_args(0, has_fsync, has_hot_tier), dir / "weir.log");
   if (!has_fsync) std::printf("[crash] note: this weir serve has no --fsync flag (not durable yet?)\n");
 
   int starts = 0;
   std::string why;
   auto start = [&](const std::string& note) {
-    srv.set_args(serve_args(starts++, has_fsync));
-    srv.start(note + ": weir serve " + join(serve_args(starts - 1, has_fsync)));
+    srv.set_args(serve_args(starts++, has_fsync, has_hot_tier));
+    srv.start(note + ": weir serve " + join(serve_args(starts - 1, has_fsync, has_hot_tier)));
   };
   start("initial start");
   auto t0 = clock_type::now();
@@ -208,6 +216,17 @@ void run_crash_scenario(const scenario_options& o) {
     }
   }
   srv.kill(why);
+  {
+    // What the storage did meanwhile (so a run shows it exercised checkpoints and reclaim).
+    std::ifstream log(dir / "weir.log");
+    int checkpoints = 0, reclaiming = 0;
+    for (std::string line; std::getline(log, line);) {
+      if (line.find("checkpoint at lsn") == std::string::npos || line.find("failed") != std::string::npos) continue;
+      ++checkpoints;
+      if (line.find(", 0 segments reclaimed") == std::string::npos) ++reclaiming;
+    }
+    std::printf("[crash] weir serve took %d checkpoints, %d of which reclaimed segments\n", checkpoints, reclaiming);
+  }
   if (failed) {
     std::printf("[crash] data directory and server log kept in %s\n", dir.c_str());
   } else {
