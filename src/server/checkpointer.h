@@ -35,6 +35,8 @@ class checkpointer {
   void poll();
   // A checkpoint waits for the commands in flight: hold back new writes.
   bool pausing() const { return waiting_; }
+  // A checkpoint is being written (and segments reclaimed) by the log's sync thread.
+  bool writing() const { return writing_; }
   std::uint64_t taken() const { return taken_; }
 
  private:

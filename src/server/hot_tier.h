@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ class hot_tier {
   status resolve(streams::read_plan& plan) const;
   // The bytes of one slice, read from memory or from disk.
   result<std::string> bytes_of(const streams::chunk_slice& s) const;
+
+  // An empty tier with the same budget and readers (for a state rebuilt from the log).
+  std::unique_ptr<hot_tier> empty_like() const { return std::make_unique<hot_tier>(budget_, readers_); }
 
   std::size_t bytes() const { return bytes_; }
   std::size_t budget() const { return budget_; }

@@ -27,7 +27,8 @@ unsigned owner_index(std::string_view path, unsigned shards) {
   return static_cast<unsigned>(h % shards);
 }
 
-node::node(serve_config cfg) : cfg_(std::move(cfg)) {
+node::node(serve_config cfg, storage::env* storage_env)
+    : cfg_(std::move(cfg)), env_(storage_env ? storage_env : &storage::default_posix_env()) {
   http::server_options o;
   o.host = cfg_.host;
   o.port = cfg_.port;
@@ -171,7 +172,7 @@ status node::start() {
     std::vector<stream_shard*> shards;
     for (auto& s : shards_) shards.push_back(s.get());
     const auto began = std::chrono::steady_clock::now();
-    auto rec = open_durable_store(storage::default_posix_env(), wo, shards, segments_);
+    auto rec = open_durable_store(*env_, wo, shards, segments_);
     if (!rec) return rec.err();
     recovery_ = *rec;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();

@@ -36,7 +36,8 @@ struct subscriptions_glue;
 
 class node {
  public:
-  explicit node(serve_config cfg);
+  // `storage_env`: where the durable store lives (default: the real file system; tests pass a mem_env).
+  explicit node(serve_config cfg, storage::env* storage_env = nullptr);
   ~node();
   node(const node&) = delete;
   node& operator=(const node&) = delete;
@@ -68,6 +69,7 @@ class node {
                       http::exchange ex);
 
   serve_config cfg_;
+  storage::env* env_;
   system_clock_source clock_;
   std::unique_ptr<http::server> http_;
   std::vector<std::unique_ptr<storage::segment_reader>> segments_;  // before shards_: outlives them

@@ -97,10 +97,13 @@ void shard_wal::on_logged(std::uint64_t seq, const result<storage::append_ack>& 
   if (!r && failed_status_ == 0) {
     storage::errc e = storage::errc_of(r.err());
     failed_status_ = e == storage::errc::no_space ? 507 : 503;
+    poisoned_ = e == storage::errc::poisoned;
     failed_reason_ =
         std::string(e == storage::errc::no_space ? "insufficient storage: " : "storage error: ") +
         r.err().reason;
-    log::error("weir serve: log write failed ({}); this core refuses writes until a restart", r.err().reason);
+    log::error("weir serve: log write failed ({}); this core refuses writes until {}", r.err().reason,
+               poisoned_ ? "a restart" : "its state is rebuilt from the log");
+    if (on_failure_) on_failure_();
   }
   drain();
 }
@@ -135,6 +138,14 @@ void shard_wal::drain() {
     idle_waiters_.clear();
     for (auto& fn : waiters) fn();
   }
+}
+
+void shard_wal::clear_failure() {
+  WEIR_ASSERT(ops_.empty(), "clear_failure with {} commands in flight", ops_.size());
+  failed_status_ = 0;
+  failed_reason_.clear();
+  poisoned_ = false;
+  views_.clear();  // the state now matches the log: nothing to clamp
 }
 
 void shard_wal::when_idle(std::function<void()> fn) {

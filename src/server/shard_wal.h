@@ -66,6 +66,12 @@ class shard_wal {
   storage::lsn last_lsn() const { return last_lsn_; }
   // Runs `fn` (once) as soon as no command is in flight: at once if none is.
   void when_idle(std::function<void()> fn);
+  // Called once when a log write first fails (the shard schedules a rebuild from the log).
+  void on_failure(std::function<void()> fn) { on_failure_ = std::move(fn); }
+  // The failure can be undone by rebuilding the state from the log (not a poisoned log).
+  bool recoverable() const { return failed_status_ != 0 && !poisoned_; }
+  // The state was rebuilt from the log: accept writes again. Only while no command is in flight.
+  void clear_failure();
   // A log write failed: the in-memory state is ahead of the log, writes are refused until restart.
   bool failed() const { return failed_status_ != 0; }
   int failed_status() const { return failed_status_; }
@@ -111,6 +117,8 @@ class shard_wal {
   std::uint64_t logged_bytes_ = 0;
   storage::lsn last_lsn_{0};
   std::vector<std::function<void()>> idle_waiters_;
+  std::function<void()> on_failure_;
+  bool poisoned_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

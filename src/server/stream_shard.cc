@@ -7,6 +7,7 @@
 #include "server/live_reader.h"
 #include "server/node.h"
 #include "server/reply.h"
+#include "server/wal_recovery.h"
 
 namespace weir::server {
 
@@ -29,12 +30,15 @@ protocol::response storage_failure(int status, const std::string& reason) {
   protocol::response r;
   r.status = status;
   r.add("Content-Type", "text/plain");
+  r.add("Retry-After", "1");  // the core rebuilds its state and retries the disk within about a second
   r.body = reason + "\n";
   return r;
 }
 }  // namespace
 
-void stream_shard::attach_segments(std::vector<storage::segment_reader*> readers) {
+void stream_shard::attach_segments(storage::env& e, std::string dir, std::vector<storage::segment_reader*> readers) {
+  env_ = &e;
+  log_dir_ = std::move(dir);
   own_segments_ = opts_.core < readers.size() ? readers[opts_.core] : nullptr;
   hot_ = std::make_unique<hot_tier>(opts_.hot_bytes, std::move(readers));
 }
@@ -44,6 +48,48 @@ void stream_shard::attach_wal(std::unique_ptr<storage::log_writer> writer) {
   wal_ = std::make_unique<shard_wal>(std::move(writer));
   checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, opts_.core, opts_.checkpoint_bytes, own_segments_,
                                                  [this] { resume_deferred(); });
+  wal_->on_failure([this] { schedule_rebuild(std::chrono::milliseconds(1000)); });
+}
+
+void stream_shard::schedule_rebuild(std::chrono::milliseconds delay) {
+  if (stopped_ || rebuild_timer_ != 0) return;
+  // Writes get 507/503 (Retry-After) meanwhile; the delay keeps a full disk from costing a rebuild
+  // per request.
+  rebuild_timer_ = loop_->add_timer(delay, [this] {
+    rebuild_timer_ = 0;
+    wal_->when_idle([this] { rebuild(); });
+  });
+}
+
+void stream_shard::rebuild() {
+  if (stopped_ || !wal_->failed()) return;
+  if (!wal_->recoverable()) {
+    log::error("weir serve: core {}: the log is in an unknown state; writes stay refused until a restart",
+               opts_.core);
+    return;
+  }
+  if (!env_ || checkpointer_->writing()) {
+    schedule_rebuild(std::chrono::milliseconds(50));
+    return;
+  }
+  const auto began = std::chrono::steady_clock::now();
+  wal_recovery_stats stats;
+  if (status st = rebuild_core(*env_, log_dir_, opts_.core, sm_, hot_, stats); !st) {
+    log::error("weir serve: core {}: rebuilding the state from the log failed ({}); retrying", opts_.core,
+               st.err().reason);
+    schedule_rebuild(std::chrono::milliseconds(1000));
+    return;
+  }
+  wal_->clear_failure();
+  wal_->writer()->resume();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+  log::info("weir serve: core {}: state rebuilt from the log in {:.1f} ms ({} commands replayed); writes resume",
+            opts_.core, ms, stats.records);
+  // Live readers may have been told about nothing the log lost (they only see durable data); wake them
+  // so that they re-read against the rebuilt state.
+  std::vector<std::shared_ptr<live_reader>> all;
+  for (auto& [path, r] : readers_) all.push_back(r);
+  for (auto& r : all) r->wake();
 }
 
 streams::read_result stream_shard::read_visible(const std::string& path,
@@ -70,9 +116,7 @@ bool stream_shard::refuse_write(http::exchange ex) {
     return true;
   }
   if (wal_->in_flight() >= opts_.max_in_flight || wal_->in_flight_bytes() >= opts_.max_in_flight_bytes) {
-    protocol::response r = storage_failure(503, "too many writes waiting for the disk; retry");
-    r.add("Retry-After", "1");
-    send_response(ex, std::move(r));
+    send_response(ex, storage_failure(503, "too many writes waiting for the disk; retry"));
     return true;
   }
   return false;
@@ -390,6 +434,7 @@ void stream_shard::sweep() {
 void stream_shard::stop() {
   stopped_ = true;
   if (sweep_timer_ != 0) loop_->cancel_timer(sweep_timer_);
+  if (rebuild_timer_ != 0) loop_->cancel_timer(rebuild_timer_);
   std::vector<std::shared_ptr<live_reader>> all;
   for (auto& [path, r] : readers_) all.push_back(r);
   for (auto& r : all) r->stop();

@@ -6,6 +6,7 @@
 // core through reply.h.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -67,8 +68,9 @@ class stream_shard {
   // once (for reads that only need to know whether the stream exists).
   streams::outcome execute(const streams::command& c, shard_wal::completion done = {});
 
-  // Start-up, before the log is replayed: where the cold data of every core can be read back.
-  void attach_segments(std::vector<storage::segment_reader*> readers);
+  // Start-up, before the log is replayed: where this core's log lives (`dir` in `e`) and where the
+  // cold data of every core can be read back.
+  void attach_segments(storage::env& e, std::string dir, std::vector<storage::segment_reader*> readers);
   // Start-up, before the loop runs: log every command to `writer` from now on.
   void attach_wal(std::unique_ptr<storage::log_writer> writer);
   hot_tier& hot() { return *hot_; }
@@ -99,6 +101,10 @@ class stream_shard {
   // Holds a write back while a checkpoint waits for the commands in flight.
   bool defer_write(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id);
   void resume_deferred();
+  // After a failed log write: once nothing is in flight, rebuild the state from the log and accept
+  // writes again (docs/storage.md, "Write failures").
+  void schedule_rebuild(std::chrono::milliseconds delay);
+  void rebuild();
   void handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   void effects(const streams::outcome& o);
   // A durable command's new record: into the hot tier, with its place in the log.
@@ -117,6 +123,9 @@ class stream_shard {
   std::unique_ptr<hot_tier> hot_;
   std::unique_ptr<checkpointer> checkpointer_;
   storage::segment_reader* own_segments_ = nullptr;
+  storage::env* env_ = nullptr;
+  std::string log_dir_;
+  io::event_loop::timer_id rebuild_timer_ = 0;
   std::deque<std::function<void()>> deferred_;
   std::unordered_multimap<std::string, std::shared_ptr<live_reader>> readers_;
   std::unordered_map<std::uint64_t, std::shared_ptr<live_reader>> by_id_;

@@ -92,6 +92,28 @@ result<storage::recovered_log> replay_core(storage::env& e, const std::string& d
   return storage::recover_log(e, dir, replay, restore);
 }
 
+status rebuild_core(storage::env& e, const std::string& dir, std::uint32_t core, streams::state_machine& sm,
+                    std::unique_ptr<hot_tier>& hot, wal_recovery_stats& stats) {
+  streams::state_machine fresh;
+  std::unique_ptr<hot_tier> fresh_hot = hot->empty_like();
+  auto rec = replay_core(e, dir, core, fresh, *fresh_hot, stats);
+  if (!rec) return rec.err();
+  for (const auto& link : fresh.forks_to_stitch()) {
+    std::vector<streams::record> inherited = sm.prefix(link.path, link.point);
+    if (inherited.empty() && link.point.value() > 0) inherited = fresh.prefix(link.source, link.point);
+    if (!inherited.empty() && inherited.back().end != link.point.value()) {
+      return start_error("fork " + link.path + ": inherited records end at " +
+                         std::to_string(inherited.back().end) + ", not at the fork point " +
+                         std::to_string(link.point.value()));
+    }
+    fresh.stitch_fork(link.path, std::move(inherited));
+    ++stats.forks_stitched;
+  }
+  sm.swap(fresh);
+  hot = std::move(fresh_hot);
+  return {};
+}
+
 result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options& opts,
                                               const std::vector<stream_shard*>& shards, segment_readers& readers) {
   wal_recovery_stats stats;
@@ -105,7 +127,7 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
     readers.push_back(std::make_unique<storage::segment_reader>(e, core_dir(root, i)));
     raw.push_back(readers.back().get());
   }
-  for (stream_shard* s : shards) s->attach_segments(raw);
+  for (std::size_t i = 0; i < shards.size(); ++i) shards[i]->attach_segments(e, core_dir(root, i), raw);
 
   // 1. Restore every core's state machine from its checkpoint and replay its log after it. Outcomes are
   // ignored: the effects they ask for (fork releases on other cores, subscription events) were carried
@@ -178,6 +200,7 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
   storage::log_options lo;
   lo.sync = opts.sync;
   lo.segment_bytes = opts.segment_bytes;
+  lo.fence_after_failure = true;  // a failed write is undone by rebuilding the core's state (stream_shard)
   for (std::size_t i = 0; i < shards.size(); ++i) {
     io::event_loop* loop = &shards[i]->loop();
     auto w = storage::log_writer::open(e, core_dir(root, i), lo, recovered[i],

@@ -50,6 +50,15 @@ struct wal_recovery_stats {
 result<storage::recovered_log> replay_core(storage::env& e, const std::string& dir, std::uint32_t core,
                                            streams::state_machine& sm, hot_tier& hot, wal_recovery_stats& stats);
 
+// A running core's state rebuilt from its own log, after a log write failed (the writer fenced every
+// later append, so the log holds exactly the commands that succeeded): a fresh state machine is
+// restored and replayed (replay_core), forks replayed without their inherited records take them from
+// the same fork in the state being replaced (it has them), and then it replaces `sm`; `hot` gets a
+// fresh tier that matches it. Blocking: runs on the core's loop while no command is in flight and no
+// checkpoint is being written. On error `sm` and `hot` are left as they were.
+status rebuild_core(storage::env& e, const std::string& dir, std::uint32_t core, streams::state_machine& sm,
+                    std::unique_ptr<hot_tier>& hot, wal_recovery_stats& stats);
+
 // `shards[i]` is core i. The number of cores is stored in <data_dir>/wal/cores: a stream's owner core
 // is a hash of its path modulo that number, so a data directory only opens with the same count.
 result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options& opts,

@@ -119,6 +119,11 @@ void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, std::vecto
   cv_.notify_one();
 }
 
+void log_writer::resume() {
+  std::lock_guard lock(mu_);
+  fence_.reset();
+}
+
 log_stats log_writer::stats() const {
   return log_stats{records_.load(), batches_.load(), syncs_.load(), failed_batches_.load()};
 }
@@ -171,8 +176,13 @@ status log_writer::sync_active() {
 }
 
 void log_writer::write_batch(batch& b) {
-  if (poisoned_) {
-    exec_([recs = std::move(b.records), err = *poisoned_]() mutable {
+  std::optional<error> fenced;
+  {
+    std::lock_guard lock(mu_);
+    fenced = fence_;
+  }
+  if (poisoned_ || fenced) {
+    exec_([recs = std::move(b.records), err = poisoned_ ? *poisoned_ : *fenced]() mutable {
       for (auto& r : recs) r.done(err);
     });
     return;
@@ -187,6 +197,10 @@ void log_writer::write_batch(batch& b) {
   auto fail = [&](const error& cause) {
     error reported = undo(cause, start_segment, start_size, start_lsn, retired);
     failed_batches_.fetch_add(1, std::memory_order_relaxed);
+    if (opts_.fence_after_failure) {
+      std::lock_guard lock(mu_);
+      fence_ = reported;
+    }
     exec_([recs = std::move(b.records), reported]() mutable {
       for (auto& r : recs) r.done(reported);
     });

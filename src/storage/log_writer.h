@@ -54,6 +54,11 @@ struct log_options {
   // completions (whose callbacks typically append again: the next request of the same connection) so
   // that they join the next batch instead of the one after. 0: take the next batch at once.
   std::chrono::microseconds linger{1000};
+  // After a batch failed (and was undone), fail every later append too, without writing it, until
+  // resume(): the caller applied those commands on top of the failed ones, so they must not reach the
+  // log either. The caller rebuilds its state from the log, then resumes. false: the next batch is
+  // written as usual.
+  bool fence_after_failure = false;
 };
 
 struct append_ack {
@@ -99,6 +104,10 @@ class log_writer {
                   checkpoint_callback done);
 
   log_stats stats() const;
+
+  // Ends the fence a failed batch raised (log_options::fence_after_failure). Call it only while no
+  // append is pending (every append made so far has completed); appends made after it are written.
+  void resume();
 
  private:
   struct pending_record {
@@ -163,6 +172,7 @@ class log_writer {
   batch pending_;
   std::vector<std::byte> spare_;  // recycled batch buffer
   bool stop_ = false;
+  std::optional<error> fence_;  // set by a failed batch when fencing; cleared by resume()
 
   std::atomic<std::uint64_t> records_{0}, batches_{0}, syncs_{0}, failed_batches_{0};
   std::thread thread_;

@@ -119,6 +119,13 @@ class state_machine {
   std::vector<std::string> expired(std::int64_t now_ms) const;
 
   std::size_t size() const { return streams_.size(); }
+  // Exchanges the whole state with `other` (a core rebuilding its state from its log after a write
+  // failure swaps the rebuilt machine in).
+  void swap(state_machine& other) noexcept {
+    streams_.swap(other.streams_);
+    expiring_.swap(other.expiring_);
+    std::swap(next_generation_, other.next_generation_);
+  }
 
   // Log replay support (server/wal_recovery.cc). A fork replayed from the log is created without its
   // inherited records (they are not encoded); once every core has replayed, the caller gives each fork

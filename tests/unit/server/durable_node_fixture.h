@@ -30,7 +30,7 @@ class durable_node_fixture : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   status start() {
-    n_ = std::make_unique<node>(cfg_);
+    n_ = std::make_unique<node>(cfg_, env_);
     status st = n_->start();
     if (!st) {
       n_.reset();
@@ -63,6 +63,7 @@ class durable_node_fixture : public ::testing::Test {
   }
 
   serve_config cfg_;
+  storage::env* env_ = nullptr;  // null: the real file system
   std::string dir_;
   std::unique_ptr<node> n_;
   std::uint16_t port_ = 0;

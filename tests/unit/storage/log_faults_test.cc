@@ -73,6 +73,33 @@ TEST_F(log_faults, enospc_fails_the_batch_then_service_resumes_when_space_return
   EXPECT_EQ(recovered(), (std::vector<std::string>{"before", "after"}));
 }
 
+// With fence_after_failure, the appends made after a failure fail without being written, even once
+// space is back, until the caller resumes (it applied them on top of the failed ones).
+TEST_F(log_faults, a_fence_fails_later_appends_until_resume) {
+  log_options opts;
+  opts.fence_after_failure = true;
+  open(opts);
+  ASSERT_TRUE(append_wait("before"));
+  e.set_capacity(e.used_bytes() + 10);
+  auto r = append_wait(std::string(100, 'x'));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(errc_of(r.err()), errc::no_space);
+  e.set_capacity(std::nullopt);
+  const auto appends = e.append_count();
+  auto fenced = append_wait("applied on top of the failed one");
+  ASSERT_FALSE(fenced);
+  EXPECT_EQ(errc_of(fenced.err()), errc::no_space) << "the fence reports the failure that raised it";
+  EXPECT_EQ(e.append_count(), appends) << "a fenced append is not written";
+  w->resume();
+  auto ok = append_wait("after");
+  ASSERT_TRUE(ok) << ok.err().reason;
+  EXPECT_EQ(ok->seq, lsn{2});
+  w.reset();
+  e.crash();
+  e.restart();
+  EXPECT_EQ(recovered(), (std::vector<std::string>{"before", "after"}));
+}
+
 TEST_F(log_faults, enospc_while_rolling_undoes_the_new_segment) {
   open(log_options{.segment_bytes = 90});
   ASSERT_TRUE(append_wait("0123456789"));  // 40 + 34 = 74 bytes

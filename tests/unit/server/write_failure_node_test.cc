@@ -1,0 +1,108 @@
+// A log write that fails (disk full: 507, I/O error: 503) fails its append and every write after it
+// until the core has rebuilt its state from the log; then writes resume by themselves, and the state
+// is exactly what the log holds: nothing that was answered with an error shows up, producer sequence
+// numbers are where the log left them, and a restart agrees.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "storage/mem_env.h"
+
+#include "unit/server/durable_node_fixture.h"
+#include "unit/server/http_test_client.h"
+
+namespace weir::server {
+namespace {
+
+using test_support::http;
+using test_support::path_on;
+using test_support::reply;
+
+const std::map<std::string, std::string> text = {{"Content-Type", "text/plain"}};
+
+std::map<std::string, std::string> producer(int seq) {
+  return {{"Content-Type", "text/plain"}, {"Producer-Id", "p"}, {"Producer-Epoch", "0"},
+          {"Producer-Seq", std::to_string(seq)}};
+}
+
+class write_failure_test : public test_support::durable_node_fixture {
+ protected:
+  void SetUp() override {
+    durable_node_fixture::SetUp();
+    env_ = &mem_;
+  }
+  // Retries `method path` until it is no longer refused with `refused` (bounded: 30 s).
+  reply until_accepted(const std::string& path, const std::map<std::string, std::string>& headers,
+                       const std::string& body, int refused) {
+    reply r;
+    for (int i = 0; i < 600; ++i) {
+      r = http(port_, "POST", path, headers, body);
+      if (r.status != refused) return r;
+      EXPECT_EQ(r.headers["retry-after"].empty(), false) << "a refusal says when to retry";
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return r;
+  }
+
+  storage::mem_env mem_;
+};
+
+TEST_F(write_failure_test, a_full_disk_fails_writes_with_507_until_space_returns_and_loses_nothing) {
+  ASSERT_TRUE(start().has_value());
+  std::string a = path_on(0, "a"), b = path_on(1, "b");
+  ASSERT_EQ(http(port_, "PUT", a, text, "one").status, 201);
+  ASSERT_EQ(http(port_, "PUT", b, text, "bee").status, 201);
+  ASSERT_EQ(http(port_, "POST", a, producer(0), "+p0").status, 200);
+
+  mem_.set_capacity(mem_.used_bytes() + 10);  // room for a torn piece of a record only
+  reply full = http(port_, "POST", a, producer(1), "+p1");
+  EXPECT_EQ(full.status, 507);
+  EXPECT_NE(full.body.find("insufficient storage"), std::string::npos) << full.body;
+  EXPECT_EQ(http(port_, "POST", a, text, "+lost").status, 507);
+  EXPECT_EQ(http(port_, "GET", a).body, "one+p0") << "nothing that failed is visible";
+
+  mem_.set_capacity(std::nullopt);
+  // The producer's seq 1 failed, so its retry is a new append (200), not a duplicate of a lost one.
+  reply retried = until_accepted(a, producer(1), "+p1", 507);
+  EXPECT_EQ(retried.status, 200) << retried.body;
+  EXPECT_EQ(http(port_, "POST", a, producer(2), "+p2").status, 200);
+  EXPECT_EQ(http(port_, "GET", a).body, "one+p0+p1+p2");
+  EXPECT_EQ(http(port_, "GET", b).body, "bee");
+  stop();
+  ASSERT_TRUE(start().has_value());
+  EXPECT_EQ(http(port_, "GET", a).body, "one+p0+p1+p2");
+  EXPECT_EQ(http(port_, "POST", a, producer(2), "+p2").status, 204);
+}
+
+TEST_F(write_failure_test, an_io_error_fails_writes_with_503_then_writes_resume) {
+  cfg_.checkpoint_bytes = 64 << 10;  // the rebuild starts from a checkpoint
+  cfg_.read_chunk_bytes = 1 << 20;   // one GET reads the whole stream
+  ASSERT_TRUE(start().has_value());
+  std::string a = path_on(1, "a"), fork = path_on(0, "fork");
+  ASSERT_EQ(http(port_, "PUT", a, text, "base").status, 201);
+  std::string big(70 << 10, 'z');
+  ASSERT_EQ(http(port_, "POST", a, text, big).status, 204);
+  ASSERT_EQ(http(port_, "POST", a, text, "+1").status, 204);  // after the checkpoint
+  ASSERT_EQ(http(port_, "PUT", fork, {{"Stream-Forked-From", a}}).status, 201);
+
+  mem_.set_write_error(true);
+  EXPECT_EQ(http(port_, "POST", a, text, "+lost").status, 503);
+  EXPECT_EQ(http(port_, "PUT", path_on(1, "new"), text).status, 503);
+  mem_.set_write_error(false);
+  EXPECT_EQ(until_accepted(a, text, "+2", 503).status, 204);
+  EXPECT_EQ(http(port_, "GET", path_on(1, "new")).status, 404);
+  std::string body = http(port_, "GET", a).body;
+  EXPECT_EQ(body.size(), 4 + big.size() + 4);
+  EXPECT_TRUE(body == "base" + big + "+1+2") << body.substr(0, 8) << "..." << body.substr(body.size() - 8);
+  EXPECT_EQ(http(port_, "GET", fork + "?offset=-1").status, 200);
+  EXPECT_EQ(http(port_, "POST", fork, text, "+f").status, 204);
+  stop();
+  ASSERT_TRUE(start().has_value());
+  EXPECT_TRUE(http(port_, "GET", a).body == "base" + big + "+1+2");
+}
+
+}  // namespace
+}  // namespace weir::server
