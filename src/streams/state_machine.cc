@@ -143,7 +143,6 @@ outcome state_machine::create(const create_command& c) {
 
   stream_state s;
   s.meta.path = c.path;
-  s.meta.generation = next_generation_++;
   s.meta.content_type = c.content_type;
   if (c.fork && s.meta.content_type.empty()) s.meta.content_type = c.fork->resolved.source_content_type;
   if (s.meta.content_type.empty()) s.meta.content_type = default_content_type;
@@ -159,6 +158,9 @@ outcome state_machine::create(const create_command& c) {
     give_back_fork(o);
     return o;
   }
+  // Only a create that succeeds takes a generation: a rejected one is not logged, so a replay would
+  // not count it, and generations (ETags) must come out the same after a restart.
+  s.meta.generation = next_generation_++;
   if (c.fork) {
     const fork_resolution& res = c.fork->resolved;
     s.log = std::make_unique<memory_log>(cold_where_located(res.inherited), res.point);

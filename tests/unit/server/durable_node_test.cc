@@ -170,6 +170,20 @@ TEST_F(durable_node_test, a_reference_without_a_fork_is_released_at_start) {
   EXPECT_EQ(http(port_, "PUT", src, text, "again").status, 201);
 }
 
+// A create rejected for invalid JSON is not logged, so it must not shift the generations (ETags) of the
+// streams created after it: the replay does not see it.
+TEST_F(durable_node_test, etags_are_the_same_after_a_restart) {
+  ASSERT_TRUE(start().has_value());
+  std::string bad = path_on(0, "bad"), good = path_on(0, "good");
+  ASSERT_EQ(http(port_, "PUT", bad, {{"Content-Type", "application/json"}}, "[1,").status, 400);
+  ASSERT_EQ(http(port_, "PUT", good, text, "data").status, 201);
+  std::string etag = http(port_, "GET", good).headers["etag"];
+  ASSERT_FALSE(etag.empty());
+  stop();
+  ASSERT_TRUE(start().has_value());
+  EXPECT_EQ(http(port_, "GET", good).headers["etag"], etag);
+}
+
 TEST_F(durable_node_test, a_data_dir_opens_only_with_its_core_count) {
   ASSERT_TRUE(start().has_value());
   stop();
