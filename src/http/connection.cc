@@ -163,6 +163,14 @@ void connection::drive() {
   refresh_deadline();
 }
 
+// After need_more on the first `head_seen_` bytes of `rest`: can the longer `rest` change the answer?
+// Only a new line feed (the end of a line, maybe of the head) or crossing a size limit can.
+bool connection::head_may_be_decided(std::string_view rest, const parser_limits& limits) const {
+  if (rest.size() > limits.max_head_bytes) return true;
+  if (!head_has_lf_ && rest.size() > limits.max_request_line) return true;
+  return std::memchr(rest.data() + head_seen_, '\n', rest.size() - head_seen_) != nullptr;
+}
+
 std::size_t connection::process(std::string_view data) {
   const auto& limits = ctx_->opts->limits;
   request_head& head = ctx_->head;
@@ -171,8 +179,17 @@ std::size_t connection::process(std::string_view data) {
     std::string_view rest = data.substr(pos);
     if (phase_ == phase::reading) {
       if (head_started_ms_ == 0) head_started_ms_ = ctx_->loop->now_ms();
+      if (pos == 0 && head_seen_ > 0 && rest.size() > head_seen_ && !head_may_be_decided(rest, limits)) {
+        head_seen_ = rest.size();
+        break;
+      }
       auto r = parse_request_head(rest, head, limits);
-      if (r.status == parse_status::need_more) break;
+      if (r.status == parse_status::need_more) {
+        head_seen_ = rest.size();
+        head_has_lf_ = std::memchr(rest.data(), '\n', rest.size()) != nullptr;
+        break;
+      }
+      head_seen_ = 0;
       if (r.status == parse_status::error) {
         write_error(r.error_status, r.reason);
         return data.size();

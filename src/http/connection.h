@@ -60,6 +60,7 @@ class connection final : public io::io_handler {
   void check_thread() const;  // exchange calls must come from the connection's core
   void drive();
   std::size_t process(std::string_view data);
+  bool head_may_be_decided(std::string_view rest, const parser_limits& limits) const;
   void dispatch(std::string_view raw, std::string_view body);
   void keep_partial(std::string_view data, std::size_t used);
   void compact_in(std::size_t used);
@@ -87,6 +88,10 @@ class connection final : public io::io_handler {
   // Request being read.
   std::size_t need_total_ = 0;  // content-length request: head + body bytes needed
   std::size_t head_len_ = 0;    // of the partial request at the front of in_
+  // Bytes of an incomplete head already parsed (need_more): a head can only complete, and a limit only
+  // be crossed, with new bytes, so a slow sender's head is re-parsed per new line, not per byte.
+  std::size_t head_seen_ = 0;
+  bool head_has_lf_ = false;  // those bytes hold a line feed (the request line is complete)
   std::size_t chunk_pos_ = 0;   // chunked: raw bytes before this offset (after the head) are decoded
   bool chunked_ = false;
   bool continue_sent_ = false;

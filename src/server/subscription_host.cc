@@ -10,6 +10,7 @@
 #include "protocol/offset_token.h"
 #include "server/node.h"
 #include "server/stream_shard.h"
+#include "storage/types.h"
 #include "subscriptions/service.h"
 
 namespace weir::server {
@@ -42,7 +43,11 @@ class shard_stream_host final : public subscriptions::stream_host {
         auto metas = s.machine().list(prefix, s.now_ms());
         {
           std::lock_guard lock(g->mu);
-          for (const auto& m : metas) g->all.push_back(to_info(m));
+          for (const auto& m : metas) {
+            // Only what is durable (a stream whose create is in flight is not listed yet).
+            streams::read_result v = s.head_visible(m.path);
+            if (v.code == streams::errc::ok) g->all.push_back(to_info(*v.meta));
+          }
         }
         if (g->left.fetch_sub(1) == 1) g->done(std::move(g->all));
       });
@@ -53,7 +58,7 @@ class shard_stream_host final : public subscriptions::stream_host {
                   std::function<void(std::optional<subscriptions::stream_info>)> done) override {
     stream_shard& s = node_.owner_of(path);
     s.loop().post([&s, path = std::move(path), done = std::move(done)] {
-      streams::read_result r = s.machine().head(path, s.now_ms());
+      streams::read_result r = s.head_visible(path);
       if (r.code != streams::errc::ok) return done(std::nullopt);
       done(to_info(*r.meta));
     });
@@ -68,9 +73,12 @@ class shard_stream_host final : public subscriptions::stream_host {
       c.content_type = "application/json";
       c.body = protocol::json_payload(body);
       c.now_ms = s.now_ms();
-      streams::outcome o = s.execute(c);
-      if (o.code != streams::errc::ok) return done(make_error(o.code, "append to wake stream failed"));
-      done(protocol::format_offset(o.meta->tail));
+      // Answered once the append is durable (or failed), like a client's append.
+      (void)s.execute(c, [done](durable_result& r) {
+        if (r.failed_status != 0) return done(make_error(storage::errc::io_error, "append to wake stream failed: " + r.reason));
+        if (r.o.code != streams::errc::ok) return done(make_error(r.o.code, "append to wake stream failed"));
+        done(protocol::format_offset(r.o.meta->tail));
+      });
     });
   }
 
