@@ -2,7 +2,7 @@
 -- `WEIR_FILL_STREAMS` streams (/v1/stream/fill-0 ... fill-N-1), which the script created beforehand.
 local streams = tonumber(os.getenv("WEIR_FILL_STREAMS") or "64")
 local size = tonumber(os.getenv("WEIR_FILL_BYTES") or "262144")
-local body = string.rep("0123456789abcdef", size // 16)
+local body = string.rep("0123456789abcdef", math.floor(size / 16))
 local counter = 0
 local thread_id = 0
 local next_id = 0

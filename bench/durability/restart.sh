@@ -66,18 +66,19 @@ start_node() {
     kill -0 "$pid" 2>/dev/null || { echo "restart: weir exited; see $out/weir.log" >&2; exit 1; }
     sleep 0.01
   done
-  awk -v a="$began" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'
+  started_secs=$(awk -v a="$began" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
 }
 stop_node() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
 
 : >"$out/weir.log"
-start_node >/dev/null
+start_node
 for ((i = 0; i < streams; i++)); do
   curl -sf -X PUT -H 'Content-Type: application/octet-stream' "$base/v1/stream/fill-$i" -o /dev/null
 done
 target=$((gib * 1024 * 1024 * 1024))
 echo "restart: filling $gib GiB into $data_dir" >&2
 fill_began=$(date +%s)
+last_total=-1
 while :; do
   total=0
   for ((i = 0; i < streams; i++)); do
@@ -85,17 +86,22 @@ while :; do
     total=$((total + n))
   done
   (( total >= target )) && break
-  left=$(( (target - total) / (200 * 1024 * 1024) + 2 ))
-  WEIR_FILL_STREAMS=$streams WEIR_FILL_BYTES=$body wrk -t2 -c16 -d"$(( left < 30 ? left : 30 ))s" \
+  if (( total == last_total )); then echo "restart: the fill makes no progress; see $out/wrk.txt" >&2; exit 1; fi
+  last_total=$total
+  # Short rounds, so the fill overshoots the target by little (at most a few seconds of appends).
+  left=$(( (target - total) / (400 * 1024 * 1024) + 1 ))
+  WEIR_FILL_STREAMS=$streams WEIR_FILL_BYTES=$body wrk -t2 -c16 -d"$(( left < 10 ? left : 10 ))s" \
     -s bench/durability/fill.lua "$base" >"$out/wrk.txt" 2>&1 || true
 done
 fill_secs=$(( $(date +%s) - fill_began ))
+appended_gib=$(awk -v t="$total" 'BEGIN { printf "%.2f", t / 1073741824 }')
 full_rss=$(rss_mib "$pid" VmRSS)
 full_hwm=$(rss_mib "$pid" VmHWM)
 stop_node
 disk=$(du -sh "$data_dir" | cut -f1)
 sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true  # cold page cache when allowed (root)
-restart_secs=$(start_node)
+start_node
+restart_secs=$started_secs
 recovered=$(grep 'recovered in' "$out/weir.log" | tail -1 | sed 's/.*recovered in \([0-9.]*\) s.*/\1/')
 after_rss=$(rss_mib "$pid" VmRSS)
 bad=0
@@ -118,7 +124,7 @@ stop_node
 {
   echo "| measure | value |"
   echo "|---|---|"
-  echo "| data appended | $gib GiB in ${body}-byte appends over $streams streams ($fill_secs s, fsync always) |"
+  echo "| data appended | $appended_gib GiB (target $gib) in ${body}-byte appends over $streams streams ($fill_secs s, fsync always) |"
   echo "| data directory | $disk |"
   echo "| RSS when full (VmRSS / VmHWM) | $full_rss / $full_hwm MiB |"
   echo "| restart: exec to first /healthz 200 | $restart_secs s |"

@@ -16,6 +16,9 @@
 # Prints the table and the ratios and writes them to DIR/durability.md next to weir bench's results.
 #   --secs N      length of each throughput phase (default 15)
 #   --fsync MODE  weir's --fsync mode (default always)
+#   --threads N   weir's event loops (default: 1 on a machine with 2 CPUs or fewer, where the load
+#                 generator needs the other CPU and a second loop only adds cross-core hand-offs and
+#                 context switches; 2 otherwise). The reference server is one Node process.
 #   --dry-run     allow a weir without --fsync (in-memory): a rehearsal, not a result
 # Env: WEIR_BIN (default build/release/src/server/weir, built if missing), NODE (default node).
 set -euo pipefail
@@ -25,6 +28,7 @@ cd "$repo"
 secs=15
 out=""
 fsync_mode=always
+threads=""
 audit=1
 dry_run=0
 while [[ $# -gt 0 ]]; do
@@ -32,9 +36,10 @@ while [[ $# -gt 0 ]]; do
     --secs) secs="$2"; shift ;;
     --out) out="$2"; shift ;;
     --fsync) fsync_mode="$2"; shift ;;
+    --threads) threads="$2"; shift ;;
     --no-audit) audit=0 ;;
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "durability: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -57,9 +62,13 @@ if [[ ! -d tests/node/node_modules/@durable-streams/server ]]; then
   (cd tests/node && npm install --no-audit --no-fund)
 fi
 
-weir_flags=()
+if [[ -z "$threads" ]]; then
+  threads=2
+  if (( $(nproc) <= 2 )); then threads=1; fi
+fi
+weir_flags=(--threads "$threads")
 if "$weir_bin" serve --help 2>&1 | grep -q -- '--fsync'; then
-  weir_flags=(--fsync "$fsync_mode")
+  weir_flags+=(--fsync "$fsync_mode")
 elif [[ $dry_run == 1 ]]; then
   echo "durability: DRY RUN: $weir_bin has no --fsync (in-memory weir); figures are not a durability result" >&2
 else

@@ -14,7 +14,7 @@ simdjson::dom::parser& thread_parser() {
 }  // namespace
 
 bool is_json_content_type(std::string_view content_type) {
-  return streams::normalize_content_type(content_type) == "application/json";
+  return streams::same_media_type(content_type, "application/json");
 }
 
 streams::payload json_payload(std::string_view body) {

@@ -62,7 +62,8 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
   }
   const std::uint64_t seq = front_seq_ + ops_.size();
   std::uint32_t data_offset = 0;
-  std::string bytes = streams::encode(c, &data_offset);
+  streams::encode_into(c, scratch_, &data_offset);
+  const std::string& bytes = scratch_;
   std::size_t data_size = 0;
   if (auto* a = std::get_if<streams::append_command>(&c)) data_size = a->body.size();
   if (auto* cr = std::get_if<streams::create_command>(&c)) data_size = cr->initial.size();
@@ -79,6 +80,7 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
                   [this, alive, seq](result<storage::append_ack> r) {
                     if (auto a = alive.lock(); a && *a) on_logged(seq, r);
                   });
+  if (scratch_.capacity() > (1u << 20)) std::string().swap(scratch_);  // keep no huge body around
 }
 
 void shard_wal::on_logged(std::uint64_t seq, const result<storage::append_ack>& r) {

@@ -117,6 +117,7 @@ class shard_wal {
   std::uint64_t logged_bytes_ = 0;
   storage::lsn last_lsn_{0};
   std::vector<std::function<void()>> idle_waiters_;
+  std::string scratch_;  // the encoding of the command being logged (the writer copies it)
   std::function<void()> on_failure_;
   bool poisoned_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -21,7 +21,18 @@ const std::string& command_path(const command& c) {
 }
 
 std::string encode(const command& c, std::uint32_t* data_offset) {
-  wire::writer w;
+  std::string out;
+  encode_into(c, out, data_offset);
+  return out;
+}
+
+void encode_into(const command& c, std::string& out, std::uint32_t* data_offset) {
+  wire::writer w(std::move(out));
+  // One allocation at most: room for the payload (the bulk of an append) plus the small fields.
+  std::size_t payload_bytes = 0;
+  if (auto* a = std::get_if<append_command>(&c)) payload_bytes = a->body.size() + a->path.size();
+  if (auto* cr = std::get_if<create_command>(&c)) payload_bytes = cr->initial.size() + cr->path.size();
+  w.reserve(payload_bytes + 128);
   // Where a non-empty payload's bytes start in the encoding (the hot tier reads them back from there).
   auto mark = [&](const payload& p, std::size_t at) {
     if (data_offset && !p.empty()) *data_offset = static_cast<std::uint32_t>(at);
@@ -73,7 +84,7 @@ std::string encode(const command& c, std::uint32_t* data_offset) {
         }
       },
       c);
-  return w.take();
+  out = w.take();
 }
 
 result<command> decode(std::string_view bytes) {

@@ -22,6 +22,8 @@ enum class codec_errc { truncated = 1, bad_kind, bad_value };
 // the hot tier can read the record back from the log (disk_location::data_offset). Otherwise
 // *data_offset is left unchanged. A fork's materialized prefix is not marked.
 std::string encode(const command& c, std::uint32_t* data_offset = nullptr);
+// The same, into `out` (replaced; its capacity is reused: the log's hot path encodes every command).
+void encode_into(const command& c, std::string& out, std::uint32_t* data_offset = nullptr);
 // The command encoded in `bytes`: codec_errc::bad_kind, truncated or bad_value when it is damaged.
 result<command> decode(std::string_view bytes);
 

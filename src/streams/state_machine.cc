@@ -26,14 +26,33 @@ std::vector<record> cold_where_located(std::vector<record> inherited) {
 }
 }  // namespace
 
-std::string normalize_content_type(std::string_view ct) {
+namespace {
+std::string_view media_type_of(std::string_view ct) {
   auto semi = ct.find(';');
   if (semi != std::string_view::npos) ct = ct.substr(0, semi);
   while (!ct.empty() && (ct.front() == ' ' || ct.front() == '\t')) ct.remove_prefix(1);
   while (!ct.empty() && (ct.back() == ' ' || ct.back() == '\t')) ct.remove_suffix(1);
-  std::string out(ct);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ct;
+}
+char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c;
+}
+}  // namespace
+
+std::string normalize_content_type(std::string_view ct) {
+  std::string out(media_type_of(ct));
+  for (char& c : out) c = ascii_lower(c);
   return out;
+}
+
+bool same_media_type(std::string_view a, std::string_view b) {
+  a = media_type_of(a);
+  b = media_type_of(b);
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
 }
 
 state_machine::state_machine() = default;
@@ -223,7 +242,7 @@ outcome state_machine::append(const append_command& c) {
     return finish(errc::closed);
   }
   if (!close_only && c.content_type &&
-      normalize_content_type(*c.content_type) != normalize_content_type(s->meta.content_type)) {
+      !same_media_type(*c.content_type, s->meta.content_type)) {
     return finish(errc::content_type_mismatch);
   }
 

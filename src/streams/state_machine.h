@@ -216,5 +216,7 @@ class state_machine {
 
 // The media type of a Content-Type value, lowercased, without parameters ("Text/Plain; x=y" -> "text/plain").
 std::string normalize_content_type(std::string_view content_type);
+// normalize_content_type(a) == normalize_content_type(b), without allocating (the append path).
+bool same_media_type(std::string_view a, std::string_view b);
 
 }  // namespace weir::streams

@@ -17,6 +17,10 @@ namespace weir::streams::wire {
 // Appends encoded values to a string.
 class writer {
  public:
+  writer() = default;
+  // Writes into `buf` (cleared; its capacity is kept, so a caller encoding many values reuses it).
+  explicit writer(std::string buf) : out_(std::move(buf)) { out_.clear(); }
+  void reserve(std::size_t n) { out_.reserve(n); }
   // Bytes written so far: the offset the next value starts at.
   std::size_t size() const { return out_.size(); }
 
