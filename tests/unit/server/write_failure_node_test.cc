@@ -8,8 +8,10 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "storage/mem_env.h"
+#include "unit/storage/test_util.h"
 
 #include "unit/server/durable_node_fixture.h"
 #include "unit/server/http_test_client.h"
@@ -102,6 +104,47 @@ TEST_F(write_failure_test, an_io_error_fails_writes_with_503_then_writes_resume)
   stop();
   ASSERT_TRUE(start().has_value());
   EXPECT_TRUE(http(port_, "GET", a).body == "base" + big + "+1+2");
+}
+
+// A disk that stops answering: once the writes waiting for it hold max_in_flight_bytes, further writes
+// get 503 with Retry-After at once instead of piling up in memory; they are accepted again once the
+// disk catches up.
+TEST_F(write_failure_test, writes_beyond_the_in_flight_limit_get_503_while_the_disk_stalls) {
+  storage::testing::gated_env gated(mem_);
+  env_ = &gated;
+  cfg_.body_limit = 64 << 10;
+  cfg_.max_in_flight_bytes = 64 << 10;
+  ASSERT_TRUE(start().has_value());
+  std::string a = path_on(0, "a");
+  ASSERT_EQ(http(port_, "PUT", a, text).status, 201);
+  gated.close_gate();  // every fdatasync now blocks
+  std::string chunk(40 << 10, 'x');
+  std::vector<std::thread> waiting;
+  std::vector<int> statuses(2);
+  for (int i = 0; i < 2; ++i) {
+    waiting.emplace_back([&, i] { statuses[i] = http(port_, "POST", a, text, chunk).status; });
+    if (i == 0) {
+      ASSERT_TRUE(gated.wait_blocked(1));  // the first is in flight, its sync stuck
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the second joins it
+    }
+  }
+  // The second is queued behind the first (80 KiB in flight): the third is refused.
+  reply refused;
+  for (int i = 0; i < 5; ++i) {  // bounded: an accepted "y" would wait for the disk (10 s timeout)
+    refused = http(port_, "POST", a, text, "y");
+    if (refused.status == 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.headers["retry-after"], "1");
+  EXPECT_NE(refused.body.find("too many writes waiting"), std::string::npos) << refused.body;
+  gated.open_gate();
+  for (auto& t : waiting) t.join();
+  EXPECT_EQ(statuses[0], 204);
+  EXPECT_EQ(statuses[1], 204);
+  EXPECT_EQ(http(port_, "POST", a, text, "z").status, 204);
+  EXPECT_EQ(http(port_, "HEAD", a).headers["stream-next-offset"], "0000000000000000_0000000000081921");
 }
 
 }  // namespace
