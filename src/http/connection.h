@@ -91,8 +91,8 @@ class connection final : public io::io_handler {
   // Bytes of an incomplete head already parsed (need_more): a head can only complete, and a limit only
   // be crossed, with new bytes, so a slow sender's head is re-parsed per new line, not per byte.
   std::size_t head_seen_ = 0;
-  bool head_has_lf_ = false;  // those bytes hold a line feed (the request line is complete)
-  std::size_t chunk_pos_ = 0;   // chunked: raw bytes before this offset (after the head) are decoded
+  bool head_has_lf_ = false;   // those bytes hold a line feed (the request line is complete)
+  std::size_t chunk_pos_ = 0;  // chunked: raw bytes before this offset (after the head) are decoded
   bool chunked_ = false;
   bool continue_sent_ = false;
   bool expect_continue_ = false;

@@ -9,7 +9,12 @@ namespace weir::server {
 checkpointer::checkpointer(shard_wal& wal, streams::state_machine& sm, std::uint32_t core,
                            std::uint64_t every_bytes, storage::segment_reader* reader,
                            std::function<void()> resume)
-    : wal_(wal), sm_(sm), core_(core), every_bytes_(every_bytes), reader_(reader), resume_(std::move(resume)) {}
+    : wal_(wal),
+      sm_(sm),
+      core_(core),
+      every_bytes_(every_bytes),
+      reader_(reader),
+      resume_(std::move(resume)) {}
 
 checkpointer::~checkpointer() {
   *alive_ = false;
@@ -47,15 +52,17 @@ void checkpointer::take() {
         if (!a || !*a) return;
         writing_ = false;
         if (!r) {
-          log::warn("weir serve: core {}: checkpoint at lsn {} failed: {}", core_, covered.value(), r.err().reason);
+          log::warn("weir serve: core {}: checkpoint at lsn {} failed: {}", core_, covered.value(),
+                    r.err().reason);
           return;
         }
         ++taken_;
         for (storage::segment_id id : *r) {
           if (reader_) reader_->forget(id);
         }
-        log::info("weir serve: core {}: checkpoint at lsn {} ({} bytes, snapshot {:.1f} ms), {} segments reclaimed",
-                  core_, covered.value(), blob_bytes, ms, r->size());
+        log::info(
+            "weir serve: core {}: checkpoint at lsn {} ({} bytes, snapshot {:.1f} ms), {} segments reclaimed",
+            core_, covered.value(), blob_bytes, ms, r->size());
       });
   resume_();
 }

@@ -27,16 +27,17 @@ void hot_tier::admit(streams::state_machine& sm, const std::string& path, std::u
 result<streams::chunk> hot_tier::load(const streams::chunk_slice& s) const {
   const streams::disk_location& at = s.at;
   if (!at.known() || at.core >= readers_.size()) {
-    return make_error(storage::errc::not_found,
-                      fmt::format("cold data with no readable place (core {}, segment {})", at.core, at.segment));
+    return make_error(
+        storage::errc::not_found,
+        fmt::format("cold data with no readable place (core {}, segment {})", at.core, at.segment));
   }
   auto data = readers_[at.core]->read_data(storage::log_position{storage::segment_id{at.segment}, at.offset},
                                            std::uint64_t{at.data_offset} + s.begin, s.size);
   if (!data) return data.err();
   if (data->size() != s.size) {
     return make_error(storage::errc::corruption,
-                      fmt::format("core {} segment {} offset {}: record shorter than its stream record", at.core,
-                                  at.segment, at.offset));
+                      fmt::format("core {} segment {} offset {}: record shorter than its stream record",
+                                  at.core, at.segment, at.offset));
   }
   return streams::make_chunk(std::move(*data));
 }

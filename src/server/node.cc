@@ -177,10 +177,11 @@ status node::start() {
     recovery_ = *rec;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     log::info(
-        "weir serve: recovered in {:.2f} s: {} checkpoints ({} streams), {} commands replayed ({} forks, {} torn "
+        "weir serve: recovered in {:.2f} s: {} checkpoints ({} streams), {} commands replayed ({} forks, {} "
+        "torn "
         "bytes cut), fsync {}, hot budget {} MiB",
-        secs, rec->checkpoints, rec->checkpoint_streams, rec->records, rec->forks_stitched, rec->truncated_bytes,
-        cfg_.fsync, cfg_.hot_bytes >> 20);
+        secs, rec->checkpoints, rec->checkpoint_streams, rec->records, rec->forks_stitched,
+        rec->truncated_bytes, cfg_.fsync, cfg_.hot_bytes >> 20);
   }
   status st = http_->start();
   if (!st) return st;

@@ -40,9 +40,11 @@ void register_command(CLI::App& app) {
   cmd->add_option("--body-limit", flags->body_limit, "Largest request body in bytes (default 64 MiB)");
   cmd->add_option("--fsync", flags->fsync,
                   "When appends are acknowledged: always (after fdatasync, default), interval:MS or never");
-  cmd->add_option("--hot-bytes", flags->hot_bytes,
-                  "Stream data kept in memory, all cores together (default 256 MiB); the rest is read from disk");
-  cmd->add_option("--segment-bytes", flags->segment_bytes, "Size at which a log segment file is rolled (default 128 MiB)");
+  cmd->add_option(
+      "--hot-bytes", flags->hot_bytes,
+      "Stream data kept in memory, all cores together (default 256 MiB); the rest is read from disk");
+  cmd->add_option("--segment-bytes", flags->segment_bytes,
+                  "Size at which a log segment file is rolled (default 128 MiB)");
   cmd->add_option("--checkpoint-bytes", flags->checkpoint_bytes,
                   "Log growth per core between checkpoints (default 256 MiB; 0: never)");
   cmd->add_option("--max-in-flight-bytes", flags->max_in_flight_bytes,

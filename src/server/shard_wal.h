@@ -98,7 +98,7 @@ class shard_wal {
     completion done;
     std::string viewed_path;  // non-empty: this op holds a reference on views_[viewed_path]
     bool ready = false;
-    std::size_t bytes = 0;                   // record size, counted in in_flight_bytes_
+    std::size_t bytes = 0;                     // record size, counted in in_flight_bytes_
     std::optional<std::uint32_t> data_offset;  // where the payload starts in the record
     std::uint32_t data_size = 0;
   };

@@ -36,7 +36,8 @@ protocol::response storage_failure(int status, const std::string& reason) {
 }
 }  // namespace
 
-void stream_shard::attach_segments(storage::env& e, std::string dir, std::vector<storage::segment_reader*> readers) {
+void stream_shard::attach_segments(storage::env& e, std::string dir,
+                                   std::vector<storage::segment_reader*> readers) {
   env_ = &e;
   log_dir_ = std::move(dir);
   own_segments_ = opts_.core < readers.size() ? readers[opts_.core] : nullptr;
@@ -46,8 +47,8 @@ void stream_shard::attach_segments(storage::env& e, std::string dir, std::vector
 void stream_shard::attach_wal(std::unique_ptr<storage::log_writer> writer) {
   checkpointer_.reset();
   wal_ = std::make_unique<shard_wal>(std::move(writer));
-  checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, opts_.core, opts_.checkpoint_bytes, own_segments_,
-                                                 [this] { resume_deferred(); });
+  checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, opts_.core, opts_.checkpoint_bytes,
+                                                 own_segments_, [this] { resume_deferred(); });
   wal_->on_failure([this] { schedule_rebuild(std::chrono::milliseconds(1000)); });
 }
 
@@ -82,9 +83,11 @@ void stream_shard::rebuild() {
   }
   wal_->clear_failure();
   wal_->writer()->resume();
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
-  log::info("weir serve: core {}: state rebuilt from the log in {:.1f} ms ({} commands replayed); writes resume",
-            opts_.core, ms, stats.records);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+  log::info(
+      "weir serve: core {}: state rebuilt from the log in {:.1f} ms ({} commands replayed); writes resume",
+      opts_.core, ms, stats.records);
   // Live readers may have been told about nothing the log lost (they only see durable data); wake them
   // so that they re-read against the rebuilt state.
   std::vector<std::shared_ptr<live_reader>> all;
@@ -93,8 +96,8 @@ void stream_shard::rebuild() {
 }
 
 streams::read_result stream_shard::read_visible(const std::string& path,
-                                                std::optional<streams::stream_offset> from, std::size_t max_bytes,
-                                                status* io) const {
+                                                std::optional<streams::stream_offset> from,
+                                                std::size_t max_bytes, status* io) const {
   streams::read_result rr = sm_.read(path, from, max_bytes);
   wal_->clamp(path, rr);
   if (status st = hot_->resolve(rr.plan); !st) {
@@ -124,7 +127,8 @@ bool stream_shard::refuse_write(http::exchange ex) {
 
 bool stream_shard::defer_write(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id) {
   if (!checkpointer_ || !checkpointer_->pausing()) return false;
-  deferred_.push_back([this, req = std::move(req), ex, live_id]() mutable { handle(std::move(req), ex, live_id); });
+  deferred_.push_back(
+      [this, req = std::move(req), ex, live_id]() mutable { handle(std::move(req), ex, live_id); });
   return true;
 }
 

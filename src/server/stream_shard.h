@@ -36,10 +36,10 @@ struct shard_options {
   std::size_t read_chunk_bytes = 64 * 1024;
   std::int64_t sse_close_after_ms = 60'000;
   std::int64_t sse_keep_alive_ms = 15'000;
-  std::uint32_t core = 0;                       // this shard's index (its log is <data>/wal/core-N)
-  std::size_t hot_bytes = 256ull << 20;          // stream data this core keeps in memory (hot_tier)
-  std::uint64_t checkpoint_bytes = 256ull << 20;  // log growth between checkpoints; 0: never
-  std::size_t max_in_flight = 16384;             // commands waiting for the log before writes get 503
+  std::uint32_t core = 0;                          // this shard's index (its log is <data>/wal/core-N)
+  std::size_t hot_bytes = 256ull << 20;            // stream data this core keeps in memory (hot_tier)
+  std::uint64_t checkpoint_bytes = 256ull << 20;   // log growth between checkpoints; 0: never
+  std::size_t max_in_flight = 16384;               // commands waiting for the log before writes get 503
   std::size_t max_in_flight_bytes = 256ull << 20;  // and their bytes
 };
 

@@ -7,9 +7,9 @@
 #include <unordered_set>
 
 #include "base/log.h"
+#include "server/hot_tier.h"
 #include "server/node.h"
 #include "server/shard_wal.h"
-#include "server/hot_tier.h"
 #include "server/stream_shard.h"
 #include "streams/command_codec.h"
 
@@ -57,7 +57,8 @@ std::string core_dir(const std::string& root, std::size_t i) {
 }  // namespace
 
 result<storage::recovered_log> replay_core(storage::env& e, const std::string& dir, std::uint32_t core,
-                                           streams::state_machine& sm, hot_tier& hot, wal_recovery_stats& stats) {
+                                           streams::state_machine& sm, hot_tier& hot,
+                                           wal_recovery_stats& stats) {
   auto restore = [&](const storage::checkpoint& ck) -> status {
     if (status st = sm.restore(ck.blob); !st) {
       return start_error(dir + ": checkpoint at lsn " + std::to_string(ck.covered.value()) +
@@ -86,7 +87,8 @@ result<storage::recovered_log> replay_core(storage::env& e, const std::string& d
     at.segment = r.pos.segment.value();
     at.offset = r.pos.offset;
     (void)streams::encode(*cmd, &at.data_offset);
-    hot.admit(sm, o.meta->path, o.meta->generation, o.meta->tail.value(), static_cast<std::uint32_t>(size), at);
+    hot.admit(sm, o.meta->path, o.meta->generation, o.meta->tail.value(), static_cast<std::uint32_t>(size),
+              at);
     return {};
   };
   return storage::recover_log(e, dir, replay, restore);
@@ -115,7 +117,8 @@ status rebuild_core(storage::env& e, const std::string& dir, std::uint32_t core,
 }
 
 result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options& opts,
-                                              const std::vector<stream_shard*>& shards, segment_readers& readers) {
+                                              const std::vector<stream_shard*>& shards,
+                                              segment_readers& readers) {
   wal_recovery_stats stats;
   const std::string root = storage::join_path(opts.data_dir, "wal");
   if (auto st = e.create_dirs(root); !st) return st.err();
@@ -136,7 +139,8 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const std::string dir = core_dir(root, i);
     if (auto st = e.create_dirs(dir); !st) return st.err();
-    auto rec = replay_core(e, dir, static_cast<std::uint32_t>(i), shards[i]->machine(), shards[i]->hot(), stats);
+    auto rec =
+        replay_core(e, dir, static_cast<std::uint32_t>(i), shards[i]->machine(), shards[i]->hot(), stats);
     if (!rec) return rec.err();
     if (rec->truncated_bytes > 0) {
       log::warn("weir serve: {}: cut a torn tail of {} bytes (never acknowledged)", dir,

@@ -36,8 +36,8 @@ struct wal_options {
 using segment_readers = std::vector<std::unique_ptr<storage::segment_reader>>;
 
 struct wal_recovery_stats {
-  std::uint64_t records = 0;          // commands replayed (all cores)
-  std::uint64_t checkpoints = 0;      // cores restored from a checkpoint
+  std::uint64_t records = 0;      // commands replayed (all cores)
+  std::uint64_t checkpoints = 0;  // cores restored from a checkpoint
   std::uint64_t checkpoint_streams = 0;
   std::uint64_t truncated_bytes = 0;  // torn tails cut
   std::uint64_t forks_stitched = 0;
@@ -48,7 +48,8 @@ struct wal_recovery_stats {
 // it, admitting their data to `hot` with its place in the log. Used at start-up and when a core rebuilds
 // its state after a log write failed.
 result<storage::recovered_log> replay_core(storage::env& e, const std::string& dir, std::uint32_t core,
-                                           streams::state_machine& sm, hot_tier& hot, wal_recovery_stats& stats);
+                                           streams::state_machine& sm, hot_tier& hot,
+                                           wal_recovery_stats& stats);
 
 // A running core's state rebuilt from its own log, after a log write failed (the writer fenced every
 // later append, so the log holds exactly the commands that succeeded): a fresh state machine is
@@ -62,6 +63,7 @@ status rebuild_core(storage::env& e, const std::string& dir, std::uint32_t core,
 // `shards[i]` is core i. The number of cores is stored in <data_dir>/wal/cores: a stream's owner core
 // is a hash of its path modulo that number, so a data directory only opens with the same count.
 result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options& opts,
-                                              const std::vector<stream_shard*>& shards, segment_readers& readers);
+                                              const std::vector<stream_shard*>& shards,
+                                              segment_readers& readers);
 
 }  // namespace weir::server

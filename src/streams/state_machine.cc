@@ -241,8 +241,7 @@ outcome state_machine::append(const append_command& c) {
     }
     return finish(errc::closed);
   }
-  if (!close_only && c.content_type &&
-      !same_media_type(*c.content_type, s->meta.content_type)) {
+  if (!close_only && c.content_type && !same_media_type(*c.content_type, s->meta.content_type)) {
     return finish(errc::content_type_mismatch);
   }
 

@@ -59,7 +59,8 @@ std::vector<std::string> serve_args(int start, bool has_fsync, bool has_hot_tier
     args.push_back(modes[start % 2]);
   }
   if (has_hot_tier) {
-    for (const char* a : {"--hot-bytes", "131072", "--segment-bytes", "65536", "--checkpoint-bytes", "262144"})
+    for (const char* a :
+         {"--hot-bytes", "131072", "--segment-bytes", "65536", "--checkpoint-bytes", "262144"})
       args.push_back(a);
   }
   return args;
@@ -221,11 +222,13 @@ void run_crash_scenario(const scenario_options& o) {
     std::ifstream log(dir / "weir.log");
     int checkpoints = 0, reclaiming = 0;
     for (std::string line; std::getline(log, line);) {
-      if (line.find("checkpoint at lsn") == std::string::npos || line.find("failed") != std::string::npos) continue;
+      if (line.find("checkpoint at lsn") == std::string::npos || line.find("failed") != std::string::npos)
+        continue;
       ++checkpoints;
       if (line.find(", 0 segments reclaimed") == std::string::npos) ++reclaiming;
     }
-    std::printf("[crash] weir serve took %d checkpoints, %d of which reclaimed segments\n", checkpoints, reclaiming);
+    std::printf("[crash] weir serve took %d checkpoints, %d of which reclaimed segments\n", checkpoints,
+                reclaiming);
   }
   if (failed) {
     std::printf("[crash] data directory and server log kept in %s\n", dir.c_str());

@@ -27,7 +27,8 @@ const std::map<std::string, std::string> text = {{"Content-Type", "application/o
 // Bytes that differ from record to record and from stream to stream, so a misplaced read shows.
 std::string pattern(const std::string& path, int record, std::size_t size) {
   std::string s(size, '\0');
-  std::uint64_t x = std::hash<std::string>{}(path) ^ (static_cast<std::uint64_t>(record) * 0x9e3779b97f4a7c15ull);
+  std::uint64_t x =
+      std::hash<std::string>{}(path) ^ (static_cast<std::uint64_t>(record) * 0x9e3779b97f4a7c15ull);
   for (char& c : s) {
     x ^= x << 13;
     x ^= x >> 7;
@@ -124,8 +125,11 @@ TEST_F(cold_storage_test, a_restart_loads_the_checkpoints_and_replays_only_the_l
   std::string late = path_on(1, "late");
   ASSERT_EQ(http(port_, "PUT", late, {{"Stream-Forked-From", src}}).status, 201);
   expected[late] = expected[src];
-  ASSERT_EQ(http(port_, "POST", src, {{"Content-Type", "application/octet-stream"}, {"Producer-Id", "p"},
-                                      {"Producer-Epoch", "0"}, {"Producer-Seq", "0"}},
+  ASSERT_EQ(http(port_, "POST", src,
+                 {{"Content-Type", "application/octet-stream"},
+                  {"Producer-Id", "p"},
+                  {"Producer-Epoch", "0"},
+                  {"Producer-Seq", "0"}},
                  "!")
                 .status,
             200);
@@ -138,8 +142,11 @@ TEST_F(cold_storage_test, a_restart_loads_the_checkpoints_and_replays_only_the_l
   EXPECT_LT(n_->recovery().records, static_cast<std::uint64_t>(commands) / 2);
   for (auto& [p, want] : expected) EXPECT_TRUE(read_all(p) == want) << p;
   // The producer's state came back: its retry is a duplicate.
-  EXPECT_EQ(http(port_, "POST", src, {{"Content-Type", "application/octet-stream"}, {"Producer-Id", "p"},
-                                      {"Producer-Epoch", "0"}, {"Producer-Seq", "0"}},
+  EXPECT_EQ(http(port_, "POST", src,
+                 {{"Content-Type", "application/octet-stream"},
+                  {"Producer-Id", "p"},
+                  {"Producer-Epoch", "0"},
+                  {"Producer-Seq", "0"}},
                  "!")
                 .status,
             204);

@@ -26,7 +26,9 @@ using test_support::reply;
 const std::map<std::string, std::string> text = {{"Content-Type", "text/plain"}};
 
 std::map<std::string, std::string> producer(int seq) {
-  return {{"Content-Type", "text/plain"}, {"Producer-Id", "p"}, {"Producer-Epoch", "0"},
+  return {{"Content-Type", "text/plain"},
+          {"Producer-Id", "p"},
+          {"Producer-Epoch", "0"},
           {"Producer-Seq", std::to_string(seq)}};
 }
 
