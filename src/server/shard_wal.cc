@@ -64,9 +64,8 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
   std::uint32_t data_offset = 0;
   streams::encode_into(c, scratch_, &data_offset);
   const std::string& bytes = scratch_;
-  std::size_t data_size = 0;
-  if (auto* a = std::get_if<streams::append_command>(&c)) data_size = a->body.size();
-  if (auto* cr = std::get_if<streams::create_command>(&c)) data_size = cr->initial.size();
+  const streams::payload* data = streams::command_data(c);
+  const std::size_t data_size = data ? data->size() : 0;
   if (data_size > 0) {
     next.data_offset = data_offset;
     next.r.data_size = static_cast<std::uint32_t>(data_size);

@@ -78,9 +78,8 @@ result<storage::recovered_log> replay_core(storage::env& e, const std::string& d
     streams::outcome o = sm.apply(*cmd);
     ++stats.records;
     if (o.code != streams::errc::ok || !o.mutated || !o.meta) return {};
-    std::size_t size = 0;
-    if (auto* a = std::get_if<streams::append_command>(&*cmd)) size = a->body.size();
-    if (auto* c = std::get_if<streams::create_command>(&*cmd)) size = c->initial.size();
+    const streams::payload* data = streams::command_data(*cmd);
+    const std::size_t size = data ? data->size() : 0;
     if (size == 0) return {};
     streams::disk_location at;
     at.core = core;

@@ -92,5 +92,8 @@ using command = std::variant<create_command, append_command, delete_command, tou
 
 // The path of the stream a command addresses (which core owns it).
 const std::string& command_path(const command& c);
+// The stream data a command carries (an append's body, a create's initial data; not a fork's prefix),
+// or nullptr.
+const payload* command_data(const command& c);
 
 }  // namespace weir::streams

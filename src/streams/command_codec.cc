@@ -7,6 +7,12 @@
 
 namespace weir::streams {
 
+const payload* command_data(const command& c) {
+  if (auto* a = std::get_if<append_command>(&c)) return &a->body;
+  if (auto* cr = std::get_if<create_command>(&c)) return &cr->initial;
+  return nullptr;
+}
+
 const std::string& command_path(const command& c) {
   return std::visit(
       [](const auto& v) -> const std::string& {
@@ -29,10 +35,8 @@ std::string encode(const command& c, std::uint32_t* data_offset) {
 void encode_into(const command& c, std::string& out, std::uint32_t* data_offset) {
   wire::writer w(std::move(out));
   // One allocation at most: room for the payload (the bulk of an append) plus the small fields.
-  std::size_t payload_bytes = 0;
-  if (auto* a = std::get_if<append_command>(&c)) payload_bytes = a->body.size() + a->path.size();
-  if (auto* cr = std::get_if<create_command>(&c)) payload_bytes = cr->initial.size() + cr->path.size();
-  w.reserve(payload_bytes + 128);
+  const payload* data = command_data(c);
+  w.reserve((data ? data->size() : 0) + command_path(c).size() + 128);
   // Where a non-empty payload's bytes start in the encoding (the hot tier reads them back from there).
   auto mark = [&](const payload& p, std::size_t at) {
     if (data_offset && !p.empty()) *data_offset = static_cast<std::uint32_t>(at);

@@ -125,14 +125,9 @@ TEST_F(cold_storage_test, a_restart_loads_the_checkpoints_and_replays_only_the_l
   std::string late = path_on(1, "late");
   ASSERT_EQ(http(port_, "PUT", late, {{"Stream-Forked-From", src}}).status, 201);
   expected[late] = expected[src];
-  ASSERT_EQ(http(port_, "POST", src,
-                 {{"Content-Type", "application/octet-stream"},
-                  {"Producer-Id", "p"},
-                  {"Producer-Epoch", "0"},
-                  {"Producer-Seq", "0"}},
-                 "!")
-                .status,
-            200);
+  ASSERT_EQ(
+      http(port_, "POST", src, test_support::producer_headers("application/octet-stream", 0), "!").status,
+      200);
   expected[src] += "!";
   stop();
   for (unsigned core = 0; core < 2; ++core) EXPECT_EQ(files(core, ".ckpt").size(), 1u) << core;
@@ -142,14 +137,9 @@ TEST_F(cold_storage_test, a_restart_loads_the_checkpoints_and_replays_only_the_l
   EXPECT_LT(n_->recovery().records, static_cast<std::uint64_t>(commands) / 2);
   for (auto& [p, want] : expected) EXPECT_TRUE(read_all(p) == want) << p;
   // The producer's state came back: its retry is a duplicate.
-  EXPECT_EQ(http(port_, "POST", src,
-                 {{"Content-Type", "application/octet-stream"},
-                  {"Producer-Id", "p"},
-                  {"Producer-Epoch", "0"},
-                  {"Producer-Seq", "0"}},
-                 "!")
-                .status,
-            204);
+  EXPECT_EQ(
+      http(port_, "POST", src, test_support::producer_headers("application/octet-stream", 0), "!").status,
+      204);
 }
 
 TEST_F(cold_storage_test, segments_used_only_by_deleted_streams_are_reclaimed) {

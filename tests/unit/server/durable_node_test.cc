@@ -42,14 +42,7 @@ TEST_F(durable_node_test, acknowledged_commands_survive_a_restart) {
   ASSERT_TRUE(start().has_value());
   std::string a = path_on(0, "a"), b = path_on(1, "b"), fork = path_on(1, "fork"), gone = path_on(0, "gone");
   ASSERT_EQ(http(port_, "PUT", a, text, "hello").status, 201);
-  ASSERT_EQ(http(port_, "POST", a,
-                 {{"Content-Type", "text/plain"},
-                  {"Producer-Id", "p"},
-                  {"Producer-Epoch", "0"},
-                  {"Producer-Seq", "0"}},
-                 " world")
-                .status,
-            200);
+  ASSERT_EQ(http(port_, "POST", a, test_support::producer_headers("text/plain", 0), " world").status, 200);
   ASSERT_EQ(http(port_, "PUT", b, {{"Content-Type", "application/json"}}, "[1,2]").status, 201);
   ASSERT_EQ(
       http(port_, "POST", b, {{"Content-Type", "application/json"}, {"Stream-Closed", "true"}}, "{\"x\":3}")
@@ -76,22 +69,8 @@ TEST_F(durable_node_test, acknowledged_commands_survive_a_restart) {
   EXPECT_EQ(http(port_, "GET", fork).body, "hell!");  // inherited data stitched from the other core
   EXPECT_EQ(http(port_, "GET", gone).status, 404);
   // Producer state came back too: a retry of seq 0 is a duplicate, seq 1 is accepted.
-  EXPECT_EQ(http(port_, "POST", a,
-                 {{"Content-Type", "text/plain"},
-                  {"Producer-Id", "p"},
-                  {"Producer-Epoch", "0"},
-                  {"Producer-Seq", "0"}},
-                 " world")
-                .status,
-            204);
-  EXPECT_EQ(http(port_, "POST", a,
-                 {{"Content-Type", "text/plain"},
-                  {"Producer-Id", "p"},
-                  {"Producer-Epoch", "0"},
-                  {"Producer-Seq", "1"}},
-                 "!")
-                .status,
-            200);
+  EXPECT_EQ(http(port_, "POST", a, test_support::producer_headers("text/plain", 0), " world").status, 204);
+  EXPECT_EQ(http(port_, "POST", a, test_support::producer_headers("text/plain", 1), "!").status, 200);
   EXPECT_EQ(http(port_, "GET", a).body, "hello world!");
 }
 

@@ -64,6 +64,14 @@ inline reply http(std::uint16_t port, const std::string& method, const std::stri
   return r;
 }
 
+// Headers of an idempotent producer's append: producer "p", epoch 0, sequence `seq`.
+inline std::map<std::string, std::string> producer_headers(const std::string& content_type, int seq) {
+  return {{"Content-Type", content_type},
+          {"Producer-Id", "p"},
+          {"Producer-Epoch", "0"},
+          {"Producer-Seq", std::to_string(seq)}};
+}
+
 // A stream path under /v1/stream/ that a 2-core node gives to core `core`.
 inline std::string path_on(unsigned core, const std::string& stem) {
   for (int i = 0; i < 1000; ++i) {

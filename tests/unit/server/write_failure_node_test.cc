@@ -26,10 +26,7 @@ using test_support::reply;
 const std::map<std::string, std::string> text = {{"Content-Type", "text/plain"}};
 
 std::map<std::string, std::string> producer(int seq) {
-  return {{"Content-Type", "text/plain"},
-          {"Producer-Id", "p"},
-          {"Producer-Epoch", "0"},
-          {"Producer-Seq", std::to_string(seq)}};
+  return test_support::producer_headers("text/plain", seq);
 }
 
 class write_failure_test : public test_support::durable_node_fixture {
