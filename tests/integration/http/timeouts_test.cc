@@ -85,16 +85,14 @@ TEST(timeouts, stalled_write_closes_the_stream_and_fires_on_close) {
   running_server s(short_timeouts(), [&](const request&, exchange ex) {
     ex.begin_stream(200, {});
     ex.on_close([&] { closed = true; });
-    // Fill the socket buffers: the client never reads.
+    // Fill the socket buffers: the client never reads. Only the pending timer owns the pump,
+    // so it is freed whether the stream dies first or the loop stops with the timer unfired.
     auto pump = std::make_shared<std::function<void()>>();
-    *pump = [ex, pump]() mutable {
-      if (!ex.alive()) {
-        *pump = nullptr;
-        return;
-      }
+    *pump = [ex, self = std::weak_ptr(pump)]() mutable {
+      if (!ex.alive()) return;
       if (ex.buffered_bytes() < 1 << 20) ex.write(std::string(64 * 1024, 'z'));
       ex.flush();
-      ex.loop()->add_timer(5ms, [pump] { (*pump)(); });
+      ex.loop()->add_timer(5ms, [next = self.lock()] { (*next)(); });
     };
     (*pump)();
   });
