@@ -1,14 +1,25 @@
 #include "protocol/offset_token.h"
 
-#include <fmt/format.h>
-
 #include <limits>
 
 namespace weir::protocol {
 
-std::string format_offset(streams::stream_offset o) {
-  return fmt::format("0000000000000000_{:016d}", o.value());
+offset_chars::offset_chars(streams::stream_offset o) {
+  std::size_t end = sizeof buf_;
+  std::size_t at = end;
+  std::uint64_t v = o.value();
+  do {
+    buf_[--at] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (end - at < 16) buf_[--at] = '0';
+  constexpr std::string_view epoch = "0000000000000000_";
+  at -= epoch.size();
+  epoch.copy(buf_ + at, epoch.size());
+  begin_ = at;
 }
+
+std::string format_offset(streams::stream_offset o) { return std::string(offset_chars(o).view()); }
 
 std::optional<streams::stream_offset> parse_offset_token(std::string_view t) {
   if (t.size() != 33 || t[16] != '_') return std::nullopt;

@@ -13,6 +13,17 @@ namespace weir::protocol {
 
 std::string format_offset(streams::stream_offset o);
 
+// The same characters without an allocation, for headers: view() is valid while this object lives.
+class offset_chars {
+ public:
+  explicit offset_chars(streams::stream_offset o);
+  std::string_view view() const { return {buf_ + begin_, sizeof buf_ - begin_}; }
+
+ private:
+  char buf_[40];  // "0000000000000000_" and up to 20 digits
+  std::size_t begin_;
+};
+
 // A token (not a sentinel). Malformed: nullopt. A token beyond the 16-digit position space maps to
 // a position past every tail.
 std::optional<streams::stream_offset> parse_offset_token(std::string_view token);

@@ -4,21 +4,52 @@
 
 namespace weir::protocol {
 
+void response::add(static_text name, std::string_view value) {
+  // By offset: text_ may move while headers are added, and with the response.
+  push({name.view, nullptr, static_cast<std::uint32_t>(text_.size()), static_cast<std::uint32_t>(value.size())});
+  text_.append(value);
+}
+
+void response::add_static(static_text name, static_text value) {
+  push({name.view, value.view.data(), 0, static_cast<std::uint32_t>(value.view.size())});
+}
+
+void response::push(field f) {
+  if (count_ < inline_fields) {
+    inline_[count_] = f;
+  } else {
+    more_.push_back(f);
+  }
+  ++count_;
+}
+
+std::string_view response::value(std::size_t i) const {
+  const field& f = at(i);
+  if (f.literal != nullptr) return std::string_view(f.literal, f.size);
+  return std::string_view(text_).substr(f.off, f.size);
+}
+
+std::optional<std::string_view> response::find(std::string_view name) const {
+  for (std::size_t i = 0; i < count_; ++i)
+    if (at(i).name == name) return value(i);
+  return std::nullopt;
+}
+
 void add_common_headers(response& r) {
-  r.add("Access-Control-Allow-Origin", "*");
-  r.add(
+  r.add_static("Access-Control-Allow-Origin", "*");
+  r.add_static(
       "Access-Control-Expose-Headers",
       "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Stream-TTL, Stream-Expires-At, "
       "Stream-SSE-Data-Encoding, Producer-Epoch, Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, "
       "ETag, Content-Type, Location");
-  r.add("X-Content-Type-Options", "nosniff");
-  r.add("Cross-Origin-Resource-Policy", "cross-origin");
+  r.add_static("X-Content-Type-Options", "nosniff");
+  r.add_static("Cross-Origin-Resource-Policy", "cross-origin");
 }
 
 response error_response(http_status s) {
   response r;
   r.status = s.code;
-  r.add("Content-Type", "text/plain; charset=utf-8");
+  r.add_static("Content-Type", "text/plain; charset=utf-8");
   add_common_headers(r);
   r.body = std::string(s.reason);
   r.body += '\n';
@@ -29,13 +60,13 @@ response preflight_response() {
   response r;
   r.status = 204;
   add_common_headers(r);
-  r.add("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, HEAD, OPTIONS");
-  r.add(
+  r.add_static("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, HEAD, OPTIONS");
+  r.add_static(
       "Access-Control-Allow-Headers",
       "Content-Type, Authorization, If-None-Match, Stream-Seq, Stream-TTL, Stream-Expires-At, Stream-Closed, "
       "Stream-Forked-From, Stream-Fork-Offset, Stream-Fork-Sub-Offset, Producer-Id, Producer-Epoch, "
       "Producer-Seq");
-  r.add("Access-Control-Max-Age", "86400");
+  r.add_static("Access-Control-Max-Age", "86400");
   return r;
 }
 

@@ -2,9 +2,11 @@
 // be built on a stream's owner core and sent from the connection's core.
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "protocol/errors.h"
@@ -32,14 +34,50 @@ inline constexpr std::string_view producer_received_seq = "Producer-Received-Seq
 inline constexpr std::string_view sse_encoding = "Stream-SSE-Data-Encoding";
 }  // namespace hdr
 
-struct response {
+// Text with static storage: a string literal or a constexpr string_view (header names, fixed values).
+// The consteval constructors reject anything else at compile time, so a response never keeps a view
+// of a temporary.
+struct static_text {
+  template <std::size_t N>
+  consteval static_text(const char (&s)[N]) : view(s, N - 1) {}  // NOLINT(google-explicit-constructor)
+  consteval static_text(std::string_view s) : view(s) {}          // NOLINT(google-explicit-constructor)
+  std::string_view view;
+};
+
+// A response's headers cost no allocation per header: names and fixed values are views of static text,
+// other values are copied into one buffer. The response can be moved to another core and sent there.
+class response {
+ public:
   int status = 200;
-  std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
 
-  void add(std::string_view name, std::string value) {
-    headers.emplace_back(std::string(name), std::move(value));
-  }
+  // A header whose value is copied.
+  void add(static_text name, std::string_view value);
+  // A header whose value is static text too (nothing copied).
+  void add_static(static_text name, static_text value);
+
+  std::size_t header_count() const { return count_; }
+  std::string_view name(std::size_t i) const { return at(i).name; }
+  std::string_view value(std::size_t i) const;
+  // The first header called `name` (case-sensitive, as added), if any.
+  std::optional<std::string_view> find(std::string_view name) const;
+
+ private:
+  struct field {
+    std::string_view name;
+    const char* literal = nullptr;  // the static value, or null: the value is text_[off, off + size)
+    std::uint32_t off = 0;
+    std::uint32_t size = 0;
+  };
+  static constexpr std::size_t inline_fields = 16;
+
+  void push(field f);
+  const field& at(std::size_t i) const { return i < inline_fields ? inline_[i] : more_[i - inline_fields]; }
+
+  std::array<field, inline_fields> inline_{};
+  std::vector<field> more_;  // beyond inline_fields (no response built here needs it)
+  std::size_t count_ = 0;
+  std::string text_;
 };
 
 // CORS (any origin) and browser security headers (PROTOCOL.md 12.7), on every response.

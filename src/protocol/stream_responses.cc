@@ -15,7 +15,7 @@ response ok(int status) {
 }
 
 void add_tail(response& r, const streams::stream_meta& m) {
-  r.add(hdr::next_offset, format_offset(m.tail));
+  r.add(hdr::next_offset, offset_chars(m.tail).view());
 }
 }  // namespace
 
@@ -24,7 +24,7 @@ response outcome_error(const streams::outcome& o) {
   switch (o.code) {
     case streams::errc::closed:
       // 5.2: clients detect the closed stream without parsing the body.
-      r.add(hdr::closed, "true");
+      r.add_static(hdr::closed, "true");
       if (o.meta) add_tail(r, *o.meta);
       break;
     case streams::errc::stale_epoch:
@@ -46,7 +46,7 @@ response create_response(const streams::outcome& o, const stream_request& req) {
   response r = ok(o.created ? 201 : 200);
   r.add("Content-Type", m.content_type);
   add_tail(r, m);
-  if (m.closed) r.add(hdr::closed, "true");
+  if (m.closed) r.add_static(hdr::closed, "true");
   if (o.created)
     r.add("Location", "http://" + (req.host.empty() ? std::string("localhost") : req.host) + req.path);
   return r;
@@ -59,7 +59,7 @@ response append_response(const streams::outcome& o, const stream_request& req) {
   bool producer_accepted = req.producer && !o.duplicate && req.has_body;
   response r = ok(producer_accepted ? 200 : 204);
   add_tail(r, m);
-  if (m.closed) r.add(hdr::closed, "true");
+  if (m.closed) r.add_static(hdr::closed, "true");
   if (req.producer) {
     r.add(hdr::producer_epoch, std::to_string(o.producer_epoch));
     r.add(hdr::producer_seq, std::to_string(o.producer_seq));
@@ -82,10 +82,10 @@ response head_response(const streams::read_result& rr) {
   response r = ok(200);
   r.add("Content-Type", m.content_type);
   add_tail(r, m);
-  if (m.closed) r.add(hdr::closed, "true");
+  if (m.closed) r.add_static(hdr::closed, "true");
   if (m.expiry.ttl_seconds) r.add(hdr::ttl, std::to_string(*m.expiry.ttl_seconds));
   if (m.expiry.expires_at_ms) r.add(hdr::expires_at, m.expiry.expires_at_text);
-  r.add("Cache-Control", "no-store");  // 5.5: tail and closure must not be stale
+  r.add_static("Cache-Control", "no-store");  // 5.5: tail and closure must not be stale
   r.add("ETag", make_etag(m.generation, "-1", m.tail, m.closed));
   return r;
 }
@@ -113,12 +113,12 @@ response read_response(const streams::read_result& rr, const stream_request& req
   }
   response r = ok(200);
   r.add("Content-Type", m.content_type);
-  r.add(hdr::next_offset, format_offset(p.next));
-  if (p.up_to_date) r.add(hdr::up_to_date, "true");
-  if (closed) r.add(hdr::closed, "true");
+  r.add(hdr::next_offset, offset_chars(p.next).view());
+  if (p.up_to_date) r.add_static(hdr::up_to_date, "true");
+  if (closed) r.add_static(hdr::closed, "true");
   if (cursor && !closed) r.add(hdr::cursor, *cursor);
   r.add("ETag", etag);
-  r.add("Cache-Control", std::string(cache_catch_up));
+  r.add_static("Cache-Control", cache_catch_up);
   r.body = read_body(m, p);
   return r;
 }
@@ -127,9 +127,9 @@ response now_response(const streams::stream_meta& m) {
   response r = ok(200);
   r.add("Content-Type", m.content_type);
   add_tail(r, m);
-  r.add(hdr::up_to_date, "true");
-  if (m.closed) r.add(hdr::closed, "true");
-  r.add("Cache-Control", "no-store");
+  r.add_static(hdr::up_to_date, "true");
+  if (m.closed) r.add_static(hdr::closed, "true");
+  r.add_static("Cache-Control", "no-store");
   r.body = m.json ? "[]" : "";
   return r;
 }
@@ -137,22 +137,22 @@ response now_response(const streams::stream_meta& m) {
 response long_poll_empty(const streams::stream_meta& m, streams::stream_offset offset,
                          const std::string& cursor) {
   response r = ok(204);
-  r.add(hdr::next_offset, format_offset(offset));
-  r.add(hdr::up_to_date, "true");
+  r.add(hdr::next_offset, offset_chars(offset).view());
+  r.add_static(hdr::up_to_date, "true");
   if (m.closed && offset == m.tail) {
-    r.add(hdr::closed, "true");
+    r.add_static(hdr::closed, "true");
   } else {
     r.add(hdr::cursor, cursor);
   }
-  r.add("Cache-Control", "no-store");
+  r.add_static("Cache-Control", "no-store");
   return r;
 }
 
 response sse_head(const streams::stream_meta& m) {
   response r = ok(200);
-  r.add("Content-Type", "text/event-stream");
-  r.add("Cache-Control", "no-cache");
-  if (sse_needs_base64(m.content_type)) r.add(hdr::sse_encoding, "base64");
+  r.add_static("Content-Type", "text/event-stream");
+  r.add_static("Cache-Control", "no-cache");
+  if (sse_needs_base64(m.content_type)) r.add_static(hdr::sse_encoding, "base64");
   return r;
 }
 

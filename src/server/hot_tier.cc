@@ -9,16 +9,16 @@ namespace weir::server {
 hot_tier::hot_tier(std::size_t budget_bytes, std::vector<storage::segment_reader*> readers)
     : budget_(budget_bytes), readers_(std::move(readers)) {}
 
-void hot_tier::admit(streams::state_machine& sm, const std::string& path, std::uint64_t generation,
-                     std::uint64_t end, std::uint32_t size, const streams::disk_location& at) {
+void hot_tier::admit(streams::state_machine& sm, std::uint64_t generation, std::uint64_t end,
+                     std::uint32_t size, const streams::disk_location& at) {
   if (readers_.empty() || !at.known()) return;  // memory only: nothing can be read back
-  if (!sm.locate(path, generation, end, at)) return;
-  fifo_.push_back(entry{path, generation, end, size});
+  if (!sm.locate(generation, end, at)) return;
+  fifo_.push_back(entry{generation, end, size});
   bytes_ += size;
   while (bytes_ > budget_ && !fifo_.empty()) {
     entry& e = fifo_.front();
     // A record deleted since (its stream removed or re-created) freed its memory already.
-    if (sm.evict(e.path, e.generation, e.end) > 0) ++evicted_;
+    if (sm.evict(e.generation, e.end) > 0) ++evicted_;
     bytes_ -= e.size;
     fifo_.pop_front();
   }

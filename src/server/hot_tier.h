@@ -31,10 +31,10 @@ class hot_tier {
   // inherited records point into its source core's log). No readers: nothing is ever cold.
   hot_tier(std::size_t budget_bytes, std::vector<storage::segment_reader*> readers);
 
-  // The record of `path` ending at `end` is durable at `at`: record its place, then evict the oldest
-  // records while over budget.
-  void admit(streams::state_machine& sm, const std::string& path, std::uint64_t generation, std::uint64_t end,
-             std::uint32_t size, const streams::disk_location& at);
+  // The record of stream generation `generation` ending at `end` is durable at `at`: record its place,
+  // then evict the oldest records while over budget.
+  void admit(streams::state_machine& sm, std::uint64_t generation, std::uint64_t end, std::uint32_t size,
+             const streams::disk_location& at);
 
   // Reads every cold slice of `plan` from disk. On an error the plan is cut before the failing slice
   // (it never holds bytes out of order) and the error is returned.
@@ -51,7 +51,6 @@ class hot_tier {
 
  private:
   struct entry {
-    std::string path;
     std::uint64_t generation;
     std::uint64_t end;
     std::uint32_t size;

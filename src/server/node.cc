@@ -84,7 +84,7 @@ void node::on_request(const http::request& req, http::exchange ex) {
   if (req.path() == "/healthz" && (req.method() == http::method::get || req.method() == http::method::head)) {
     protocol::response r;
     r.status = 200;
-    r.add("Content-Type", "text/plain");
+    r.add_static("Content-Type", "text/plain");
     r.body = "ok\n";
     send_response(ex, std::move(r));
     return;

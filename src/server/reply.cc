@@ -1,5 +1,7 @@
 #include "server/reply.h"
 
+#include <array>
+#include <span>
 #include <vector>
 
 #include "io/event_loop.h"
@@ -18,25 +20,32 @@ void on_connection_core(const http::exchange& ex, F&& f) {
   }
 }
 
-std::vector<http::header> header_views(const protocol::response& r) {
-  std::vector<http::header> out;
-  out.reserve(r.headers.size());
-  for (const auto& [name, value] : r.headers) out.push_back(http::header{name, value});
-  return out;
+// The response's headers as views, in `out` (stack storage for the usual count), valid while `r` is.
+std::span<const http::header> header_views(const protocol::response& r, std::array<http::header, 24>& out,
+                                           std::vector<http::header>& more) {
+  std::span<http::header> v(out.data(), r.header_count());
+  if (r.header_count() > out.size()) {
+    more.resize(r.header_count());
+    v = more;
+  }
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = http::header{r.name(i), r.value(i)};
+  return v;
 }
 }  // namespace
 
 void send_response(http::exchange ex, protocol::response r) {
   on_connection_core(ex, [ex, r = std::move(r)]() mutable {
-    auto h = header_views(r);
-    ex.respond(r.status, h, r.body);
+    std::array<http::header, 24> inline_views;
+    std::vector<http::header> more;
+    ex.respond(r.status, header_views(r, inline_views, more), r.body);
   });
 }
 
 void send_stream_head(http::exchange ex, protocol::response head) {
   on_connection_core(ex, [ex, head = std::move(head)]() mutable {
-    auto h = header_views(head);
-    ex.begin_stream(head.status, h);
+    std::array<http::header, 24> inline_views;
+    std::vector<http::header> more;
+    ex.begin_stream(head.status, header_views(head, inline_views, more));
     ex.flush();
   });
 }

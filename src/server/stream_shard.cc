@@ -29,8 +29,8 @@ namespace {
 protocol::response storage_failure(int status, const std::string& reason) {
   protocol::response r;
   r.status = status;
-  r.add("Content-Type", "text/plain");
-  r.add("Retry-After", "1");  // the core rebuilds its state and retries the disk within about a second
+  r.add_static("Content-Type", "text/plain");
+  r.add_static("Retry-After", "1");  // the core rebuilds its state and retries the disk within about a second
   r.body = reason + "\n";
   return r;
 }
@@ -383,7 +383,7 @@ void stream_shard::admit(const durable_result& r) {
   at.core = opts_.core;
   const streams::stream_meta& m = *r.o.meta;
   // The command's record is the stream's last: it ends at the tail the command reported.
-  hot_->admit(sm_, m.path, m.generation, m.tail.value(), r.data_size, at);
+  hot_->admit(sm_, m.generation, m.tail.value(), r.data_size, at);
 }
 
 void stream_shard::add_reader(const std::string& path, std::shared_ptr<live_reader> r,

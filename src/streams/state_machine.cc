@@ -93,6 +93,7 @@ void state_machine::erase(const std::string& path_ref, outcome& out) {
   WEIR_ASSERT(it != streams_.end(), "erase of unknown stream {}", path);
   if (it->second.fork) out.release.push_back(it->second.fork->source);
   expiring_.erase(path);
+  by_generation_.erase(it->second.meta.generation);
   streams_.erase(it);
   out.removed.push_back(path);
   out.mutated = true;
@@ -205,6 +206,7 @@ outcome state_machine::create(const create_command& c) {
 
   auto [it, inserted] = streams_.emplace(c.path, std::move(s));
   WEIR_ASSERT(inserted, "stream {} created twice", c.path);
+  by_generation_[it->second.meta.generation] = &it->second;
   if (!it->second.meta.expiry.none()) expiring_.insert(c.path);
   out.code = errc::ok;
   out.mutated = true;
@@ -425,25 +427,22 @@ void state_machine::stitch_fork(const std::string& path, std::vector<record> inh
   s.needs_stitch = false;
 }
 
-state_machine::stream_state* state_machine::find_generation(const std::string& path,
-                                                            std::uint64_t generation) {
-  auto it = streams_.find(path);
-  if (it == streams_.end() || it->second.meta.generation != generation) return nullptr;
-  return &it->second;
+state_machine::stream_state* state_machine::find_generation(std::uint64_t generation) {
+  auto it = by_generation_.find(generation);
+  return it == by_generation_.end() ? nullptr : it->second;
 }
 
-bool state_machine::locate(const std::string& path, std::uint64_t generation, std::uint64_t end,
-                           const disk_location& at) {
-  WEIR_ASSERT(at.known(), "locate of {} at {} with an unknown location", path, end);
-  stream_state* s = find_generation(path, generation);
+bool state_machine::locate(std::uint64_t generation, std::uint64_t end, const disk_location& at) {
+  WEIR_ASSERT(at.known(), "locate of generation {} at {} with an unknown location", generation, end);
+  stream_state* s = find_generation(generation);
   record* r = s ? s->log->find_record(end) : nullptr;
   if (!r) return false;
   r->data.at = at;
   return true;
 }
 
-std::size_t state_machine::evict(const std::string& path, std::uint64_t generation, std::uint64_t end) {
-  stream_state* s = find_generation(path, generation);
+std::size_t state_machine::evict(std::uint64_t generation, std::uint64_t end) {
+  stream_state* s = find_generation(generation);
   record* r = s ? s->log->find_record(end) : nullptr;
   if (!r || r->data.cold() || !r->data.at.known()) return 0;
   r->data.buf.reset();  // readers in flight hold their own reference to the chunk

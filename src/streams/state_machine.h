@@ -125,6 +125,7 @@ class state_machine {
     streams_.swap(other.streams_);
     expiring_.swap(other.expiring_);
     std::swap(next_generation_, other.next_generation_);
+    by_generation_.swap(other.by_generation_);
   }
 
   // Log replay support (server/wal_recovery.cc). A fork replayed from the log is created without its
@@ -153,12 +154,13 @@ class state_machine {
 
   // Hot tier (the server calls these on the owner core once a command is durable).
   //
-  // The record of `path` (stream generation `generation`) that ends at stream position `end` is on disk
-  // at `at`. False if there is no such record (the stream was deleted or re-created meanwhile).
-  bool locate(const std::string& path, std::uint64_t generation, std::uint64_t end, const disk_location& at);
+  // The record of the stream incarnation `generation` (unique per state machine: a re-created stream
+  // has a new one) that ends at stream position `end` is on disk at `at`. False if there is no such
+  // record (the stream was deleted meanwhile).
+  bool locate(std::uint64_t generation, std::uint64_t end, const disk_location& at);
   // Drops that record's bytes from memory if its location is known; returns the bytes released (0 if
   // absent, not located, or already cold). Other holders of the chunk (readers in flight) keep it alive.
-  std::size_t evict(const std::string& path, std::uint64_t generation, std::uint64_t end);
+  std::size_t evict(std::uint64_t generation, std::uint64_t end);
   // The segment ids of core `core`'s log that some record of this state machine points at (cold or
   // hot, inherited fork records included), ascending. What the log's reclaim must keep.
   std::vector<std::uint64_t> referenced_segments(std::uint32_t core) const;
@@ -206,12 +208,14 @@ class state_machine {
                              errc missing = errc::not_found, errc gone = errc::gone);
   void erase(const std::string& path, outcome& out);
   stream_meta meta_of(const stream_state& s) const;
-  // The stream at `path` if it is generation `generation`, else nullptr.
-  stream_state* find_generation(const std::string& path, std::uint64_t generation);
+  // The stream of generation `generation` (soft-deleted or not), else nullptr.
+  stream_state* find_generation(std::uint64_t generation);
 
   std::unordered_map<std::string, stream_state> streams_;
   std::unordered_set<std::string> expiring_;  // streams with a TTL or Expires-At (what the sweeper scans)
   std::uint64_t next_generation_ = 1;
+  // Every entry of streams_ by its generation (the hot tier's key: no path to hash or copy per record).
+  std::unordered_map<std::uint64_t, stream_state*> by_generation_;
 };
 
 // The media type of a Content-Type value, lowercased, without parameters ("Text/Plain; x=y" -> "text/plain").

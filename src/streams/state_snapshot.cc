@@ -2,6 +2,7 @@
 // docs/log-format.md, "Checkpoint blob of a stream state machine"; primitives from wire.h.
 #include <algorithm>
 #include <limits>
+#include <unordered_set>
 
 #include "streams/command_codec.h"
 #include "streams/state_machine.h"
@@ -147,6 +148,7 @@ status state_machine::restore(std::span<const std::byte> blob) {
   if (in.ok() && next_generation == 0) return bad("next generation 0");
 
   std::unordered_map<std::string, stream_state> streams;
+  std::unordered_set<std::uint64_t> generations;
   for (std::uint64_t i = 0; i < count && in.ok(); ++i) {
     std::string path = in.str();
     stream_state s;
@@ -193,6 +195,9 @@ status state_machine::restore(std::span<const std::byte> blob) {
       return bad("stream " + path + " has generation " + std::to_string(s.meta.generation) +
                  ", next generation is " + std::to_string(next_generation));
     }
+    if (!generations.insert(s.meta.generation).second) {
+      return bad("generation " + std::to_string(s.meta.generation) + " is listed twice");
+    }
 
     // The log, checked exactly as memory_log would assert: inherited records (ending at or before the
     // fork point) contiguous and ending at it, then own records each following the tail.
@@ -231,8 +236,9 @@ status state_machine::restore(std::span<const std::byte> blob) {
 
   streams_ = std::move(streams);
   next_generation_ = next_generation;
-  for (const auto& [path, s] : streams_) {
+  for (auto& [path, s] : streams_) {
     if (!s.meta.expiry.none()) expiring_.insert(path);
+    by_generation_[s.meta.generation] = &s;
   }
   return {};
 }

@@ -6,9 +6,9 @@ namespace weir::protocol {
 namespace {
 
 std::optional<std::string> find(const response& r, std::string_view name) {
-  for (const auto& [n, v] : r.headers)
-    if (n == name) return v;
-  return std::nullopt;
+  auto v = r.find(name);
+  if (!v) return std::nullopt;
+  return std::string(*v);
 }
 
 streams::stream_meta meta(bool closed = false, bool json = false) {
@@ -20,6 +20,30 @@ streams::stream_meta meta(bool closed = false, bool json = false) {
   m.closed = closed;
   m.tail = streams::stream_offset(5);
   return m;
+}
+
+TEST(response, headers_keep_order_and_values_survive_moves) {
+  response r;
+  std::string dynamic = "a value long enough to leave the small-string buffer";
+  r.add("X-Copied", dynamic);
+  r.add_static("X-Static", "fixed");
+  // More headers than are stored inline, with values that grow the copy buffer each time.
+  for (int i = 0; i < 40; ++i) r.add(hdr::seq, std::string(static_cast<std::size_t>(i), 'x'));
+  dynamic.assign(dynamic.size(), '?');  // the response holds its own copy
+  response moved = std::move(r);
+  response copy = moved;
+  for (const response* x : {&moved, &copy}) {
+    ASSERT_EQ(x->header_count(), 42u);
+    EXPECT_EQ(x->value(0), "a value long enough to leave the small-string buffer");
+    EXPECT_EQ(x->name(1), "X-Static");
+    EXPECT_EQ(x->value(1), "fixed");
+    for (std::size_t i = 0; i < 40; ++i) {
+      EXPECT_EQ(x->name(i + 2), "Stream-Seq");
+      EXPECT_EQ(x->value(i + 2), std::string(i, 'x'));
+    }
+    EXPECT_EQ(x->find("X-Static"), std::optional<std::string_view>("fixed"));
+    EXPECT_FALSE(x->find("x-static"));
+  }
 }
 
 TEST(stream_responses, every_response_has_security_and_cors_headers) {

@@ -26,8 +26,8 @@ TEST(hot_tier, an_evicted_record_reads_back_as_a_cold_slice_with_its_location) {
   (void)sm.append(make_append("/s", "defg"));
   (void)sm.append(make_append("/s", "hi"));
   const std::uint64_t gen = generation_of(sm, "/s");
-  EXPECT_TRUE(sm.locate("/s", gen, 7, loc(3, 500, 0, 21)));
-  EXPECT_EQ(sm.evict("/s", gen, 7), 4u);
+  EXPECT_TRUE(sm.locate(gen, 7, loc(3, 500, 0, 21)));
+  EXPECT_EQ(sm.evict(gen, 7), 4u);
 
   read_result r = sm.read("/s", stream_offset(2), 100);
   ASSERT_EQ(r.code, errc::ok);
@@ -52,7 +52,7 @@ TEST(hot_tier, a_located_record_stays_hot_until_evicted) {
   state_machine sm;
   (void)sm.create(make_create("/s", "text/plain", "abc"));
   const std::uint64_t gen = generation_of(sm, "/s");
-  ASSERT_TRUE(sm.locate("/s", gen, 3, loc(1, 40)));
+  ASSERT_TRUE(sm.locate(gen, 3, loc(1, 40)));
   read_result r = sm.read("/s", std::nullopt, 100);
   ASSERT_EQ(r.plan.slices.size(), 1u);
   EXPECT_FALSE(r.plan.slices[0].cold());
@@ -65,8 +65,8 @@ TEST(hot_tier, a_reader_in_flight_keeps_the_evicted_bytes) {
   (void)sm.create(make_create("/s", "text/plain", "abc"));
   const std::uint64_t gen = generation_of(sm, "/s");
   read_result before = sm.read("/s", std::nullopt, 100);
-  ASSERT_TRUE(sm.locate("/s", gen, 3, loc(1, 40)));
-  EXPECT_EQ(sm.evict("/s", gen, 3), 3u);
+  ASSERT_TRUE(sm.locate(gen, 3, loc(1, 40)));
+  EXPECT_EQ(sm.evict(gen, 3), 3u);
   EXPECT_EQ(before.plan.slices[0].view(), "abc");
   EXPECT_TRUE(sm.read("/s", std::nullopt, 100).plan.slices[0].cold());
 }
@@ -76,29 +76,29 @@ TEST(hot_tier, evict_releases_nothing_for_unlocated_missing_or_already_cold_reco
   (void)sm.create(make_create("/s", "text/plain", "abc"));
   (void)sm.append(make_append("/s", "de"));
   const std::uint64_t gen = generation_of(sm, "/s");
-  EXPECT_EQ(sm.evict("/s", gen, 3), 0u);  // not located
+  EXPECT_EQ(sm.evict(gen, 3), 0u);  // not located
   EXPECT_FALSE(sm.read("/s", std::nullopt, 100).plan.slices[0].cold());
-  EXPECT_EQ(sm.evict("/s", gen, 4), 0u);  // no record ends there
-  EXPECT_EQ(sm.evict("/nope", 1, 3), 0u);
-  ASSERT_TRUE(sm.locate("/s", gen, 5, loc(2, 8)));
-  EXPECT_EQ(sm.evict("/s", gen + 1, 5), 0u);  // another generation
-  EXPECT_EQ(sm.evict("/s", gen, 5), 2u);
-  EXPECT_EQ(sm.evict("/s", gen, 5), 0u);  // already cold
+  EXPECT_EQ(sm.evict(gen, 4), 0u);  // no record ends there
+  EXPECT_EQ(sm.evict(gen + 100, 3), 0u);  // no such stream
+  ASSERT_TRUE(sm.locate(gen, 5, loc(2, 8)));
+  EXPECT_EQ(sm.evict(gen + 1, 5), 0u);  // another generation
+  EXPECT_EQ(sm.evict(gen, 5), 2u);
+  EXPECT_EQ(sm.evict(gen, 5), 0u);  // already cold
 }
 
 TEST(hot_tier, locate_fails_for_a_deleted_or_recreated_stream_or_a_wrong_end) {
   state_machine sm;
   (void)sm.create(make_create("/s", "text/plain", "abc"));
   const std::uint64_t old_gen = generation_of(sm, "/s");
-  EXPECT_FALSE(sm.locate("/s", old_gen, 2, loc(1, 0)));  // not a record end
-  EXPECT_FALSE(sm.locate("/missing", old_gen, 3, loc(1, 0)));
+  EXPECT_FALSE(sm.locate(old_gen, 2, loc(1, 0)));  // not a record end
+  EXPECT_FALSE(sm.locate(old_gen + 100, 3, loc(1, 0)));  // no such stream
   (void)sm.remove(delete_command{"/s", t0});
-  EXPECT_FALSE(sm.locate("/s", old_gen, 3, loc(1, 0)));
+  EXPECT_FALSE(sm.locate(old_gen, 3, loc(1, 0)));
   (void)sm.create(make_create("/s", "text/plain", "xyz"));
   const std::uint64_t new_gen = generation_of(sm, "/s");
   ASSERT_NE(new_gen, old_gen);
-  EXPECT_FALSE(sm.locate("/s", old_gen, 3, loc(1, 0)));
-  EXPECT_TRUE(sm.locate("/s", new_gen, 3, loc(1, 0)));
+  EXPECT_FALSE(sm.locate(old_gen, 3, loc(1, 0)));
+  EXPECT_TRUE(sm.locate(new_gen, 3, loc(1, 0)));
 }
 
 TEST(hot_tier, a_fork_stores_located_inherited_records_cold) {
@@ -106,7 +106,7 @@ TEST(hot_tier, a_fork_stores_located_inherited_records_cold) {
   (void)sm.create(make_create("/src", "text/plain", "abc"));
   (void)sm.append(make_append("/src", "defg"));
   const std::uint64_t gen = generation_of(sm, "/src");
-  ASSERT_TRUE(sm.locate("/src", gen, 3, loc(5, 100)));  // located, still hot in the source
+  ASSERT_TRUE(sm.locate(gen, 3, loc(5, 100)));  // located, still hot in the source
   create_command c = make_create("/fork", "");
   c.fork = resolve_fork(sm, "/src", 5);  // inherits both records; only the first is located
   ASSERT_EQ(sm.create(c).code, errc::ok);
@@ -127,7 +127,7 @@ TEST(hot_tier, a_replayed_fork_is_marked_until_stitched_and_stitched_records_are
   (void)sm.create(make_create("/src", "text/plain", "abc"));
   (void)sm.append(make_append("/src", "de"));
   const std::uint64_t gen = generation_of(sm, "/src");
-  ASSERT_TRUE(sm.locate("/src", gen, 3, loc(7, 0)));
+  ASSERT_TRUE(sm.locate(gen, 3, loc(7, 0)));
   create_command c = make_create("/fork", "", "XY");
   c.fork = resolve_fork(sm, "/src", std::nullopt);
   c.fork->resolved.inherited.clear();  // what log replay sees: no inherited records
@@ -161,9 +161,9 @@ TEST(hot_tier, referenced_segments_cover_own_and_inherited_records_per_core) {
   (void)src_core.append(make_append("/src", "de"));
   (void)src_core.append(make_append("/src", "fgh"));
   const std::uint64_t gen = generation_of(src_core, "/src");
-  ASSERT_TRUE(src_core.locate("/src", gen, 3, loc(2, 0, 0)));
-  ASSERT_TRUE(src_core.locate("/src", gen, 5, loc(4, 0, 0)));
-  ASSERT_TRUE(src_core.locate("/src", gen, 8, loc(6, 0, 0)));
+  ASSERT_TRUE(src_core.locate(gen, 3, loc(2, 0, 0)));
+  ASSERT_TRUE(src_core.locate(gen, 5, loc(4, 0, 0)));
+  ASSERT_TRUE(src_core.locate(gen, 8, loc(6, 0, 0)));
   EXPECT_EQ(src_core.referenced_segments(0), (std::vector<std::uint64_t>{2, 4, 6}));
   EXPECT_TRUE(src_core.referenced_segments(1).empty());
 
@@ -171,7 +171,7 @@ TEST(hot_tier, referenced_segments_cover_own_and_inherited_records_per_core) {
   c.fork = resolve_fork(src_core, "/src", 5);
   ASSERT_EQ(fork_core.create(c).code, errc::ok);
   const std::uint64_t fork_gen = generation_of(fork_core, "/fork");
-  ASSERT_TRUE(fork_core.locate("/fork", fork_gen, 7, loc(9, 0, 1)));
+  ASSERT_TRUE(fork_core.locate(fork_gen, 7, loc(9, 0, 1)));
   EXPECT_EQ(fork_core.referenced_segments(0), (std::vector<std::uint64_t>{2, 4}));  // inherited
   EXPECT_EQ(fork_core.referenced_segments(1), (std::vector<std::uint64_t>{9}));
 

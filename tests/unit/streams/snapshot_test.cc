@@ -315,7 +315,7 @@ class random_driver {
     pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(k));
     std::optional<bool> first;
     for (state_machine* sm : sms) {
-      bool found = sm->locate(path, gen, end, at);
+      bool found = sm->locate(gen, end, at);
       if (!first) first = found;
       EXPECT_EQ(found, *first) << "locate " << path << " " << end;
     }
@@ -326,7 +326,7 @@ class random_driver {
     if (located_.empty()) return;
     auto [path, gen, end, at] = located_[pick(static_cast<unsigned>(located_.size()))];
     // The bytes released may differ: a restored machine holds located records cold already.
-    for (state_machine* sm : sms) (void)sm->evict(path, gen, end);
+    for (state_machine* sm : sms) (void)sm->evict(gen, end);
   }
 
   std::mt19937_64 rng_;
@@ -478,7 +478,7 @@ TEST(snapshot, ttl_and_expiry_continue_after_a_restore) {
 TEST(snapshot, a_soft_deleted_source_with_forks_survives_and_cascades_after_a_restore) {
   state_machine a;
   (void)a.create(make_create("/src", "text/plain", "abc"));
-  ASSERT_TRUE(a.locate("/src", 1, 3, disk_location{4, 40, 0, 17}));
+  ASSERT_TRUE(a.locate(1, 3, disk_location{4, 40, 0, 17}));
   create_command f = make_create("/fork", "", "de");
   f.fork = resolve_fork(a, "/src", std::nullopt);
   ASSERT_EQ(a.create(f).code, errc::ok);
@@ -529,7 +529,7 @@ TEST(snapshot, forks_waiting_for_their_stitch_stay_marked_after_a_restore) {
 TEST(snapshot, every_truncation_of_a_snapshot_is_rejected) {
   state_machine a;
   (void)a.create(make_create("/src", "application/json", "1,2,"));
-  ASSERT_TRUE(a.locate("/src", 1, 4, disk_location{2, 40, 1, 9}));
+  ASSERT_TRUE(a.locate(1, 4, disk_location{2, 40, 1, 9}));
   append_command w = make_append("/src", "3,");
   w.body.messages = 1;
   w.producer = producer_ref{"p", 1, 0};
