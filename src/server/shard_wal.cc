@@ -14,27 +14,30 @@ shard_wal::~shard_wal() {
   *alive_ = false;  // completions the writer posts after this find the shard gone
 }
 
+namespace {
+// The stream whose reader-visible state (tail, closed, existence) `c` may move: creates and appends.
+// A delete or an expiry hides the stream at once (a crash can at worst bring it back, never move an
+// offset), so they need no durable view.
+const std::string* viewed_path(const streams::command& c) {
+  if (auto* a = std::get_if<streams::append_command>(&c)) return &a->path;
+  if (auto* cr = std::get_if<streams::create_command>(&c)) return &cr->path;
+  return nullptr;
+}
+}  // namespace
+
 void shard_wal::before(const streams::command& c, const streams::state_machine& sm, std::int64_t now_ms) {
   staged_.reset();
   if (!writer_) return;
-  // Only a create or an append moves what readers may see (tail, closed, existence); a delete or an
-  // expiry hides the stream at once (a crash can at worst bring it back, never move an offset).
-  const std::string* path = nullptr;
-  if (auto* a = std::get_if<streams::append_command>(&c)) path = &a->path;
-  if (auto* cr = std::get_if<streams::create_command>(&c)) path = &cr->path;
-  if (!path || views_.count(*path)) return;
-  view v;
-  streams::read_result h = sm.head(*path, now_ms);
-  if (h.code == streams::errc::ok && h.meta) {
-    v.exists = true;
-    v.tail = h.meta->tail;
-    v.closed = h.meta->closed;
-  }
-  staged_.emplace(*path, v);
+  const std::string* path = viewed_path(c);
+  if (!path) return;
+  auto it = views_.find(*path);
+  if (it != views_.end() && it->second.in_force()) return;  // already holds the durable state
+  streams::state_machine::position p = sm.position_of(*path, now_ms);
+  staged_.emplace(view{p.exists, p.tail, p.closed});
 }
 
 void shard_wal::after(const streams::command& c, streams::outcome o, completion done) {
-  std::optional<std::pair<std::string, view>> staged = std::move(staged_);
+  std::optional<view> staged = staged_;
   staged_.reset();
   op next;
   next.r.o = std::move(o);
@@ -49,15 +52,19 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
     ops_.push_back(std::move(next));
     return;
   }
-  const std::string& path = streams::command_path(c);
-  if (next.r.o.meta && (std::holds_alternative<streams::append_command>(c) ||
-                        std::holds_alternative<streams::create_command>(c))) {
-    auto it = views_.find(path);
-    if (it == views_.end() && staged && staged->first == path)
-      it = views_.emplace(path, staged->second).first;
+  const std::string* path = viewed_path(c);
+  if (path && next.r.o.meta) {
+    auto it = views_.find(*path);
+    if (it != views_.end() && !it->second.in_force() && staged) {
+      it->second = *staged;  // a kept view, stale until now
+    } else if (it == views_.end() && staged) {
+      sweep_views();
+      it = views_.emplace(*path, *staged).first;
+    }
     if (it != views_.end()) {
+      if (!it->second.in_force()) ++views_in_force_;
       ++it->second.in_flight;
-      next.viewed_path = path;
+      next.viewed = &it->second;
     }
   }
   const std::uint64_t seq = front_seq_ + ops_.size();
@@ -102,6 +109,7 @@ void shard_wal::on_logged(std::uint64_t seq, const result<storage::append_ack>& 
     failed_reason_ =
         std::string(e == storage::errc::no_space ? "insufficient storage: " : "storage error: ") +
         r.err().reason;
+    for (auto& [path, v] : views_) v.pinned = v.in_flight > 0;
     log::error("weir serve: log write failed ({}); this core refuses writes until {}", r.err().reason,
                poisoned_ ? "a restart" : "its state is rebuilt from the log");
     if (on_failure_) on_failure_();
@@ -115,16 +123,15 @@ void shard_wal::drain() {
     ops_.pop_front();
     ++front_seq_;
     in_flight_bytes_ -= o.bytes;
-    if (!o.viewed_path.empty()) {
-      auto it = views_.find(o.viewed_path);
-      WEIR_ASSERT(it != views_.end(), "no durable view of {}", o.viewed_path);
+    if (view* v = o.viewed) {
       if (failed_status_ == 0 && o.r.o.meta) {
-        it->second.exists = true;
-        it->second.tail = o.r.o.meta->tail;
-        it->second.closed = o.r.o.meta->closed;
+        v->exists = true;
+        v->tail = o.r.o.meta->tail;
+        v->closed = o.r.o.meta->closed;
       }
-      // After a failure the view stays where the log is: reads never see what the log lost.
-      if (--it->second.in_flight == 0 && failed_status_ == 0) views_.erase(it);
+      // After a failure the view stays pinned where the log is: reads never see what the log lost.
+      --v->in_flight;
+      if (!v->in_force()) --views_in_force_;
     }
     if (failed_status_ != 0 && o.r.o.mutated) {
       // Applied in memory on top of (or as) the failed record: report it failed (outcome unknown for
@@ -141,12 +148,18 @@ void shard_wal::drain() {
   }
 }
 
+void shard_wal::sweep_views() {
+  if (views_.size() < 1024 || views_.size() < 2 * views_in_force_) return;
+  std::erase_if(views_, [](const auto& entry) { return !entry.second.in_force(); });
+}
+
 void shard_wal::clear_failure() {
   WEIR_ASSERT(ops_.empty(), "clear_failure with {} commands in flight", ops_.size());
   failed_status_ = 0;
   failed_reason_.clear();
   poisoned_ = false;
   views_.clear();  // the state now matches the log: nothing to clamp
+  views_in_force_ = 0;
 }
 
 void shard_wal::when_idle(std::function<void()> fn) {
@@ -159,7 +172,7 @@ void shard_wal::when_idle(std::function<void()> fn) {
 
 void shard_wal::clamp(const std::string& path, streams::read_result& rr) const {
   auto it = views_.find(path);
-  if (it == views_.end() || rr.code != streams::errc::ok || !rr.meta) return;
+  if (it == views_.end() || !it->second.in_force() || rr.code != streams::errc::ok || !rr.meta) return;
   const view& v = it->second;
   if (!v.exists) {
     rr = streams::read_result{};

@@ -23,9 +23,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "base/string_map.h"
 #include "io/event_loop.h"
 #include "storage/log_writer.h"
 #include "streams/state_machine.h"
@@ -87,28 +87,36 @@ class shard_wal {
   void clamp(const std::string& path, streams::read_result& rr) const;
 
  private:
+  // A stream's durable view. Kept after its commands drain (one allocation per stream, not per
+  // append); in force only while `in_flight` > 0 or, after a log failure, while `pinned`.
   struct view {
     bool exists = false;
     streams::stream_offset tail{};
     bool closed = false;
     std::uint32_t in_flight = 0;
+    bool pinned = false;
+    bool in_force() const { return in_flight > 0 || pinned; }
   };
   struct op {
     durable_result r;
     completion done;
-    std::string viewed_path;  // non-empty: this op holds a reference on views_[viewed_path]
+    view* viewed = nullptr;  // non-null: this op holds a reference (in_flight) on that view
     bool ready = false;
     std::size_t bytes = 0;                     // record size, counted in in_flight_bytes_
     std::optional<std::uint32_t> data_offset;  // where the payload starts in the record
     std::uint32_t data_size = 0;
   };
 
+  // Drops views no longer in force once they outnumber those in force (amortized over the inserts).
+  void sweep_views();
+
   void on_logged(std::uint64_t seq, const result<storage::append_ack>& r);
   void drain();
 
   std::unique_ptr<storage::log_writer> writer_;
-  std::unordered_map<std::string, view> views_;         // streams with a create or append in flight
-  std::optional<std::pair<std::string, view>> staged_;  // from before(), consumed by after()
+  string_map<view> views_;      // streams that had a create or append logged (see view)
+  std::size_t views_in_force_ = 0;
+  std::optional<view> staged_;  // from before(), consumed by after()
   std::deque<op> ops_;
   std::uint64_t front_seq_ = 0;  // sequence number of ops_.front()
   int failed_status_ = 0;

@@ -473,7 +473,7 @@ std::vector<std::pair<std::string, std::uint32_t>> state_machine::ref_counts() c
 read_result state_machine::read(std::string_view path, std::optional<stream_offset> from,
                                 std::size_t max_bytes) const {
   read_result r;
-  auto it = streams_.find(std::string(path));
+  auto it = streams_.find(path);
   if (it == streams_.end()) {
     r.code = errc::not_found;
     return r;
@@ -490,7 +490,7 @@ read_result state_machine::read(std::string_view path, std::optional<stream_offs
 
 read_result state_machine::head(std::string_view path, std::int64_t now_ms) const {
   read_result r;
-  auto it = streams_.find(std::string(path));
+  auto it = streams_.find(path);
   if (it == streams_.end() ||
       (!it->second.soft_deleted && is_expired(it->second, now_ms) && it->second.ref_count == 0)) {
     r.code = errc::not_found;
@@ -502,6 +502,16 @@ read_result state_machine::head(std::string_view path, std::int64_t now_ms) cons
   }
   r.meta = meta_of(it->second);
   return r;
+}
+
+state_machine::position state_machine::position_of(std::string_view path, std::int64_t now_ms) const {
+  position p;
+  auto it = streams_.find(path);
+  if (it == streams_.end() || it->second.soft_deleted || is_expired(it->second, now_ms)) return p;
+  p.exists = true;
+  p.tail = it->second.log->tail();
+  p.closed = it->second.meta.closed;
+  return p;
 }
 
 std::vector<stream_meta> state_machine::list(std::string_view prefix, std::int64_t now_ms) const {

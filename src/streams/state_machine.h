@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/string_map.h"
 #include "streams/command.h"
 #include "streams/stream_log.h"
 #include "streams/types.h"
@@ -112,6 +113,13 @@ class state_machine {
   read_result read(std::string_view path, std::optional<stream_offset> from, std::size_t max_bytes) const;
   // Metadata, treating expired streams as absent (expiry is applied lazily by the next command).
   read_result head(std::string_view path, std::int64_t now_ms) const;
+  // What head() would say of the stream's existence, tail and closure, without copying its metadata.
+  struct position {
+    bool exists = false;
+    stream_offset tail{};
+    bool closed = false;
+  };
+  position position_of(std::string_view path, std::int64_t now_ms) const;
 
   // Live (not soft-deleted, not expired) streams whose path starts with `prefix`.
   std::vector<stream_meta> list(std::string_view prefix, std::int64_t now_ms) const;
@@ -211,7 +219,7 @@ class state_machine {
   // The stream of generation `generation` (soft-deleted or not), else nullptr.
   stream_state* find_generation(std::uint64_t generation);
 
-  std::unordered_map<std::string, stream_state> streams_;
+  string_map<stream_state> streams_;
   std::unordered_set<std::string> expiring_;  // streams with a TTL or Expires-At (what the sweeper scans)
   std::uint64_t next_generation_ = 1;
   // Every entry of streams_ by its generation (the hot tier's key: no path to hash or copy per record).

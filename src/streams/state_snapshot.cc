@@ -147,7 +147,7 @@ status state_machine::restore(std::span<const std::byte> blob) {
   const std::uint64_t count = in.var();
   if (in.ok() && next_generation == 0) return bad("next generation 0");
 
-  std::unordered_map<std::string, stream_state> streams;
+  string_map<stream_state> streams;
   std::unordered_set<std::uint64_t> generations;
   for (std::uint64_t i = 0; i < count && in.ok(); ++i) {
     std::string path = in.str();

@@ -97,6 +97,34 @@ TEST_F(shard_wal_test, appended_bytes_are_visible_only_once_durable) {
   EXPECT_EQ(read("/s").meta->tail.value(), 7u);
 }
 
+TEST_F(shard_wal_test, views_kept_after_draining_never_clamp_a_later_read) {
+  // Enough streams that idle views are swept while others are in flight.
+  constexpr int streams = 3000;
+  for (int i = 0; i < streams; ++i) run(create("/s" + std::to_string(i)));
+  for (int i = 0; i < streams; ++i) run(append("/s" + std::to_string(i), "ab"));
+  wait_for(2 * streams);
+  // Deleted and re-created behind its idle view: the new stream's durable state is what counts.
+  streams::delete_command d;
+  d.path = "/s7";
+  d.now_ms = 1000;
+  run(d);
+  run(create("/s7"));
+  run(append("/s7", "xyz"));
+  wait_for(2 * streams + 3);
+  EXPECT_EQ(text(read("/s7")), "xyz");
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < streams; i += 3) run(append("/s" + std::to_string(i), "c"));
+    // In flight: every stream still reads as its durable self.
+    EXPECT_EQ(text(read("/s0")), "ab" + std::string(static_cast<std::size_t>(round), 'c'));
+    EXPECT_EQ(text(read("/s1")), "ab");
+    wait_for(2 * streams + 3 + static_cast<std::size_t>(round + 1) * (streams / 3));
+  }
+  for (int i = 0; i < streams; ++i) {
+    if (i == 7) continue;
+    EXPECT_EQ(text(read("/s" + std::to_string(i))), i % 3 == 0 ? "abccc" : "ab") << i;
+  }
+}
+
 TEST_F(shard_wal_test, completions_keep_command_order_also_for_rejected_commands) {
   run(create("/s"));
   run(append("/s", "abc"));

@@ -419,6 +419,35 @@ TEST(state_machine, expired_source_with_forks_becomes_soft_deleted) {
   EXPECT_EQ(sm.size(), 0u);
 }
 
+TEST(state_machine, position_of_agrees_with_head) {
+  state_machine sm;
+  create_command src = make_create("/src", "text/plain", "abc");
+  src.expiry.ttl_seconds = 1;
+  (void)sm.create(src);
+  create_command f = make_create("/f");
+  f.fork = resolve_fork(sm, "/src", std::nullopt);
+  (void)sm.create(f);
+  (void)sm.create(make_create("/c", "text/plain", "xy"));
+  append_command close = make_append("/c", "z");
+  close.close = true;
+  (void)sm.append(close);
+  auto agree = [&](std::string_view path, std::int64_t now) {
+    read_result h = sm.head(path, now);
+    state_machine::position p = sm.position_of(path, now);
+    EXPECT_EQ(p.exists, h.code == errc::ok) << path << " at " << now;
+    if (h.code != errc::ok) return;
+    EXPECT_EQ(p.tail, h.meta->tail) << path;
+    EXPECT_EQ(p.closed, h.meta->closed) << path;
+  };
+  for (std::int64_t now : {t0, t0 + 5000}) {  // before and after /src expires (soft-deleted: a fork holds it)
+    for (std::string_view path : {"/src", "/f", "/c", "/absent"}) agree(path, now);
+  }
+  (void)sm.expire(expire_command{"/src", t0 + 5000});
+  for (std::string_view path : {"/src", "/f", "/c"}) agree(path, t0 + 5000);
+  EXPECT_TRUE(sm.position_of("/c", t0).closed);
+  EXPECT_EQ(sm.position_of("/f", t0).tail.value(), 3u);
+}
+
 TEST(state_machine, fork_release_of_unknown_source_is_harmless) {
   state_machine sm;
   outcome o = sm.fork_release(fork_release_command{"/nothing"});
