@@ -219,7 +219,10 @@ parse_result parse_request_head(std::string_view buf, request_head& out, const p
   p = detail::scan_vchar(p, cr);
   if (p == target) return fail(400, "empty request target");
   if (p == cr || *p != ' ') return fail(400, "invalid character in request target");
-  out.target = std::string_view(target, static_cast<std::size_t>(p - target));
+  // Kept in a local: reading the member back right after storing it halves would stall on store
+  // forwarding (two 8-byte stores, one 16-byte load), measurably on the pipelined path.
+  const std::string_view target_view(target, static_cast<std::size_t>(p - target));
+  out.target = target_view;
   ++p;
 
   // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3), then CRLF.
@@ -231,7 +234,7 @@ parse_result parse_request_head(std::string_view buf, request_head& out, const p
   out.version_minor = p[7] == '0' ? 0 : 1;
 
   // path and query
-  std::string_view path = out.target;
+  std::string_view path = target_view;
   if (path.front() != '/') path = path_of_absolute_form(path);
   const std::size_t q = path.find('?');
   if (q == std::string_view::npos) {
