@@ -115,19 +115,25 @@ std::optional<std::int64_t> parse_rfc3339_ms(std::string_view v) {
 std::optional<std::string> percent_decode(std::string_view v, bool plus_is_space) {
   std::string out;
   out.reserve(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    char c = v[i];
-    if (c == '%') {
-      if (i + 2 >= v.size()) return std::nullopt;
-      int h = hex_value(v[i + 1]), l = hex_value(v[i + 2]);
-      if (h < 0 || l < 0) return std::nullopt;
-      out.push_back(static_cast<char>(h * 16 + l));
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
+  const std::string_view special = plus_is_space ? std::string_view("%+") : std::string_view("%");
+  std::size_t i = 0;
+  while (i < v.size()) {
+    // Plain characters (nearly all of a path) are copied a run at a time.
+    std::size_t run_end = v.find_first_of(special, i);
+    if (run_end == std::string_view::npos) run_end = v.size();
+    out.append(v.data() + i, run_end - i);
+    i = run_end;
+    if (i == v.size()) break;
+    if (v[i] == '+') {
       out.push_back(' ');
-    } else {
-      out.push_back(c);
+      ++i;
+      continue;
     }
+    if (i + 2 >= v.size()) return std::nullopt;
+    int h = hex_value(v[i + 1]), l = hex_value(v[i + 2]);
+    if (h < 0 || l < 0) return std::nullopt;
+    out.push_back(static_cast<char>(h * 16 + l));
+    i += 3;
   }
   return out;
 }

@@ -94,11 +94,17 @@ bool memory_log::is_boundary(stream_offset at) const {
 }
 
 record* memory_log::find_record(std::uint64_t end) {
-  // The hot tier asks for the newest record (just made durable) far more often than any other.
+  // The hot tier asks for the newest record (just made durable), then evicts records oldest first.
   if (!records_.empty() && records_.back().end == end) return &records_.back();
-  auto it = std::lower_bound(records_.begin(), records_.end(), end,
-                             [](const record& r, std::uint64_t e) { return r.end < e; });
-  return it != records_.end() && it->end == end ? &*it : nullptr;
+  std::size_t i = next_hint_;
+  if (i >= records_.size() || records_[i].end != end) {
+    auto it = std::lower_bound(records_.begin(), records_.end(), end,
+                               [](const record& r, std::uint64_t e) { return r.end < e; });
+    if (it == records_.end() || it->end != end) return nullptr;
+    i = static_cast<std::size_t>(it - records_.begin());
+  }
+  next_hint_ = i + 1;
+  return &records_[i];
 }
 
 void memory_log::for_each_record(const std::function<void(const record&)>& fn) const {

@@ -60,7 +60,7 @@ class memory_log final : public stream_log {
   std::vector<record> prefix(stream_offset upto) const override;
   const record* record_at(stream_offset at) const override;
   bool is_boundary(stream_offset at) const override;
-  record* find_record(std::uint64_t end) override;  // binary search
+  record* find_record(std::uint64_t end) override;  // newest, next after the last found, or binary search
   void for_each_record(const std::function<void(const record&)>& fn) const override;
 
  private:
@@ -69,6 +69,7 @@ class memory_log final : public stream_log {
 
   std::vector<record> records_;
   std::uint64_t base_ = 0;
+  std::size_t next_hint_ = 0;  // just after the record find_record last found (the hot tier evicts in order)
 };
 
 }  // namespace weir::streams

@@ -48,6 +48,18 @@ TEST(is_true, exactly_true_case_insensitive) {
   for (const char* no : {"", "false", "yes", "1", "true ", "truee"}) EXPECT_FALSE(is_true(no)) << no;
 }
 
+TEST(percent_decode, runs_escapes_and_plus) {
+  EXPECT_EQ(percent_decode("/v1/stream/plain", false), "/v1/stream/plain");
+  EXPECT_EQ(percent_decode("", false), "");
+  EXPECT_EQ(percent_decode("%41b%2Fc%2f", false), "Ab/c/");
+  EXPECT_EQ(percent_decode("a+b%20c", false), "a+b c");
+  EXPECT_EQ(percent_decode("a+b%20c+", true), "a b c ");
+  EXPECT_EQ(percent_decode("%00", false), std::string(1, '\0'));
+  for (std::string_view bad : {"%", "%4", "a%4", "%G1", "%1G", "x%%41"}) {
+    EXPECT_FALSE(percent_decode(bad, false).has_value()) << bad;
+  }
+}
+
 TEST(parse_query, decodes_and_keeps_order) {
   auto q = parse_query("offset=0000_1&live=long-poll&cursor=12&x=a%2Cb&flag");
   ASSERT_TRUE(q.has_value());

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 namespace weir::streams {
 namespace {
 
@@ -78,6 +81,30 @@ TEST(memory_log, find_record_finds_exactly_the_record_ending_there) {
   for (std::uint64_t end : {0u, 1u, 4u, 8u, 10u}) EXPECT_EQ(log.find_record(end), nullptr) << end;
   memory_log empty;
   EXPECT_EQ(empty.find_record(0), nullptr);
+}
+
+TEST(memory_log, find_record_agrees_with_a_linear_search_in_any_order) {
+  std::mt19937 rng(7);
+  memory_log log;
+  std::vector<std::uint64_t> ends;
+  std::uint64_t end = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::size_t size = 1 + rng() % 5;
+    end += size;
+    log.append(rec(std::string(size, 'x'), end));
+    ends.push_back(end);
+  }
+  // In order (as the hot tier evicts), then at random, hits and misses mixed.
+  for (std::uint64_t e : ends) ASSERT_EQ(log.find_record(e)->end, e);
+  for (int i = 0; i < 2000; ++i) {
+    std::uint64_t probe = rng() % (end + 3);
+    bool exists = std::find(ends.begin(), ends.end(), probe) != ends.end();
+    record* r = log.find_record(probe);
+    ASSERT_EQ(r != nullptr, exists) << probe;
+    if (r) {
+      ASSERT_EQ(r->end, probe);
+    }
+  }
 }
 
 TEST(memory_log, for_each_record_visits_inherited_then_own_records_in_order) {
