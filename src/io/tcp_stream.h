@@ -8,8 +8,9 @@
 //       .on_hangup = [] { /* peer closed or error: read() what is left, then close() */ }});
 //
 // Readiness is edge-triggered: after on_readable, call read() until it returns would_block (or 0 for
-// end of stream), or you will not be told again. write()/writev() may write fewer bytes than asked; keep
-// the rest and wait for on_writable. Callbacks may close() or destroy the stream.
+// end of stream), or until a read returns fewer bytes than asked (the socket was drained then: data
+// arriving later raises a new edge), or you will not be told again. write()/writev() may write fewer bytes
+// than asked; keep the rest and wait for on_writable. Callbacks may close() or destroy the stream.
 #pragma once
 
 #include <sys/uio.h>

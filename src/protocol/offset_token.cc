@@ -19,7 +19,9 @@ offset_chars::offset_chars(streams::stream_offset o) {
   begin_ = at;
 }
 
-std::string format_offset(streams::stream_offset o) { return std::string(offset_chars(o).view()); }
+std::string format_offset(streams::stream_offset o) {
+  return std::string(offset_chars(o).view());
+}
 
 std::optional<streams::stream_offset> parse_offset_token(std::string_view t) {
   if (t.size() != 33 || t[16] != '_') return std::nullopt;

@@ -6,7 +6,8 @@ namespace weir::protocol {
 
 void response::add(static_text name, std::string_view value) {
   // By offset: text_ may move while headers are added, and with the response.
-  push({name.view, nullptr, static_cast<std::uint32_t>(text_.size()), static_cast<std::uint32_t>(value.size())});
+  push({name.view, nullptr, static_cast<std::uint32_t>(text_.size()),
+        static_cast<std::uint32_t>(value.size())});
   text_.append(value);
 }
 

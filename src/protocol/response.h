@@ -40,7 +40,7 @@ inline constexpr std::string_view sse_encoding = "Stream-SSE-Data-Encoding";
 struct static_text {
   template <std::size_t N>
   consteval static_text(const char (&s)[N]) : view(s, N - 1) {}  // NOLINT(google-explicit-constructor)
-  consteval static_text(std::string_view s) : view(s) {}          // NOLINT(google-explicit-constructor)
+  consteval static_text(std::string_view s) : view(s) {}         // NOLINT(google-explicit-constructor)
   std::string_view view;
 };
 

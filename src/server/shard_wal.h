@@ -114,7 +114,7 @@ class shard_wal {
   void drain();
 
   std::unique_ptr<storage::log_writer> writer_;
-  string_map<view> views_;      // streams that had a create or append logged (see view)
+  string_map<view> views_;  // streams that had a create or append logged (see view)
   std::size_t views_in_force_ = 0;
   std::optional<view> staged_;  // from before(), consumed by after()
   std::deque<op> ops_;

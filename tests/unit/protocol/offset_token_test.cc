@@ -19,14 +19,16 @@ TEST(offset_token, fixed_width_and_sortable) {
 }
 
 TEST(offset_token, digits_at_every_width) {
-  EXPECT_EQ(offset_chars(streams::stream_offset(9'999'999'999'999'999)).view(), "0000000000000000_9999999999999999");
+  EXPECT_EQ(offset_chars(streams::stream_offset(9'999'999'999'999'999)).view(),
+            "0000000000000000_9999999999999999");
   EXPECT_EQ(offset_chars(streams::stream_offset(10'000'000'000'000'000)).view(),
             "0000000000000000_10000000000000000");
   EXPECT_EQ(offset_chars(streams::stream_offset(std::numeric_limits<std::uint64_t>::max())).view(),
             "0000000000000000_18446744073709551615");
   std::uint64_t v = 1;
   for (int digits = 1; digits <= 16; ++digits, v *= 10) {
-    std::string expect = "0000000000000000_" + std::string(16 - digits, '0') + "1" + std::string(digits - 1, '0');
+    std::string expect =
+        "0000000000000000_" + std::string(16 - digits, '0') + "1" + std::string(digits - 1, '0');
     EXPECT_EQ(format_offset(streams::stream_offset(v)), expect);
   }
 }

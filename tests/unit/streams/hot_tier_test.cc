@@ -78,7 +78,7 @@ TEST(hot_tier, evict_releases_nothing_for_unlocated_missing_or_already_cold_reco
   const std::uint64_t gen = generation_of(sm, "/s");
   EXPECT_EQ(sm.evict(gen, 3), 0u);  // not located
   EXPECT_FALSE(sm.read("/s", std::nullopt, 100).plan.slices[0].cold());
-  EXPECT_EQ(sm.evict(gen, 4), 0u);  // no record ends there
+  EXPECT_EQ(sm.evict(gen, 4), 0u);        // no record ends there
   EXPECT_EQ(sm.evict(gen + 100, 3), 0u);  // no such stream
   ASSERT_TRUE(sm.locate(gen, 5, loc(2, 8)));
   EXPECT_EQ(sm.evict(gen + 1, 5), 0u);  // another generation
@@ -90,7 +90,7 @@ TEST(hot_tier, locate_fails_for_a_deleted_or_recreated_stream_or_a_wrong_end) {
   state_machine sm;
   (void)sm.create(make_create("/s", "text/plain", "abc"));
   const std::uint64_t old_gen = generation_of(sm, "/s");
-  EXPECT_FALSE(sm.locate(old_gen, 2, loc(1, 0)));  // not a record end
+  EXPECT_FALSE(sm.locate(old_gen, 2, loc(1, 0)));        // not a record end
   EXPECT_FALSE(sm.locate(old_gen + 100, 3, loc(1, 0)));  // no such stream
   (void)sm.remove(delete_command{"/s", t0});
   EXPECT_FALSE(sm.locate(old_gen, 3, loc(1, 0)));
