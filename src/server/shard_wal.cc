@@ -83,7 +83,7 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
   ops_.push_back(std::move(next));
   std::weak_ptr<bool> alive = alive_;
   writer_->append(command_record_type, std::as_bytes(std::span(bytes.data(), bytes.size())),
-                  [this, alive, seq](result<storage::append_ack> r) {
+                  [this, alive, seq](const result<storage::append_ack>& r) {
                     if (auto a = alive.lock(); a && *a) on_logged(seq, r);
                   });
   if (scratch_.capacity() > (1u << 20)) std::string().swap(scratch_);  // keep no huge body around
