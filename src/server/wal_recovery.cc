@@ -86,8 +86,7 @@ result<storage::recovered_log> replay_core(storage::env& e, const std::string& d
     at.segment = r.pos.segment.value();
     at.offset = r.pos.offset;
     (void)streams::encode(*cmd, &at.data_offset);
-    hot.admit(sm, o.meta->generation, o.meta->tail.value(), static_cast<std::uint32_t>(size),
-              at);
+    hot.admit(sm, o.meta->generation, o.meta->tail.value(), static_cast<std::uint32_t>(size), at);
     return {};
   };
   return storage::recover_log(e, dir, replay, restore);
