@@ -400,8 +400,8 @@ TEST(state_machine, soft_deleted_stream_rejects_every_command) {
   EXPECT_TRUE(sm.list("/", t0).size() == 1u);  // only the fork is listed
 }
 
-TEST(state_machine, expired_source_with_forks_becomes_soft_deleted) {
-  state_machine sm;
+// "/src" ("abc", expires after 1 s) and its fork "/f" (which outlives it).
+void create_expiring_source_and_fork(state_machine& sm) {
   create_command src = make_create("/src", "text/plain", "abc");
   src.expiry.ttl_seconds = 1;
   (void)sm.create(src);
@@ -409,6 +409,11 @@ TEST(state_machine, expired_source_with_forks_becomes_soft_deleted) {
   f.expiry.ttl_seconds = 3600;
   f.fork = resolve_fork(sm, "/src", std::nullopt);
   (void)sm.create(f);
+}
+
+TEST(state_machine, expired_source_with_forks_becomes_soft_deleted) {
+  state_machine sm;
+  create_expiring_source_and_fork(sm);
   outcome o = sm.expire(expire_command{"/src", t0 + 1000});
   EXPECT_EQ(o.code, errc::gone);
   EXPECT_EQ(o.removed, std::vector<std::string>{"/src"});
@@ -421,12 +426,7 @@ TEST(state_machine, expired_source_with_forks_becomes_soft_deleted) {
 
 TEST(state_machine, position_of_agrees_with_head) {
   state_machine sm;
-  create_command src = make_create("/src", "text/plain", "abc");
-  src.expiry.ttl_seconds = 1;
-  (void)sm.create(src);
-  create_command f = make_create("/f");
-  f.fork = resolve_fork(sm, "/src", std::nullopt);
-  (void)sm.create(f);
+  create_expiring_source_and_fork(sm);
   (void)sm.create(make_create("/c", "text/plain", "xy"));
   append_command close = make_append("/c", "z");
   close.close = true;
