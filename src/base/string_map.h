@@ -6,7 +6,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace weir {
 
@@ -17,7 +16,5 @@ struct string_hash {
 
 template <class V>
 using string_map = std::unordered_map<std::string, V, string_hash, std::equal_to<>>;
-
-using string_set = std::unordered_set<std::string, string_hash, std::equal_to<>>;
 
 }  // namespace weir

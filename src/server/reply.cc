@@ -20,32 +20,34 @@ void on_connection_core(const http::exchange& ex, F&& f) {
   }
 }
 
-// The response's headers as views, in `out` (stack storage for the usual count), valid while `r` is.
-std::span<const http::header> header_views(const protocol::response& r, std::array<http::header, 24>& out,
-                                           std::vector<http::header>& more) {
-  std::span<http::header> v(out.data(), r.header_count());
-  if (r.header_count() > out.size()) {
-    more.resize(r.header_count());
-    v = more;
+// A response's headers as views (stack storage for the usual count), valid while the response is.
+class header_views {
+ public:
+  explicit header_views(const protocol::response& r) {
+    if (r.header_count() > inline_.size()) more_.resize(r.header_count());
+    http::header* out = more_.empty() ? inline_.data() : more_.data();
+    for (std::size_t i = 0; i < r.header_count(); ++i) out[i] = http::header{r.name(i), r.value(i)};
+    view_ = std::span<const http::header>(out, r.header_count());
   }
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = http::header{r.name(i), r.value(i)};
-  return v;
-}
+  header_views(const header_views&) = delete;  // view_ may point into inline_
+  header_views& operator=(const header_views&) = delete;
+  std::span<const http::header> span() const { return view_; }
+
+ private:
+  std::array<http::header, 24> inline_;
+  std::vector<http::header> more_;
+  std::span<const http::header> view_;
+};
 }  // namespace
 
 void send_response(http::exchange ex, protocol::response r) {
-  on_connection_core(ex, [ex, r = std::move(r)]() mutable {
-    std::array<http::header, 24> inline_views;
-    std::vector<http::header> more;
-    ex.respond(r.status, header_views(r, inline_views, more), r.body);
-  });
+  on_connection_core(
+      ex, [ex, r = std::move(r)]() mutable { ex.respond(r.status, header_views(r).span(), r.body); });
 }
 
 void send_stream_head(http::exchange ex, protocol::response head) {
   on_connection_core(ex, [ex, head = std::move(head)]() mutable {
-    std::array<http::header, 24> inline_views;
-    std::vector<http::header> more;
-    ex.begin_stream(head.status, header_views(head, inline_views, more));
+    ex.begin_stream(head.status, header_views(head).span());
     ex.flush();
   });
 }

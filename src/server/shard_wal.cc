@@ -15,13 +15,11 @@ shard_wal::~shard_wal() {
 }
 
 namespace {
-// The stream whose reader-visible state (tail, closed, existence) `c` may move: creates and appends.
-// A delete or an expiry hides the stream at once (a crash can at worst bring it back, never move an
-// offset), so they need no durable view.
+// The stream whose reader-visible state (tail, closed, existence) `c` may move: the commands that carry
+// data, creates and appends. A delete or an expiry hides the stream at once (a crash can at worst bring
+// it back, never move an offset), so they need no durable view.
 const std::string* viewed_path(const streams::command& c) {
-  if (auto* a = std::get_if<streams::append_command>(&c)) return &a->path;
-  if (auto* cr = std::get_if<streams::create_command>(&c)) return &cr->path;
-  return nullptr;
+  return streams::command_data(c) ? &streams::command_path(c) : nullptr;
 }
 }  // namespace
 

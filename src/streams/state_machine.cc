@@ -496,7 +496,7 @@ read_result state_machine::head(std::string_view path, std::int64_t now_ms) cons
     r.code = errc::not_found;
     return r;
   }
-  if (it->second.soft_deleted || is_expired(it->second, now_ms)) {
+  if (!is_visible(it->second, now_ms)) {
     r.code = errc::gone;
     return r;
   }
@@ -507,7 +507,7 @@ read_result state_machine::head(std::string_view path, std::int64_t now_ms) cons
 state_machine::position state_machine::position_of(std::string_view path, std::int64_t now_ms) const {
   position p;
   auto it = streams_.find(path);
-  if (it == streams_.end() || it->second.soft_deleted || is_expired(it->second, now_ms)) return p;
+  if (it == streams_.end() || !is_visible(it->second, now_ms)) return p;
   p.exists = true;
   p.tail = it->second.log->tail();
   p.closed = it->second.meta.closed;
@@ -517,7 +517,7 @@ state_machine::position state_machine::position_of(std::string_view path, std::i
 std::vector<stream_meta> state_machine::list(std::string_view prefix, std::int64_t now_ms) const {
   std::vector<stream_meta> out;
   for (const auto& [path, s] : streams_) {
-    if (s.soft_deleted || is_expired(s, now_ms)) continue;
+    if (!is_visible(s, now_ms)) continue;
     if (path.compare(0, prefix.size(), prefix) != 0) continue;
     out.push_back(meta_of(s));
   }

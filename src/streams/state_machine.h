@@ -209,6 +209,10 @@ class state_machine {
   };
 
   static bool is_expired(const stream_state& s, std::int64_t now_ms);
+  // Neither soft-deleted nor expired: what head(), list() and position_of() show.
+  static bool is_visible(const stream_state& s, std::int64_t now_ms) {
+    return !s.soft_deleted && !is_expired(s, now_ms);
+  }
   // The stream at `path` after applying lazy expiry: nullptr if absent or expired-and-removed.
   stream_state* resolve(const std::string& path, std::int64_t now_ms, outcome& out);
   // A stream that exists and is not soft-deleted; otherwise nullptr with out.code = missing or gone.
