@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# HTTP engine benchmark: weir-techempower against nginx answering the same paths.
+# HTTP engine benchmark: weir-techempower against nginx answering the same paths, and the machine's
+# floor (bench/http/floor_server.cc: no parsing, one fixed answer per request head) beside them.
 # Server pinned to CPU 0 with one thread (nginx: one worker on CPU 0), wrk pinned to CPU 1 with one
 # thread. Reports req/s, server CPU microseconds per request (utime+stime of every server process from
 # /proc/PID/stat over the run / requests served), p99 latency for non-pipelined runs (stock wrk shows
 # p99 = 0 when pipelining, so none is quoted there) and the idle keep-alive connection memory cost.
 #
-#   bench/http/run.sh                      # both servers, 10 s per case
-#   WEIR_BIN=path/to/weir-techempower DURATION=5 SERVERS=weir bench/http/run.sh
+# The servers take turns within each case (and each round), so that they meet the same machine
+# conditions; the summary gives the median over rounds. The floor answers plaintext cases only.
+#
+#   bench/http/run.sh                      # weir, nginx and the epoll floor, 10 s per case, 1 round
+#   ROUNDS=3 DURATION=5 bench/http/run.sh
+#   SERVERS="weir floor floor-uring" CASES="plaintext-pipelined-16x256 256 /plaintext 16" bench/http/run.sh
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 WEIR_BIN=${WEIR_BIN:-$root/build/release/examples/techempower/weir-techempower}
+FLOOR_BIN=${FLOOR_BIN:-$root/build/release/bench/http/weir-http-floor}
 DURATION=${DURATION:-10}
-SERVERS=${SERVERS:-"weir nginx"}
+ROUNDS=${ROUNDS:-1}
+SERVERS=${SERVERS:-"weir nginx floor"}
 PORT=${PORT:-18080}
 IDLE_CONNS=${IDLE_CONNS:-2000}
 SERVER_CPU=${SERVER_CPU:-0}
@@ -72,6 +79,12 @@ start_server() {
       taskset -c "$SERVER_CPU" "$WEIR_BIN" --listen "127.0.0.1:$PORT" --threads 1 2>"$tmp/weir.log" &
       server_pid=$!
       ;;
+    floor | floor-uring)
+      local mode=epoll
+      [[ "$1" == floor-uring ]] && mode=uring
+      taskset -c "$SERVER_CPU" "$FLOOR_BIN" --listen "127.0.0.1:$PORT" --mode "$mode" 2>"$tmp/floor.log" &
+      server_pid=$!
+      ;;
     nginx)
       mkdir -p "$tmp/nginx"
       sed -e "s|@PREFIX@|$tmp/nginx|g" -e "s|@PORT@|$PORT|g" "$here/nginx.conf.in" >"$tmp/nginx/nginx.conf"
@@ -96,50 +109,71 @@ to_us() {  # wrk latency ("812.00us", "1.23ms", "2.01s") -> microseconds
 
 echo "# weir HTTP engine benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
 echo "# machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
-echo "# server on CPU $SERVER_CPU (1 thread / 1 worker), wrk -t1 on CPU $CLIENT_CPU, ${DURATION}s per case"
+echo "# server on CPU $SERVER_CPU (1 thread / 1 worker), wrk -t1 on CPU $CLIENT_CPU, ${DURATION}s per case, $ROUNDS round(s)"
 echo
-echo "| server | case | connections | pipeline | req/s | server CPU us/req | p99 latency | errors |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| round | case | server | connections | pipeline | req/s | server CPU us/req | p99 latency | errors |"
+echo "|---|---|---|---|---|---|---|---|---|"
 results="$tmp/results.txt"
 : >"$results"
-for server in $SERVERS; do
-  start_server "$server"
+for round in $(seq 1 "$ROUNDS"); do
   while read -r name conns path depth; do
     [[ -z "$name" ]] && continue
-    args=(-t1 "-c$conns" "-d${DURATION}s" --latency)
-    extra=()
-    if [[ "$depth" -gt 1 ]]; then
-      args+=(-s "$here/pipeline.lua")
-      extra=(-- "$depth")
-    fi
-    before=$(cpu_ticks "$server_pid")
-    out=$(taskset -c "$CLIENT_CPU" wrk "${args[@]}" "http://127.0.0.1:$PORT$path" "${extra[@]}")
-    after=$(cpu_ticks "$server_pid")
-    requests=$(echo "$out" | awk '/requests in/ {print $1}')
-    rps=$(echo "$out" | awk '/^Requests\/sec/ {printf "%.0f", $2}')
-    errors=$(echo "$out" | awk '/Socket errors|Non-2xx/ {print}' | tr '\n' ' ')
-    cpu_us=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$requests" 'BEGIN {printf "%.3f", t * 1e6 / hz / n}')
-    p99="n/a (pipelined)"
-    if [[ "$depth" -le 1 ]]; then
-      p99=$(to_us "$(echo "$out" | awk '$1 == "99%" {print $2}')")
-      p99="${p99} us"
-    fi
-    echo "| $server | $name | $conns | $depth | $rps | $cpu_us | $p99 | ${errors:-0} |"
-    echo "$server $name $rps $cpu_us" >>"$results"
+    for server in $SERVERS; do
+      [[ "$server" == floor* && "$path" != /plaintext ]] && continue
+      start_server "$server"
+      args=(-t1 "-c$conns" "-d${DURATION}s" --latency)
+      extra=()
+      if [[ "$depth" -gt 1 ]]; then
+        args+=(-s "$here/pipeline.lua")
+        extra=(-- "$depth")
+      fi
+      before=$(cpu_ticks "$server_pid")
+      out=$(taskset -c "$CLIENT_CPU" wrk "${args[@]}" "http://127.0.0.1:$PORT$path" "${extra[@]}")
+      after=$(cpu_ticks "$server_pid")
+      stop_server
+      requests=$(echo "$out" | awk '/requests in/ {print $1}')
+      rps=$(echo "$out" | awk '/^Requests\/sec/ {printf "%.0f", $2}')
+      errors=$(echo "$out" | awk '/Socket errors|Non-2xx/ {print}' | tr '\n' ' ')
+      cpu_us=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$requests" 'BEGIN {printf "%.3f", t * 1e6 / hz / n}')
+      p99="n/a (pipelined)"
+      if [[ "$depth" -le 1 ]]; then
+        p99=$(to_us "$(echo "$out" | awk '$1 == "99%" {print $2}')")
+        p99="${p99} us"
+      fi
+      echo "| $round | $name | $server | $conns | $depth | $rps | $cpu_us | $p99 | ${errors:-0} |"
+      echo "$server $name $rps $cpu_us" >>"$results"
+    done
   done <<<"$CASES"
-  if [[ "$IDLE_CONNS" -gt 0 ]]; then
-    idle=$(python3 "$here/idle_conns.py" "$server_pid" "$PORT" "$IDLE_CONNS")
-    echo "$server idle-memory $(echo "$idle" | awk '{print $(NF-1)}')" >>"$results"
-  fi
-  stop_server
 done
+if [[ "$IDLE_CONNS" -gt 0 ]]; then
+  for server in $SERVERS; do
+    [[ "$server" == floor* ]] && continue
+    start_server "$server"
+    idle=$(python3 "$here/idle_conns.py" "$server_pid" "$PORT" "$IDLE_CONNS")
+    stop_server
+    echo "$server idle-memory $(echo "$idle" | awk '{print $(NF-1)}')" >>"$results"
+  done
+fi
 
 echo
-echo "| case | weir req/s | nginx req/s | weir CPU us/req | nginx CPU us/req | nginx/weir CPU per request |"
-echo "|---|---|---|---|---|---|"
-awk '$2 != "idle-memory" { rps[$1, $2] = $3; cpu[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; order[n++] = $2 } }
-     END { for (i = 0; i < n; i++) { c = order[i]; w = cpu["weir", c]; g = cpu["nginx", c];
-             ratio = (w > 0 && g > 0) ? sprintf("%.1fx", g / w) : "-";
-             printf "| %s | %s | %s | %s | %s | %s |\n", c, rps["weir", c], rps["nginx", c], w, g, ratio } }' "$results"
+echo "Medians over $ROUNDS round(s):"
+echo
+echo "| case | weir req/s | nginx req/s | weir CPU us/req | nginx CPU us/req | floor CPU us/req | nginx/weir CPU per request | weir/floor |"
+echo "|---|---|---|---|---|---|---|---|"
+sort -k1,1 -k2,2 -k4,4g "$results" |
+  awk '$2 != "idle-memory" {
+         k = $1 SUBSEP $2; n[k]++; r[k, n[k]] = $3; c[k, n[k]] = $4
+         if (!($2 in seen)) { seen[$2] = 1; order[m++] = $2 } }
+       function med(k, a,   i, j, t, v, cnt) {
+         cnt = n[k]; if (cnt == 0) return ""
+         for (i = 1; i <= cnt; i++) v[i] = a[k, i] + 0
+         for (i = 1; i <= cnt; i++) for (j = i + 1; j <= cnt; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+         return (cnt % 2) ? v[(cnt + 1) / 2] : (v[cnt / 2] + v[cnt / 2 + 1]) / 2 }
+       END { for (i = 0; i < m; i++) { cs = order[i]
+               w = med("weir" SUBSEP cs, c); g = med("nginx" SUBSEP cs, c); f = med("floor" SUBSEP cs, c)
+               wr = med("weir" SUBSEP cs, r); gr = med("nginx" SUBSEP cs, r)
+               ratio = (w > 0 && g > 0) ? sprintf("%.1fx", g / w) : "-"
+               fl = (w > 0 && f > 0) ? sprintf("%.2fx", w / f) : "-"
+               printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cs, wr, gr, w, g, (f == "" ? "-" : f), ratio, fl } }'
 echo
 awk '$2 == "idle-memory" { printf "idle keep-alive connection (%s): %s bytes of RSS each ('"$IDLE_CONNS"' connections)\n", $1, $3 }' "$results"

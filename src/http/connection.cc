@@ -11,6 +11,7 @@
 
 #include "http/loop_context.h"
 #include "http/status_text.h"
+#include "io/socket.h"
 
 namespace weir::http {
 namespace {
@@ -109,7 +110,7 @@ void connection::drive() {
       buf = in_.prepare(want);
       cap = in_.writable();
     }
-    auto n = ::recv(fd_, buf, cap, 0);
+    auto n = io::recv_bytes(fd_, buf, cap, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       readable_ = false;
@@ -497,7 +498,7 @@ void connection::send_out() {
   if (!want_write_) write_progress_ms_ = ctx_->loop->now_ms();
   while (!out_.empty()) {
     ctx_->sends.add();  // before the call: a peer that sees the bytes also sees the count
-    auto n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+    auto n = io::send_bytes(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
     if (n > 0) {
       out_.consume(static_cast<std::size_t>(n));
       write_progress_ms_ = ctx_->loop->now_ms();

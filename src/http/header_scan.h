@@ -93,6 +93,55 @@ inline const char* scan_vchar(const char* p, const char* end) {
   return end;
 }
 
+// scan_vchar that also notes the first '?' before the stop (nullptr if none): the request-target and
+// its query split in one pass.
+inline const char* scan_target(const char* p, const char* end, const char*& question) {
+  question = nullptr;
+#if defined(__SSE2__)
+  const __m128i bias = _mm_set1_epi8(static_cast<char>(0x80));
+  const __m128i lo = _mm_set1_epi8(static_cast<char>(0x21 ^ 0x80));
+  const __m128i hi = _mm_set1_epi8(static_cast<char>(0x7e ^ 0x80));
+  const __m128i qmark = _mm_set1_epi8('?');
+  while (end - p >= 16) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i v = _mm_xor_si128(raw, bias);
+    const auto bad =
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_cmplt_epi8(v, lo), _mm_cmpgt_epi8(v, hi))));
+    auto q = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(raw, qmark)));
+    if (bad != 0) {
+      const unsigned stop = static_cast<unsigned>(__builtin_ctz(bad));
+      q &= (1u << stop) - 1;
+      if (question == nullptr && q != 0) question = p + __builtin_ctz(q);
+      return p + stop;
+    }
+    if (question == nullptr && q != 0) question = p + __builtin_ctz(q);
+    p += 16;
+  }
+#endif
+  for (; p < end; ++p) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c < 0x21 || c > 0x7e) return p;
+    if (c == '?' && question == nullptr) question = p;
+  }
+  return end;
+}
+
+// First `c` in [p, end), or end. For the short spans of a request (a target, a list value), where a
+// call to memchr costs more than the scan.
+inline const char* find_char(const char* p, const char* end, char c) {
+#if defined(__SSE2__)
+  const __m128i needle = _mm_set1_epi8(c);
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, needle));
+    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    p += 16;
+  }
+#endif
+  while (p < end && *p != c) ++p;
+  return p;
+}
+
 // End of a field name starting at p: the first byte in [p, end) that is not a tchar. Names are nearly
 // always letters, digits and '-', so 16 bytes at a time skip those; other tchars go through the table.
 inline const char* scan_token(const char* p, const char* end) {

@@ -2,6 +2,11 @@
 // host:port parsing. Plain functions over file descriptors; errors are values.
 #pragma once
 
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,5 +40,15 @@ result<int> connect_tcp(const std::string& host, std::uint16_t port, bool non_bl
 int socket_error(int fd);
 
 void set_nodelay(int fd);
+
+// send(2) and recv(2) without libc's cancellation-point bookkeeping (weir never cancels a thread):
+// on the pipelined request path those wrappers cost about 1.5% of the server's CPU. Same results and
+// errno as send/recv.
+inline ssize_t send_bytes(int fd, const void* buf, std::size_t len, int flags) {
+  return ::syscall(SYS_sendto, fd, buf, len, flags, nullptr, 0);
+}
+inline ssize_t recv_bytes(int fd, void* buf, std::size_t len, int flags) {
+  return ::syscall(SYS_recvfrom, fd, buf, len, flags, nullptr, nullptr);
+}
 
 }  // namespace weir::io

@@ -4,6 +4,8 @@
 //   - a prefix (in its own exact-size buffer, so over-reads are caught) gives need_more, the same
 //     error, or (if complete) the same head;
 //   - a complete head followed by more bytes parses the same;
+//   - whenever the fast request-line reader accepts a line, the general one accepts it with the same
+//     fields (at the input's own line cap and at a small one);
 //   - after a chunked head, the body de-chunks the same whole and split at a point chosen from the
 //     input, and decoded_bytes() matches what the sink saw.
 #include <cstddef>
@@ -14,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "http/request_line.h"
 #include "http/request_parser.h"
 
 namespace {
@@ -114,6 +117,17 @@ dechunked dechunk(std::string_view body, std::size_t cut, std::uint64_t max_body
   return out;
 }
 
+void check_fast_line_agrees(std::string_view in, std::size_t line_cap) {
+  detail::request_line fast;
+  if (!detail::read_request_line_fast(in.data(), in.size(), line_cap, fast)) return;
+  detail::request_line general;
+  const detail::request_line_status s = detail::read_request_line(in.data(), in.size(), line_cap, general);
+  FUZZ_CHECK(s.status == parse_status::complete);
+  FUZZ_CHECK(fast.method == general.method && fast.method_name == general.method_name);
+  FUZZ_CHECK(fast.target == general.target && fast.question == general.question);
+  FUZZ_CHECK(fast.version_minor == general.version_minor && fast.next == general.next);
+}
+
 // request_head is 3 KB; keep the ones we need off the stack and reused.
 struct heads {
   request_head whole, prefix, longer;
@@ -131,6 +145,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     lim.max_request_line = 48;
     lim.max_head_bytes = 200;
     lim.max_body_bytes = 100;
+  }
+
+  if (size > 0) {  // (an empty view's data() may be null; both readers need room > 0 to decide)
+    check_fast_line_agrees(in, lim.max_request_line + 2);
+    check_fast_line_agrees(in, 1 + hash % 32);
   }
 
   const parse_result r = parse_request_head(in, hs->whole, lim);
