@@ -141,7 +141,7 @@ for round in $(seq 1 "$ROUNDS"); do
         p99="${p99} us"
       fi
       echo "| $round | $name | $server | $conns | $depth | $rps | $cpu_us | $p99 | ${errors:-0} |"
-      echo "$server $name $rps $cpu_us" >>"$results"
+      echo "$server $name $rps $cpu_us ${p99%% *}" >>"$results"
     done
   done <<<"$CASES"
 done
@@ -158,11 +158,10 @@ fi
 echo
 echo "Medians over $ROUNDS round(s):"
 echo
-echo "| case | weir req/s | nginx req/s | weir CPU us/req | nginx CPU us/req | floor CPU us/req | nginx/weir CPU per request | weir/floor |"
-echo "|---|---|---|---|---|---|---|---|"
-sort -k1,1 -k2,2 -k4,4g "$results" |
-  awk '$2 != "idle-memory" {
-         k = $1 SUBSEP $2; n[k]++; r[k, n[k]] = $3; c[k, n[k]] = $4
+echo "| case | weir req/s | nginx req/s | weir CPU us/req | nginx CPU us/req | floor CPU us/req | nginx/weir CPU per request | weir/floor | weir p99 | nginx p99 |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+awk '$2 != "idle-memory" {
+         k = $1 SUBSEP $2; n[k]++; r[k, n[k]] = $3; c[k, n[k]] = $4; l[k, n[k]] = $5
          if (!($2 in seen)) { seen[$2] = 1; order[m++] = $2 } }
        function med(k, a,   i, j, t, v, cnt) {
          cnt = n[k]; if (cnt == 0) return ""
@@ -174,6 +173,8 @@ sort -k1,1 -k2,2 -k4,4g "$results" |
                wr = med("weir" SUBSEP cs, r); gr = med("nginx" SUBSEP cs, r)
                ratio = (w > 0 && g > 0) ? sprintf("%.1fx", g / w) : "-"
                fl = (w > 0 && f > 0) ? sprintf("%.2fx", w / f) : "-"
-               printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cs, wr, gr, w, g, (f == "" ? "-" : f), ratio, fl } }'
+               wl = "-"; gl = "-"
+               if (l["weir" SUBSEP cs, 1] != "n/a") { wl = med("weir" SUBSEP cs, l) " us"; gl = med("nginx" SUBSEP cs, l) " us" }
+               printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cs, wr, gr, w, g, (f == "" ? "-" : f), ratio, fl, wl, gl } }' "$results"
 echo
 awk '$2 == "idle-memory" { printf "idle keep-alive connection (%s): %s bytes of RSS each ('"$IDLE_CONNS"' connections)\n", $1, $3 }' "$results"
