@@ -126,8 +126,8 @@ inline const char* scan_target(const char* p, const char* end, const char*& ques
   return end;
 }
 
-// First `c` in [p, end), or end. For the short spans of a request (a target, a list value), where a
-// call to memchr costs more than the scan.
+// First `c` in [p, end), or end. For short spans such as a request-target, where a call to memchr
+// costs more than the scan.
 inline const char* find_char(const char* p, const char* end, char c) {
 #if defined(__SSE2__)
   const __m128i needle = _mm_set1_epi8(c);
