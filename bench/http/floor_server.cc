@@ -211,6 +211,7 @@ int run_uring(int listener) {
   };
   std::vector<peer> peers;
   std::vector<std::size_t> in_flight;  // bytes of out being sent, per fd
+  std::vector<bool> closing;           // peer gone, close once the send in flight completes
   const auto send_out = [&](int fd) {
     peer& c = peers[static_cast<std::size_t>(fd)];
     std::size_t& flying = in_flight[static_cast<std::size_t>(fd)];
@@ -242,9 +243,11 @@ int run_uring(int listener) {
           if (static_cast<std::size_t>(c) >= peers.size()) {
             peers.resize(static_cast<std::size_t>(c) + 1);
             in_flight.resize(static_cast<std::size_t>(c) + 1);
+            closing.resize(static_cast<std::size_t>(c) + 1);
           }
           peers[static_cast<std::size_t>(c)] = peer{};
           in_flight[static_cast<std::size_t>(c)] = 0;
+          closing[static_cast<std::size_t>(c)] = false;
           arm_recv(c);
         }
         if ((cqe->flags & IORING_CQE_F_MORE) == 0) arm_accept();
@@ -261,14 +264,25 @@ int run_uring(int listener) {
         } else if (cqe->res == -ENOBUFS) {
           arm_recv(fd);
         } else if ((cqe->flags & IORING_CQE_F_MORE) == 0) {
-          close(fd);  // end of stream or error; a send still in flight fails and is dropped
+          // End of stream or error. A send still in flight reads c.out: close when it completes, so
+          // the descriptor (and its peer slot) cannot be reused under it.
+          if (in_flight[static_cast<std::size_t>(fd)] == 0) {
+            close(fd);
+          } else {
+            closing[static_cast<std::size_t>(fd)] = true;
+          }
         }
       } else if (k == send_op) {
         peer& c = peers[static_cast<std::size_t>(fd)];
         std::size_t& flying = in_flight[static_cast<std::size_t>(fd)];
         if (cqe->res > 0) c.out.erase(0, static_cast<std::size_t>(cqe->res));
         flying = 0;
-        if (cqe->res >= 0) send_out(fd);
+        if (closing[static_cast<std::size_t>(fd)]) {
+          closing[static_cast<std::size_t>(fd)] = false;
+          close(fd);
+        } else if (cqe->res >= 0) {
+          send_out(fd);
+        }
       }
     }
     if (returned > 0) io_uring_buf_ring_advance(br, returned);

@@ -15,16 +15,19 @@
 
 namespace weir::http::detail {
 
-// RFC 9110 5.6.2: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" /
-// "|" / "~" / DIGIT / ALPHA.
-inline constexpr std::array<bool, 256> tchar_table = [] {
+// A byte-class table: ASCII letters and digits, and the bytes of `extra`.
+constexpr std::array<bool, 256> alnum_table_with(std::string_view extra) {
   std::array<bool, 256> t{};
   for (int c = '0'; c <= '9'; ++c) t[c] = true;
   for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
   for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
-  for (char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  for (char c : extra) t[static_cast<unsigned char>(c)] = true;
   return t;
-}();
+}
+
+// RFC 9110 5.6.2: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" /
+// "|" / "~" / DIGIT / ALPHA.
+inline constexpr std::array<bool, 256> tchar_table = alnum_table_with("!#$%&'*+-.^_`|~");
 
 inline bool is_tchar(char c) {
   return tchar_table[static_cast<unsigned char>(c)];

@@ -61,14 +61,7 @@ std::string_view path_of_absolute_form(std::string_view target) {
 
 // RFC 9112 3.2 / RFC 3986 3.2.2-3.2.3: Host = uri-host [ ":" port ]. Checked by character class:
 // unreserved, sub-delims, '%' (pct-encoded), ':' and the brackets of an IP-literal. Empty is valid.
-constexpr std::array<bool, 256> host_char_table = [] {
-  std::array<bool, 256> t{};
-  for (int c = '0'; c <= '9'; ++c) t[c] = true;
-  for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
-  for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
-  for (char c : std::string_view("-._~!$&'()*+,;=%:[]")) t[static_cast<unsigned char>(c)] = true;
-  return t;
-}();
+constexpr std::array<bool, 256> host_char_table = detail::alnum_table_with("-._~!$&'()*+,;=%:[]");
 
 bool valid_host(std::string_view v) {
   const char* p = v.data();
