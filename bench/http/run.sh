@@ -44,6 +44,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
+for server in $SERVERS; do
+  case "$server" in
+    weir) bin=$WEIR_BIN ;;
+    floor | floor-uring) bin=$FLOOR_BIN ;;
+    nginx) bin=$(command -v nginx || echo nginx) ;;
+    *) echo "unknown server '$server' (weir, nginx, floor, floor-uring)" >&2; exit 2 ;;
+  esac
+  if [[ ! -x "$bin" ]]; then
+    echo "$server: $bin is missing; build it (cmake --build build/release --target weir-techempower" \
+      "weir-http-floor) or install nginx-light" >&2
+    exit 2
+  fi
+done
+
 # utime+stime (clock ticks) of a process and its children processes (nginx workers).
 cpu_ticks() {
   local total=0 p
