@@ -129,51 +129,46 @@ inline const char* scan_target(const char* p, const char* end, const char*& ques
   return end;
 }
 
-// First `c` in [p, end), or end. For short spans such as a request-target, where a call to memchr
-// costs more than the scan.
-inline const char* find_char(const char* p, const char* end, char c) {
-#if defined(__SSE2__)
-  const __m128i needle = _mm_set1_epi8(c);
-  while (end - p >= 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, needle));
-    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
-    p += 16;
-  }
-#endif
-  while (p < end && *p != c) ++p;
-  return p;
-}
-
-// End of a field name starting at p: the first byte in [p, end) that is not a tchar. Names are nearly
-// always letters, digits and '-', so 16 bytes at a time skip those; other tchars go through the table.
-inline const char* scan_token(const char* p, const char* end) {
+// The first byte in [p, end) outside `table`, a byte class that holds every ASCII letter and digit
+// and the bytes c1, c2, c3. Those, the common ones, are skipped 16 bytes at a time; any other byte is
+// looked up in the table.
+inline const char* scan_alnum_class(const char* p, const char* end, const std::array<bool, 256>& table,
+                                    char c1, char c2, char c3) {
 #if defined(__SSE2__)
   const __m128i fold = _mm_set1_epi8(0x20);
   const __m128i a_minus_1 = _mm_set1_epi8('a' - 1);
   const __m128i z_plus_1 = _mm_set1_epi8('z' + 1);
   const __m128i zero_minus_1 = _mm_set1_epi8('0' - 1);
   const __m128i nine_plus_1 = _mm_set1_epi8('9' + 1);
-  const __m128i dash = _mm_set1_epi8('-');
+  const __m128i m1 = _mm_set1_epi8(c1);
+  const __m128i m2 = _mm_set1_epi8(c2);
+  const __m128i m3 = _mm_set1_epi8(c3);
   while (end - p >= 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     // Only 'A'-'Z' and 'a'-'z' fold into 'a'-'z'; bytes >= 0x80 are negative and match nothing.
     const __m128i lower = _mm_or_si128(v, fold);
     const __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(lower, a_minus_1), _mm_cmplt_epi8(lower, z_plus_1));
     const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, zero_minus_1), _mm_cmplt_epi8(v, nine_plus_1));
-    const __m128i ok = _mm_or_si128(_mm_or_si128(alpha, digit), _mm_cmpeq_epi8(v, dash));
-    const int mask = ~_mm_movemask_epi8(ok) & 0xffff;
+    const __m128i extra =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, m1), _mm_cmpeq_epi8(v, m2)), _mm_cmpeq_epi8(v, m3));
+    const int mask = ~_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), extra)) & 0xffff;
     if (mask != 0) {
       p += __builtin_ctz(static_cast<unsigned>(mask));
-      if (!is_tchar(*p)) return p;
-      ++p;  // a rarer tchar ('_', '.', ...): keep going
+      if (!table[static_cast<unsigned char>(*p)]) return p;
+      ++p;  // a rarer member of the class: keep going
       continue;
     }
     p += 16;
   }
 #endif
-  while (p < end && is_tchar(*p)) ++p;
+  while (p < end && table[static_cast<unsigned char>(*p)]) ++p;
   return p;
+}
+
+// End of a field name starting at p: the first byte in [p, end) that is not a tchar. Names are nearly
+// always letters, digits and '-'.
+inline const char* scan_token(const char* p, const char* end) {
+  return scan_alnum_class(p, end, tchar_table, '-', '_', '.');
 }
 
 // Outcome of scanning the field lines of a head.

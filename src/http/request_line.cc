@@ -43,8 +43,8 @@ request_line_status read_request_line(const char* line, std::size_t room, std::s
   if (p == target) return fail(400, "empty request target");
   if (p == cr || *p != ' ') return fail(400, "invalid character in request target");
   out.target = std::string_view(target, static_cast<std::size_t>(p - target));
-  out.question = find_char(target, p, '?');
-  if (out.question == p) out.question = nullptr;
+  const std::size_t q = out.target.find('?');
+  out.question = q == std::string_view::npos ? nullptr : target + q;
   ++p;
 
   // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3), then CRLF.

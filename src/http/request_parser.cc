@@ -4,10 +4,6 @@
 #include <array>
 #include <cstring>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "http/header_scan.h"
 #include "http/request_line.h"
 
@@ -64,38 +60,9 @@ std::string_view path_of_absolute_form(std::string_view target) {
 constexpr std::array<bool, 256> host_char_table = detail::alnum_table_with("-._~!$&'()*+,;=%:[]");
 
 bool valid_host(std::string_view v) {
-  const char* p = v.data();
-  const char* const end = p + v.size();
-#if defined(__SSE2__)
-  // Names and addresses are letters, digits, '.', '-' and ':', 16 bytes at a time; anything else
-  // goes through the table.
-  const __m128i fold = _mm_set1_epi8(0x20);
-  const __m128i a_minus_1 = _mm_set1_epi8('a' - 1);
-  const __m128i z_plus_1 = _mm_set1_epi8('z' + 1);
-  const __m128i dash_minus_1 = _mm_set1_epi8('-' - 1);  // '-', '.', '/', digits, ':'
-  const __m128i colon_plus_1 = _mm_set1_epi8(':' + 1);
-  const __m128i slash = _mm_set1_epi8('/');
-  while (end - p >= 16) {
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i lower = _mm_or_si128(c, fold);
-    const __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(lower, a_minus_1), _mm_cmplt_epi8(lower, z_plus_1));
-    const __m128i span =
-        _mm_andnot_si128(_mm_cmpeq_epi8(c, slash),
-                         _mm_and_si128(_mm_cmpgt_epi8(c, dash_minus_1), _mm_cmplt_epi8(c, colon_plus_1)));
-    const unsigned odd = ~static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(alpha, span))) & 0xffffu;
-    if (odd == 0) {
-      p += 16;
-      continue;
-    }
-    p += __builtin_ctz(odd);
-    if (!host_char_table[static_cast<unsigned char>(*p)]) return false;
-    ++p;
-  }
-#endif
-  // No early exit: one branch at the end instead of one per byte.
-  bool ok = true;
-  for (; p < end; ++p) ok &= host_char_table[static_cast<unsigned char>(*p)];
-  return ok;
+  // Names and addresses are letters, digits, '.', '-' and ':'.
+  const char* const end = v.data() + v.size();
+  return detail::scan_alnum_class(v.data(), end, host_char_table, '-', '.', ':') == end;
 }
 
 // Applies the header semantics once the head is complete: framing, Host, Connection, Expect.
