@@ -55,8 +55,8 @@ server_process::~server_process() {
   if (pid_ > 0) kill(ignored);
 }
 
-void server_process::start(const std::string& note) {
-  port_ = free_loopback_port();
+void server_process::start(const std::string& note, std::uint16_t port) {
+  port_ = port != 0 ? port : free_loopback_port();
   {
     std::ofstream(log_, std::ios::app) << "\n===== crash test: " << note << " (port " << port_ << ") =====\n";
   }

@@ -27,8 +27,9 @@ class server_process {
 
   // Arguments for the next start() (e.g. another --fsync mode).
   void set_args(std::vector<std::string> args) { args_ = std::move(args); }
-  // Starts the server on a new free port (the previous process must be gone). `note` heads its log part.
-  void start(const std::string& note);
+  // Starts the server on `port`, or on a new free port when it is 0 (the previous process must be gone).
+  // `note` heads its log part.
+  void start(const std::string& note, std::uint16_t port = 0);
   // Polls the port until the server answers an HTTP request. False (with `why`) if the process exited or
   // `limit` passed.
   bool wait_ready(std::chrono::milliseconds limit, std::string& why);
