@@ -7,17 +7,13 @@
 #include <vector>
 
 #include "base/result.h"
+#include "client/endpoint.h"
 
 namespace weir::bench {
 
-// An http:// base URL split for the client. Streams live at `prefix` + "/" + name; a URL without a
-// path gets "/v1/stream", where the Node reference server and weir serve streams.
-struct endpoint {
-  std::string url;   // as given
-  std::string host;  // IPv4 dotted quad ("localhost" becomes 127.0.0.1)
-  std::uint16_t port = 80;
-  std::string prefix;  // no trailing '/'
-};
+// The HTTP client's base URL (client/endpoint.h), under bench's own names.
+using client::endpoint;
+using client::parse_endpoint;
 
 struct target_spec {
   std::string name;
@@ -43,7 +39,6 @@ struct bench_options {
   std::string command;                   // the command line, for the report
 };
 
-result<endpoint> parse_endpoint(std::string_view url);
 // "NAME=URL"
 result<target_spec> parse_target(std::string_view spec);
 // "NAME=URL,URL,..." applied to the target called NAME in `targets`.

@@ -5,9 +5,12 @@
 
 #include <cstdio>
 
-#include "bench/http_connection.h"
+#include "client/http_connection.h"
 
 namespace weir::bench {
+
+// The HTTP client is weir_client (src/client), shared with `weir stream`.
+using client::mono_ns;
 
 double process_cpu_seconds() {
   rusage ru{};

@@ -15,11 +15,17 @@
 
 #include "bench/bench_options.h"
 #include "bench/bench_report.h"
-#include "bench/http_connection.h"
 #include "bench/latency_histogram.h"
 #include "bench/phase_driver.h"
+#include "client/http_connection.h"
 
 namespace weir::bench {
+
+// The HTTP client is weir_client (src/client), shared with `weir stream`.
+using client::format_request_head;
+using client::http_connection;
+using client::http_response;
+using client::mono_ns;
 
 struct loop_worker {
   endpoint ep;

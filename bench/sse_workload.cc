@@ -5,10 +5,18 @@
 
 #include <fmt/format.h>
 
-#include "bench/http_connection.h"
-#include "bench/sse_event_parser.h"
+#include "client/http_connection.h"
+#include "client/sse_event_parser.h"
 
 namespace weir::bench {
+
+// The HTTP client is weir_client (src/client), shared with `weir stream`.
+using client::format_request_head;
+using client::http_connection;
+using client::http_response;
+using client::mono_ns;
+using client::sse_event;
+using client::sse_event_parser;
 
 std::string sse_event_payload(std::size_t stream, std::size_t index, std::size_t size) {
   std::string p = fmt::format("#{}:{};", stream, index);

@@ -1,7 +1,9 @@
-#include "bench/http_connection.h"
+#include "client/http_connection.h"
 
 #include <sys/uio.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -10,7 +12,7 @@
 
 #include "base/assert.h"
 
-namespace weir::bench {
+namespace weir::client {
 
 std::int64_t mono_ns() {
   timespec ts{};
@@ -27,6 +29,17 @@ std::string format_request_head(std::string_view method, const endpoint& ep, std
   if (with_body) head += fmt::format("Content-Length: {}\r\n", body_size);
   head += "\r\n";
   return head;
+}
+
+const std::string* http_response::header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (n.size() == name.size() && std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        })) {
+      return &v;
+    }
+  }
+  return nullptr;
 }
 
 http_connection::http_connection(io::event_loop& loop, endpoint ep)
@@ -226,6 +239,11 @@ bool http_connection::process_input() {
       }
       resp_.status = head.status;
       if (const auto* h = head.find("stream-next-offset")) resp_.next_offset.assign(h->value);
+      if (keep_headers_) {
+        for (std::size_t i = 0; i < head.header_count; ++i) {
+          resp_.headers.emplace_back(head.headers[i].name, head.headers[i].value);
+        }
+      }
       keep_alive_ = head.keep_alive;
       in_.consume(step.consumed);
       state_ = state::reading_body;
@@ -297,4 +315,4 @@ void http_connection::expire_if_older(std::int64_t started_before_ns) {
   if (busy() && resp_.sent_ns < started_before_ns) fail("timeout");
 }
 
-}  // namespace weir::bench
+}  // namespace weir::client

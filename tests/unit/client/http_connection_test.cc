@@ -1,6 +1,6 @@
 // http_connection against a scripted loopback server: framing, reuse, streaming and every failure the
 // benchmark must see as an error (malformed head, early close, timeout, refused connection).
-#include "bench/http_connection.h"
+#include "client/http_connection.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-namespace weir::bench {
+namespace weir::client {
 namespace {
 
 // Accepts one connection; for each scripted reply reads one request head, then writes the reply in
@@ -115,6 +115,33 @@ TEST(http_connection, reads_length_and_bodyless_responses_on_one_reused_connecti
   EXPECT_EQ(got[1].body_bytes, 5u);
   EXPECT_GE(got[1].done_ns, got[1].sent_ns);
   EXPECT_EQ(server.accepted(), 1);
+}
+
+TEST(http_connection, keeps_response_headers_only_when_asked) {
+  const std::string reply =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nStream-Closed: true\r\nContent-Length: 0\r\n\r\n";
+  scripted_server server({reply, reply});
+  io::event_loop loop(0);
+  http_connection conn(loop, server.ep());
+  std::vector<http_response> got;
+  run_loop(loop, [&] {
+    conn.request(get_head, {}, false, [&](http_response& r) {
+      got.push_back(r);
+      conn.set_keep_headers(true);
+      conn.request(get_head, {}, false, [&](http_response& r2) {
+        got.push_back(r2);
+        loop.stop();
+      });
+    });
+  });
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].headers.empty());
+  EXPECT_EQ(got[0].header("content-type"), nullptr);
+  ASSERT_NE(got[1].header("content-type"), nullptr);
+  EXPECT_EQ(*got[1].header("CONTENT-TYPE"), "text/plain");
+  ASSERT_NE(got[1].header("stream-closed"), nullptr);
+  EXPECT_EQ(*got[1].header("Stream-Closed"), "true");
+  EXPECT_EQ(got[1].header("stream-next-offset"), nullptr);
 }
 
 TEST(http_connection, decodes_a_chunked_body_that_arrives_a_byte_at_a_time) {
@@ -240,4 +267,4 @@ TEST(http_connection, a_refused_connection_is_reported_to_connect) {
 }
 
 }  // namespace
-}  // namespace weir::bench
+}  // namespace weir::client

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace weir::bench {
+namespace weir::client {
 
 struct sse_event {
   std::string_view type;  // "message" when the event had no `event:` field
@@ -52,4 +52,4 @@ class sse_event_parser {
   std::size_t events_ = 0;
 };
 
-}  // namespace weir::bench
+}  // namespace weir::client

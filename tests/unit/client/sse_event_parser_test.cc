@@ -1,11 +1,11 @@
-#include "bench/sse_event_parser.h"
+#include "client/sse_event_parser.h"
 
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-namespace weir::bench {
+namespace weir::client {
 namespace {
 
 struct seen {
@@ -103,4 +103,4 @@ TEST(sse_event_parser, fails_when_an_event_exceeds_the_limit) {
 }
 
 }  // namespace
-}  // namespace weir::bench
+}  // namespace weir::client

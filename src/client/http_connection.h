@@ -1,5 +1,5 @@
-// http_connection: one keep-alive HTTP/1.1 client connection of `weir bench`, on one event loop (no
-// thread of its own), one request at a time (no pipelining). Built on io::tcp_stream and
+// http_connection: one keep-alive HTTP/1.1 client connection (of `weir bench` and `weir stream`), on one
+// event loop (no thread of its own), one request at a time (no pipelining). Built on io::tcp_stream and
 // http::response_parser (Content-Length, chunked coding or connection close, RFC 9112 6.3).
 //
 // Two kinds of exchange:
@@ -17,14 +17,16 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
-#include "bench/bench_options.h"
+#include "client/endpoint.h"
 #include "http/response_parser.h"
 #include "io/byte_buffer.h"
 #include "io/event_loop.h"
 #include "io/tcp_stream.h"
 
-namespace weir::bench {
+namespace weir::client {
 
 // Monotonic nanoseconds (steady clock): the one clock every latency is measured on.
 std::int64_t mono_ns();
@@ -35,10 +37,14 @@ struct http_response {
   std::uint64_t body_bytes = 0;
   std::string body;  // only when asked for
   std::string next_offset;
+  // Every header of the response, when the connection keeps them (set_keep_headers); bench does not.
+  std::vector<std::pair<std::string, std::string>> headers;
   std::int64_t sent_ns = 0;  // when the request was handed to the socket
   std::int64_t done_ns = 0;  // when the last byte of the response was read
   bool ok() const { return error.empty(); }
   double latency_ms() const { return static_cast<double>(done_ns - sent_ns) / 1e6; }
+  // The first kept header with this name (ASCII case-insensitive), or nullptr.
+  const std::string* header(std::string_view name) const;
 };
 
 class http_connection {
@@ -69,6 +75,9 @@ class http_connection {
   // Closes the socket; an exchange in flight is dropped without its callback (e.g. ending an SSE read).
   void close();
 
+  // Keep every response header in http_response::headers (off by default: bench only needs the offset).
+  void set_keep_headers(bool on) { keep_headers_ = on; }
+
   const endpoint& peer() const { return ep_; }
   std::uint64_t bytes_read() const { return bytes_read_; }
 
@@ -96,6 +105,7 @@ class http_connection {
   std::string_view out_head_, out_body_;
   std::size_t out_written_ = 0;
   bool keep_body_ = false;
+  bool keep_headers_ = false;
   bool streaming_ = false;
   bool peer_closed_ = false;
   done_fn done_;
@@ -114,4 +124,4 @@ std::string format_request_head(std::string_view method, const endpoint& ep, std
                                 std::string_view query, std::string_view content_type, std::size_t body_size,
                                 bool with_body);
 
-}  // namespace weir::bench
+}  // namespace weir::client

@@ -1,6 +1,6 @@
-#include "bench/sse_event_parser.h"
+#include "client/sse_event_parser.h"
 
-namespace weir::bench {
+namespace weir::client {
 
 bool sse_event_parser::feed(std::string_view bytes, const sink& on_event) {
   if (failed_) return false;
@@ -74,4 +74,4 @@ void sse_event_parser::dispatch(const sink& on_event) {
   has_data_ = false;
 }
 
-}  // namespace weir::bench
+}  // namespace weir::client
