@@ -2,10 +2,12 @@
 
 #include <toml++/toml.h>
 
+#include <array>
 #include <charconv>
-#include <set>
+#include <limits>
+#include <sstream>
+#include <type_traits>
 
-#include "base/log.h"
 #include "storage/log_writer.h"
 
 namespace weir::server {
@@ -28,19 +30,230 @@ void apply_listen(serve_config& c, const std::string& listen) {
 }
 
 namespace {
-template <class T>
-T integer(const toml::node& n, const std::string& key) {
-  auto v = n.value<std::int64_t>();
-  if (!v || !n.is_integer()) throw config_error("config: '" + key + "' must be an integer");
-  if (*v < 0) throw config_error("config: '" + key + "' must not be negative");
-  return static_cast<T>(*v);
+
+constexpr std::uint64_t kib = 1024;
+
+// The accessors of one serve_config member, by its type: bool, std::string or a non-negative integer.
+template <auto Member>
+constexpr setting_access field() {
+  using T = std::remove_cvref_t<decltype(std::declval<serve_config&>().*Member)>;
+  if constexpr (std::is_same_v<T, bool>) {
+    return {setting_kind::boolean, 1, [](const serve_config& c) -> setting_value { return c.*Member; },
+            [](serve_config& c, const setting_value& v) { c.*Member = std::get<bool>(v); }};
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return {setting_kind::text, 0, [](const serve_config& c) -> setting_value { return c.*Member; },
+            [](serve_config& c, const setting_value& v) { c.*Member = std::get<std::string>(v); }};
+  } else {
+    static_assert(std::is_integral_v<T>, "a setting is a bool, a string or an integer");
+    return {setting_kind::integer, static_cast<std::uint64_t>(std::numeric_limits<T>::max()),
+            // A negative value (set in code, not by a user) reads as huge and fails the range check.
+            [](const serve_config& c) -> setting_value { return static_cast<std::uint64_t>(c.*Member); },
+            [](serve_config& c, const setting_value& v) {
+              c.*Member = static_cast<T>(std::get<std::uint64_t>(v));
+            }};
+  }
 }
-std::string text(const toml::node& n, const std::string& key) {
-  auto v = n.value<std::string>();
-  if (!v || !n.is_string()) throw config_error("config: '" + key + "' must be a string");
-  return *v;
+
+std::string listen_text(const serve_config& c) {
+  bool v6 = c.host.find(':') != std::string::npos;
+  return (v6 ? "[" + c.host + "]" : c.host) + ":" + std::to_string(c.port);
+}
+
+constexpr setting_access listen_access{
+    setting_kind::text, 0, [](const serve_config& c) -> setting_value { return listen_text(c); },
+    [](serve_config& c, const setting_value& v) { apply_listen(c, std::get<std::string>(v)); }};
+
+std::string check_data_dir(const serve_config& c) {
+  return c.data_dir.empty() ? "must not be empty" : "";
+}
+std::string check_log_level(const serve_config& c) {
+  for (std::string_view l : {"trace", "debug", "info", "warn", "error", "off"}) {
+    if (c.log_level == l) return "";
+  }
+  return "one of trace, debug, info, warn, error, off; got '" + c.log_level + "'";
+}
+std::string check_fsync(const serve_config& c) {
+  if (storage::parse_sync_policy(c.fsync)) return "";
+  return "always, interval:MS or never; got '" + c.fsync + "'";
+}
+std::string check_checkpoint_bytes(const serve_config& c) {
+  if (c.checkpoint_bytes == 0 || c.checkpoint_bytes >= 64 * kib) return "";
+  return "0 (never) or at least 65536, got " + std::to_string(c.checkpoint_bytes);
+}
+std::string check_max_in_flight_bytes(const serve_config& c) {
+  if (c.max_in_flight_bytes >= c.body_limit) return "";
+  return "at least body-limit (" + std::to_string(c.body_limit) + ") so that one request fits, got " +
+         std::to_string(c.max_in_flight_bytes);
+}
+
+// THE table: one row per setting. Names are the flags and the TOML keys; the order is --help's.
+const std::array table{
+    setting{"listen", "HOST:PORT",
+            "Address to listen on: IPv4 HOST:PORT or [IPv6]:PORT; port 0 picks a free port (logged at start)",
+            listen_access},
+    setting{"data-dir", "DIR", "Data directory (the write-ahead log, checkpoints, subscriptions)",
+            field<&serve_config::data_dir>(), 0, UINT64_MAX, check_data_dir},
+    setting{"threads", "N",
+            "Event loops, one per core; 0: one per CPU, at most 4. A data directory is tied to the thread "
+            "count it was created with: a restart with another count refuses to start and names the count "
+            "to use",
+            field<&serve_config::threads>(), 0, 256},
+    setting{"fsync", "POLICY",
+            "When appends are acknowledged: always (after fdatasync), interval:MS (fdatasync every MS, "
+            "acknowledge at once) or never (the OS writes back)",
+            field<&serve_config::fsync>(), 0, UINT64_MAX, check_fsync},
+    setting{
+        "durable", "true|false",
+        "false: keep streams in memory only, without the write-ahead log (all is lost on exit; for tests)",
+        field<&serve_config::durable>()},
+    setting{"long-poll-timeout-ms", "MS", "How long a long-poll read waits for data before 204",
+            field<&serve_config::long_poll_timeout_ms>(), 1, 3'600'000},
+    setting{"body-limit", "BYTES", "Largest request body", field<&serve_config::body_limit>(), 1,
+            (1ull << 32) - 1},
+    setting{"read-chunk-bytes", "BYTES", "Most bytes one catch-up read returns (the client reads on)",
+            field<&serve_config::read_chunk_bytes>(), 1},
+    setting{"sse-keep-alive-ms", "MS", "Interval of SSE keep-alive comments on an idle connection",
+            field<&serve_config::sse_keep_alive_ms>(), 1},
+    setting{"sse-close-after-ms", "MS", "An SSE connection is closed after this long (the client reconnects)",
+            field<&serve_config::sse_close_after_ms>(), 1},
+    setting{"max-path-length", "BYTES", "Longest stream path", field<&serve_config::max_path_length>(), 2},
+    setting{"hot-bytes", "BYTES",
+            "Stream data kept in memory, all cores together; older data is read from the log's segment files",
+            field<&serve_config::hot_bytes>(), 64 * kib},
+    setting{"segment-bytes", "BYTES", "Size at which a log segment file is rolled",
+            field<&serve_config::segment_bytes>(), 64 * kib},
+    setting{"checkpoint-bytes", "BYTES",
+            "Log growth per core between checkpoints (older segments are then reclaimed); 0: never",
+            field<&serve_config::checkpoint_bytes>(), 0, UINT64_MAX, check_checkpoint_bytes},
+    setting{"max-in-flight-bytes", "BYTES",
+            "Writes per core waiting for the disk before further writes get 503 + Retry-After",
+            field<&serve_config::max_in_flight_bytes>(), 0, UINT64_MAX, check_max_in_flight_bytes},
+    setting{"log-level", "LEVEL", "trace, debug, info, warn, error or off", field<&serve_config::log_level>(),
+            0, UINT64_MAX, check_log_level},
+};
+
+std::string name_of(const setting& s) {
+  return std::string(s.name);
+}
+
+std::uint64_t upper_bound(const setting& s) {
+  return std::min(s.max, s.access.type_max);
+}
+
+void check_range(const setting& s, std::uint64_t v) {
+  std::uint64_t hi = upper_bound(s);
+  if (v >= s.min && v <= hi) return;
+  std::string range = hi == s.access.type_max && s.max == UINT64_MAX
+                          ? "at least " + std::to_string(s.min)
+                          : "between " + std::to_string(s.min) + " and " + std::to_string(hi);
+  throw config_error(name_of(s) + ": " + range + ", got " + std::to_string(v));
+}
+
+void set_checked(serve_config& c, const setting& s, setting_value v) {
+  if (auto* n = std::get_if<std::uint64_t>(&v)) check_range(s, *n);
+  s.access.set(c, v);
+}
+
+const char* kind_name(setting_kind k) {
+  switch (k) {
+    case setting_kind::boolean:
+      return "true or false";
+    case setting_kind::integer:
+      return "a whole number";
+    case setting_kind::text:
+      return "a string";
+  }
+  return "?";
+}
+
+setting_value from_toml(const setting& s, const toml::node& n) {
+  switch (s.access.kind) {
+    case setting_kind::boolean:
+      if (n.is_boolean()) return *n.value<bool>();
+      break;
+    case setting_kind::integer:
+      if (n.is_integer()) {
+        std::int64_t v = *n.value<std::int64_t>();
+        if (v < 0) throw config_error(name_of(s) + ": must not be negative, got " + std::to_string(v));
+        return static_cast<std::uint64_t>(v);
+      }
+      break;
+    case setting_kind::text:
+      if (n.is_string()) return *n.value<std::string>();
+      break;
+  }
+  throw config_error(name_of(s) + ": must be " + kind_name(s.access.kind));
+}
+
+}  // namespace
+
+std::span<const setting> settings() {
+  return table;
+}
+
+const setting* find_setting(std::string_view name) {
+  std::string dashed(name);
+  for (char& ch : dashed) {
+    if (ch == '_') ch = '-';  // the old TOML keys (data_dir) name the same rows
+  }
+  for (const setting& s : table) {
+    if (s.name == dashed) return &s;
+  }
+  return nullptr;
+}
+
+void apply_flag(serve_config& c, const setting& s, std::string_view text) {
+  switch (s.access.kind) {
+    case setting_kind::boolean:
+      if (text == "true" || text == "false") return set_checked(c, s, text == "true");
+      throw config_error(name_of(s) + ": expected true or false, got '" + std::string(text) + "'");
+    case setting_kind::integer: {
+      if (!text.empty() && text.front() == '-') {
+        throw config_error(name_of(s) + ": must not be negative, got " + std::string(text));
+      }
+      std::uint64_t v = 0;
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (text.empty() || ec != std::errc() || p != text.data() + text.size()) {
+        throw config_error(name_of(s) + ": expected a whole number, got '" + std::string(text) + "'");
+      }
+      return set_checked(c, s, v);
+    }
+    case setting_kind::text:
+      return set_checked(c, s, std::string(text));
+  }
+}
+
+namespace {
+void load_table(serve_config& c, const toml::table& t, const std::string& source) {
+  std::array<std::string_view, std::size(table)> seen{};  // the key that set each row
+  for (auto&& [k, node] : t) {
+    const setting* s = find_setting(k.str());
+    if (!s) {
+      throw config_error("config " + source + ": unknown setting '" + std::string(k.str()) +
+                         "' (weir serve --print-config lists them all)");
+    }
+    std::string_view& by = seen[static_cast<std::size_t>(s - table.data())];
+    if (!by.empty()) {
+      throw config_error("config " + source + ": '" + name_of(*s) + "' is set twice ('" + std::string(by) +
+                         "' and '" + std::string(k.str()) + "')");
+    }
+    by = k.str();
+    try {
+      set_checked(c, *s, from_toml(*s, node));
+    } catch (const config_error& e) {
+      throw config_error("config " + source + ": " + e.what());
+    }
+  }
 }
 }  // namespace
+
+void load_config_text(serve_config& c, std::string_view toml_text, const std::string& source) {
+  try {
+    load_table(c, toml::parse(toml_text, source), source);
+  } catch (const toml::parse_error& e) {
+    throw config_error("config " + source + ": " + std::string(e.description()));
+  }
+}
 
 void load_config_file(serve_config& c, const std::string& path) {
   toml::table t;
@@ -49,65 +262,39 @@ void load_config_file(serve_config& c, const std::string& path) {
   } catch (const toml::parse_error& e) {
     throw config_error("config " + path + ": " + std::string(e.description()));
   }
-  for (auto&& [k, node] : t) {
-    std::string key(k.str());
-    if (key == "listen") {
-      apply_listen(c, text(node, key));
-    } else if (key == "data_dir") {
-      c.data_dir = text(node, key);
-    } else if (key == "threads") {
-      c.threads = integer<unsigned>(node, key);
-    } else if (key == "long_poll_timeout_ms") {
-      c.long_poll_timeout_ms = integer<std::int64_t>(node, key);
-    } else if (key == "body_limit") {
-      c.body_limit = integer<std::uint64_t>(node, key);
-    } else if (key == "log_level") {
-      c.log_level = text(node, key);
-    } else if (key == "read_chunk_bytes") {
-      c.read_chunk_bytes = integer<std::size_t>(node, key);
-    } else if (key == "sse_close_after_ms") {
-      c.sse_close_after_ms = integer<std::int64_t>(node, key);
-    } else if (key == "sse_keep_alive_ms") {
-      c.sse_keep_alive_ms = integer<std::int64_t>(node, key);
-    } else if (key == "max_path_length") {
-      c.max_path_length = integer<std::size_t>(node, key);
-    } else if (key == "fsync") {
-      c.fsync = text(node, key);
-    } else if (key == "hot_bytes") {
-      c.hot_bytes = integer<std::uint64_t>(node, key);
-    } else if (key == "segment_bytes") {
-      c.segment_bytes = integer<std::uint64_t>(node, key);
-    } else if (key == "checkpoint_bytes") {
-      c.checkpoint_bytes = integer<std::uint64_t>(node, key);
-    } else if (key == "max_in_flight_bytes") {
-      c.max_in_flight_bytes = integer<std::uint64_t>(node, key);
-    } else {
-      throw config_error("config " + path + ": unknown setting '" + key + "'");
-    }
+  load_table(c, t, path);
+}
+
+std::string to_toml_value(const setting_value& v) {
+  std::ostringstream os;
+  if (auto* b = std::get_if<bool>(&v)) {
+    os << (*b ? "true" : "false");
+  } else if (auto* n = std::get_if<std::uint64_t>(&v)) {
+    os << *n;
+  } else {
+    os << toml::value<std::string>(std::get<std::string>(v));  // quoted and escaped
   }
+  return os.str();
+}
+
+std::string print_config(const serve_config& c) {
+  std::string out =
+      "# weir serve: the effective configuration (defaults < --config file < flags).\n"
+      "# Start from it with: weir serve --config FILE\n";
+  for (const setting& s : table) {
+    out += "\n# " + std::string(s.help) + "\n";
+    out += name_of(s) + " = " + to_toml_value(s.access.get(c)) + "\n";
+  }
+  return out;
 }
 
 void validate(const serve_config& c) {
-  if (c.threads > 256) throw config_error("threads: at most 256");
-  if (c.long_poll_timeout_ms < 1 || c.long_poll_timeout_ms > 3'600'000)
-    throw config_error("long_poll_timeout_ms: between 1 and 3600000");
-  if (c.body_limit < 1) throw config_error("body_limit: at least 1 byte");
-  if (c.body_limit > (1ull << 32) - 1) throw config_error("body_limit: at most 4 GiB - 1");
-  if (c.read_chunk_bytes < 1) throw config_error("read_chunk_bytes: at least 1");
-  if (c.sse_close_after_ms < 1) throw config_error("sse_close_after_ms: at least 1");
-  if (c.sse_keep_alive_ms < 1) throw config_error("sse_keep_alive_ms: at least 1");
-  if (c.max_path_length < 2) throw config_error("max_path_length: at least 2");
-  static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};
-  if (!levels.count(c.log_level))
-    throw config_error("log_level: one of trace, debug, info, warn, error, off");
-  if (c.data_dir.empty()) throw config_error("data_dir: must not be empty");
-  if (c.hot_bytes < (64u << 10)) throw config_error("hot_bytes: at least 64 KiB");
-  if (c.segment_bytes < (64u << 10)) throw config_error("segment_bytes: at least 64 KiB");
-  if (c.checkpoint_bytes != 0 && c.checkpoint_bytes < (64u << 10))
-    throw config_error("checkpoint_bytes: 0 (never) or at least 64 KiB");
-  if (c.max_in_flight_bytes < c.body_limit)
-    throw config_error("max_in_flight_bytes: at least body_limit (one request must fit)");
-  if (!storage::parse_sync_policy(c.fsync)) throw config_error("fsync: always, interval:MS or never");
+  for (const setting& s : table) {
+    if (auto v = s.access.get(c); auto* n = std::get_if<std::uint64_t>(&v)) check_range(s, *n);
+    if (s.check) {
+      if (std::string why = s.check(c); !why.empty()) throw config_error(name_of(s) + ": " + why);
+    }
+  }
 }
 
 }  // namespace weir::server

@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
+#include <vector>
+
+#include "server/serve_command.h"
 
 namespace weir::server {
 namespace {
@@ -38,7 +43,7 @@ TEST(serve_config, listen) {
   }
 }
 
-TEST(serve_config, toml_file) {
+TEST(serve_config, old_underscore_keys_still_load) {
   serve_config c;
   load_config_file(c, write_temp("listen = \"127.0.0.1:5000\"\ndata_dir = \"/tmp/x\"\nthreads = 3\n"
                                  "long_poll_timeout_ms = 500\nbody_limit = 1024\nlog_level = \"warn\"\n"));
@@ -64,6 +69,170 @@ TEST(serve_config, rejects_unknown_and_invalid_settings) {
   serve_config bad_poll;
   bad_poll.long_poll_timeout_ms = 0;
   EXPECT_THROW(validate(bad_poll), config_error);
+}
+
+// For every setting: a valid value other than its default, as a flag's text and as a TOML literal.
+// A new setting without a sample here fails every_setting_has_a_sample.
+struct sample {
+  std::string flag;
+  std::string toml;
+};
+const std::map<std::string, sample>& samples() {
+  static const std::map<std::string, sample> m = {
+      {"listen", {"[::1]:5001", "\"[::1]:5001\""}},
+      {"data-dir", {"/tmp/weir \"x\"\\d\u00e9", "\"/tmp/weir \\\"x\\\"\\\\d\u00e9\""}},
+      {"threads", {"3", "3"}},
+      {"fsync", {"interval:5", "\"interval:5\""}},
+      {"durable", {"false", "false"}},
+      {"long-poll-timeout-ms", {"500", "500"}},
+      {"body-limit", {"1024", "1024"}},
+      {"read-chunk-bytes", {"4096", "4096"}},
+      {"sse-keep-alive-ms", {"250", "250"}},
+      {"sse-close-after-ms", {"9000", "9000"}},
+      {"max-path-length", {"300", "300"}},
+      {"hot-bytes", {"1048576", "1048576"}},
+      {"segment-bytes", {"131072", "131072"}},
+      {"checkpoint-bytes", {"0", "0"}},
+      {"max-in-flight-bytes", {"1073741824", "1073741824"}},
+      {"log-level", {"debug", "\"debug\""}},
+  };
+  return m;
+}
+
+// `weir serve ARGS` parsed by the real option set, resolved to the effective configuration.
+serve_config parse_serve(std::vector<std::string> args) {
+  CLI::App app;
+  serve_options opts(app);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last-first
+  app.parse(args);
+  return opts.resolve();
+}
+
+TEST(serve_config, every_setting_has_a_sample_and_a_dash_name) {
+  for (const setting& s : settings()) {
+    EXPECT_TRUE(samples().count(std::string(s.name))) << s.name;
+    EXPECT_EQ(std::string(s.name).find('_'), std::string::npos) << s.name;
+    EXPECT_FALSE(s.help.empty()) << s.name;
+    EXPECT_EQ(find_setting(s.name), &s);
+  }
+  EXPECT_EQ(samples().size(), settings().size());
+}
+
+TEST(serve_config, flag_and_toml_give_the_same_result_for_every_setting) {
+  const serve_config defaults;
+  for (const setting& s : settings()) {
+    const sample& v = samples().at(std::string(s.name));
+    std::vector<std::string> args = {"--" + std::string(s.name), v.flag};
+    if (s.name != "threads") args.insert(args.end(), {"--threads", "1"});  // not the CPU count
+    serve_config by_flag = parse_serve(args);
+    serve_config by_toml;
+    load_config_text(
+        by_toml, std::string(s.name) + " = " + v.toml + "\n" + (s.name == "threads" ? "" : "threads = 1\n"));
+    EXPECT_NO_THROW(validate(by_toml)) << s.name;
+    EXPECT_EQ(s.access.get(by_flag), s.access.get(by_toml)) << s.name;
+    EXPECT_NE(s.access.get(by_flag), s.access.get(defaults)) << s.name << ": the sample is the default";
+    EXPECT_EQ(print_config(by_flag), print_config(by_toml)) << s.name;
+    // The old underscore key sets the same setting.
+    std::string old(s.name);
+    std::replace(old.begin(), old.end(), '-', '_');
+    serve_config by_old;
+    load_config_text(by_old, old + " = " + v.toml + "\n");
+    EXPECT_EQ(s.access.get(by_old), s.access.get(by_toml)) << old;
+  }
+}
+
+TEST(serve_config, flags_override_the_file_whatever_their_order) {
+  std::string path = write_temp("data-dir = \"/from/file\"\nthreads = 2\nbody-limit = 4096\n");
+  serve_config c = parse_serve({"--threads", "3", "--config", path, "--long-poll-timeout-ms", "700"});
+  EXPECT_EQ(c.data_dir, "/from/file");
+  EXPECT_EQ(c.threads, 3u);
+  EXPECT_EQ(c.body_limit, 4096u);
+  EXPECT_EQ(c.long_poll_timeout_ms, 700);
+  EXPECT_EQ(c.port, 4437);
+}
+
+TEST(serve_config, print_config_round_trips_through_the_file_and_the_command) {
+  serve_config all;  // every setting away from its default
+  for (const setting& s : settings()) apply_flag(all, s, samples().at(std::string(s.name)).flag);
+  ASSERT_NO_THROW(validate(all));
+  std::string printed = print_config(all);
+  serve_config back;
+  load_config_text(back, printed);
+  EXPECT_EQ(print_config(back), printed);
+  for (const setting& s : settings()) EXPECT_EQ(s.access.get(back), s.access.get(all)) << s.name;
+
+  // The same through `weir serve --config FILE`.
+  serve_config via_command = parse_serve({"--config", write_temp(printed)});
+  EXPECT_EQ(print_config(via_command), printed);
+
+  // And the defaults (threads resolved by the command) round-trip too.
+  serve_config defaults = parse_serve({});
+  EXPECT_NE(defaults.threads, 0u);
+  serve_config reread;
+  load_config_text(reread, print_config(defaults));
+  EXPECT_EQ(print_config(reread), print_config(defaults));
+}
+
+// The message of the config_error thrown by f, or "" if none.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(serve_config, bad_values_name_the_setting) {
+  for (const setting& s : settings()) {
+    const std::string name(s.name);
+    const std::string wrong_type = s.access.kind == setting_kind::text ? "3" : "\"three\"";
+    serve_config c;
+    std::string e = error_of([&] { load_config_text(c, name + " = " + wrong_type + "\n"); });
+    EXPECT_NE(e.find(": " + name + ": must be "), std::string::npos) << name << ": " << e;
+    if (s.access.kind != setting_kind::text) {
+      e = error_of([&] { parse_serve({"--" + name, "three"}); });
+      EXPECT_EQ(e.rfind(name + ": ", 0), 0u) << name << ": " << e;
+    }
+    if (s.access.kind == setting_kind::integer) {
+      e = error_of([&] { parse_serve({"--" + name, "-1"}); });
+      EXPECT_EQ(e.rfind(name + ": must not be negative", 0), 0u) << name << ": " << e;
+      e = error_of([&] { load_config_text(c, name + " = -1\n"); });
+      EXPECT_NE(e.find(name + ": must not be negative"), std::string::npos) << name << ": " << e;
+      if (s.min > 0) {
+        e = error_of([&] { parse_serve({"--" + name, std::to_string(s.min - 1)}); });
+        EXPECT_EQ(e.rfind(name + ": ", 0), 0u) << name << ": " << e;
+      }
+      if (std::min(s.max, s.access.type_max) < UINT64_MAX) {
+        e = error_of([&] {
+          parse_serve({"--" + name, std::to_string(std::min(s.max, s.access.type_max) + 1)});
+        });
+        EXPECT_EQ(e.rfind(name + ": ", 0), 0u) << name << ": " << e;
+      }
+    }
+  }
+  // Checks beyond a range name their setting too.
+  EXPECT_EQ(error_of([] { parse_serve({"--fsync", "sometimes"}); }).rfind("fsync: ", 0), 0u);
+  EXPECT_EQ(error_of([] { parse_serve({"--log-level", "loud"}); }).rfind("log-level: ", 0), 0u);
+  EXPECT_EQ(error_of([] { parse_serve({"--data-dir", ""}); }).rfind("data-dir: ", 0), 0u);
+  EXPECT_EQ(error_of([] { parse_serve({"--checkpoint-bytes", "10"}); }).rfind("checkpoint-bytes: ", 0), 0u);
+  EXPECT_EQ(error_of([] {
+              parse_serve({"--max-in-flight-bytes", "10"});
+            }).rfind("max-in-flight-bytes: ", 0),
+            0u);
+  EXPECT_EQ(error_of([] { parse_serve({"--listen", "nowhere"}); }).rfind("listen: ", 0), 0u);
+  EXPECT_EQ(error_of([] { parse_serve({"--durable", "yes"}); }).rfind("durable: ", 0), 0u);
+}
+
+TEST(serve_config, unknown_and_repeated_keys_are_errors_that_say_so) {
+  serve_config c;
+  std::string e = error_of([&] { load_config_text(c, "colour = \"blue\"\n"); });
+  EXPECT_NE(e.find("unknown setting 'colour'"), std::string::npos) << e;
+  e = error_of([&] { load_config_text(c, "[server]\ndata-dir = \"x\"\n"); });
+  EXPECT_NE(e.find("unknown setting 'server'"), std::string::npos) << e;
+  e = error_of([&] { load_config_text(c, "data_dir = \"a\"\ndata-dir = \"b\"\n"); });
+  EXPECT_NE(e.find("'data-dir' is set twice"), std::string::npos) << e;
 }
 
 }  // namespace
