@@ -33,6 +33,11 @@ class connection final : public io::io_handler {
   bool is_open() const { return fd_ >= 0; }
   std::int64_t deadline() const { return deadline_; }
   std::size_t active_index = 0;
+  std::uint32_t client = 0;  // the peer's IPv4 address (host order), for the per-client cap
+
+  // Keep-alive with nothing in flight: no request bytes buffered, no response pending or streaming.
+  bool idle() const { return fd_ >= 0 && phase_ == phase::reading && in_.size() == 0 && out_.size() == 0; }
+  std::int64_t idle_since() const { return idle_since_ms_; }
 
   // exchange implementation (generation-checked)
   bool exchange_alive(std::uint64_t gen) const {

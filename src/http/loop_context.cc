@@ -1,5 +1,6 @@
 #include "http/loop_context.h"
 
+#include "http/admission.h"
 #include "http/connection.h"
 #include "http/listener.h"
 
@@ -37,6 +38,7 @@ connection* loop_context::acquire() {
 }
 
 void loop_context::release(connection* c) {
+  if (limits) limits->release(c->client);
   std::size_t i = c->active_index;
   WEIR_ASSERT(i < active.size() && active[i] == c, "connection not active at {} (of {})", i, active.size());
   active[i] = active.back();
@@ -63,6 +65,16 @@ void loop_context::sweep() {
     connection* c = active[i];
     if (c->deadline() != 0 && now >= c->deadline()) c->on_timeout();
   }
+}
+
+bool loop_context::close_oldest_idle() {
+  connection* oldest = nullptr;
+  for (connection* c : active) {
+    if (c->idle() && (!oldest || c->idle_since() < oldest->idle_since())) oldest = c;
+  }
+  if (!oldest) return false;
+  oldest->close_now();
+  return true;
 }
 
 void loop_context::begin_drain() {

@@ -33,6 +33,7 @@ inline constexpr std::size_t max_stream_backlog = 8 * 1024 * 1024;
 inline constexpr std::int64_t linger_ms = 1000;
 
 class listener;
+class admission;
 
 struct loop_context {
   loop_context(io::event_loop& l, const server_options& o, const handler& h);
@@ -41,7 +42,8 @@ struct loop_context {
   io::event_loop* loop;
   const server_options* opts;
   const handler* on_request;
-  std::string server_line;  // "Server: weir\r\n"
+  admission* limits = nullptr;  // the node-wide connection caps (owned by the server)
+  std::string server_line;      // "Server: weir\r\n"
   date_cache date;
   // "HTTP/1.1 200 OK\r\nServer: ...\r\nDate: ...\r\n": the common head start in one copy; rebuilt in
   // place (same length, no allocation) when the Date changes.
@@ -74,6 +76,9 @@ struct loop_context {
   connection* acquire();
   void release(connection* c);
   void sweep();  // timeouts; runs from a repeating timer
+  // At the connection cap: closes this core's longest-idle keep-alive connection (nothing in flight),
+  // so that a new client is not refused because others hold idle sockets. False: none idle here.
+  bool close_oldest_idle();
   void begin_drain();
   void force_close_all();
   void check_drained();

@@ -1,11 +1,14 @@
 #include "http/server.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <ctime>
 #include <thread>
 #include <vector>
 
 #include "base/log.h"
+#include "http/admission.h"
 #include "http/listener.h"
 #include "http/loop_context.h"
 #include "io/cpu.h"
@@ -50,6 +53,8 @@ struct server::impl {
   handler on_request;
   std::vector<std::unique_ptr<io::event_loop>> loops;
   std::vector<std::unique_ptr<loop_context>> contexts;
+  std::unique_ptr<admission> limits;
+  int address_claim = -1;  // io::claim_listen_address: held while the listeners live
   std::uint16_t port = 0;
   bool started = false;
   std::atomic<bool> stopping{false};
@@ -67,12 +72,23 @@ server::server(server_options opts, handler h) : impl_(std::make_unique<impl>())
 server::~server() {
   // Contexts (connections, listeners) go before the loops they are registered with.
   impl_->contexts.clear();
+  if (impl_->address_claim >= 0) ::close(impl_->address_claim);
 }
 
 status server::start() {
   auto& s = *impl_;
   if (s.started) return make_error(server_errc::already_started, "server already started");
   std::uint16_t port = s.opts.port;
+  // Only the threads of this process may share the port (SO_REUSEPORT would let another process in).
+  auto claim = io::claim_listen_address(s.opts.host, port);
+  if (!claim)
+    return make_error(server_errc::bind,
+                      "listen on " + s.opts.host + ":" + std::to_string(port) + ": " + claim.err().reason);
+  s.address_claim = *claim;
+  const std::size_t descriptors = raise_descriptor_limit();
+  s.limits = std::make_unique<admission>(
+      http::connection_cap(descriptors, s.opts.descriptor_reserve, s.opts.max_connections),
+      s.opts.max_connections_per_client);
   for (unsigned i = 0; i < s.loops.size(); ++i) {
     auto fd = io::listen_tcp(s.opts.host, port);
     if (!fd) {
@@ -86,6 +102,7 @@ status server::start() {
       port = *bound;  // the other cores bind the same (possibly ephemeral) port
     }
     auto ctx = std::make_unique<loop_context>(*s.loops[i], s.opts, s.on_request);
+    ctx->limits = s.limits.get();
     ctx->accept = std::make_unique<listener>(*ctx, *fd);
     if (!ctx->accept->start()) return make_error(server_errc::bind, "epoll registration of the listener");
     io::event_loop* loop = s.loops[i].get();
@@ -101,6 +118,10 @@ status server::start() {
 
 std::uint16_t server::port() const {
   return impl_->port;
+}
+
+std::size_t server::connection_cap() const {
+  return impl_->limits ? impl_->limits->max_total() : 0;
 }
 
 unsigned server::threads() const {

@@ -24,7 +24,12 @@ struct server_options {
   bool pin_cpus = false;      // pin loop i to CPU i
   std::string server_name = "weir";
   parser_limits limits{};  // head sizes, body limit (413)
-  std::size_t max_connections_per_core = 10'000;
+  // Open connections, all cores together; 0: as many as the descriptor limit allows once
+  // `descriptor_reserve` are set aside (for the log's segments, checkpoints and other files).
+  std::size_t max_connections = 0;
+  // Open connections from one client address; 0: no such cap. Behind a proxy every client shares one.
+  std::size_t max_connections_per_client = 0;
+  std::size_t descriptor_reserve = 256;
   std::chrono::milliseconds header_timeout{10'000};  // first byte to complete head
   std::chrono::milliseconds body_timeout{30'000};    // head to complete body
   std::chrono::milliseconds idle_timeout{60'000};    // keep-alive with no request in flight
@@ -35,7 +40,7 @@ struct server_options {
 // Counters summed over every core; a thread-safe snapshot (each value is exact on its own core).
 struct server_stats {
   std::uint64_t accepted = 0;
-  std::uint64_t rejected = 0;  // over max_connections_per_core
+  std::uint64_t rejected = 0;  // over a connection cap, or no descriptor left
   std::uint64_t requests = 0;  // handed to the handler
   std::uint64_t sends = 0;     // send() calls (pipelined responses of one read share one)
   std::uint64_t open_connections = 0;
@@ -57,6 +62,8 @@ class server {
   void stop();
 
   unsigned threads() const;
+  // The connection cap in force (max_connections, or what the descriptor limit allows).
+  std::size_t connection_cap() const;
   io::event_loop& loop(unsigned i);
 
   server_stats stats() const;

@@ -5,10 +5,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstddef>
 #include <cstring>
 
 namespace weir::io {
@@ -66,6 +69,52 @@ result<int> listen_tcp(const std::string& host, std::uint16_t port, int backlog)
     return e;
   }
   return fd;
+}
+
+result<int> claim_listen_address(const std::string& host, std::uint16_t port) {
+  if (port == 0) return -1;
+  auto addr = make_addr(host, port);
+  if (!addr) return addr.err();
+  int claim = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (claim < 0) return sys_error("socket(AF_UNIX)");
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  const std::string name = "weir-listen:" + host + ":" + std::to_string(port);
+  // Abstract namespace: sun_path starts with a NUL byte; the length passed says where the name ends.
+  std::memcpy(un.sun_path + 1, name.data(), std::min(name.size(), sizeof un.sun_path - 1));
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
+                                         std::min(name.size(), sizeof un.sun_path - 1));
+  if (::bind(claim, reinterpret_cast<const sockaddr*>(&un), len) != 0) {
+    int err = errno;
+    ::close(claim);
+    if (err == EADDRINUSE) {
+      return make_error(socket_errc::in_use,
+                        host + ":" + std::to_string(port) + " is already served by another weir process");
+    }
+    errno = err;
+    return sys_error("bind(AF_UNIX claim)");
+  }
+  int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) {
+    auto e = sys_error("socket");
+    ::close(claim);
+    return e;
+  }
+  int one = 1;
+  ::setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // TIME_WAIT leftovers are fine
+  int rc = ::bind(probe, reinterpret_cast<const sockaddr*>(&*addr), sizeof(sockaddr_in));
+  int err = errno;
+  ::close(probe);
+  if (rc != 0) {
+    ::close(claim);
+    if (err == EADDRINUSE) {
+      return make_error(socket_errc::in_use,
+                        host + ":" + std::to_string(port) + ": address already in use by another process");
+    }
+    errno = err;
+    return sys_error("bind");
+  }
+  return claim;
 }
 
 result<std::uint16_t> local_port(int fd) {

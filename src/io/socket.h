@@ -15,7 +15,7 @@
 
 namespace weir::io {
 
-enum class socket_errc { bad_address = 1, system = 2 };
+enum class socket_errc { bad_address = 1, system = 2, in_use = 3 };
 
 struct host_port {
   std::string host;
@@ -28,6 +28,16 @@ result<host_port> parse_host_port(std::string_view s);
 // A non-blocking, close-on-exec IPv4 TCP listener with SO_REUSEADDR and SO_REUSEPORT, so that every
 // core can bind its own listener to the same port and the kernel spreads connections between them.
 result<int> listen_tcp(const std::string& host, std::uint16_t port, int backlog = 4096);
+
+// Makes sure that no other process listens on host:port, and keeps other weir processes from starting
+// to. The listeners use SO_REUSEPORT so that the threads of one process share the port, but the kernel
+// lets any process of the same user join that group and take part of the connections; so before
+// binding: (1) a claim on the abstract Unix socket name "weir-listen:HOST:PORT" (per network
+// namespace, like ports; released by the kernel when the process dies) serialises weir processes, and
+// (2) a probe socket bound *without* SO_REUSEPORT fails with EADDRINUSE if anything listens there.
+// Returns the claim's descriptor: keep it open for as long as the listeners live. Port 0 (ephemeral)
+// needs no claim: returns -1.
+result<int> claim_listen_address(const std::string& host, std::uint16_t port);
 
 // The local port a socket is bound to.
 result<std::uint16_t> local_port(int fd);

@@ -15,6 +15,7 @@
 #include "server/stream_shard.h"
 #include "server/subscription_host.h"
 #include "server/wal_recovery.h"
+#include "storage/dir_lock.h"
 
 namespace weir::server {
 
@@ -129,7 +130,13 @@ void node::route_reserved(const http::request& req, std::string_view root, std::
     return;
   }
   const http::header* host = req.find("host");
-  std::string origin = "http://" + std::string(host ? host->value : "127.0.0.1");
+  const std::string_view authority = host ? host->value : std::string_view("127.0.0.1");
+  // The origin goes into callback_url and jwks_url: only a plain host[:port] is copied.
+  if (!protocol::valid_url_host(authority)) {
+    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::bad_host)));
+    return;
+  }
+  std::string origin = "http://" + std::string(authority);
   io::event_loop& home = http_->loop(0);
   if (&home == io::event_loop::current()) {
     subs_->handle(req, root, rest, origin, ex);
@@ -161,6 +168,10 @@ status node::start() {
   std::filesystem::create_directories(cfg_.data_dir, ec);
   if (ec)
     return make_error(std::errc::io_error, "cannot create data dir " + cfg_.data_dir + ": " + ec.message());
+  // Before anything reads or writes the directory: one process per data directory.
+  auto lock = storage::dir_lock::acquire(cfg_.data_dir);
+  if (!lock) return lock.err();
+  dir_lock_ = std::make_unique<storage::dir_lock>(std::move(*lock));
   if (cfg_.durable) {
     // Before any loop runs: replay the logs into the shards, then log every command from now on.
     wal_options wo;

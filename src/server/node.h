@@ -28,6 +28,9 @@
 namespace weir::http {
 class server;
 }
+namespace weir::storage {
+class dir_lock;
+}
 
 namespace weir::server {
 
@@ -70,6 +73,7 @@ class node {
 
   serve_config cfg_;
   storage::env* env_;
+  std::unique_ptr<storage::dir_lock> dir_lock_;  // held from start() until the node is destroyed
   system_clock_source clock_;
   std::unique_ptr<http::server> http_;
   std::vector<std::unique_ptr<storage::segment_reader>> segments_;  // before shards_: outlives them

@@ -35,6 +35,7 @@ enum class errc : int {
   closed,  // the writer is stopping or stopped
   invalid_argument,
   poisoned,  // an I/O error the writer could not undo: restart (recovery) needed; 503
+  busy,      // held by another process (the data directory's lock)
 };
 
 inline const char* errc_name(errc e) {
@@ -53,6 +54,8 @@ inline const char* errc_name(errc e) {
       return "closed";
     case errc::invalid_argument:
       return "invalid_argument";
+    case errc::busy:
+      return "busy";
     case errc::poisoned:
       return "poisoned";
   }
