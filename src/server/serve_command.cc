@@ -21,7 +21,9 @@ serve_options::serve_options(CLI::App& cmd) : values_(settings().size()) {
     const setting& s = settings()[i];
     auto* opt = cmd.add_option("--" + std::string(s.name), values_[i], std::string(s.help));
     opt->type_name(std::string(s.value_name));
-    opt->default_str(to_toml_value(s.access.get(defaults)));
+    setting_value d = s.access.get(defaults);
+    auto* text = std::get_if<std::string>(&d);
+    opt->default_str(text ? *text : to_toml_value(d));
     options_.push_back(opt);
   }
   cmd.add_option("--config", config_, "TOML file with the same settings, `name = value` (flags override it)");

@@ -80,7 +80,7 @@ struct sample {
 const std::map<std::string, sample>& samples() {
   static const std::map<std::string, sample> m = {
       {"listen", {"[::1]:5001", "\"[::1]:5001\""}},
-      {"data-dir", {"/tmp/weir \"x\"\\d\u00e9", "\"/tmp/weir \\\"x\\\"\\\\d\u00e9\""}},
+      {"data-dir", {"/tmp/weir \"x\"\\d\u00e9\t", "\"/tmp/weir \\\"x\\\"\\\\d\u00e9\\t\""}},
       {"threads", {"3", "3"}},
       {"fsync", {"interval:5", "\"interval:5\""}},
       {"durable", {"false", "false"}},
