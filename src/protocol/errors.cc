@@ -11,9 +11,11 @@ http_status status_for(errc e) {
     case errc::path_too_long:
       return {414, "stream path too long"};
     case errc::method_not_allowed:
-      return {405, "method not allowed"};
+      return {405, "method not allowed", stream_methods};
     case errc::bad_offset:
-      return {400, "invalid offset"};
+      return {400,
+              "invalid offset: use -1 (the start), now (the tail), or an offset the server returned in "
+              "Stream-Next-Offset"};
     case errc::live_needs_offset:
       return {400, "live mode requires an offset"};
     case errc::bad_live:
@@ -31,7 +33,7 @@ http_status status_for(errc e) {
     case errc::empty_body:
       return {400, "empty body"};
     case errc::missing_content_type:
-      return {400, "Content-Type required"};
+      return {400, "Content-Type missing: an append with a body must send the stream's content type"};
     case errc::bad_fork_offset:
       return {400, "invalid Stream-Fork-Offset"};
     case errc::bad_sub_offset:
@@ -44,6 +46,25 @@ http_status status_for(errc e) {
       return {404, "reserved __ds path"};
     case errc::body_too_large:
       return {413, "body too large"};
+    case errc::encoded_reserved_path:
+      return {400, "a percent-encoded __ds segment: the reserved __ds prefix must be sent as it is"};
+    case errc::server_path:
+      return {405, "the server's own path, not a stream", server_path_methods};
+    case errc::server_path_missing:
+      return {404, "the server's own path, not a stream"};
+    case errc::bad_content_type:
+      return {400, "invalid Content-Type: expected a media type such as text/plain or application/json"};
+    case errc::bad_host:
+      return {400, "invalid Host: expected host[:port]"};
+    // PROTOCOL.md has no code for a failed disk: 507 for a full disk (RFC 4918 11.5), 503 otherwise.
+    // Retry-After: the core rebuilds its state and retries the disk within about a second. The body
+    // never names files or system errors (they are logged).
+    case errc::storage_full:
+      return {507, "insufficient storage", {}, "1"};
+    case errc::storage_unavailable:
+      return {503, "storage unavailable", {}, "1"};
+    case errc::writes_backlogged:
+      return {503, "too many writes waiting for the disk; retry", {}, "1"};
   }
   return {500, "internal error"};
 }
@@ -59,6 +80,10 @@ http_status status_for(streams::errc e) {
       return {410, "stream is gone"};
     case errc::config_mismatch:
       return {409, "stream exists with a different configuration"};
+    case errc::deleted_with_forks:
+      return {409,
+              "the path is held by a deleted stream that live forks still read from: delete the forks, or "
+              "use another path"};
     case errc::source_not_found:
       return {404, "fork source not found"};
     case errc::source_gone:

@@ -30,14 +30,31 @@ enum class errc : std::uint8_t {
   sub_offset_without_offset,
   reserved_path,  // a `__ds` path when subscriptions are not available
   body_too_large,
+  encoded_reserved_path,  // a percent-encoded `__ds` segment (PROTOCOL.md 6: routed before streams)
+  server_path,            // a stream operation on the server's own paths (/healthz, /metrics)
+  server_path_missing,    // a read of a server path that this build does not serve
+  bad_content_type,       // Content-Type that is not a media type (RFC 9110 8.3.1)
+  bad_host,               // a Host that cannot be copied into a URL (Location, callback_url)
+  storage_full,           // the log's disk is full
+  storage_unavailable,    // the log or a segment could not be read or written
+  writes_backlogged,      // too many writes waiting for the disk
 };
 
 struct http_status {
   int code;
   std::string_view reason;
+  // Headers that belong to the status: Allow (RFC 9110 15.5.6: a 405 MUST have it) and Retry-After.
+  std::string_view allow = {};
+  std::string_view retry_after = {};
 };
+
+// RFC 9110 10.2.1: the methods a stream path supports.
+inline constexpr std::string_view stream_methods = "GET, HEAD, POST, PUT, DELETE, OPTIONS";
 
 http_status status_for(errc e);
 http_status status_for(streams::errc e);
+
+// The 4xx for a create, append or delete on one of the server's own paths (see is_server_path).
+inline constexpr std::string_view server_path_methods = "GET, HEAD";
 
 }  // namespace weir::protocol

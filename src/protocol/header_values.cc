@@ -177,6 +177,102 @@ path_check check_stream_path(std::string_view path, std::size_t max_length) {
   return path_check::ok;
 }
 
+namespace {
+// RFC 9110 5.6.2: tchar.
+bool is_tchar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+// A token at the start of `v`: its length (0 when there is none).
+std::size_t token_length(std::string_view v) {
+  std::size_t n = 0;
+  while (n < v.size() && is_tchar(v[n])) ++n;
+  return n;
+}
+// A quoted-string (RFC 9110 5.6.4) at the start of `v`: its length including the quotes, 0 if malformed.
+std::size_t quoted_length(std::string_view v) {
+  if (v.empty() || v[0] != '"') return 0;
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    auto u = static_cast<unsigned char>(v[i]);
+    if (v[i] == '"') return i + 1;
+    if (v[i] == '\\') {
+      if (++i == v.size()) return 0;
+      u = static_cast<unsigned char>(v[i]);
+      if (u < 0x20 && u != '\t') return 0;
+      if (u == 0x7f) return 0;
+      continue;
+    }
+    if ((u < 0x20 && u != '\t') || u == 0x7f) return 0;
+  }
+  return 0;
+}
+void skip_ows(std::string_view& v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+}
+}  // namespace
+
+bool valid_media_type(std::string_view v) {
+  std::size_t n = token_length(v);
+  if (n == 0 || n == v.size() || v[n] != '/') return false;
+  v.remove_prefix(n + 1);
+  n = token_length(v);
+  if (n == 0) return false;
+  v.remove_prefix(n);
+  while (true) {
+    skip_ows(v);
+    if (v.empty()) return true;
+    if (v.front() != ';') return false;
+    v.remove_prefix(1);
+    skip_ows(v);
+    if (v.empty() || v.front() == ';') continue;  // an empty parameter is allowed
+    n = token_length(v);
+    if (n == 0 || n == v.size() || v[n] != '=') return false;
+    v.remove_prefix(n + 1);
+    n = v.empty() || v.front() != '"' ? token_length(v) : quoted_length(v);
+    if (n == 0) return false;
+    v.remove_prefix(n);
+  }
+}
+
+bool valid_url_host(std::string_view v) {
+  std::size_t host_end = 0;
+  if (!v.empty() && v.front() == '[') {
+    host_end = v.find(']');
+    if (host_end == std::string_view::npos || host_end == 1) return false;
+    for (char c : v.substr(1, host_end - 1)) {
+      bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+      if (!hex && c != ':' && c != '.') return false;
+    }
+    ++host_end;
+  } else {
+    while (host_end < v.size() && v[host_end] != ':') {
+      char c = v[host_end];
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                c == '.' || c == '_';
+      if (!ok) return false;
+      ++host_end;
+    }
+    if (host_end == 0) return false;
+  }
+  if (host_end == v.size()) return true;
+  std::string_view port = v.substr(host_end);
+  if (port.front() != ':' || port.size() < 2 || port.size() > 6) return false;
+  return all_digits(port.substr(1));
+}
+
+bool has_reserved_segment(std::string_view decoded_path) {
+  std::string_view root, rest;
+  return split_reserved_path(decoded_path, root, rest);
+}
+
+bool is_server_path(std::string_view decoded_path) {
+  for (std::string_view own : {std::string_view("/healthz"), std::string_view("/metrics")}) {
+    if (decoded_path.substr(0, own.size()) != own) continue;
+    if (decoded_path.size() == own.size() || decoded_path[own.size()] == '/') return true;
+  }
+  return false;
+}
+
 bool split_reserved_path(std::string_view path, std::string_view& root, std::string_view& rest) {
   std::size_t start = 0;
   while (start < path.size()) {

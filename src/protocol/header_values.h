@@ -40,6 +40,21 @@ std::optional<std::vector<query_param>> parse_query(std::string_view query);
 enum class path_check { ok, bad, too_long };
 path_check check_stream_path(std::string_view path, std::size_t max_length);
 
+// Content-Type (RFC 9110 8.3.1): type "/" subtype *( OWS ";" OWS [ name "=" ( token / quoted-string ) ] ).
+bool valid_media_type(std::string_view v);
+
+// Host as it may be copied into a URL the server hands out (Location, callback_url, jwks_url): a DNS
+// name or IPv4 address (letters, digits, '-', '.', '_') or an [IPv6] literal, then an optional ":port"
+// (1-5 digits). Stricter than RFC 3986 reg-name on purpose: no percent-encoding or sub-delims.
+bool valid_url_host(std::string_view v);
+
+// True when a segment of the percent-decoded `path` equals `__ds` (see split_reserved_path).
+bool has_reserved_segment(std::string_view decoded_path);
+
+// The server's own paths (/healthz, /metrics, and what lies under them): never streams. `decoded_path`
+// is percent-decoded.
+bool is_server_path(std::string_view decoded_path);
+
 // True when a path segment equals `__ds` (the reserved subscription prefix, PROTOCOL.md 6).
 // `root` gets the path up to and including the '/' before it, `rest` what follows "__ds/".
 bool split_reserved_path(std::string_view path, std::string_view& root, std::string_view& rest);

@@ -1,5 +1,6 @@
-// JSON mode (PROTOCOL.md 9.1): validation (simdjson), one-level array flattening, the stored form
-// ("m1,m2,...,mN," so records concatenate) and the read form (a JSON array).
+// JSON mode (PROTOCOL.md 9.1): validation (RFC 8259; UTF-8 by simdjson), one-level array flattening,
+// the stored form ("m1,m2,...,mN," so records concatenate) and the read form (a JSON array). Each
+// message is stored exactly as the client sent it (9.1.2), only the whitespace around it dropped.
 #pragma once
 
 #include <cstdint>

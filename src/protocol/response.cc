@@ -47,12 +47,18 @@ void add_common_headers(response& r) {
   r.add_static("Cross-Origin-Resource-Policy", "cross-origin");
 }
 
-response error_response(http_status s) {
+response error_response(http_status s, std::string_view detail) {
   response r;
   r.status = s.code;
   r.add_static("Content-Type", "text/plain; charset=utf-8");
   add_common_headers(r);
+  if (!s.allow.empty()) r.add("Allow", s.allow);
+  if (!s.retry_after.empty()) r.add("Retry-After", s.retry_after);
   r.body = std::string(s.reason);
+  if (!detail.empty()) {
+    r.body += ": ";
+    r.body += detail;
+  }
   r.body += '\n';
   return r;
 }

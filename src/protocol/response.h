@@ -83,8 +83,10 @@ class response {
 // CORS (any origin) and browser security headers (PROTOCOL.md 12.7), on every response.
 void add_common_headers(response& r);
 
-// An error: the status and reason of `s`, as text/plain, plus the common headers.
-response error_response(http_status s);
+// An error: the status and reason of `s`, as text/plain, plus the common headers and the headers that
+// belong to the status (Allow, Retry-After). `detail`, when given, follows the reason ("reason: detail"):
+// facts that help the client fix the request, never internals such as file names.
+response error_response(http_status s, std::string_view detail = {});
 
 // The answer to a CORS preflight (OPTIONS).
 response preflight_response();

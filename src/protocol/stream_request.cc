@@ -52,8 +52,27 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
       return fail(errc::path_too_long);
   }
   r.path = std::string(req.path());
-  if (auto h = header(req, "host")) r.host = std::string(*h);
+  {
+    // Checked on the decoded path, so that an escape cannot hide a reserved name (`%5f_ds`).
+    std::string_view root, rest;
+    const std::optional<std::string> decoded = percent_decode(r.path, false);  // valid: checked above
+    if (split_reserved_path(r.path, root, rest)) return fail(errc::reserved_path);
+    if (has_reserved_segment(*decoded)) return fail(errc::encoded_reserved_path);
+    if (is_server_path(*decoded)) {
+      return fail(r.op == operation::read || r.op == operation::head ? errc::server_path_missing
+                                                                     : errc::server_path);
+    }
+  }
+  if (auto h = header(req, "host")) {
+    // Copied into Location: only a plain host[:port].
+    if (r.op == operation::create && !valid_url_host(*h)) return fail(errc::bad_host);
+    r.host = std::string(*h);
+  }
   if (auto ct = header(req, "content-type"); ct && !ct->empty()) {
+    // RFC 9110 8.3.1; PROTOCOL.md 5.2: 409 only when the type "is valid but does not match". An append
+    // without a body ignores Content-Type (5.2: close-only requests must not be rejected for it).
+    bool checked = r.op == operation::create || (r.op == operation::append && !req.body.empty());
+    if (checked && !valid_media_type(*ct)) return fail(errc::bad_content_type);
     r.content_type = std::string(*ct);
     r.has_content_type = true;
   }
@@ -111,7 +130,7 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
       r.producer = streams::producer_ref{std::string(*id), *e, *s};
     }
     if (req.body.empty() && !r.closed) return fail(errc::empty_body);  // 5.2
-    if (!req.body.empty() && !r.has_content_type) return fail(errc::missing_content_type);
+    // A body without Content-Type is refused by the stream's owner, which can name the stream's type.
   }
 
   if (r.op == operation::read) {

@@ -52,7 +52,23 @@ response create_response(const streams::outcome& o, const stream_request& req) {
   return r;
 }
 
+namespace {
+// What a client needs to fix an append whose Content-Type differs from the stream's: both types, and
+// the usual cause (curl -d sends application/x-www-form-urlencoded unless told otherwise).
+std::string explain_content_type(std::string_view sent, std::string_view stream_type) {
+  std::string why =
+      "the stream's Content-Type is " + std::string(stream_type) + ", this request's is " + std::string(sent);
+  if (streams::same_media_type(sent, "application/x-www-form-urlencoded")) {
+    why += " (curl's default for -d: add -H 'Content-Type: " + std::string(stream_type) + "')";
+  }
+  return why;
+}
+}  // namespace
+
 response append_response(const streams::outcome& o, const stream_request& req) {
+  if (o.code == streams::errc::content_type_mismatch && o.meta) {
+    return error_response(status_for(o.code), explain_content_type(req.content_type, o.meta->content_type));
+  }
   if (o.code != streams::errc::ok) return outcome_error(o);
   const streams::stream_meta& m = *o.meta;
   // 5.2.1: an accepted producer append is 200; duplicates, plain appends and closes are 204.
@@ -65,6 +81,12 @@ response append_response(const streams::outcome& o, const stream_request& req) {
     r.add(hdr::producer_seq, std::to_string(o.producer_seq));
   }
   return r;
+}
+
+response missing_content_type(const streams::read_result& stream) {
+  http_status s = status_for(errc::missing_content_type);
+  if (stream.code != streams::errc::ok || !stream.meta) return error_response(s);
+  return error_response(s, "this stream's is " + stream.meta->content_type);
 }
 
 response delete_response(const streams::outcome& o) {

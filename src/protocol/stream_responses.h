@@ -17,6 +17,9 @@ response outcome_error(const streams::outcome& o);
 response create_response(const streams::outcome& o, const stream_request& req);
 response append_response(const streams::outcome& o, const stream_request& req);
 response delete_response(const streams::outcome& o);
+
+// An append with a body but no Content-Type (5.2: 400), naming the stream's type when `stream` found it.
+response missing_content_type(const streams::read_result& stream);
 response head_response(const streams::read_result& r);
 
 // The body of a read: the JSON array form for JSON streams, the bytes otherwise.

@@ -24,15 +24,12 @@ stream_shard::stream_shard(node& owner, io::event_loop& loop, const clock_source
 stream_shard::~stream_shard() = default;
 
 namespace {
-// A command whose log record could not be written (PROTOCOL.md has no code for it: 507 for a full
-// disk, RFC 4918 11.5; 503 for an I/O error), with the reason as the body.
-protocol::response storage_failure(int status, const std::string& reason) {
-  protocol::response r;
-  r.status = status;
-  r.add_static("Content-Type", "text/plain");
-  r.add_static("Retry-After", "1");  // the core rebuilds its state and retries the disk within about a second
-  r.body = reason + "\n";
-  return r;
+// A command whose log record could not be written, or data that could not be read: 507 for a full disk,
+// 503 otherwise (protocol/errors.cc). The detail (file names, system errors) was logged where it
+// happened and never reaches the client.
+protocol::response storage_failure(int status) {
+  return protocol::error_response(protocol::status_for(status == 507 ? protocol::errc::storage_full
+                                                                     : protocol::errc::storage_unavailable));
 }
 }  // namespace
 
@@ -115,11 +112,11 @@ streams::read_result stream_shard::head_visible(const std::string& path) const {
 
 bool stream_shard::refuse_write(http::exchange ex) {
   if (wal_->failed()) {
-    send_response(ex, storage_failure(wal_->failed_status(), wal_->failed_reason()));
+    send_response(ex, storage_failure(wal_->failed_status()));
     return true;
   }
   if (wal_->in_flight() >= opts_.max_in_flight || wal_->in_flight_bytes() >= opts_.max_in_flight_bytes) {
-    send_response(ex, storage_failure(503, "too many writes waiting for the disk; retry"));
+    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::writes_backlogged)));
     return true;
   }
   return false;
@@ -147,6 +144,11 @@ std::string stream_shard::cursor(const std::optional<std::string>& client_cursor
 
 void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
   const std::int64_t now = now_ms();
+  if (req.op == operation::append && req.has_body && !req.has_content_type) {
+    // PROTOCOL.md 5.2: 400, answered here where the stream's own type is known.
+    send_response(ex, protocol::missing_content_type(head_visible(req.path)));
+    return;
+  }
   if (req.op == operation::create || req.op == operation::append || req.op == operation::remove) {
     if (defer_write(req, ex, live_id) || refuse_write(ex)) return;
   }
@@ -166,15 +168,15 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
       c.close = req.closed;
       c.now_ms = now;
       execute(c, [ex, req = std::move(req)](durable_result& r) {
-        send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
-                                          : protocol::append_response(r.o, req));
+        send_response(
+            ex, r.failed_status ? storage_failure(r.failed_status) : protocol::append_response(r.o, req));
       });
       return;
     }
     case operation::remove: {
       execute(streams::delete_command{req.path, now}, [ex](durable_result& r) {
-        send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
-                                          : protocol::delete_response(r.o));
+        send_response(ex,
+                      r.failed_status ? storage_failure(r.failed_status) : protocol::delete_response(r.o));
       });
       return;
     }
@@ -205,8 +207,8 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   if (!req.fork) {
     c.initial = std::move(req.payload);
     execute(c, [ex, req = std::move(req)](durable_result& r) {
-      send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
-                                        : protocol::create_response(r.o, req));
+      send_response(ex,
+                    r.failed_status ? storage_failure(r.failed_status) : protocol::create_response(r.o, req));
     });
     return;
   }
@@ -214,8 +216,8 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   if (sm_.head(req.path, now).code != streams::errc::not_found) {
     c.fork = streams::fork_spec{req.fork->source, req.fork->offset, req.fork->sub_offset, {}};
     execute(c, [ex, req = std::move(req)](durable_result& r) {
-      send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
-                                        : protocol::create_response(r.o, req));
+      send_response(ex,
+                    r.failed_status ? storage_failure(r.failed_status) : protocol::create_response(r.o, req));
     });
     return;
   }
@@ -245,7 +247,7 @@ void stream_shard::fork_retain(const streams::fork_retain_command& c, shard_wal:
 
 void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, durable_result d) {
   if (d.failed_status) {
-    send_response(ex, storage_failure(d.failed_status, d.reason));
+    send_response(ex, storage_failure(d.failed_status));
     return;
   }
   if (refuse_write(ex)) return;
@@ -272,7 +274,7 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
     if (!bytes) {
       log::error("weir serve: fork {}: reading the source record failed: {}", req.path, bytes.err().reason);
       release(f.source);
-      send_response(ex, storage_failure(503, "storage error: " + bytes.err().reason));
+      send_response(ex, storage_failure(503));
       return;
     }
     std::string_view rec = *bytes;
@@ -286,8 +288,8 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
                                    : protocol::make_payload(req.raw_body, f.resolved.source_content_type);
   c.fork = std::move(f);
   execute(c, [ex, req = std::move(req)](durable_result& r) {
-    send_response(ex, r.failed_status ? storage_failure(r.failed_status, r.reason)
-                                      : protocol::create_response(r.o, req));
+    send_response(ex,
+                  r.failed_status ? storage_failure(r.failed_status) : protocol::create_response(r.o, req));
   });
 }
 
@@ -323,7 +325,7 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
   status io;
   streams::read_result rr = read_visible(req.path, from, opts_.read_chunk_bytes, &io);
   if (!io && rr.plan.bytes == 0) {
-    send_response(ex, storage_failure(503, "storage error: " + io.err().reason));
+    send_response(ex, storage_failure(503));
     return;
   }
   if (req.live == protocol::live_mode::none) {

@@ -157,7 +157,7 @@ outcome state_machine::create(const create_command& c) {
       }
     }
     give_back_fork(out);
-    out.code = matches ? errc::ok : errc::config_mismatch;
+    out.code = existing->soft_deleted ? errc::deleted_with_forks : matches ? errc::ok : errc::config_mismatch;
     return out;
   }
 

@@ -35,7 +35,7 @@ enum class errc : std::uint8_t {
   ok = 0,
   not_found,              // no such stream (or expired)
   gone,                   // soft-deleted (has forks)
-  config_mismatch,        // PUT on an existing stream with another configuration, or a soft-deleted path
+  config_mismatch,        // PUT on an existing stream with another configuration
   source_not_found,       // fork source missing
   source_gone,            // fork source soft-deleted
   bad_fork_offset,        // beyond the source's tail, or not a message boundary
@@ -48,6 +48,7 @@ enum class errc : std::uint8_t {
   seq_gap,                // Producer-Seq beyond last + 1
   invalid_json,
   empty_json_array,
+  deleted_with_forks,  // PUT on a soft-deleted path: a deleted stream that forks still read from holds it
 };
 
 // A snapshot of a stream's metadata, for responses.

@@ -94,5 +94,39 @@ TEST(split_reserved_path, finds_the_ds_segment) {
   EXPECT_FALSE(split_reserved_path("/v1/stream/a__ds", root, rest));
 }
 
+// Issue 12: `Content-Type: ;;;` was taken for a type (409 on append) instead of a malformed header (400).
+TEST(valid_media_type, rfc_9110_media_type) {
+  for (const char* ok : {"text/plain", "application/json; charset=utf-8", "text/plain;",
+                         "text/plain ;a=b; c=d", "a/b; x=\"q;\\\"z\"", "application/vnd.x+json"}) {
+    EXPECT_TRUE(valid_media_type(ok)) << ok;
+  }
+  for (const char* bad :
+       {";;;", "", "text", "text/", "/plain", "text /plain", "text/plain x", "text/plain; x",
+        "text/plain; =y", "text/plain; x=", "text/plain; x=\"open", "text/pl@in"}) {
+    EXPECT_FALSE(valid_media_type(bad)) << bad;
+  }
+}
+
+// Issue 12: Host was copied unvalidated into Location, callback_url and jwks_url.
+TEST(valid_url_host, host_and_optional_port_only) {
+  for (const char* ok : {"127.0.0.1:4437", "localhost", "[::1]:80", "[2001:db8::1]", "a.b-c_d.example"}) {
+    EXPECT_TRUE(valid_url_host(ok)) << ok;
+  }
+  for (const char* bad : {"", ":80", "a b", "a/b", "a@b", "evil.com\r\nX: y", "h:", "h:1234567", "h:1a",
+                          "[::1", "[]", "a%2fb", "[::1]x", "a,b", "a'b", "h:80:81"}) {
+    EXPECT_FALSE(valid_url_host(bad)) << bad;
+  }
+}
+
+TEST(is_server_path, healthz_and_metrics_and_below) {
+  EXPECT_TRUE(is_server_path("/healthz"));
+  EXPECT_TRUE(is_server_path("/metrics"));
+  EXPECT_TRUE(is_server_path("/metrics/x"));
+  EXPECT_FALSE(is_server_path("/healthzz"));
+  EXPECT_FALSE(is_server_path("/v1/healthz"));
+  EXPECT_TRUE(has_reserved_segment("/v1/__ds/x"));
+  EXPECT_FALSE(has_reserved_segment("/v1/_ds/x"));
+}
+
 }  // namespace
 }  // namespace weir::protocol

@@ -11,7 +11,7 @@ std::string stored(const streams::payload& p) {
 
 TEST(json_payload, flattens_one_level) {
   auto one = json_payload(R"({"event": "created"})");
-  EXPECT_EQ(stored(one), R"({"event":"created"},)");
+  EXPECT_EQ(stored(one), R"({"event": "created"},)");  // as sent (9.1.2's own example)
   EXPECT_EQ(one.messages, 1u);
   auto two = json_payload(R"([{"a":1}, {"b":2}])");
   EXPECT_EQ(stored(two), R"({"a":1},{"b":2},)");
@@ -34,6 +34,42 @@ TEST(json_payload, empty_array_and_invalid) {
   }
 }
 
+// Issue 12: numbers were re-printed (`1e2` became `100.0`, `-0` became `0`) and integers beyond 64
+// bits were refused. PROTOCOL.md 9.1.2 stores each message as sent.
+TEST(json_payload, keeps_each_message_byte_for_byte) {
+  EXPECT_EQ(stored(json_payload("1e2")), "1e2,");
+  EXPECT_EQ(stored(json_payload("-0")), "-0,");
+  EXPECT_EQ(stored(json_payload(" [1e2, -0, 1.50, 2E-3]\n")), "1e2,-0,1.50,2E-3,");
+  EXPECT_EQ(stored(json_payload(R"({"event": "created"})")), R"({"event": "created"},)");
+  auto batch = json_payload("[ {\"a\": [1, 2]} ,\n \"x\\u00e9\\n\" , [ ] , {} ]");
+  EXPECT_EQ(stored(batch), "{\"a\": [1, 2]},\"x\\u00e9\\n\",[ ],{},");
+  EXPECT_EQ(batch.messages, 4u);
+  EXPECT_EQ(stored(json_payload("\"caf\xc3\xa9\"")), "\"caf\xc3\xa9\",");
+}
+
+TEST(json_payload, integers_of_any_length_are_valid) {
+  const std::string big = "123456789012345678901234567890123456789";
+  EXPECT_EQ(stored(json_payload(big)), big + ",");
+  EXPECT_EQ(stored(json_payload("[-" + big + ", {\"n\": " + big + "}]")),
+            "-" + big + ",{\"n\": " + big + "},");
+}
+
+TEST(json_payload, rejects_what_rfc_8259_rejects) {
+  for (const char* bad :
+       {"01",       "1.",     ".5",    "-",         "+1",    "1e",         "1e+",     "0x10",    "NaN",
+        "tru",      "nul",    "[1 2]", "{\"a\" 1}", "{1:2}", "{\"a\":1,}", "[,1]",    "\"\\x\"", "\"\\u12\"",
+        "\"a\nb\"", "\"open", "[1",    "{\"a\":1",  "}",     "1 2",        "\"\xff\""}) {
+    EXPECT_TRUE(json_payload(bad).json_invalid) << bad;
+  }
+}
+
+TEST(json_payload, nesting_is_bounded) {
+  const std::size_t limit = 1024;
+  EXPECT_FALSE(json_payload(std::string(limit, '[') + std::string(limit, ']')).json_invalid);
+  EXPECT_TRUE(json_payload(std::string(limit + 1, '[') + std::string(limit + 1, ']')).json_invalid);
+  EXPECT_TRUE(json_payload(std::string(1'000'000, '[')).json_invalid);
+}
+
 TEST(make_payload, only_json_content_types_are_processed) {
   EXPECT_EQ(stored(make_payload("[1]", "application/json; charset=utf-8")), "1,");
   EXPECT_EQ(stored(make_payload("[1]", "text/plain")), "[1]");
@@ -53,6 +89,7 @@ TEST(json_prefix, first_messages_of_a_record) {
   EXPECT_EQ(stored(p), R"({"a":1},{"b":"x,y"},)");
   EXPECT_EQ(p.messages, 2u);
   EXPECT_TRUE(json_prefix("1,", 0).empty());
+  EXPECT_EQ(stored(json_prefix(R"(1e2,{"b": [1, 2]},-0,)", 2)), R"(1e2,{"b": [1, 2]},)");
 }
 
 }  // namespace

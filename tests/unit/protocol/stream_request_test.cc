@@ -93,7 +93,11 @@ TEST(stream_request, append_errors) {
             errc::empty_body);
   EXPECT_EQ(error_of(fake_request(http::method::post, "/a", {{"Stream-Closed", "true"}})), errc::ok);
   EXPECT_EQ(error_of(fake_request(http::method::post, "/a", {{"Stream-Closed", "yes"}})), errc::empty_body);
-  EXPECT_EQ(error_of(fake_request(http::method::post, "/a", {}, "x")), errc::missing_content_type);
+  // A body without Content-Type is refused by the stream's owner (it names the stream's type).
+  parse_outcome untyped = parse_stream_request(fake_request(http::method::post, "/a", {}, "x").req);
+  EXPECT_EQ(untyped.error, errc::ok);
+  EXPECT_TRUE(untyped.request.has_body);
+  EXPECT_FALSE(untyped.request.has_content_type);
   EXPECT_EQ(
       error_of(fake_request(http::method::post, "/a", {{"Content-Type", "t/p"}, {"Producer-Id", "p"}}, "x")),
       errc::bad_producer);
@@ -134,6 +138,43 @@ TEST(stream_request, read_errors) {
   EXPECT_EQ(error_of(fake_request(http::method::get, "/a?live=long-poll", {})), errc::live_needs_offset);
   EXPECT_EQ(error_of(fake_request(http::method::get, "/a?live=sse", {})), errc::live_needs_offset);
   EXPECT_EQ(error_of(fake_request(http::method::get, "/a?offset=-1&live=websocket", {})), errc::bad_live);
+}
+
+// Issue 12: PUT /healthz made a stream nobody could read; `%5f_ds` slipped past the `__ds` check.
+TEST(stream_request, server_and_reserved_paths_are_not_streams) {
+  EXPECT_EQ(error_of(fake_request(http::method::put, "/healthz", {})), errc::server_path);
+  EXPECT_EQ(error_of(fake_request(http::method::put, "/%68ealthz", {})), errc::server_path);
+  EXPECT_EQ(error_of(fake_request(http::method::post, "/metrics", {{"Content-Type", "t/p"}}, "x")),
+            errc::server_path);
+  EXPECT_EQ(error_of(fake_request(http::method::del, "/metrics/x", {})), errc::server_path);
+  EXPECT_EQ(error_of(fake_request(http::method::get, "/metrics", {})), errc::server_path_missing);
+  EXPECT_EQ(error_of(fake_request(http::method::put, "/healthzz", {})), errc::ok);
+  EXPECT_EQ(error_of(fake_request(http::method::put, "/v1/%5f_ds/subscriptions/s", {})),
+            errc::encoded_reserved_path);
+  EXPECT_EQ(error_of(fake_request(http::method::get, "/v1/%5F%5Fds", {})), errc::encoded_reserved_path);
+  EXPECT_EQ(error_of(fake_request(http::method::put, "/v1/__ds/x", {})), errc::reserved_path);
+}
+
+// Issue 12: `Content-Type: ;;;` is a malformed header (400), not a mismatch (409).
+TEST(stream_request, malformed_content_type_is_400) {
+  EXPECT_EQ(error_of(fake_request(http::method::put, "/a", {{"Content-Type", ";;;"}})),
+            errc::bad_content_type);
+  EXPECT_EQ(error_of(fake_request(http::method::post, "/a", {{"Content-Type", ";;;"}}, "x")),
+            errc::bad_content_type);
+  // 5.2: a close-only append is never rejected for its Content-Type.
+  EXPECT_EQ(
+      error_of(fake_request(http::method::post, "/a", {{"Content-Type", ";;;"}, {"Stream-Closed", "true"}})),
+      errc::ok);
+}
+
+// Issue 12: the Host header goes into Location.
+TEST(stream_request, a_create_needs_a_plain_host) {
+  EXPECT_EQ(error_of(fake_request(http::method::put, "/a", {{"Host", "evil.example/x?"}})), errc::bad_host);
+  EXPECT_EQ(error_of(fake_request(http::method::put, "/a", {{"Host", "user@evil.example"}})), errc::bad_host);
+  parse_outcome ok =
+      parse_stream_request(fake_request(http::method::put, "/a", {{"Host", "[::1]:4437"}}).req);
+  EXPECT_EQ(ok.error, errc::ok);
+  EXPECT_EQ(ok.request.host, "[::1]:4437");
 }
 
 }  // namespace

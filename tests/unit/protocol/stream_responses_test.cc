@@ -138,16 +138,84 @@ TEST(stream_responses, long_poll_timeout_and_closed) {
 }
 
 TEST(stream_responses, status_mapping_is_total) {
-  for (int e = 0; e <= static_cast<int>(streams::errc::empty_json_array); ++e) {
+  for (int e = 0; e <= static_cast<int>(streams::errc::deleted_with_forks); ++e) {
     http_status s = status_for(static_cast<streams::errc>(e));
     EXPECT_GE(s.code, 200);
     EXPECT_LT(s.code, 500);
     EXPECT_FALSE(s.reason.empty());
   }
-  for (int e = 0; e <= static_cast<int>(errc::body_too_large); ++e) {
+  for (int e = 0; e <= static_cast<int>(errc::writes_backlogged); ++e) {
     http_status s = status_for(static_cast<errc>(e));
-    EXPECT_LT(s.code, 500);
+    EXPECT_NE(s.code, 500) << e;  // the fallback: an errc without its own row
+    EXPECT_LT(s.code, 600);
+    EXPECT_FALSE(s.reason.empty());
+    if (s.code == 405) {
+      EXPECT_FALSE(s.allow.empty()) << e;  // RFC 9110 15.5.6
+    }
   }
+}
+
+// Issue 12: a 405 without Allow.
+TEST(stream_responses, method_not_allowed_lists_the_methods) {
+  response r = error_response(status_for(errc::method_not_allowed));
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(find(r, "Allow"), std::optional<std::string>("GET, HEAD, POST, PUT, DELETE, OPTIONS"));
+  response own = error_response(status_for(errc::server_path));
+  EXPECT_EQ(own.status, 405);
+  EXPECT_EQ(find(own, "Allow"), std::optional<std::string>("GET, HEAD"));
+}
+
+// Issue 12 item 2: "storage error: open dir /path: Too many open files" reached a client.
+TEST(stream_responses, storage_failures_name_no_internals) {
+  for (errc e : {errc::storage_full, errc::storage_unavailable, errc::writes_backlogged}) {
+    response r = error_response(status_for(e));
+    EXPECT_TRUE(r.status == 503 || r.status == 507);
+    EXPECT_EQ(find(r, "Retry-After"), std::optional<std::string>("1"));
+    EXPECT_EQ(r.body.find('/'), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(error_response(status_for(errc::storage_unavailable)).body, "storage unavailable\n");
+}
+
+// Issue 11: errors that teach.
+TEST(stream_responses, errors_say_how_to_fix_the_request) {
+  std::string offset = error_response(status_for(errc::bad_offset)).body;
+  EXPECT_NE(offset.find("-1"), std::string::npos) << offset;
+  EXPECT_NE(offset.find("now"), std::string::npos) << offset;
+  EXPECT_NE(offset.find("Stream-Next-Offset"), std::string::npos) << offset;
+
+  stream_request req;
+  req.has_body = true;
+  req.has_content_type = true;
+  req.content_type = "application/x-www-form-urlencoded";
+  streams::outcome o;
+  o.code = streams::errc::content_type_mismatch;
+  o.meta = meta();
+  response curl = append_response(o, req);
+  EXPECT_EQ(curl.status, 409);
+  EXPECT_NE(curl.body.find("the stream's Content-Type is text/plain"), std::string::npos) << curl.body;
+  EXPECT_NE(curl.body.find("curl"), std::string::npos) << curl.body;
+  EXPECT_NE(curl.body.find("-H 'Content-Type: text/plain'"), std::string::npos) << curl.body;
+  req.content_type = "application/json";
+  response other = append_response(o, req);
+  EXPECT_NE(other.body.find("this request's is application/json"), std::string::npos) << other.body;
+  EXPECT_EQ(other.body.find("curl"), std::string::npos) << other.body;
+
+  streams::read_result found;
+  found.meta = meta();
+  response missing = missing_content_type(found);
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_NE(missing.body.find("Content-Type missing"), std::string::npos) << missing.body;
+  EXPECT_NE(missing.body.find("text/plain"), std::string::npos) << missing.body;
+  streams::read_result absent;
+  absent.code = streams::errc::not_found;
+  EXPECT_EQ(missing_content_type(absent).status, 400);
+
+  streams::outcome held;
+  held.code = streams::errc::deleted_with_forks;
+  response put = create_response(held, {});
+  EXPECT_EQ(put.status, 409);
+  EXPECT_NE(put.body.find("deleted stream"), std::string::npos) << put.body;
+  EXPECT_NE(put.body.find("forks"), std::string::npos) << put.body;
 }
 
 }  // namespace
