@@ -36,6 +36,9 @@ node::node(serve_config cfg, storage::env* storage_env)
   o.threads = cfg_.threads;
   o.limits.max_body_bytes = cfg_.body_limit;
   o.server_name = "weir";
+  o.max_connections = cfg_.max_connections;
+  o.max_connections_per_client = cfg_.max_connections_per_client;
+  o.descriptor_reserve = cfg_.descriptor_reserve;
   // Live reads hold a request open for the long-poll timeout or the SSE lifetime.
   o.idle_timeout = std::chrono::milliseconds(std::max<std::int64_t>(60'000, cfg_.sse_close_after_ms + 5'000));
   http_ = std::make_unique<http::server>(
@@ -200,9 +203,12 @@ status node::start() {
     stream_shard* sp = s.get();
     sp->loop().post([sp] { sp->start(); });
   }
-  log::info("weir serve: listening on {}:{} ({} threads, data dir {}, long-poll {} ms, subscriptions {})",
-            cfg_.host, http_->port(), shard_count(), cfg_.data_dir, cfg_.long_poll_timeout_ms,
-            subs_ ? "on" : "off");
+  log::info(
+      "weir serve: listening on {}:{} ({} threads, data dir {}, long-poll {} ms, subscriptions {}, at most "
+      "{} "
+      "connections)",
+      cfg_.host, http_->port(), shard_count(), cfg_.data_dir, cfg_.long_poll_timeout_ms, subs_ ? "on" : "off",
+      http_->connection_cap());
   return {};
 }
 
