@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_command.h"
+#include "cli/stream_command.h"
 #include "server/serve_command.h"
 #include "server/version.h"
 
@@ -11,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   weir::server::register_command(app);
   weir::bench::register_command(app);
+  weir::cli::register_command(app);
   CLI11_PARSE(app, argc, argv);
   if (app.get_subcommands().empty()) {
     std::fputs(app.help().c_str(), stdout);
