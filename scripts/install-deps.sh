@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 APT_BUILD=(build-essential g++ cmake ninja-build pkg-config git
   liburing-dev libsimdjson-dev libisal-dev libssl-dev libcurl4-openssl-dev libtomlplusplus-dev
-  libcli11-dev libfmt-dev libspdlog-dev libjemalloc-dev)
+  libcli11-dev libfmt-dev libspdlog-dev libjemalloc-dev libraft-dev)
 APT_TEST=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev wrk nginx-light
   nodejs npm curl procps util-linux)
 
