@@ -86,6 +86,22 @@ std::string check_max_in_flight_bytes(const serve_config& c) {
          std::to_string(c.max_in_flight_bytes);
 }
 
+std::string check_webhook_allow_hosts(const serve_config& c) {
+  std::string_view rest = c.webhook_allow_hosts;
+  while (!rest.empty()) {
+    std::string_view name = rest.substr(0, rest.find(','));
+    rest.remove_prefix(std::min(rest.size(), name.size() + 1));
+    bool ok = !name.empty();
+    for (char ch : name) {
+      bool name_char =
+          (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_';
+      ok = ok && name_char;
+    }
+    if (!ok) return "lower-case host names separated by commas, got '" + c.webhook_allow_hosts + "'";
+  }
+  return "";
+}
+
 // THE table: one row per setting. Names are the flags and the TOML keys; the order is --help's.
 const std::array table{
     setting{"listen", "HOST:PORT",
@@ -128,6 +144,22 @@ const std::array table{
     setting{"max-in-flight-bytes", "BYTES",
             "Writes per core waiting for the disk before further writes get 503 + Retry-After",
             field<&serve_config::max_in_flight_bytes>(), 0, UINT64_MAX, check_max_in_flight_bytes},
+    setting{"allow-loopback-webhooks", "true|false",
+            "Let webhook subscriptions POST over plain HTTP to localhost / 127.0.0.x (tests and development "
+            "only; logged as a warning at start). Off: only https to public addresses",
+            field<&serve_config::allow_loopback_webhooks>()},
+    setting{"webhook-allow-hosts", "HOST,HOST",
+            "Host names admitted as webhook targets over https even when they resolve to private addresses "
+            "(never link-local or cloud metadata)",
+            field<&serve_config::webhook_allow_hosts>(), 0, UINT64_MAX, check_webhook_allow_hosts},
+    setting{"max-webhook-retries", "N",
+            "Failed webhook deliveries in a row after which a subscription is paused (status failed) until "
+            "it is re-confirmed with PUT; 0: retry forever",
+            field<&serve_config::max_webhook_retries>(), 0, 1'000'000},
+    setting{"max-subscriptions", "N", "Subscriptions the node keeps (beyond it: 403); 0: no cap",
+            field<&serve_config::max_subscriptions>()},
+    setting{"max-subscription-pattern-bytes", "BYTES", "Longest subscription pattern (beyond it: 400)",
+            field<&serve_config::max_subscription_pattern_bytes>(), 1, 65'536},
     setting{"log-level", "LEVEL", "trace, debug, info, warn, error or off", field<&serve_config::log_level>(),
             0, UINT64_MAX, check_log_level},
 };

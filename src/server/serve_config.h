@@ -38,6 +38,15 @@ struct serve_config {
   std::uint64_t checkpoint_bytes = 256ull << 20;
   // Bytes of writes per core waiting for the disk before further writes get 503 + Retry-After.
   std::uint64_t max_in_flight_bytes = 256ull << 20;
+  // Subscriptions (docs/subscriptions.md). Webhooks over plain HTTP to loopback (tests, development).
+  bool allow_loopback_webhooks = false;
+  // Comma-separated host names admitted as webhook targets (https) even when they resolve to private
+  // addresses.
+  std::string webhook_allow_hosts;
+  // Failed webhook deliveries in a row before a subscription is paused; 0: retry forever.
+  std::uint64_t max_webhook_retries = 30;
+  std::uint64_t max_subscriptions = 1'000;  // 0: unlimited
+  std::uint64_t max_subscription_pattern_bytes = 256;
 };
 
 struct config_error : std::runtime_error {

@@ -2,8 +2,10 @@
 
 #if defined(WEIR_HAVE_SUBSCRIPTIONS)
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <string_view>
 
 #include "io/event_loop.h"
 #include "protocol/json_mode.h"
@@ -90,7 +92,7 @@ class shard_stream_host final : public subscriptions::stream_host {
 class service_glue final : public subscriptions_glue {
  public:
   service_glue(node& n, io::event_loop& home, const clock_source& clock, const std::string& data_dir)
-      : host_(n), service_(home, host_, clock, make_options(data_dir)) {}
+      : host_(n), service_(home, host_, clock, make_options(n.config(), data_dir)) {}
 
   void handle(const http::request& req, std::string_view root, std::string_view rest, std::string_view origin,
               http::exchange ex) override {
@@ -103,9 +105,19 @@ class service_glue final : public subscriptions_glue {
   bool active() const override { return service_.has_subscriptions(); }
 
  private:
-  static subscriptions::service_options make_options(const std::string& data_dir) {
+  static subscriptions::service_options make_options(const serve_config& cfg, const std::string& data_dir) {
     subscriptions::service_options o;
     o.data_dir = data_dir;
+    o.allow_localhost_webhooks = cfg.allow_loopback_webhooks;
+    std::string_view hosts = cfg.webhook_allow_hosts;  // validated: names separated by commas
+    while (!hosts.empty()) {
+      std::string_view name = hosts.substr(0, hosts.find(','));
+      o.webhook_allow_hosts.emplace_back(name);
+      hosts.remove_prefix(std::min(hosts.size(), name.size() + 1));
+    }
+    o.max_webhook_retries = static_cast<int>(cfg.max_webhook_retries);
+    o.max_subscriptions = cfg.max_subscriptions;
+    o.max_pattern_bytes = cfg.max_subscription_pattern_bytes;
     return o;
   }
 

@@ -39,6 +39,8 @@ control_response from_config_error(const error& e) {
       return fail(400, "INVALID_JSON", e.reason);
     case config_errc::webhook_url_rejected:
       return fail(400, "WEBHOOK_URL_REJECTED", e.reason);
+    case config_errc::limit_exceeded:
+      return fail(400, "LIMIT_EXCEEDED", e.reason);
     case config_errc::invalid_request:
       break;
   }

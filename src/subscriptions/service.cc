@@ -64,6 +64,10 @@ manager_options make_manager_options(const service_options& opts, snapshot_write
   manager_options m;
   m.allow_localhost_webhooks = opts.allow_localhost_webhooks;
   m.default_lease_ttl_ms = opts.default_lease_ttl_ms;
+  m.webhook_allow_hosts = opts.webhook_allow_hosts;
+  m.max_webhook_retries = opts.max_webhook_retries;
+  m.max_subscriptions = opts.max_subscriptions;
+  m.max_pattern_bytes = opts.max_pattern_bytes;
   if (writer) m.persist = [writer](std::string text) { writer->write(std::move(text)); };
   return m;
 }
@@ -90,6 +94,11 @@ struct service::impl {
         writer(make_writer(opts.data_dir)),
         manager(sched, host, sender, clock, key, token_signer(token_signer::random_secret()),
                 make_manager_options(opts, writer.get())) {
+    if (opts.allow_localhost_webhooks) {
+      log::warn(
+          "subscriptions: allow-loopback-webhooks is on: webhooks may POST over plain HTTP to this "
+          "host's loopback ports (PROTOCOL.md 12.8 development exception; never in production)");
+    }
     // Restored on the home loop: it arms timers, which only the loop's own thread may touch. The file is
     // read here so a bad snapshot still stops start-up.
     auto subs = load_snapshot(opts.data_dir);

@@ -63,9 +63,15 @@ struct control_request {
 };
 
 struct service_options {
-  std::string data_dir;                  // signing key persisted at <data_dir>/webhook-signing.key
-  bool allow_localhost_webhooks = true;  // PROTOCOL.md 12.8 development exception
+  std::string data_dir;  // signing key persisted at <data_dir>/webhook-signing.key
+  // PROTOCOL.md 6.2 / 12.8 development exception: plain HTTP to loopback (setting
+  // allow-loopback-webhooks). Off by default.
+  bool allow_localhost_webhooks = false;
   std::int64_t default_lease_ttl_ms = 30'000;
+  std::vector<std::string> webhook_allow_hosts;  // setting webhook-allow-hosts (url_policy::allow_hosts)
+  int max_webhook_retries = 30;                  // setting max-webhook-retries (manager_options)
+  std::size_t max_subscriptions = 1'000;         // setting max-subscriptions
+  std::size_t max_pattern_bytes = 256;           // setting max-subscription-pattern-bytes
 };
 
 class service {

@@ -69,6 +69,12 @@ result<subscription_config> parse_subscription_config(std::string_view body, con
   auto pattern = optional_string(obj, "pattern");
   if (!pattern) return pattern.err();
   if (*pattern) {
+    // Issue 12 item 5: a pattern is kept and matched against every stream event; bound its size.
+    if (limits.max_pattern_bytes != 0 && (*pattern)->size() > limits.max_pattern_bytes) {
+      return make_error(config_errc::limit_exceeded,
+                        fmt::format("'pattern' is longer than max-subscription-pattern-bytes ({} bytes)",
+                                    limits.max_pattern_bytes));
+    }
     auto g = glob_matcher::compile(**pattern);
     if (!g) return invalid("'pattern' is not a valid glob");
     // PROTOCOL.md 6: `__ds` as first segment is reserved for control APIs, never an application stream.
@@ -106,7 +112,8 @@ result<subscription_config> parse_subscription_config(std::string_view body, con
     auto url = optional_string(wh, "url");
     if (!url) return url.err();
     if (!*url) return invalid("'webhook.url' is required");
-    auto checked = validate_webhook_url(**url, url_policy{limits.allow_localhost_webhooks});
+    auto checked =
+        validate_webhook_url(**url, url_policy{limits.allow_localhost_webhooks, limits.webhook_allow_hosts});
     if (!checked) return make_error(config_errc::webhook_url_rejected, checked.err().reason);
     cfg.webhook_url = std::move(**url);
   } else {

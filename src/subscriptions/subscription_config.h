@@ -14,7 +14,7 @@
 namespace weir::subscriptions {
 
 // Every failure maps to one error code in the HTTP answer (see subscription_manager).
-enum class config_errc { invalid_json = 1, invalid_request, webhook_url_rejected };
+enum class config_errc { invalid_json = 1, invalid_request, webhook_url_rejected, limit_exceeded };
 
 enum class delivery_type { webhook, pull_wake };
 
@@ -23,6 +23,8 @@ std::string_view to_string(delivery_type t);
 struct config_limits {
   bool allow_localhost_webhooks = false;
   std::int64_t default_lease_ttl_ms = 30'000;
+  std::vector<std::string> webhook_allow_hosts;  // url_policy::allow_hosts
+  std::size_t max_pattern_bytes = 0;             // 0: unlimited (setting max-subscription-pattern-bytes)
 };
 
 // PROTOCOL.md 6.2: lease from 1 second to 10 minutes.

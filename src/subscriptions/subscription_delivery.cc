@@ -147,9 +147,9 @@ void subscription_manager::deliver_webhook(entry& e, const wake_state& w) {
   req.url = *e.state.config().webhook_url;
   req.body = render_notification(e.state, w, callback_url, token);
   req.timeout_ms = opts_.webhook_timeout_ms;
-  // Loopback at connect time only for URLs that named localhost / 127.0.0.x themselves (the development
-  // exception), never for a public name that happens to resolve there.
-  req.allow_loopback = opts_.allow_localhost_webhooks && !validate_webhook_url(req.url, url_policy{false});
+  // Checked again under today's policy at send time (a restored subscription may predate it), resolved
+  // once and connected only to checked addresses (webhook_target.h).
+  req.policy = webhook_policy();
   req.headers.emplace_back("Content-Type", "application/json");
   // PROTOCOL.md 7.1: Ed25519 over "<t>.<raw body>".
   req.headers.emplace_back("Webhook-Signature", key_->webhook_signature(clock_.wall_ms() / 1000, req.body));
@@ -179,8 +179,15 @@ void subscription_manager::on_webhook_result(const std::string& key, std::uint64
               r.http_status ? fmt::format("HTTP {}", r.http_status) : r.error);
     static thread_local std::mt19937 rng{std::random_device{}()};
     double jitter = std::uniform_real_distribution<double>(-0.2, 0.2)(rng);
-    if (auto delay = e->state.on_delivery_failed(generation, clock_.mono_ms(), jitter))
+    if (auto delay =
+            e->state.on_delivery_failed(generation, clock_.mono_ms(), jitter, opts_.max_webhook_retries)) {
       schedule_retry(*e, *delay);
+    } else if (e->state.paused()) {
+      log::warn(
+          "subscription {}: {} webhook deliveries failed in a row (max-webhook-retries): paused until "
+          "it is re-confirmed with PUT",
+          e->state.id(), e->state.failed_attempts());
+    }
   }
   changed();
   pump(*e);

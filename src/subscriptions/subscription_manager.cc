@@ -161,7 +161,8 @@ void subscription_manager::handle(const control_request& req, responder respond)
 void subscription_manager::put_subscription(const control_request& req, const std::string& id,
                                             responder respond) {
   auto cfg = parse_subscription_config(
-      req.body, config_limits{opts_.allow_localhost_webhooks, opts_.default_lease_ttl_ms});
+      req.body, config_limits{opts_.allow_localhost_webhooks, opts_.default_lease_ttl_ms,
+                              opts_.webhook_allow_hosts, opts_.max_pattern_bytes});
   if (!cfg) return respond(from_config_error(cfg.err()));
   std::string key = std::string(req.root) + id;
   std::string hash = cfg->hash();
@@ -170,7 +171,21 @@ void subscription_manager::put_subscription(const control_request& req, const st
       return respond(
           fail(409, "SUBSCRIPTION_ALREADY_EXISTS", "subscription exists with a different configuration"));
     }
-    return respond(json(200, render_subscription(it->second->state, signing_for(req.origin, req.root))));
+    entry& e = *it->second;
+    // An identical re-confirmation resumes a subscription that gave up retrying (max-webhook-retries).
+    if (e.state.paused()) {
+      log::info("subscription {}: re-confirmed, webhook delivery resumes", e.state.id());
+      e.state.resume();
+      changed();
+      pump(e);
+    }
+    return respond(json(200, render_subscription(e.state, signing_for(req.origin, req.root))));
+  }
+  if (opts_.max_subscriptions != 0 && subs_.size() >= opts_.max_subscriptions) {
+    // Issue 12 item 5: a bounded number of subscriptions per node; the answer names the limit.
+    return respond(fail(
+        403, "LIMIT_EXCEEDED",
+        fmt::format("max-subscriptions ({}) reached: delete a subscription first", opts_.max_subscriptions)));
   }
 
   entry& e = add_entry(std::string(req.root), std::string(req.origin), id, std::move(hash),

@@ -27,6 +27,7 @@
 #include "subscriptions/subscription_state.h"
 #include "subscriptions/subscription_store.h"
 #include "subscriptions/token_signer.h"
+#include "subscriptions/url_validator.h"
 #include "subscriptions/webhook_sender.h"
 
 namespace weir::subscriptions {
@@ -51,7 +52,7 @@ struct control_response {
 using responder = std::function<void(control_response)>;
 
 struct manager_options {
-  bool allow_localhost_webhooks = true;
+  bool allow_localhost_webhooks = false;  // PROTOCOL.md 6.2 development exception (url_policy)
   std::int64_t default_lease_ttl_ms = 30'000;
   std::int64_t webhook_timeout_ms = 10'000;
   std::int64_t token_lifetime_ms = 3'600'000;
@@ -59,6 +60,14 @@ struct manager_options {
   // subscriptions are not persisted.
   std::function<void(std::string)> persist;
   std::int64_t persist_delay_ms = 20;
+  // url_policy::allow_hosts (setting webhook-allow-hosts).
+  std::vector<std::string> webhook_allow_hosts;
+  // Failed webhook deliveries in a row after which a subscription stops retrying: it stays `failed`
+  // (paused) until it is re-confirmed with an identical PUT. 0: retry forever.
+  int max_webhook_retries = 30;
+  // Issue 12 item 5: what one client can make the node keep. 0: unlimited.
+  std::size_t max_subscriptions = 1'000;
+  std::size_t max_pattern_bytes = 256;
 };
 
 class subscription_manager {
@@ -144,6 +153,9 @@ class subscription_manager {
   void backfill(entry& e, std::function<void()> done);
   std::string new_wake_id();
   signing_info signing_for(std::string_view origin, std::string_view root) const;
+  url_policy webhook_policy() const {
+    return url_policy{opts_.allow_localhost_webhooks, opts_.webhook_allow_hosts};
+  }
   // Runs `fn` on the home loop if this manager still exists then.
   std::function<void()> guarded(std::function<void()> fn) const;
 

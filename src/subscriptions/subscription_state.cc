@@ -27,13 +27,14 @@ subscription_state::subscription_state(std::string id, subscription_config cfg,
     : id_(std::move(id)), cfg_(std::move(cfg)), created_at_wall_ms_(created_at_wall_ms) {}
 
 void subscription_state::restore(std::map<std::string, stream_link> links, std::uint64_t generation,
-                                 bool failed, int failed_attempts, std::int64_t retry_at_ms) {
+                                 bool failed, int failed_attempts, std::int64_t retry_at_ms, bool paused) {
   links_ = std::move(links);
   for (auto& [_, l] : links_) l.tail_offset.reset();
   generation_ = generation;
   failed_ = failed;
   failed_attempts_ = failed_attempts;
   retry_at_ms_ = retry_at_ms;
+  paused_ = paused;
   wake_.reset();
 }
 
@@ -110,7 +111,7 @@ std::vector<wake_stream_entry> subscription_state::snapshot() const {
 }
 
 const wake_state* subscription_state::try_start_wake(std::int64_t now_ms, std::string wake_id) {
-  if (wake_ || retry_at_ms_ != 0 || !has_pending()) return nullptr;
+  if (wake_ || retry_at_ms_ != 0 || paused_ || !has_pending()) return nullptr;
   wake_state w;
   w.wake_id = std::move(wake_id);
   w.generation = ++generation_;
@@ -191,17 +192,29 @@ bool subscription_state::on_delivered(std::uint64_t generation, bool done) {
 }
 
 std::optional<std::int64_t> subscription_state::on_delivery_failed(std::uint64_t generation,
-                                                                   std::int64_t now_ms, double jitter) {
+                                                                   std::int64_t now_ms, double jitter,
+                                                                   int max_attempts) {
   if (!wake_ || wake_->generation != generation) return std::nullopt;
   wake_.reset();
   failed_ = true;
   ++failed_attempts_;
+  if (max_attempts > 0 && failed_attempts_ >= max_attempts) {
+    paused_ = true;
+    retry_at_ms_ = 0;
+    return std::nullopt;
+  }
   double base = 1000.0 * std::pow(2.0, std::min(failed_attempts_ - 1, 6));
   base = std::min(base, 60'000.0);
   jitter = std::clamp(jitter, -0.2, 0.2);
   auto delay = static_cast<std::int64_t>(base * (1.0 + jitter));
   retry_at_ms_ = now_ms + delay;
   return delay;
+}
+
+void subscription_state::resume() {
+  paused_ = false;
+  failed_attempts_ = 0;
+  retry_at_ms_ = 0;
 }
 
 bool subscription_state::expire_lease(std::uint64_t generation, std::int64_t now_ms) {

@@ -65,11 +65,13 @@ class subscription_state {
   bool failed() const { return failed_; }
   std::int64_t retry_at_ms() const { return retry_at_ms_; }
   int failed_attempts() const { return failed_attempts_; }
+  // Webhook retries gave up (max attempts reached): no wake starts until resume().
+  bool paused() const { return paused_; }
 
   // Restores persisted cursors and counters (subscription_store). Tails are unknown until the streams
   // report them again; `retry_at_ms` is monotonic (0 = none).
   void restore(std::map<std::string, stream_link> links, std::uint64_t generation, bool failed,
-               int failed_attempts, std::int64_t retry_at_ms);
+               int failed_attempts, std::int64_t retry_at_ms, bool paused = false);
 
   // --- membership (PROTOCOL.md 6.2, 6.4) ---
   // Links at the stream's current tail (backfill, explicit add of an existing stream): no history is
@@ -118,9 +120,12 @@ class subscription_state {
   bool on_delivered(std::uint64_t generation, bool done);
   // Delivery (or a wake-stream append) failed: clears the wake and schedules a retry with exponential
   // back-off from 1 s to 60 s and the given jitter in [-0.2, 0.2] (PROTOCOL.md 7.1). Returns the delay,
-  // or nullopt when the wake is stale.
-  std::optional<std::int64_t> on_delivery_failed(std::uint64_t generation, std::int64_t now_ms,
-                                                 double jitter);
+  // or nullopt when the wake is stale or when this was failure number `max_attempts` (> 0): then no retry
+  // is scheduled, the subscription stays failed and is paused.
+  std::optional<std::int64_t> on_delivery_failed(std::uint64_t generation, std::int64_t now_ms, double jitter,
+                                                 int max_attempts = 0);
+  // Ends a pause: the failure count starts over and pending work may wake again.
+  void resume();
   // The retry time arrived.
   void on_retry_due() { retry_at_ms_ = 0; }
 
@@ -139,6 +144,7 @@ class subscription_state {
   bool failed_ = false;
   int failed_attempts_ = 0;
   std::int64_t retry_at_ms_ = 0;  // monotonic; 0 = no back-off
+  bool paused_ = false;
 };
 
 }  // namespace weir::subscriptions

@@ -146,6 +146,13 @@ std::optional<std::string_view> blocked_v4(std::uint32_t a) {
   return std::nullopt;
 }
 
+// The ranges an allow-listed host may resolve to: RFC 1918, CGNAT and loopback (an operator's own
+// network), never link-local (169.254.0.0/16 holds the cloud metadata service), unspecified or multicast.
+bool private_v4(std::uint32_t a) {
+  return in_v4(a, v4(10, 0, 0, 0), 8) || in_v4(a, v4(172, 16, 0, 0), 12) ||
+         in_v4(a, v4(192, 168, 0, 0), 16) || in_v4(a, v4(100, 64, 0, 0), 10) || in_v4(a, v4(127, 0, 0, 0), 8);
+}
+
 std::optional<std::string_view> blocked_v6(const std::array<std::uint8_t, 16>& b) {
   auto zero_prefix = [&](int n) {
     for (int i = 0; i < n; ++i) {
@@ -177,26 +184,40 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 }  // namespace
 
-status validate_webhook_address(std::string_view ip, url_policy policy) {
+address_rule address_rule_for(const parsed_webhook_url& url) {
+  if (url.allow_listed) return address_rule::private_allowed;
+  if (url.loopback_exception) return address_rule::loopback_too;
+  return address_rule::public_only;
+}
+
+status validate_webhook_address(std::string_view ip, address_rule rule) {
   std::string text(ip);
   std::array<std::uint8_t, 16> b6{};
   in_addr a4{};
   if (inet_pton(AF_INET, text.c_str(), &a4) == 1) {
     std::uint32_t a = ntohl(a4.s_addr);
-    if (policy.allow_localhost && in_v4(a, v4(127, 0, 0, 0), 24)) return {};
-    if (auto why = blocked_v4(a))
-      return rejected(fmt::format("webhook connection reached a {} ({})", *why, ip));
+    if (rule == address_rule::loopback_too && in_v4(a, v4(127, 0, 0, 0), 24)) return {};
+    auto why = blocked_v4(a);
+    if (why && rule == address_rule::private_allowed && private_v4(a)) why.reset();
+    // PROTOCOL.md 12.8: "SHOULD block cloud metadata endpoints" - whatever admitted the host.
+    if (a == v4(100, 100, 100, 200)) why = "cloud metadata address";
+    if (why) return rejected(fmt::format("webhook host resolved to a {} ({})", *why, ip));
     return {};
   }
   if (inet_pton(AF_INET6, text.c_str(), b6.data()) == 1) {
     bool loopback =
         std::all_of(b6.begin(), b6.end() - 1, [](std::uint8_t x) { return x == 0; }) && b6[15] == 1;
-    if (policy.allow_localhost && loopback) return {};
-    if (auto why = blocked_v6(b6))
-      return rejected(fmt::format("webhook connection reached an IPv6 {} ({})", *why, ip));
+    if (rule == address_rule::loopback_too && loopback) return {};
+    auto why = blocked_v6(b6);
+    bool ula = (b6[0] & 0xfe) == 0xfc;
+    if (why && rule == address_rule::private_allowed && (loopback || ula)) why.reset();
+    static constexpr std::array<std::uint8_t, 16> aws_metadata{0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0,    0,
+                                                               0,    0,    0,    0,    0, 0, 0x02, 0x54};
+    if (b6 == aws_metadata) why = "cloud metadata address";
+    if (why) return rejected(fmt::format("webhook host resolved to an IPv6 {} ({})", *why, ip));
     return {};
   }
-  return rejected(fmt::format("webhook connection reached an unparsable address '{}'", ip));
+  return rejected(fmt::format("webhook host resolved to an unparsable address '{}'", ip));
 }
 
 result<parsed_webhook_url> validate_webhook_url(std::string_view url, url_policy policy) {
@@ -249,6 +270,23 @@ result<parsed_webhook_url> validate_webhook_url(std::string_view url, url_policy
   if (host_text.empty()) return rejected("webhook URL has no host");
 
   bool loopback_exception = false;  // host is localhost or 127.0.0.x
+  if (!bracketed) {
+    std::string host = lower(host_text);
+    if (!host.empty() && host.back() == '.') host.pop_back();
+    bool listed = !host.empty() && std::find(policy.allow_hosts.begin(), policy.allow_hosts.end(), host) !=
+                                       policy.allow_hosts.end();
+    if (listed && !parse_ipv4_literal(host)) {
+      // PROTOCOL.md 12.8: allow-listed names still need https; their addresses are checked at connect.
+      if (out.scheme != "https") return rejected("webhook URL must use https");
+      for (char c : host) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+        if (!ok) return rejected("webhook URL host has a forbidden character");
+      }
+      out.host = std::move(host);
+      out.allow_listed = true;
+      return out;
+    }
+  }
   if (bracketed) {
     std::array<std::uint8_t, 16> bytes{};
     std::string h(host_text);
@@ -256,6 +294,7 @@ result<parsed_webhook_url> validate_webhook_url(std::string_view url, url_policy
       return rejected("webhook URL has an invalid IPv6 literal");
     if (auto why = blocked_v6(bytes)) return rejected(fmt::format("webhook URL targets an IPv6 {}", *why));
     out.host = lower(host_text);
+    out.ip_literal = true;
   } else {
     std::string host = lower(host_text);
     if (host.back() == '.') host.pop_back();  // "example.com." is the same name
@@ -274,6 +313,7 @@ result<parsed_webhook_url> validate_webhook_url(std::string_view url, url_policy
       auto lit = parse_ipv4_literal(host);
       if (!lit) return rejected("webhook URL host is an invalid IPv4 literal");
       if (!lit->canonical) return rejected("webhook URL host is a non-canonical IPv4 literal");
+      out.ip_literal = true;
       if (in_v4(lit->addr, v4(127, 0, 0, 0), 24)) {
         loopback_exception = true;
       } else if (auto why = blocked_v4(lit->addr)) {
@@ -291,7 +331,10 @@ result<parsed_webhook_url> validate_webhook_url(std::string_view url, url_policy
   }
 
   if (loopback_exception) {
-    if (!policy.allow_localhost) return rejected("webhook URL targets a loopback address");
+    if (!policy.allow_localhost) {
+      return rejected("webhook URL targets a loopback address (allowed only with allow-loopback-webhooks)");
+    }
+    out.loopback_exception = true;
     return out;  // http or https both fine under the development exception
   }
   if (out.scheme != "https") return rejected("webhook URL must use https");

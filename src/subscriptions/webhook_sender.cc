@@ -2,6 +2,10 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "subscriptions/url_validator.h"
 
@@ -11,16 +15,19 @@ namespace {
 struct response_sink {
   std::string body;
   const std::atomic<bool>* stopping = nullptr;
-  bool allow_loopback = false;
+  const std::vector<std::string>* checked = nullptr;  // the addresses resolve_webhook_target allowed
+  std::string connected;
   std::string refused;  // why the connected address was refused
 };
 
-// CURLOPT_PREREQFUNCTION: runs after the connection is made, before the request is sent.
+// CURLOPT_PREREQFUNCTION: runs after the connection is made (or reused), before the request is sent. The
+// pinned resolve makes any other address impossible; this is the belt to those braces.
 int on_connected(void* user, char* primary_ip, char* /*local_ip*/, int /*primary_port*/, int /*local_port*/) {
   auto* sink = static_cast<response_sink*>(user);
-  auto st = validate_webhook_address(primary_ip, url_policy{sink->allow_loopback});
-  if (st) return CURL_PREREQFUNC_OK;
-  sink->refused = st.err().reason;
+  sink->connected = primary_ip;
+  const auto& ok = *sink->checked;
+  if (std::find(ok.begin(), ok.end(), sink->connected) != ok.end()) return CURL_PREREQFUNC_OK;
+  sink->refused = fmt::format("webhook connection reached {}, which was not the checked address", primary_ip);
   return CURL_PREREQFUNC_ABORT;
 }
 
@@ -44,7 +51,8 @@ struct curl_global {
 
 }  // namespace
 
-curl_webhook_sender::curl_webhook_sender(unsigned threads) {
+curl_webhook_sender::curl_webhook_sender(unsigned threads, std::shared_ptr<host_resolver> resolver)
+    : resolver_(resolver ? std::move(resolver) : std::make_shared<system_resolver>()) {
   static curl_global once;  // curl_global_init is not thread-safe: do it before any sender thread
   (void)once;
   for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
@@ -91,18 +99,23 @@ void curl_webhook_sender::run() {
       j = std::move(queue_.front());
       queue_.pop_front();
     }
-    webhook_result r = perform(h, j.req, abort_);
+    webhook_result r = perform(h, j.req);
     j.done(std::move(r));
   }
   if (h) curl_easy_cleanup(h);
 }
 
-webhook_result curl_webhook_sender::perform(void* handle, const webhook_request& req,
-                                            const std::atomic<bool>& stopping) {
+webhook_result curl_webhook_sender::perform(void* handle, const webhook_request& req) {
   webhook_result out;
   CURL* h = static_cast<CURL*>(handle);
   if (!h) {
     out.error = "curl_easy_init failed";
+    return out;
+  }
+  // PROTOCOL.md 12.8: resolve once, check every address, then let curl use exactly those.
+  auto target = resolve_webhook_target(req.url, req.policy, *resolver_);
+  if (!target) {
+    out.error = target.err().reason;
     return out;
   }
   curl_easy_reset(h);  // options only; the connection cache stays
@@ -111,9 +124,21 @@ webhook_result curl_webhook_sender::perform(void* handle, const webhook_request&
     headers = curl_slist_append(headers, (name + ": " + value).c_str());
   headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
   response_sink sink;
-  sink.stopping = &stopping;
-  sink.allow_loopback = req.allow_loopback;
+  sink.stopping = &abort_;
+  sink.checked = &target->addresses;
+  curl_slist* pinned = nullptr;
+  if (!target->url.ip_literal) {
+    // CURLOPT_RESOLVE "HOST:PORT:ADDR[,ADDR]": curl takes these instead of asking DNS again. It replaces
+    // an earlier entry for the same HOST:PORT in the handle's cache.
+    std::string entry = fmt::format("{}:{}:", target->url.host, target->port);
+    for (std::size_t i = 0; i < target->addresses.size(); ++i) {
+      const auto& a = target->addresses[i];
+      entry += (i ? "," : "") + (a.find(':') != std::string::npos ? "[" + a + "]" : a);
+    }
+    pinned = curl_slist_append(pinned, entry.c_str());
+  }
   curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
+  if (pinned) curl_easy_setopt(h, CURLOPT_RESOLVE, pinned);
   curl_easy_setopt(h, CURLOPT_POST, 1L);
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
   curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
@@ -144,7 +169,9 @@ webhook_result curl_webhook_sender::perform(void* handle, const webhook_request&
   } else {
     out.error = sink.refused.empty() ? curl_easy_strerror(rc) : sink.refused;
   }
+  if (sink.refused.empty()) out.connected_address = std::move(sink.connected);
   curl_slist_free_all(headers);
+  curl_slist_free_all(pinned);
   return out;
 }
 

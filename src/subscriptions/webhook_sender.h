@@ -9,11 +9,15 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "subscriptions/url_validator.h"
+#include "subscriptions/webhook_target.h"
 
 namespace weir::subscriptions {
 
@@ -22,15 +26,16 @@ struct webhook_request {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::int64_t timeout_ms = 10'000;
-  // PROTOCOL.md 12.8: checked again against the address actually connected to (see
-  // validate_webhook_address); true permits loopback under the development exception.
-  bool allow_loopback = false;
+  // PROTOCOL.md 12.8: the URL is validated again under this policy at send time, its host resolved and
+  // every address checked (resolve_webhook_target); the connection goes only to a checked address.
+  url_policy policy;
 };
 
 struct webhook_result {
-  int http_status = 0;  // 0 when no response arrived (connect error, timeout)
-  std::string body;     // at most max_response_bytes
-  std::string error;    // transport error text when http_status == 0
+  int http_status = 0;            // 0 when no response arrived (connect error, timeout)
+  std::string body;               // at most max_response_bytes
+  std::string error;              // transport error text when http_status == 0
+  std::string connected_address;  // the address the request went to ("" if it never connected)
 };
 
 class webhook_transport {
@@ -46,7 +51,8 @@ class curl_webhook_sender final : public webhook_transport {
  public:
   static constexpr std::size_t max_response_bytes = 64 * 1024;
 
-  explicit curl_webhook_sender(unsigned threads = 2);
+  // `resolver` names the webhook hosts (the system resolver when null).
+  explicit curl_webhook_sender(unsigned threads = 2, std::shared_ptr<host_resolver> resolver = nullptr);
   ~curl_webhook_sender() override;
 
   void send(webhook_request req, std::function<void(webhook_result)> done) override;
@@ -58,14 +64,14 @@ class curl_webhook_sender final : public webhook_transport {
     std::function<void(webhook_result)> done;
   };
   void run();
-  static webhook_result perform(void* curl_handle, const webhook_request& req,
-                                const std::atomic<bool>& stopping);
+  webhook_result perform(void* curl_handle, const webhook_request& req);
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<job> queue_;
   bool stopping_ = false;
   std::atomic<bool> abort_{false};  // read by in-flight transfers without the lock
+  std::shared_ptr<host_resolver> resolver_;
   std::vector<std::thread> threads_;
 };
 

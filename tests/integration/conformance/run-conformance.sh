@@ -7,7 +7,8 @@ node_dir="$2"
 shift 2
 . "$node_dir/weir_node.sh"
 
-weir_start "$weir_bin" --long-poll-timeout-ms 500 "$@" || exit 1
+# The suite points its webhooks at http://127.0.0.1 (PROTOCOL.md 6.2 development exception).
+weir_start "$weir_bin" --long-poll-timeout-ms 500 --allow-loopback-webhooks true "$@" || exit 1
 
 cd "$node_dir"
 CONFORMANCE_TEST_URL="$WEIR_URL" CONFORMANCE_SUBSCRIPTIONS=1 CONFORMANCE_LONG_POLL_MS=500 \

@@ -94,6 +94,11 @@ const std::map<std::string, sample>& samples() {
       {"segment-bytes", {"131072", "131072"}},
       {"checkpoint-bytes", {"0", "0"}},
       {"max-in-flight-bytes", {"1073741824", "1073741824"}},
+      {"allow-loopback-webhooks", {"true", "true"}},
+      {"webhook-allow-hosts", {"hooks.corp,intranet", "\"hooks.corp,intranet\""}},
+      {"max-webhook-retries", {"5", "5"}},
+      {"max-subscriptions", {"7", "7"}},
+      {"max-subscription-pattern-bytes", {"64", "64"}},
       {"log-level", {"debug", "\"debug\""}},
   };
   return m;

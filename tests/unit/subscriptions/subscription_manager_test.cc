@@ -18,19 +18,21 @@ using testing::fake_transport;
 constexpr std::string_view root = "/v1/stream/";
 constexpr std::string_view origin = "http://127.0.0.1:4437";
 
+// The development exception on (the webhook URLs here are http://127.0.0.1).
+manager_options dev_options() {
+  return manager_options{true, 30'000, 10'000, 3'600'000};
+}
+
 struct harness {
+  explicit harness(manager_options opts = dev_options())
+      : manager{sched,          host, transport, clock, key, token_signer(token_signer::random_secret()),
+                std::move(opts)} {}
   manual_clock clock;
   fake_scheduler sched{clock};
   fake_host host;
   fake_transport transport;
   std::shared_ptr<const signing_key> key = *signing_key::generate();
-  subscription_manager manager{sched,
-                               host,
-                               transport,
-                               clock,
-                               key,
-                               token_signer(token_signer::random_secret()),
-                               manager_options{true, 30'000, 10'000, 3'600'000}};
+  subscription_manager manager;
 
   control_response call(http::method m, std::string_view rest, std::string_view body = {},
                         std::string_view auth = {}) {
@@ -584,6 +586,80 @@ TEST(subscription_manager, late_ack_after_lease_deadline_is_fenced) {
   EXPECT_EQ(ack.status, 409);
   EXPECT_EQ(state_of(h, "p").links().at("events/a").acked_offset, "-1");
   EXPECT_EQ(h.host.appended["/v1/stream/wake/pool"].size(), 2u);  // pending work woken again
+}
+
+}  // namespace
+}  // namespace weir::subscriptions
+
+namespace weir::subscriptions {
+namespace {
+
+// Issue 12 item 6: a webhook that keeps failing is retried a bounded number of times, then the
+// subscription stays `failed` and paused until an identical PUT re-confirms it.
+TEST(subscription_manager, webhook_retries_are_capped) {
+  manager_options o = dev_options();
+  o.max_webhook_retries = 3;
+  harness h(o);
+  ASSERT_EQ(h.call(http::method::put, "subscriptions/s", webhook_sub("events/*", 60'000)).status, 201);
+  h.created("events/a", 1);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(h.transport.sent.size(), static_cast<std::size_t>(i + 1));
+    h.transport.answer(0);   // connection refused
+    h.sched.advance(5'000);  // past the 1 s and 2 s back-offs (+20%)
+  }
+  EXPECT_EQ(h.transport.sent.size(), 3u);
+  h.sched.advance(600'000);
+  h.appended("events/a", 2);
+  EXPECT_EQ(h.transport.sent.size(), 3u);  // paused: no timer, and new data does not wake it
+  EXPECT_EQ(h.sched.timer_count(), 0u);
+  EXPECT_TRUE(state_of(h, "s").paused());
+  EXPECT_EQ(str(json_doc(h.call(http::method::get, "subscriptions/s").body)["status"]), "failed");
+  // An identical re-confirmation resumes delivery at once.
+  EXPECT_EQ(h.call(http::method::put, "subscriptions/s", webhook_sub("events/*", 60'000)).status, 200);
+  ASSERT_EQ(h.transport.sent.size(), 4u);
+  h.transport.answer(200, R"({"done":true})");
+  h.sched.drain();
+  EXPECT_FALSE(state_of(h, "s").paused());
+  EXPECT_EQ(str(json_doc(h.call(http::method::get, "subscriptions/s").body)["status"]), "active");
+}
+
+// Issue 12 item 5: the number of subscriptions is bounded and the answer names the limit.
+TEST(subscription_manager, subscription_count_is_capped) {
+  manager_options o = dev_options();
+  o.max_subscriptions = 2;
+  harness h(o);
+  EXPECT_EQ(h.call(http::method::put, "subscriptions/a", webhook_sub()).status, 201);
+  EXPECT_EQ(h.call(http::method::put, "subscriptions/b", webhook_sub()).status, 201);
+  auto third = h.call(http::method::put, "subscriptions/c", webhook_sub());
+  EXPECT_EQ(third.status, 403);
+  EXPECT_EQ(str(json_doc(third.body)["error"]["code"]), "LIMIT_EXCEEDED");
+  EXPECT_NE(third.body.find("max-subscriptions (2)"), std::string::npos) << third.body;
+  EXPECT_EQ(h.call(http::method::put, "subscriptions/b", webhook_sub()).status, 200);  // re-confirm
+  EXPECT_EQ(h.call(http::method::del, "subscriptions/a").status, 204);
+  EXPECT_EQ(h.call(http::method::put, "subscriptions/c", webhook_sub()).status, 201);
+}
+
+TEST(subscription_manager, pattern_size_is_capped) {
+  manager_options o = dev_options();
+  o.max_pattern_bytes = 16;
+  harness h(o);
+  EXPECT_EQ(h.call(http::method::put, "subscriptions/a", webhook_sub("events/0123456/*")).status, 201);
+  auto r = h.call(http::method::put, "subscriptions/b", webhook_sub("events/01234567/*"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(str(json_doc(r.body)["error"]["code"]), "LIMIT_EXCEEDED");
+  EXPECT_NE(r.body.find("max-subscription-pattern-bytes (16 bytes)"), std::string::npos) << r.body;
+}
+
+// PROTOCOL.md 12.8: without allow-loopback-webhooks, loopback and plain-HTTP URLs are refused.
+TEST(subscription_manager, loopback_webhooks_are_refused_by_default) {
+  harness h(manager_options{});
+  auto r = h.call(http::method::put, "subscriptions/a", webhook_sub());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(str(json_doc(r.body)["error"]["code"]), "WEBHOOK_URL_REJECTED");
+  auto http = h.call(http::method::put, "subscriptions/b",
+                     R"({"type":"webhook","pattern":"a/*","webhook":{"url":"http://worker.example/h"}})");
+  EXPECT_EQ(http.status, 400);
+  EXPECT_NE(http.body.find("https"), std::string::npos);
 }
 
 }  // namespace

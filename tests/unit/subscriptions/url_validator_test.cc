@@ -15,7 +15,7 @@ class url_table : public ::testing::TestWithParam<url_case> {};
 
 TEST_P(url_table, validates) {
   const auto& c = GetParam();
-  auto r = validate_webhook_url(c.url, url_policy{c.dev});
+  auto r = validate_webhook_url(c.url, url_policy{c.dev, {}});
   EXPECT_EQ(r.has_value(), c.ok) << c.url << (r ? "" : " -> " + r.err().reason);
   if (!r) {
     EXPECT_EQ(r.err().as<url_errc>(), url_errc::rejected);
@@ -84,20 +84,59 @@ TEST(url_validator, reports_the_parts) {
   EXPECT_EQ(r->port, 8443);
 }
 
-// PROTOCOL.md 12.8 at connect time (DNS rebinding): the address actually reached.
-TEST(url_validator, connected_addresses) {
-  EXPECT_TRUE(validate_webhook_address("93.184.216.34", url_policy{false}));
-  EXPECT_TRUE(validate_webhook_address("2606:4700::1111", url_policy{false}));
-  EXPECT_FALSE(validate_webhook_address("10.1.2.3", url_policy{true}));
-  EXPECT_FALSE(validate_webhook_address("169.254.169.254", url_policy{true}));
-  EXPECT_FALSE(validate_webhook_address("127.0.0.1", url_policy{false}));
-  EXPECT_TRUE(validate_webhook_address("127.0.0.1", url_policy{true}));
-  EXPECT_FALSE(validate_webhook_address("127.0.1.1", url_policy{true}));
-  EXPECT_FALSE(validate_webhook_address("::1", url_policy{false}));
-  EXPECT_TRUE(validate_webhook_address("::1", url_policy{true}));
-  EXPECT_FALSE(validate_webhook_address("fe80::1", url_policy{true}));
-  EXPECT_FALSE(validate_webhook_address("::ffff:192.168.0.1", url_policy{true}));
-  EXPECT_FALSE(validate_webhook_address("not-an-ip", url_policy{true}));
+// PROTOCOL.md 12.8 on the resolved address (DNS rebinding): what each admission rule lets through.
+TEST(url_validator, resolved_addresses) {
+  using enum address_rule;
+  EXPECT_TRUE(validate_webhook_address("93.184.216.34", public_only));
+  EXPECT_TRUE(validate_webhook_address("2606:4700::1111", public_only));
+  EXPECT_FALSE(validate_webhook_address("10.1.2.3", loopback_too));
+  EXPECT_FALSE(validate_webhook_address("169.254.169.254", loopback_too));
+  EXPECT_FALSE(validate_webhook_address("127.0.0.1", public_only));
+  EXPECT_TRUE(validate_webhook_address("127.0.0.1", loopback_too));
+  EXPECT_FALSE(validate_webhook_address("127.0.1.1", loopback_too));
+  EXPECT_FALSE(validate_webhook_address("::1", public_only));
+  EXPECT_TRUE(validate_webhook_address("::1", loopback_too));
+  EXPECT_FALSE(validate_webhook_address("fe80::1", loopback_too));
+  EXPECT_FALSE(validate_webhook_address("::ffff:192.168.0.1", loopback_too));
+  EXPECT_FALSE(validate_webhook_address("not-an-ip", loopback_too));
+  // An allow-listed host may live on the operator's own network, never on the metadata service.
+  EXPECT_TRUE(validate_webhook_address("10.1.2.3", private_allowed));
+  EXPECT_TRUE(validate_webhook_address("192.168.7.7", private_allowed));
+  EXPECT_TRUE(validate_webhook_address("fd12::7", private_allowed));
+  EXPECT_FALSE(validate_webhook_address("169.254.169.254", private_allowed));
+  EXPECT_FALSE(validate_webhook_address("100.100.100.200", private_allowed));
+  EXPECT_FALSE(validate_webhook_address("fd00:ec2::254", private_allowed));
+  EXPECT_FALSE(validate_webhook_address("0.0.0.0", private_allowed));
+  EXPECT_FALSE(validate_webhook_address("224.0.0.1", private_allowed));
+  EXPECT_FALSE(validate_webhook_address("fe80::1", private_allowed));
+}
+
+// PROTOCOL.md 12.8 "MAY implement domain allowlisting": named hosts skip the name checks, not https.
+TEST(url_validator, allow_listed_hosts) {
+  url_policy p{false, {"hooks.corp.internal", "intranet"}};
+  auto a = validate_webhook_url("https://Hooks.Corp.Internal/h", p);
+  ASSERT_TRUE(a.has_value()) << a.err().reason;
+  EXPECT_TRUE(a->allow_listed);
+  EXPECT_EQ(address_rule_for(*a), address_rule::private_allowed);
+  EXPECT_TRUE(validate_webhook_url("https://intranet:8443/h", p).has_value());
+  EXPECT_FALSE(validate_webhook_url("http://intranet/h", p).has_value());
+  EXPECT_FALSE(validate_webhook_url("https://other.internal/h", p).has_value());
+  EXPECT_FALSE(validate_webhook_url("https://user@intranet/h", p).has_value());
+  auto pub = validate_webhook_url("https://worker.example/h", p);
+  ASSERT_TRUE(pub.has_value());
+  EXPECT_EQ(address_rule_for(*pub), address_rule::public_only);
+}
+
+// Plain HTTP and loopback are refused by default; the development exception admits them.
+TEST(url_validator, loopback_needs_the_development_exception) {
+  auto refused = validate_webhook_url("http://127.0.0.1:8080/h", url_policy{});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.err().reason.find("allow-loopback-webhooks"), std::string::npos);
+  EXPECT_FALSE(validate_webhook_url("http://worker.example/h", url_policy{}).has_value());
+  auto dev = validate_webhook_url("http://localhost:8080/h", url_policy{true, {}});
+  ASSERT_TRUE(dev.has_value());
+  EXPECT_EQ(address_rule_for(*dev), address_rule::loopback_too);
+  EXPECT_FALSE(validate_webhook_url("http://worker.example/h", url_policy{true, {}}).has_value());
 }
 
 TEST(url_validator, rejects_overlong_urls) {

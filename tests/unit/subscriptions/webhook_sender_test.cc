@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -18,12 +19,13 @@ namespace {
 // response (or never answers, to exercise timeouts). Bounded: it serves at most `max_requests`.
 class loopback_receiver {
  public:
-  loopback_receiver(std::string response, int max_requests, bool answer = true)
+  loopback_receiver(std::string response, int max_requests, bool answer = true,
+                    const char* address = "127.0.0.1")
       : response_(std::move(response)), answer_(answer) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::inet_pton(AF_INET, address, &a.sin_addr), 1);
     EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
     EXPECT_EQ(::listen(fd_, 8), 0);
     socklen_t len = sizeof a;
@@ -37,6 +39,7 @@ class loopback_receiver {
     ::close(fd_);
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/webhook"; }
+  std::uint16_t port() const { return port_; }
   std::vector<std::string> requests() {
     std::lock_guard lock(mu_);
     return requests_;
@@ -90,6 +93,8 @@ class loopback_receiver {
   std::thread thread_;
 };
 
+const url_policy dev{true, {}};  // the development exception (allow-loopback-webhooks)
+
 webhook_result send_and_wait(webhook_transport& t, webhook_request req) {
   std::promise<webhook_result> p;
   auto f = p.get_future();
@@ -107,7 +112,7 @@ TEST(curl_webhook_sender, posts_body_and_headers_and_reads_the_answer) {
   req.url = rx.url();
   req.body = R"({"subscription_id":"s"})";
   req.headers = {{"Content-Type", "application/json"}, {"Webhook-Signature", "t=1,kid=ds_x,ed25519=AA"}};
-  req.allow_loopback = true;
+  req.policy = dev;
   auto r = send_and_wait(sender, req);
   EXPECT_EQ(r.http_status, 200) << r.error;
   EXPECT_EQ(r.body, R"({"done":true})");
@@ -122,7 +127,7 @@ TEST(curl_webhook_sender, posts_body_and_headers_and_reads_the_answer) {
 TEST(curl_webhook_sender, reports_error_statuses) {
   loopback_receiver rx("503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 1);
   curl_webhook_sender sender(1);
-  webhook_request req{rx.url(), "{}", {}, 5'000, true};
+  webhook_request req{rx.url(), "{}", {}, 5'000, dev};
   EXPECT_EQ(send_and_wait(sender, req).http_status, 503);
 }
 
@@ -133,7 +138,7 @@ TEST(curl_webhook_sender, connection_refused_is_a_transport_error) {
     port = std::stoi(rx.url().substr(17, 5));
   }
   curl_webhook_sender sender(1);
-  webhook_request req{"http://127.0.0.1:" + std::to_string(port) + "/x", "{}", {}, 2'000, true};
+  webhook_request req{"http://127.0.0.1:" + std::to_string(port) + "/x", "{}", {}, 2'000, dev};
   auto r = send_and_wait(sender, req);
   EXPECT_EQ(r.http_status, 0);
   EXPECT_FALSE(r.error.empty());
@@ -142,7 +147,7 @@ TEST(curl_webhook_sender, connection_refused_is_a_transport_error) {
 TEST(curl_webhook_sender, every_request_has_a_timeout) {
   loopback_receiver rx("", 1, /*answer=*/false);
   curl_webhook_sender sender(1);
-  webhook_request req{rx.url(), "{}", {}, 300, true};
+  webhook_request req{rx.url(), "{}", {}, 300, dev};
   auto r = send_and_wait(sender, req);
   EXPECT_EQ(r.http_status, 0);
   EXPECT_FALSE(r.error.empty());
@@ -152,10 +157,64 @@ TEST(curl_webhook_sender, every_request_has_a_timeout) {
 TEST(curl_webhook_sender, refuses_loopback_without_the_exception) {
   loopback_receiver rx("200 OK\r\nContent-Length: 0\r\n\r\n", 1);
   curl_webhook_sender sender(1);
-  webhook_request req{rx.url(), "{}", {}, 2'000, false};
+  webhook_request req{rx.url(), "{}", {}, 2'000, url_policy{}};
   auto r = send_and_wait(sender, req);
   EXPECT_EQ(r.http_status, 0);
   EXPECT_NE(r.error.find("loopback"), std::string::npos) << r.error;
+  EXPECT_TRUE(rx.requests().empty());
+}
+
+// Answers from a table, counting the questions.
+class fake_resolver final : public host_resolver {
+ public:
+  explicit fake_resolver(std::vector<std::vector<std::string>> answers) : answers_(std::move(answers)) {}
+  result<std::vector<std::string>> resolve(const std::string& host) override {
+    std::lock_guard lock(mu_);
+    hosts.push_back(host);
+    return answers_.at(std::min(calls++, answers_.size() - 1));
+  }
+  std::mutex mu_;
+  std::size_t calls = 0;
+  std::vector<std::string> hosts;
+
+ private:
+  std::vector<std::vector<std::string>> answers_;
+};
+
+// DNS rebinding (PROTOCOL.md 12.8): the sender resolves once, checks, and curl connects to exactly the
+// checked address. The receiver listens on 127.0.0.2 only and the name is "localhost", which the system
+// resolves to 127.0.0.1 / ::1: the request arrives only if curl used the checked answer and did not ask
+// DNS again. Later answers of the resolver (a metadata address) are never consulted for this request.
+TEST(curl_webhook_sender, connects_to_exactly_the_checked_address) {
+  loopback_receiver rx("200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 1, true, "127.0.0.2");
+  auto resolver = std::make_shared<fake_resolver>(
+      std::vector<std::vector<std::string>>{{"127.0.0.2"}, {"169.254.169.254"}});
+  curl_webhook_sender sender(1, resolver);
+  webhook_request req{"http://localhost:" + std::to_string(rx.port()) + "/webhook", "{}", {}, 5'000, dev};
+  auto r = send_and_wait(sender, req);
+  EXPECT_EQ(r.http_status, 200) << r.error;
+  EXPECT_EQ(r.connected_address, "127.0.0.2");
+  EXPECT_EQ(rx.requests().size(), 1u);
+  EXPECT_EQ(resolver->calls, 1u);
+  EXPECT_EQ(resolver->hosts.at(0), "localhost");
+  // The next delivery asks again, gets the metadata address, and never connects.
+  auto second = send_and_wait(sender, req);
+  EXPECT_EQ(second.http_status, 0);
+  EXPECT_NE(second.error.find("169.254.169.254"), std::string::npos) << second.error;
+  EXPECT_EQ(second.connected_address, "");
+  EXPECT_EQ(rx.requests().size(), 1u);
+}
+
+// Without the development exception a name resolving to loopback is refused before any connection.
+TEST(curl_webhook_sender, refuses_a_public_name_resolving_to_loopback) {
+  loopback_receiver rx("200 OK\r\nContent-Length: 0\r\n\r\n", 1);
+  auto resolver = std::make_shared<fake_resolver>(std::vector<std::vector<std::string>>{{"127.0.0.1"}});
+  curl_webhook_sender sender(1, resolver);
+  webhook_request req{"https://worker.example:" + std::to_string(rx.port()) + "/h", "{}", {}, 2'000, dev};
+  auto r = send_and_wait(sender, req);
+  EXPECT_EQ(r.http_status, 0);
+  EXPECT_NE(r.error.find("loopback"), std::string::npos) << r.error;
+  EXPECT_TRUE(rx.requests().empty());
 }
 
 TEST(curl_webhook_sender, shutdown_interrupts_a_stalled_request) {
@@ -163,7 +222,7 @@ TEST(curl_webhook_sender, shutdown_interrupts_a_stalled_request) {
   curl_webhook_sender sender(1);
   std::promise<webhook_result> p;
   auto f = p.get_future();
-  sender.send(webhook_request{rx.url(), "{}", {}, 60'000, true},
+  sender.send(webhook_request{rx.url(), "{}", {}, 60'000, dev},
               [&p](webhook_result r) { p.set_value(std::move(r)); });
   for (int i = 0; i < 2'000 && rx.requests().empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -171,7 +230,7 @@ TEST(curl_webhook_sender, shutdown_interrupts_a_stalled_request) {
   sender.shutdown();  // would wait out the 60 s timeout without the progress abort
   auto r = f.get();
   EXPECT_EQ(r.http_status, 0);
-  sender.send(webhook_request{rx.url(), "{}", {}, 1'000, true},
+  sender.send(webhook_request{rx.url(), "{}", {}, 1'000, dev},
               [](webhook_result) { FAIL() << "sent after shutdown"; });
 }
 
