@@ -2,6 +2,7 @@
 // workload against every target (bench_runner) and writes the results (results_writer).
 #include "bench/bench_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -24,6 +25,11 @@ struct raw_options {
   std::vector<std::string> targets;
   std::vector<std::string> read_bases;
   std::string concurrency = "4,8,16,32,64,128,256";
+  std::string workloads = "seed";
+  std::string streams = "100,500,2000";
+  std::string subscribers = "50,200,500,1000";
+  std::vector<std::string> server_pids;
+  std::vector<std::string> info;
   bool render_only = false;
   bench_options opts;
 };
@@ -99,6 +105,34 @@ int run(const raw_options& raw, const std::string& command) {
     return 2;
   }
   o.concurrency = *levels;
+  auto& w = o.work;
+  auto fail = [](const error& e) {
+    std::fprintf(stderr, "weir bench: %s\n", e.reason.c_str());
+    return 2;
+  };
+  auto workloads = parse_workloads(raw.workloads);
+  if (!workloads) return fail(workloads.err());
+  w.workloads = *workloads;
+  auto streams = parse_levels(raw.streams, "--streams");
+  if (!streams) return fail(streams.err());
+  w.stream_levels = *streams;
+  auto subscribers = parse_levels(raw.subscribers, "--subscribers", 50'000);
+  if (!subscribers) return fail(subscribers.err());
+  w.subscriber_levels = *subscribers;
+  for (const auto& spec : raw.server_pids) {
+    auto pid = parse_server_pid(spec);
+    if (!pid) return fail(pid.err());
+    const bool known = std::any_of(o.targets.begin(), o.targets.end(),
+                                   [&](const target_spec& t) { return t.name == pid->first; });
+    if (!known) return fail(error{1, fmt::format("--server-pid {}: no --target named {}", spec, pid->first)});
+    w.server_pids[pid->first] = pid->second;
+  }
+  for (const auto& spec : raw.info) {
+    auto kv = parse_info(spec);
+    if (!kv) return fail(kv.err());
+    w.info.push_back(*kv);
+  }
+  if (auto s = validate(w); !s) return fail(s.err());
   if (auto s = validate(o); !s) {
     std::fprintf(stderr, "weir bench: %s\n", s.err().reason.c_str());
     return 2;
@@ -110,8 +144,13 @@ int run(const raw_options& raw, const std::string& command) {
   }
   std::uint64_t errors = 0;
   for (const auto& r : report->runs) errors += r.errors();
-  std::fprintf(stderr, "weir bench: %zu runs, %llu errors; results in %s\n", report->runs.size(),
-               static_cast<unsigned long long>(errors), o.out.c_str());
+  for (const auto& r : report->many_streams) errors += r.errors();
+  for (const auto& r : report->fanout) errors += r.errors();
+  for (const auto& r : report->soak) errors += r.errors();
+  std::fprintf(
+      stderr, "weir bench: %zu runs, %llu errors; results in %s (report.html)\n",
+      report->runs.size() + report->many_streams.size() + report->fanout.size() + report->soak.size(),
+      static_cast<unsigned long long>(errors), o.out.c_str());
   return 0;
 }
 
@@ -151,6 +190,37 @@ void register_command(CLI::App& app) {
   cmd->add_option("--sse-timeout-ms", o.sse_timeout_ms,
                   "Wait for undelivered SSE events after the last append")
       ->capture_default_str();
+  cmd->add_option("--workloads", raw->workloads,
+                  "Workloads to run, comma-separated: seed, many-streams, fanout, soak (or all)")
+      ->capture_default_str();
+  auto& w = o.work;
+  cmd->add_option("--streams", raw->streams, "many-streams: stream counts, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--writers", w.writers, "many-streams: closed-loop writers")->capture_default_str();
+  cmd->add_option("--append-bytes", w.append_bytes, "many-streams, fanout and soak: append size")
+      ->capture_default_str();
+  cmd->add_option("--many-secs", w.many_secs, "many-streams: length of each level")->capture_default_str();
+  cmd->add_option("--subscribers", raw->subscribers, "fanout: SSE subscriber counts, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--fanout-rate", w.fanout_rate, "fanout: appends per second of the one writer")
+      ->capture_default_str();
+  cmd->add_option("--fanout-events", w.fanout_events, "fanout: appends per level")->capture_default_str();
+  cmd->add_option("--soak-secs", w.soak_secs, "soak: length per target")->capture_default_str();
+  cmd->add_option("--soak-sample-secs", w.soak_sample_secs, "soak: sampling interval")->capture_default_str();
+  cmd->add_option("--soak-streams", w.soak_streams, "soak: streams at a time")->capture_default_str();
+  cmd->add_option("--soak-rate", w.soak_rate, "soak: appends per second, all streams together")
+      ->capture_default_str();
+  cmd->add_option("--soak-stream-appends", w.soak_stream_appends,
+                  "soak: appends before a stream is deleted and replaced")
+      ->capture_default_str();
+  cmd->add_option("--soak-readers", w.soak_readers, "soak: closed-loop catch-up readers")
+      ->capture_default_str();
+  cmd->add_option(
+         "--server-pid", raw->server_pids,
+         "NAME=PID of a target's server on this machine, for its RSS, descriptors and CPU (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--info", raw->info, "KEY=VALUE shown in the report, e.g. versions (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--render-only", raw->render_only,
                 "Only redraw results.md and the charts from --out/results.json");
   cmd->add_option("--out", o.out, "Directory for results.json, results.md and the charts")

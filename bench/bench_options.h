@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "bench/workload_options.h"
 #include "client/endpoint.h"
 
 namespace weir::bench {
@@ -37,6 +38,7 @@ struct bench_options {
   unsigned request_timeout_ms = 30'000;  // a request without a response by then is an error
   unsigned sse_timeout_ms = 10'000;      // an event not delivered by then is missing
   std::string command;                   // the command line, for the report
+  workload_options work;                 // which workloads, and the new workloads' sizes
 };
 
 // "NAME=URL"

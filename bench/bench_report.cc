@@ -1,5 +1,7 @@
 #include "bench/bench_report.h"
 
+#include <algorithm>
+
 namespace weir::bench {
 
 const std::vector<metric_info>& metrics() {
@@ -24,6 +26,32 @@ const std::vector<metric_info>& metrics() {
        [](const run_result& r) { return static_cast<double>(r.errors()); }},
   };
   return all;
+}
+
+}  // namespace weir::bench
+
+namespace weir::bench {
+
+soak_drift drift_of(const soak_result& r) {
+  soak_drift d;
+  if (r.samples.empty()) return d;
+  // The first minute settles caches and pools; a run shorter than two minutes uses its first half.
+  const double base_t = std::min(60.0, r.duration_s / 2);
+  const soak_sample* base = nullptr;
+  for (const auto& s : r.samples) {
+    if (s.t_s + 1e-6 >= base_t) {
+      base = &s;
+      break;
+    }
+  }
+  if (!base) base = &r.samples.back();
+  const auto& end = r.samples.back();
+  d.base_t_s = base->t_s;
+  d.base_rss_mib = base->rss_mib;
+  d.base_fds = base->fds;
+  d.end_rss_mib = end.rss_mib;
+  d.end_fds = end.fds;
+  return d;
 }
 
 }  // namespace weir::bench

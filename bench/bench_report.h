@@ -51,7 +51,89 @@ struct target_info {
   std::string name;
   std::string url;
   std::vector<std::string> read_bases;
+  int server_pid = 0;              // 0: not known (no /proc figures)
+  double server_cpu_s = no_value;  // the server's user+system seconds over the whole invocation
 };
+
+// A generator thread above this share of a core is the bottleneck, not the server: the report flags it.
+inline constexpr double saturated_share = 0.9;
+
+// What every workload result carries besides its figures.
+struct workload_tally {
+  std::map<std::string, std::uint64_t> error_kinds;  // "many.status_404", "fanout.lost", ...
+  std::map<std::string, std::uint64_t> counts;
+  phase_cpu cpu;         // the client over the measured phase
+  unsigned threads = 1;  // generator threads in that phase
+  std::uint64_t errors() const {
+    std::uint64_t n = 0;
+    for (const auto& [kind, count] : error_kinds) n += count;
+    return n;
+  }
+  bool saturated() const {
+    return std::isfinite(cpu.share()) && cpu.share() > saturated_share * static_cast<double>(threads);
+  }
+};
+
+// many-streams: `writers` closed-loop writers append `append_bytes` round-robin over `streams` streams.
+struct many_streams_result : workload_tally {
+  std::string target;
+  unsigned streams = 0;
+  unsigned writers = 0;
+  double ops_s = no_value;
+  double p50_ms = no_value;
+  double p99_ms = no_value;
+};
+
+// fanout: one writer at a fixed rate, `subscribers` SSE readers of one stream; latency from the
+// append's send to each subscriber's receipt.
+struct fanout_result : workload_tally {
+  std::string target;
+  unsigned subscribers = 0;
+  double rate_per_s = 0;
+  double p50_ms = no_value;
+  double p99_ms = no_value;
+  double max_ms = no_value;
+  std::uint64_t expected = 0;   // subscribers x events
+  std::uint64_t delivered = 0;  // distinct (subscriber, event) pairs received
+  std::uint64_t lost = 0;       // expected - delivered
+  std::uint64_t duplicated = 0;
+};
+
+// One soak sample: the server as /proc shows it and the latencies of the interval that ended at t_s.
+struct soak_sample {
+  double t_s = 0;
+  double rss_mib = no_value;
+  double fds = no_value;
+  double append_p99_ms = no_value;
+  double read_p99_ms = no_value;
+  double ops_s = no_value;         // appends + reads + long-poll answers per second in the interval
+  double client_share = no_value;  // the generator's CPU over the interval
+};
+
+struct soak_result : workload_tally {
+  std::string target;
+  double duration_s = 0;
+  std::vector<soak_sample> samples;
+};
+
+// Where a soak ended against where it was after its first minute (or half the run when shorter than
+// two minutes): the "within 10%" check.
+struct soak_drift {
+  double base_t_s = no_value;
+  double base_rss_mib = no_value, end_rss_mib = no_value;
+  double base_fds = no_value, end_fds = no_value;
+  double rss_change() const { return base_rss_mib > 0 ? end_rss_mib / base_rss_mib - 1 : no_value; }
+  double fds_change() const { return base_fds > 0 ? end_fds / base_fds - 1 : no_value; }
+};
+soak_drift drift_of(const soak_result& r);
+
+// A seed run whose client was saturated in any phase.
+inline bool seed_saturated(const run_result& r) {
+  for (const auto& [phase, cpu] : r.client_cpu) {
+    if (std::isfinite(cpu.share()) && cpu.share() > saturated_share) return true;
+  }
+  return false;
+}
 
 struct bench_report {
   std::string tool_version;
@@ -62,7 +144,15 @@ struct bench_report {
   std::map<std::string, double> options;  // numeric options (payload sizes, phase lengths, ...)
   std::vector<unsigned> concurrency;
   std::vector<target_info> targets;
-  std::vector<run_result> runs;
+  std::vector<run_result> runs;  // the seed workloads
+
+  std::vector<std::string> workloads;                     // as run, e.g. {"seed", "many-streams"}
+  std::vector<std::pair<std::string, std::string>> info;  // versions and other facts for the report
+  std::vector<unsigned> stream_levels;                    // many-streams
+  std::vector<unsigned> subscriber_levels;                // fanout
+  std::vector<many_streams_result> many_streams;
+  std::vector<fanout_result> fanout;
+  std::vector<soak_result> soak;
 };
 
 // The charted metrics, in report order.

@@ -8,13 +8,18 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "bench/fanout_workload.h"
+#include "bench/many_streams_workload.h"
 #include "bench/phase_driver.h"
+#include "bench/proc_sampler.h"
 #include "bench/request_loop.h"
 #include "bench/results_writer.h"
+#include "bench/soak_workload.h"
 #include "bench/sse_workload.h"
 
 namespace weir::bench {
@@ -399,14 +404,124 @@ result<bench_report> run_bench(const bench_options& opts) {
   }
   const auto run_id = fmt::format("{:x}{:x}", static_cast<unsigned long>(std::time(nullptr)),
                                   static_cast<unsigned>(::getpid()));
-  progress_line progress;
-  for (unsigned c : opts.concurrency) {
-    for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
-      level_run lr(opts, opts.targets[ti], ti, c, run_id, progress);
-      report.runs.push_back(lr.run());
-      report.finished_at = utc_now();
-      if (auto s = write_results(opts.out, report); !s) return s.err();
+  const auto& w = opts.work;
+  for (auto k : w.workloads) report.workloads.push_back(workload_name(k));
+  report.info = w.info;
+  if (runs(w, workload::many_streams)) {
+    report.stream_levels = w.stream_levels;
+    report.options["writers"] = w.writers;
+    report.options["many_secs"] = w.many_secs;
+  }
+  if (runs(w, workload::fanout)) {
+    report.subscriber_levels = w.subscriber_levels;
+    report.options["fanout_rate"] = w.fanout_rate;
+    report.options["fanout_events"] = w.fanout_events;
+  }
+  if (runs(w, workload::many_streams) || runs(w, workload::fanout) || runs(w, workload::soak))
+    report.options["append_bytes"] = static_cast<double>(w.append_bytes);
+  if (runs(w, workload::soak)) {
+    report.options["soak_secs"] = w.soak_secs;
+    report.options["soak_sample_secs"] = w.soak_sample_secs;
+    report.options["soak_streams"] = w.soak_streams;
+    report.options["soak_rate"] = w.soak_rate;
+    report.options["soak_stream_appends"] = w.soak_stream_appends;
+    report.options["soak_readers"] = w.soak_readers;
+  }
+  if (!runs(w, workload::seed)) report.concurrency.clear();
+  std::vector<double> cpu_at_start(opts.targets.size(), no_value);
+  for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
+    if (auto it = w.server_pids.find(opts.targets[ti].name); it != w.server_pids.end()) {
+      report.targets[ti].server_pid = it->second;
+      cpu_at_start[ti] = sample_process(it->second).cpu_s;
     }
+  }
+
+  // The plan: every (workload, level, target) step with a rough length, for the time-left estimate.
+  struct step {
+    double estimate_s;
+    std::function<void()> run;
+  };
+  std::vector<step> plan;
+  progress_line progress;
+  if (runs(w, workload::seed)) {
+    const double seed_s = 3 * opts.throughput_secs + opts.sse_count * opts.sse_interval_ms / 1000.0 + 3;
+    for (unsigned c : opts.concurrency) {
+      for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
+        plan.push_back({seed_s, [&, c, ti] {
+                          level_run lr(opts, opts.targets[ti], ti, c, run_id, progress);
+                          report.runs.push_back(lr.run());
+                        }});
+      }
+    }
+  }
+  if (runs(w, workload::many_streams)) {
+    for (unsigned n : w.stream_levels) {
+      for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
+        plan.push_back({w.many_secs + 2 + n / 500.0, [&, n, ti] {
+                          many_streams_config cfg;
+                          cfg.label = fmt::format("[many-streams {} n={}]", opts.targets[ti].name, n);
+                          cfg.stream_prefix = fmt::format("bench-{}-t{}-many{}", run_id, ti, n);
+                          cfg.streams = n;
+                          cfg.writers = w.writers;
+                          cfg.append_bytes = w.append_bytes;
+                          cfg.secs = w.many_secs;
+                          cfg.request_timeout_ms = opts.request_timeout_ms;
+                          report.many_streams.push_back(run_many_streams(opts.targets[ti], cfg, progress));
+                        }});
+      }
+    }
+  }
+  if (runs(w, workload::fanout)) {
+    for (unsigned n : w.subscriber_levels) {
+      for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
+        plan.push_back({w.fanout_events / w.fanout_rate + 2, [&, n, ti] {
+                          fanout_config cfg;
+                          cfg.label = fmt::format("[fanout {} subscribers={}]", opts.targets[ti].name, n);
+                          cfg.stream = fmt::format("bench-{}-t{}-fanout{}", run_id, ti, n);
+                          cfg.subscribers = n;
+                          cfg.rate_per_s = w.fanout_rate;
+                          cfg.events = w.fanout_events;
+                          cfg.payload_bytes = w.append_bytes;
+                          cfg.request_timeout_ms = opts.request_timeout_ms;
+                          cfg.delivery_timeout_ms = opts.sse_timeout_ms;
+                          report.fanout.push_back(run_fanout(opts.targets[ti], cfg, progress));
+                        }});
+      }
+    }
+  }
+  if (runs(w, workload::soak)) {
+    for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
+      plan.push_back({w.soak_secs + 2, [&, ti] {
+                        soak_config cfg;
+                        cfg.label = fmt::format("[soak {}]", opts.targets[ti].name);
+                        cfg.stream_prefix = fmt::format("bench-{}-t{}-soak", run_id, ti);
+                        cfg.secs = w.soak_secs;
+                        cfg.sample_secs = w.soak_sample_secs;
+                        cfg.streams = w.soak_streams;
+                        cfg.rate = w.soak_rate;
+                        cfg.stream_appends = w.soak_stream_appends;
+                        cfg.readers = w.soak_readers;
+                        cfg.append_bytes = w.append_bytes;
+                        cfg.request_timeout_ms = opts.request_timeout_ms;
+                        cfg.server_pid = report.targets[ti].server_pid;
+                        report.soak.push_back(run_soak(opts.targets[ti], cfg, progress));
+                      }});
+    }
+  }
+  double left = 0;
+  for (const auto& st : plan) left += st.estimate_s;
+  for (const auto& st : plan) {
+    progress.set_time_left(left);
+    st.run();
+    left -= st.estimate_s;
+    report.finished_at = utc_now();
+    for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
+      if (report.targets[ti].server_pid > 0) {
+        report.targets[ti].server_cpu_s =
+            sample_process(report.targets[ti].server_pid).cpu_s - cpu_at_start[ti];
+      }
+    }
+    if (auto s = write_results(opts.out, report); !s) return s.err();
   }
   return report;
 }

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "client/http_connection.h"
 
 namespace weir::bench {
@@ -49,9 +51,26 @@ bool phase_driver::run(std::chrono::milliseconds bound, std::function<void()> sw
   return in_time;
 }
 
-void progress_line::update(const std::string& text) {
+std::string format_duration(double seconds) {
+  if (!(seconds > 0)) return "0s";
+  const auto s = static_cast<long>(seconds + 0.5);
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
+
+void progress_line::set_time_left(double seconds) {
+  left_s_ = seconds;
+  left_set_ns_ = mono_ns();
+}
+
+void progress_line::update(const std::string& line) {
   static const bool tty = ::isatty(STDERR_FILENO) == 1;
   const auto now = mono_ns();
+  std::string text = line;
+  if (left_s_ >= 0) {
+    text += " | about " + format_duration(left_s_ - static_cast<double>(now - left_set_ns_) / 1e9) + " left";
+  }
   if (tty) {
     std::fprintf(stderr, "\r\033[K%s", text.c_str());
     dirty_ = true;

@@ -42,14 +42,22 @@ double process_cpu_seconds();
 
 // The one-line progress report on stderr: rewritten in place on a terminal, a line every few seconds
 // otherwise (so logs stay short).
+// update() lines end with an estimate of the time left in the whole run, when one was set.
 class progress_line {
  public:
   void update(const std::string& text);
   void done(const std::string& text);  // a final line for the phase, always printed
+  // About `seconds` of the run are left from now (the runner's plan; negative: unknown).
+  void set_time_left(double seconds);
 
  private:
   std::int64_t last_ns_ = 0;
   bool dirty_ = false;
+  std::int64_t left_set_ns_ = 0;
+  double left_s_ = -1;
 };
+
+// "12m05s", "45s": a duration for the progress line.
+std::string format_duration(double seconds);
 
 }  // namespace weir::bench

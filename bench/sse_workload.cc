@@ -1,5 +1,7 @@
 #include "bench/sse_workload.h"
 
+#include "bench/delivery_tracker.h"
+
 #include <charconv>
 #include <memory>
 
@@ -34,6 +36,19 @@ bool parse_sse_event_tag(std::string_view payload, std::size_t& stream, std::siz
   return r2.ec == std::errc{} && r2.ptr != end && *r2.ptr == ';';
 }
 
+std::string sse_control_next_offset(std::string_view control) {
+  constexpr std::string_view key = "\"streamNextOffset\"";
+  auto pos = control.find(key);
+  if (pos == std::string_view::npos) return {};
+  pos = control.find(':', pos + key.size());
+  if (pos == std::string_view::npos) return {};
+  pos = control.find('"', pos);
+  if (pos == std::string_view::npos) return {};
+  const auto end = control.find('"', pos + 1);
+  if (end == std::string_view::npos) return {};
+  return std::string(control.substr(pos + 1, end - pos - 1));
+}
+
 namespace {
 
 struct reader {
@@ -41,28 +56,15 @@ struct reader {
   std::size_t stream = 0;
   std::string head;
   sse_event_parser parser;
-  std::vector<bool> received;
-  std::uint64_t got = 0;
-  bool live = false;    // 200 and streaming
-  bool ended = false;   // the server ended the stream or it failed
-  bool opened = false;  // the first response head arrived (counted once, not per reconnect)
+  std::size_t index = 0;  // in the delivery_tracker
+  bool live = false;      // 200 and streaming
+  bool ended = false;     // the server ended the stream or it failed
+  bool opened = false;    // the first response head arrived (counted once, not per reconnect)
   const endpoint* ep = nullptr;
   std::string name;
   std::string offset;  // where to resume: the last control event's streamNextOffset
   unsigned reconnects = 0;
 };
-
-// The streamNextOffset of a control event's JSON (PROTOCOL.md 5.8), or "" if absent.
-std::string next_offset_of(std::string_view control) {
-  constexpr std::string_view key = "\"streamNextOffset\"";
-  auto pos = control.find(key);
-  if (pos == std::string_view::npos) return {};
-  pos = control.find('"', control.find(':', pos + key.size()));
-  if (pos == std::string_view::npos) return {};
-  const auto end = control.find('"', pos + 1);
-  if (end == std::string_view::npos) return {};
-  return std::string(control.substr(pos + 1, end - pos - 1));
-}
 
 struct writer {
   std::unique_ptr<http_connection> conn;
@@ -82,7 +84,7 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
   phase_driver driver;
   auto& loop = driver.loop();
   auto error = [&](std::string_view kind, std::uint64_t n = 1) {
-    if (n) result.error_kinds["sse." + std::string(kind)] += n;
+    if (n) result.error_kinds[cfg.error_prefix + "." + std::string(kind)] += n;
   };
 
   std::vector<writer> writers(streams.size());
@@ -105,11 +107,12 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
       rd.ep = &ep;
       rd.name = streams[s].name;
       rd.offset = streams[s].start_offset;
-      rd.received.assign(cfg.event_count, false);
+      rd.index = readers.size();
       readers.push_back(std::move(rd));
     }
   }
-  out.expected = static_cast<std::uint64_t>(readers.size()) * cfg.event_count;
+  delivery_tracker tracker(readers.size(), cfg.event_count);
+  out.expected = tracker.expected();
 
   // A data event holds one or more whole payloads (servers may batch appends into one event).
   auto on_data_event = [&](reader& rd, std::string_view data, std::int64_t now) {
@@ -119,7 +122,7 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
     }
     for (std::size_t off = 0; off < data.size(); off += cfg.payload_bytes) {
       std::size_t s = 0, k = 0;
-      if (!parse_sse_event_tag(data.substr(off, cfg.payload_bytes), s, k) || k >= cfg.event_count) {
+      if (!parse_sse_event_tag(data.substr(off, cfg.payload_bytes), s, k)) {
         error("bad_event");
         continue;
       }
@@ -127,12 +130,15 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
         error("wrong_stream");
         continue;
       }
-      if (rd.received[k]) {
+      const auto v = tracker.record(rd.index, k);
+      if (v == delivery_tracker::verdict::out_of_range) {
+        error("bad_event");
+        continue;
+      }
+      if (v == delivery_tracker::verdict::duplicate) {
         error("duplicate");
         continue;
       }
-      rd.received[k] = true;
-      ++rd.got;
       ++out.delivered;
       const auto sent = writers[s].sent_ns[k];
       if (sent > 0 && now >= sent) out.latency.record_ns(static_cast<std::uint64_t>(now - sent));
@@ -203,7 +209,7 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
                                           if (e.type == "data") {
                                             on_data_event(*p, e.data, now);
                                           } else if (e.type == "control") {
-                                            if (auto next = next_offset_of(e.data); !next.empty())
+                                            if (auto next = sse_control_next_offset(e.data); !next.empty())
                                               p->offset = std::move(next);
                                           }
                                         })) {
@@ -223,7 +229,7 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
                                       }
                                       return;
                                     }
-                                    if (p->got >= cfg.event_count || finishing) {
+                                    if (tracker.complete(p->index) || finishing) {
                                       p->ended = true;
                                       return;
                                     }
@@ -260,7 +266,7 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
       last_sent = std::max(last_sent, w.last_sent_ns);
     }
     bool all_delivered = true;
-    for (auto& rd : readers) all_delivered = all_delivered && (rd.ended || rd.got == cfg.event_count);
+    for (auto& rd : readers) all_delivered = all_delivered && (rd.ended || tracker.complete(rd.index));
     progress.update(fmt::format("{} sse {:.0f} s, {}/{} events delivered", cfg.label,
                                 static_cast<double>(now - start_ns) / 1e9, out.delivered, out.expected));
     if (all_written && (all_delivered || now - last_sent > delivery_timeout_ns)) {
@@ -270,13 +276,15 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
   });
   for (auto& rd : readers) {
     if (!rd.live && !rd.ended && stuck_heads) error("timeout");
-    error("missing", cfg.event_count - rd.got);
+    error("missing", cfg.event_count - tracker.received(rd.index));
     rd.conn->close();
   }
   for (auto& w : writers) {
     if (w.next < cfg.event_count) error("append_unsent", cfg.event_count - w.next);
     w.conn->close();
   }
+  out.lost = tracker.lost();
+  out.duplicated = tracker.duplicated();
   out.cpu = driver.cpu();
   return out;
 }

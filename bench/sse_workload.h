@@ -31,12 +31,15 @@ struct sse_config {
   unsigned interval_ms = 10;
   unsigned request_timeout_ms = 30'000;
   unsigned delivery_timeout_ms = 10'000;  // after the last append, how long to wait for stragglers
+  std::string error_prefix = "sse";       // error kinds are "<prefix>.<kind>"
 };
 
 struct sse_outcome {
   latency_histogram latency;
-  std::uint64_t delivered = 0;
-  std::uint64_t expected = 0;
+  std::uint64_t delivered = 0;   // distinct (reader, event) pairs
+  std::uint64_t expected = 0;    // readers x events
+  std::uint64_t lost = 0;        // expected - delivered (also counted as "<prefix>.missing")
+  std::uint64_t duplicated = 0;  // deliveries of an event a reader already had ("<prefix>.duplicate")
   phase_cpu cpu;
 };
 
@@ -44,6 +47,8 @@ struct sse_outcome {
 std::string sse_event_payload(std::size_t stream, std::size_t index, std::size_t size);
 // Parses one payload's tag; false when it is not one of ours.
 bool parse_sse_event_tag(std::string_view payload, std::size_t& stream, std::size_t& index);
+// The streamNextOffset of a control event's JSON (PROTOCOL.md 5.8), or "" if absent.
+std::string sse_control_next_offset(std::string_view control);
 
 sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_stream>& streams,
                              const sse_config& cfg, run_result& result, progress_line& progress);

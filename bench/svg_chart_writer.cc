@@ -71,14 +71,22 @@ std::string render_line_chart(const chart_spec& spec) {
   const double log_lo = log_y ? std::floor(std::log10(ymin_positive)) : 0;
   const double log_hi = log_y ? std::max(std::ceil(std::log10(ymax_data)), log_lo + 1) : 1;
   // x: log2 of concurrency, so 4, 8, ..., 256 are evenly spaced.
+  // Linear x (time): from 0 to a nice maximum.
   double xmin = 0, xmax = 1;
+  axis_scale x_axis{1, 1};
   if (!spec.x.empty()) {
-    xmin = std::log2(*std::min_element(spec.x.begin(), spec.x.end()));
-    xmax = std::log2(*std::max_element(spec.x.begin(), spec.x.end()));
+    if (spec.log_x) {
+      xmin = std::log2(*std::min_element(spec.x.begin(), spec.x.end()));
+      xmax = std::log2(*std::max_element(spec.x.begin(), spec.x.end()));
+    } else {
+      x_axis = nice_axis(*std::max_element(spec.x.begin(), spec.x.end()), 6);
+      xmax = x_axis.max;
+    }
   }
   auto px = [&](double x) {
     if (xmax <= xmin) return left + plot_w / 2;
-    return left + (std::log2(x) - xmin) / (xmax - xmin) * plot_w;
+    const double v = spec.log_x ? std::log2(x) : x;
+    return left + (v - xmin) / (xmax - xmin) * plot_w;
   };
   auto py = [&](double y) {
     if (log_y) return top + plot_h - (std::log10(y) - log_lo) / (log_hi - log_lo) * plot_h;
@@ -112,8 +120,14 @@ std::string render_line_chart(const chart_spec& spec) {
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 8, y + 4,
                        v < 1 && v > 0 ? fmt::format("{:g}", v) : format_number(v));
   }
-  // x ticks: one per measured level.
-  for (double x : spec.x) {
+  // x ticks: one per measured level, or nice steps on a linear axis.
+  std::vector<double> x_ticks = spec.x;
+  if (!spec.log_x) {
+    x_ticks.clear();
+    const int n = static_cast<int>(std::lround(x_axis.max / x_axis.step));
+    for (int i = 0; i <= n; ++i) x_ticks.push_back(i * x_axis.step);
+  }
+  for (double x : x_ticks) {
     const double xp = px(x);
     out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#333\"/>\n", xp,
                        top + plot_h, top + plot_h + 5);
@@ -145,8 +159,8 @@ std::string render_line_chart(const chart_spec& spec) {
       path += fmt::format("{}{:.1f},{:.1f} ", pen_down ? "L" : "M", px(spec.x[i]), py(v));
       pen_down = true;
       out += fmt::format(
-          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: {}</title></circle>\n",
-          px(spec.x[i]), py(v), color, xml_escape(series.name), format_number(v));
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>{}: {}</title></circle>\n",
+          px(spec.x[i]), py(v), spec.log_x ? "3.5" : "2", color, xml_escape(series.name), format_number(v));
     }
     if (!path.empty()) {
       out += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path, color);
@@ -180,6 +194,81 @@ std::string render_metric_chart(const bench_report& report, const metric_info& m
     spec.series.push_back(std::move(s));
   }
   return render_line_chart(spec);
+}
+
+std::vector<named_chart> workload_charts(const bench_report& report) {
+  std::vector<named_chart> out;
+  // One series per target over `levels`, the value of the result for (target, level), NaN where none.
+  auto by_level = [&](const auto& results, const std::vector<unsigned>& levels, auto level_of, auto value_of,
+                      std::string key, std::string title, std::string unit, std::string x_label,
+                      bool higher_is_better) {
+    if (results.empty()) return;
+    chart_spec spec;
+    spec.title = fmt::format("{} ({})", title, unit);
+    spec.y_label = unit;
+    spec.x_label = std::move(x_label);
+    spec.note = higher_is_better ? "higher is better" : "lower is better";
+    for (unsigned l : levels) spec.x.push_back(l);
+    for (const auto& t : report.targets) {
+      chart_series s{t.name, {}};
+      for (unsigned l : levels) {
+        double v = no_value;
+        for (const auto& r : results) {
+          if (r.target == t.name && level_of(r) == l) v = value_of(r);
+        }
+        s.y.push_back(v);
+      }
+      spec.series.push_back(std::move(s));
+    }
+    out.push_back({std::move(key), std::move(title), render_line_chart(spec)});
+  };
+  auto streams = [](const many_streams_result& r) { return r.streams; };
+  by_level(
+      report.many_streams, report.stream_levels, streams,
+      [](const many_streams_result& r) { return r.ops_s; }, "many_streams_ops_s",
+      "Many streams: 256 B appends", "appends/s", "Streams (log scale)", true);
+  by_level(
+      report.many_streams, report.stream_levels, streams,
+      [](const many_streams_result& r) { return r.p99_ms; }, "many_streams_p99_ms",
+      "Many streams: append latency p99", "ms", "Streams (log scale)", false);
+  auto subs = [](const fanout_result& r) { return r.subscribers; };
+  by_level(
+      report.fanout, report.subscriber_levels, subs, [](const fanout_result& r) { return r.p99_ms; },
+      "fanout_p99_ms", "SSE fan-out: delivery p99", "ms", "Subscribers on one stream (log scale)", false);
+  by_level(
+      report.fanout, report.subscriber_levels, subs, [](const fanout_result& r) { return r.max_ms; },
+      "fanout_max_ms", "SSE fan-out: delivery max", "ms", "Subscribers on one stream (log scale)", false);
+
+  // Soak: one line per target over time; the samples of different targets share the x values only
+  // roughly, so each series is drawn over the union of the sample times.
+  auto over_time = [&](std::string key, std::string title, std::string unit, double soak_sample::*field) {
+    if (report.soak.empty()) return;
+    chart_spec spec;
+    spec.title = fmt::format("{} ({})", title, unit);
+    spec.y_label = unit;
+    spec.x_label = "Seconds into the soak";
+    spec.note = "flat is good";
+    spec.log_x = false;
+    for (const auto& r : report.soak) {
+      for (const auto& s : r.samples) {
+        if (std::find(spec.x.begin(), spec.x.end(), s.t_s) == spec.x.end()) spec.x.push_back(s.t_s);
+      }
+    }
+    std::sort(spec.x.begin(), spec.x.end());
+    for (const auto& r : report.soak) {
+      chart_series series{r.target, std::vector<double>(spec.x.size(), no_value)};
+      for (const auto& s : r.samples) {
+        const auto at = std::find(spec.x.begin(), spec.x.end(), s.t_s) - spec.x.begin();
+        series.y[static_cast<std::size_t>(at)] = s.*field;
+      }
+      spec.series.push_back(std::move(series));
+    }
+    out.push_back({std::move(key), std::move(title), render_line_chart(spec)});
+  };
+  over_time("soak_rss_mib", "Soak: server resident memory", "MiB", &soak_sample::rss_mib);
+  over_time("soak_fds", "Soak: server open descriptors", "descriptors", &soak_sample::fds);
+  over_time("soak_append_p99_ms", "Soak: append latency p99 per interval", "ms", &soak_sample::append_p99_ms);
+  return out;
 }
 
 }  // namespace weir::bench

@@ -22,7 +22,17 @@ struct chart_spec {
   std::string note;  // small text under the title, e.g. "higher is better"
   std::vector<double> x;
   std::vector<chart_series> series;
+  bool log_x = true;  // log2 x axis with a tick per x (levels); false: linear from 0 (time)
 };
+
+// A chart with the file name it is written under (without ".svg").
+struct named_chart {
+  std::string key;
+  std::string title;
+  std::string svg;
+};
+// The charts of the many-streams, fan-out and soak workloads that ran (none for a workload that did not).
+std::vector<named_chart> workload_charts(const bench_report& report);
 
 std::string render_line_chart(const chart_spec& spec);
 std::string render_metric_chart(const bench_report& report, const metric_info& metric);

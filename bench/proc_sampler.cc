@@ -1,0 +1,78 @@
+#include "bench/proc_sampler.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "bench/bench_report.h"
+
+namespace weir::bench {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+double rss_mib_of_status(std::string_view status) {
+  constexpr std::string_view key = "\nVmRSS:";
+  auto pos = status.find(key);
+  if (pos == std::string_view::npos) return no_value;
+  const std::string rest(status.substr(pos + key.size(), 32));
+  char* end = nullptr;
+  const double kib = std::strtod(rest.c_str(), &end);
+  if (end == rest.c_str()) return no_value;
+  return kib / 1024.0;
+}
+
+double cpu_seconds_of_stat(std::string_view stat, long ticks_per_s) {
+  // proc(5): the command name (field 2) is in parentheses and may hold spaces: count fields after the
+  // last ')'. utime and stime are fields 14 and 15, i.e. the 12th and 13th after it.
+  const auto close = stat.rfind(')');
+  if (close == std::string_view::npos || ticks_per_s <= 0) return no_value;
+  std::string_view rest = stat.substr(close + 1);
+  double ticks = 0;
+  int field = 2;
+  std::size_t i = 0;
+  int found = 0;
+  while (i < rest.size() && found < 2) {
+    while (i < rest.size() && rest[i] == ' ') ++i;
+    const auto start = i;
+    while (i < rest.size() && rest[i] != ' ') ++i;
+    if (start == i) break;
+    ++field;
+    if (field == 14 || field == 15) {
+      ticks += std::strtod(std::string(rest.substr(start, i - start)).c_str(), nullptr);
+      ++found;
+    }
+  }
+  if (found < 2) return no_value;
+  return ticks / static_cast<double>(ticks_per_s);
+}
+
+proc_figures sample_process(int pid) {
+  proc_figures f{no_value, no_value, no_value};
+  if (pid <= 0) return f;
+  const auto base = "/proc/" + std::to_string(pid);
+  f.rss_mib = rss_mib_of_status("\n" + slurp(base + "/status"));
+  f.cpu_s = cpu_seconds_of_stat(slurp(base + "/stat"), ::sysconf(_SC_CLK_TCK));
+  std::error_code ec;
+  std::filesystem::directory_iterator it(base + "/fd", ec);
+  if (!ec) {
+    double n = 0;
+    for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      ++n;
+    }
+    if (!ec) f.fds = n;
+  }
+  return f;
+}
+
+}  // namespace weir::bench
