@@ -260,6 +260,13 @@ bool valid_url_host(std::string_view v) {
   return all_digits(port.substr(1));
 }
 
+bool valid_origin(std::string_view v) {
+  for (std::string_view scheme : {std::string_view("http://"), std::string_view("https://")}) {
+    if (v.substr(0, scheme.size()) == scheme) return valid_url_host(v.substr(scheme.size()));
+  }
+  return false;
+}
+
 bool has_reserved_segment(std::string_view decoded_path) {
   std::string_view root, rest;
   return split_reserved_path(decoded_path, root, rest);

@@ -48,6 +48,10 @@ bool valid_media_type(std::string_view v);
 // (1-5 digits). Stricter than RFC 3986 reg-name on purpose: no percent-encoding or sub-delims.
 bool valid_url_host(std::string_view v);
 
+// A public URL of the server as URLs it hands out start with: "http://" or "https://", then a
+// valid_url_host, nothing after it (no path, no trailing slash).
+bool valid_origin(std::string_view v);
+
 // True when a segment of the percent-decoded `path` equals `__ds` (see split_reserved_path).
 bool has_reserved_segment(std::string_view decoded_path);
 

@@ -63,10 +63,19 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
                                                                      : errc::server_path);
     }
   }
-  if (auto h = header(req, "host")) {
-    // Copied into Location: only a plain host[:port].
-    if (r.op == operation::create && !valid_url_host(*h)) return fail(errc::bad_host);
-    r.host = std::string(*h);
+  if (r.op == operation::create) {
+    // Location: the configured public URL, else the Host the client addressed if it is a plain
+    // host[:port] (never copied unchecked into a URL).
+    auto host = header(req, "host");
+    if (!limits.public_url.empty()) {
+      r.origin = std::string(limits.public_url);
+    } else if (!host) {
+      r.origin = "http://localhost";
+    } else if (valid_url_host(*host)) {
+      r.origin = "http://" + std::string(*host);
+    } else {
+      return fail(errc::bad_host);
+    }
   }
   if (auto ct = header(req, "content-type"); ct && !ct->empty()) {
     // RFC 9110 8.3.1; PROTOCOL.md 5.2: 409 only when the type "is valid but does not match". An append

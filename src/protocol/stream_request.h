@@ -29,7 +29,7 @@ struct fork_request {
 struct stream_request {
   operation op = operation::read;
   std::string path;
-  std::string host;  // Host header (for Location)
+  std::string origin;  // scheme://host[:port] that Location starts with (request_limits::public_url or Host)
 
   // create
   std::string content_type;  // as sent ("" when absent)
@@ -60,6 +60,8 @@ struct stream_request {
 
 struct request_limits {
   std::size_t max_path_length = 1024;
+  // The server's public URL (serve_config::public_url, a valid_origin) or "": URLs from each Host.
+  std::string_view public_url;
 };
 
 // The validated request, or the protocol error to answer with.

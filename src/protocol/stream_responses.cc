@@ -48,7 +48,7 @@ response create_response(const streams::outcome& o, const stream_request& req) {
   add_tail(r, m);
   if (m.closed) r.add_static(hdr::closed, "true");
   if (o.created)
-    r.add("Location", "http://" + (req.host.empty() ? std::string("localhost") : req.host) + req.path);
+    r.add("Location", (req.origin.empty() ? std::string("http://localhost") : req.origin) + req.path);
   return r;
 }
 

@@ -103,7 +103,8 @@ void node::on_request(const http::request& req, http::exchange ex) {
     route_reserved(req, root, rest, ex);
     return;
   }
-  protocol::parse_outcome parsed = protocol::parse_stream_request(req, {cfg_.max_path_length});
+  protocol::parse_outcome parsed =
+      protocol::parse_stream_request(req, {cfg_.max_path_length, cfg_.public_url});
   if (parsed.error != protocol::errc::ok) {
     send_response(ex, protocol::error_response(protocol::status_for(parsed.error)));
     return;
@@ -132,14 +133,18 @@ void node::route_reserved(const http::request& req, std::string_view root, std::
     send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::reserved_path)));
     return;
   }
-  const http::header* host = req.find("host");
-  const std::string_view authority = host ? host->value : std::string_view("127.0.0.1");
-  // The origin goes into callback_url and jwks_url: only a plain host[:port] is copied.
-  if (!protocol::valid_url_host(authority)) {
-    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::bad_host)));
-    return;
+  // The origin goes into callback_url and jwks_url: the configured public URL, else the Host the client
+  // addressed if it is a plain host[:port].
+  std::string origin = cfg_.public_url;
+  if (origin.empty()) {
+    const http::header* host = req.find("host");
+    const std::string_view authority = host ? host->value : std::string_view("127.0.0.1");
+    if (!protocol::valid_url_host(authority)) {
+      send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::bad_host)));
+      return;
+    }
+    origin = "http://" + std::string(authority);
   }
-  std::string origin = "http://" + std::string(authority);
   io::event_loop& home = http_->loop(0);
   if (&home == io::event_loop::current()) {
     subs_->handle(req, root, rest, origin, ex);

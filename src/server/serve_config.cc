@@ -8,6 +8,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "protocol/header_values.h"
 #include "storage/log_writer.h"
 
 namespace weir::server {
@@ -102,6 +103,11 @@ std::string check_webhook_allow_hosts(const serve_config& c) {
   return "";
 }
 
+std::string check_public_url(const serve_config& c) {
+  if (c.public_url.empty() || protocol::valid_origin(c.public_url)) return "";
+  return "http://HOST[:PORT] or https://HOST[:PORT] without a path, got '" + c.public_url + "'";
+}
+
 // THE table: one row per setting. Names are the flags and the TOML keys; the order is --help's.
 const std::array table{
     setting{"listen", "HOST:PORT",
@@ -160,6 +166,10 @@ const std::array table{
             field<&serve_config::max_subscriptions>()},
     setting{"max-subscription-pattern-bytes", "BYTES", "Longest subscription pattern (beyond it: 400)",
             field<&serve_config::max_subscription_pattern_bytes>(), 1, 65'536},
+    setting{"public-url", "URL",
+            "http(s)://HOST[:PORT] by which clients reach the node, for the URLs it hands out (Location, "
+            "callback_url, jwks_url); empty: from each request's Host header",
+            field<&serve_config::public_url>(), 0, UINT64_MAX, check_public_url},
     setting{"log-level", "LEVEL", "trace, debug, info, warn, error or off", field<&serve_config::log_level>(),
             0, UINT64_MAX, check_log_level},
 };

@@ -38,6 +38,9 @@ struct serve_config {
   std::uint64_t checkpoint_bytes = 256ull << 20;
   // Bytes of writes per core waiting for the disk before further writes get 503 + Retry-After.
   std::uint64_t max_in_flight_bytes = 256ull << 20;
+  // scheme://host[:port] by which clients reach the node, for the URLs it hands out (Location,
+  // callback_url, jwks_url); "": from each request's Host header (when it is a plain host[:port]).
+  std::string public_url;
   // Subscriptions (docs/subscriptions.md). Webhooks over plain HTTP to loopback (tests, development).
   bool allow_loopback_webhooks = false;
   // Comma-separated host names admitted as webhook targets (https) even when they resolve to private

@@ -118,6 +118,15 @@ TEST(valid_url_host, host_and_optional_port_only) {
   }
 }
 
+TEST(valid_origin, scheme_and_host_only) {
+  EXPECT_TRUE(valid_origin("https://streams.example"));
+  EXPECT_TRUE(valid_origin("http://127.0.0.1:4437"));
+  for (const char* bad :
+       {"", "streams.example", "ftp://x", "https://", "https://x/", "https://x/p", "https://a@b"}) {
+    EXPECT_FALSE(valid_origin(bad)) << bad;
+  }
+}
+
 TEST(is_server_path, healthz_and_metrics_and_below) {
   EXPECT_TRUE(is_server_path("/healthz"));
   EXPECT_TRUE(is_server_path("/metrics"));

@@ -174,7 +174,12 @@ TEST(stream_request, a_create_needs_a_plain_host) {
   parse_outcome ok =
       parse_stream_request(fake_request(http::method::put, "/a", {{"Host", "[::1]:4437"}}).req);
   EXPECT_EQ(ok.error, errc::ok);
-  EXPECT_EQ(ok.request.host, "[::1]:4437");
+  EXPECT_EQ(ok.request.origin, "http://[::1]:4437");
+  // With a public URL configured, Host is not used for URLs at all.
+  fake_request spoofed(http::method::put, "/a", {{"Host", "evil.example/x?"}});
+  parse_outcome pub = parse_stream_request(spoofed.req, {1024, "https://streams.example"});
+  EXPECT_EQ(pub.error, errc::ok);
+  EXPECT_EQ(pub.request.origin, "https://streams.example");
 }
 
 }  // namespace

@@ -122,6 +122,22 @@ TEST_F(node_errors_test, only_a_plain_host_is_copied_into_urls) {
   EXPECT_NE(ok.find("Location: http://[::1]:9" + path_on(0, "h") + "\r\n"), std::string::npos) << ok;
 }
 
+TEST_F(node_errors_test, a_configured_public_url_is_used_instead_of_host) {
+  stop();
+  cfg_.public_url = "https://streams.example";
+  ASSERT_TRUE(start().has_value());
+  std::string r = raw_exchange(port_, with_host("PUT", path_on(1, "pub"), "evil.example"));
+  EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 201") << r;
+  EXPECT_NE(r.find("\r\nLocation: https://streams.example" + path_on(1, "pub") + "\r\n"), std::string::npos)
+      << r;
+
+  serve_config bad;
+  for (const char* url : {"streams.example", "https://streams.example/", "https://a@b", "javascript:x"}) {
+    bad.public_url = url;
+    EXPECT_THROW(validate(bad), config_error) << url;
+  }
+}
+
 TEST_F(node_errors_test, a_bad_offset_names_the_accepted_forms) {
   std::string p = path_on(0, "o");
   ASSERT_EQ(http(port_, "PUT", p, text).status, 201);

@@ -99,6 +99,7 @@ const std::map<std::string, sample>& samples() {
       {"max-webhook-retries", {"5", "5"}},
       {"max-subscriptions", {"7", "7"}},
       {"max-subscription-pattern-bytes", {"64", "64"}},
+      {"public-url", {"https://streams.example:8443", "\"https://streams.example:8443\""}},
       {"log-level", {"debug", "\"debug\""}},
   };
   return m;
