@@ -8,7 +8,8 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"weir: a durable streams server (Durable Streams Protocol over HTTP/1.1)", "weir"};
-  app.set_version_flag("--version", std::string("weir ") + weir::version);
+  app.set_version_flag("--version",
+                       std::string("weir ") + weir::version + " (commit " + weir::git_commit + ")");
   app.require_subcommand(0, 1);
   weir::server::register_command(app);
   weir::bench::register_command(app);
