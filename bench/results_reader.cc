@@ -61,6 +61,105 @@ result<bench_report> parse_report(std::string_view json) {
     }
     r.targets.push_back(std::move(info));
   }
+  if (doc["targets"].get_array().get(arr) == simdjson::SUCCESS) {
+    std::size_t i = 0;
+    for (auto t : arr) {
+      std::int64_t pid = 0;
+      if (t["server_pid"].get_int64().get(pid) == simdjson::SUCCESS)
+        r.targets[i].server_pid = static_cast<int>(pid);
+      r.targets[i].server_cpu_s = number_or_nan(t["server_cpu_s"]);
+      ++i;
+    }
+  }
+  if (doc["workloads"].get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto w : arr) r.workloads.push_back(string_or_empty(field(simdjson::dom::element(w))));
+  }
+  if (doc["info"].get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto kv : arr) r.info.emplace_back(string_or_empty(kv.at(0)), string_or_empty(kv.at(1)));
+  }
+  auto levels = [&](const char* key, std::vector<unsigned>& into) {
+    simdjson::dom::array a;
+    if (doc[key].get_array().get(a) != simdjson::SUCCESS) return;
+    for (auto v : a) {
+      std::uint64_t n = 0;
+      if (v.get_uint64().get(n) == simdjson::SUCCESS) into.push_back(static_cast<unsigned>(n));
+    }
+  };
+  levels("stream_levels", r.stream_levels);
+  levels("subscriber_levels", r.subscriber_levels);
+  auto uint_of = [](field e) {
+    std::uint64_t n = 0;
+    if (e.error() != simdjson::SUCCESS || e.get_uint64().get(n) != simdjson::SUCCESS) return std::uint64_t{0};
+    return n;
+  };
+  auto counters_of = [](simdjson::dom::element e, const char* key,
+                        std::map<std::string, std::uint64_t>& into) {
+    simdjson::dom::object o;
+    if (e[key].get_object().get(o) != simdjson::SUCCESS) return;
+    for (auto [k, v] : o) {
+      std::uint64_t n = 0;
+      if (v.get_uint64().get(n) == simdjson::SUCCESS) into[std::string(k)] = n;
+    }
+  };
+  auto tally_of = [&](simdjson::dom::element e, workload_tally& t) {
+    counters_of(e, "error_kinds", t.error_kinds);
+    counters_of(e, "counts", t.counts);
+    t.cpu = {number_or_nan(e["client_cpu"]["wall_s"]), number_or_nan(e["client_cpu"]["cpu_s"])};
+    if (auto n = uint_of(e["generator_threads"]); n > 0) t.threads = static_cast<unsigned>(n);
+  };
+  if (doc["many_streams"].get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto e : arr) {
+      many_streams_result m;
+      m.target = string_or_empty(e["target"]);
+      m.streams = static_cast<unsigned>(uint_of(e["streams"]));
+      m.writers = static_cast<unsigned>(uint_of(e["writers"]));
+      m.ops_s = number_or_nan(e["ops_s"]);
+      m.p50_ms = number_or_nan(e["p50_ms"]);
+      m.p99_ms = number_or_nan(e["p99_ms"]);
+      tally_of(e, m);
+      r.many_streams.push_back(std::move(m));
+    }
+  }
+  if (doc["fanout"].get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto e : arr) {
+      fanout_result f;
+      f.target = string_or_empty(e["target"]);
+      f.subscribers = static_cast<unsigned>(uint_of(e["subscribers"]));
+      f.rate_per_s = number_or_nan(e["rate_per_s"]);
+      f.p50_ms = number_or_nan(e["p50_ms"]);
+      f.p99_ms = number_or_nan(e["p99_ms"]);
+      f.max_ms = number_or_nan(e["max_ms"]);
+      f.expected = uint_of(e["expected"]);
+      f.delivered = uint_of(e["delivered"]);
+      f.lost = uint_of(e["lost"]);
+      f.duplicated = uint_of(e["duplicated"]);
+      tally_of(e, f);
+      r.fanout.push_back(std::move(f));
+    }
+  }
+  if (doc["soak"].get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto e : arr) {
+      soak_result k;
+      k.target = string_or_empty(e["target"]);
+      k.duration_s = number_or_nan(e["duration_s"]);
+      simdjson::dom::array samples;
+      if (e["samples"].get_array().get(samples) == simdjson::SUCCESS) {
+        for (auto x : samples) {
+          soak_sample s;
+          s.t_s = number_or_nan(x["t_s"]);
+          s.rss_mib = number_or_nan(x["rss_mib"]);
+          s.fds = number_or_nan(x["fds"]);
+          s.append_p99_ms = number_or_nan(x["append_p99_ms"]);
+          s.read_p99_ms = number_or_nan(x["read_p99_ms"]);
+          s.ops_s = number_or_nan(x["ops_s"]);
+          s.client_share = number_or_nan(x["client_share"]);
+          k.samples.push_back(s);
+        }
+      }
+      tally_of(e, k);
+      r.soak.push_back(std::move(k));
+    }
+  }
   if (doc["runs"].get_array().get(arr) != simdjson::SUCCESS) return bad("no runs array");
   for (auto run : arr) {
     run_result rr;

@@ -66,6 +66,7 @@ class child_process {
     }
   }
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
@@ -115,6 +116,47 @@ class bench_integration : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs a short `weir bench` of the many-streams, fanout and soak workloads; returns its exit code.
+  int run_new_workloads(const std::vector<std::string>& targets, std::vector<std::string> extra) {
+    std::vector<std::string> args{WEIR_BINARY,
+                                  "bench",
+                                  "--workloads",
+                                  "many-streams,fanout,soak",
+                                  "--streams",
+                                  "20,50",
+                                  "--writers",
+                                  "4",
+                                  "--many-secs",
+                                  "1",
+                                  "--subscribers",
+                                  "5,20",
+                                  "--fanout-events",
+                                  "20",
+                                  "--fanout-rate",
+                                  "100",
+                                  "--soak-secs",
+                                  "6",
+                                  "--soak-sample-secs",
+                                  "2",
+                                  "--soak-streams",
+                                  "4",
+                                  "--soak-rate",
+                                  "200",
+                                  "--soak-stream-appends",
+                                  "20",
+                                  "--out",
+                                  (dir_ / "out").string()};
+    for (const auto& t : targets) {
+      args.push_back("--target");
+      args.push_back(t);
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    child_process bench(args, dir_ / "bench.log");
+    const int rc = bench.wait_exit(std::chrono::seconds(200));
+    if (rc != 0) ADD_FAILURE() << "weir bench exit " << rc << "\n" << read_file(dir_ / "bench.log");
+    return rc;
+  }
 
   // Runs a short `weir bench` against `targets`; returns its exit code.
   int run_bench(const std::vector<std::string>& targets, std::vector<std::string> extra = {}) {
@@ -233,6 +275,123 @@ TEST_F(bench_integration, a_target_with_short_reads_and_dropped_events_is_report
     ASSERT_EQ(run["write_mib_s"].get_double().get(write), simdjson::SUCCESS);
     EXPECT_GT(write, 0.0);
   }
+}
+
+std::uint64_t uint_at(simdjson::dom::element e, std::string_view key) {
+  std::uint64_t v = 0;
+  EXPECT_EQ(e[key].get_uint64().get(v), simdjson::SUCCESS) << key;
+  return v;
+}
+
+double double_at(simdjson::dom::element e, std::string_view key) {
+  double v = -1;
+  EXPECT_EQ(e[key].get_double().get(v), simdjson::SUCCESS) << key << " missing or null";
+  return v;
+}
+
+TEST_F(bench_integration, many_streams_fanout_and_soak_against_weir_serve_are_complete_and_error_free) {
+  const auto port = free_port();
+  child_process serve({WEIR_BINARY, "serve", "--listen", "127.0.0.1:" + std::to_string(port), "--data-dir",
+                       (dir_ / "data").string(), "--threads", "1"},
+                      dir_ / "serve.log");
+  ASSERT_TRUE(wait_for_port(port, std::chrono::seconds(20))) << read_file(dir_ / "serve.log");
+  ASSERT_EQ(run_new_workloads({"weir=http://127.0.0.1:" + std::to_string(port)},
+                              {"--server-pid", "weir=" + std::to_string(serve.pid()), "--info", "weir=test"}),
+            0);
+  serve.stop();
+
+  const auto json = read_file(dir_ / "out" / "results.json");
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS) << json;
+  simdjson::dom::array arr;
+  ASSERT_EQ(doc["runs"].get_array().get(arr), simdjson::SUCCESS);
+  EXPECT_EQ(arr.size(), 0u);  // the seed workloads were not asked for
+
+  ASSERT_EQ(doc["many_streams"].get_array().get(arr), simdjson::SUCCESS);
+  ASSERT_EQ(arr.size(), 2u);
+  std::uint64_t level = 20;
+  for (auto r : arr) {
+    EXPECT_EQ(uint_at(r, "streams"), level);
+    level = 50;
+    EXPECT_EQ(uint_at(r, "writers"), 4u);
+    EXPECT_GT(double_at(r, "ops_s"), 0.0);
+    EXPECT_GT(double_at(r, "p99_ms"), 0.0);
+    EXPECT_GE(double_at(r, "p99_ms"), double_at(r, "p50_ms"));
+    EXPECT_EQ(uint_at(r, "errors"), 0u) << json;
+    EXPECT_EQ(uint_at(r["counts"], "streams_created"), uint_at(r, "streams"));
+  }
+
+  ASSERT_EQ(doc["fanout"].get_array().get(arr), simdjson::SUCCESS);
+  ASSERT_EQ(arr.size(), 2u);
+  for (auto r : arr) {
+    const auto subscribers = uint_at(r, "subscribers");
+    EXPECT_EQ(uint_at(r, "expected"), subscribers * 20);
+    EXPECT_EQ(uint_at(r, "delivered"), subscribers * 20) << json;
+    EXPECT_EQ(uint_at(r, "lost"), 0u);
+    EXPECT_EQ(uint_at(r, "duplicated"), 0u);
+    EXPECT_EQ(uint_at(r, "errors"), 0u) << json;
+    EXPECT_GT(double_at(r, "p99_ms"), 0.0);
+    EXPECT_GE(double_at(r, "max_ms"), double_at(r, "p99_ms"));
+  }
+
+  ASSERT_EQ(doc["soak"].get_array().get(arr), simdjson::SUCCESS);
+  ASSERT_EQ(arr.size(), 1u);
+  auto soak = arr.at(0).value();
+  EXPECT_EQ(uint_at(soak, "errors"), 0u) << json;
+  simdjson::dom::array samples;
+  ASSERT_EQ(soak["samples"].get_array().get(samples), simdjson::SUCCESS);
+  EXPECT_EQ(samples.size(), 3u);  // at 2, 4 and 6 s
+  for (auto s : samples) {
+    EXPECT_GT(double_at(s, "rss_mib"), 0.0);  // read from /proc/<serve's pid>
+    EXPECT_GT(double_at(s, "fds"), 0.0);
+  }
+  simdjson::dom::element counts;
+  ASSERT_EQ(soak["counts"].get(counts), simdjson::SUCCESS);
+  EXPECT_GT(uint_at(counts, "appends"), 0u);
+  EXPECT_GT(uint_at(counts, "reads"), 0u);
+  EXPECT_GT(uint_at(counts, "longpoll_data"), 0u);
+  EXPECT_GT(uint_at(counts, "sse_events"), 0u);
+  EXPECT_GT(uint_at(counts, "streams_deleted"), 0u);  // streams were rotated
+  double server_cpu = -1;
+  ASSERT_EQ(doc["targets"].at(0)["server_cpu_s"].get_double().get(server_cpu), simdjson::SUCCESS);
+  EXPECT_GT(server_cpu, 0.0);
+
+  const auto html = read_file(dir_ / "out" / "report.html");
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+  EXPECT_NE(html.find("<td>weir</td><td>test</td>"), std::string::npos);
+  EXPECT_NE(html.find("Soak: server resident memory"), std::string::npos);
+  for (const char* chart : {"many_streams_ops_s", "fanout_p99_ms", "soak_rss_mib", "soak_fds"}) {
+    EXPECT_NE(read_file(dir_ / "out" / (std::string(chart) + ".svg")).find("</svg>"), std::string::npos)
+        << chart;
+  }
+}
+
+TEST_F(bench_integration, fanout_reports_the_lost_and_duplicated_events_of_a_misbehaving_target) {
+  misbehaving_target fake;
+  ASSERT_EQ(run_new_workloads({"fake=http://127.0.0.1:" + std::to_string(fake.port())},
+                              {"--workloads", "fanout", "--sse-timeout-ms", "500"}),
+            0);
+  const auto json = read_file(dir_ / "out" / "results.json");
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS) << json;
+  simdjson::dom::array arr;
+  ASSERT_EQ(doc["fanout"].get_array().get(arr), simdjson::SUCCESS);
+  ASSERT_EQ(arr.size(), 2u);
+  for (auto r : arr) {
+    const auto subscribers = uint_at(r, "subscribers");
+    // The fake forwards appends 1, 3, 5, ... (10 of 20) and sends 1, 5, 9, 13, 17 twice.
+    EXPECT_EQ(uint_at(r, "expected"), subscribers * 20);
+    EXPECT_EQ(uint_at(r, "delivered"), subscribers * 10) << json;
+    EXPECT_EQ(uint_at(r, "lost"), subscribers * 10);
+    EXPECT_EQ(uint_at(r, "duplicated"), subscribers * 5);
+    EXPECT_EQ(uint_at(r["error_kinds"], "fanout.missing"), subscribers * 10);
+    EXPECT_EQ(uint_at(r["error_kinds"], "fanout.duplicate"), subscribers * 5);
+  }
+  EXPECT_NE(read_file(dir_ / "out" / "report.html").find("events lost"), std::string::npos);
+  EXPECT_EQ(doc["many_streams"].get_array().get(arr), simdjson::SUCCESS);
+  EXPECT_EQ(arr.size(), 0u);  // --workloads fanout: the later value wins
 }
 
 }  // namespace

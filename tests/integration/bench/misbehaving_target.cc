@@ -35,9 +35,11 @@ struct misbehaving_target::state {
         if (s.appends % 2 == 1) {  // the even-numbered appends never reach a subscriber
           const std::string event = "event: data\ndata: " + std::string(req.body) +
                                     "\n\nevent: control\ndata: {\"streamNextOffset\":\"" + next + "\"}\n\n";
+          // ... and appends 1, 5, 9, ... reach them twice.
+          const int copies = s.appends % 4 == 1 ? 2 : 1;
           for (auto& sub : s.subscribers) {
             if (!sub.alive()) continue;
-            sub.write(event);
+            for (int i = 0; i < copies; ++i) sub.write(event);
             sub.flush();
           }
         }

@@ -1,7 +1,8 @@
 // misbehaving_target: a tiny Durable Streams lookalike on the weir HTTP engine that gets things wrong
 // on purpose, so the test can check that `weir bench` reports it instead of hiding it:
 //   - every other catch-up read from offset -1 returns half of the stream (a short read);
-//   - SSE subscribers receive only every other appended event (dropped events).
+//   - SSE subscribers receive only every other appended event (dropped events), and every fourth
+//     appended event twice (duplicated events).
 // Creates, appends and deletes are answered correctly. One engine thread; state is touched only there.
 #pragma once
 

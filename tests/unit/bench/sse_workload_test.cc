@@ -27,5 +27,12 @@ TEST(sse_workload, foreign_payloads_are_not_taken_for_events) {
   EXPECT_TRUE(parse_sse_event_tag("#0:0;....", stream, index));
 }
 
+TEST(sse_workload, control_events_give_their_next_offset) {
+  EXPECT_EQ(sse_control_next_offset(R"({"streamNextOffset":"0000_0042","upToDate":true})"), "0000_0042");
+  EXPECT_EQ(sse_control_next_offset(R"({"streamCursor": "x", "streamNextOffset" : "7"})"), "7");
+  EXPECT_EQ(sse_control_next_offset(R"({"upToDate":true})"), "");
+  EXPECT_EQ(sse_control_next_offset(R"({"streamNextOffset":)"), "");
+}
+
 }  // namespace
 }  // namespace weir::bench

@@ -1,0 +1,38 @@
+#include "bench/proc_sampler.h"
+
+#include <unistd.h>
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace weir::bench {
+namespace {
+
+TEST(proc_sampler, reads_vm_rss_in_mib) {
+  EXPECT_DOUBLE_EQ(rss_mib_of_status("Name:\tweir\nVmPeak:\t 9000 kB\nVmRSS:\t    2048 kB\nThreads: 3\n"),
+                   2.0);
+  EXPECT_TRUE(std::isnan(rss_mib_of_status("Name:\tweir\nVmPeak:\t 9000 kB\n")));
+}
+
+TEST(proc_sampler, cpu_seconds_count_fields_after_the_command_name) {
+  // The command name may hold spaces and parentheses: fields are counted after the last ')'.
+  const std::string stat =
+      "4242 (we ir) (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 1000 1000000 500";
+  EXPECT_DOUBLE_EQ(cpu_seconds_of_stat(stat, 100), 3.0);  // (250 + 50) / 100
+  EXPECT_TRUE(std::isnan(cpu_seconds_of_stat("4242 (weir) S 1 2", 100)));
+  EXPECT_TRUE(std::isnan(cpu_seconds_of_stat("no parenthesis", 100)));
+}
+
+TEST(proc_sampler, samples_this_process) {
+  const auto f = sample_process(::getpid());
+  EXPECT_GT(f.rss_mib, 0.0);
+  EXPECT_GE(f.fds, 3.0);  // stdin, stdout, stderr at least
+  EXPECT_GE(f.cpu_s, 0.0);
+  const auto gone = sample_process(0);
+  EXPECT_TRUE(std::isnan(gone.rss_mib));
+  EXPECT_TRUE(std::isnan(gone.fds));
+}
+
+}  // namespace
+}  // namespace weir::bench
