@@ -58,6 +58,7 @@ void register_command(CLI::App& app) {
       std::exit(0);
     }
     log::set_level(cfg.log_level);
+    log::set_format(cfg.log_format);
     // Before any thread exists (the subscription service starts some): every thread inherits the mask
     // and SIGTERM/SIGINT reach only the signal watcher.
     io::signal_watcher::block_termination_signals();

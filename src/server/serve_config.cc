@@ -73,6 +73,10 @@ std::string check_log_level(const serve_config& c) {
   }
   return "one of trace, debug, info, warn, error, off; got '" + c.log_level + "'";
 }
+std::string check_log_format(const serve_config& c) {
+  if (c.log_format == "text" || c.log_format == "json") return "";
+  return "text or json; got '" + c.log_format + "'";
+}
 std::string check_fsync(const serve_config& c) {
   if (storage::parse_sync_policy(c.fsync)) return "";
   return "always, interval:MS or never; got '" + c.fsync + "'";
@@ -150,6 +154,18 @@ const std::array table{
     setting{"max-in-flight-bytes", "BYTES",
             "Writes per core waiting for the disk before further writes get 503 + Retry-After",
             field<&serve_config::max_in_flight_bytes>(), 0, UINT64_MAX, check_max_in_flight_bytes},
+    setting{"max-connections", "N",
+            "Open connections, all cores together; 0: the descriptor limit (raised to its hard limit at "
+            "start) less descriptor-reserve. At the cap the longest-idle connection is closed for a new one, "
+            "or the new one gets 503",
+            field<&serve_config::max_connections>()},
+    setting{"max-connections-per-client", "N",
+            "Open connections from one client address (beyond it: 429); 0: no cap. Behind a proxy every "
+            "client has the proxy's address",
+            field<&serve_config::max_connections_per_client>()},
+    setting{"descriptor-reserve", "N",
+            "File descriptors that connections may never take, kept for the log's files",
+            field<&serve_config::descriptor_reserve>(), 16, 1'000'000},
     setting{"allow-loopback-webhooks", "true|false",
             "Let webhook subscriptions POST over plain HTTP to localhost / 127.0.0.x (tests and development "
             "only; logged as a warning at start). Off: only https to public addresses",
@@ -172,6 +188,9 @@ const std::array table{
             field<&serve_config::public_url>(), 0, UINT64_MAX, check_public_url},
     setting{"log-level", "LEVEL", "trace, debug, info, warn, error or off", field<&serve_config::log_level>(),
             0, UINT64_MAX, check_log_level},
+    setting{"log-format", "FORMAT",
+            "text (for people) or json (one object a line: ts, level, thread, msg; for log collectors)",
+            field<&serve_config::log_format>(), 0, UINT64_MAX, check_log_format},
 };
 
 std::string name_of(const setting& s) {
@@ -314,7 +333,20 @@ std::string to_toml_value(const setting_value& v) {
   } else if (auto* n = std::get_if<std::uint64_t>(&v)) {
     os << *n;
   } else {
-    os << toml::value<std::string>(std::get<std::string>(v));  // quoted and escaped
+    // A TOML basic string (toml.io v1.0.0, "String"): quote, backslash and control characters escaped.
+    os << '"';
+    for (char ch : std::get<std::string>(v)) {
+      auto u = static_cast<unsigned char>(ch);
+      if (ch == '"' || ch == '\\') {
+        os << '\\' << ch;
+      } else if (u < 0x20 || u == 0x7f) {
+        static constexpr char hex[] = "0123456789ABCDEF";
+        os << "\\u00" << hex[u >> 4] << hex[u & 0xf];
+      } else {
+        os << ch;
+      }
+    }
+    os << '"';
   }
   return os.str();
 }

@@ -23,6 +23,7 @@ struct serve_config {
   std::int64_t long_poll_timeout_ms = 30'000;
   std::uint64_t body_limit = 64ull << 20;
   std::string log_level = "info";
+  std::string log_format = "text";  // "text" or "json"
   std::size_t read_chunk_bytes = 64 * 1024;  // server chunk limit for catch-up reads (5.6)
   std::int64_t sse_close_after_ms = 60'000;  // 5.8 connection lifecycle
   std::int64_t sse_keep_alive_ms = 15'000;
@@ -50,6 +51,12 @@ struct serve_config {
   std::uint64_t max_webhook_retries = 30;
   std::uint64_t max_subscriptions = 1'000;  // 0: unlimited
   std::uint64_t max_subscription_pattern_bytes = 256;
+  // Open connections, all cores together; 0: the descriptor limit less descriptor_reserve.
+  std::uint64_t max_connections = 0;
+  // Open connections from one client address; 0: no such cap.
+  std::uint64_t max_connections_per_client = 0;
+  // Descriptors kept for files (log segments, checkpoints) that connections may never take.
+  std::uint64_t descriptor_reserve = 256;
 };
 
 struct config_error : std::runtime_error {
