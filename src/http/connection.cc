@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "http/body_budget.h"
 #include "http/loop_context.h"
 #include "http/status_text.h"
 #include "io/socket.h"
@@ -213,6 +214,12 @@ std::size_t connection::process(std::string_view data) {
           return data.size();
         }
         need_total_ = head_len_ + static_cast<std::size_t>(head.content_length);
+        // Decided at head time: a body that must wait for more bytes first takes its share of the
+        // node's body budget, or is refused before any of it is read.
+        if (rest.size() < need_total_ && !reserve_body(static_cast<std::size_t>(head.content_length))) {
+          refuse_body();
+          return data.size();
+        }
       } else {
         chunked_ = true;
         chunk_pos_ = head_len_;
@@ -255,6 +262,11 @@ std::size_t connection::process(std::string_view data) {
       return data.size();
     }
     if (st.status == parse_status::need_more) {
+      // A chunked body counts against the budget as it grows, while it waits for more bytes.
+      if (!reserve_body(body_.size())) {
+        refuse_body();
+        return data.size();
+      }
       maybe_send_continue();
       break;
     }
@@ -276,6 +288,28 @@ void connection::maybe_send_continue() {
     out_.append("HTTP/1.1 100 Continue\r\n\r\n");
     continue_sent_ = true;
   }
+}
+
+bool connection::reserve_body(std::size_t total) {
+  if (total <= body_reserved_) return true;
+  std::size_t want = total - body_reserved_;
+  if (chunked_) {
+    // In steps, so that a body trickling in does not take one atomic operation per read.
+    want = (want + body_budget_step - 1) / body_budget_step * body_budget_step;
+  }
+  if (!ctx_->bodies->try_reserve(want)) return false;
+  body_reserved_ += want;
+  return true;
+}
+
+void connection::release_body() {
+  ctx_->bodies->release(body_reserved_);
+  body_reserved_ = 0;
+}
+
+void connection::refuse_body() {
+  ctx_->bodies_refused.add();
+  write_error(503, "too many request bodies in flight; retry later", true);
 }
 
 void connection::keep_partial(std::string_view data, std::size_t used) {
@@ -301,6 +335,7 @@ void connection::compact_in(std::size_t used) {
 
 void connection::dispatch(std::string_view, std::string_view body) {
   const request_head& head = ctx_->head;
+  release_body();  // the handler copies what it keeps of the body
   keep_alive_ = head.keep_alive && !ctx_->draining;
   is_head_ = head.method == method::head;
   http10_ = head.version_minor == 0;
@@ -366,12 +401,14 @@ void connection::write_head(int status, std::span<const header> headers, std::ui
   out_.commit(static_cast<std::size_t>(p - start));
 }
 
-void connection::write_error(int status, std::string_view reason) {
+void connection::write_error(int status, std::string_view reason, bool retry_after) {
   keep_alive_ = false;
   http10_ = false;
+  release_body();
   if (reason.empty()) reason = status_text(status);
-  static constexpr header type[] = {{"Content-Type", "text/plain"}};
-  write_head(status, type, reason.size() + 1, true, false);
+  static_assert(body_budget_retry_after_s == 1, "the Retry-After value below");
+  static constexpr header type[] = {{"Content-Type", "text/plain"}, {"Retry-After", "1"}};
+  write_head(status, std::span<const header>(type, retry_after ? 2 : 1), reason.size() + 1, true, false);
   out_.append(reason);
   out_.append('\n');
   phase_ = phase::closing;
@@ -433,10 +470,12 @@ void connection::write(std::uint64_t gen, std::string_view data) {
   } else {
     out_.append(data);
   }
-  if (out_.size() > max_stream_backlog) {
+  const std::size_t queue_limit = ctx_->opts->max_stream_queue_bytes;
+  if (queue_limit != 0 && out_.size() > queue_limit) {
     // The peer does not read: give up on it rather than buffer without bound. Closed from a task so
     // on_close never runs inside the caller's write().
     backlog_exceeded_ = true;
+    ctx_->streams_dropped.add();
     auto g = generation_;
     ctx_->loop->post([this, g] {
       if (generation_ == g) close_now();
@@ -462,9 +501,25 @@ void connection::set_on_close(std::uint64_t gen, std::function<void()> fn) {
   if (exchange_alive(gen)) on_close_ = std::move(fn);
 }
 
+void connection::set_on_drain(std::uint64_t gen, std::size_t low_water, std::function<void()> fn) {
+  check_thread();
+  if (!exchange_alive(gen)) return;
+  on_drain_ = std::move(fn);
+  drain_low_ = low_water;
+  notify_drain();
+}
+
+void connection::notify_drain() {
+  if (!on_drain_ || out_.size() > drain_low_) return;
+  // From a task: the producer may write again, which must not happen inside send_out().
+  ctx_->loop->post(std::move(on_drain_));
+  on_drain_ = nullptr;
+}
+
 void connection::after_exchange() {
   ++generation_;
   on_close_ = nullptr;
+  on_drain_ = nullptr;
   idle_since_ms_ = ctx_->loop->now_ms();
   if (keep_alive_) {
     phase_ = phase::reading;
@@ -502,6 +557,7 @@ void connection::send_out() {
     if (n > 0) {
       out_.consume(static_cast<std::size_t>(n));
       write_progress_ms_ = ctx_->loop->now_ms();
+      if (on_drain_) notify_drain();
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -553,6 +609,8 @@ void connection::close_now() {
   ++generation_;  // every exchange handle on this connection is now inert
   std::function<void()> cb = std::move(on_close_);
   on_close_ = nullptr;
+  on_drain_ = nullptr;
+  release_body();
   in_.clear();
   out_.clear();
   body_.clear();

@@ -49,6 +49,7 @@ class connection final : public io::io_handler {
   void flush(std::uint64_t gen);
   void end(std::uint64_t gen);
   void set_on_close(std::uint64_t gen, std::function<void()> fn);
+  void set_on_drain(std::uint64_t gen, std::size_t low_water, std::function<void()> fn);
   std::size_t buffered_bytes(std::uint64_t gen) const { return gen == generation_ ? out_.size() : 0; }
 
  private:
@@ -77,7 +78,13 @@ class connection final : public io::io_handler {
   void schedule_resume();
   void write_head(int status, std::span<const header> headers, std::uint64_t content_length, bool add_length,
                   bool chunked);
-  void write_error(int status, std::string_view reason);
+  void write_error(int status, std::string_view reason, bool retry_after = false);
+  // The body budget (body_budget.h): reserve before waiting for body bytes, give back once the body
+  // was handed over or dropped.
+  bool reserve_body(std::size_t total);
+  void release_body();
+  void refuse_body();  // 503 + Retry-After: the body does not fit in the budget
+  void notify_drain();
   void start_linger();
   void refresh_deadline();
   void maybe_shrink();
@@ -104,6 +111,7 @@ class connection final : public io::io_handler {
   chunked_decoder decoder_;
   std::int64_t head_started_ms_ = 0;
   std::int64_t body_started_ms_ = 0;
+  std::size_t body_reserved_ = 0;  // of the node's body budget, for the body being read
 
   // Exchange in progress.
   bool keep_alive_ = true;
@@ -115,6 +123,8 @@ class connection final : public io::io_handler {
   bool in_handler_ = false;
   bool resume_scheduled_ = false;
   std::function<void()> on_close_;
+  std::function<void()> on_drain_;
+  std::size_t drain_low_ = 0;
 
   // Socket state.
   bool readable_ = false;        // edge seen, not yet read to EAGAIN

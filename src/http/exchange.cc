@@ -40,4 +40,8 @@ std::size_t exchange::buffered_bytes() const {
   return conn_ != nullptr ? conn_->buffered_bytes(generation_) : 0;
 }
 
+void exchange::on_drain(std::size_t low_water, std::function<void()> fn) {
+  if (conn_ != nullptr) conn_->set_on_drain(generation_, low_water, std::move(fn));
+}
+
 }  // namespace weir::http

@@ -66,8 +66,15 @@ class exchange {
   void on_close(std::function<void()> fn);
 
   // Bytes of this exchange's connection still waiting to be sent (0 once inert). A producer feeding a
-  // stream can hold back while it is large; a stream whose backlog passes 8 MiB is closed by the engine.
+  // stream can hold back while it is large; a stream whose backlog passes
+  // server_options::max_stream_queue_bytes is closed by the engine.
   std::size_t buffered_bytes() const;
+
+  // Flow control for a producer: calls `fn` once, on loop() from a task, as soon as at most
+  // `low_water` bytes of this exchange's output wait to be sent (at once, still from a task, if that is
+  // already so). One waiter per exchange (a new call replaces it); dropped without a call when the
+  // exchange finishes or the connection closes (on_close tells the latter).
+  void on_drain(std::size_t low_water, std::function<void()> fn);
 
   // implementation: a connection slot and generation (implementer's choice)
  private:

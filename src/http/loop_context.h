@@ -26,14 +26,17 @@ inline constexpr std::size_t read_scratch_bytes = 64 * 1024;
 inline constexpr std::size_t output_high_water = 64 * 1024;
 // A buffer emptied above this size is freed rather than kept (idle connections stay small).
 inline constexpr std::size_t keep_buffer_bytes = 16 * 1024;
-// A streamed response whose peer lets more than this pile up is closed (never buffer without bound).
-inline constexpr std::size_t max_stream_backlog = 8 * 1024 * 1024;
+// A chunked request body reserves its share of the node's body budget in steps of this size.
+inline constexpr std::size_t body_budget_step = 64 * 1024;
+// Retry-After (seconds) of a 503 for a request body over the node's body budget.
+inline constexpr int body_budget_retry_after_s = 1;
 // After a Connection: close response, how long we keep reading (and dropping) the peer's bytes so the
 // close does not turn into a reset that destroys the response in flight.
 inline constexpr std::int64_t linger_ms = 1000;
 
 class listener;
 class admission;
+class body_budget;
 
 struct loop_context {
   loop_context(io::event_loop& l, const server_options& o, const handler& h);
@@ -42,8 +45,9 @@ struct loop_context {
   io::event_loop* loop;
   const server_options* opts;
   const handler* on_request;
-  admission* limits = nullptr;  // the node-wide connection caps (owned by the server)
-  std::string server_line;      // "Server: weir\r\n"
+  admission* limits = nullptr;    // the node-wide connection caps (owned by the server)
+  body_budget* bodies = nullptr;  // the node-wide budget of request bodies in flight (owned by the server)
+  std::string server_line;        // "Server: weir\r\n"
   date_cache date;
   // "HTTP/1.1 200 OK\r\nServer: ...\r\nDate: ...\r\n": the common head start in one copy; rebuilt in
   // place (same length, no allocation) when the Date changes.
@@ -72,6 +76,8 @@ struct loop_context {
     std::uint64_t get() const { return v.load(std::memory_order_relaxed); }
   };
   counter accepted, rejected, requests, sends, open;
+  counter bodies_refused;   // 503: the body did not fit in the body budget
+  counter streams_dropped;  // streamed responses closed over max_stream_queue_bytes
 
   connection* acquire();
   void release(connection* c);

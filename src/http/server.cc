@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "http/admission.h"
+#include "http/body_budget.h"
 #include "http/listener.h"
 #include "http/loop_context.h"
 #include "io/cpu.h"
@@ -54,6 +55,7 @@ struct server::impl {
   std::vector<std::unique_ptr<io::event_loop>> loops;
   std::vector<std::unique_ptr<loop_context>> contexts;
   std::unique_ptr<admission> limits;
+  std::unique_ptr<body_budget> bodies;
   int address_claim = -1;  // io::claim_listen_address: held while the listeners live
   std::uint16_t port = 0;
   bool started = false;
@@ -89,6 +91,7 @@ status server::start() {
   s.limits = std::make_unique<admission>(
       http::connection_cap(descriptors, s.opts.descriptor_reserve, s.opts.max_connections),
       s.opts.max_connections_per_client);
+  s.bodies = std::make_unique<body_budget>(s.opts.body_budget_bytes);
   for (unsigned i = 0; i < s.loops.size(); ++i) {
     auto fd = io::listen_tcp(s.opts.host, port);
     if (!fd) {
@@ -103,6 +106,7 @@ status server::start() {
     }
     auto ctx = std::make_unique<loop_context>(*s.loops[i], s.opts, s.on_request);
     ctx->limits = s.limits.get();
+    ctx->bodies = s.bodies.get();
     ctx->accept = std::make_unique<listener>(*ctx, *fd);
     if (!ctx->accept->start()) return make_error(server_errc::bind, "epoll registration of the listener");
     io::event_loop* loop = s.loops[i].get();
@@ -155,7 +159,10 @@ server_stats server::stats() const {
     st.requests += c->requests.get();
     st.sends += c->sends.get();
     st.open_connections += c->open.get();
+    st.bodies_refused += c->bodies_refused.get();
+    st.streams_dropped += c->streams_dropped.get();
   }
+  if (impl_->bodies) st.body_bytes_reserved = impl_->bodies->used();
   return st;
 }
 

@@ -30,6 +30,15 @@ struct server_options {
   // Open connections from one client address; 0: no such cap. Behind a proxy every client shares one.
   std::size_t max_connections_per_client = 0;
   std::size_t descriptor_reserve = 256;
+  // Request bodies being received, all cores together (bytes). A request whose body must wait for more
+  // bytes reserves its Content-Length at head time (a chunked body as it grows); beyond the budget it
+  // gets 503 with Retry-After before its body is read. Bodies that arrive whole with their head take
+  // nothing. 0: no budget. Keep it >= limits.max_body_bytes, or the largest body can never be accepted.
+  std::size_t body_budget_bytes = 256ull << 20;
+  // Output one streamed response (an SSE subscriber) may leave queued because its peer does not read;
+  // beyond it the connection is closed (the slowest subscribers go, the others keep their events).
+  // Producers stay under it with exchange::on_drain().
+  std::size_t max_stream_queue_bytes = 1ull << 20;
   std::chrono::milliseconds header_timeout{10'000};  // first byte to complete head
   std::chrono::milliseconds body_timeout{30'000};    // head to complete body
   std::chrono::milliseconds idle_timeout{60'000};    // keep-alive with no request in flight
@@ -44,6 +53,9 @@ struct server_stats {
   std::uint64_t requests = 0;  // handed to the handler
   std::uint64_t sends = 0;     // send() calls (pipelined responses of one read share one)
   std::uint64_t open_connections = 0;
+  std::uint64_t bodies_refused = 0;       // 503 + Retry-After: over the body budget
+  std::uint64_t body_bytes_reserved = 0;  // now, by bodies being received
+  std::uint64_t streams_dropped = 0;      // streamed responses closed over max_stream_queue_bytes
 };
 
 class server {
