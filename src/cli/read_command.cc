@@ -57,6 +57,11 @@ exit_code read_to_tail(command_context& ctx) {
   }
 }
 
+// A live SSE connection carries a keep-alive comment at least every 15 s by default (weir serve
+// --sse-keep-alive-ms); one silent for 60 s is taken for dead and replaced (losslessly, from the last
+// offset printed).
+constexpr unsigned sse_idle_timeout_ms = 60'000;
+
 bool retryable(int status) {
   return status == 429 || status >= 500;
 }
@@ -153,7 +158,7 @@ exit_code follow(command_context& ctx) {
       if (!s && protocol_error.empty()) protocol_error = s.err().reason;
       return protocol_error.empty() && !closed;
     };
-    auto r = ctx.conn.stream(head, std::move(handlers), ctx.args.timeout_ms);
+    auto r = ctx.conn.stream(head, std::move(handlers), ctx.args.timeout_ms, sse_idle_timeout_ms);
 
     // PROTOCOL.md 5.8: after streamClosed the client must not reconnect.
     if (closed) return exit_code::ok;

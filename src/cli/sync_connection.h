@@ -36,9 +36,12 @@ class sync_connection {
     std::function<bool(std::string_view data)> on_data;
   };
   // Sends a GET whose body may never end (SSE) and waits until it ends, fails, or a handler returns false.
-  // A response head must arrive within `head_timeout_ms`; the body has no time limit. The result has the
-  // status (0: none arrived) and an error when the exchange failed (not when a handler ended it).
-  client::http_response stream(const std::string& head, stream_handlers handlers, unsigned head_timeout_ms);
+  // A response head must arrive within `head_timeout_ms`, and then some bytes at least every
+  // `idle_timeout_ms` (an SSE server sends keep-alive comments), or the exchange fails with "timeout": a
+  // peer that vanished without closing the connection is noticed. The result has the status (0: none
+  // arrived) and an error when the exchange failed (not when a handler ended it).
+  client::http_response stream(const std::string& head, stream_handlers handlers, unsigned head_timeout_ms,
+                               unsigned idle_timeout_ms);
 
  private:
   // Runs `fn` on the connection's thread and waits until it calls `done`.
