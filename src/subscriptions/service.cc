@@ -3,11 +3,14 @@
 #include <strings.h>
 
 #include <atomic>
+#include <filesystem>
 #include <stdexcept>
 
 #include "base/log.h"
 #include "http/exchange.h"
 #include "io/event_loop.h"
+#include "storage/env.h"
+#include "subscriptions/subscription_log.h"
 #include "subscriptions/subscription_manager.h"
 
 namespace weir::subscriptions {
@@ -55,12 +58,7 @@ void answer(http::exchange ex, control_response r) {
   }
 }
 
-std::unique_ptr<snapshot_writer> make_writer(const std::string& data_dir) {
-  if (data_dir.empty()) return nullptr;
-  return std::make_unique<snapshot_writer>(data_dir + "/subscriptions.json");
-}
-
-manager_options make_manager_options(const service_options& opts, snapshot_writer* writer) {
+manager_options make_manager_options(const service_options& opts, subscription_journal* journal) {
   manager_options m;
   m.allow_localhost_webhooks = opts.allow_localhost_webhooks;
   m.default_lease_ttl_ms = opts.default_lease_ttl_ms;
@@ -68,21 +66,35 @@ manager_options make_manager_options(const service_options& opts, snapshot_write
   m.max_webhook_retries = opts.max_webhook_retries;
   m.max_subscriptions = opts.max_subscriptions;
   m.max_pattern_bytes = opts.max_pattern_bytes;
-  if (writer) m.persist = [writer](std::string text) { writer->write(std::move(text)); };
+  if (journal) m.persist = [journal](journal_batch b) { journal->submit(std::move(b)); };
   return m;
 }
 
-// Start-up: a snapshot that cannot be read is an error, not an empty set (it would be overwritten).
-std::vector<persisted_subscription> load_snapshot(const std::string& data_dir) {
-  if (data_dir.empty()) return {};
-  std::string path = data_dir + "/subscriptions.json";
-  auto text = read_snapshot_file(path);
-  if (!text) throw std::runtime_error("subscriptions: " + text.err().reason);
-  if (!*text) return {};
-  auto subs = decode_snapshot(**text);
-  if (!subs) throw std::runtime_error("subscriptions: " + path + ": " + subs.err().reason);
-  log::info("subscriptions: restored {} subscription(s) from {}", subs->size(), path);
-  return std::move(*subs);
+// Start-up: opens <data_dir>/subscriptions.log and replays it. A log that cannot be read stops start-up
+// rather than being overwritten. A subscriptions.json from before the log is read once (the restore
+// compacts it into the log, then it is removed).
+std::unique_ptr<subscription_journal> open_journal(const std::string& data_dir,
+                                                   std::vector<persisted_subscription>& restored,
+                                                   bool& migrated) {
+  migrated = false;
+  if (data_dir.empty()) return nullptr;
+  storage::env& env = storage::default_posix_env();
+  std::string log_path = data_dir + "/subscriptions.log";
+  std::string json_path = data_dir + "/subscriptions.json";
+  bool fresh = !env.file_exists(log_path);
+  auto journal = subscription_journal::open(env, log_path, restored);
+  if (!journal) throw std::runtime_error("subscriptions: " + journal.err().reason);
+  if (fresh && env.file_exists(json_path)) {
+    auto text = read_snapshot_file(json_path);
+    if (!text) throw std::runtime_error("subscriptions: " + text.err().reason);
+    auto subs = decode_snapshot(text->value_or(""));
+    if (!subs) throw std::runtime_error("subscriptions: " + json_path + ": " + subs.err().reason);
+    restored = std::move(*subs);
+    migrated = true;
+  }
+  if (!restored.empty())
+    log::info("subscriptions: restored {} subscription(s) from {}", restored.size(), log_path);
+  return std::move(*journal);
 }
 
 }  // namespace
@@ -91,22 +103,27 @@ struct service::impl {
   impl(io::event_loop& home, stream_host& host, const clock_source& clock, service_options opts)
       : sched(home),
         key(load_key(opts.data_dir)),  // creates data_dir when missing
-        writer(make_writer(opts.data_dir)),
+        journal(open_journal(opts.data_dir, restored, migrated)),
         manager(sched, host, sender, clock, key, token_signer(token_signer::random_secret()),
-                make_manager_options(opts, writer.get())) {
+                make_manager_options(opts, journal.get())) {
     if (opts.allow_localhost_webhooks) {
       log::warn(
           "subscriptions: allow-loopback-webhooks is on: webhooks may POST over plain HTTP to this "
           "host's loopback ports (PROTOCOL.md 12.8 development exception; never in production)");
     }
     // Restored on the home loop: it arms timers, which only the loop's own thread may touch. The file is
-    // read here so a bad snapshot still stops start-up.
-    auto subs = load_snapshot(opts.data_dir);
-    count.store(subs.size(), std::memory_order_release);
-    if (!subs.empty()) {
-      home.post([this, subs = std::move(subs)]() mutable {
-        manager.restore(std::move(subs));
+    // read here so a bad log still stops start-up.
+    count.store(restored.size(), std::memory_order_release);
+    if (!restored.empty()) {
+      home.post([this, json = opts.data_dir + "/subscriptions.json"]() mutable {
+        manager.restore(std::move(restored));  // writes a compacted log
         count.store(manager.size(), std::memory_order_release);
+        if (migrated && journal) {
+          journal->flush();
+          std::error_code ec;
+          std::filesystem::remove(json, ec);
+          log::info("subscriptions: moved {} into subscriptions.log", json);
+        }
       });
     }
   }
@@ -114,7 +131,9 @@ struct service::impl {
   loop_scheduler sched;
   curl_webhook_sender sender;
   std::shared_ptr<const signing_key> key;
-  std::unique_ptr<snapshot_writer> writer;  // outlives the manager, which feeds it
+  std::vector<persisted_subscription> restored;  // filled by open_journal, handed to the manager
+  bool migrated = false;
+  std::unique_ptr<subscription_journal> journal;  // outlives the manager, which feeds it
   subscription_manager manager;
   std::atomic<std::size_t> count{0};  // manager.size(), readable from any core
 };
@@ -162,8 +181,8 @@ bool service::has_subscriptions() const {
 
 void service::shutdown() {
   impl_->sender.shutdown();
-  impl_->manager.shutdown();  // writes a pending snapshot
-  if (impl_->writer) impl_->writer->close();
+  impl_->manager.shutdown();  // hands over pending changes
+  if (impl_->journal) impl_->journal->close();
 }
 
 }  // namespace weir::subscriptions

@@ -35,7 +35,7 @@ void subscription_manager::shutdown() {
   if (persist_timer_ != 0) {
     sched_.cancel_timer(persist_timer_);
     persist_timer_ = 0;
-    write_snapshot();
+    write_changes();
   }
   for (auto& [_, e] : subs_) cancel_timers(*e);
   *alive_ = false;
@@ -107,6 +107,7 @@ void subscription_manager::handle(const control_request& req, responder respond)
         if (it != subs_.end()) {
           cancel_timers(*it->second);
           subs_.erase(it);
+          if (opts_.persist) append_record(pending_records_, delete_record(key));
           changed();
         }
         return respond(no_content());
@@ -236,11 +237,13 @@ void subscription_manager::put_subscription(const control_request& req, const st
 
 subscription_manager::entry& subscription_manager::add_entry(const std::string& root,
                                                              const std::string& origin, const std::string& id,
-                                                             std::string hash, subscription_state state) {
+                                                             std::string hash, subscription_state state,
+                                                             bool journal) {
   auto owned = std::make_unique<entry>(
       entry{root + id, root, origin, next_incarnation_++, std::move(hash), std::move(state)});
   entry& e = *owned;
   subs_[e.key] = std::move(owned);
+  if (journal && opts_.persist) append_record(pending_records_, sub_record(persisted(e)));
   if (const auto& pattern = e.state.config().pattern) {
     e.glob = glob_matcher::compile(*pattern);
     WEIR_ASSERT(e.glob.has_value(), "validated pattern '{}' failed to compile", *pattern);
@@ -279,8 +282,8 @@ void subscription_manager::restore(std::vector<persisted_subscription> subs) {
     if (p.retry_at_wall_ms != 0) {
       retry_at = clock_.mono_ms() + std::max<std::int64_t>(0, p.retry_at_wall_ms - clock_.wall_ms());
     }
-    st.restore(std::move(p.links), p.generation, p.failed, p.failed_attempts, retry_at);
-    entry& e = add_entry(p.root, p.origin, p.id, std::move(hash), std::move(st));
+    st.restore(std::move(p.links), p.generation, p.failed, p.failed_attempts, retry_at, p.paused);
+    entry& e = add_entry(p.root, p.origin, p.id, std::move(hash), std::move(st), false);
     if (retry_at != 0) schedule_retry(e, retry_at - clock_.mono_ms());
     // Re-learn every linked stream's tail, and link streams that matched while no snapshot was written.
     auto left = std::make_shared<std::size_t>(e.state.links().size() + 2);
@@ -302,30 +305,67 @@ void subscription_manager::restore(std::vector<persisted_subscription> subs) {
     backfill(e, one_done);
     one_done();
   }
+  // A fresh log holding just the restored state (the old one may carry a long history, or be a
+  // subscriptions.json from before the log existed).
+  if (opts_.persist && *alive_) compact();
 }
 
 void subscription_manager::changed() {
   if (!opts_.persist || persist_timer_ != 0 || !*alive_) return;
   persist_timer_ = sched_.add_timer(opts_.persist_delay_ms, guarded([this] {
                                       persist_timer_ = 0;
-                                      write_snapshot();
+                                      write_changes();
                                     }));
 }
 
-void subscription_manager::write_snapshot() {
-  std::vector<persisted_subscription> out;
-  out.reserve(subs_.size());
+persisted_subscription subscription_manager::persisted(const entry& e) const {
+  const auto& st = e.state;
   std::int64_t now_mono = clock_.mono_ms();
-  std::int64_t now_wall = clock_.wall_ms();
-  for (const auto& [_, e] : subs_) {
-    const auto& st = e->state;
-    std::int64_t retry_wall =
-        st.retry_at_ms() == 0 ? 0 : now_wall + std::max<std::int64_t>(0, st.retry_at_ms() - now_mono);
-    out.push_back(persisted_subscription{e->root, e->origin, st.id(), st.config(), st.created_at_wall_ms(),
-                                         st.links(), st.generation(), st.failed(), st.failed_attempts(),
-                                         retry_wall});
+  std::int64_t retry_wall =
+      st.retry_at_ms() == 0 ? 0 : clock_.wall_ms() + std::max<std::int64_t>(0, st.retry_at_ms() - now_mono);
+  return persisted_subscription{
+      e.root,     e.origin,        st.id(),     st.config(),          st.created_at_wall_ms(),
+      st.links(), st.generation(), st.failed(), st.failed_attempts(), retry_wall,
+      st.paused()};
+}
+
+// Issue 12 item 7: only what changed is written (O(changes), never O(state)); the "sub" and "del"
+// records were queued in order as they happened, link and counter changes are collected here.
+void subscription_manager::write_changes() {
+  std::string batch = std::move(pending_records_);
+  pending_records_.clear();
+  for (auto& [key, ep] : subs_) {
+    subscription_state& st = ep->state;
+    for (const auto& path : st.changed_links()) {
+      auto it = st.links().find(path);
+      append_record(batch,
+                    it == st.links().end() ? unlink_record(key, path) : link_record(key, path, it->second));
+    }
+    if (st.counters_changed()) {
+      persisted_subscription p = persisted(*ep);
+      append_record(
+          batch, state_record(key, p.generation, p.failed, p.failed_attempts, p.retry_at_wall_ms, p.paused));
+    }
+    st.take_changes();
   }
-  opts_.persist(encode_snapshot(out));
+  if (batch.empty()) return;
+  journal_bytes_ += batch.size();
+  opts_.persist(journal_batch{false, std::move(batch)});
+  if (journal_bytes_ > std::max<std::uint64_t>(opts_.compact_min_bytes, image_bytes_)) compact();
+}
+
+void subscription_manager::compact() {
+  std::vector<persisted_subscription> all;
+  all.reserve(subs_.size());
+  for (auto& [_, e] : subs_) {
+    all.push_back(persisted(*e));
+    e->state.take_changes();  // the image holds them
+  }
+  pending_records_.clear();
+  std::string image = encode_image(all);
+  image_bytes_ = image.size();
+  journal_bytes_ = 0;
+  opts_.persist(journal_batch{true, std::move(image)});
 }
 
 void subscription_manager::add_streams(entry& e, std::string_view body, responder respond) {

@@ -24,6 +24,7 @@
 #include "subscriptions/service.h"
 #include "subscriptions/signing_key.h"
 #include "subscriptions/subscription_json.h"
+#include "subscriptions/subscription_log.h"
 #include "subscriptions/subscription_state.h"
 #include "subscriptions/subscription_store.h"
 #include "subscriptions/token_signer.h"
@@ -56,10 +57,13 @@ struct manager_options {
   std::int64_t default_lease_ttl_ms = 30'000;
   std::int64_t webhook_timeout_ms = 10'000;
   std::int64_t token_lifetime_ms = 3'600'000;
-  // Receives a new snapshot (subscription_store format) shortly after every durable change; empty = the
-  // subscriptions are not persisted.
-  std::function<void(std::string)> persist;
+  // Receives the changes (subscription_log records) shortly after every durable change, and now and then
+  // a compaction image of the whole state; empty = the subscriptions are not persisted.
+  std::function<void(journal_batch)> persist;
   std::int64_t persist_delay_ms = 20;
+  // The log is compacted once the records appended since the last image exceed both this and the
+  // image's size, so compaction costs O(1) amortised per change.
+  std::uint64_t compact_min_bytes = 1u << 20;
   // url_policy::allow_hosts (setting webhook-allow-hosts).
   std::vector<std::string> webhook_allow_hosts;
   // Failed webhook deliveries in a row after which a subscription stops retrying: it stays `failed`
@@ -89,7 +93,7 @@ class subscription_manager {
   // links, re-runs the pattern backfill and resumes retry schedules.
   void restore(std::vector<persisted_subscription> subs);
 
-  // Writes a pending snapshot now, cancels every timer and ignores every later completion.
+  // Writes pending changes now, cancels every timer and ignores every later completion.
   void shutdown();
 
   std::size_t size() const { return subs_.size(); }
@@ -144,11 +148,15 @@ class subscription_manager {
   void cancel_timers(entry& e);
 
   entry* lookup(const std::string& key, std::uint64_t incarnation);
-  // Something durable changed: schedule a snapshot.
+  // Something durable changed: schedule a journal write.
   void changed();
-  void write_snapshot();
+  // Hands the changes since the last write to opts_.persist (and a compaction when due).
+  void write_changes();
+  void compact();
+  persisted_subscription persisted(const entry& e) const;
+  // `journal`: log the new subscription (not when restoring it from the log).
   entry& add_entry(const std::string& root, const std::string& origin, const std::string& id,
-                   std::string hash, subscription_state state);
+                   std::string hash, subscription_state state, bool journal = true);
   // Links existing streams matching the pattern at their tails, then calls `done` on the home loop.
   void backfill(entry& e, std::function<void()> done);
   std::string new_wake_id();
@@ -169,6 +177,9 @@ class subscription_manager {
   std::unordered_map<std::string, std::unique_ptr<entry>> subs_;
   std::uint64_t next_incarnation_ = 1;
   std::uint64_t persist_timer_ = 0;
+  std::string pending_records_;      // "sub" and "del" records not handed over yet, in order
+  std::uint64_t journal_bytes_ = 0;  // appended since the last compaction image
+  std::uint64_t image_bytes_ = 0;    // size of the last image
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -47,7 +47,9 @@ void subscription_state::link_at_tail(const std::string& path, bool explicit_lin
   } else if (!l.tail_offset || offset_after(tail, *l.tail_offset)) {
     l.tail_offset = tail;
   }
-  (explicit_link ? l.explicit_link : l.glob_link) = true;
+  bool& flag = explicit_link ? l.explicit_link : l.glob_link;
+  if (inserted || !flag) changed_links_.insert(path);
+  flag = true;
 }
 
 void subscription_state::link_at_start(const std::string& path, bool explicit_link,
@@ -60,12 +62,15 @@ void subscription_state::link_at_start(const std::string& path, bool explicit_li
   } else if (tail && (!l.tail_offset || offset_after(*tail, *l.tail_offset))) {
     l.tail_offset = std::move(tail);
   }
-  (explicit_link ? l.explicit_link : l.glob_link) = true;
+  bool& flag = explicit_link ? l.explicit_link : l.glob_link;
+  if (inserted || !flag) changed_links_.insert(path);
+  flag = true;
 }
 
 void subscription_state::unlink_explicit(const std::string& path) {
   auto it = links_.find(path);
-  if (it == links_.end()) return;
+  if (it == links_.end() || !it->second.explicit_link) return;
+  changed_links_.insert(path);
   it->second.explicit_link = false;
   if (!it->second.glob_link) links_.erase(it);
 }
@@ -80,6 +85,7 @@ void subscription_state::on_tail(const std::string& path, const std::string& tai
 void subscription_state::on_created(const std::string& path, const std::string& tail) {
   auto it = links_.find(path);
   if (it == links_.end()) return;
+  if (it->second.acked_offset != k_start_offset) changed_links_.insert(path);
   it->second.acked_offset = std::string(k_start_offset);
   it->second.tail_offset = tail;
 }
@@ -87,6 +93,7 @@ void subscription_state::on_created(const std::string& path, const std::string& 
 void subscription_state::on_deleted(const std::string& path) {
   auto it = links_.find(path);
   if (it == links_.end()) return;
+  changed_links_.insert(path);
   if (!it->second.explicit_link) {
     links_.erase(it);  // a glob link exists only while a stream matches
     return;
@@ -115,6 +122,7 @@ const wake_state* subscription_state::try_start_wake(std::int64_t now_ms, std::s
   wake_state w;
   w.wake_id = std::move(wake_id);
   w.generation = ++generation_;
+  counters_changed_ = true;
   w.snapshot = snapshot();
   // PROTOCOL.md 7.3: for webhook delivery the lease starts when the wake is issued; for pull-wake it
   // starts at claim.
@@ -137,6 +145,7 @@ const wake_state* subscription_state::claim(const std::string& worker, std::int6
     wake_state w;
     w.wake_id = std::move(new_wake_id);
     w.generation = ++generation_;
+    counters_changed_ = true;
     wake_ = std::move(w);
   }
   wake_->snapshot = snapshot();
@@ -158,7 +167,9 @@ bool subscription_state::apply_acks(const std::vector<stream_ack>& acks) {
   }
   for (const auto& a : acks) {
     auto& l = links_.at(a.stream);
-    l.acked_offset = later(l.acked_offset, a.offset);  // cursors never move backwards
+    std::string next = later(l.acked_offset, a.offset);  // cursors never move backwards
+    if (next != l.acked_offset) changed_links_.insert(a.stream);
+    l.acked_offset = std::move(next);
   }
   return true;
 }
@@ -179,12 +190,16 @@ void subscription_state::release() {
 
 bool subscription_state::on_delivered(std::uint64_t generation, bool done) {
   if (!wake_ || wake_->generation != generation) return false;
+  if (failed_ || failed_attempts_ != 0) counters_changed_ = true;
   failed_ = false;
   failed_attempts_ = 0;
   if (done) {
     for (const auto& s : wake_->snapshot) {
       auto it = links_.find(s.path);
-      if (it != links_.end()) it->second.acked_offset = later(it->second.acked_offset, s.tail_offset);
+      if (it == links_.end()) continue;
+      std::string next = later(it->second.acked_offset, s.tail_offset);
+      if (next != it->second.acked_offset) changed_links_.insert(s.path);
+      it->second.acked_offset = std::move(next);
     }
     wake_.reset();
   }
@@ -196,6 +211,7 @@ std::optional<std::int64_t> subscription_state::on_delivery_failed(std::uint64_t
                                                                    int max_attempts) {
   if (!wake_ || wake_->generation != generation) return std::nullopt;
   wake_.reset();
+  counters_changed_ = true;
   failed_ = true;
   ++failed_attempts_;
   if (max_attempts > 0 && failed_attempts_ >= max_attempts) {
@@ -212,6 +228,7 @@ std::optional<std::int64_t> subscription_state::on_delivery_failed(std::uint64_t
 }
 
 void subscription_state::resume() {
+  counters_changed_ = true;
   paused_ = false;
   failed_attempts_ = 0;
   retry_at_ms_ = 0;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,10 +128,23 @@ class subscription_state {
   // Ends a pause: the failure count starts over and pending work may wake again.
   void resume();
   // The retry time arrived.
-  void on_retry_due() { retry_at_ms_ = 0; }
+  void on_retry_due() {
+    retry_at_ms_ = 0;
+    counters_changed_ = true;
+  }
 
   // Lease timer: clears holder and wake when the lease of `generation` has run out (PROTOCOL.md 7.3).
   bool expire_lease(std::uint64_t generation, std::int64_t now_ms);
+
+  // --- persistence (subscription_log): what changed since the last take_changes() ---
+  // Paths whose persisted fields (flags, acked_offset, existence) changed; tail moves are not changes.
+  const std::set<std::string>& changed_links() const { return changed_links_; }
+  // generation, failed, failed_attempts, retry time or paused changed.
+  bool counters_changed() const { return counters_changed_; }
+  void take_changes() {
+    changed_links_.clear();
+    counters_changed_ = false;
+  }
 
  private:
   std::vector<wake_stream_entry> snapshot() const;
@@ -145,6 +159,8 @@ class subscription_state {
   int failed_attempts_ = 0;
   std::int64_t retry_at_ms_ = 0;  // monotonic; 0 = no back-off
   bool paused_ = false;
+  std::set<std::string> changed_links_;
+  bool counters_changed_ = false;
 };
 
 }  // namespace weir::subscriptions

@@ -1,8 +1,6 @@
 #include "subscriptions/subscription_store.h"
 
-#include <fcntl.h>
 #include <simdjson.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -24,8 +22,18 @@ error corrupt(std::string reason) {
   return make_error(store_errc::corrupt, std::move(reason));
 }
 
+template <class T>
+bool get_string(T el, std::string_view key, std::string& out) {
+  std::string_view s;
+  if (el[key].get(s) != simdjson::SUCCESS) return false;
+  out = std::string(s);
+  return true;
+}
+
+}  // namespace
+
 // The config in the PUT body shape, so loading re-validates it with the same parser.
-void write_config(json_writer& w, const subscription_config& c) {
+void write_persisted_config(json_writer& w, const subscription_config& c) {
   w.begin_object();
   w.key("type").value(to_string(c.type));
   if (c.pattern) w.key("pattern").value(*c.pattern);
@@ -41,15 +49,11 @@ void write_config(json_writer& w, const subscription_config& c) {
   w.end_object();
 }
 
-template <class T>
-bool get_string(T el, std::string_view key, std::string& out) {
-  std::string_view s;
-  if (el[key].get(s) != simdjson::SUCCESS) return false;
-  out = std::string(s);
-  return true;
+result<subscription_config> read_persisted_config(std::string_view json) {
+  // Validated when it was created; the development exception may have been on then, and the limits
+  // may have been larger. The sender checks the URL again under today's policy before every delivery.
+  return parse_subscription_config(json, config_limits{true, 30'000});
 }
-
-}  // namespace
 
 std::string encode_snapshot(const std::vector<persisted_subscription>& subs) {
   json_writer w;
@@ -58,7 +62,7 @@ std::string encode_snapshot(const std::vector<persisted_subscription>& subs) {
     w.begin_object();
     w.key("root").value(s.root).key("origin").value(s.origin).key("id").value(s.id);
     w.key("config");
-    write_config(w, s.config);
+    write_persisted_config(w, s.config);
     w.key("created_at_ms").value(s.created_at_wall_ms);
     w.key("generation").value(static_cast<std::int64_t>(s.generation));
     w.key("failed")
@@ -101,8 +105,7 @@ result<std::vector<persisted_subscription>> decode_snapshot(std::string_view tex
     simdjson::dom::element cfg;
     if (el["config"].get(cfg) != simdjson::SUCCESS)
       return corrupt(fmt::format("subscription {} has no config", s.id));
-    // Validated when it was created; the localhost exception may have been on then.
-    auto parsed = parse_subscription_config(simdjson::to_string(cfg), config_limits{true, 30'000});
+    auto parsed = read_persisted_config(simdjson::to_string(cfg));
     if (!parsed) return corrupt(fmt::format("subscription {}: {}", s.id, parsed.err().reason));
     s.config = std::move(*parsed);
     std::int64_t gen = 0, attempts = 0;
@@ -140,71 +143,6 @@ result<std::optional<std::string>> read_snapshot_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return std::optional<std::string>(ss.str());
-}
-
-status write_snapshot_file(const std::string& path, std::string_view text) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return make_error(store_errc::io, fmt::format("open {}: {}", tmp, std::strerror(errno)));
-  std::size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return make_error(store_errc::io, fmt::format("write {}: {}", tmp, std::strerror(errno)));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    return make_error(store_errc::io, fmt::format("fsync {}: {}", tmp, std::strerror(errno)));
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return make_error(store_errc::io, fmt::format("rename {}: {}", tmp, std::strerror(errno)));
-  }
-  return {};
-}
-
-snapshot_writer::snapshot_writer(std::string path) : path_(std::move(path)), thread_([this] { run(); }) {}
-
-snapshot_writer::~snapshot_writer() {
-  close();
-}
-
-void snapshot_writer::write(std::string text) {
-  {
-    std::lock_guard lock(mu_);
-    if (closing_) return;
-    pending_ = std::move(text);
-  }
-  cv_.notify_one();
-}
-
-void snapshot_writer::close() {
-  {
-    std::lock_guard lock(mu_);
-    closing_ = true;
-  }
-  cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
-}
-
-void snapshot_writer::run() {
-  for (;;) {
-    std::string text;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return closing_ || pending_.has_value(); });
-      if (!pending_) return;  // closing with nothing left to write
-      text = std::move(*pending_);
-      pending_.reset();
-    }
-    if (auto st = write_snapshot_file(path_, text); !st) {
-      log::error("subscriptions: cannot persist {}: {}", path_, st.err().reason);
-    }
-  }
 }
 
 }  // namespace weir::subscriptions

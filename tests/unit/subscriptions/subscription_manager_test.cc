@@ -460,9 +460,9 @@ namespace weir::subscriptions {
 namespace {
 
 // The fakes of a node that restarts: managers made one after another share the scheduler, clock, host
-// and signing key, and every snapshot they persist is kept in `snapshots`.
+// and signing key, and every batch they persist is kept in `batches` (the log is their replay).
 struct restart_rig {
-  std::vector<std::string> snapshots;
+  std::vector<journal_batch> batches;
   manual_clock clock;
   fake_scheduler sched{clock};
   fake_host host;
@@ -471,16 +471,25 @@ struct restart_rig {
 
   subscription_manager make(fake_transport& t) {
     manager_options opts{true, 30'000, 10'000, 3'600'000};
-    opts.persist = [this](std::string s) { snapshots.push_back(std::move(s)); };
+    opts.persist = [this](journal_batch b) { batches.push_back(std::move(b)); };
     return subscription_manager(sched, host, t, clock, key, token_signer(token_signer::random_secret()),
                                 opts);
+  }
+  // The subscriptions a restart would read back from the log these batches wrote.
+  result<std::vector<persisted_subscription>> replay() const {
+    std::string log;
+    for (const auto& b : batches) log = b.rewrite ? b.bytes : log + b.bytes;
+    auto r = replay_log(std::as_bytes(std::span(log.data(), log.size())));
+    if (!r) return r.err();
+    EXPECT_EQ(r->dropped_bytes, 0u);
+    return std::move(r->subs);
   }
 };
 
 // Subscriptions survive a restart: cursors, generation and links come back; tails are re-learned.
 TEST(subscription_manager, persists_and_restores) {
   restart_rig rig;
-  auto& [snapshots, clock, sched, host, transport, key] = rig;
+  auto& [batches, clock, sched, host, transport, key] = rig;
   std::string auth, wake_id;
   {
     subscription_manager m = rig.make(transport);
@@ -490,7 +499,7 @@ TEST(subscription_manager, persists_and_restores) {
     sched.drain();
     ASSERT_EQ(out->status, 201);
     sched.advance(25);
-    ASSERT_EQ(snapshots.size(), 1u);  // debounced: one write for the create
+    ASSERT_EQ(batches.size(), 1u);  // debounced: one write for the create
     m.on_stream_created(host.put("/v1/stream/events/a", 2));
     sched.drain();
     json_doc note(transport.sent.at(0).req.body);
@@ -503,10 +512,10 @@ TEST(subscription_manager, persists_and_restores) {
         [&](control_response r) { out = std::move(r); });
     sched.drain();
     ASSERT_EQ(out->status, 200) << out->body;
-    m.shutdown();  // flushes the pending snapshot at once
-    ASSERT_GE(snapshots.size(), 2u);
+    m.shutdown();  // hands over the pending changes at once
+    ASSERT_GE(batches.size(), 2u);
   }
-  auto restored = decode_snapshot(snapshots.back());
+  auto restored = rig.replay();
   ASSERT_TRUE(restored.has_value()) << restored.err().reason;
   // The callback's next_wake opened generation 2 (offset 2 was still pending) before the shutdown.
   EXPECT_EQ((*restored)[0].generation, 2u);
@@ -530,7 +539,7 @@ TEST(subscription_manager, persists_and_restores) {
 // PROTOCOL.md 7.1: the retry schedule (next_attempt_at) survives a restart.
 TEST(subscription_manager, restores_the_retry_schedule) {
   restart_rig rig;
-  auto& [snapshots, clock, sched, host, transport, key] = rig;
+  auto& [batches, clock, sched, host, transport, key] = rig;
   {
     subscription_manager m = rig.make(transport);
     std::optional<control_response> out;
@@ -547,7 +556,7 @@ TEST(subscription_manager, restores_the_retry_schedule) {
     }
     m.shutdown();
   }
-  auto restored = decode_snapshot(snapshots.back());
+  auto restored = rig.replay();
   ASSERT_TRUE(restored.has_value());
   ASSERT_EQ(restored->size(), 1u);
   EXPECT_TRUE((*restored)[0].failed);

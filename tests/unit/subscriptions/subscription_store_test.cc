@@ -82,26 +82,5 @@ TEST(subscription_store, rejects_corrupt_snapshots) {
   EXPECT_FALSE(decode_snapshot(bad_config).has_value());
 }
 
-TEST(subscription_store, writer_persists_the_latest_snapshot) {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("weir-subs-" + to_hex(random_bytes(6)));
-  fs::create_directories(dir);
-  std::string path = (dir / "subscriptions.json").string();
-  EXPECT_FALSE(read_snapshot_file(path)->has_value());
-  {
-    snapshot_writer w(path);
-    w.write(encode_snapshot({}));
-    w.write(encode_snapshot({sample()}));
-    w.close();
-    w.write("ignored after close");
-  }
-  auto text = read_snapshot_file(path);
-  ASSERT_TRUE(text.has_value());
-  ASSERT_TRUE(text->has_value());
-  EXPECT_EQ(**text, encode_snapshot({sample()}));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
-  fs::remove_all(dir);
-}
-
 }  // namespace
 }  // namespace weir::subscriptions
