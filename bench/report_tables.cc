@@ -108,7 +108,7 @@ report_table summary_table(const bench_report& report) {
     }
     row("soak", "RSS growth after the first minute", rss, false, flag, pct);
     row("soak", "descriptor growth after the first minute", fds, false, flag, pct);
-    row("soak", "worst 10 s append p99 ms", p99, false, flag, number);
+    row("soak", "worst interval append p99 ms", p99, false, flag, number);
   }
   return t;
 }

@@ -319,10 +319,11 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
   std::int64_t next_sample_ns = start_ns + sample_ns;
   std::int64_t last_sample_ns = start_ns;
   double last_cpu = process_cpu_seconds();
-  auto take_sample = [&](std::int64_t now) {
+  // `nominal_s`: the sample's boundary (a multiple of sample_secs, the last at secs), so that the
+  // samples of different targets share an x axis.
+  auto take_sample = [&](std::int64_t now, double nominal_s) {
     soak_sample s;
-    // The nominal time (a multiple of sample_secs, the last at secs), so that targets share an x axis.
-    s.t_s = std::min(cfg.secs, static_cast<double>(r.samples.size() + 1) * cfg.sample_secs);
+    s.t_s = nominal_s;
     const auto p = sample_process(cfg.server_pid);
     s.rss_mib = p.rss_mib;
     s.fds = p.fds;
@@ -357,14 +358,16 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
       s.poller->expire_if_older(now - poll_timeout_ns);
     }
     for (auto& rd : readers) rd.conn->expire_if_older(now - req_timeout_ns);
-    if (now >= next_sample_ns || now >= end_ns) {
-      take_sample(now);
-      next_sample_ns += sample_ns;
-      if (now >= end_ns) {
-        stopping = true;
-        driver.finish();
-        return;
-      }
+    // The last sample is taken at the end even if the loop was late for a boundary before it.
+    if (now >= end_ns) {
+      take_sample(now, cfg.secs);
+      stopping = true;
+      driver.finish();
+      return;
+    }
+    if (now >= next_sample_ns && next_sample_ns < end_ns - 1'000'000) {
+      take_sample(now, std::round(static_cast<double>(next_sample_ns - start_ns) / 1e6) / 1e3);
+      while (next_sample_ns <= now) next_sample_ns += sample_ns;  // a late loop skips, never doubles
     }
     progress.update(fmt::format("{} soak {:.0f}/{:.0f} s, {} appends, {} reads, {} errors", cfg.label,
                                 static_cast<double>(now - start_ns) / 1e9, cfg.secs, r.counts["appends"],

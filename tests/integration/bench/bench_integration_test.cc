@@ -341,7 +341,11 @@ TEST_F(bench_integration, many_streams_fanout_and_soak_against_weir_serve_are_co
   EXPECT_EQ(uint_at(soak, "errors"), 0u) << json;
   simdjson::dom::array samples;
   ASSERT_EQ(soak["samples"].get_array().get(samples), simdjson::SUCCESS);
-  EXPECT_EQ(samples.size(), 3u);  // at 2, 4 and 6 s
+  ASSERT_GE(samples.size(), 1u);  // at 2, 4 and 6 s; a boundary the loop was late for is skipped
+  EXPECT_LE(samples.size(), 3u);
+  double last_t = 0;
+  ASSERT_EQ(samples.at(samples.size() - 1)["t_s"].get_double().get(last_t), simdjson::SUCCESS);
+  EXPECT_DOUBLE_EQ(last_t, 6.0);
   for (auto s : samples) {
     EXPECT_GT(double_at(s, "rss_mib"), 0.0);  // read from /proc/<serve's pid>
     EXPECT_GT(double_at(s, "fds"), 0.0);
