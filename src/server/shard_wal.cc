@@ -100,9 +100,10 @@ void shard_wal::on_logged(std::uint64_t seq, const result<storage::append_ack>& 
       o.r.at.data_offset = *o.data_offset;
     }
   }
-  if (!r && failed_status_ == 0) {
+  if (!r && !failed()) {
     storage::errc e = storage::errc_of(r.err());
-    failed_status_ = e == storage::errc::no_space ? 507 : 503;
+    failure_ =
+        e == storage::errc::no_space ? protocol::errc::storage_full : protocol::errc::storage_unavailable;
     poisoned_ = e == storage::errc::poisoned;
     failed_reason_ =
         std::string(e == storage::errc::no_space ? "insufficient storage: " : "storage error: ") +
@@ -122,7 +123,7 @@ void shard_wal::drain() {
     ++front_seq_;
     in_flight_bytes_ -= o.bytes;
     if (view* v = o.viewed) {
-      if (failed_status_ == 0 && o.r.o.meta) {
+      if (!failed() && o.r.o.meta) {
         v->exists = true;
         v->tail = o.r.o.meta->tail;
         v->closed = o.r.o.meta->closed;
@@ -131,10 +132,10 @@ void shard_wal::drain() {
       --v->in_flight;
       if (!v->in_force()) --views_in_force_;
     }
-    if (failed_status_ != 0 && o.r.o.mutated) {
+    if (failed() && o.r.o.mutated) {
       // Applied in memory on top of (or as) the failed record: report it failed (outcome unknown for
       // the records after the failed one: they may be on disk).
-      o.r.failed_status = failed_status_;
+      o.r.failure = failure_;
       o.r.reason = failed_reason_;
     }
     o.done(o.r);
@@ -153,7 +154,7 @@ void shard_wal::sweep_views() {
 
 void shard_wal::clear_failure() {
   WEIR_ASSERT(ops_.empty(), "clear_failure with {} commands in flight", ops_.size());
-  failed_status_ = 0;
+  failure_ = protocol::errc::ok;
   failed_reason_.clear();
   poisoned_ = false;
   views_.clear();  // the state now matches the log: nothing to clamp

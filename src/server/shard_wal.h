@@ -8,9 +8,10 @@
 //   * a durable view: while a stream has appends or a create in flight, reads see the stream as it was
 //     after its last durable command (tail, closed flag, existence), never bytes that a crash could
 //     take back;
-//   * failure isolation: a record that fails to be written (ENOSPC 507, EIO 503) fails its command and
-//     every command applied after it (they were applied on top of it in memory), and the shard refuses
-//     further writes until a restart replays the log (docs/storage.md, "In the server").
+//   * failure isolation: a record that fails to be written (ENOSPC: storage_full, EIO and others:
+//     storage_unavailable; protocol/errors.cc gives their statuses) fails its command and every command
+//     applied after it (they were applied on top of it in memory), and the shard refuses further writes
+//     until a restart replays the log (docs/storage.md, "In the server").
 //
 // With no writer (tests, or --fsync never still uses one) completions run at once.
 //
@@ -27,6 +28,7 @@
 
 #include "base/string_map.h"
 #include "io/event_loop.h"
+#include "protocol/errors.h"
 #include "storage/log_writer.h"
 #include "streams/state_machine.h"
 
@@ -35,8 +37,9 @@ namespace weir::server {
 // How a command ended once its fate on disk is known.
 struct durable_result {
   streams::outcome o;
-  int failed_status = 0;  // 0: durable (or nothing to log); 507 or 503: the log write failed
-  std::string reason;
+  // ok: durable (or nothing to log); storage_full or storage_unavailable: the log write failed.
+  protocol::errc failure = protocol::errc::ok;
+  std::string reason;  // what failed, for the log (never sent to a client)
   // Where the command's payload (an append's body, a create's initial data) sits in the log, once
   // durable; segment 0 when there was none. `core` is left 0 for the shard to fill in.
   streams::disk_location at;
@@ -69,12 +72,12 @@ class shard_wal {
   // Called once when a log write first fails (the shard schedules a rebuild from the log).
   void on_failure(std::function<void()> fn) { on_failure_ = std::move(fn); }
   // The failure can be undone by rebuilding the state from the log (not a poisoned log).
-  bool recoverable() const { return failed_status_ != 0 && !poisoned_; }
+  bool recoverable() const { return failed() && !poisoned_; }
   // The state was rebuilt from the log: accept writes again. Only while no command is in flight.
   void clear_failure();
   // A log write failed: the in-memory state is ahead of the log, writes are refused until restart.
-  bool failed() const { return failed_status_ != 0; }
-  int failed_status() const { return failed_status_; }
+  bool failed() const { return failure_ != protocol::errc::ok; }
+  protocol::errc failure() const { return failure_; }
   const std::string& failed_reason() const { return failed_reason_; }
 
   // Call before applying `c` to `sm`: remembers the durable view of the stream `c` may change.
@@ -119,7 +122,7 @@ class shard_wal {
   std::optional<view> staged_;  // from before(), consumed by after()
   std::deque<op> ops_;
   std::uint64_t front_seq_ = 0;  // sequence number of ops_.front()
-  int failed_status_ = 0;
+  protocol::errc failure_ = protocol::errc::ok;
   std::string failed_reason_;
   std::size_t in_flight_bytes_ = 0;
   std::uint64_t logged_bytes_ = 0;

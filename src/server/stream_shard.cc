@@ -24,12 +24,11 @@ stream_shard::stream_shard(node& owner, io::event_loop& loop, const clock_source
 stream_shard::~stream_shard() = default;
 
 namespace {
-// A command whose log record could not be written, or data that could not be read: 507 for a full disk,
-// 503 otherwise (protocol/errors.cc). The detail (file names, system errors) was logged where it
-// happened and never reaches the client.
-protocol::response storage_failure(int status) {
-  return protocol::error_response(protocol::status_for(status == 507 ? protocol::errc::storage_full
-                                                                     : protocol::errc::storage_unavailable));
+// A command whose log record could not be written, or data that could not be read (storage_full or
+// storage_unavailable). The detail (file names, system errors) was logged where it happened and never
+// reaches the client.
+protocol::response storage_failure(protocol::errc failure) {
+  return protocol::error_response(protocol::status_for(failure));
 }
 }  // namespace
 
@@ -112,7 +111,7 @@ streams::read_result stream_shard::head_visible(const std::string& path) const {
 
 bool stream_shard::refuse_write(http::exchange ex) {
   if (wal_->failed()) {
-    send_response(ex, storage_failure(wal_->failed_status()));
+    send_response(ex, storage_failure(wal_->failure()));
     return true;
   }
   if (wal_->in_flight() >= opts_.max_in_flight || wal_->in_flight_bytes() >= opts_.max_in_flight_bytes) {
@@ -168,15 +167,15 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
       c.close = req.closed;
       c.now_ms = now;
       execute(c, [ex, req = std::move(req)](durable_result& r) {
-        send_response(
-            ex, r.failed_status ? storage_failure(r.failed_status) : protocol::append_response(r.o, req));
+        send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
+                                                          : protocol::append_response(r.o, req));
       });
       return;
     }
     case operation::remove: {
       execute(streams::delete_command{req.path, now}, [ex](durable_result& r) {
-        send_response(ex,
-                      r.failed_status ? storage_failure(r.failed_status) : protocol::delete_response(r.o));
+        send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
+                                                          : protocol::delete_response(r.o));
       });
       return;
     }
@@ -207,8 +206,8 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   if (!req.fork) {
     c.initial = std::move(req.payload);
     execute(c, [ex, req = std::move(req)](durable_result& r) {
-      send_response(ex,
-                    r.failed_status ? storage_failure(r.failed_status) : protocol::create_response(r.o, req));
+      send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
+                                                        : protocol::create_response(r.o, req));
     });
     return;
   }
@@ -216,8 +215,8 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   if (sm_.head(req.path, now).code != streams::errc::not_found) {
     c.fork = streams::fork_spec{req.fork->source, req.fork->offset, req.fork->sub_offset, {}};
     execute(c, [ex, req = std::move(req)](durable_result& r) {
-      send_response(ex,
-                    r.failed_status ? storage_failure(r.failed_status) : protocol::create_response(r.o, req));
+      send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
+                                                        : protocol::create_response(r.o, req));
     });
     return;
   }
@@ -246,8 +245,8 @@ void stream_shard::fork_retain(const streams::fork_retain_command& c, shard_wal:
 }
 
 void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, durable_result d) {
-  if (d.failed_status) {
-    send_response(ex, storage_failure(d.failed_status));
+  if (d.failure != protocol::errc::ok) {
+    send_response(ex, storage_failure(d.failure));
     return;
   }
   if (refuse_write(ex)) return;
@@ -274,7 +273,7 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
     if (!bytes) {
       log::error("weir serve: fork {}: reading the source record failed: {}", req.path, bytes.err().reason);
       release(f.source);
-      send_response(ex, storage_failure(503));
+      send_response(ex, storage_failure(protocol::errc::storage_unavailable));
       return;
     }
     std::string_view rec = *bytes;
@@ -288,8 +287,8 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
                                    : protocol::make_payload(req.raw_body, f.resolved.source_content_type);
   c.fork = std::move(f);
   execute(c, [ex, req = std::move(req)](durable_result& r) {
-    send_response(ex,
-                  r.failed_status ? storage_failure(r.failed_status) : protocol::create_response(r.o, req));
+    send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
+                                                      : protocol::create_response(r.o, req));
   });
 }
 
@@ -325,7 +324,7 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
   status io;
   streams::read_result rr = read_visible(req.path, from, opts_.read_chunk_bytes, &io);
   if (!io && rr.plan.bytes == 0) {
-    send_response(ex, storage_failure(503));
+    send_response(ex, storage_failure(protocol::errc::storage_unavailable));
     return;
   }
   if (req.live == protocol::live_mode::none) {
@@ -348,7 +347,7 @@ streams::outcome stream_shard::execute(const streams::command& c, shard_wal::com
   wal_->before(c, sm_, now_ms());
   streams::outcome o = sm_.apply(c);
   wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
-    if (r.failed_status == 0) {
+    if (r.failure == protocol::errc::ok) {
       if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) admit(r);
       effects(r.o);
     }

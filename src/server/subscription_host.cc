@@ -77,7 +77,7 @@ class shard_stream_host final : public subscriptions::stream_host {
       c.now_ms = s.now_ms();
       // Answered once the append is durable (or failed), like a client's append.
       (void)s.execute(c, [done](durable_result& r) {
-        if (r.failed_status != 0)
+        if (r.failure != protocol::errc::ok)
           return done(make_error(storage::errc::io_error, "append to wake stream failed: " + r.reason));
         if (r.o.code != streams::errc::ok) return done(make_error(r.o.code, "append to wake stream failed"));
         done(protocol::format_offset(r.o.meta->tail));

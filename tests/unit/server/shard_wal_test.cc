@@ -75,7 +75,7 @@ TEST_F(shard_wal_test, a_create_is_invisible_until_durable) {
   EXPECT_TRUE(results_.empty());
   EXPECT_EQ(read("/s").code, streams::errc::not_found);
   wait_for(1);
-  EXPECT_EQ(results_[0].failed_status, 0);
+  EXPECT_EQ(results_[0].failure, protocol::errc::ok);
   EXPECT_TRUE(results_[0].o.created);
   EXPECT_EQ(read("/s").code, streams::errc::ok);
 }
@@ -164,9 +164,9 @@ TEST_F(shard_wal_test, a_full_disk_fails_the_append_with_507_and_refuses_later_w
   run(append("/s", std::string(1000, 'x')));
   run(append("/s", "y"));
   wait_for(3);
-  EXPECT_EQ(results_[1].failed_status, 507);
+  EXPECT_EQ(results_[1].failure, protocol::errc::storage_full);
   EXPECT_NE(results_[1].reason.find("insufficient storage"), std::string::npos);
-  EXPECT_EQ(results_[2].failed_status, 507);  // applied on top of the failed one
+  EXPECT_EQ(results_[2].failure, protocol::errc::storage_full);  // applied on top of the failed one
   EXPECT_TRUE(wal_->failed());
   EXPECT_EQ(text(read("/s")), "");  // the durable view stays where the log is
 }
