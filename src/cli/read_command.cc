@@ -116,6 +116,7 @@ exit_code follow(command_context& ctx) {
 
     int status = 0;
     bool closed = false;
+    bool got_batch = false;
     std::string error_body, protocol_error;
     std::optional<sse_batch_reader> reader;
     const auto head = format_head(ctx.target, {.method = "GET", .query = offset_query(offset) + "&live=sse"});
@@ -148,6 +149,8 @@ exit_code follow(command_context& ctx) {
           if (auto added = add_data(b, e); !added && protocol_error.empty())
             protocol_error = added.err().reason;
         }
+        if (!protocol_error.empty()) return;  // print nothing of a batch that cannot be printed whole
+        got_batch = true;
         b.next_offset = sb.next_offset;
         b.up_to_date = sb.up_to_date;
         b.closed = sb.closed;
@@ -166,7 +169,11 @@ exit_code follow(command_context& ctx) {
     if (status == 200) {
       // The server ended the response (it does so every so often, PROTOCOL.md 5.8) or the connection
       // broke (a restart): either way, carry on from the last offset printed.
-      if (!r.ok()) retry(r.error);
+      if (!r.ok()) {
+        retry(r.error);
+      } else if (!got_batch) {
+        pause.wait();  // a server that ends every response at once is not asked again in a tight loop
+      }
       continue;
     }
     if (!r.ok()) {
