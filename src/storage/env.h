@@ -2,7 +2,8 @@
 // swap in mem_env, which loses unsynced bytes on a simulated crash and injects ENOSPC / EIO.
 //
 // Implementations are thread-safe: the log's sync thread and the caller's thread may use one env at once.
-// A single file object is used by one thread at a time.
+// A single file object is used by one thread at a time, except that writable_file::sync() may run on a
+// second thread while the first appends (the interval mode's background fdatasync).
 #pragma once
 
 #include <cstddef>

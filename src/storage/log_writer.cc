@@ -65,6 +65,9 @@ result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, lo
   }
   w->last_sync_ = std::chrono::steady_clock::now();
   w->thread_ = std::thread([raw = w.get()] { raw->run(); });
+  if (opts.sync.mode == sync_mode::interval) {
+    w->flusher_thread_ = std::thread([raw = w.get()] { raw->flusher_run(); });
+  }
   return w;
 }
 
@@ -75,6 +78,12 @@ log_writer::~log_writer() {
   }
   cv_.notify_one();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(flusher_.mu);
+    flusher_.stop = true;
+  }
+  flusher_.cv.notify_one();
+  if (flusher_thread_.joinable()) flusher_thread_.join();
 }
 
 void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, append_callback done) {
@@ -125,7 +134,8 @@ void log_writer::resume() {
 }
 
 log_stats log_writer::stats() const {
-  return log_stats{records_.load(), batches_.load(), syncs_.load(), failed_batches_.load()};
+  return log_stats{records_.load(), batches_.load(), syncs_.load(), failed_batches_.load(),
+                   failed_periodic_syncs_.load()};
 }
 
 std::string log_writer::segment_path(segment_id id) const {
@@ -158,7 +168,7 @@ void log_writer::run() {
     }
     if (opts_.sync.mode == sync_mode::interval && dirty_ &&
         std::chrono::steady_clock::now() >= last_sync_ + opts_.sync.interval) {
-      periodic_sync();
+      request_background_sync();
     }
     for (auto& c : b.checkpoints) do_checkpoint(c);
 
@@ -181,6 +191,21 @@ void log_writer::write_batch(batch& b) {
     std::lock_guard lock(mu_);
     fenced = fence_;
   }
+  if (opts_.sync.mode == sync_mode::interval && !poisoned_) {
+    std::optional<error> failed;
+    {
+      std::lock_guard lock(flusher_.mu);
+      failed = flusher_.failure;
+    }
+    if (failed) {
+      // Records were already acknowledged in this mode; the page cache may have dropped them. Stop
+      // taking writes rather than build on a log of unknown content.
+      log::error("storage: {}: periodic fdatasync failed ({}); the log is read-only until restart", dir_,
+                 failed->reason);
+      poisoned_ =
+          make_error(errc::poisoned, fmt::format("log {} needs a restart after: {}", dir_, failed->reason));
+    }
+  }
   if (poisoned_ || fenced) {
     exec_([recs = std::move(b.records), err = poisoned_ ? *poisoned_ : *fenced]() mutable {
       for (auto& r : recs) r.done(err);
@@ -190,7 +215,7 @@ void log_writer::write_batch(batch& b) {
   const segment_id start_segment = segments_.back().id;
   const std::uint64_t start_size = active_->size();
   const lsn start_lsn = next_lsn_;
-  std::vector<std::unique_ptr<writable_file>> retired;  // segments rolled away from in this batch
+  std::vector<std::shared_ptr<writable_file>> retired;  // segments rolled away from in this batch
   std::vector<append_ack> acks;
   acks.reserve(b.records.size());
 
@@ -243,7 +268,7 @@ void log_writer::write_batch(batch& b) {
   });
 }
 
-status log_writer::roll(std::vector<std::unique_ptr<writable_file>>& retired) {
+status log_writer::roll(std::vector<std::shared_ptr<writable_file>>& retired) {
   // The old segment must be complete on disk before the new one exists: recovery then only ever finds a
   // torn tail in the last segment.
   if (auto st = sync_active(); !st) return st;
@@ -267,7 +292,7 @@ status log_writer::roll(std::vector<std::unique_ptr<writable_file>>& retired) {
 }
 
 error log_writer::undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
-                       std::vector<std::unique_ptr<writable_file>>& retired) {
+                       std::vector<std::shared_ptr<writable_file>>& retired) {
   log::warn("storage: {}: batch from lsn {} failed ({}); undoing it", dir_, start_lsn.value(), cause.reason);
   next_lsn_ = start_lsn;
   status st;
@@ -312,6 +337,35 @@ void log_writer::periodic_sync() {
   }
   dirty_ = false;
   last_sync_ = std::chrono::steady_clock::now();
+}
+
+void log_writer::request_background_sync() {
+  last_sync_ = std::chrono::steady_clock::now();  // also when busy: try again one interval later
+  {
+    std::lock_guard lock(flusher_.mu);
+    if (flusher_.busy) return;  // the previous sync is slow; dirty_ stays set
+    flusher_.file = active_;
+    flusher_.busy = true;
+  }
+  dirty_ = false;
+  flusher_.cv.notify_one();
+}
+
+void log_writer::flusher_run() {
+  std::unique_lock lock(flusher_.mu);
+  for (;;) {
+    flusher_.cv.wait(lock, [&] { return flusher_.stop || flusher_.file; });
+    if (!flusher_.file) return;  // stopping with nothing requested
+    std::shared_ptr<writable_file> file = std::move(flusher_.file);
+    lock.unlock();
+    syncs_.fetch_add(1, std::memory_order_relaxed);
+    status st = file->sync();
+    file.reset();
+    lock.lock();
+    if (!st && !flusher_.failure) flusher_.failure = st.err();
+    if (!st) failed_periodic_syncs_.fetch_add(1, std::memory_order_relaxed);
+    flusher_.busy = false;
+  }
 }
 
 void log_writer::do_checkpoint(pending_checkpoint& c) {

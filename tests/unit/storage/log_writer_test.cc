@@ -245,7 +245,7 @@ TEST(log_writer, fsync_mode_interval_completes_before_the_sync_and_syncs_later) 
   completion_queue q;
   log_options opts;
   // Long enough that the 30 appends are written before the first periodic sync even on a loaded
-  // machine (a periodic sync runs on the sync thread, so writes queued behind it would wait).
+  // machine.
   opts.sync = *parse_sync_policy("interval:500");
   auto w = open_log(e, q, opts);
   e.close_gate();  // any fdatasync now blocks: the completions must not wait for one
@@ -259,6 +259,57 @@ TEST(log_writer, fsync_mode_interval_completes_before_the_sync_and_syncs_later) 
   inner.crash();
   inner.restart();
   EXPECT_EQ(recover_all(inner).size(), 30u);
+}
+
+// The periodic fdatasync runs on the flusher thread: appends made while it is stuck (60-110 ms on a
+// busy device, here blocked until the test opens the gate) are written and complete at once. When the
+// sync ran on the sync thread itself they waited for it: a 127 ms p99 in interval mode.
+TEST(log_writer, fsync_mode_interval_never_makes_appends_wait_for_the_periodic_sync) {
+  mem_env inner;
+  gated_env e(inner);
+  completion_queue q;
+  log_options opts;
+  opts.sync = *parse_sync_policy("interval:1");
+  auto w = open_log(e, q, opts);
+  e.close_gate();
+  outcome out;
+  append_str(*w, "before", out);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 1; }));
+  ASSERT_TRUE(e.wait_blocked(1)) << "no periodic fdatasync began";
+  // A sync is in flight and blocked: these must still complete.
+  for (int i = 0; i < 50; ++i) append_str(*w, "during", out);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 51; })) << "appends waited for the periodic fdatasync";
+  for (const auto& a : out.acks) ASSERT_TRUE(a) << a.err().reason;
+  EXPECT_EQ(e.blocked(), 1) << "a second sync began while the first was still running";
+  e.open_gate();
+  w.reset();
+  inner.crash();
+  inner.restart();
+  EXPECT_EQ(recover_all(inner).size(), 51u);
+}
+
+// A periodic sync that fails poisons the log: later appends fail instead of building on data the page
+// cache may have dropped.
+TEST(log_writer, fsync_mode_interval_background_sync_failure_poisons_later_appends) {
+  mem_env inner;
+  gated_env e(inner);
+  completion_queue q;
+  log_options opts;
+  opts.sync = *parse_sync_policy("interval:1");
+  auto w = open_log(e, q, opts);
+  e.close_gate();
+  outcome out;
+  append_str(*w, "a", out);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 1; }));
+  ASSERT_TRUE(out.acks[0]);
+  ASSERT_TRUE(e.wait_blocked(1));
+  inner.fail_next_syncs(1);
+  e.open_gate();  // the blocked periodic sync now fails
+  ASSERT_TRUE(q.run_until([&] { return w->stats().failed_periodic_syncs == 1; }));
+  append_str(*w, "b", out);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 2; }));
+  ASSERT_FALSE(out.acks[1]) << "an append went on after the periodic fdatasync failed";
+  EXPECT_EQ(errc_of(out.acks[1].err()), errc::poisoned);
 }
 
 }  // namespace
