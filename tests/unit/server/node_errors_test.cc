@@ -105,6 +105,9 @@ TEST_F(node_errors_test, the_servers_own_paths_are_not_streams) {
   // PROTOCOL.md 6: the reserved prefix, however it is spelled, never becomes a stream.
   EXPECT_EQ(http(port_, "PUT", "/v1/stream/%5f_ds/x", text).status, 400);
   EXPECT_EQ(http(port_, "GET", "/v1/stream/%5f_ds/x").status, 400);
+  EXPECT_EQ(http(port_, "PUT", "/__ds", text).status / 100, 4);
+  EXPECT_EQ(http(port_, "PUT", "/%5F%5Fds", text).status, 400);
+  EXPECT_EQ(http(port_, "GET", "/__ds").status / 100, 4);
   EXPECT_EQ(http(port_, "PUT", "/healthzz", text).status, 201);
 }
 
