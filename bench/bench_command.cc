@@ -222,8 +222,8 @@ void register_command(CLI::App& app) {
   cmd->add_option("--info", raw->info, "KEY=VALUE shown in the report, e.g. versions (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--render-only", raw->render_only,
-                "Only redraw results.md and the charts from --out/results.json");
-  cmd->add_option("--out", o.out, "Directory for results.json, results.md and the charts")
+                "Only redraw results.md, report.html and the charts from --out/results.json");
+  cmd->add_option("--out", o.out, "Directory for results.json, results.md, report.html and the charts")
       ->capture_default_str();
   cmd->callback([raw] { std::exit(run(*raw, command_line())); });
 }
