@@ -23,6 +23,18 @@ const R* find(const std::vector<R>& results, const std::string& target, auto mat
   return nullptr;
 }
 
+// "12 errors (many.status_404 10, many.timeout 2)"
+std::string errors_text(std::uint64_t total, const std::map<std::string, std::uint64_t>& kinds) {
+  std::string out = fmt::format("{} errors (", total);
+  bool first = true;
+  for (const auto& [kind, n] : kinds) {
+    if (n == 0) continue;
+    out += fmt::format("{}{} {}", first ? "" : ", ", kind, n);
+    first = false;
+  }
+  return out + ")";
+}
+
 }  // namespace
 
 std::string cpu_cell(const phase_cpu& cpu, unsigned threads) {
@@ -246,8 +258,10 @@ std::vector<std::string> report_warnings(const bench_report& report) {
                         r.target, r.concurrency, phase, 100 * cpu.share()));
       }
     }
-    if (r.errors() > 0)
-      w.push_back(fmt::format("seed {} at concurrency {}: {} errors", r.target, r.concurrency, r.errors()));
+    if (r.errors() > 0) {
+      w.push_back(fmt::format("seed {} at concurrency {}: {}", r.target, r.concurrency,
+                              errors_text(r.errors(), r.error_kinds)));
+    }
   }
   auto tally = [&](const std::string& what, const workload_tally& t) {
     if (t.saturated()) {
@@ -256,7 +270,7 @@ std::vector<std::string> report_warnings(const bench_report& report) {
                       "figure measures the client as much as the server",
                       what, 100 * t.cpu.share(), t.threads, t.threads == 1 ? "" : "s"));
     }
-    if (t.errors() > 0) w.push_back(fmt::format("{}: {} errors", what, t.errors()));
+    if (t.errors() > 0) w.push_back(fmt::format("{}: {}", what, errors_text(t.errors(), t.error_kinds)));
   };
   for (const auto& r : report.many_streams)
     tally(fmt::format("many-streams {} at {} streams", r.target, r.streams), r);

@@ -198,6 +198,7 @@ TEST(report_writer, html_is_one_self_contained_page_with_tables_charts_and_warni
   EXPECT_NE(html.find("fanout weir at 1000 subscribers: the load generator was saturated (95%"),
             std::string::npos);
   EXPECT_NE(html.find("fanout ref at 1000 subscribers: 10 events lost, 2 duplicated"), std::string::npos);
+  EXPECT_NE(html.find("many-streams ref at 500 streams: 3 errors (many.status_404 3)"), std::string::npos);
   EXPECT_EQ(html.find("fanout ref at 1000 subscribers: the load generator was saturated"), std::string::npos);
   EXPECT_NE(html.find("95% (saturated)"), std::string::npos);
   EXPECT_NE(html.find("<tr class=\"flag\">"), std::string::npos);
