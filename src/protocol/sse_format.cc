@@ -1,8 +1,94 @@
 #include "protocol/sse_format.h"
 
+#include <cstdint>
+
 #include "streams/state_machine.h"
 
 namespace weir::protocol {
+
+namespace {
+
+constexpr char base64_table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+// RFC 4648 4: encodes the whole 3-byte groups of `in` at the end of `out`; returns the bytes left over.
+std::size_t append_base64_groups(std::string& out, std::string_view in) {
+  const auto* src = reinterpret_cast<const unsigned char*>(in.data());
+  std::size_t groups = in.size() / 3;
+  std::size_t at = out.size();
+  out.resize(at + groups * 4);
+  char* dst = out.data() + at;
+  for (std::size_t i = 0; i < groups * 3; i += 3, dst += 4) {
+    std::uint32_t v = (std::uint32_t{src[i]} << 16) | (std::uint32_t{src[i + 1]} << 8) | src[i + 2];
+    dst[0] = base64_table[(v >> 18) & 63];
+    dst[1] = base64_table[(v >> 12) & 63];
+    dst[2] = base64_table[(v >> 6) & 63];
+    dst[3] = base64_table[v & 63];
+  }
+  return in.size() - groups * 3;
+}
+
+}  // namespace
+
+void sse_data_writer::begin(std::string& out) {
+  out += "event: data\ndata:";
+}
+
+void sse_data_writer::add(std::string& out, std::string_view bytes) {
+  if (base64_) {
+    // Complete the group carried over from the previous piece first.
+    while (carry_n_ > 0 && carry_n_ < 3 && !bytes.empty()) {
+      if (carry_n_ == 2) {
+        char group[3] = {static_cast<char>(carry_[0]), static_cast<char>(carry_[1]), bytes[0]};
+        append_base64_groups(out, std::string_view(group, 3));
+        carry_n_ = 0;
+      } else {
+        carry_[carry_n_++] = static_cast<unsigned char>(bytes[0]);
+      }
+      bytes.remove_prefix(1);
+    }
+    if (carry_n_ > 0) return;  // still short of a group
+    std::size_t left = append_base64_groups(out, bytes);
+    for (std::size_t i = 0; i < left; ++i)
+      carry_[i] = static_cast<unsigned char>(bytes[bytes.size() - left + i]);
+    carry_n_ = left;
+    return;
+  }
+  if (bytes.empty()) return;
+  std::size_t start = 0;
+  if (after_cr_ && bytes[0] == '\n') start = 1;  // the LF of a CRLF cut in two
+  after_cr_ = false;
+  while (start < bytes.size()) {
+    std::size_t brk = bytes.find_first_of("\r\n", start);
+    if (brk == std::string_view::npos) {
+      out.append(bytes.substr(start));
+      return;
+    }
+    out.append(bytes.substr(start, brk - start));
+    out += "\ndata:";
+    start = brk + 1;
+    if (bytes[brk] == '\r') {
+      if (start == bytes.size()) {
+        after_cr_ = true;
+      } else if (bytes[start] == '\n') {
+        ++start;
+      }
+    }
+  }
+}
+
+void sse_data_writer::finish(std::string& out) {
+  if (base64_ && carry_n_ > 0) {
+    std::uint32_t v = std::uint32_t{carry_[0]} << 16;
+    if (carry_n_ == 2) v |= std::uint32_t{carry_[1]} << 8;
+    out += base64_table[(v >> 18) & 63];
+    out += base64_table[(v >> 12) & 63];
+    out += carry_n_ == 2 ? base64_table[(v >> 6) & 63] : '=';
+    out += '=';
+    carry_n_ = 0;
+  }
+  after_cr_ = false;
+  out += "\n\n";
+}
 
 void append_data_event(std::string& out, std::string_view payload) {
   out += "event: data\n";

@@ -1,6 +1,7 @@
 // Server-Sent Events framing (PROTOCOL.md 5.8; WHATWG HTML 9.2 event stream format).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,25 @@ namespace weir::protocol {
 // "event: data\n" then one "data:" line per line of `payload` (split at CRLF, CR or LF so embedded
 // line breaks cannot end the event early or inject fields), then a blank line.
 void append_data_event(std::string& out, std::string_view payload);
+
+// One data event written in pieces: a payload of any size (a 16 MiB record) becomes one event whose
+// text is produced a window at a time, so the producer holds the payload's shared bytes and never a
+// formatted copy of all of it. The output is the same as append_data_event's for the concatenated
+// payload (base64: the same as append_data_event(base64_encode(payload))); a CRLF split between two
+// pieces is still one line break.
+class sse_data_writer {
+ public:
+  explicit sse_data_writer(bool base64) : base64_(base64) {}
+  void begin(std::string& out);                        // "event: data\ndata:"
+  void add(std::string& out, std::string_view bytes);  // payload bytes, raw (encoded here when base64)
+  void finish(std::string& out);                       // the base64 tail, then the end of the event
+
+ private:
+  bool base64_;
+  bool after_cr_ = false;     // the last byte added was CR: a leading LF of the next piece is its CRLF
+  unsigned char carry_[2]{};  // base64: bytes of an incomplete 3-byte group
+  std::size_t carry_n_ = 0;
+};
 
 struct control_fields {
   std::string next_offset;

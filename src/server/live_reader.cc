@@ -1,5 +1,8 @@
 #include "server/live_reader.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "protocol/offset_token.h"
 #include "protocol/sse_format.h"
 #include "protocol/stream_responses.h"
@@ -74,7 +77,56 @@ class long_poll final : public live_reader {
   bool done_ = false;
 };
 
-// An SSE session (PROTOCOL.md 5.8): one data event per read chunk, each followed by a control event.
+// One SSE data event and its control event while they are being written: the read they come from
+// (its slices reference the stream's immutable chunks: a subscriber holds no copy of the data) and how
+// far the event's text got. A record larger than a window (a 16 MiB JSON record) is one event written
+// over many windows, never a copy of the whole record per subscriber.
+struct pending_event {
+  explicit pending_event(bool base64) : data(base64) {}
+
+  // Appends the data event's text until `out` holds `window` bytes; true once the event is complete.
+  bool write_data(std::string& out, std::size_t window) {
+    if (plan.bytes == 0) return true;  // an event with no data: only the control event
+    if (!started) {
+      data.begin(out);
+      if (json) data.add(out, "[");
+      started = true;
+    }
+    while (slice < plan.slices.size()) {
+      if (out.size() >= window) return false;
+      std::string_view v = plan.slices[slice].view();
+      // JSON: the stored form is "m1,...,mN," and the read form "[m1,...,mN]" (protocol/json_mode.h).
+      if (json && slice + 1 == plan.slices.size() && !v.empty() && v.back() == ',') v.remove_suffix(1);
+      std::size_t n = std::min(v.size() - pos, piece_bytes);
+      data.add(out, v.substr(pos, n));
+      pos += n;
+      if (pos == v.size()) {
+        ++slice;
+        pos = 0;
+      }
+    }
+    if (json) data.add(out, "]");
+    data.finish(out);
+    return true;
+  }
+
+  // Raw bytes formatted per step (a line-broken payload can grow up to 6x; base64 4/3).
+  static constexpr std::size_t piece_bytes = 8 * 1024;
+
+  streams::read_plan plan;
+  bool json = false;
+  bool closed = false;  // the stream is closed and this read reaches its end
+  protocol::sse_data_writer data;
+  bool started = false;
+  std::size_t slice = 0;  // the next slice to write
+  std::size_t pos = 0;    // bytes of it written
+};
+
+// An SSE session (PROTOCOL.md 5.8): one data event per read chunk (for JSON, per record), each followed
+// by a control event. Flow control: at most one window of text is in flight to the connection; the
+// next is produced when the connection has sent all but `low_water_bytes` (http::exchange::on_drain),
+// for catch-up and live data alike. A subscriber that stops reading costs its connection's queue
+// (under a window plus the low water) and nothing more; it stays at its offset in the shared log.
 class sse_session final : public live_reader {
  public:
   sse_session(stream_shard& shard, protocol::stream_request req, http::exchange ex, streams::stream_offset at,
@@ -87,7 +139,7 @@ class sse_session final : public live_reader {
     std::weak_ptr<live_reader> weak = weak_from_this();
     lifetime_ =
         shard_.loop().add_timer(std::chrono::milliseconds(shard_.options().sse_close_after_ms), [weak] {
-          if (auto self = weak.lock()) static_cast<sse_session*>(self.get())->stop();
+          if (auto self = weak.lock()) static_cast<sse_session*>(self.get())->expire();
         });
     arm_keep_alive();
     pump(true);
@@ -114,83 +166,82 @@ class sse_session final : public live_reader {
           if (auto self = weak.lock()) {
             auto* s = static_cast<sse_session*>(self.get());
             if (s->done_) return;
-            send_stream_chunk(s->ex_, std::string(protocol::sse_keep_alive), false);
+            // Never inside an event being written (a comment there would end it), and not needed while
+            // data is flowing.
+            if (!s->cur_ && !s->waiting_)
+              send_stream_chunk(s->ex_, std::string(protocol::sse_keep_alive), false);
             s->arm_keep_alive();
           }
         });
   }
 
-  // Sends what the stream has past at_, one data event per read chunk, each followed by a control
-  // event. During catch-up it stops after `step_bytes` and waits until the connection has sent most
-  // of it (flow control: never queue a whole stream on a slow reader).
-  void pump(bool first) {
-    if (done_ || awaiting_ack_) return;
-    std::string out;
-    bool closed_sent = false;
-    bool any = false;
-    bool more = false;
-    while (true) {
-      streams::read_result rr = shard_.read_visible(req_.path, at_, shard_.options().read_chunk_bytes);
-      if (rr.code != streams::errc::ok) {
-        if (!out.empty()) send_stream_chunk(ex_, std::move(out), false);
-        return gone();
-      }
-      const streams::stream_meta& m = *rr.meta;
-      const streams::read_plan& p = rr.plan;
-      if (p.bytes == 0 && (any || !first) && !(m.closed && p.up_to_date)) break;
-      if (p.bytes > 0) {
-        std::string body = protocol::read_body(m, p);
-        protocol::append_data_event(out, base64_ ? protocol::base64_encode(body) : body);
-      }
-      protocol::control_fields cf;
-      cf.next_offset = protocol::format_offset(p.next);
-      cf.up_to_date = p.up_to_date;
-      cf.closed = m.closed && p.up_to_date;
-      if (!cf.closed) cf.cursor = shard_.cursor(req_.cursor);
-      protocol::append_control_event(out, cf);
-      at_ = p.next;
-      any = true;
-      if (cf.closed) {
-        closed_sent = true;
-        break;
-      }
-      if (p.up_to_date) break;
-      if (out.size() >= step_bytes) {
-        more = true;
-        break;
-      }
+  // The ~60 s lifetime (5.8 connection lifecycle): the client reconnects at the last control event's
+  // offset, so an event being written is finished first (it is never cut).
+  void expire() {
+    if (cur_) {
+      expire_after_event_ = true;
+      return;
     }
-    if (closed_sent) return end(std::move(out));  // 5.8: close the connection after streamClosed
-    if (more) return send_with_ack(std::move(out));
-    if (!out.empty()) send_stream_chunk(ex_, std::move(out), false);
+    end("");
   }
 
-  void send_with_ack(std::string out) {
-    awaiting_ack_ = true;
+  // Writes what the stream has past at_ until a window is full, then waits for the connection to
+  // drain (send_window).
+  void pump(bool first) {
+    if (done_ || waiting_) return;
+    std::string out;
+    bool any = false;
+    bool finished = false;
+    while (out.size() < window_bytes) {
+      if (!cur_) {
+        streams::read_result rr = shard_.read_visible(req_.path, at_, shard_.options().read_chunk_bytes);
+        if (rr.code != streams::errc::ok) {
+          if (!out.empty()) send_stream_chunk(ex_, std::move(out), false);
+          return gone();
+        }
+        const streams::stream_meta& m = *rr.meta;
+        // The first pump always sends a control event (upToDate at once for a reader at the tail).
+        if (rr.plan.bytes == 0 && (any || !first) && !(m.closed && rr.plan.up_to_date)) break;
+        cur_.emplace(base64_);
+        cur_->json = m.json;
+        cur_->closed = m.closed && rr.plan.up_to_date;
+        cur_->plan = std::move(rr.plan);
+      }
+      if (!cur_->write_data(out, window_bytes)) break;  // the window is full inside the event
+      protocol::control_fields cf;
+      cf.next_offset = protocol::format_offset(cur_->plan.next);
+      cf.up_to_date = cur_->plan.up_to_date;
+      cf.closed = cur_->closed;
+      if (!cf.closed) cf.cursor = shard_.cursor(req_.cursor);
+      protocol::append_control_event(out, cf);
+      at_ = cur_->plan.next;
+      any = true;
+      const bool up_to_date = cur_->plan.up_to_date;
+      cur_.reset();
+      if (cf.closed || expire_after_event_) {
+        finished = true;  // 5.8: close the connection after streamClosed
+        break;
+      }
+      if (up_to_date) break;
+    }
+    if (finished) return end(std::move(out));
+    if (!out.empty()) send_window(std::move(out));
+  }
+
+  void send_window(std::string out) {
+    waiting_ = true;
     std::weak_ptr<live_reader> weak = weak_from_this();
     io::event_loop* home = &shard_.loop();
-    send_stream_chunk_then(ex_, std::move(out), [weak, home](std::size_t queued) {
-      home->post([weak, queued] {
-        if (auto self = weak.lock()) static_cast<sse_session*>(self.get())->on_ack(queued);
+    send_stream_chunk_when_drained(ex_, std::move(out), low_water_bytes, [weak, home] {
+      home->post([weak] {
+        if (auto self = weak.lock()) static_cast<sse_session*>(self.get())->on_drained();
       });
     });
   }
 
-  void on_ack(std::size_t queued) {
+  void on_drained() {
     if (done_) return;
-    if (queued > low_water_bytes) {
-      // Still draining: look again shortly.
-      std::weak_ptr<live_reader> weak = weak_from_this();
-      probe_timer_ = shard_.loop().add_timer(std::chrono::milliseconds(5), [weak] {
-        if (auto self = weak.lock()) {
-          auto* s = static_cast<sse_session*>(self.get());
-          s->probe_timer_ = 0;
-          if (!s->done_) s->send_with_ack("");
-        }
-      });
-      return;
-    }
-    awaiting_ack_ = false;
+    waiting_ = false;
     pump(false);
   }
 
@@ -205,11 +256,13 @@ class sse_session final : public live_reader {
   void cancel_timers() {
     shard_.loop().cancel_timer(lifetime_);
     shard_.loop().cancel_timer(keep_alive_);
-    if (probe_timer_ != 0) shard_.loop().cancel_timer(probe_timer_);
   }
 
-  static constexpr std::size_t step_bytes = 1 << 20;
-  static constexpr std::size_t low_water_bytes = 256 * 1024;
+  // Text handed to the connection per step, and what may still wait there before the next step: a
+  // session never queues more than about their sum, well under http::server_options::
+  // max_stream_queue_bytes.
+  static constexpr std::size_t window_bytes = 64 * 1024;
+  static constexpr std::size_t low_water_bytes = 64 * 1024;
 
   stream_shard& shard_;
   protocol::stream_request req_;
@@ -218,10 +271,11 @@ class sse_session final : public live_reader {
   std::uint64_t live_id_;
   bool base64_ = false;
   bool done_ = false;
+  bool waiting_ = false;  // a window is with the connection, not yet drained
+  bool expire_after_event_ = false;
+  std::optional<pending_event> cur_;
   io::event_loop::timer_id lifetime_ = 0;
   io::event_loop::timer_id keep_alive_ = 0;
-  io::event_loop::timer_id probe_timer_ = 0;
-  bool awaiting_ack_ = false;
 };
 
 }  // namespace

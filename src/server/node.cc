@@ -39,6 +39,8 @@ node::node(serve_config cfg, storage::env* storage_env)
   o.max_connections = cfg_.max_connections;
   o.max_connections_per_client = cfg_.max_connections_per_client;
   o.descriptor_reserve = cfg_.descriptor_reserve;
+  o.body_budget_bytes = cfg_.body_budget_bytes;
+  o.max_stream_queue_bytes = cfg_.max_stream_queue_bytes;
   // Live reads hold a request open for the long-poll timeout or the SSE lifetime.
   o.idle_timeout = std::chrono::milliseconds(std::max<std::int64_t>(60'000, cfg_.sse_close_after_ms + 5'000));
   http_ = std::make_unique<http::server>(

@@ -63,14 +63,15 @@ void send_stream_chunk(http::exchange ex, std::string data, bool end) {
   });
 }
 
-void send_stream_chunk_then(http::exchange ex, std::string data, std::function<void(std::size_t)> written) {
-  on_connection_core(ex, [ex, data = std::move(data), written = std::move(written)]() mutable {
+void send_stream_chunk_when_drained(http::exchange ex, std::string data, std::size_t low_water,
+                                    std::function<void()> drained) {
+  on_connection_core(ex, [ex, data = std::move(data), low_water, drained = std::move(drained)]() mutable {
     if (!ex.alive()) return;
     if (!data.empty()) {
       ex.write(data);
       ex.flush();
     }
-    written(ex.buffered_bytes());
+    ex.on_drain(low_water, std::move(drained));
   });
 }
 

@@ -17,9 +17,10 @@ void send_response(http::exchange ex, protocol::response r);
 void send_stream_head(http::exchange ex, protocol::response head);
 void send_stream_chunk(http::exchange ex, std::string data, bool end);
 
-// Flow control for streamed responses: writes `data` (may be empty) on ex.loop(), then calls
-// `written(bytes still queued on the connection)` there. `written` is not called when the exchange is
-// gone.
-void send_stream_chunk_then(http::exchange ex, std::string data, std::function<void(std::size_t)> written);
+// Flow control for streamed responses: writes `data` on ex.loop(), then calls `drained` there once at
+// most `low_water` bytes of the connection's output wait to be sent (http::exchange::on_drain). Not
+// called when the exchange is gone (its on_close tells that).
+void send_stream_chunk_when_drained(http::exchange ex, std::string data, std::size_t low_water,
+                                    std::function<void()> drained);
 
 }  // namespace weir::server

@@ -91,6 +91,12 @@ std::string check_max_in_flight_bytes(const serve_config& c) {
          std::to_string(c.max_in_flight_bytes);
 }
 
+std::string check_body_budget_bytes(const serve_config& c) {
+  if (c.body_budget_bytes == 0 || c.body_budget_bytes >= c.body_limit) return "";
+  return "0 (no budget) or at least body-limit (" + std::to_string(c.body_limit) +
+         ") so that one request fits, got " + std::to_string(c.body_budget_bytes);
+}
+
 std::string check_webhook_allow_hosts(const serve_config& c) {
   std::string_view rest = c.webhook_allow_hosts;
   while (!rest.empty()) {
@@ -166,6 +172,15 @@ const std::array table{
     setting{"descriptor-reserve", "N",
             "File descriptors that connections may never take, kept for the log's files",
             field<&serve_config::descriptor_reserve>(), 16, 1'000'000},
+    setting{"body-budget-bytes", "BYTES",
+            "Request bodies being received, all cores together; beyond it a request whose body did not "
+            "arrive with its head gets 503 + Retry-After (decided from Content-Length; chunked bodies count "
+            "as they grow); 0: no budget",
+            field<&serve_config::body_budget_bytes>(), 0, UINT64_MAX, check_body_budget_bytes},
+    setting{"max-stream-queue-bytes", "BYTES",
+            "Output queued for one SSE subscriber that does not read; beyond it its connection is closed "
+            "(SSE sessions send a 64 KiB window at a time and stay well under it)",
+            field<&serve_config::max_stream_queue_bytes>(), 256 * kib},
     setting{"allow-loopback-webhooks", "true|false",
             "Let webhook subscriptions POST over plain HTTP to localhost / 127.0.0.x (tests and development "
             "only; logged as a warning at start). Off: only https to public addresses",

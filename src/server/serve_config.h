@@ -57,6 +57,12 @@ struct serve_config {
   std::uint64_t max_connections_per_client = 0;
   // Descriptors kept for files (log segments, checkpoints) that connections may never take.
   std::uint64_t descriptor_reserve = 256;
+  // Request bodies being received, all cores together; beyond it a request whose body has not arrived
+  // with its head gets 503 + Retry-After before it is read. 0: no budget.
+  std::uint64_t body_budget_bytes = 256ull << 20;
+  // Output queued for one streamed response (an SSE subscriber) whose client does not read; beyond it
+  // the connection is closed.
+  std::uint64_t max_stream_queue_bytes = 1ull << 20;
 };
 
 struct config_error : std::runtime_error {

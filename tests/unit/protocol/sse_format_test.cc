@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+
 namespace weir::protocol {
 namespace {
 
@@ -51,6 +54,48 @@ TEST(sse_format, base64_for_binary_content_types) {
   EXPECT_TRUE(sse_needs_base64("application/x-protobuf"));
   EXPECT_TRUE(sse_needs_base64("image/png"));
   EXPECT_TRUE(sse_needs_base64("application/ndjson"));
+}
+
+// One event written in pieces cut anywhere (a CRLF cut in two, a base64 group cut in two) reads exactly
+// like the event written at once.
+TEST(sse_format, data_writer_in_pieces_matches_the_whole_event) {
+  std::mt19937 rng(7);
+  std::string payload;
+  const std::string alphabet = "ab{}\"\r\n,";
+  for (int i = 0; i < 5000; ++i) payload += alphabet[rng() % alphabet.size()];
+  payload += "\r\n\r\r\n\n";
+  for (bool base64 : {false, true}) {
+    std::string whole;
+    append_data_event(whole, base64 ? base64_encode(payload) : payload);
+    for (int round = 0; round < 200; ++round) {
+      std::string out;
+      sse_data_writer w(base64);
+      w.begin(out);
+      std::size_t at = 0;
+      while (at < payload.size()) {
+        std::size_t n = std::min<std::size_t>(payload.size() - at, rng() % 7);
+        w.add(out, std::string_view(payload).substr(at, n));
+        at += n;
+      }
+      w.finish(out);
+      ASSERT_EQ(out, whole) << "base64 " << base64 << " round " << round;
+    }
+  }
+  // Every CR/LF position as the cut.
+  for (std::string p :
+       {std::string("a\r\nb"), std::string("a\r\rb"), std::string("a\n\rb"), std::string("\r")}) {
+    std::string whole;
+    append_data_event(whole, p);
+    for (std::size_t cut = 0; cut <= p.size(); ++cut) {
+      std::string out;
+      sse_data_writer w(false);
+      w.begin(out);
+      w.add(out, std::string_view(p).substr(0, cut));
+      w.add(out, std::string_view(p).substr(cut));
+      w.finish(out);
+      EXPECT_EQ(out, whole) << cut;
+    }
+  }
 }
 
 }  // namespace

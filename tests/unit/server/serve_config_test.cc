@@ -94,6 +94,8 @@ const std::map<std::string, sample>& samples() {
       {"segment-bytes", {"131072", "131072"}},
       {"checkpoint-bytes", {"0", "0"}},
       {"max-in-flight-bytes", {"1073741824", "1073741824"}},
+      {"body-budget-bytes", {"0", "0"}},
+      {"max-stream-queue-bytes", {"4194304", "4194304"}},
       {"allow-loopback-webhooks", {"true", "true"}},
       {"webhook-allow-hosts", {"hooks.corp,intranet", "\"hooks.corp,intranet\""}},
       {"max-webhook-retries", {"5", "5"}},

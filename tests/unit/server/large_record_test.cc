@@ -1,0 +1,229 @@
+// Records larger than the SSE queue and the read chunk (issue 12, item 8): a 16 MiB record reaches an
+// SSE reader whole (one data event written over many windows, followed by its control event and by the
+// later data), and catch-up reads of it follow the read chunk (byte streams: 64 KiB pieces; JSON: the
+// record whole, the response being a JSON array of whole messages, docs/limits.md).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/node.h"
+#include "unit/server/http_test_client.h"
+
+namespace weir::server {
+namespace {
+
+using test_support::http;
+using test_support::reply;
+
+constexpr std::size_t mib = 1024 * 1024;
+
+struct sse_event {
+  std::string type;
+  std::string data;  // the data lines joined with '\n' (WHATWG HTML 9.2.6)
+};
+
+// Reads an SSE response to its end (the server closes after streamClosed): status, and the events of
+// the de-chunked body.
+struct sse_reply {
+  int status = 0;
+  std::string head;
+  std::vector<sse_event> events;
+};
+
+sse_reply read_sse(std::uint16_t port, const std::string& path) {
+  sse_reply out;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  timeval tv{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  EXPECT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  std::string raw;
+  std::vector<char> buf(1 << 16);
+  while (true) {
+    ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) break;
+    raw.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  auto head_end = raw.find("\r\n\r\n");
+  if (head_end == std::string::npos) return out;
+  out.head = raw.substr(0, head_end);
+  out.status = std::stoi(raw.substr(9, 3));
+  std::string body;  // de-chunked
+  std::size_t pos = head_end + 4;
+  while (pos < raw.size()) {
+    std::size_t le = raw.find("\r\n", pos);
+    if (le == std::string::npos) break;
+    std::size_t size = std::stoul(raw.substr(pos, le - pos), nullptr, 16);
+    if (size == 0) break;
+    body.append(raw, le + 2, size);
+    pos = le + 2 + size + 2;
+  }
+  // Events: blocks separated by a blank line; "event:" names it, "data:" lines join with '\n'.
+  std::size_t at = 0;
+  while (at < body.size()) {
+    std::size_t end = body.find("\n\n", at);
+    if (end == std::string::npos) break;
+    std::string block = body.substr(at, end - at);
+    at = end + 2;
+    sse_event ev;
+    bool first_data = true;
+    std::size_t line_at = 0;
+    while (line_at <= block.size()) {
+      std::size_t le = block.find('\n', line_at);
+      if (le == std::string::npos) le = block.size();
+      std::string line = block.substr(line_at, le - line_at);
+      line_at = le + 1;
+      if (line.rfind("event: ", 0) == 0) ev.type = line.substr(7);
+      if (line.rfind("data:", 0) == 0) {
+        if (!first_data) ev.data += '\n';
+        ev.data += line.substr(5);
+        first_data = false;
+      }
+    }
+    if (!ev.type.empty()) out.events.push_back(std::move(ev));
+  }
+  return out;
+}
+
+std::string base64_decode(const std::string& in) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  unsigned bits = 0;
+  int count = 0;
+  for (char c : in) {
+    int v = value(c);
+    if (v < 0) continue;  // padding, line breaks
+    bits = (bits << 6) | static_cast<unsigned>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out += static_cast<char>((bits >> count) & 0xff);
+    }
+  }
+  return out;
+}
+
+class large_record_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    serve_config cfg;
+    cfg.port = 0;
+    cfg.threads = 2;
+    cfg.durable = false;
+    cfg.data_dir = ::testing::TempDir() + "weir-large-record-test-" + std::to_string(::getpid());
+    n_ = std::make_unique<node>(cfg);
+    ASSERT_TRUE(n_->start().has_value());
+    port_ = n_->port();
+    runner_ = std::thread([this] { n_->run(false); });
+  }
+  void TearDown() override {
+    n_->stop();
+    runner_.join();
+    n_.reset();
+  }
+
+  std::unique_ptr<node> n_;
+  std::uint16_t port_ = 0;
+  std::thread runner_;
+};
+
+// One 16 MiB JSON message with a line break inside (stored byte for byte): over SSE it is one data
+// event, and the data appended after it and the stream's closure arrive behind it.
+std::string big_json_message() {
+  return "{\"big\":\"" + std::string(16 * mib, 'x') + "\",\n\"n\":1}";
+}
+
+TEST_F(large_record_test, sse_passes_a_16_mib_json_record_and_what_follows) {
+  const std::string p = "/v1/stream/big-json";
+  const std::string msg = big_json_message();
+  ASSERT_EQ(http(port_, "PUT", p, {{"Content-Type", "application/json"}}).status, 201);
+  ASSERT_EQ(http(port_, "POST", p, {{"Content-Type", "application/json"}}, "[" + msg + "]").status, 204);
+  ASSERT_EQ(http(port_, "POST", p, {{"Content-Type", "application/json"}, {"Stream-Closed", "true"}},
+                 "{\"after\":true}")
+                .status,
+            204);
+
+  sse_reply r = read_sse(port_, p + "?offset=-1&live=sse");
+  ASSERT_EQ(r.status, 200);
+  ASSERT_EQ(r.events.size(), 4u);
+  EXPECT_EQ(r.events[0].type, "data");
+  EXPECT_EQ(r.events[0].data.size(), msg.size() + 2);
+  EXPECT_TRUE(r.events[0].data == "[" + msg + "]") << "the 16 MiB event arrived changed";
+  EXPECT_EQ(r.events[1].type, "control");
+  EXPECT_EQ(r.events[1].data.find("streamClosed"), std::string::npos);
+  EXPECT_EQ(r.events[2].type, "data");
+  EXPECT_EQ(r.events[2].data, "[{\"after\":true}]");
+  EXPECT_EQ(r.events[3].type, "control");
+  EXPECT_NE(r.events[3].data.find("\"streamClosed\":true"), std::string::npos);
+
+  // Catch-up: the JSON record comes whole (a response is an array of whole messages), then the rest.
+  reply c = http(port_, "GET", p + "?offset=-1");
+  ASSERT_EQ(c.status, 200);
+  EXPECT_TRUE(c.body == "[" + msg + "]");
+  EXPECT_EQ(c.headers.count("stream-up-to-date"), 0u);
+  reply next = http(port_, "GET", p + "?offset=" + c.headers["stream-next-offset"]);
+  EXPECT_EQ(next.body, "[{\"after\":true}]");
+  EXPECT_EQ(next.headers["stream-closed"], "true");
+}
+
+TEST_F(large_record_test, a_16_mib_byte_record_is_read_in_chunks_over_sse_and_catch_up) {
+  const std::string p = "/v1/stream/big-bytes";
+  std::string record(16 * mib, '\0');
+  for (std::size_t i = 0; i < record.size(); ++i) record[i] = static_cast<char>((i * 7919) >> 3);
+  ASSERT_EQ(http(port_, "PUT", p, {{"Content-Type", "application/octet-stream"}}).status, 201);
+  ASSERT_EQ(http(port_, "POST", p, {{"Content-Type", "application/octet-stream"}, {"Stream-Closed", "true"}},
+                 record)
+                .status,
+            204);
+
+  sse_reply r = read_sse(port_, p + "?offset=-1&live=sse");
+  ASSERT_EQ(r.status, 200);
+  std::string got;
+  std::size_t data_events = 0;
+  for (const sse_event& ev : r.events) {
+    if (ev.type != "data") continue;
+    ++data_events;
+    std::string bytes = base64_decode(ev.data);
+    EXPECT_LE(bytes.size(), 64u * 1024) << "an event larger than the read chunk";
+    got += bytes;
+  }
+  EXPECT_EQ(data_events, 16 * mib / (64 * 1024));
+  EXPECT_TRUE(got == record) << "SSE delivered " << got.size() << " bytes";
+  ASSERT_FALSE(r.events.empty());
+  EXPECT_NE(r.events.back().data.find("\"streamClosed\":true"), std::string::npos);
+
+  // Catch-up reads: 64 KiB each (read-chunk-bytes), in order, up to the end.
+  std::string read;
+  std::string offset = "-1";
+  for (int i = 0; i < 1000; ++i) {
+    reply c = http(port_, "GET", p + "?offset=" + offset);
+    ASSERT_EQ(c.status, 200);
+    EXPECT_LE(c.body.size(), 64u * 1024);
+    read += c.body;
+    offset = c.headers["stream-next-offset"];
+    if (c.headers["stream-up-to-date"] == "true") break;
+  }
+  EXPECT_TRUE(read == record) << "catch-up read " << read.size() << " bytes";
+}
+
+}  // namespace
+}  // namespace weir::server
