@@ -28,7 +28,7 @@ namespace weir::server {
 class hot_tier {
  public:
   // `budget_bytes`: what this core may keep in memory; `readers[c]`: core c's segment files (a fork's
-  // inherited records point into its source core's log). No readers: nothing is ever cold.
+  // inherited records are its source's, in its source core's log). No readers: nothing is ever cold.
   hot_tier(std::size_t budget_bytes, std::vector<storage::segment_reader*> readers);
 
   // The record of stream generation `generation` ending at `end` is durable at `at`: record its place,

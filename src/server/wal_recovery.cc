@@ -98,16 +98,19 @@ status rebuild_core(storage::env& e, const std::string& dir, std::uint32_t core,
   std::unique_ptr<hot_tier> fresh_hot = hot->empty_like();
   auto rec = replay_core(e, dir, core, fresh, *fresh_hot, stats);
   if (!rec) return rec.err();
+  // The rebuilt streams keep the log objects of the state they replace: forks on other cores point at
+  // them, and the forks among them keep their links.
+  fresh.adopt_logs(sm);
   for (const auto& link : fresh.forks_to_stitch()) {
-    std::vector<streams::record> inherited = sm.prefix(link.path, link.point);
-    if (inherited.empty() && link.point.value() > 0) inherited = fresh.prefix(link.source, link.point);
-    if (!inherited.empty() && inherited.back().end != link.point.value()) {
-      return start_error("fork " + link.path + ": inherited records end at " +
-                         std::to_string(inherited.back().end) + ", not at the fork point " +
-                         std::to_string(link.point.value()));
+    // A fork the old state did not have (cannot happen: the old state holds every durable command);
+    // link it to its source if that lives on this core.
+    if (auto src = fresh.log_of(link.source)) {
+      fresh.stitch_fork(link.path, std::move(src));
+      ++stats.forks_stitched;
+    } else {
+      log::error("weir serve: core {}: fork {} rebuilt without its source {}; inherited data not readable",
+                 core, link.path, link.source);
     }
-    fresh.stitch_fork(link.path, std::move(inherited));
-    ++stats.forks_stitched;
   }
   sm.swap(fresh);
   hot = std::move(fresh_hot);
@@ -130,6 +133,7 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
   }
   for (std::size_t i = 0; i < shards.size(); ++i) shards[i]->attach_segments(e, core_dir(root, i), raw);
 
+  const unsigned n = static_cast<unsigned>(shards.size());
   // 1. Restore every core's state machine from its checkpoint and replay its log after it. Outcomes are
   // ignored: the effects they ask for (fork releases on other cores, subscription events) were carried
   // out, and logged where they change state, when the command first ran.
@@ -148,34 +152,28 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
     recovered.push_back(std::move(*rec));
   }
 
-  // 2. Forks: the log does not carry inherited records (command_codec.h); take them from the source,
-  // which exists because its fork_retain was durable before the fork's create ran, and a release is
-  // only sent once the fork's delete is durable. Sources first (a fork of a fork inherits its
-  // source's inherited records too).
-  const unsigned n = static_cast<unsigned>(shards.size());
-  // Forks restored from a checkpoint already hold their inherited records (as places in the log).
-  std::unordered_map<std::string, streams::state_machine::fork_link> forks;
+  // 2. Forks: neither the log nor a checkpoint carries a fork's link to its source's log (its records
+  // before the fork point are read from there); link every fork to its source, which exists because
+  // its fork_retain was durable before the fork's create ran, and a release is only sent once the
+  // fork's delete is durable. Links are pointers to the source's log object, so the order does not
+  // matter (a fork of a fork reads through its source's link).
   for (stream_shard* s : shards) {
-    for (auto& l : s->machine().forks_to_stitch()) forks.emplace(l.path, l);
-  }
-  std::unordered_set<std::string> stitched;
-  std::function<void(const std::string&)> stitch = [&](const std::string& path) {
-    if (!stitched.insert(path).second) return;
-    const auto& link = forks.at(path);
-    if (forks.count(link.source)) stitch(link.source);
-    const streams::state_machine& src = shards[owner_index(link.source, n)]->machine();
-    std::vector<streams::record> inherited = src.prefix(link.source, link.point);
-    if (!inherited.empty() && inherited.back().end != link.point.value()) {
-      log::error("weir serve: fork {} of {}: source ends at {} before the fork point {}; inherited data lost",
-                 path, link.source, inherited.back().end, link.point.value());
-      inherited.clear();
-    } else if (inherited.empty() && link.point.value() > 0) {
-      log::error("weir serve: fork {}: source {} missing; inherited data lost", path, link.source);
+    for (const auto& link : s->machine().forks_to_stitch()) {
+      const streams::state_machine& src = shards[owner_index(link.source, n)]->machine();
+      std::shared_ptr<const streams::memory_log> log = src.log_of(link.source);
+      if (!log) {
+        log::error("weir serve: fork {}: source {} missing; inherited data lost", link.path, link.source);
+        continue;
+      }
+      if (log->tail() < link.point) {
+        log::error(
+            "weir serve: fork {} of {}: source ends at {} before the fork point {}; inherited data lost",
+            link.path, link.source, log->tail().value(), link.point.value());
+      }
+      s->machine().stitch_fork(link.path, std::move(log));
+      ++stats.forks_stitched;
     }
-    shards[owner_index(path, n)]->machine().stitch_fork(path, std::move(inherited));
-    ++stats.forks_stitched;
-  };
-  for (auto& [path, link] : forks) stitch(path);
+  }
 
   // 3. References a crash left behind: a retain durable whose fork's create never ran, or a fork's
   // delete durable whose release was not. Count the forks that exist (soft-deleted ones included: they

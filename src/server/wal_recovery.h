@@ -2,9 +2,10 @@
 // (<data_dir>/wal/core-N, storage::recover_log: torn tails cut and logged, other damage stops the
 // start naming the file and byte offset), restore each core's state machine from its newest checkpoint
 // and replay the records after it (each record's data is admitted to the core's hot tier with its
-// place in the log, so memory stays within budget while replaying), then give
-// every replayed fork its source's records (forks may cross cores, so this waits until every core has
-// replayed), and finally open each core's log_writer and hand it to its shard.
+// place in the log, so memory stays within budget while replaying), then link
+// every fork to its source's log, which it reads its records before the fork point from (forks may
+// cross cores, so this waits until every core has replayed), and finally open each core's log_writer and hand
+// it to its shard.
 //
 // Runs once on the starting thread, before any event loop runs (blocking I/O is fine here); the shards'
 // state machines are touched from this thread only while no loop runs.
@@ -53,8 +54,9 @@ result<storage::recovered_log> replay_core(storage::env& e, const std::string& d
 
 // A running core's state rebuilt from its own log, after a log write failed (the writer fenced every
 // later append, so the log holds exactly the commands that succeeded): a fresh state machine is
-// restored and replayed (replay_core), forks replayed without their inherited records take them from
-// the same fork in the state being replaced (it has them), and then it replaces `sm`; `hot` gets a
+// restored and replayed (replay_core), its streams take over the log objects of the same streams in
+// the state being replaced (state_machine::adopt_logs: forks on other cores point at them, and forks
+// keep their links to their sources), and then it replaces `sm`; `hot` gets a
 // fresh tier that matches it. Blocking: runs on the core's loop while no command is in flight and no
 // checkpoint is being written. On error `sm` and `hot` are left as they were.
 status rebuild_core(storage::env& e, const std::string& dir, std::uint32_t core, streams::state_machine& sm,

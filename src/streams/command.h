@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -14,12 +15,15 @@
 
 namespace weir::streams {
 
+class memory_log;
+
 // What the fork's core learned from the source's core (fork_retain) before creating the fork.
 struct fork_resolution {
-  stream_offset point{};          // divergence point in the source's offset space
-  std::vector<record> inherited;  // the source's records before `point` (shared chunks; not encoded:
-                                  // on replay storage re-resolves them from the source)
-  payload prefix;                 // the materialized sub-offset prefix (PROTOCOL.md 4.2), maybe empty
+  stream_offset point{};  // divergence point in the source's offset space
+  // The source's log, which the fork reads its records before `point` from (nothing is copied). Not
+  // encoded: on replay, recovery links the fork to its source again (state_machine::stitch_fork).
+  std::shared_ptr<const memory_log> source_log;
+  payload prefix;  // the materialized sub-offset prefix (PROTOCOL.md 4.2), maybe empty
   std::string source_content_type;
   expiry_config source_expiry;
   bool retained = false;  // the source's reference count was taken for this fork (fork_retain)

@@ -2,7 +2,7 @@
 // primitives of wire.h): u8 kind, then the fields in declaration order: strings and byte blobs as
 // varint length + bytes, integers as varints (signed: zigzag), optionals as a u8 presence flag then the
 // value, bools as u8.
-// fork_resolution.inherited is not encoded (it is recomputed from the source on replay).
+// fork_resolution.source_log is not encoded (recovery links the fork to its source again).
 #pragma once
 
 #include <cstdint>

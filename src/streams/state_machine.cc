@@ -15,15 +15,6 @@ outcome fail(errc code) {
   o.code = code;
   return o;
 }
-
-// A fork's inherited records, cold where their location is known, so that a fork does not keep its
-// source's bytes in memory after the source evicted them.
-std::vector<record> cold_where_located(std::vector<record> inherited) {
-  for (record& r : inherited) {
-    if (r.data.at.known()) r.data.buf.reset();
-  }
-  return inherited;
-}
 }  // namespace
 
 namespace {
@@ -183,15 +174,15 @@ outcome state_machine::create(const create_command& c) {
   s.meta.generation = next_generation_++;
   if (c.fork) {
     const fork_resolution& res = c.fork->resolved;
-    s.log = std::make_unique<memory_log>(cold_where_located(res.inherited), res.point);
-    // Replay: the log does not carry inherited records; the caller stitches them in (forks_to_stitch).
-    s.needs_stitch = res.inherited.empty() && res.point.value() > 0;
+    // The fork reads its records before the fork point from the source's log. On replay the log does
+    // not carry that link: the caller gives it later (forks_to_stitch).
+    s.log = std::make_shared<memory_log>(res.source_log, res.point);
     fork_spec origin = *c.fork;
-    origin.resolved.inherited.clear();
+    origin.resolved.source_log.reset();
     origin.resolved.prefix = payload{};  // its bytes are the fork's first record; not needed again
     s.fork = std::move(origin);
   } else {
-    s.log = std::make_unique<memory_log>();
+    s.log = std::make_shared<memory_log>();
   }
   auto add = [&](const payload& p) {
     if (p.empty()) return;
@@ -360,17 +351,17 @@ outcome state_machine::fork_retain(const fork_retain_command& c) {
     return out;
   }
   if (c.sub_offset > 0) {
-    const record* r = s->log->record_at(point);
+    std::optional<record> r = s->log->record_at(point);
     std::uint64_t extent = r ? (s->meta.json ? r->messages : r->data.size) : 0;
     if (!r || c.sub_offset > extent) {
       out.code = errc::bad_sub_offset;
       return out;
     }
-    out.sub_record = *r;
+    out.sub_record = std::move(r);
   }
   fork_resolution res;
   res.point = point;
-  res.inherited = s->log->prefix(point);
+  res.source_log = s->log;  // shared, not copied: O(1) in the source's size
   res.source_content_type = s->meta.content_type;
   res.source_expiry = s->meta.expiry;
   out.resolution = std::move(res);
@@ -402,29 +393,38 @@ std::vector<state_machine::fork_link> state_machine::forks() const {
 std::vector<state_machine::fork_link> state_machine::forks_to_stitch() const {
   std::vector<fork_link> out;
   for (const auto& [path, s] : streams_) {
-    if (s.fork && s.needs_stitch) out.push_back({path, s.fork->source, s.fork->resolved.point});
+    if (s.fork && s.fork->resolved.point.value() > 0 && !s.log->source()) {
+      out.push_back({path, s.fork->source, s.fork->resolved.point});
+    }
   }
   return out;
 }
 
-std::vector<record> state_machine::prefix(const std::string& path, stream_offset upto) const {
+std::shared_ptr<const memory_log> state_machine::log_of(const std::string& path) const {
   auto it = streams_.find(path);
-  if (it == streams_.end()) return {};
-  return it->second.log->prefix(upto);
+  if (it == streams_.end()) return nullptr;
+  return it->second.log;
 }
 
-void state_machine::stitch_fork(const std::string& path, std::vector<record> inherited) {
+void state_machine::stitch_fork(const std::string& path, std::shared_ptr<const memory_log> source) {
   auto it = streams_.find(path);
   WEIR_ASSERT(it != streams_.end() && it->second.fork, "stitch of unknown fork {}", path);
-  stream_state& s = it->second;
-  const stream_offset point = s.fork->resolved.point;
-  std::vector<record> own = s.log->prefix(s.log->tail());
-  auto log = std::make_unique<memory_log>(cold_where_located(std::move(inherited)), point);
-  for (record& r : own) {
-    if (r.begin() >= point.value()) log->append(std::move(r));
+  it->second.log->link_source(std::move(source));
+}
+
+void state_machine::adopt_logs(state_machine& old) {
+  for (auto& [path, s] : streams_) {
+    auto it = old.streams_.find(path);
+    if (it == old.streams_.end() || it->second.meta.generation != s.meta.generation) continue;
+    std::shared_ptr<memory_log> kept = it->second.log;
+    kept->take_records(*s.log);
+    s.log = std::move(kept);
   }
-  s.log = std::move(log);
-  s.needs_stitch = false;
+}
+
+std::size_t state_machine::records_held(std::string_view path) const {
+  auto it = streams_.find(path);
+  return it == streams_.end() ? 0 : it->second.log->record_count();
 }
 
 state_machine::stream_state* state_machine::find_generation(std::uint64_t generation) {
@@ -435,22 +435,18 @@ state_machine::stream_state* state_machine::find_generation(std::uint64_t genera
 bool state_machine::locate(std::uint64_t generation, std::uint64_t end, const disk_location& at) {
   WEIR_ASSERT(at.known(), "locate of generation {} at {} with an unknown location", generation, end);
   stream_state* s = find_generation(generation);
-  record* r = s ? s->log->find_record(end) : nullptr;
-  if (!r) return false;
-  r->data.at = at;
-  return true;
+  return s && s->log->set_location(end, at);
 }
 
 std::size_t state_machine::evict(std::uint64_t generation, std::uint64_t end) {
   stream_state* s = find_generation(generation);
-  record* r = s ? s->log->find_record(end) : nullptr;
-  if (!r || r->data.cold() || !r->data.at.known()) return 0;
-  r->data.buf.reset();  // readers in flight hold their own reference to the chunk
-  return r->data.size;
+  // Readers in flight (on any core) hold their own reference to the chunk.
+  return s ? s->log->drop_bytes(end) : 0;
 }
 
 std::vector<std::uint64_t> state_machine::referenced_segments(std::uint32_t core) const {
-  // Soft-deleted streams are included: they keep their records while forks reference them.
+  // Soft-deleted streams are included: they keep their records while forks reference them (a fork's
+  // inherited records are its source's, listed there).
   std::unordered_set<std::uint64_t> seen;
   for (const auto& [path, s] : streams_) {
     s.log->for_each_record([&](const record& r) {

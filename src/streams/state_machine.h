@@ -79,8 +79,8 @@ struct outcome {
   std::vector<std::string> removed;
   // Fork sources (paths, maybe on other cores) that must receive a fork_release_command.
   std::vector<std::string> release;
-  // fork_retain: what the fork inherits; `sub_record` is the record at the fork point when a
-  // sub-offset was asked for (the caller materializes the prefix from it).
+  // fork_retain: what the fork inherits (the source's log and the fork point); `sub_record` is the
+  // record at the fork point when a sub-offset was asked for (the caller materializes the prefix from it).
   std::optional<fork_resolution> resolution;
   std::optional<record> sub_record;
 };
@@ -137,26 +137,31 @@ class state_machine {
     by_generation_.swap(other.by_generation_);
   }
 
-  // Log replay support (server/wal_recovery.cc). A fork replayed from the log is created without its
-  // inherited records (they are not encoded); once every core has replayed, the caller gives each fork
-  // its source's records before the fork point, sources before their forks.
+  // Log replay support (server/wal_recovery.cc). A fork reads its records before the fork point from
+  // its source's log (pointer-based stitching, PROTOCOL.md 4.2). A fork replayed from the log or restored
+  // from a checkpoint has no such link (the log does not encode it); once every core has replayed, the
+  // caller links each fork to its source's log (stitch_fork), which may live on another core.
   struct fork_link {
     std::string path;
     std::string source;
     stream_offset point{};
   };
-  // Every fork (soft-deleted ones too), stitched or not: what counts fork references.
+  // Every fork (soft-deleted ones too), linked or not: what counts fork references.
   std::vector<fork_link> forks() const;
-  // Forks created by log replay whose inherited records still have to be stitched (see stitch_fork):
-  // those created from a create_command whose fork resolution had no inherited records while the fork
-  // point is > 0. stitch_fork clears the mark. Snapshot/restore keeps the mark.
+  // Forks whose fork point is > 0 and that are not linked to their source's log yet (see stitch_fork).
   std::vector<fork_link> forks_to_stitch() const;
-  // The records of `path` before `upto` (empty when the stream does not exist).
-  std::vector<record> prefix(const std::string& path, stream_offset upto) const;
-  // Puts `inherited` (ending at the fork point) in front of the fork's own records; those whose
-  // location is known are kept cold (the fork does not pin its source's memory). Clears the
-  // forks_to_stitch mark.
-  void stitch_fork(const std::string& path, std::vector<record> inherited);
+  // The log of `path` (soft-deleted streams included), or null: what a fork of it links to.
+  std::shared_ptr<const memory_log> log_of(const std::string& path) const;
+  // Links the fork at `path` to its source's log. Only while the log is not shared with other cores'
+  // readers (start-up, or a state being rebuilt).
+  void stitch_fork(const std::string& path, std::shared_ptr<const memory_log> source);
+  // After a log write failure, this machine was rebuilt from the log and `old` is the state it replaces:
+  // every stream of this machine that is the same incarnation in `old` (same path and generation) takes
+  // over `old`'s log object with this machine's records, so forks that point at it (on other cores too)
+  // keep reading it and its fork link stays. Forks new to this machine keep theirs unlinked.
+  void adopt_logs(state_machine& old);
+  // How many records `path`'s own log holds (0 if absent): a fork's inherited records are not counted.
+  std::size_t records_held(std::string_view path) const;
   // Streams holding fork references, with their counts (the caller compares them with the forks that
   // exist and releases references a crash left behind).
   std::vector<std::pair<std::string, std::uint32_t>> ref_counts() const;
@@ -171,21 +176,23 @@ class state_machine {
   // absent, not located, or already cold). Other holders of the chunk (readers in flight) keep it alive.
   std::size_t evict(std::uint64_t generation, std::uint64_t end);
   // The segment ids of core `core`'s log that some record of this state machine points at (cold or
-  // hot, inherited fork records included), ascending. What the log's reclaim must keep.
+  // hot), ascending. What the log's reclaim must keep. A fork's inherited records are its source's:
+  // the source (kept, soft-deleted if need be, while forks reference it) lists their segments.
   std::vector<std::uint64_t> referenced_segments(std::uint32_t core) const;
 
   // Checkpoints (state_snapshot.cc).
   //
   // Every stream (soft-deleted ones too) with all its state (meta incl. generation, requested expiry,
-  // last access, soft_deleted, ref_count, fork origin, closed_by, last_seq, producers, records) and
-  // next_generation_. Records are written as their disk_location + begin/size/end/messages; a record
-  // whose location is not known has its bytes inlined (so the blob is always complete). Deterministic:
-  // the same state gives the same bytes.
+  // last access, soft_deleted, ref_count, fork origin, closed_by, last_seq, producers, own records: a
+  // fork's inherited records are its source's) and next_generation_. Records are written as their
+  // disk_location + begin/size/end/messages; a record whose location is not known has its bytes inlined (so
+  // the blob is always complete). Deterministic: the same state gives the same bytes.
   std::vector<std::byte> snapshot() const;
   // Rebuilds the state from a snapshot; the state machine must be empty (fresh). Restored records are
-  // cold (buf null) unless their bytes were inlined. Returns an error (codec_errc::bad_value or
-  // truncated, with a reason) for a damaged or unknown-version blob, leaving the machine empty; never
-  // crashes on garbage.
+  // cold (buf null) unless their bytes were inlined. Restored forks are unlinked (forks_to_stitch); a
+  // version 1 blob's inherited records are dropped (the source has them). Returns an error
+  // (codec_errc::bad_value or truncated, with a reason) for a damaged or unknown-version blob, leaving the
+  // machine empty; never crashes on garbage.
   status restore(std::span<const std::byte> blob);
 
  private:
@@ -199,14 +206,14 @@ class state_machine {
     std::int64_t last_access_ms = 0;
     bool soft_deleted = false;
     std::uint32_t ref_count = 0;    // live forks that reference this stream
-    std::optional<fork_spec> fork;  // origin (resolution.inherited cleared)
+    std::optional<fork_spec> fork;  // origin (resolution.source_log cleared)
     std::optional<producer_ref> closed_by;
     std::optional<std::string> last_seq;
     std::map<std::string, producer_state> producers;
-    // A soft-deleted stream keeps its log (records and their locations) until its last fork is released,
-    // so referenced_segments() keeps covering the segments that forks' inherited records point at.
-    std::unique_ptr<stream_log> log;
-    bool needs_stitch = false;  // replayed fork without its inherited records (forks_to_stitch)
+    // A soft-deleted stream keeps its log (records and their locations) until its last fork is released:
+    // forks read their inherited records from it, and referenced_segments() keeps covering its segments.
+    // Shared with the forks that read from it (on any core; see stream_log.h).
+    std::shared_ptr<memory_log> log;
   };
 
   static bool is_expired(const stream_state& s, std::int64_t now_ms);

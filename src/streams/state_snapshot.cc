@@ -2,6 +2,7 @@
 // docs/log-format.md, "Checkpoint blob of a stream state machine"; primitives from wire.h.
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <unordered_set>
 
 #include "streams/command_codec.h"
@@ -13,7 +14,10 @@ namespace weir::streams {
 namespace {
 
 constexpr std::string_view snapshot_magic = "weirsnap";
-constexpr std::uint64_t snapshot_version = 1;
+// 2: a fork lists its own records only (it reads the rest from its source); no "to stitch" flag.
+// 1: a fork listed its inherited records too (still read: they are dropped on restore).
+constexpr std::uint64_t snapshot_version = 2;
+constexpr std::uint64_t snapshot_version_copied_forks = 1;
 
 // How a record's bytes are written.
 enum class record_kind : std::uint8_t { on_disk = 0, inline_bytes = 1 };
@@ -107,7 +111,6 @@ std::vector<std::byte> state_machine::snapshot() const {
       w.str(f.resolved.source_content_type);
       w.exp(f.resolved.source_expiry);
       w.boolean(f.resolved.retained);
-      w.boolean(s.needs_stitch);
     });
     w.opt(s.closed_by, [&](const producer_ref& p) {
       w.str(p.id);
@@ -142,7 +145,10 @@ status state_machine::restore(std::span<const std::byte> blob) {
   if (!in.expect(snapshot_magic)) return bad("not a state machine snapshot (magic)");
   std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
-  if (version != snapshot_version) return bad("unknown version " + std::to_string(version));
+  if (version != snapshot_version && version != snapshot_version_copied_forks) {
+    return bad("unknown version " + std::to_string(version));
+  }
+  const bool copied_forks = version == snapshot_version_copied_forks;
   const std::uint64_t next_generation = in.var();
   const std::uint64_t count = in.var();
   if (in.ok() && next_generation == 0) return bad("next generation 0");
@@ -171,7 +177,7 @@ status state_machine::restore(std::span<const std::byte> blob) {
       f.resolved.source_content_type = in.str();
       f.resolved.source_expiry = in.exp();
       f.resolved.retained = in.boolean();
-      s.needs_stitch = in.boolean();
+      if (copied_forks) (void)in.boolean();  // "to stitch": every restored fork is linked anew
       return f;
     });
     s.closed_by = in.opt<producer_ref>([&] {
@@ -199,35 +205,35 @@ status state_machine::restore(std::span<const std::byte> blob) {
       return bad("generation " + std::to_string(s.meta.generation) + " is listed twice");
     }
 
-    // The log, checked exactly as memory_log would assert: inherited records (ending at or before the
-    // fork point) contiguous and ending at it, then own records each following the tail.
+    // The log, checked exactly as memory_log would assert: own records contiguous from the fork point
+    // (0 for a stream that is not a fork). Version 1 listed a fork's inherited records first (contiguous,
+    // ending at the fork point); they are checked and dropped: the fork reads them from its source once
+    // linked (forks_to_stitch).
     const std::uint64_t base = s.fork ? s.fork->resolved.point.value() : 0;
     const std::uint64_t records = in.var();
-    std::vector<record> inherited;
-    std::vector<record> own;
+    auto log = std::make_shared<memory_log>(nullptr, stream_offset(base));
+    std::optional<std::uint64_t> inherited_end;
     for (std::uint64_t k = 0; k < records && in.ok(); ++k) {
       record r;
       std::string reason;
       if (!read_record(in, r, reason)) return bad(reason + " in " + path);
       if (!in.ok()) break;
-      const std::uint64_t prev_end =
-          !own.empty() ? own.back().end : (!inherited.empty() ? inherited.back().end : r.begin());
-      if (r.begin() != prev_end) return bad("records of " + path + " are not contiguous");
-      if (r.end <= base) {
-        inherited.push_back(std::move(r));
-      } else {
-        if (r.begin() != (own.empty() ? base : own.back().end)) {
-          return bad("records of " + path + " do not start at the fork point");
-        }
-        own.push_back(std::move(r));
+      if (copied_forks && r.end <= base && log->record_count() == 0) {
+        if (inherited_end && r.begin() != *inherited_end)
+          return bad("records of " + path + " are not contiguous");
+        inherited_end = r.end;
+        continue;
       }
+      if (r.begin() != log->tail().value()) {
+        return bad(log->record_count() == 0 ? "records of " + path + " do not start at the fork point"
+                                            : "records of " + path + " are not contiguous");
+      }
+      log->append(std::move(r));
     }
     if (!in.ok()) return truncated();
-    if (!inherited.empty() && inherited.back().end != base) {
+    if (inherited_end && *inherited_end != base) {
       return bad("inherited records of " + path + " do not end at the fork point");
     }
-    auto log = std::make_unique<memory_log>(std::move(inherited), stream_offset(base));
-    for (record& r : own) log->append(std::move(r));
     s.log = std::move(log);
     if (!streams.emplace(std::move(path), std::move(s)).second) return bad("a stream is listed twice");
   }

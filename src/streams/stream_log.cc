@@ -1,15 +1,36 @@
 #include "streams/stream_log.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "base/assert.h"
 
 namespace weir::streams {
 
-memory_log::memory_log(std::vector<record> inherited, stream_offset base)
-    : records_(std::move(inherited)), base_(base.value()) {
-  WEIR_ASSERT(records_.empty() || records_.back().end == base_,
-              "inherited records end at {}, fork point is {}", records_.back().end, base_);
+memory_log::memory_log(std::shared_ptr<const memory_log> source, stream_offset base)
+    : base_(base.value()), source_(std::move(source)) {}
+
+memory_log::~memory_log() {
+  // Unlink a chain of forks that only this log keeps alive one by one, so that destroying the end of a
+  // long chain does not recurse once per fork.
+  std::shared_ptr<const memory_log> s = std::move(source_);
+  while (s && s.use_count() == 1) {
+    std::shared_ptr<const memory_log> next = std::move(const_cast<memory_log&>(*s).source_);
+    s = std::move(next);
+  }
+}
+
+void memory_log::link_source(std::shared_ptr<const memory_log> source) {
+  WEIR_ASSERT(source.get() != this, "a fork at {} linked to itself", base_);
+  source_ = std::move(source);
+}
+
+void memory_log::take_records(memory_log& fresh) {
+  WEIR_ASSERT(fresh.base_ == base_, "rebuilt log starts at {}, this one at {}", fresh.base_, base_);
+  std::lock_guard lock(mu_);
+  records_ = std::move(fresh.records_);
+  fresh.records_.clear();
+  next_hint_ = 0;
 }
 
 stream_offset memory_log::tail() const {
@@ -20,6 +41,7 @@ void memory_log::append(record r) {
   WEIR_ASSERT(r.data.size > 0, "empty record appended at {}", r.end);
   WEIR_ASSERT(r.end == tail().value() + r.data.size, "record end {} does not follow tail {} + {}", r.end,
               tail().value(), r.data.size);
+  std::lock_guard lock(mu_);
   records_.push_back(std::move(r));
 }
 
@@ -29,26 +51,41 @@ std::size_t memory_log::first_ending_after(std::uint64_t pos) const {
   return static_cast<std::size_t>(it - records_.begin());
 }
 
-read_plan memory_log::read(stream_offset from, std::size_t max_bytes, bool whole_records) const {
-  read_plan plan;
-  std::uint64_t pos = std::min(from.value(), tail().value());
-  plan.next = stream_offset(pos);
+const memory_log* memory_log::holder_of(std::uint64_t pos, std::uint64_t& limit) const {
+  const memory_log* l = this;
+  while (pos < l->base_ && l->source_) {
+    limit = std::min(limit, l->base_);
+    l = l->source_.get();
+  }
+  return l;
+}
+
+std::uint64_t memory_log::read_own(std::uint64_t pos, std::uint64_t limit, std::size_t max_bytes,
+                                   bool whole_records, read_plan& plan, bool& full) const {
   for (std::size_t i = first_ending_after(pos); i < records_.size(); ++i) {
     const record& r = records_[i];
-    std::uint64_t skip = pos > r.begin() ? pos - r.begin() : 0;
+    if (r.begin() >= limit) break;
+    const std::uint64_t end = std::min(r.end, limit);  // a byte-stream record cut at a fork point
+    const std::uint64_t skip = pos > r.begin() ? pos - r.begin() : 0;
     if (whole_records && skip > 0) {
       // Not a boundary of a message-framed record: continue at the next record.
-      pos = r.end;
+      pos = end;
       plan.next = stream_offset(pos);
       continue;
     }
-    std::uint64_t avail = r.data.size - skip;
-    std::uint64_t room = max_bytes > plan.bytes ? max_bytes - plan.bytes : 0;
+    std::uint64_t avail = end - r.begin() - skip;
+    const std::uint64_t room = max_bytes > plan.bytes ? max_bytes - plan.bytes : 0;
     if (avail > room) {
       if (whole_records) {
-        if (plan.bytes > 0) break;  // always return at least one record
+        if (plan.bytes > 0) {  // always return at least one record
+          full = true;
+          break;
+        }
       } else {
-        if (room == 0) break;
+        if (room == 0) {
+          full = true;
+          break;
+        }
         avail = room;
       }
     }
@@ -59,52 +96,115 @@ read_plan memory_log::read(stream_offset from, std::size_t max_bytes, bool whole
     plan.bytes += avail;
     pos = r.begin() + skip + avail;
     plan.next = stream_offset(pos);
-    if (plan.bytes >= max_bytes) break;
+    if (plan.bytes >= max_bytes) {
+      full = true;
+      break;
+    }
   }
-  plan.up_to_date = plan.next == tail();
+  return pos;
+}
+
+read_plan memory_log::read(stream_offset from, std::size_t max_bytes, bool whole_records) const {
+  read_plan plan;
+  const std::uint64_t tail_pos = tail().value();
+  std::uint64_t pos = std::min(from.value(), tail_pos);
+  plan.next = stream_offset(pos);
+  bool full = false;
+  while (!full && pos < tail_pos) {
+    std::uint64_t limit = tail_pos;
+    const memory_log* l = holder_of(pos, limit);
+    if (pos < l->base_) {
+      // An unlinked fork (its source's records are not at hand): nothing to return before its base.
+      pos = std::min(limit, l->base_);
+      plan.next = stream_offset(pos);
+      continue;
+    }
+    if (l == this) {
+      pos = read_own(pos, limit, max_bytes, whole_records, plan, full);
+    } else {
+      std::lock_guard lock(l->mu_);
+      pos = l->read_own(pos, limit, max_bytes, whole_records, plan, full);
+    }
+    if (!full && pos < limit) {
+      // The holder ends before this stream's view of it does (lost inherited data): skip the hole
+      // rather than read it forever.
+      pos = limit;
+      plan.next = stream_offset(pos);
+    }
+  }
+  plan.up_to_date = plan.next.value() == tail_pos;
   return plan;
 }
 
-std::vector<record> memory_log::prefix(stream_offset upto) const {
-  std::vector<record> out;
-  for (const record& r : records_) {
-    if (r.begin() >= upto.value()) break;
-    if (r.end <= upto.value()) {
-      out.push_back(r);
-    } else {
-      record part = r;  // a byte-stream record cut at the fork point
-      part.data.size = static_cast<std::uint32_t>(upto.value() - r.begin());
-      part.end = upto.value();
-      out.push_back(std::move(part));
-    }
+std::optional<record> memory_log::record_at(stream_offset at) const {
+  std::uint64_t limit = tail().value();
+  if (at.value() >= limit) return std::nullopt;
+  const memory_log* l = holder_of(at.value(), limit);
+  if (at.value() < l->base_) return std::nullopt;
+  std::unique_lock<std::mutex> lock;
+  if (l != this) lock = std::unique_lock(l->mu_);
+  std::size_t i = l->first_ending_after(at.value());
+  if (i >= l->records_.size() || l->records_[i].begin() != at.value()) return std::nullopt;
+  record r = l->records_[i];
+  if (r.end > limit) {  // seen through a fork point inside it
+    r.data.size = static_cast<std::uint32_t>(limit - r.begin());
+    r.end = limit;
   }
-  return out;
-}
-
-const record* memory_log::record_at(stream_offset at) const {
-  std::size_t i = first_ending_after(at.value());
-  if (i < records_.size() && records_[i].begin() == at.value()) return &records_[i];
-  return nullptr;
+  return r;
 }
 
 bool memory_log::is_boundary(stream_offset at) const {
-  if (at.value() == 0 || at.value() == base_ || at == tail()) return true;
-  std::size_t i = first_ending_after(at.value());
-  return i < records_.size() && records_[i].begin() == at.value();
+  const std::uint64_t pos = at.value();
+  const std::uint64_t tail_pos = tail().value();
+  if (pos == 0 || pos == tail_pos) return true;
+  if (pos > tail_pos) return false;
+  const memory_log* l = this;
+  while (true) {
+    if (pos == l->base_) return true;  // a fork point: a fork's own records start there
+    if (pos > l->base_ || !l->source_) break;
+    l = l->source_.get();
+  }
+  if (pos < l->base_) return false;  // unlinked: unknown
+  std::unique_lock<std::mutex> lock;
+  if (l != this) lock = std::unique_lock(l->mu_);
+  std::size_t i = l->first_ending_after(pos);
+  return i < l->records_.size() && l->records_[i].begin() == pos;
 }
 
-record* memory_log::find_record(std::uint64_t end) {
+std::size_t memory_log::find_end(std::uint64_t end) {
   // The hot tier asks for the newest record (just made durable), then evicts records oldest first.
-  if (!records_.empty() && records_.back().end == end) return &records_.back();
+  if (!records_.empty() && records_.back().end == end) return records_.size() - 1;
   std::size_t i = next_hint_;
   if (i >= records_.size() || records_[i].end != end) {
     auto it = std::lower_bound(records_.begin(), records_.end(), end,
                                [](const record& r, std::uint64_t e) { return r.end < e; });
-    if (it == records_.end() || it->end != end) return nullptr;
+    if (it == records_.end() || it->end != end) return records_.size();
     i = static_cast<std::size_t>(it - records_.begin());
   }
   next_hint_ = i + 1;
-  return &records_[i];
+  return i;
+}
+
+bool memory_log::set_location(std::uint64_t end, const disk_location& at) {
+  std::size_t i = find_end(end);
+  if (i == records_.size()) return false;
+  std::lock_guard lock(mu_);
+  records_[i].data.at = at;
+  return true;
+}
+
+std::size_t memory_log::drop_bytes(std::uint64_t end) {
+  std::size_t i = find_end(end);
+  if (i == records_.size()) return 0;
+  record& r = records_[i];
+  if (r.data.cold() || !r.data.at.known()) return 0;
+  chunk dropped;  // released after the lock: readers in flight may still hold the chunk
+  {
+    std::lock_guard lock(mu_);
+    dropped = std::move(r.data.buf);
+    r.data.buf.reset();
+  }
+  return r.data.size;
 }
 
 void memory_log::for_each_record(const std::function<void(const record&)>& fn) const {

@@ -1,17 +1,25 @@
-// stream_log: where one stream's bytes live. The state machine talks to this small interface only, so
-// the on-disk log and hot tier (next issue) can replace the in-memory implementation. A fork's log
-// starts with its inherited records (shared chunks of the source), then its own.
+// stream_log: where one stream's bytes live. The state machine talks to this small interface only.
 //
-// Owned by the stream's owner core; not thread-safe. The chunks it hands out are immutable and may be
-// passed to other cores. A record may be cold (chunk_slice::buf null, its bytes on disk at
-// chunk_slice::at): reads hand out its slices like those of hot records, and the caller fetches the
-// bytes of cold slices from the log.
+// A fork's log holds only its own records: the records before its fork point are read, when a read
+// reaches them, from its source's log (and from the source's source, for a chain of forks), which it
+// references by pointer and fork point ("pointer-based stitching", PROTOCOL.md 4.2). A fork therefore
+// costs memory in proportion to its own records, not to its source's.
+//
+// Owned by the stream's owner core. The owner is the only writer (append, set_location, drop_bytes,
+// take_records) and reads its own records without locking; a fork on another core reads its source's
+// records through the same object, so every write and every read of another log's records (the
+// inherited part of a read) holds that log's mutex, briefly (no lock is held while another is taken).
+// The chunks a read hands out are immutable and may be passed to other cores. A record may be cold
+// (chunk_slice::buf null, its bytes on disk at chunk_slice::at): reads hand out its slices like those of
+// hot records, and the caller fetches the bytes of cold slices from the log.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "streams/types.h"
@@ -26,50 +34,82 @@ class stream_log {
   virtual void append(record r) = 0;
 
   // Data from `from` up to at most `max_bytes` (at least one record when whole_records and one fits
-  // nowhere else). whole_records: never split a record (JSON streams keep message boundaries).
+  // nowhere else), inherited records first. whole_records: never split a record (JSON streams keep
+  // message boundaries).
   virtual read_plan read(stream_offset from, std::size_t max_bytes, bool whole_records) const = 0;
 
-  // Every record (or part of one) before `upto`: what a fork at `upto` inherits.
-  virtual std::vector<record> prefix(stream_offset upto) const = 0;
+  // The record that begins exactly at `at` as this stream sees it (an inherited record that crosses a
+  // fork point is cut there), or nothing.
+  virtual std::optional<record> record_at(stream_offset at) const = 0;
 
-  // The record that begins exactly at `at`, or nullptr.
-  virtual const record* record_at(stream_offset at) const = 0;
-
-  // True when `at` is a record boundary (or the tail).
+  // True when `at` is a record boundary (or the tail, or a fork point).
   virtual bool is_boundary(stream_offset at) const = 0;
 
-  // The record whose `end` is exactly `end`, or nullptr. Mutable so that the hot tier can record where
-  // its bytes are on disk and drop them from memory; its position and size must not change.
-  virtual record* find_record(std::uint64_t end) = 0;
+  // The own record ending exactly at `end` is on disk at `at` (the hot tier may drop its bytes later).
+  // False if there is no such record.
+  virtual bool set_location(std::uint64_t end, const disk_location& at) = 0;
+  // Drops the bytes of the own record ending at `end` if its location is known; returns the bytes
+  // released (0 if absent, not located or already cold).
+  virtual std::size_t drop_bytes(std::uint64_t end) = 0;
 
-  // Calls `fn` with every record, in order of position (inherited ones first).
+  // Calls `fn` with every own record (a fork's inherited records are its source's), in position order.
   virtual void for_each_record(const std::function<void(const record&)>& fn) const = 0;
 };
 
-// The in-memory implementation: a vector of records ordered by position.
+// The in-memory implementation: the own records, ordered by position, and for a fork the source's log
+// and the fork point.
 class memory_log final : public stream_log {
  public:
   memory_log() = default;
-  // A fork's log: the inherited records, positioned so that the log's tail starts at `base` (the fork
-  // point) even when the inherited records are not at hand (replay).
-  memory_log(std::vector<record> inherited, stream_offset base);
+  // A fork's log: positions before `base` (the fork point) read from `source`. `source` may be null
+  // (a fork replayed from the log or restored from a checkpoint: link_source gives it later); until
+  // then reads skip from the start to `base`.
+  memory_log(std::shared_ptr<const memory_log> source, stream_offset base);
+  ~memory_log() override;
+  memory_log(const memory_log&) = delete;
+  memory_log& operator=(const memory_log&) = delete;
 
   stream_offset tail() const override;
   void append(record r) override;
   read_plan read(stream_offset from, std::size_t max_bytes, bool whole_records) const override;
-  std::vector<record> prefix(stream_offset upto) const override;
-  const record* record_at(stream_offset at) const override;
+  std::optional<record> record_at(stream_offset at) const override;
   bool is_boundary(stream_offset at) const override;
-  record* find_record(std::uint64_t end) override;  // newest, next after the last found, or binary search
+  bool set_location(std::uint64_t end, const disk_location& at) override;
+  std::size_t drop_bytes(std::uint64_t end) override;
   void for_each_record(const std::function<void(const record&)>& fn) const override;
 
- private:
-  // Index of the first record whose end is after `pos`.
-  std::size_t first_ending_after(std::uint64_t pos) const;
+  // The fork point (0 for a stream that is not a fork) and the source's log (null when not a fork or
+  // not linked yet).
+  stream_offset base() const { return stream_offset(base_); }
+  const std::shared_ptr<const memory_log>& source() const { return source_; }
+  // Gives an unlinked fork its source. Only before the log is shared with other cores (start-up, or a
+  // state being rebuilt).
+  void link_source(std::shared_ptr<const memory_log> source);
+  // Replaces the own records by those of `fresh`, the same stream incarnation rebuilt from the log
+  // (after a failed log write), keeping this object: forks on other cores point at it.
+  void take_records(memory_log& fresh);
+  // How many records this log holds itself (what the stream costs in memory; a fork's inherited records
+  // are not counted: they are its source's).
+  std::size_t record_count() const { return records_.size(); }
 
+ private:
+  // Index of the first own record whose end is after `pos`.
+  std::size_t first_ending_after(std::uint64_t pos) const;
+  // Index of the own record ending exactly at `end`, or records_.size().
+  std::size_t find_end(std::uint64_t end);
+  // Adds own records covering [pos, limit) to `plan` (see read); returns the position reached. Sets
+  // `full` when max_bytes stopped it. The caller holds mu_ unless it is the owner.
+  std::uint64_t read_own(std::uint64_t pos, std::uint64_t limit, std::size_t max_bytes, bool whole_records,
+                         read_plan& plan, bool& full) const;
+  // The log that holds position `pos` of this stream (this or an ancestor) and the position where this
+  // stream stops seeing it (the lowest fork point on the way; `limit` going in).
+  const memory_log* holder_of(std::uint64_t pos, std::uint64_t& limit) const;
+
+  mutable std::mutex mu_;  // guards records_ against other cores' reads (the owner writes under it)
   std::vector<record> records_;
   std::uint64_t base_ = 0;
-  std::size_t next_hint_ = 0;  // just after the record find_record last found (the hot tier evicts in order)
+  std::shared_ptr<const memory_log> source_;
+  std::size_t next_hint_ = 0;  // just after the record find_end last found (the hot tier evicts in order)
 };
 
 }  // namespace weir::streams

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "server/node.h"
 #include "server/shard_wal.h"
+#include "server/stream_shard.h"
 #include "storage/log_writer.h"
 #include "streams/command_codec.h"
 
@@ -33,6 +35,14 @@ class durable_node_test : public test_support::durable_node_fixture {
  protected:
   static std::string path_on(unsigned core, const std::string& stem) {
     return test_support::path_on(core, stem);
+  }
+  // How many records `path`'s own log holds (asked on its core).
+  std::size_t records_held(const std::string& path) {
+    stream_shard& s = n_->owner_of(path);
+    std::promise<std::size_t> p;
+    auto f = p.get_future();
+    s.loop().post([&] { p.set_value(s.machine().records_held(path)); });
+    return f.get();
   }
 };
 
@@ -109,6 +119,72 @@ TEST_F(durable_node_test, damage_before_the_tail_stops_the_start_naming_the_file
   status st = start();
   ASSERT_FALSE(st.has_value());
   EXPECT_NE(st.err().reason.find("core-0"), std::string::npos) << st.err().reason;
+}
+
+// Forks reference their source's records (PROTOCOL.md 4.2, pointer-based stitching): after a restart,
+// from the log alone and then from checkpoints, a chain of forks across both cores (one of them at an
+// offset inside a record, its sources soft-deleted) reads as before and holds only its own records.
+TEST_F(durable_node_test, a_chain_of_forks_across_cores_survives_restarts_holding_only_its_own_records) {
+  cfg_.checkpoint_bytes = 0;  // first restart: everything replayed from the log
+  ASSERT_TRUE(start().has_value());
+  const std::string src = path_on(0, "src"), f1 = path_on(1, "f1"), f2 = path_on(0, "f2"),
+                    f3 = path_on(1, "f3");
+  ASSERT_EQ(http(port_, "PUT", src, text, "r0;").status, 201);
+  std::string want_src = "r0;";
+  for (int i = 1; i < 200; ++i) {
+    const std::string body = "r" + std::to_string(i) + ";";
+    ASSERT_EQ(http(port_, "POST", src, text, body).status, 204);
+    want_src += body;
+  }
+  ASSERT_EQ(http(port_, "PUT", f1, {{"Stream-Forked-From", src}}).status, 201);
+  ASSERT_EQ(http(port_, "POST", f1, text, "+f1").status, 204);
+  const std::string want_f1 = want_src + "+f1";
+  // f2: a fork of f1 inside its first inherited record ("r0;" cut after "r0").
+  ASSERT_EQ(http(port_, "PUT", f2,
+                 {{"Stream-Forked-From", f1}, {"Stream-Fork-Offset", "0000000000000000_0000000000000002"}})
+                .status,
+            201);
+  ASSERT_EQ(http(port_, "POST", f2, text, "+f2").status, 204);
+  const std::string want_f2 = "r0+f2";
+  ASSERT_EQ(http(port_, "PUT", f3, {{"Stream-Forked-From", f1}}).status, 201);
+  const std::string want_f3 = want_f1;
+  ASSERT_EQ(http(port_, "POST", src, text, "later").status, 204);  // after every fork point
+  ASSERT_EQ(http(port_, "DELETE", src).status, 204);               // soft: f1 references it
+  ASSERT_EQ(http(port_, "DELETE", f1).status, 204);                // soft: f2 and f3 reference it
+
+  auto check = [&](const char* when) {
+    SCOPED_TRACE(when);
+    EXPECT_EQ(http(port_, "GET", src).status, 410);
+    EXPECT_EQ(http(port_, "GET", f1).status, 410);
+    EXPECT_EQ(http(port_, "GET", f2).body, want_f2);
+    EXPECT_EQ(http(port_, "GET", f3).body, want_f3);
+    EXPECT_EQ(http(port_, "PUT", src, text, "again").status, 409);  // held by its forks
+    EXPECT_EQ(records_held(src), 201u);
+    EXPECT_EQ(records_held(f1), 1u);
+    EXPECT_EQ(records_held(f2), 1u);
+    EXPECT_EQ(records_held(f3), 0u);
+  };
+  check("before a restart");
+  stop();
+  ASSERT_TRUE(start().has_value());
+  EXPECT_EQ(n_->recovery().forks_stitched, 3u);
+  check("after a restart from the log");
+
+  cfg_.checkpoint_bytes = 1;  // every command is followed by a checkpoint
+  stop();
+  ASSERT_TRUE(start().has_value());
+  ASSERT_EQ(http(port_, "POST", f3, text, "+f3").status, 204);  // a command on each core: checkpoints
+  ASSERT_EQ(http(port_, "POST", f2, text, "!").status, 204);
+  stop();
+  cfg_.checkpoint_bytes = 0;
+  ASSERT_TRUE(start().has_value());
+  EXPECT_EQ(n_->recovery().checkpoints, 2u);
+  EXPECT_EQ(n_->recovery().forks_stitched, 3u);  // restored forks are linked to their sources again
+  EXPECT_EQ(http(port_, "GET", f2).body, want_f2 + "!");
+  EXPECT_EQ(http(port_, "GET", f3).body, want_f3 + "+f3");
+  EXPECT_EQ(records_held(f3), 1u);
+  EXPECT_EQ(records_held(f1), 1u);
+  EXPECT_EQ(http(port_, "GET", src).status, 410);
 }
 
 // A crash between the source's fork_retain and the fork's create (two cores) leaves a reference with no

@@ -101,36 +101,45 @@ TEST(hot_tier, locate_fails_for_a_deleted_or_recreated_stream_or_a_wrong_end) {
   EXPECT_TRUE(sm.locate(new_gen, 3, loc(1, 0)));
 }
 
-TEST(hot_tier, a_fork_stores_located_inherited_records_cold) {
+TEST(hot_tier, a_fork_reads_its_inherited_records_as_the_source_holds_them) {
   state_machine sm;
   (void)sm.create(make_create("/src", "text/plain", "abc"));
   (void)sm.append(make_append("/src", "defg"));
   const std::uint64_t gen = generation_of(sm, "/src");
   ASSERT_TRUE(sm.locate(gen, 3, loc(5, 100)));  // located, still hot in the source
   create_command c = make_create("/fork", "");
-  c.fork = resolve_fork(sm, "/src", 5);  // inherits both records; only the first is located
+  c.fork = resolve_fork(sm, "/src", 5);  // inherits "abc" and "de" of "defg"
   ASSERT_EQ(sm.create(c).code, errc::ok);
 
-  read_result src = sm.read("/src", std::nullopt, 100);
-  EXPECT_FALSE(src.plan.slices[0].cold());  // the source keeps its bytes until it evicts them
+  // While the source holds the bytes, the fork reads them from memory too (no disk read).
   read_result fork = sm.read("/fork", std::nullopt, 100);
+  ASSERT_EQ(fork.plan.slices.size(), 2u);
+  EXPECT_FALSE(fork.plan.slices[0].cold());
+  EXPECT_EQ(fork.plan.slices[0].view(), "abc");
+  EXPECT_EQ(fork.plan.slices[1].view(), "de");
+
+  // Once the source evicts them, the fork does not keep them in memory: it reads them cold.
+  EXPECT_EQ(sm.evict(gen, 3), 3u);
+  fork = sm.read("/fork", std::nullopt, 100);
   ASSERT_EQ(fork.plan.slices.size(), 2u);
   EXPECT_TRUE(fork.plan.slices[0].cold());
   EXPECT_EQ(fork.plan.slices[0].at, loc(5, 100));
   EXPECT_EQ(fork.plan.slices[0].size, 3u);
   EXPECT_FALSE(fork.plan.slices[1].cold());  // no location yet: the bytes stay in memory
   EXPECT_EQ(fork.plan.slices[1].view(), "de");
+  EXPECT_EQ(sm.records_held("/fork"), 0u);
 }
 
-TEST(hot_tier, a_replayed_fork_is_marked_until_stitched_and_stitched_records_are_cold) {
+TEST(hot_tier, a_replayed_fork_is_marked_until_stitched_and_then_reads_its_source) {
   state_machine sm;
   (void)sm.create(make_create("/src", "text/plain", "abc"));
   (void)sm.append(make_append("/src", "de"));
   const std::uint64_t gen = generation_of(sm, "/src");
   ASSERT_TRUE(sm.locate(gen, 3, loc(7, 0)));
+  ASSERT_EQ(sm.evict(gen, 3), 3u);
   create_command c = make_create("/fork", "", "XY");
   c.fork = resolve_fork(sm, "/src", std::nullopt);
-  c.fork->resolved.inherited.clear();  // what log replay sees: no inherited records
+  c.fork->resolved.source_log.reset();  // what log replay sees: no link to the source
   ASSERT_EQ(sm.create(c).code, errc::ok);
   create_command at_zero = make_create("/fork0", "");
   at_zero.fork = resolve_fork(sm, "/src", 0);  // nothing to inherit: not marked
@@ -142,8 +151,12 @@ TEST(hot_tier, a_replayed_fork_is_marked_until_stitched_and_stitched_records_are
   EXPECT_EQ(marked[0].source, "/src");
   EXPECT_EQ(marked[0].point.value(), 5u);
   EXPECT_EQ(sm.forks().size(), 2u);  // forks() still lists every fork
+  // Unlinked, a read skips to the fork's own records (nothing is invented).
+  read_result unlinked = sm.read("/fork", std::nullopt, 100);
+  ASSERT_EQ(unlinked.plan.slices.size(), 1u);
+  EXPECT_EQ(unlinked.plan.slices[0].view(), "XY");
 
-  sm.stitch_fork("/fork", sm.prefix("/src", stream_offset(5)));
+  sm.stitch_fork("/fork", sm.log_of("/src"));
   EXPECT_TRUE(sm.forks_to_stitch().empty());
   EXPECT_EQ(sm.forks().size(), 2u);
   read_result fork = sm.read("/fork", std::nullopt, 100);
@@ -154,7 +167,7 @@ TEST(hot_tier, a_replayed_fork_is_marked_until_stitched_and_stitched_records_are
   EXPECT_EQ(fork.plan.slices[2].view(), "XY");
 }
 
-TEST(hot_tier, referenced_segments_cover_own_and_inherited_records_per_core) {
+TEST(hot_tier, referenced_segments_cover_each_core_s_own_records_and_a_soft_deleted_source_s) {
   state_machine src_core;   // core 0
   state_machine fork_core;  // core 1
   (void)src_core.create(make_create("/src", "text/plain", "abc"));
@@ -172,7 +185,8 @@ TEST(hot_tier, referenced_segments_cover_own_and_inherited_records_per_core) {
   ASSERT_EQ(fork_core.create(c).code, errc::ok);
   const std::uint64_t fork_gen = generation_of(fork_core, "/fork");
   ASSERT_TRUE(fork_core.locate(fork_gen, 7, loc(9, 0, 1)));
-  EXPECT_EQ(fork_core.referenced_segments(0), (std::vector<std::uint64_t>{2, 4}));  // inherited
+  // The fork's inherited records are the source's: the source's core lists their segments.
+  EXPECT_TRUE(fork_core.referenced_segments(0).empty());
   EXPECT_EQ(fork_core.referenced_segments(1), (std::vector<std::uint64_t>{9}));
 
   // The source, deleted while the fork references it, is soft-deleted and keeps its records (and so

@@ -138,6 +138,8 @@ class random_driver {
   const std::vector<std::string>& paths() const { return paths_; }
   std::int64_t now() const { return now_; }
   const fake_log& disk() const { return disk_; }
+  // What recovery does after a restore: link every fork waiting for its source's log.
+  void link_forks(const std::vector<state_machine*>& sms) { stitch(sms); }
 
   void step(const std::vector<state_machine*>& sms) {
     now_ += static_cast<std::int64_t>(pick(1500));
@@ -245,7 +247,7 @@ class random_driver {
 
   // A fork of a random stream at a random point, created the way the server creates it (fork_retain on
   // the source, then create with the resolution). `replayed`: the create as log replay sees it, with no
-  // inherited records (the fork then waits for stitch_fork).
+  // link to the source's log (the fork then waits for stitch_fork).
   void fork(const std::vector<state_machine*>& sms, bool replayed) {
     const std::string& src = any_path();
     const std::string& dst = paths_[3 + pick(2)];
@@ -277,7 +279,7 @@ class random_driver {
       f.sub_offset = r.sub_offset;
       f.resolved = *o.resolution;
       f.resolved.retained = true;
-      if (replayed) f.resolved.inherited.clear();
+      if (replayed) f.resolved.source_log.reset();
       if (o.sub_record) f.resolved.prefix = bytes(disk_.bytes_of(o.sub_record->data).substr(0, r.sub_offset));
       c.fork = std::move(f);
       return c;
@@ -294,16 +296,14 @@ class random_driver {
     run_each(sms, per_machine[0], [&](state_machine&) { return per_machine[i++]; });
   }
 
-  // What the server does after replay: give each marked fork its source's records before the point.
+  // What the server does after replay or a restore: link each marked fork to its source's log.
   void stitch(const std::vector<state_machine*>& sms) {
     for (state_machine* sm : sms) {
       auto marked = sm->forks_to_stitch();
       std::sort(marked.begin(), marked.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
       for (const auto& l : marked) {
-        std::vector<record> inherited = sm->prefix(l.source, l.point);
-        // A re-created source may be shorter than the fork point (wal_recovery.cc does the same).
-        if (!inherited.empty() && inherited.back().end != l.point.value()) inherited.clear();
-        sm->stitch_fork(l.path, std::move(inherited));
+        // wal_recovery.cc does the same: a missing source leaves the fork unlinked.
+        if (auto log = sm->log_of(l.source)) sm->stitch_fork(l.path, std::move(log));
       }
     }
   }
@@ -355,6 +355,9 @@ TEST(snapshot, random_command_sequences_behave_the_same_after_a_restore) {
     state_machine b;
     status restored = b.restore(as_span(a.snapshot()));
     ASSERT_TRUE(restored.has_value()) << restored.err().reason;
+    // A restored fork is linked to its source again, as recovery does (and, for the comparison, the
+    // forks `a` still waits to link too: a restart links every fork).
+    d.link_forks({&a, &b});
     expect_alike(a, b, d, "right after the restore");
     for (int i = 0; i < 150; ++i) {
       d.step({&a, &b});
@@ -365,6 +368,7 @@ TEST(snapshot, random_command_sequences_behave_the_same_after_a_restore) {
     // A second restart, from the restored machine's own snapshot.
     state_machine c;
     ASSERT_TRUE(c.restore(as_span(b.snapshot())).has_value());
+    d.link_forks({&a, &b, &c});
     for (int i = 0; i < 100; ++i) d.step({&a, &b, &c});
     expect_alike(a, c, d, "after the second restore");
   }
@@ -489,6 +493,8 @@ TEST(snapshot, a_soft_deleted_source_with_forks_survives_and_cascades_after_a_re
   ASSERT_TRUE(b.restore(as_span(a.snapshot())).has_value());
   EXPECT_EQ(b.head("/src", t0).code, errc::gone);
   EXPECT_EQ(b.referenced_segments(0), std::vector<std::uint64_t>{4});
+  ASSERT_EQ(b.forks_to_stitch().size(), 1u);
+  b.stitch_fork("/fork", b.log_of("/src"));  // as recovery does: the soft-deleted source is kept
   read_result fork = b.read("/fork", std::nullopt, 100);
   ASSERT_EQ(fork.plan.slices.size(), 2u);
   EXPECT_TRUE(fork.plan.slices[0].cold());
@@ -505,19 +511,20 @@ TEST(snapshot, a_soft_deleted_source_with_forks_survives_and_cascades_after_a_re
   EXPECT_TRUE(b.referenced_segments(0).empty());
 }
 
-TEST(snapshot, forks_waiting_for_their_stitch_stay_marked_after_a_restore) {
+TEST(snapshot, restored_forks_wait_for_their_stitch_and_hold_only_their_own_records) {
   state_machine a;
   (void)a.create(make_create("/src", "text/plain", "abcdef"));
   create_command f = make_create("/fork", "", "X");
   f.fork = resolve_fork(a, "/src", 4);
-  f.fork->resolved.inherited.clear();
   ASSERT_EQ(a.create(f).code, errc::ok);
+  ASSERT_TRUE(a.forks_to_stitch().empty());  // linked at creation
   state_machine b;
   ASSERT_TRUE(b.restore(as_span(a.snapshot())).has_value());
   auto marked = b.forks_to_stitch();
   ASSERT_EQ(marked.size(), 1u);
   EXPECT_EQ(marked[0].point.value(), 4u);
-  b.stitch_fork("/fork", b.prefix("/src", stream_offset(4)));
+  EXPECT_EQ(b.records_held("/fork"), 1u);  // "X" only: the blob does not repeat the source's records
+  b.stitch_fork("/fork", b.log_of("/src"));
   EXPECT_TRUE(b.forks_to_stitch().empty());
   std::string all;
   for (const auto& s : b.read("/fork", std::nullopt, 100).plan.slices) all.append(s.view());
@@ -563,7 +570,7 @@ TEST(snapshot, a_wrong_magic_or_an_unknown_version_is_a_bad_value) {
   std::vector<std::byte> magic = blob;
   magic[0] = std::byte{'X'};
   std::vector<std::byte> version = blob;
-  version[8] = std::byte{2};
+  version[8] = std::byte{3};
   for (const auto& bad : {magic, version}) {
     state_machine b;
     status s = b.restore(as_span(bad));
@@ -573,13 +580,15 @@ TEST(snapshot, a_wrong_magic_or_an_unknown_version_is_a_bad_value) {
 }
 
 // A hand-built blob of one stream "/s" (generation 1, next generation `next_gen`) with `records`
-// inlined records (end, bytes).
+// inlined records (end, bytes), in the format of `version` (1: a fork lists its inherited records too
+// and has a "to stitch" flag).
 std::vector<std::byte> one_stream_blob(std::uint64_t next_gen,
                                        const std::vector<std::pair<std::uint64_t, std::string>>& records,
-                                       std::optional<std::uint64_t> fork_point = std::nullopt) {
+                                       std::optional<std::uint64_t> fork_point = std::nullopt,
+                                       std::uint64_t version = 1) {
   wire::writer w;
   w.raw("weirsnap");
-  w.var(1);
+  w.var(version);
   w.var(next_gen);
   w.var(1);
   w.str("/s");
@@ -600,7 +609,7 @@ std::vector<std::byte> one_stream_blob(std::uint64_t next_gen,
     w.str("text/plain");
     w.exp({});
     w.boolean(true);
-    w.boolean(false);
+    if (version == 1) w.boolean(false);
   }
   w.boolean(false);
   w.boolean(false);
@@ -626,20 +635,36 @@ TEST(snapshot, impossible_logs_and_generations_are_bad_values) {
     EXPECT_EQ(all, "abcde");
   }
   {
-    state_machine b;  // a fork at 3 with inherited records and its own
+    // Version 1: a fork at 3 with inherited records and its own. The inherited ones are dropped (the
+    // source has them); the fork waits for its link.
+    state_machine b;
     ASSERT_TRUE(b.restore(as_span(one_stream_blob(2, {{3, "abc"}, {5, "de"}}, 3))).has_value());
+    EXPECT_EQ(b.records_held("/s"), 1u);
+    EXPECT_EQ(b.forks_to_stitch().size(), 1u);
+    std::string all;
+    for (const auto& sl : b.read("/s", stream_offset(3), 100).plan.slices) all.append(sl.view());
+    EXPECT_EQ(all, "de");
+  }
+  {
+    state_machine b;  // version 2: the same fork lists only its own records
+    ASSERT_TRUE(b.restore(as_span(one_stream_blob(2, {{5, "de"}}, 3, 2))).has_value());
+    EXPECT_EQ(b.records_held("/s"), 1u);
+    EXPECT_EQ(b.head("/s", t0).meta->tail.value(), 5u);
   }
   const std::vector<std::vector<std::byte>> bad = {
-      one_stream_blob(1, {{3, "abc"}}),                // generation not below the next one
-      one_stream_blob(0, {}),                          // next generation 0
-      one_stream_blob(2, {{4, "abc"}}),                // does not start at 0
-      one_stream_blob(2, {{3, "abc"}, {6, "de"}}),     // a hole
-      one_stream_blob(2, {{3, "abc"}, {4, "de"}}),     // an overlap
-      one_stream_blob(2, {{2, "abc"}}),                // ends before it begins
-      one_stream_blob(2, {{0, ""}}),                   // empty record
-      one_stream_blob(2, {{3, "abc"}, {5, "de"}}, 4),  // a record across the fork point
-      one_stream_blob(2, {{3, "abc"}}, 5),             // inherited records end before the fork point
-      one_stream_blob(2, {{7, "abc"}}, 5),             // own records after a gap
+      one_stream_blob(1, {{3, "abc"}}),                   // generation not below the next one
+      one_stream_blob(0, {}),                             // next generation 0
+      one_stream_blob(2, {{4, "abc"}}),                   // does not start at 0
+      one_stream_blob(2, {{3, "abc"}, {6, "de"}}),        // a hole
+      one_stream_blob(2, {{3, "abc"}, {4, "de"}}),        // an overlap
+      one_stream_blob(2, {{2, "abc"}}),                   // ends before it begins
+      one_stream_blob(2, {{0, ""}}),                      // empty record
+      one_stream_blob(2, {{3, "abc"}, {5, "de"}}, 4),     // a record across the fork point
+      one_stream_blob(2, {{3, "abc"}}, 5),                // inherited records end before the fork point
+      one_stream_blob(2, {{7, "abc"}}, 5),                // own records after a gap
+      one_stream_blob(2, {{3, "abc"}, {5, "de"}}, 3, 2),  // version 2: inherited records listed
+      one_stream_blob(2, {{4, "abc"}}, 3, 2),             // version 2: own records not at the fork point
+      one_stream_blob(2, {{4, "abc"}}, std::nullopt, 2),  // version 2: does not start at 0
   };
   for (std::size_t i = 0; i < bad.size(); ++i) {
     state_machine b;

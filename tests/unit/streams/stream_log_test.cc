@@ -36,17 +36,21 @@ TEST(memory_log, reads_across_records_with_limit) {
   EXPECT_TRUE(p.up_to_date);
 }
 
-TEST(memory_log, prefix_cuts_a_record_at_the_fork_point) {
-  memory_log log;
-  log.append(rec("abc", 3));
-  log.append(rec("defg", 7));
-  auto pre = log.prefix(stream_offset(5));
-  ASSERT_EQ(pre.size(), 2u);
-  EXPECT_EQ(pre[1].data.view(), "de");
-  EXPECT_EQ(pre[1].end, 5u);
-  memory_log fork(pre, stream_offset(5));
+TEST(memory_log, a_fork_sees_its_source_cut_at_the_fork_point) {
+  auto src = std::make_shared<memory_log>();
+  src->append(rec("abc", 3));
+  src->append(rec("defg", 7));
+  memory_log fork(src, stream_offset(5));
   fork.append(rec("X", 6));
+  src->append(rec("hi", 9));  // after the fork point: never seen by the fork
   EXPECT_EQ(join(fork.read(stream_offset(0), 100, false)), "abcdeX");
+  EXPECT_EQ(fork.record_count(), 1u);
+  std::optional<record> cut = fork.record_at(stream_offset(3));
+  ASSERT_TRUE(cut.has_value());
+  EXPECT_EQ(cut->data.view(), "de");
+  EXPECT_EQ(cut->end, 5u);
+  EXPECT_TRUE(fork.is_boundary(stream_offset(5)));
+  EXPECT_FALSE(fork.is_boundary(stream_offset(4)));
 }
 
 TEST(memory_log, boundaries) {
@@ -56,34 +60,37 @@ TEST(memory_log, boundaries) {
   EXPECT_TRUE(log.is_boundary(stream_offset(0)));
   EXPECT_TRUE(log.is_boundary(stream_offset(2)));
   EXPECT_FALSE(log.is_boundary(stream_offset(3)));
-  ASSERT_NE(log.record_at(stream_offset(2)), nullptr);
+  ASSERT_TRUE(log.record_at(stream_offset(2)).has_value());
   EXPECT_EQ(log.record_at(stream_offset(2))->messages, 2u);
-  EXPECT_EQ(log.record_at(stream_offset(3)), nullptr);
+  EXPECT_FALSE(log.record_at(stream_offset(3)).has_value());
 }
 
 TEST(memory_log, replayed_fork_without_inherited_data_keeps_its_position) {
-  memory_log fork({}, stream_offset(10));
+  memory_log fork(nullptr, stream_offset(10));
   EXPECT_EQ(fork.tail().value(), 10u);
   fork.append(rec("x", 11));
   EXPECT_EQ(fork.tail().value(), 11u);
 }
 
-TEST(memory_log, find_record_finds_exactly_the_record_ending_there) {
+TEST(memory_log, set_location_finds_exactly_the_record_ending_there) {
   memory_log log;
   log.append(rec("abc", 3));
   log.append(rec("de", 5));
   log.append(rec("fghi", 9));
-  for (std::uint64_t end : {3u, 5u, 9u}) {
-    record* r = log.find_record(end);
-    ASSERT_NE(r, nullptr) << end;
-    EXPECT_EQ(r->end, end);
-  }
-  for (std::uint64_t end : {0u, 1u, 4u, 8u, 10u}) EXPECT_EQ(log.find_record(end), nullptr) << end;
+  for (std::uint64_t end : {3u, 5u, 9u})
+    EXPECT_TRUE(log.set_location(end, disk_location{1, end, 0, 0})) << end;
+  for (std::uint64_t end : {0u, 1u, 4u, 8u, 10u})
+    EXPECT_FALSE(log.set_location(end, disk_location{1, 1, 0, 0}));
+  // Each record got the location given for its own end.
+  EXPECT_EQ(log.record_at(stream_offset(0))->data.at.offset, 3u);
+  EXPECT_EQ(log.record_at(stream_offset(3))->data.at.offset, 5u);
+  EXPECT_EQ(log.record_at(stream_offset(5))->data.at.offset, 9u);
   memory_log empty;
-  EXPECT_EQ(empty.find_record(0), nullptr);
+  EXPECT_FALSE(empty.set_location(0, disk_location{1, 1, 0, 0}));
+  EXPECT_EQ(empty.drop_bytes(0), 0u);
 }
 
-TEST(memory_log, find_record_agrees_with_a_linear_search_in_any_order) {
+TEST(memory_log, drop_bytes_agrees_with_a_linear_search_in_any_order) {
   std::mt19937 rng(7);
   memory_log log;
   std::vector<std::uint64_t> ends;
@@ -94,28 +101,29 @@ TEST(memory_log, find_record_agrees_with_a_linear_search_in_any_order) {
     log.append(rec(std::string(size, 'x'), end));
     ends.push_back(end);
   }
-  // In order (as the hot tier evicts), then at random, hits and misses mixed.
-  for (std::uint64_t e : ends) ASSERT_EQ(log.find_record(e)->end, e);
+  // In order (as the hot tier locates), then at random, hits and misses mixed.
+  for (std::uint64_t e : ends) ASSERT_TRUE(log.set_location(e, disk_location{1, e, 0, 0}));
+  std::vector<std::uint64_t> dropped;
   for (int i = 0; i < 2000; ++i) {
     std::uint64_t probe = rng() % (end + 3);
-    bool exists = std::find(ends.begin(), ends.end(), probe) != ends.end();
-    record* r = log.find_record(probe);
-    ASSERT_EQ(r != nullptr, exists) << probe;
-    if (r) {
-      ASSERT_EQ(r->end, probe);
-    }
+    auto it = std::find(ends.begin(), ends.end(), probe);
+    bool exists = it != ends.end();
+    bool first = exists && std::find(dropped.begin(), dropped.end(), probe) == dropped.end();
+    std::size_t size = exists ? probe - (it == ends.begin() ? 0 : *(it - 1)) : 0;
+    ASSERT_EQ(log.drop_bytes(probe), first ? size : 0u) << probe;
+    if (first) dropped.push_back(probe);
   }
 }
 
-TEST(memory_log, for_each_record_visits_inherited_then_own_records_in_order) {
-  memory_log src;
-  src.append(rec("abc", 3));
-  src.append(rec("de", 5));
-  memory_log fork(src.prefix(stream_offset(4)), stream_offset(4));
+TEST(memory_log, for_each_record_visits_only_own_records_in_order) {
+  auto src = std::make_shared<memory_log>();
+  src->append(rec("abc", 3));
+  src->append(rec("de", 5));
+  memory_log fork(src, stream_offset(4));
   fork.append(rec("XY", 6));
   std::vector<std::uint64_t> ends;
   fork.for_each_record([&](const record& r) { ends.push_back(r.end); });
-  EXPECT_EQ(ends, (std::vector<std::uint64_t>{3, 4, 6}));
+  EXPECT_EQ(ends, (std::vector<std::uint64_t>{6}));
 }
 
 TEST(memory_log, cold_records_read_as_cold_slices_with_their_location) {
@@ -124,10 +132,8 @@ TEST(memory_log, cold_records_read_as_cold_slices_with_their_location) {
   log.append(rec("defg", 7));
   log.append(rec("hi", 9));
   const disk_location at{4, 1000, 1, 30};
-  record* r = log.find_record(7);
-  ASSERT_NE(r, nullptr);
-  r->data.at = at;
-  r->data.buf.reset();
+  ASSERT_TRUE(log.set_location(7, at));
+  ASSERT_EQ(log.drop_bytes(7), 4u);
 
   read_plan p = log.read(stream_offset(1), 5, false);  // "bc" hot, then "def" cold
   ASSERT_EQ(p.slices.size(), 2u);
@@ -149,27 +155,36 @@ TEST(memory_log, cold_records_read_as_cold_slices_with_their_location) {
   EXPECT_EQ(p.slices[1].view(), "hi");
   EXPECT_TRUE(p.up_to_date);
 
-  const record* whole = log.record_at(stream_offset(3));
-  ASSERT_NE(whole, nullptr);
+  std::optional<record> whole = log.record_at(stream_offset(3));
+  ASSERT_TRUE(whole.has_value());
   EXPECT_TRUE(whole->data.cold());
   EXPECT_EQ(whole->data.at, at);
+}
 
-  auto pre = log.prefix(stream_offset(5));  // a fork point inside the cold record
-  ASSERT_EQ(pre.size(), 2u);
-  EXPECT_TRUE(pre[1].data.cold());
-  EXPECT_EQ(pre[1].data.at, at);
-  EXPECT_EQ(pre[1].data.begin, 0u);
-  EXPECT_EQ(pre[1].data.size, 2u);
-  EXPECT_EQ(pre[1].end, 5u);
+TEST(memory_log, a_fork_point_inside_a_cold_record_cuts_its_slice) {
+  auto src = std::make_shared<memory_log>();
+  src->append(rec("abc", 3));
+  src->append(rec("defg", 7));
+  const disk_location at{4, 1000, 1, 30};
+  ASSERT_TRUE(src->set_location(7, at));
+  ASSERT_EQ(src->drop_bytes(7), 4u);
+  memory_log fork(src, stream_offset(5));
+  read_plan p = fork.read(stream_offset(4), 100, false);
+  ASSERT_EQ(p.slices.size(), 1u);
+  EXPECT_TRUE(p.slices[0].cold());
+  EXPECT_EQ(p.slices[0].at, at);
+  EXPECT_EQ(p.slices[0].begin, 1u);
+  EXPECT_EQ(p.slices[0].size, 1u);
+  EXPECT_EQ(p.next.value(), 5u);
+  EXPECT_TRUE(p.up_to_date);
 }
 
 TEST(memory_log, whole_record_reads_keep_cold_records_whole) {
   memory_log log;
   log.append(rec("a,", 2, 1));
   log.append(rec("b,c,", 6, 2));
-  record* r = log.find_record(6);
-  r->data.at = disk_location{2, 40, 0, 12};
-  r->data.buf.reset();
+  ASSERT_TRUE(log.set_location(6, disk_location{2, 40, 0, 12}));
+  ASSERT_EQ(log.drop_bytes(6), 4u);
   read_plan p = log.read(stream_offset(0), 3, true);  // the second record does not fit
   ASSERT_EQ(p.slices.size(), 1u);
   EXPECT_EQ(p.next.value(), 2u);
