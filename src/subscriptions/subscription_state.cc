@@ -151,6 +151,7 @@ const wake_state* subscription_state::claim(const std::string& worker, std::int6
   wake_->snapshot = snapshot();
   wake_->holder = worker;
   wake_->lease_deadline_ms = now_ms + cfg_.lease_ttl_ms;
+  if (retry_at_ms_ != 0) counters_changed_ = true;
   retry_at_ms_ = 0;  // a worker is here: no need to keep re-announcing
   return &*wake_;
 }

@@ -1,7 +1,9 @@
 // Random operation sequences against subscription_state (fixed seeds, bounded), checking the invariants
 // of PROTOCOL.md 7: cursors never move backwards, generations only grow, at most one wake exists and it
 // carries the current generation, a held pull-wake lease has a deadline, and a subscription with
-// pending work and nothing in flight can always start a wake.
+// pending work and nothing in flight can always start a wake (unless paused). And persistence misses
+// nothing: applying only what changed_links() and counters_changed() report to a mirror of the persisted
+// fields (as subscription_log does) always gives the state's own persisted fields.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -35,9 +37,28 @@ void run_sequence(delivery_type type, unsigned seed) {
   std::uint64_t last_gen = 0;
   std::map<std::string, std::string> last_acked;
   int wakes = 0;
+  struct mirror_link {
+    bool explicit_link = false;
+    bool glob_link = false;
+    std::string acked;
+    bool operator==(const mirror_link&) const = default;
+  };
+  struct mirror_counters {
+    std::uint64_t generation = 0;
+    bool failed = false;
+    int attempts = 0;
+    std::int64_t retry_at = 0;
+    bool paused = false;
+    bool operator==(const mirror_counters&) const = default;
+  };
+  auto counters_of = [&] {
+    return mirror_counters{s.generation(), s.failed(), s.failed_attempts(), s.retry_at_ms(), s.paused()};
+  };
+  std::map<std::string, mirror_link> persisted_links;
+  mirror_counters persisted_counters;
 
   for (int step = 0; step < 2000; ++step) {
-    int op = static_cast<int>(rng() % 9);
+    int op = static_cast<int>(rng() % 13);
     const std::string& p = paths[rng() % paths.size()];
     switch (op) {
       case 0: {  // append
@@ -94,7 +115,56 @@ void run_sequence(delivery_type type, unsigned seed) {
         if (s.retry_at_ms() != 0 && now >= s.retry_at_ms()) s.on_retry_due();
         now += 100;
         break;
+      // Membership changes only between wakes: a wake's snapshot names its links (acks of an unlinked or
+      // re-created stream are the manager's business, answered 400, not this model's).
+      case 9:  // the stream is deleted: a glob link goes, an explicit one starts over
+        if (s.current_wake()) break;
+        s.on_deleted(p);
+        length[p] = 0;
+        last_acked.erase(p);
+        break;
+      case 10:  // created again under a link
+        if (s.linked(p) && !s.current_wake()) {
+          length[p] = 0;
+          s.on_created(p, offset(0));
+          last_acked.erase(p);
+        }
+        break;
+      case 11:  // explicit membership (PROTOCOL.md 6.4)
+        if (rng() % 2) {
+          s.link_at_start(p, true, length[p] ? std::optional<std::string>(offset(length[p])) : std::nullopt);
+        } else if (!s.current_wake()) {
+          s.unlink_explicit(p);
+        }
+        break;
+      case 12:  // a failure under a retry cap, and the re-confirmation that resumes
+        if (s.current_wake() && !s.current_wake()->holder) {
+          s.on_delivery_failed(s.current_wake()->generation, now, 0.0, 3);
+        } else if (s.paused() && rng() % 2) {
+          s.resume();
+        }
+        break;
     }
+    for (const auto& path : paths) {
+      if (!s.linked(path)) last_acked.erase(path);  // a new link starts at its own cursor
+    }
+    // What the log would record.
+    for (const auto& path : s.changed_links()) {
+      auto it = s.links().find(path);
+      if (it == s.links().end()) {
+        persisted_links.erase(path);
+      } else {
+        persisted_links[path] = {it->second.explicit_link, it->second.glob_link, it->second.acked_offset};
+      }
+    }
+    if (s.counters_changed()) persisted_counters = counters_of();
+    s.take_changes();
+    std::map<std::string, mirror_link> actual;
+    for (const auto& [path, l] : s.links()) actual[path] = {l.explicit_link, l.glob_link, l.acked_offset};
+    ASSERT_TRUE(actual == persisted_links)
+        << "a link change was not reported at step " << step << " (op " << op << ")";
+    ASSERT_TRUE(counters_of() == persisted_counters)
+        << "a counter change was not reported at step " << step << " (op " << op << ")";
     // Invariants.
     ASSERT_GE(s.generation(), last_gen) << "step " << step;
     last_gen = s.generation();
@@ -110,9 +180,11 @@ void run_sequence(delivery_type type, unsigned seed) {
         ASSERT_FALSE(offset_after(it->second, link.acked_offset)) << path << " went back at step " << step;
       }
       last_acked[path] = link.acked_offset;
-      ASSERT_FALSE(offset_after(link.acked_offset, *link.tail_offset)) << path << " acked past its tail";
+      if (link.tail_offset) {
+        ASSERT_FALSE(offset_after(link.acked_offset, *link.tail_offset)) << path << " acked past its tail";
+      }
     }
-    if (!s.current_wake() && s.retry_at_ms() == 0 && s.has_pending()) {
+    if (!s.current_wake() && s.retry_at_ms() == 0 && !s.paused() && s.has_pending()) {
       subscription_state copy = s;
       ASSERT_NE(copy.try_start_wake(now, "probe"), nullptr) << "stuck with pending work at step " << step;
     }
