@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# bench/redis-compare/run.sh: weir's append path against Redis Streams, both fsyncing every write, in one
+# run on one machine and one disk (issue 13; docs/benchmarks.md, section "Append path against Redis").
+#
+#   bench/redis-compare/run.sh [--secs N] [--rounds N] [--threads N] [--size BYTES] [--streams N] [--out DIR]
+#
+# Each round starts both servers fresh (new data directories under /tmp, on the same disk) and measures,
+# in turns, weir then Redis:
+#   fsync-64   64 connections, `weir --fsync always` vs `redis --appendonly yes --appendfsync always`
+#   fsync-1    1 connection, same modes
+#   relaxed-64 64 connections, `weir --fsync interval:1000` vs Redis `--appendfsync everysec`
+# weir: wrk with bench/durability/fill.lua (POST of SIZE bytes, round-robin over STREAMS streams);
+# Redis: redis-benchmark with `XADD s:__rand_int__ * f <SIZE bytes>` over STREAMS keys (-r), default
+# settings otherwise (AOF rewrite on). Both get a 2 s warm-up. Reported per case and target: requests/s,
+# p50 and p99 (ms), and server CPU per request (utime+stime of the server process over the phase).
+# Medians over the rounds go to DIR/redis-compare.md with the ratios (weir / Redis).
+# Env: WEIR_BIN (default build/release/src/server/weir).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$repo"
+
+secs=10 rounds=3 threads="" size=1024 streams=64 out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --secs) secs="$2"; shift ;;
+    --rounds) rounds="$2"; shift ;;
+    --threads) threads="$2"; shift ;;
+    --size) size="$2"; shift ;;
+    --streams) streams="$2"; shift ;;
+    --out) out="$2"; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "redis-compare: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ -n "$out" ]] || out="bench/results/$(date -u +%Y-%m-%d)-redis-compare"
+mkdir -p "$out"
+if [[ -z "$threads" ]]; then threads=2; if (( $(nproc) <= 2 )); then threads=1; fi; fi
+
+weir_bin="${WEIR_BIN:-build/release/src/server/weir}"
+for tool in "$weir_bin" redis-server redis-benchmark redis-cli wrk; do
+  command -v "$tool" >/dev/null || [[ -x "$tool" ]] || { echo "redis-compare: $tool is missing" >&2; exit 1; }
+done
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+pid="" tmp=""
+stop_server() {
+  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; fi
+  pid=""
+  [[ -n "$tmp" ]] && rm -rf "$tmp"
+  tmp=""
+}
+trap stop_server EXIT
+raw="$out/raw.tsv"
+printf 'round\tcase\ttarget\treq_s\tp50_ms\tp99_ms\tcpu_us_per_req\n' >"$raw"
+
+wait_port() {
+  for _ in $(seq 1 400); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.025
+  done
+  echo "redis-compare: nothing listens on $1" >&2; return 1
+}
+
+start_weir() {  # fsync mode
+  tmp=$(mktemp -d /tmp/weir-redis-compare.XXXXXX)
+  port=$(free_port)
+  "$weir_bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" --threads "$threads" --fsync "$1" \
+    --log-level warn >"$tmp/serve.log" 2>&1 &
+  pid=$!
+  wait_port "$port"
+  for i in $(seq 0 $((streams - 1))); do
+    curl -fsS -o /dev/null -X PUT -H 'Content-Type: application/octet-stream' "http://127.0.0.1:$port/v1/stream/fill-$i"
+  done
+}
+start_redis() {  # appendfsync mode
+  tmp=$(mktemp -d /tmp/redis-compare.XXXXXX)
+  port=$(free_port)
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$tmp" --appendonly yes --appendfsync "$1" --save '' \
+    --daemonize no --logfile "$tmp/redis.log" &
+  pid=$!
+  wait_port "$port"
+  until redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; do sleep 0.025; done
+}
+
+# wrk's "Latency Distribution" lines in ms.
+wrk_ms() {  # file percentile
+  awk -v p="$2%" '$1 == p { v = $2; if (v ~ /us$/) { sub(/us$/, "", v); v = v / 1000 }
+    else if (v ~ /ms$/) { sub(/ms$/, "", v) } else if (v ~ /s$/) { sub(/s$/, "", v); v = v * 1000 }
+    print v }' "$1"
+}
+run_weir() {  # conns secs -> "req_s p50 p99"
+  local c=$1 t=2 file="$tmp/wrk.txt"
+  (( c < 2 )) && t=1
+  WEIR_FILL_STREAMS=$streams WEIR_FILL_BYTES=$size wrk -t"$t" -c"$c" -d2s -s bench/durability/fill.lua \
+    "http://127.0.0.1:$port" >/dev/null
+  local before; before=$(cpu_ticks "$pid")
+  WEIR_FILL_STREAMS=$streams WEIR_FILL_BYTES=$size wrk -t"$t" -c"$c" -d"${secs}s" --latency \
+    -s bench/durability/fill.lua "http://127.0.0.1:$port" >"$file"
+  local after; after=$(cpu_ticks "$pid")
+  local reqs; reqs=$(awk '/requests in/ {print $1}' "$file")
+  local rps; rps=$(awk '/Requests\/sec/ {print $2}' "$file")
+  grep -q 'Non-2xx' "$file" && { echo "redis-compare: weir answered errors:" >&2; cat "$file" >&2; }
+  echo "$rps $(wrk_ms "$file" 50) $(wrk_ms "$file" 99) $(cpu_per_req "$before" "$after" "$reqs")"
+}
+cpu_per_req() {  # ticks_before ticks_after requests -> microseconds of server CPU per request
+  awk -v b="$1" -v a="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (a - b) / hz * 1e6 / n }'
+}
+run_redis() {  # conns secs -> "req_s p50 p99 cpu"
+  local c=$1 value; value=$(head -c "$size" /dev/zero | tr '\0' x)
+  # Requests for about `secs` seconds at the rate of a 2 s probe.
+  local probe; probe=$(redis-benchmark -p "$port" -c "$c" -n $((c * 200)) -r "$streams" --csv \
+    XADD "s:__rand_int__" '*' f "$value" | awk -F'"' 'NR == 2 {print $4}')
+  local n; n=$(awk -v r="$probe" -v s="$secs" 'BEGIN { n = int(r * s); if (n < 1000) n = 1000; print n }')
+  local before; before=$(cpu_ticks "$pid")
+  local csv; csv=$(redis-benchmark -p "$port" -c "$c" -n "$n" -r "$streams" --csv XADD "s:__rand_int__" '*' f "$value")
+  local after; after=$(cpu_ticks "$pid")
+  # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+  echo "$csv" | awk -F'"' -v cpu="$(cpu_per_req "$before" "$after" "$n")" 'NR == 2 { print $4, $10, $14, cpu }'
+}
+
+for round in $(seq 1 "$rounds"); do
+  for case in fsync-64 fsync-1 relaxed-64; do
+    conns=64; weir_mode=always; redis_mode=always
+    [[ $case == fsync-1 ]] && conns=1
+    [[ $case == relaxed-64 ]] && { weir_mode=interval:1000; redis_mode=everysec; }
+    echo "redis-compare: round $round/$rounds, $case, weir" >&2
+    start_weir "$weir_mode"; r=$(run_weir "$conns"); stop_server
+    printf '%s\t%s\tweir\t%s\n' "$round" "$case" "$(tr ' ' '\t' <<<"$r")" >>"$raw"
+    echo "redis-compare: round $round/$rounds, $case, redis" >&2
+    start_redis "$redis_mode"; r=$(run_redis "$conns"); stop_server
+    printf '%s\t%s\tredis\t%s\n' "$round" "$case" "$(tr ' ' '\t' <<<"$r")" >>"$raw"
+  done
+done
+
+python3 - "$raw" "$out/redis-compare.md" "$secs" "$rounds" "$threads" "$size" "$streams" <<'PY'
+import csv, statistics, sys
+raw, md, secs, rounds, threads, size, streams = sys.argv[1:]
+rows = list(csv.DictReader(open(raw), delimiter="\t"))
+def med(case, target, key):
+    v = [float(r[key]) for r in rows if r["case"] == case and r["target"] == target]
+    return statistics.median(v) if v else float("nan")
+out = [f"# weir against Redis Streams ({rounds} rounds of {secs} s, medians; {size}-byte appends over {streams} streams; weir --threads {threads})", "",
+       "| case | weir req/s | Redis req/s | ratio | weir p50 / p99 ms | Redis p50 / p99 ms | weir / Redis CPU us per req |",
+       "|---|---|---|---|---|---|---|"]
+for case in ["fsync-64", "fsync-1", "relaxed-64"]:
+    w, r = med(case, "weir", "req_s"), med(case, "redis", "req_s")
+    out.append(f"| {case} | {w:,.0f} | {r:,.0f} | {w / r:.2f}x | {med(case, 'weir', 'p50_ms'):.2f} / {med(case, 'weir', 'p99_ms'):.2f} | "
+               f"{med(case, 'redis', 'p50_ms'):.2f} / {med(case, 'redis', 'p99_ms'):.2f} | "
+               f"{med(case, 'weir', 'cpu_us_per_req'):.1f} / {med(case, 'redis', 'cpu_us_per_req'):.1f} |")
+open(md, "w").write("\n".join(out) + "\n")
+print("\n".join(out))
+PY
