@@ -5,6 +5,11 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -27,7 +32,8 @@ std::string canonical_address(const std::string& ip) {
 
 }  // namespace
 
-result<std::vector<std::string>> system_resolver::resolve(const std::string& host) {
+namespace {
+result<std::vector<std::string>> lookup(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -47,6 +53,28 @@ result<std::vector<std::string>> system_resolver::resolve(const std::string& hos
   }
   ::freeaddrinfo(res);
   return out;
+}
+}  // namespace
+
+result<std::vector<std::string>> system_resolver::resolve(const std::string& host) {
+  struct shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<result<std::vector<std::string>>> answer;
+  };
+  auto state = std::make_shared<shared>();
+  std::thread([state, host] {
+    auto r = lookup(host);
+    std::lock_guard lock(state->mu);
+    state->answer = std::move(r);
+    state->cv.notify_all();
+  }).detach();
+  std::unique_lock lock(state->mu);
+  if (!state->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms_),
+                          [&] { return state->answer.has_value(); })) {
+    return refused(fmt::format("resolving webhook host '{}' took longer than {} ms", host, timeout_ms_));
+  }
+  return std::move(*state->answer);
 }
 
 result<webhook_target> resolve_webhook_target(std::string_view url, const url_policy& policy,

@@ -2,10 +2,12 @@
 // resolved once through a `host_resolver`, and every resolved address checked; the sender then connects
 // only to those checked addresses (curl is told them, it never resolves the name itself), so a name that
 // answers a public address to the check and a private one to the connect (DNS rebinding) cannot win.
-// `system_resolver` uses getaddrinfo (blocking: called on the webhook sender's threads); tests use a fake.
+// `system_resolver` uses getaddrinfo with a deadline (called on the webhook sender's threads); tests use a
+// fake.
 // Thread-safe (no state).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,9 +25,16 @@ class host_resolver {
   virtual result<std::vector<std::string>> resolve(const std::string& host) = 0;
 };
 
+// getaddrinfo on a helper thread, waited for at most `timeout_ms`: a webhook host whose DNS never answers
+// must not hold a sender thread for the resolver's own (much longer) retries. A lookup that times out is
+// left to finish on its helper thread and its answer is dropped.
 class system_resolver final : public host_resolver {
  public:
+  explicit system_resolver(std::int64_t timeout_ms = 5'000) : timeout_ms_(timeout_ms) {}
   result<std::vector<std::string>> resolve(const std::string& host) override;
+
+ private:
+  std::int64_t timeout_ms_;
 };
 
 struct webhook_target {

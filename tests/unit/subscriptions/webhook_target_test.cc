@@ -96,5 +96,17 @@ TEST(webhook_target, allow_listed_hosts_may_be_private_but_never_metadata) {
   EXPECT_NE(refusal("https://hooks.corp/h").find("private"), std::string::npos);  // not listed
 }
 
+// The real resolver (getaddrinfo on a helper thread, with a deadline): localhost comes from the hosts
+// file, so this needs no network.
+TEST(webhook_target, system_resolver_answers_localhost) {
+  system_resolver r(5'000);
+  auto a = r.resolve("localhost");
+  ASSERT_TRUE(a.has_value()) << a.err().reason;
+  ASSERT_FALSE(a->empty());
+  for (const auto& ip : *a) {
+    EXPECT_TRUE(ip == "127.0.0.1" || ip == "::1") << ip;
+  }
+}
+
 }  // namespace
 }  // namespace weir::subscriptions
