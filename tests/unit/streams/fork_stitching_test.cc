@@ -330,5 +330,45 @@ TEST(fork_stitching, a_fork_on_another_core_reads_its_source_while_the_source_ch
   EXPECT_EQ(fork_core.records_held("/f"), 1u);
 }
 
+TEST(fork_stitching, a_rebuilt_core_keeps_the_logs_that_forks_read) {
+  // A core rebuilt from its log after a write failure (rebuild_core) replays into a fresh machine;
+  // adopt_logs hands the fresh records to the old log objects, so that a fork on another core and a
+  // fork on the same core keep reading the source, including what the rebuilt core does afterwards.
+  auto replay = [](state_machine& sm) {
+    (void)sm.create(make_create("/src", "text/plain", "abc"));
+    (void)sm.append(make_append("/src", "def"));
+  };
+  state_machine src_core, fork_core;
+  replay(src_core);
+  ASSERT_EQ(fork_core.create(fork_of(src_core, "/f", "/src", 5)).code, errc::ok);
+  ASSERT_EQ(src_core.create(fork_of(src_core, "/g", "/src", 4)).code, errc::ok);
+  (void)src_core.append(make_append("/src", "lost"));  // applied in memory, its log write failed
+
+  state_machine fresh;
+  replay(fresh);
+  fork_retain_command retain{"/src", stream_offset(5), 0, "", t0};
+  ASSERT_EQ(fresh.fork_retain(retain).code, errc::ok);
+  create_command g = fork_of(fresh, "/g", "/src", 4);
+  g.fork->resolved.source_log.reset();  // replayed: not linked
+  ASSERT_EQ(fresh.create(g).code, errc::ok);
+  ASSERT_EQ(fresh.forks_to_stitch().size(), 1u);
+  fresh.adopt_logs(src_core);
+  EXPECT_TRUE(fresh.forks_to_stitch().empty());  // /g kept its link
+  src_core.swap(fresh);
+
+  EXPECT_EQ(read_all(src_core, "/src"), "abcdef");  // the lost append is gone
+  EXPECT_EQ(read_all(src_core, "/g"), "abcd");
+  EXPECT_EQ(read_all(fork_core, "/f"), "abcde");
+  // The rebuilt core's hot tier evicts through the same object the other core's fork reads.
+  const std::uint64_t gen = src_core.head("/src", t0).meta->generation;
+  ASSERT_TRUE(src_core.locate(gen, 3, disk_location{2, 3, 0, 0}));
+  ASSERT_EQ(src_core.evict(gen, 3), 3u);
+  read_result r = fork_core.read("/f", stream_offset(0), 100);
+  ASSERT_EQ(r.plan.slices.size(), 2u);
+  EXPECT_TRUE(r.plan.slices[0].cold());
+  EXPECT_EQ(r.plan.slices[0].at, (disk_location{2, 3, 0, 0}));
+  EXPECT_EQ(r.plan.slices[1].view(), "de");
+}
+
 }  // namespace
 }  // namespace weir::streams
