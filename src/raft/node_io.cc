@@ -1,0 +1,677 @@
+#include "raft/node_io.h"
+
+#include "raft/libraft.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "base/assert.h"
+#include "base/log.h"
+#include "raft/byte_codec.h"
+#include "raft/wire_format.h"
+
+namespace weir::raft {
+
+// The wire codes are libraft's message types, one to one.
+static_assert(static_cast<int>(wire::message_type::append_entries) == RAFT_IO_APPEND_ENTRIES);
+static_assert(static_cast<int>(wire::message_type::append_entries_result) == RAFT_IO_APPEND_ENTRIES_RESULT);
+static_assert(static_cast<int>(wire::message_type::request_vote) == RAFT_IO_REQUEST_VOTE);
+static_assert(static_cast<int>(wire::message_type::request_vote_result) == RAFT_IO_REQUEST_VOTE_RESULT);
+static_assert(static_cast<int>(wire::message_type::install_snapshot) == RAFT_IO_INSTALL_SNAPSHOT);
+static_assert(static_cast<int>(wire::message_type::timeout_now) == RAFT_IO_TIMEOUT_NOW);
+
+struct node_io::group {
+  node_io* owner = nullptr;
+  group_id id;
+  ::raft_io io{};
+  std::optional<group_state> recovered;  // until load()
+  std::optional<stored_snapshot> snapshot;
+  log_index next_index{1};
+  bool started = false;
+  bool closed = false;
+  raft_io_tick_cb tick = nullptr;
+  raft_io_recv_cb recv = nullptr;
+  // Batch holding the group's latest term or vote record: its messages wait until it is durable.
+  std::uint64_t fence = 0;
+  // While libraft handles an AppendEntries of this group: prev_log_index + n_entries of it (see
+  // clamp_append_result).
+  std::optional<std::uint64_t> answering_up_to;
+
+  struct held_frame {
+    std::uint64_t fence;
+    node_id to;
+    std::vector<std::byte> frame;
+  };
+  struct pending_append {
+    std::uint64_t batch;
+    raft_io_append* req;
+    raft_io_append_cb cb;
+  };
+  struct pending_put {
+    std::uint64_t batch;
+    raft_io_snapshot_put* req;
+    raft_io_snapshot_put_cb cb;
+  };
+  struct done_send {
+    raft_io_send* req;
+    raft_io_send_cb cb;
+  };
+  struct pending_get {
+    raft_io_snapshot_get* req;
+    raft_io_snapshot_get_cb cb;
+  };
+  struct pending_work {
+    raft_io_async_work* req;
+    raft_io_async_work_cb cb;
+  };
+  std::deque<held_frame> held;
+  std::deque<pending_append> appends;
+  std::deque<pending_put> puts;
+  std::vector<done_send> sends;
+  std::vector<pending_get> gets;
+  std::vector<pending_work> works;
+};
+
+namespace {
+
+using group = node_io::group;
+
+group& group_of(::raft_io* io) {
+  return *static_cast<group*>(io->impl);
+}
+
+std::vector<wire::server> servers_of(const raft_configuration& c) {
+  std::vector<wire::server> out;
+  out.reserve(c.n);
+  for (unsigned i = 0; i < c.n; ++i)
+    out.push_back(wire::server{node_id(c.servers[i].id), static_cast<std::uint8_t>(c.servers[i].role),
+                               c.servers[i].address});
+  return out;
+}
+
+// Fills `c` (initialised) from wire servers; 0 or a RAFT_* code.
+int fill_configuration(raft_configuration& c, std::span<const wire::server> servers) {
+  for (const wire::server& s : servers) {
+    const std::string addr(s.address);
+    if (int rv = raft_configuration_add(&c, s.id.value(), addr.c_str(), s.role); rv != 0) return rv;
+  }
+  return 0;
+}
+
+std::vector<wire::entry> entries_of(const raft_entry* entries, unsigned n) {
+  std::vector<wire::entry> out;
+  out.reserve(n);
+  for (unsigned i = 0; i < n; ++i) {
+    const auto* base = static_cast<const std::byte*>(entries[i].buf.base);
+    out.push_back(wire::entry{term_id(entries[i].term), static_cast<std::uint8_t>(entries[i].type),
+                              std::span<const std::byte>(base, entries[i].buf.len)});
+  }
+  return out;
+}
+
+// A raft_malloc'd batch holding every entry's data, as libraft expects of received and loaded entries
+// (one batch per array: recv_append_entries.c frees entries[0].batch).
+template <class Entry, class DataOf>
+int make_entry_batch(const std::vector<Entry>& in, DataOf data_of, raft_entry** out, unsigned* n_out) {
+  *out = nullptr;
+  *n_out = 0;
+  if (in.empty()) return 0;
+  std::size_t total = 0;
+  for (const Entry& e : in) total += data_of(e).size();
+  auto* batch = static_cast<std::byte*>(raft_malloc(std::max<std::size_t>(total, 1)));
+  auto* entries = static_cast<raft_entry*>(raft_malloc(in.size() * sizeof(raft_entry)));
+  if (batch == nullptr || entries == nullptr) {
+    raft_free(batch);
+    raft_free(entries);
+    return RAFT_NOMEM;
+  }
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const auto d = data_of(in[i]);
+    if (!d.empty()) std::memcpy(batch + off, d.data(), d.size());
+    entries[i].term = in[i].term.value();
+    entries[i].type = in[i].type;
+    entries[i].buf.base = batch + off;
+    entries[i].buf.len = d.size();
+    entries[i].batch = batch;
+    off += d.size();
+  }
+  *out = entries;
+  *n_out = static_cast<unsigned>(in.size());
+  return 0;
+}
+
+// A raft_malloc'd snapshot (with one buffer) from the stored one; nullptr on allocation failure.
+raft_snapshot* make_snapshot(const stored_snapshot& s) {
+  auto* snap = static_cast<raft_snapshot*>(raft_calloc(1, sizeof(raft_snapshot)));
+  if (snap == nullptr) return nullptr;
+  snap->index = s.index.value();
+  snap->term = s.term.value();
+  snap->configuration_index = s.conf_index.value();
+  raft_configuration_init(&snap->configuration);
+  std::vector<wire::server> servers;
+  byte_reader r(s.conf);
+  bool ok = wire::decode_servers(r, servers) && fill_configuration(snap->configuration, servers) == 0;
+  snap->bufs = static_cast<raft_buffer*>(raft_malloc(sizeof(raft_buffer)));
+  void* data = raft_malloc(std::max<std::size_t>(s.data.size(), 1));
+  if (!ok || snap->bufs == nullptr || data == nullptr) {
+    raft_configuration_close(&snap->configuration);
+    raft_free(snap->bufs);
+    raft_free(data);
+    raft_free(snap);
+    return nullptr;
+  }
+  if (!s.data.empty()) std::memcpy(data, s.data.data(), s.data.size());
+  snap->bufs[0].base = data;
+  snap->bufs[0].len = s.data.size();
+  snap->n_bufs = 1;
+  return snap;
+}
+
+}  // namespace
+
+// The C entry points of struct raft_io, one set for every group (io->impl is the group).
+struct group_io_methods {
+  static int init(::raft_io* io, raft_id id, const char* /*address*/) {
+    group& g = group_of(io);
+    if (id != g.owner->opts_.self.value()) {
+      std::snprintf(io->errmsg, RAFT_ERRMSG_BUF_SIZE, "raft_init with id %llu on node %llu", id,
+                    static_cast<unsigned long long>(g.owner->opts_.self.value()));
+      return RAFT_INVALID;
+    }
+    return 0;
+  }
+
+  // Fires every pending callback of the group with RAFT_CANCELED (appends newest first: libraft's
+  // leader callback truncates its in-memory log from the failed index), then `cb`. Synchronous, as in
+  // libraft's own stub I/O.
+  static void close(::raft_io* io, raft_io_close_cb cb) {
+    group& g = group_of(io);
+    g.started = false;
+    g.closed = true;
+    g.held.clear();
+    fail_group(g, RAFT_CANCELED, 0);
+    auto sends = std::move(g.sends);
+    for (auto& s : sends) s.cb(s.req, RAFT_CANCELED);
+    auto gets = std::move(g.gets);
+    for (auto& s : gets) s.cb(s.req, nullptr, RAFT_CANCELED);
+    auto works = std::move(g.works);
+    for (auto& w : works) w.cb(w.req, RAFT_CANCELED);
+    if (cb != nullptr) cb(io);
+  }
+
+  // Fails pending appends and snapshot puts of batches >= from_batch, newest first.
+  static void fail_group(group& g, int status, std::uint64_t from_batch) {
+    std::vector<group::pending_append> failed;
+    while (!g.appends.empty() && g.appends.back().batch >= from_batch) {
+      failed.push_back(g.appends.back());
+      g.appends.pop_back();
+    }
+    std::vector<group::pending_put> failed_puts;
+    while (!g.puts.empty() && g.puts.back().batch >= from_batch) {
+      failed_puts.push_back(g.puts.back());
+      g.puts.pop_back();
+    }
+    for (auto& p : failed_puts) p.cb(p.req, status);
+    for (auto& a : failed) a.cb(a.req, status);
+  }
+
+  static int load(::raft_io* io, raft_term* term, raft_id* voted_for, raft_snapshot** snapshot,
+                  raft_index* start_index, raft_entry** entries, size_t* n_entries) {
+    group& g = group_of(io);
+    group_state s = g.recovered ? std::move(*g.recovered) : group_state{};
+    g.recovered.reset();
+    *term = s.term.value();
+    *voted_for = s.vote.value();
+    *snapshot = nullptr;
+    if (s.snapshot) {
+      *snapshot = make_snapshot(*s.snapshot);
+      if (*snapshot == nullptr) return RAFT_NOMEM;
+    }
+    unsigned n = 0;
+    int rv = make_entry_batch(
+        s.entries, [](const stored_entry& e) { return std::span<const std::byte>(e.data); }, entries, &n);
+    if (rv != 0) {
+      if (*snapshot != nullptr) {
+        raft_configuration_close(&(*snapshot)->configuration);
+        raft_free((*snapshot)->bufs[0].base);
+        raft_free((*snapshot)->bufs);
+        raft_free(*snapshot);
+      }
+      return rv;
+    }
+    *n_entries = n;
+    *start_index = s.start.value();
+    g.next_index = s.next_index();
+    g.snapshot = std::move(s.snapshot);
+    return 0;
+  }
+
+  static int start(::raft_io* io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv) {
+    group& g = group_of(io);
+    g.tick = tick;
+    g.recv = recv;
+    g.started = true;
+    g.owner->ensure_tick(msecs);
+    return 0;
+  }
+
+  static int bootstrap(::raft_io* io, const raft_configuration* conf) {
+    group& g = group_of(io);
+    group_state& s = g.recovered ? *g.recovered : g.recovered.emplace();
+    if (s.term.value() != 0 || !s.entries.empty() || s.snapshot) return RAFT_CANTBOOTSTRAP;
+    raft_buffer buf{};
+    if (int rv = raft_configuration_encode(conf, &buf); rv != 0) return rv;
+    const auto* base = static_cast<const std::byte*>(buf.base);
+    std::vector<std::byte> data(base, base + buf.len);
+    raft_free(buf.base);
+    node_log& log = g.owner->log_;
+    log.add(record::log_record{g.id, record::term{term_id(1)}});
+    record::entries e{log_index(1), {wire::entry{term_id(1), RAFT_CHANGE, data}}};
+    log.add(record::log_record{g.id, std::move(e)});
+    g.owner->schedule_turn_end();
+    s.term = term_id(1);
+    s.vote = node_id(0);
+    s.start = log_index(1);
+    s.entries.push_back(stored_entry{term_id(1), RAFT_CHANGE, std::move(data)});
+    return 0;
+  }
+
+  static int recover(::raft_io* io, const raft_configuration*) {
+    std::snprintf(io->errmsg, RAFT_ERRMSG_BUF_SIZE, "raft_recover is not supported by weir's node_io");
+    return RAFT_IOERR;
+  }
+
+  static int set_term(::raft_io* io, raft_term term) {
+    group& g = group_of(io);
+    g.fence = g.owner->log_.add(record::log_record{g.id, record::term{term_id(term)}});
+    g.owner->schedule_turn_end();
+    return 0;
+  }
+
+  static int set_vote(::raft_io* io, raft_id server_id) {
+    group& g = group_of(io);
+    g.fence = g.owner->log_.add(record::log_record{g.id, record::vote{node_id(server_id)}});
+    g.owner->schedule_turn_end();
+    return 0;
+  }
+
+  static int send(::raft_io* io, raft_io_send* req, const raft_message* m, raft_io_send_cb cb) {
+    group& g = group_of(io);
+    node_io& n = *g.owner;
+    const node_id to(m->server_id);
+    if (!n.opts_.addresses.contains(to) || to == n.opts_.self) {
+      std::snprintf(io->errmsg, RAFT_ERRMSG_BUF_SIZE, "send to unknown node %llu", m->server_id);
+      return RAFT_NOCONNECTION;
+    }
+    wire::message w{g.id, {}};
+    switch (m->type) {
+      case RAFT_IO_APPEND_ENTRIES: {
+        const auto& a = m->append_entries;
+        w.payload =
+            wire::append_entries{term_id(a.term), log_index(a.prev_log_index), term_id(a.prev_log_term),
+                                 log_index(a.leader_commit), entries_of(a.entries, a.n_entries)};
+        break;
+      }
+      case RAFT_IO_APPEND_ENTRIES_RESULT: {
+        const auto& a = m->append_entries_result;
+        w.payload = wire::append_entries_result{term_id(a.term), log_index(a.rejected),
+                                                log_index(clamp_append_result(g, a))};
+        break;
+      }
+      case RAFT_IO_REQUEST_VOTE: {
+        const auto& a = m->request_vote;
+        w.payload =
+            wire::request_vote{term_id(a.term),          node_id(a.candidate_id), log_index(a.last_log_index),
+                               term_id(a.last_log_term), a.disrupt_leader,        a.pre_vote};
+        break;
+      }
+      case RAFT_IO_REQUEST_VOTE_RESULT: {
+        const auto& a = m->request_vote_result;
+        w.payload =
+            wire::request_vote_result{term_id(a.term), a.vote_granted, static_cast<std::uint8_t>(a.pre_vote)};
+        break;
+      }
+      case RAFT_IO_INSTALL_SNAPSHOT: {
+        const auto& a = m->install_snapshot;
+        w.payload = wire::install_snapshot{
+            term_id(a.term),
+            log_index(a.last_index),
+            term_id(a.last_term),
+            servers_of(a.conf),
+            log_index(a.conf_index),
+            std::span<const std::byte>(static_cast<const std::byte*>(a.data.base), a.data.len)};
+        break;
+      }
+      case RAFT_IO_TIMEOUT_NOW: {
+        const auto& a = m->timeout_now;
+        w.payload = wire::timeout_now{term_id(a.term), log_index(a.last_log_index), term_id(a.last_log_term)};
+        break;
+      }
+      default:
+        std::snprintf(io->errmsg, RAFT_ERRMSG_BUF_SIZE, "send of message type %u", m->type);
+        return RAFT_MALFORMED;
+    }
+    std::vector<std::byte> frame;
+    wire::encode_frame(w, frame);
+    n.queue_frame(g, to, std::move(frame));
+    // The message is copied: the callback may fire at the end of this turn.
+    g.sends.push_back(group::done_send{req, cb});
+    n.schedule_turn_end();
+    return 0;
+  }
+
+  // libraft 0.15 answers an AppendEntries it accepts without new entries (a heartbeat, or entries it
+  // already has) with last_log_index = its last stored index, and the leader takes that as the match
+  // index (capped at its own last index). A follower whose log still holds an uncommitted tail from an
+  // older term then counts as matching entries it does not have: the leader ignores its later
+  // rejections as stale and never repairs its log (and could count it toward a commit). The reply may
+  // only vouch for prev_log_index + n_entries (Raft 5.3; the same fix as etcd #1367 and RATIS-2605).
+  // Such replies are sent from inside recv, so node_io knows which AppendEntries they answer; replies
+  // sent later, from the append callback, follow the new entries, which end the log.
+  static raft_index clamp_append_result(group& g, const raft_append_entries_result& a) {
+    if (a.rejected != 0 || !g.answering_up_to || a.last_log_index <= *g.answering_up_to)
+      return a.last_log_index;
+    ++g.owner->stats_.append_results_clamped;
+    return *g.answering_up_to;
+  }
+
+  static int append(::raft_io* io, raft_io_append* req, const raft_entry entries[], unsigned n,
+                    raft_io_append_cb cb) {
+    group& g = group_of(io);
+    WEIR_ASSERT(n > 0, "group {}: append of no entries", g.id.value());
+    record::entries rec{g.next_index, entries_of(entries, n)};
+    const std::uint64_t batch = g.owner->log_.add(record::log_record{g.id, std::move(rec)});
+    g.next_index = log_index(g.next_index.value() + n);
+    g.appends.push_back(group::pending_append{batch, req, cb});
+    ++g.owner->stats_.appends;
+    g.owner->schedule_turn_end();
+    return 0;
+  }
+
+  static int truncate(::raft_io* io, raft_index index) {
+    group& g = group_of(io);
+    WEIR_ASSERT(index >= 1 && index <= g.next_index.value(), "group {}: truncate at {} with next index {}",
+                g.id.value(), index, g.next_index.value());
+    g.owner->log_.add(record::log_record{g.id, record::truncate{log_index(index)}});
+    g.next_index = log_index(index);
+    g.owner->schedule_turn_end();
+    return 0;
+  }
+
+  static int snapshot_put(::raft_io* io, unsigned trailing, raft_io_snapshot_put* req, const raft_snapshot* s,
+                          raft_io_snapshot_put_cb cb) {
+    group& g = group_of(io);
+    std::vector<std::byte> data;
+    for (unsigned i = 0; i < s->n_bufs; ++i) {
+      const auto* base = static_cast<const std::byte*>(s->bufs[i].base);
+      data.insert(data.end(), base, base + s->bufs[i].len);
+    }
+    const auto servers = servers_of(s->configuration);
+    record::snapshot rec{
+        log_index(s->index), term_id(s->term), log_index(s->configuration_index), servers, trailing, data};
+    const std::uint64_t batch = g.owner->log_.add(record::log_record{g.id, rec});
+    std::vector<std::byte> conf;
+    byte_writer w(conf);
+    wire::encode_servers(servers, w);
+    g.snapshot = stored_snapshot{rec.index, rec.term, rec.conf_index, std::move(conf), std::move(data)};
+    if (trailing == 0) g.next_index = log_index(s->index + 1);
+    g.puts.push_back(group::pending_put{batch, req, cb});
+    g.owner->schedule_turn_end();
+    return 0;
+  }
+
+  static int snapshot_get(::raft_io* io, raft_io_snapshot_get* req, raft_io_snapshot_get_cb cb) {
+    group& g = group_of(io);
+    g.gets.push_back(group::pending_get{req, cb});
+    g.owner->schedule_turn_end();
+    return 0;
+  }
+
+  static raft_time time(::raft_io* io) { return static_cast<raft_time>(group_of(io).owner->ex_.now_ms()); }
+
+  static int random(::raft_io* io, int min, int max) {
+    if (max <= min) return min;
+    return std::uniform_int_distribution<int>(min, max - 1)(group_of(io).owner->rng_);
+  }
+
+  static int async_work(::raft_io* io, raft_io_async_work* req, raft_io_async_work_cb cb) {
+    group& g = group_of(io);
+    g.works.push_back(group::pending_work{req, cb});
+    g.owner->schedule_turn_end();
+    return 0;
+  }
+};
+
+node_io::node_io(executor& ex, transport& t, node_log& log, options o)
+    : ex_(ex), transport_(t), log_(log), opts_(std::move(o)), rng_(opts_.random_seed) {
+  log_.set_on_synced([this](std::uint64_t batch, status st) { on_synced(batch, std::move(st)); });
+  transport_.set_receiver([this](node_id from, std::span<const std::byte> p) { on_packet(from, p); });
+}
+
+node_io::~node_io() {
+  *alive_ = false;
+  if (tick_timer_ != 0) ex_.cancel_timer(tick_timer_);
+  log_.set_on_synced(nullptr);
+  transport_.set_receiver(nullptr);
+  for (auto& [id, g] : groups_)
+    WEIR_ASSERT(!g->started, "node {}: group {} still running at node_io destruction", opts_.self.value(),
+                id.value());
+}
+
+::raft_io* node_io::io_of(group_id id) {
+  auto& slot = groups_[id];
+  if (!slot) {
+    slot = std::make_unique<group>();
+    group& g = *slot;
+    g.owner = this;
+    g.id = id;
+    g.recovered = log_.take_group_state(id);
+    ::raft_io& io = g.io;
+    io.version = 2;
+    io.impl = &g;
+    io.init = group_io_methods::init;
+    io.close = group_io_methods::close;
+    io.load = group_io_methods::load;
+    io.start = group_io_methods::start;
+    io.bootstrap = group_io_methods::bootstrap;
+    io.recover = group_io_methods::recover;
+    io.set_term = group_io_methods::set_term;
+    io.set_vote = group_io_methods::set_vote;
+    io.send = group_io_methods::send;
+    io.append = group_io_methods::append;
+    io.truncate = group_io_methods::truncate;
+    io.snapshot_put = group_io_methods::snapshot_put;
+    io.snapshot_get = group_io_methods::snapshot_get;
+    io.time = group_io_methods::time;
+    io.random = group_io_methods::random;
+    io.async_work = group_io_methods::async_work;
+  }
+  return &slot->io;
+}
+
+void node_io::queue_frame(group& g, node_id to, std::vector<std::byte> frame) {
+  ++stats_.frames_sent;
+  if (!g.held.empty() || g.fence > log_.synced_batch()) {
+    // A term or vote of this group is not durable yet: the message may depend on it.
+    ++stats_.frames_held;
+    g.held.push_back(group::held_frame{g.fence, to, std::move(frame)});
+    return;
+  }
+  auto& out = outbox_[to];
+  out.insert(out.end(), frame.begin(), frame.end());
+}
+
+void node_io::schedule_turn_end() {
+  if (turn_end_posted_) return;
+  turn_end_posted_ = true;
+  ex_.post([this, alive = alive_] {
+    if (*alive) turn_end();
+  });
+}
+
+// The end of a loop turn: one batch for the node log, one packet per peer, then the callbacks of the
+// sends and reads that completed.
+void node_io::turn_end() {
+  turn_end_posted_ = false;
+  log_.flush();
+  for (auto& [to, bytes] : outbox_) {
+    if (bytes.empty()) continue;
+    ++stats_.packets_sent;
+    transport_.send(to, std::move(bytes));
+    bytes = {};
+  }
+  for (auto& [id, gp] : groups_) {
+    group& g = *gp;
+    if (g.closed) continue;
+    if (!g.sends.empty()) {
+      auto sends = std::move(g.sends);
+      g.sends = {};
+      for (auto& s : sends) s.cb(s.req, 0);
+    }
+    if (!g.gets.empty()) {
+      auto gets = std::move(g.gets);
+      g.gets = {};
+      for (auto& s : gets) {
+        raft_snapshot* snap = g.snapshot ? make_snapshot(*g.snapshot) : nullptr;
+        s.cb(s.req, snap, snap != nullptr ? 0 : (g.snapshot ? RAFT_NOMEM : RAFT_NOTFOUND));
+      }
+    }
+    if (!g.works.empty()) {
+      auto works = std::move(g.works);
+      g.works = {};
+      for (auto& w : works) w.cb(w.req, w.req->work(w.req));
+    }
+  }
+}
+
+void node_io::on_synced(std::uint64_t batch, status st) {
+  const int rv = st ? 0 : RAFT_IOERR;
+  for (auto& [id, gp] : groups_) {
+    group& g = *gp;
+    if (g.closed) continue;
+    if (rv != 0) {
+      // Neither the records of this batch nor anything depending on them may be seen.
+      g.held.clear();
+      for (auto& a : g.appends) WEIR_ASSERT(a.batch >= batch, "older batch {} still pending", a.batch);
+      group_io_methods::fail_group(g, rv, batch);
+      continue;
+    }
+    while (!g.held.empty() && g.held.front().fence <= batch) {
+      auto& h = g.held.front();
+      auto& out = outbox_[h.to];
+      out.insert(out.end(), h.frame.begin(), h.frame.end());
+      g.held.pop_front();
+    }
+    while (!g.puts.empty() && g.puts.front().batch <= batch) {
+      auto p = g.puts.front();
+      g.puts.pop_front();
+      p.cb(p.req, 0);
+    }
+    while (!g.appends.empty() && g.appends.front().batch <= batch) {
+      auto a = g.appends.front();
+      g.appends.pop_front();
+      a.cb(a.req, 0);
+    }
+  }
+  schedule_turn_end();
+}
+
+void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
+  auto addr = opts_.addresses.find(from);
+  while (!packet.empty()) {
+    auto d = wire::decode_frame(packet);
+    if (!d || !d->has_value()) {
+      // A packet holds whole frames: a partial or malformed one means a broken peer.
+      log::warn("raft node {}: dropping the rest of a packet from node {}: {}", opts_.self.value(),
+                from.value(), d ? std::string("truncated frame") : d.err().reason);
+      ++stats_.frames_dropped;
+      return;
+    }
+    wire::decoded_frame& f = **d;
+    packet = packet.subspan(f.consumed);
+    ++stats_.frames_received;
+    auto git = groups_.find(f.msg.group);
+    if (addr == opts_.addresses.end() || git == groups_.end() || !git->second->started) {
+      ++stats_.frames_dropped;
+      continue;
+    }
+    group& g = *git->second;
+    raft_message m{};
+    m.type = static_cast<unsigned short>(wire::type_of(f.msg.payload));
+    m.server_id = from.value();
+    m.server_address = addr->second.c_str();
+    bool ok = true;
+    std::visit(
+        [&](auto& p) {
+          using T = std::decay_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, wire::append_entries>) {
+            auto& a = m.append_entries;
+            a.term = p.term.value();
+            a.prev_log_index = p.prev_log_index.value();
+            a.prev_log_term = p.prev_log_term.value();
+            a.leader_commit = p.leader_commit.value();
+            ok = make_entry_batch(
+                     p.entries, [](const wire::entry& e) { return e.data; }, &a.entries, &a.n_entries) == 0;
+          } else if constexpr (std::is_same_v<T, wire::append_entries_result>) {
+            m.append_entries_result = {p.term.value(), p.rejected.value(), p.last_log_index.value()};
+          } else if constexpr (std::is_same_v<T, wire::request_vote>) {
+            m.request_vote = {p.term.value(),          p.candidate.value(), p.last_log_index.value(),
+                              p.last_log_term.value(), p.disrupt_leader,    p.pre_vote};
+          } else if constexpr (std::is_same_v<T, wire::request_vote_result>) {
+            m.request_vote_result = {p.term.value(), p.vote_granted, static_cast<raft_tribool>(p.pre_vote)};
+          } else if constexpr (std::is_same_v<T, wire::install_snapshot>) {
+            auto& a = m.install_snapshot;
+            a.term = p.term.value();
+            a.last_index = p.last_index.value();
+            a.last_term = p.last_term.value();
+            a.conf_index = p.conf_index.value();
+            raft_configuration_init(&a.conf);
+            a.data.len = p.data.size();
+            a.data.base = raft_malloc(std::max<std::size_t>(p.data.size(), 1));
+            if (fill_configuration(a.conf, p.conf) != 0 || a.data.base == nullptr) {
+              raft_configuration_close(&a.conf);
+              raft_free(a.data.base);
+              ok = false;
+            } else if (!p.data.empty()) {
+              std::memcpy(a.data.base, p.data.data(), p.data.size());
+            }
+          } else {
+            m.timeout_now = {p.term.value(), p.last_log_index.value(), p.last_log_term.value()};
+          }
+        },
+        f.msg.payload);
+    if (!ok) {
+      ++stats_.frames_dropped;
+      continue;
+    }
+    // libraft owns the message's allocations from here on (recv.c frees or keeps them).
+    if (m.type == RAFT_IO_APPEND_ENTRIES)
+      g.answering_up_to = m.append_entries.prev_log_index + m.append_entries.n_entries;
+    g.recv(&g.io, &m);
+    g.answering_up_to.reset();
+  }
+}
+
+void node_io::ensure_tick(unsigned msecs) {
+  if (tick_ms_ != 0 && msecs >= tick_ms_) return;
+  tick_ms_ = msecs;
+  if (tick_timer_ != 0) ex_.cancel_timer(tick_timer_);
+  tick_timer_ = ex_.add_timer(std::chrono::milliseconds(tick_ms_), [this, alive = alive_] {
+    if (*alive) on_tick();
+  });
+}
+
+void node_io::on_tick() {
+  tick_timer_ = ex_.add_timer(std::chrono::milliseconds(tick_ms_), [this, alive = alive_] {
+    if (*alive) on_tick();
+  });
+  for (auto& [id, g] : groups_)
+    if (g->started) g->tick(&g->io);
+}
+
+}  // namespace weir::raft

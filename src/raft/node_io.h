@@ -1,0 +1,92 @@
+// node_io: weir's own `struct raft_io` for MANY raft groups on one node, all on one executor (one event
+// loop; one node_io per core, later). It owns no group logic: libraft does the consensus, node_io does
+// the I/O of every group of the node:
+//
+//   * one node log with group commit (node_log.h): the entries, terms and votes of all groups go into one
+//     batch and one sync per loop turn; append callbacks fire after that sync;
+//   * set_term / set_vote return at once, buffered into the batch; every message the group sends after
+//     them is held until that batch is durable (libraft sends right after they return, and a vote or a
+//     term must never reach another node before it is on disk);
+//   * one transport link per peer node; the frames of all groups of one loop turn go out as one packet;
+//   * one tick timer for the whole node; time and randomness from the executor and a seeded generator.
+//
+// Lifetime: create the node_io, then for each group call io_of(g) and hand the result to raft_init();
+// raft_close() every group (its callback fires synchronously) before destroying the node_io.
+// Runs on its executor's thread only; nothing here is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "raft/executor.h"
+#include "raft/node_log.h"
+#include "raft/transport.h"
+#include "raft/types.h"
+
+struct raft_io;
+
+namespace weir::raft {
+
+class node_io {
+ public:
+  struct options {
+    node_id self;
+    // Every node of the cluster (self included) and the address libraft knows it by.
+    std::map<node_id, std::string> addresses;
+    std::uint64_t random_seed = 1;
+  };
+
+  struct stats {
+    std::uint64_t frames_sent = 0;
+    std::uint64_t packets_sent = 0;
+    std::uint64_t frames_held = 0;  // frames that waited for a term/vote sync
+    std::uint64_t frames_received = 0;
+    std::uint64_t frames_dropped = 0;  // malformed, unknown group or sender, group not running
+    std::uint64_t appends = 0;
+    std::uint64_t append_results_clamped = 0;  // see clamp_append_result in node_io.cc
+  };
+
+  node_io(executor& ex, transport& t, node_log& log, options o);
+  ~node_io();
+  node_io(const node_io&) = delete;
+  node_io& operator=(const node_io&) = delete;
+
+  // The raft_io of group `g`, created on first call with the group's recovered state; its address is
+  // stable until the node_io is destroyed.
+  ::raft_io* io_of(group_id g);
+
+  node_id self() const { return opts_.self; }
+  const stats& counters() const { return stats_; }
+
+  struct group;  // one group's I/O state (node_io.cc)
+
+ private:
+  friend struct group_io_methods;
+
+  void schedule_turn_end();
+  void turn_end();
+  void on_synced(std::uint64_t batch, status st);
+  void on_packet(node_id from, std::span<const std::byte> packet);
+  void queue_frame(group& g, node_id to, std::vector<std::byte> frame);
+  void ensure_tick(unsigned msecs);
+  void on_tick();
+
+  executor& ex_;
+  transport& transport_;
+  node_log& log_;
+  options opts_;
+  std::mt19937_64 rng_;
+  std::map<group_id, std::unique_ptr<group>> groups_;
+  std::map<node_id, std::vector<std::byte>> outbox_;
+  bool turn_end_posted_ = false;
+  unsigned tick_ms_ = 0;
+  executor::timer_id tick_timer_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  stats stats_;
+};
+
+}  // namespace weir::raft
