@@ -84,6 +84,11 @@ http_status status_for(streams::errc e) {
       return {409,
               "the path is held by a deleted stream that live forks still read from: delete the forks, or "
               "use another path"};
+    case errc::path_held:
+      return {
+          409,
+          "the path belonged to a stream deleted moments ago and is held for deleted-path-hold-ms (so that "
+          "caches never mix the two streams): use another path, or wait"};
     case errc::source_not_found:
       return {404, "fork source not found"};
     case errc::source_gone:

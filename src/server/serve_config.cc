@@ -169,6 +169,11 @@ const std::array table{
             "Open connections from one client address (beyond it: 429); 0: no cap. Behind a proxy every "
             "client has the proxy's address",
             field<&serve_config::max_connections_per_client>()},
+    setting{"deleted-path-hold-ms", "MS",
+            "How long the path of a deleted stream cannot be re-created (409); 0: at once. Set it when "
+            "caches or CDNs key responses by URL and offset, which would otherwise mix the old stream's "
+            "bytes with the new one's",
+            field<&serve_config::deleted_path_hold_ms>(), 0, 365ull * 24 * 3600 * 1000},
     setting{"descriptor-reserve", "N",
             "File descriptors that connections may never take, kept for the log's files",
             field<&serve_config::descriptor_reserve>(), 16, 1'000'000},

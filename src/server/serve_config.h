@@ -39,6 +39,9 @@ struct serve_config {
   std::uint64_t checkpoint_bytes = 256ull << 20;
   // Bytes of writes per core waiting for the disk before further writes get 503 + Retry-After.
   std::uint64_t max_in_flight_bytes = 256ull << 20;
+  // How long the path of a deleted stream cannot be re-created (0: at once, as the conformance suite
+  // expects; PROTOCOL.md 1 says a new stream SHOULD NOT reuse a deleted stream's URL).
+  std::uint64_t deleted_path_hold_ms = 0;
   // scheme://host[:port] by which clients reach the node, for the URLs it hands out (Location,
   // callback_url, jwks_url); "": from each request's Host header (when it is a plain host[:port]).
   std::string public_url;

@@ -173,7 +173,7 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
       return;
     }
     case operation::remove: {
-      execute(streams::delete_command{req.path, now}, [ex](durable_result& r) {
+      execute(streams::delete_command{req.path, now, opts_.deleted_path_hold_ms}, [ex](durable_result& r) {
         send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
                                                           : protocol::delete_response(r.o));
       });

@@ -41,6 +41,7 @@ struct shard_options {
   std::uint64_t checkpoint_bytes = 256ull << 20;   // log growth between checkpoints; 0: never
   std::size_t max_in_flight = 16384;               // commands waiting for the log before writes get 503
   std::size_t max_in_flight_bytes = 256ull << 20;  // and their bytes
+  std::int64_t deleted_path_hold_ms = 0;           // a deleted stream's path cannot be re-created this long
 };
 
 class stream_shard {

@@ -62,6 +62,10 @@ struct append_command {
 struct delete_command {
   std::string path;
   std::int64_t now_ms = 0;
+  // deleted-path-hold-ms when the delete was asked: the path cannot be re-created before now_ms + hold_ms
+  // (PROTOCOL.md 1: a new stream SHOULD NOT be created at a deleted stream's URL). In the command, not in
+  // the state machine's settings, so that a replay or a replica decides exactly as the original did.
+  std::int64_t hold_ms = 0;
 };
 
 // A read or live wait began: renews a sliding TTL (PROTOCOL.md 5.1, Stream-TTL).

@@ -41,7 +41,10 @@ void encode_into(const command& c, std::string& out, std::uint32_t* data_offset)
   auto mark = [&](const payload& p, std::size_t at) {
     if (data_offset && !p.empty()) *data_offset = static_cast<std::uint32_t>(at);
   };
-  w.u8(static_cast<std::uint8_t>(c.index() + 1));
+  // A delete with a hold has a kind of its own (8), so that every other delete keeps the old encoding.
+  const auto* del = std::get_if<delete_command>(&c);
+  const bool held_delete = del && del->hold_ms > 0;
+  w.u8(held_delete ? std::uint8_t{8} : static_cast<std::uint8_t>(c.index() + 1));
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
@@ -82,9 +85,12 @@ void encode_into(const command& c, std::string& out, std::uint32_t* data_offset)
           w.svar(v.now_ms);
         } else if constexpr (std::is_same_v<T, fork_release_command>) {
           w.str(v.source);
-        } else {  // delete, touch, expire: path + time
+        } else {  // delete, touch, expire: path + time (+ the hold of kind 8)
           w.str(v.path);
           w.svar(v.now_ms);
+          if constexpr (std::is_same_v<T, delete_command>) {
+            if (held_delete) w.svar(v.hold_ms);
+          }
         }
       },
       c);
@@ -161,6 +167,15 @@ result<command> decode(std::string_view bytes) {
     case 7:
       out = fork_release_command{r.str()};
       break;
+    case 8: {
+      delete_command v;
+      v.path = r.str();
+      v.now_ms = r.svar();
+      v.hold_ms = r.svar();
+      if (r.ok() && v.hold_ms <= 0) return make_error(codec_errc::bad_value, "held delete without a hold");
+      out = std::move(v);
+      break;
+    }
     default:
       return make_error(codec_errc::bad_kind, "unknown command kind");
   }

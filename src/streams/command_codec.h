@@ -1,7 +1,8 @@
 // Binary encoding of commands, for the write-ahead log and replication. Format (little-endian, the
 // primitives of wire.h): u8 kind, then the fields in declaration order: strings and byte blobs as
 // varint length + bytes, integers as varints (signed: zigzag), optionals as a u8 presence flag then the
-// value, bools as u8.
+// value, bools as u8. Kind 8 is a delete_command with hold_ms > 0 (path, now_ms, hold_ms); a delete
+// without a hold keeps kind 3.
 // fork_resolution.source_log is not encoded (recovery links the fork to its source again).
 #pragma once
 

@@ -123,8 +123,23 @@ state_machine::stream_state* state_machine::resolve_live(const std::string& path
   return s;
 }
 
+void state_machine::release_holds(std::int64_t now_ms) {
+  while (!hold_ends_.empty() && hold_ends_.begin()->first <= now_ms) {
+    auto it = held_until_.find(hold_ends_.begin()->second);
+    if (it != held_until_.end() && it->second == hold_ends_.begin()->first) held_until_.erase(it);
+    hold_ends_.erase(hold_ends_.begin());
+  }
+}
+
 outcome state_machine::create(const create_command& c) {
   outcome out;
+  release_holds(c.now_ms);
+  if (auto held = held_until_.find(c.path); held != held_until_.end()) {
+    // PROTOCOL.md 1: caches keyed by URL and offset would serve the deleted stream's bytes for the new one.
+    if (c.fork && c.fork->resolved.retained) out.release.push_back(c.fork->source);
+    out.code = errc::path_held;
+    return out;
+  }
   stream_state* existing = resolve(c.path, c.now_ms, out);
   auto give_back_fork = [&](outcome& o) {
     // A create that does not use its fork resolution must return the source reference it holds.
@@ -309,6 +324,16 @@ outcome state_machine::remove(const delete_command& c) {
   // PROTOCOL.md 5.4: deleting a soft-deleted stream is 410 (gone).
   stream_state* s = resolve_live(c.path, c.now_ms, out);
   if (!s) return out;
+  release_holds(c.now_ms);
+  if (c.hold_ms > 0) {
+    const std::int64_t until = c.now_ms + c.hold_ms;
+    auto [it, fresh] = held_until_.try_emplace(c.path, until);
+    if (!fresh) {
+      hold_ends_.erase({it->second, c.path});
+      it->second = until;
+    }
+    hold_ends_.emplace(until, c.path);
+  }
   if (s->ref_count > 0) {
     s->soft_deleted = true;
     out.mutated = true;

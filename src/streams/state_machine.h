@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +50,7 @@ enum class errc : std::uint8_t {
   invalid_json,
   empty_json_array,
   deleted_with_forks,  // PUT on a soft-deleted path: a deleted stream that forks still read from holds it
+  path_held,           // PUT on the path of a stream deleted less than its hold ago (delete_command::hold_ms)
 };
 
 // A snapshot of a stream's metadata, for responses.
@@ -135,7 +137,11 @@ class state_machine {
     expiring_.swap(other.expiring_);
     std::swap(next_generation_, other.next_generation_);
     by_generation_.swap(other.by_generation_);
+    held_until_.swap(other.held_until_);
+    hold_ends_.swap(other.hold_ends_);
   }
+  // Paths of deleted streams that cannot be re-created yet, with the time their hold ends.
+  std::size_t held_paths() const { return held_until_.size(); }
 
   // Log replay support (server/wal_recovery.cc). A fork reads its records before the fork point from
   // its source's log (pointer-based stitching, PROTOCOL.md 4.2). A fork replayed from the log or restored
@@ -230,12 +236,17 @@ class state_machine {
   stream_meta meta_of(const stream_state& s) const;
   // The stream of generation `generation` (soft-deleted or not), else nullptr.
   stream_state* find_generation(std::uint64_t generation);
+  // Drops the holds that ended by `now_ms`.
+  void release_holds(std::int64_t now_ms);
 
   string_map<stream_state> streams_;
   std::unordered_set<std::string> expiring_;  // streams with a TTL or Expires-At (what the sweeper scans)
   std::uint64_t next_generation_ = 1;
   // Every entry of streams_ by its generation (the hot tier's key: no path to hash or copy per record).
   std::unordered_map<std::uint64_t, stream_state*> by_generation_;
+  // Deleted paths on hold (delete_command::hold_ms): when each hold ends, and the same ordered by time.
+  std::map<std::string, std::int64_t, std::less<>> held_until_;
+  std::set<std::pair<std::int64_t, std::string>> hold_ends_;
 };
 
 // The media type of a Content-Type value, lowercased, without parameters ("Text/Plain; x=y" -> "text/plain").

@@ -14,9 +14,11 @@ namespace weir::streams {
 namespace {
 
 constexpr std::string_view snapshot_magic = "weirsnap";
+// 3: the held paths of deleted streams follow the streams (delete_command::hold_ms).
 // 2: a fork lists its own records only (it reads the rest from its source); no "to stitch" flag.
 // 1: a fork listed its inherited records too (still read: they are dropped on restore).
-constexpr std::uint64_t snapshot_version = 2;
+constexpr std::uint64_t snapshot_version = 3;
+constexpr std::uint64_t snapshot_version_no_holds = 2;
 constexpr std::uint64_t snapshot_version_copied_forks = 1;
 
 // How a record's bytes are written.
@@ -129,6 +131,11 @@ std::vector<std::byte> state_machine::snapshot() const {
     w.var(count);
     s.log->for_each_record([&](const record& r) { write_record(w, r); });
   }
+  w.var(held_until_.size());  // in path order (a std::map): the same state gives the same bytes
+  for (const auto& [path, until] : held_until_) {
+    w.str(path);
+    w.svar(until);
+  }
   std::string bytes = w.take();
   const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
   return std::vector<std::byte>(first, first + bytes.size());
@@ -145,7 +152,8 @@ status state_machine::restore(std::span<const std::byte> blob) {
   if (!in.expect(snapshot_magic)) return bad("not a state machine snapshot (magic)");
   std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
-  if (version != snapshot_version && version != snapshot_version_copied_forks) {
+  if (version != snapshot_version && version != snapshot_version_no_holds &&
+      version != snapshot_version_copied_forks) {
     return bad("unknown version " + std::to_string(version));
   }
   const bool copied_forks = version == snapshot_version_copied_forks;
@@ -237,10 +245,21 @@ status state_machine::restore(std::span<const std::byte> blob) {
     s.log = std::move(log);
     if (!streams.emplace(std::move(path), std::move(s)).second) return bad("a stream is listed twice");
   }
+  std::map<std::string, std::int64_t, std::less<>> held;
+  if (version >= snapshot_version) {
+    const std::uint64_t holds = in.var();
+    for (std::uint64_t i = 0; i < holds && in.ok(); ++i) {
+      std::string path = in.str();
+      const std::int64_t until = in.svar();
+      if (in.ok() && !held.emplace(std::move(path), until).second) return bad("a held path is listed twice");
+    }
+  }
   if (!in.ok()) return truncated();
   if (!in.at_end()) return bad("trailing bytes");
 
   streams_ = std::move(streams);
+  held_until_ = std::move(held);
+  for (const auto& [path, until] : held_until_) hold_ends_.emplace(until, path);
   next_generation_ = next_generation;
   for (auto& [path, s] : streams_) {
     if (!s.meta.expiry.none()) expiring_.insert(path);

@@ -103,6 +103,11 @@ const std::map<std::string, sample>& samples() {
       {"max-subscription-pattern-bytes", {"64", "64"}},
       {"public-url", {"https://streams.example:8443", "\"https://streams.example:8443\""}},
       {"log-level", {"debug", "\"debug\""}},
+      {"log-format", {"json", "\"json\""}},
+      {"deleted-path-hold-ms", {"60000", "60000"}},
+      {"max-connections", {"5000", "5000"}},
+      {"max-connections-per-client", {"64", "64"}},
+      {"descriptor-reserve", {"512", "512"}},
   };
   return m;
 }

@@ -64,8 +64,13 @@ TEST(command_codec, every_kind_round_trips) {
   a.close = true;
   a.now_ms = 99;
   fork_retain_command r{"/src", stream_offset(5), 2, "text/plain", 11};
-  std::vector<command> all = {a, delete_command{"/d", 1},     touch_command{"/t", 2}, expire_command{"/e", 3},
-                              r, fork_release_command{"/src"}};
+  std::vector<command> all = {a,
+                              delete_command{"/d", 1},
+                              touch_command{"/t", 2},
+                              expire_command{"/e", 3},
+                              r,
+                              fork_release_command{"/src"},
+                              delete_command{"/held", 4, 60'000}};
   for (const command& c : all) {
     std::string wire = encode(c);
     result<command> back = decode(wire);
@@ -80,6 +85,22 @@ TEST(command_codec, every_kind_round_trips) {
   EXPECT_EQ(back_a.producer, a.producer);
   EXPECT_TRUE(back_a.body.json_invalid);
   EXPECT_EQ(back_a.stream_seq, a.stream_seq);
+}
+
+// A delete without a hold keeps the encoding logs written before holds existed (kind 3); one with a hold
+// is kind 8 and keeps it.
+TEST(command_codec, a_delete_carries_its_hold_and_an_unheld_one_keeps_the_old_encoding) {
+  std::string plain = encode(delete_command{"/d", 5});
+  EXPECT_EQ(static_cast<std::uint8_t>(plain[0]), 3);
+  std::string held = encode(delete_command{"/d", 5, 1234});
+  EXPECT_EQ(static_cast<std::uint8_t>(held[0]), 8);
+  result<command> back = decode(held);
+  ASSERT_TRUE(back.has_value()) << back.err().reason;
+  const auto& d = std::get<delete_command>(*back);
+  EXPECT_EQ(d.path, "/d");
+  EXPECT_EQ(d.now_ms, 5);
+  EXPECT_EQ(d.hold_ms, 1234);
+  EXPECT_EQ(std::get<delete_command>(*decode(plain)).hold_ms, 0);
 }
 
 TEST(command_codec, rejects_truncated_and_unknown_input) {

@@ -498,5 +498,42 @@ TEST(state_machine, close_only_with_producer) {
   EXPECT_EQ(sm.append(close).code, errc::closed);
 }
 
+// PROTOCOL.md 1: a new stream SHOULD NOT be created at a deleted stream's URL. With a hold, the path
+// answers path_held until it ends; a delete without one frees the path at once (the default).
+TEST(state_machine, a_held_path_cannot_be_recreated_until_its_hold_ends) {
+  state_machine sm;
+  ASSERT_TRUE(sm.create(make_create("/held")).created);
+  ASSERT_TRUE(sm.create(make_create("/free")).created);
+  ASSERT_EQ(sm.remove(delete_command{"/held", t0, 30'000}).code, errc::ok);
+  ASSERT_EQ(sm.remove(delete_command{"/free", t0}).code, errc::ok);
+  EXPECT_EQ(sm.held_paths(), 1u);
+
+  create_command c = make_create("/held");
+  c.now_ms = t0 + 29'999;
+  outcome o = sm.create(c);
+  EXPECT_EQ(o.code, errc::path_held);
+  EXPECT_FALSE(o.mutated);
+  EXPECT_EQ(sm.head("/held", c.now_ms).code, errc::not_found);
+  EXPECT_TRUE(sm.create(make_create("/free")).created);
+
+  c.now_ms = t0 + 30'000;
+  EXPECT_TRUE(sm.create(c).created);
+  EXPECT_EQ(sm.held_paths(), 0u);
+}
+
+TEST(state_machine, a_held_fork_create_gives_back_its_source_reference) {
+  state_machine sm;
+  ASSERT_TRUE(sm.create(make_create("/f")).created);
+  ASSERT_EQ(sm.remove(delete_command{"/f", t0, 1'000}).code, errc::ok);
+  create_command c = make_create("/f");
+  c.fork = fork_spec{};
+  c.fork->source = "/src";
+  c.fork->resolved.retained = true;
+  outcome o = sm.create(c);
+  EXPECT_EQ(o.code, errc::path_held);
+  ASSERT_EQ(o.release.size(), 1u);
+  EXPECT_EQ(o.release[0], "/src");
+}
+
 }  // namespace
 }  // namespace weir::streams
