@@ -261,8 +261,8 @@ class sse_session final : public live_reader {
   // Text handed to the connection per step, and what may still wait there before the next step: a
   // session never queues more than about their sum, well under http::server_options::
   // max_stream_queue_bytes.
-  static constexpr std::size_t window_bytes = 64 * 1024;
-  static constexpr std::size_t low_water_bytes = 64 * 1024;
+  static constexpr std::size_t window_bytes = 32 * 1024;
+  static constexpr std::size_t low_water_bytes = 16 * 1024;
 
   stream_shard& shard_;
   protocol::stream_request req_;
