@@ -28,6 +28,12 @@ http_status status_for(errc e) {
       return {400, "Stream-TTL and Stream-Expires-At are exclusive"};
     case errc::bad_producer:
       return {400, "invalid producer headers"};
+    case errc::producer_id_too_long:
+      return {400, "Producer-Id too long: at most 256 bytes"};
+    case errc::content_type_too_long:
+      return {400, "Content-Type too long: at most 256 bytes"};
+    case errc::stream_quota:
+      return {403, "stream quota reached: this node already holds max-streams streams; delete some first"};
     case errc::empty_producer_id:
       return {400, "empty Producer-Id"};
     case errc::empty_body:

@@ -2,6 +2,7 @@
 // reaches a client becomes an HTTP status with a short plain-text reason (STYLE.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -38,7 +39,14 @@ enum class errc : std::uint8_t {
   storage_full,           // the log's disk is full
   storage_unavailable,    // the log or a segment could not be read or written
   writes_backlogged,      // too many writes waiting for the disk
+  producer_id_too_long,   // Producer-Id beyond max_producer_id_bytes
+  content_type_too_long,  // Content-Type beyond max_content_type_bytes
+  stream_quota,           // the node holds max-streams streams already
 };
+
+// What a client can make the server keep per request (issue 12 item 5): each answered with a 4xx naming it.
+inline constexpr std::size_t max_producer_id_bytes = 256;
+inline constexpr std::size_t max_content_type_bytes = 256;
 
 struct http_status {
   int code;

@@ -78,6 +78,8 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
     }
   }
   if (auto ct = header(req, "content-type"); ct && !ct->empty()) {
+    // Stored with the stream: bounded like everything a client can make the server keep.
+    if (ct->size() > max_content_type_bytes) return fail(errc::content_type_too_long);
     // RFC 9110 8.3.1; PROTOCOL.md 5.2: 409 only when the type "is valid but does not match". An append
     // without a body ignores Content-Type (5.2: close-only requests must not be rejected for it).
     bool checked = r.op == operation::create || (r.op == operation::append && !req.body.empty());
@@ -133,6 +135,7 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
     if (id || epoch || seq) {
       if (!id || !epoch || !seq) return fail(errc::bad_producer);  // 5.2.1: all three or none
       if (id->empty()) return fail(errc::empty_producer_id);
+      if (id->size() > max_producer_id_bytes) return fail(errc::producer_id_too_long);
       auto e = parse_producer_number(*epoch);
       auto s = parse_producer_number(*seq);
       if (!e || !s) return fail(errc::bad_producer);

@@ -55,6 +55,7 @@ node::node(serve_config cfg, storage::env* storage_env)
   so.checkpoint_bytes = cfg_.checkpoint_bytes;
   so.max_in_flight_bytes = cfg_.max_in_flight_bytes;
   so.deleted_path_hold_ms = static_cast<std::int64_t>(cfg_.deleted_path_hold_ms);
+  so.max_streams = cfg_.max_streams;
   for (unsigned i = 0; i < http_->threads(); ++i) {
     so.core = i;
     shards_.push_back(std::make_unique<stream_shard>(*this, http_->loop(i), clock_, so));
@@ -66,6 +67,12 @@ node::~node() = default;
 
 stream_shard& node::owner_of(std::string_view path) {
   return *shards_[owner_index(path, shard_count())];
+}
+
+std::size_t node::stream_count() const {
+  std::size_t n = 0;
+  for (const auto& s : shards_) n += s->stream_count();
+  return n;
 }
 
 std::uint16_t node::port() const {

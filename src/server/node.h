@@ -55,6 +55,8 @@ class node {
   std::uint16_t port() const;
 
   unsigned shard_count() const { return static_cast<unsigned>(shards_.size()); }
+  // Streams held by every shard together (soft-deleted ones too); any thread.
+  std::size_t stream_count() const;
   stream_shard& shard(unsigned i) { return *shards_[i]; }
   stream_shard& owner_of(std::string_view path);
   const serve_config& config() const { return cfg_; }

@@ -174,6 +174,10 @@ const std::array table{
             "caches or CDNs key responses by URL and offset, which would otherwise mix the old stream's "
             "bytes with the new one's",
             field<&serve_config::deleted_path_hold_ms>(), 0, 365ull * 24 * 3600 * 1000},
+    setting{"max-streams", "N",
+            "Streams the node holds before a create of a new one answers 403 (a quota against clients that "
+            "create without end); 0: no quota",
+            field<&serve_config::max_streams>()},
     setting{"descriptor-reserve", "N",
             "File descriptors that connections may never take, kept for the log's files",
             field<&serve_config::descriptor_reserve>(), 16, 1'000'000},

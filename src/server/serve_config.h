@@ -42,6 +42,8 @@ struct serve_config {
   // How long the path of a deleted stream cannot be re-created (0: at once, as the conformance suite
   // expects; PROTOCOL.md 1 says a new stream SHOULD NOT reuse a deleted stream's URL).
   std::uint64_t deleted_path_hold_ms = 0;
+  // Streams the node holds (soft-deleted ones included) before a create answers 403; 0: no quota.
+  std::uint64_t max_streams = 1'000'000;
   // scheme://host[:port] by which clients reach the node, for the URLs it hands out (Location,
   // callback_url, jwks_url); "": from each request's Host header (when it is a plain host[:port]).
   std::string public_url;

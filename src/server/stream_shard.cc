@@ -197,6 +197,13 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
 
 void stream_shard::handle_create(protocol::stream_request req, http::exchange ex) {
   const std::int64_t now = now_ms();
+  // The quota counts every core's streams (read without a lock: a few creates racing at the limit may
+  // pass it by as many). An idempotent PUT of an existing stream is not a new stream.
+  if (opts_.max_streams != 0 && node_->stream_count() >= opts_.max_streams &&
+      sm_.head(req.path, now).code == streams::errc::not_found) {
+    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::stream_quota)));
+    return;
+  }
   streams::create_command c;
   c.path = req.path;
   c.content_type = req.content_type;
@@ -346,6 +353,7 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
 streams::outcome stream_shard::execute(const streams::command& c, shard_wal::completion done) {
   wal_->before(c, sm_, now_ms());
   streams::outcome o = sm_.apply(c);
+  if (o.mutated) stream_count_.store(sm_.size(), std::memory_order_relaxed);
   wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
     if (r.failure == protocol::errc::ok) {
       if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) admit(r);
@@ -426,6 +434,7 @@ void stream_shard::wake(const std::string& path, bool removed) {
 }
 
 void stream_shard::start() {
+  stream_count_.store(sm_.size(), std::memory_order_relaxed);  // what recovery restored
   sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] { sweep(); });
 }
 

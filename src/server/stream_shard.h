@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -42,6 +43,7 @@ struct shard_options {
   std::size_t max_in_flight = 16384;               // commands waiting for the log before writes get 503
   std::size_t max_in_flight_bytes = 256ull << 20;  // and their bytes
   std::int64_t deleted_path_hold_ms = 0;           // a deleted stream's path cannot be re-created this long
+  std::size_t max_streams = 0;                     // streams the node holds before creates get 403; 0: any
 };
 
 class stream_shard {
@@ -93,6 +95,9 @@ class stream_shard {
   void start();  // the TTL sweeper
   void stop();   // ends every live reader (shutdown)
 
+  // Streams this shard's state machine holds (soft-deleted ones too); readable from any thread.
+  std::size_t stream_count() const { return stream_count_.load(std::memory_order_relaxed); }
+
  private:
   void handle_create(protocol::stream_request req, http::exchange ex);
   void finish_fork(protocol::stream_request req, http::exchange ex, durable_result retained);
@@ -133,6 +138,7 @@ class stream_shard {
   std::mt19937 rng_;
   io::event_loop::timer_id sweep_timer_ = 0;
   bool stopped_ = false;
+  std::atomic<std::size_t> stream_count_{0};  // sm_.size() after the last command (stream_count())
 };
 
 }  // namespace weir::server

@@ -258,13 +258,18 @@ outcome state_machine::append(const append_command& c) {
   if (c.producer) {
     const producer_ref& p = *c.producer;
     auto it = s->producers.find(p.id);
+    if (it != s->producers.end() && c.now_ms - it->second.last_used_ms >= producer_idle_ms) {
+      s->producers.erase(it);  // idle past its TTL: a new producer from now on
+      it = s->producers.end();
+      out.mutated = true;
+    }
     if (it == s->producers.end()) {
       if (p.seq != 0) {
         out.expected_seq = 0;
         out.received_seq = p.seq;
         return finish(errc::seq_gap);
       }
-      next_producer = producer_state{p.epoch, 0};
+      next_producer = producer_state{p.epoch, 0, c.now_ms};
     } else {
       const producer_state& st = it->second;
       if (p.epoch < st.epoch) {
@@ -273,14 +278,14 @@ outcome state_machine::append(const append_command& c) {
       }
       if (p.epoch > st.epoch) {
         if (p.seq != 0) return finish(errc::epoch_needs_seq_zero);
-        next_producer = producer_state{p.epoch, 0};
+        next_producer = producer_state{p.epoch, 0, c.now_ms};
       } else if (p.seq <= st.last_seq) {
         out.duplicate = true;
         out.producer_epoch = p.epoch;
         out.producer_seq = st.last_seq;
         return finish(errc::ok);
       } else if (p.seq == st.last_seq + 1) {
-        next_producer = producer_state{p.epoch, p.seq};
+        next_producer = producer_state{p.epoch, p.seq, c.now_ms};
       } else {
         out.expected_seq = st.last_seq + 1;
         out.received_seq = p.seq;
@@ -304,6 +309,13 @@ outcome state_machine::append(const append_command& c) {
     out.appended = true;
   }
   if (c.producer) {
+    if (s->producers.size() >= max_producers_per_stream && !s->producers.count(c.producer->id)) {
+      // Full: forget the least recently used producer (a scan, only for a new producer of a full stream).
+      auto lru = std::min_element(s->producers.begin(), s->producers.end(), [](const auto& a, const auto& b) {
+        return a.second.last_used_ms < b.second.last_used_ms;
+      });
+      s->producers.erase(lru);
+    }
     s->producers[c.producer->id] = *next_producer;
     out.producer_epoch = c.producer->epoch;
     out.producer_seq = c.producer->seq;

@@ -205,6 +205,7 @@ class state_machine {
   struct producer_state {
     std::uint64_t epoch = 0;
     std::uint64_t last_seq = 0;
+    std::int64_t last_used_ms = 0;  // the command time of its last accepted append
   };
   struct stream_state {
     stream_meta meta;
@@ -248,6 +249,13 @@ class state_machine {
   std::map<std::string, std::int64_t, std::less<>> held_until_;
   std::set<std::pair<std::int64_t, std::string>> hold_ends_;
 };
+
+// Producer state a stream keeps (PROTOCOL.md 5.2.1, "Producer State Cleanup": servers MAY expire it).
+// A producer idle this long is forgotten and treated as new; and a stream keeps at most this many
+// producers, forgetting the least recently used one for a new one. Constants, not settings: the state
+// machine must decide the same on every replay and every replica.
+inline constexpr std::int64_t producer_idle_ms = 7ll * 24 * 3600 * 1000;  // the spec's recommendation
+inline constexpr std::size_t max_producers_per_stream = 10'000;
 
 // The media type of a Content-Type value, lowercased, without parameters ("Text/Plain; x=y" -> "text/plain").
 std::string normalize_content_type(std::string_view content_type);

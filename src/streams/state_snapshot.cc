@@ -14,7 +14,8 @@ namespace weir::streams {
 namespace {
 
 constexpr std::string_view snapshot_magic = "weirsnap";
-// 3: the held paths of deleted streams follow the streams (delete_command::hold_ms).
+// 3: the held paths of deleted streams follow the streams (delete_command::hold_ms); producers carry
+//    their last use (idle expiry).
 // 2: a fork lists its own records only (it reads the rest from its source); no "to stitch" flag.
 // 1: a fork listed its inherited records too (still read: they are dropped on restore).
 constexpr std::uint64_t snapshot_version = 3;
@@ -125,6 +126,7 @@ std::vector<std::byte> state_machine::snapshot() const {
       w.str(id);
       w.var(p.epoch);
       w.var(p.last_seq);
+      w.svar(p.last_used_ms);
     }
     std::size_t count = 0;
     s.log->for_each_record([&](const record&) { ++count; });
@@ -202,6 +204,8 @@ status state_machine::restore(std::span<const std::byte> blob) {
       producer_state p;
       p.epoch = in.var();
       p.last_seq = in.var();
+      // Before version 3 no last use was kept: the stream's last access is the closest known.
+      p.last_used_ms = version >= snapshot_version ? in.svar() : s.last_access_ms;
       if (!s.producers.emplace(std::move(id), p).second) return bad("producer listed twice in " + path);
     }
     if (!in.ok()) return truncated();

@@ -105,6 +105,7 @@ const std::map<std::string, sample>& samples() {
       {"log-level", {"debug", "\"debug\""}},
       {"log-format", {"json", "\"json\""}},
       {"deleted-path-hold-ms", {"60000", "60000"}},
+      {"max-streams", {"10", "10"}},
       {"max-connections", {"5000", "5000"}},
       {"max-connections-per-client", {"64", "64"}},
       {"descriptor-reserve", {"512", "512"}},

@@ -535,5 +535,49 @@ TEST(state_machine, a_held_fork_create_gives_back_its_source_reference) {
   EXPECT_EQ(o.release[0], "/src");
 }
 
+append_command producer_append(std::string id, std::uint64_t epoch, std::uint64_t seq, std::int64_t now) {
+  append_command c = make_append("/p", "x");
+  c.producer = producer_ref{std::move(id), epoch, seq};
+  c.now_ms = now;
+  return c;
+}
+
+// PROTOCOL.md 5.2.1 "Producer State Cleanup": a producer idle for producer_idle_ms is forgotten and
+// starts again as a new one (seq 0); one used within it keeps its sequence.
+TEST(state_machine, an_idle_producer_is_forgotten_after_its_ttl) {
+  state_machine sm;
+  ASSERT_TRUE(sm.create(make_create("/p")).created);
+  ASSERT_EQ(sm.append(producer_append("w", 0, 0, t0)).code, errc::ok);
+  ASSERT_EQ(sm.append(producer_append("w", 0, 1, t0 + 1000)).code, errc::ok);
+  // Within the TTL: seq 0 again is a duplicate.
+  EXPECT_TRUE(sm.append(producer_append("w", 0, 0, t0 + producer_idle_ms)).duplicate);
+  // Idle past the TTL (counted from its last accepted append): seq 2 is a gap for a new producer...
+  outcome gap = sm.append(producer_append("w", 0, 2, t0 + 1000 + producer_idle_ms));
+  EXPECT_EQ(gap.code, errc::seq_gap);
+  EXPECT_EQ(gap.expected_seq, 0u);
+  // ...and seq 0 is accepted as new data, not a duplicate.
+  outcome fresh = sm.append(producer_append("w", 0, 0, t0 + 1000 + producer_idle_ms));
+  EXPECT_EQ(fresh.code, errc::ok);
+  EXPECT_FALSE(fresh.duplicate);
+  EXPECT_TRUE(fresh.appended);
+}
+
+// A stream keeps at most max_producers_per_stream producers: a new one beyond that forgets the least
+// recently used, and the others keep deduplicating.
+TEST(state_machine, producers_per_stream_are_capped_least_recently_used_first) {
+  state_machine sm;
+  ASSERT_TRUE(sm.create(make_create("/p")).created);
+  for (std::size_t i = 0; i < max_producers_per_stream; ++i) {
+    ASSERT_EQ(sm.append(producer_append("w" + std::to_string(i), 0, 0, t0 + static_cast<std::int64_t>(i))).code,
+              errc::ok);
+  }
+  // w0 is the least recently used: a new producer takes its place.
+  ASSERT_EQ(sm.append(producer_append("new", 0, 0, t0 + 1'000'000)).code, errc::ok);
+  EXPECT_FALSE(sm.append(producer_append("w0", 0, 0, t0 + 1'000'001)).duplicate) << "w0 was kept";
+  // w0's return evicted w1 (now the oldest); w2 is still known.
+  EXPECT_TRUE(sm.append(producer_append("w2", 0, 0, t0 + 1'000'002)).duplicate);
+  EXPECT_FALSE(sm.append(producer_append("w1", 0, 0, t0 + 1'000'003)).duplicate);
+}
+
 }  // namespace
 }  // namespace weir::streams
