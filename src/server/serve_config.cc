@@ -1,5 +1,7 @@
 #include "server/serve_config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <toml++/toml.h>
 
 #include <array>
@@ -64,6 +66,12 @@ constexpr setting_access listen_access{
     setting_kind::text, 0, [](const serve_config& c) -> setting_value { return listen_text(c); },
     [](serve_config& c, const setting_value& v) { apply_listen(c, std::get<std::string>(v)); }};
 
+// io::listen_tcp binds IPv4 only (io/socket.cc); say so before the node starts rather than after recovery.
+std::string check_listen(const serve_config& c) {
+  in_addr a{};
+  if (c.host == "localhost" || ::inet_pton(AF_INET, c.host.c_str(), &a) == 1) return "";
+  return "an IPv4 address or localhost (IPv6 and other names are not supported yet), got '" + c.host + "'";
+}
 std::string check_data_dir(const serve_config& c) {
   return c.data_dir.empty() ? "must not be empty" : "";
 }
@@ -121,8 +129,9 @@ std::string check_public_url(const serve_config& c) {
 // THE table: one row per setting. Names are the flags and the TOML keys; the order is --help's.
 const std::array table{
     setting{"listen", "HOST:PORT",
-            "Address to listen on: IPv4 HOST:PORT or [IPv6]:PORT; port 0 picks a free port (logged at start)",
-            listen_access},
+            "Address to listen on: an IPv4 address (or localhost) and a port; 0.0.0.0 for every interface; "
+            "port 0 picks a free port (logged at start)",
+            listen_access, 0, UINT64_MAX, check_listen},
     setting{"data-dir", "DIR", "Data directory (the write-ahead log, checkpoints, subscriptions)",
             field<&serve_config::data_dir>(), 0, UINT64_MAX, check_data_dir},
     setting{"threads", "N",

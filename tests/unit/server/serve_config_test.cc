@@ -79,7 +79,7 @@ struct sample {
 };
 const std::map<std::string, sample>& samples() {
   static const std::map<std::string, sample> m = {
-      {"listen", {"[::1]:5001", "\"[::1]:5001\""}},
+      {"listen", {"0.0.0.0:5001", "\"0.0.0.0:5001\""}},
       {"data-dir", {"/tmp/weir \"x\"\\d\u00e9\t", "\"/tmp/weir \\\"x\\\"\\\\d\u00e9\\t\""}},
       {"threads", {"3", "3"}},
       {"fsync", {"interval:5", "\"interval:5\""}},
@@ -236,6 +236,9 @@ TEST(serve_config, bad_values_name_the_setting) {
             }).rfind("max-in-flight-bytes: ", 0),
             0u);
   EXPECT_EQ(error_of([] { parse_serve({"--listen", "nowhere"}); }).rfind("listen: ", 0), 0u);
+  EXPECT_EQ(error_of([] { parse_serve({"--listen", "[::1]:80"}); }).rfind("listen: ", 0), 0u);
+  EXPECT_EQ(error_of([] { parse_serve({"--listen", "example.com:80"}); }).rfind("listen: ", 0), 0u);
+  EXPECT_NO_THROW(parse_serve({"--listen", "localhost:0"}));
   EXPECT_EQ(error_of([] { parse_serve({"--durable", "yes"}); }).rfind("durable: ", 0), 0u);
 }
 
