@@ -144,6 +144,7 @@ struct cluster {
       return;
     }
     n.log = std::move(log).value();
+    report.tail_bytes_cut += n.log->tail_bytes_cut();
     n.link = net.attach(n.id);
     node_io::options io_opts{n.id, addresses, o.seed * 1000003 + n.id.value() * 101 + n.incarnation};
     n.io = std::make_unique<node_io>(*n.ex, *n.link, *n.log, io_opts);
@@ -188,12 +189,18 @@ struct cluster {
     schedule_workload(n);
   }
 
-  // Power loss: unsynced bytes are gone, queued tasks never run, every libraft instance is closed
+  // Power loss: unsynced bytes are gone (or torn), queued tasks never run, every libraft instance is closed
   // (its pending requests fail) and freed.
   void crash_node(node& n) {
     ++report.crashes;
     ++epoch;
-    n.env->crash();
+    // Half the crashes tear the last write: a random prefix of the unsynced bytes survives.
+    if (sched.chance(0.5)) {
+      ++report.torn_crashes;
+      n.env->crash(sched.rng()());
+    } else {
+      n.env->crash();
+    }
     n.ex->halt();
     stop_node(n);
   }

@@ -41,6 +41,8 @@ struct sim_report {
   std::uint64_t acked = 0;
   std::uint64_t proposals = 0;
   std::uint64_t crashes = 0;
+  std::uint64_t torn_crashes = 0;    // crashes that kept a torn prefix of the unsynced bytes
+  std::uint64_t tail_bytes_cut = 0;  // torn tails the node log cut at restart
   std::uint64_t partitions = 0;
   std::uint64_t elections = 0;  // distinct (group, term) leaders seen
   std::uint64_t minority_checks = 0;

@@ -58,6 +58,8 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     }
     total.acked += r.acked;
     total.crashes += r.crashes;
+    total.torn_crashes += r.torn_crashes;
+    total.tail_bytes_cut += r.tail_bytes_cut;
     total.partitions += r.partitions;
     total.minority_checks += r.minority_checks;
     total.frames_held += r.frames_held;
@@ -67,6 +69,8 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
   // The runs must have exercised what they claim to check.
   EXPECT_GT(total.acked, count * 100);
   EXPECT_GT(total.crashes, count);
+  EXPECT_GT(total.torn_crashes, 0u);
+  EXPECT_GT(total.tail_bytes_cut, 0u);
   EXPECT_GT(total.partitions, count);
   EXPECT_GT(total.minority_checks, 0u);
   EXPECT_GT(total.frames_held, 0u);
@@ -74,10 +78,13 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     EXPECT_GT(total.snapshots_restored, 0u);
   }
   std::printf(
-      "%llu seeds from %llu: acked %llu, crashes %llu, partitions %llu, elections %llu, "
+      "%llu seeds from %llu: acked %llu, crashes %llu (torn %llu, tail bytes cut %llu), partitions %llu, "
+      "elections %llu, "
       "minority proposals %llu, held frames %llu, snapshots restored %llu\n",
       static_cast<unsigned long long>(count), static_cast<unsigned long long>(first),
       static_cast<unsigned long long>(total.acked), static_cast<unsigned long long>(total.crashes),
+      static_cast<unsigned long long>(total.torn_crashes),
+      static_cast<unsigned long long>(total.tail_bytes_cut),
       static_cast<unsigned long long>(total.partitions), static_cast<unsigned long long>(total.elections),
       static_cast<unsigned long long>(total.minority_checks),
       static_cast<unsigned long long>(total.frames_held),

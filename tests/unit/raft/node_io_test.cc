@@ -1,0 +1,245 @@
+// node_io (node_io.h) driven through the raft_io function pointers, as libraft drives it: a message sent
+// after set_term / set_vote leaves only once that batch is durable; append callbacks fire after the
+// sync; load returns what was durable; close cancels what is pending; heartbeat replies are clamped.
+#include "raft/node_io.h"
+
+#include <gtest/gtest.h>
+
+#include "raft/libraft.h"
+#include "raft/sim_scheduler.h"
+#include "raft/wire_format.h"
+#include "storage/mem_env.h"
+
+namespace weir::raft {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A transport that keeps what is sent and lets the test deliver packets.
+class recording_transport final : public transport {
+ public:
+  void send(node_id to, std::vector<std::byte> packet) override { sent.emplace_back(to, std::move(packet)); }
+  void set_receiver(receiver r) override { rx = std::move(r); }
+  std::vector<wire::message> frames_to(node_id to) const {
+    std::vector<wire::message> out;
+    for (const auto& [dst, p] : sent) {
+      if (dst != to) continue;
+      std::span<const std::byte> rest(p);
+      while (!rest.empty()) {
+        auto d = wire::decode_frame(rest);
+        EXPECT_TRUE(d && d->has_value());
+        if (!d || !d->has_value()) break;
+        out.push_back((*d)->msg);
+        rest = rest.subspan((*d)->consumed);
+      }
+    }
+    return out;
+  }
+  std::vector<std::pair<node_id, std::vector<std::byte>>> sent;
+  receiver rx;
+};
+
+struct callbacks {
+  static inline std::vector<int> appended;
+  static inline std::vector<int> sent;
+  static inline std::vector<raft_message> received;
+  static inline raft_io* reply_from = nullptr;  // if set, recv answers every AppendEntries from here
+  static void on_append(raft_io_append*, int status) { appended.push_back(status); }
+  static void on_send(raft_io_send* req, int status) {
+    sent.push_back(status);
+    delete req;
+  }
+  static void on_tick(raft_io*) {}
+  static void on_recv(raft_io*, raft_message* m) {
+    received.push_back(*m);
+    if (m->type == RAFT_IO_APPEND_ENTRIES && reply_from != nullptr) {
+      raft_message r{};
+      r.type = RAFT_IO_APPEND_ENTRIES_RESULT;
+      r.server_id = m->server_id;
+      r.append_entries_result = {m->append_entries.term, 0, 9};  // libraft's reply: its last stored index
+      reply_from->send(reply_from, new raft_io_send{}, &r, on_send);
+    }
+    if (m->type == RAFT_IO_APPEND_ENTRIES && m->append_entries.n_entries > 0) {
+      raft_free(m->append_entries.entries[0].batch);
+      raft_free(m->append_entries.entries);
+    }
+  }
+  static void reset() {
+    appended.clear();
+    sent.clear();
+    received.clear();
+    reply_from = nullptr;
+  }
+};
+
+struct node_fixture {
+  storage::mem_env env;
+  sim_scheduler sched{7};
+  std::unique_ptr<sim_executor> ex;
+  std::unique_ptr<delayed_flusher> flusher;
+  std::unique_ptr<node_log> log;
+  recording_transport net;
+  std::unique_ptr<node_io> io;
+
+  node_fixture() {
+    callbacks::reset();
+    boot();
+  }
+  ~node_fixture() { callbacks::reset(); }
+
+  void boot() {
+    ex = std::make_unique<sim_executor>(sched);
+    flusher = std::make_unique<delayed_flusher>(*ex, [] { return milliseconds(5); });
+    auto l = node_log::open(env, *flusher, "/raft/node.log");
+    ASSERT_TRUE(l.has_value()) << l.err().reason;
+    log = std::move(l).value();
+    io = std::make_unique<node_io>(*ex, net, *log,
+                                   node_io::options{node_id(1), {{node_id(1), "n1"}, {node_id(2), "n2"}}, 3});
+  }
+
+  // A started group: what libraft's raft_init + raft_start do to the raft_io.
+  raft_io* start_group(std::uint32_t g, raft_term* term = nullptr, raft_id* vote = nullptr,
+                       std::vector<std::string>* entries = nullptr) {
+    raft_io* rio = io->io_of(group_id(g));
+    EXPECT_EQ(rio->init(rio, 1, "n1"), 0);
+    raft_term t = 0;
+    raft_id v = 0;
+    raft_snapshot* snap = nullptr;
+    raft_index start = 0;
+    raft_entry* ents = nullptr;
+    size_t n = 0;
+    EXPECT_EQ(rio->load(rio, &t, &v, &snap, &start, &ents, &n), 0);
+    EXPECT_EQ(start, 1u);
+    EXPECT_EQ(snap, nullptr);
+    if (term != nullptr) *term = t;
+    if (vote != nullptr) *vote = v;
+    for (size_t i = 0; i < n && entries != nullptr; ++i)
+      entries->emplace_back(static_cast<const char*>(ents[i].buf.base), ents[i].buf.len);
+    if (n > 0) {
+      raft_free(ents[0].batch);
+      raft_free(ents);
+    }
+    EXPECT_EQ(rio->start(rio, 50, callbacks::on_tick, callbacks::on_recv), 0);
+    return rio;
+  }
+
+  void close_all(std::initializer_list<raft_io*> ios) {
+    for (raft_io* rio : ios) rio->close(rio, nullptr);
+  }
+};
+
+raft_message vote_request(raft_term term) {
+  raft_message m{};
+  m.type = RAFT_IO_REQUEST_VOTE;
+  m.server_id = 2;
+  m.request_vote = {term, 1, 0, 0, false, false};
+  return m;
+}
+
+TEST(node_io, a_message_after_set_term_waits_for_the_sync) {
+  node_fixture f;
+  raft_io* g0 = f.start_group(0);
+  raft_io* g1 = f.start_group(1);
+  ASSERT_EQ(g0->set_term(g0, 2), 0);
+  ASSERT_EQ(g0->set_vote(g0, 1), 0);
+  auto m = vote_request(2);
+  ASSERT_EQ(g0->send(g0, new raft_io_send{}, &m, callbacks::on_send), 0);
+  // Group 1 has no pending term: its message goes out at the end of the turn.
+  auto m1 = vote_request(1);
+  ASSERT_EQ(g1->send(g1, new raft_io_send{}, &m1, callbacks::on_send), 0);
+  f.sched.run_until(4);
+  auto frames = f.net.frames_to(node_id(2));
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].group, group_id(1));
+  EXPECT_EQ(f.io->counters().frames_held, 1u);
+  f.sched.run_until(5);  // the batch with term 2 and the vote is durable
+  frames = f.net.frames_to(node_id(2));
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[1].group, group_id(0));
+  EXPECT_EQ(std::get<wire::request_vote>(frames[1].payload).term, term_id(2));
+  EXPECT_EQ(callbacks::sent, (std::vector<int>{0, 0}));
+  f.close_all({g0, g1});
+}
+
+TEST(node_io, append_callbacks_fire_after_the_sync_and_load_returns_what_was_synced) {
+  node_fixture f;
+  {
+    raft_io* g = f.start_group(4);
+    g->set_term(g, 3);
+    g->set_vote(g, 2);
+    std::string a = "first", b = "second";
+    raft_entry e[2] = {{3, RAFT_COMMAND, {a.data(), a.size()}, nullptr},
+                       {3, RAFT_COMMAND, {b.data(), b.size()}, nullptr}};
+    raft_io_append req{};
+    ASSERT_EQ(g->append(g, &req, e, 2, callbacks::on_append), 0);
+    f.sched.run_until(4);
+    EXPECT_TRUE(callbacks::appended.empty());
+    f.sched.run_until(5);
+    EXPECT_EQ(callbacks::appended, (std::vector<int>{0}));
+    // Not synced before the crash: lost.
+    std::string c = "lost";
+    raft_entry e2[1] = {{3, RAFT_COMMAND, {c.data(), c.size()}, nullptr}};
+    raft_io_append req2{};
+    ASSERT_EQ(g->append(g, &req2, e2, 1, callbacks::on_append), 0);
+    f.sched.run_until(7);
+    f.env.crash();
+    f.ex->halt();
+    g->close(g, nullptr);  // cancels the pending append
+    EXPECT_EQ(callbacks::appended, (std::vector<int>{0, RAFT_CANCELED}));
+    f.io.reset();
+    f.log.reset();
+    f.env.restart();
+  }
+  f.boot();
+  raft_term term = 0;
+  raft_id vote = 0;
+  std::vector<std::string> entries;
+  raft_io* g = f.start_group(4, &term, &vote, &entries);
+  EXPECT_EQ(term, 3u);
+  EXPECT_EQ(vote, 2u);
+  EXPECT_EQ(entries, (std::vector<std::string>{"first", "second"}));
+  f.close_all({g});
+}
+
+TEST(node_io, a_heartbeat_reply_vouches_only_for_what_the_heartbeat_covered) {
+  node_fixture f;
+  raft_io* g = f.start_group(2);
+  callbacks::reply_from = g;
+  // An AppendEntries without entries at prev_log_index 5, from node 2.
+  std::vector<std::byte> packet;
+  wire::encode_frame(
+      wire::message{group_id(2),
+                    wire::append_entries{term_id(4), log_index(5), term_id(4), log_index(5), {}}},
+      packet);
+  f.net.rx(node_id(2), packet);
+  ASSERT_EQ(callbacks::received.size(), 1u);
+  EXPECT_EQ(callbacks::received[0].server_id, 2u);
+  EXPECT_STREQ(callbacks::received[0].server_address, "n2");
+  f.sched.run_until(1);
+  auto frames = f.net.frames_to(node_id(2));
+  ASSERT_EQ(frames.size(), 1u);
+  // libraft said 9 (its whole log); only 5 was checked against the leader's log.
+  EXPECT_EQ(std::get<wire::append_entries_result>(frames[0].payload).last_log_index, log_index(5));
+  EXPECT_EQ(f.io->counters().append_results_clamped, 1u);
+  f.close_all({g});
+}
+
+TEST(node_io, frames_for_unknown_groups_and_damaged_packets_are_dropped) {
+  node_fixture f;
+  raft_io* g = f.start_group(0);
+  std::vector<std::byte> packet;
+  wire::encode_frame(wire::message{group_id(99), wire::timeout_now{term_id(1), log_index(1), term_id(1)}},
+                     packet);
+  wire::encode_frame(wire::message{group_id(0), wire::timeout_now{term_id(1), log_index(1), term_id(1)}},
+                     packet);
+  f.net.rx(node_id(2), packet);
+  EXPECT_EQ(callbacks::received.size(), 1u);
+  packet.back() ^= std::byte{1};
+  f.net.rx(node_id(2), packet);
+  EXPECT_EQ(callbacks::received.size(), 1u);
+  EXPECT_EQ(f.io->counters().frames_dropped, 3u);
+  f.close_all({g});
+}
+
+}  // namespace
+}  // namespace weir::raft
