@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 
 #include "http/body_budget.h"
@@ -38,6 +39,12 @@ char* put(char* p, std::string_view s) {
   return p + s.size();
 }
 
+std::uint64_t steady_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
 // RAII depth counter: while any connection of this loop is inside drive(), another connection that
 // becomes ready must not drive() inline (it would reuse the loop's read scratch buffer).
 struct processing_scope {
@@ -54,6 +61,7 @@ void connection::open(int fd) {
   need_total_ = head_len_ = chunk_pos_ = 0;
   chunked_ = continue_sent_ = expect_continue_ = false;
   head_started_ms_ = body_started_ms_ = 0;
+  read_ns_ = 0;
   keep_alive_ = true;
   is_head_ = http10_ = chunked_out_ = in_handler_ = resume_scheduled_ = backlog_exceeded_ = false;
   readable_ = peer_closed_ = want_write_ = close_after_write_ = false;
@@ -123,6 +131,8 @@ void connection::drive() {
       peer_closed_ = true;
       break;
     }
+    // One clock read per read, not per request: pipelined requests of one read share it.
+    if (ctx_->opts->observer != nullptr) read_ns_ = steady_ns();
     // Edge-triggered: a short read means the socket was drained; new data raises a new edge.
     if (static_cast<std::size_t>(n) < cap) readable_ = false;
     if (use_scratch) {
@@ -333,8 +343,10 @@ void connection::compact_in(std::size_t used) {
   }
 }
 
-void connection::dispatch(std::string_view, std::string_view body) {
+void connection::dispatch(std::string_view raw, std::string_view body) {
   const request_head& head = ctx_->head;
+  tag_ = 0;
+  if (ctx_->opts->observer != nullptr) observe_dispatch(raw);
   release_body();  // the handler copies what it keeps of the body
   keep_alive_ = head.keep_alive && !ctx_->draining;
   is_head_ = head.method == method::head;
@@ -402,6 +414,9 @@ void connection::write_head(int status, std::span<const header> headers, std::ui
 }
 
 void connection::write_error(int status, std::string_view reason, bool retry_after) {
+  // No exchange was handed to the handler: the engine's own answer is reported with tag 0.
+  exchange_observer* obs = ctx_->opts->observer;
+  const std::size_t out_before = out_.size();
   keep_alive_ = false;
   http10_ = false;
   release_body();
@@ -411,6 +426,16 @@ void connection::write_error(int status, std::string_view reason, bool retry_aft
   write_head(status, std::span<const header>(type, retry_after ? 2 : 1), reason.size() + 1, true, false);
   out_.append(reason);
   out_.append('\n');
+  if (obs != nullptr) {
+    tag_ = 0;
+    ex_status_ = status;
+    ex_start_ns_ = read_ns_ != 0 ? read_ns_ : steady_ns();
+    ex_bytes_in_ = ex_bytes_out_ = 0;
+    ex_method_.clear();
+    ex_path_.clear();
+    observe_out(out_before);
+    observe_finish();
+  }
   phase_ = phase::closing;
   close_after_write_ = true;
   need_total_ = 0;
@@ -436,8 +461,14 @@ void connection::respond(std::uint64_t gen, int status, std::span<const header> 
   if (ctx_->draining) keep_alive_ = false;
   bool has_body = status_has_body(status);
   bool add_length = has_body && !has_header(headers, "content-length");
+  const std::size_t out_before = out_.size();
   write_head(status, headers, body.size(), add_length, false);
   if (has_body && !is_head_) out_.append(body);
+  if (ctx_->opts->observer != nullptr) {
+    ex_status_ = status;
+    observe_out(out_before);
+    observe_finish();
+  }
   after_exchange();
 }
 
@@ -450,8 +481,14 @@ void connection::begin_stream(std::uint64_t gen, int status, std::span<const hea
   chunked_out_ = body_allowed_ && !http10_;
   if (body_allowed_ && http10_) keep_alive_ = false;
   backlog_exceeded_ = false;
+  const std::size_t out_before = out_.size();
   write_head(status, headers, 0, false, chunked_out_);
   phase_ = phase::streaming;
+  if (ctx_->opts->observer != nullptr) {
+    ex_status_ = status;
+    ex_head_ns_ = steady_ns();
+    observe_out(out_before);
+  }
 }
 
 void connection::write(std::uint64_t gen, std::string_view data) {
@@ -460,6 +497,7 @@ void connection::write(std::uint64_t gen, std::string_view data) {
       backlog_exceeded_) {
     return;
   }
+  const std::size_t out_before = out_.size();
   if (chunked_out_) {
     char size[20];
     auto* e = std::to_chars(size, size + sizeof size, data.size(), 16).ptr;
@@ -470,6 +508,7 @@ void connection::write(std::uint64_t gen, std::string_view data) {
   } else {
     out_.append(data);
   }
+  if (ctx_->opts->observer != nullptr) observe_out(out_before);
   const std::size_t queue_limit = ctx_->opts->max_stream_queue_bytes;
   if (queue_limit != 0 && out_.size() > queue_limit) {
     // The peer does not read: give up on it rather than buffer without bound. Closed from a task so
@@ -492,7 +531,12 @@ void connection::flush(std::uint64_t gen) {
 void connection::end(std::uint64_t gen) {
   check_thread();
   if (gen != generation_ || phase_ != phase::streaming) return;
+  const std::size_t out_before = out_.size();
   if (chunked_out_) out_.append("0\r\n\r\n");
+  if (ctx_->opts->observer != nullptr) {
+    observe_out(out_before);
+    observe_finish();
+  }
   after_exchange();
 }
 
@@ -606,6 +650,10 @@ void connection::close_now() {
   ::close(fd_);
   fd_ = -1;
   bool unfinished = phase_ == phase::awaiting || phase_ == phase::streaming;
+  if (unfinished && ctx_->opts->observer != nullptr) {
+    if (phase_ == phase::awaiting) ex_status_ = 0;  // no response began
+    observe_finish();
+  }
   ++generation_;  // every exchange handle on this connection is now inert
   std::function<void()> cb = std::move(on_close_);
   on_close_ = nullptr;
@@ -699,6 +747,34 @@ void connection::refresh_deadline() {
       deadline_kind_ = deadline_kind::none;
       return;
   }
+}
+
+void connection::observe_dispatch(std::string_view raw) {
+  const request_head& head = ctx_->head;
+  ex_start_ns_ = read_ns_ != 0 ? read_ns_ : steady_ns();
+  ex_head_ns_ = 0;
+  ex_status_ = 0;
+  ex_bytes_in_ = raw.size();
+  ex_bytes_out_ = 0;
+  if (ctx_->opts->observer->wants_request_line) {
+    ex_method_.assign(head.method_name);
+    ex_path_.assign(head.path);  // the path only: a query string may carry a token
+  }
+}
+
+void connection::observe_finish() {
+  const std::uint64_t now = steady_ns();
+  exchange_record r;
+  r.tag = tag_;
+  r.status = ex_status_;
+  r.bytes_in = ex_bytes_in_;
+  r.bytes_out = ex_bytes_out_;
+  r.total_ns = now > ex_start_ns_ ? now - ex_start_ns_ : 0;
+  r.head_ns = ex_head_ns_ != 0 && ex_head_ns_ > ex_start_ns_ ? ex_head_ns_ - ex_start_ns_ : r.total_ns;
+  r.client = client;
+  r.method = ex_method_;
+  r.path = ex_path_;
+  ctx_->opts->observer->finished(ctx_->loop->index(), r);
 }
 
 void connection::maybe_shrink() {

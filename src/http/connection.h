@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "http/exchange.h"
@@ -51,6 +52,9 @@ class connection final : public io::io_handler {
   void set_on_close(std::uint64_t gen, std::function<void()> fn);
   void set_on_drain(std::uint64_t gen, std::size_t low_water, std::function<void()> fn);
   std::size_t buffered_bytes(std::uint64_t gen) const { return gen == generation_ ? out_.size() : 0; }
+  void set_tag(std::uint64_t gen, std::uint8_t tag) {
+    if (gen == generation_) tag_ = tag;
+  }
 
  private:
   enum class phase : std::uint8_t {
@@ -88,6 +92,10 @@ class connection final : public io::io_handler {
   void start_linger();
   void refresh_deadline();
   void maybe_shrink();
+  // server_options::observer: the exchange's figures so far, and its report.
+  void observe_dispatch(std::string_view raw);
+  void observe_out(std::size_t before) { ex_bytes_out_ += out_.size() - before; }
+  void observe_finish();
 
   loop_context* ctx_;
   int fd_ = -1;
@@ -122,6 +130,12 @@ class connection final : public io::io_handler {
   bool backlog_exceeded_ = false;
   bool in_handler_ = false;
   bool resume_scheduled_ = false;
+  std::uint8_t tag_ = 0;
+  int ex_status_ = 0;
+  std::uint64_t read_ns_ = 0;  // observer only: when the last read returned bytes
+  std::uint64_t ex_start_ns_ = 0, ex_head_ns_ = 0;
+  std::uint64_t ex_bytes_in_ = 0, ex_bytes_out_ = 0;
+  std::string ex_method_, ex_path_;  // observer->wants_request_line only
   std::function<void()> on_close_;
   std::function<void()> on_drain_;
   std::size_t drain_low_ = 0;

@@ -44,4 +44,8 @@ void exchange::on_drain(std::size_t low_water, std::function<void()> fn) {
   if (conn_ != nullptr) conn_->set_on_drain(generation_, low_water, std::move(fn));
 }
 
+void exchange::set_tag(std::uint8_t tag) {
+  if (conn_ != nullptr) conn_->set_tag(generation_, tag);
+}
+
 }  // namespace weir::http

@@ -76,6 +76,10 @@ class exchange {
   // exchange finishes or the connection closes (on_close tells the latter).
   void on_drain(std::size_t low_water, std::function<void()> fn);
 
+  // A small number the handler attaches to this exchange (what kind of request it is); the engine
+  // hands it back in the exchange_record it gives server_options::observer. 0 until set.
+  void set_tag(std::uint8_t tag);
+
   // implementation: a connection slot and generation (implementer's choice)
  private:
   friend class connection;

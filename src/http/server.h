@@ -17,6 +17,32 @@ class event_loop;
 
 namespace weir::http {
 
+// What the engine reports of one finished exchange (server_options::observer).
+struct exchange_record {
+  std::uint8_t tag = 0;  // exchange::set_tag; 0 for an error the engine answered itself (400, 408, 413...)
+  int status = 0;        // 0: the connection closed before a response began
+  std::uint64_t bytes_in = 0;   // request head and body as received (0 for the engine's own errors)
+  std::uint64_t bytes_out = 0;  // response head and body as queued (chunk framing included)
+  // Steady-clock nanoseconds from the read that completed the request (pipelined requests of one read
+  // share it) to the response head, and to the end of the response (they differ for streamed ones).
+  std::uint64_t head_ns = 0;
+  std::uint64_t total_ns = 0;
+  std::uint32_t client = 0;  // the peer's IPv4 address in host order; 0 for IPv6
+  // Only when the observer asked for them (wants_request_line); never the query string.
+  std::string_view method;
+  std::string_view path;
+};
+
+// Told of every exchange as it finishes (response complete, or connection closed first), on the
+// connection's core, which passes its loop index. Must not call back into the exchange.
+class exchange_observer {
+ public:
+  virtual ~exchange_observer() = default;
+  virtual void finished(unsigned core, const exchange_record& r) = 0;
+  // Copy the method and the path of each request (an access log needs them; counters do not).
+  bool wants_request_line = false;
+};
+
 struct server_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;  // 0: an ephemeral port, see server::port()
@@ -44,6 +70,9 @@ struct server_options {
   std::chrono::milliseconds idle_timeout{60'000};    // keep-alive with no request in flight
   std::chrono::milliseconds write_timeout{30'000};   // peer not reading our output
   std::chrono::milliseconds drain_timeout{5'000};    // graceful shutdown: max wait for in-flight work
+  // Told of every finished exchange (metrics, access log); must outlive the server. nullptr: the
+  // engine reads no clock and copies nothing for it.
+  exchange_observer* observer = nullptr;
 };
 
 // Counters summed over every core; a thread-safe snapshot (each value is exact on its own core).

@@ -64,6 +64,7 @@ result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, lo
     w->active_ = std::move(*file);
   }
   w->last_sync_ = std::chrono::steady_clock::now();
+  w->publish_segments();
   w->thread_ = std::thread([raw = w.get()] { raw->run(); });
   if (opts.sync.mode == sync_mode::interval) {
     w->flusher_thread_ = std::thread([raw = w.get()] { raw->flusher_run(); });
@@ -134,9 +135,29 @@ void log_writer::resume() {
 }
 
 log_stats log_writer::stats() const {
-  return log_stats{records_.load(), batches_.load(), syncs_.load(), failed_batches_.load(),
-                   failed_periodic_syncs_.load()};
+  log_stats s{records_.load(), batches_.load(), syncs_.load(), failed_batches_.load(),
+              failed_periodic_syncs_.load()};
+  s.segments = segments_on_disk_.get();
+  s.segment_bytes = segment_bytes_on_disk_.get();
+  s.sync_us = sync_us_.read();
+  s.batch_records = batch_records_.read();
+  s.batch_bytes = batch_bytes_.read();
+  return s;
 }
+
+void log_writer::publish_segments() {
+  std::uint64_t bytes = 0;
+  for (const segment_info& s : segments_) bytes += s.size;
+  segments_on_disk_.set(segments_.size());
+  segment_bytes_on_disk_.set(bytes);
+}
+
+namespace {
+std::uint64_t micros_since(std::chrono::steady_clock::time_point t) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t).count());
+}
+}  // namespace
 
 std::string log_writer::segment_path(segment_id id) const {
   return join_path(dir_, format::segment_file_name(id));
@@ -182,7 +203,10 @@ void log_writer::run() {
 
 status log_writer::sync_active() {
   syncs_.fetch_add(1, std::memory_order_relaxed);
-  return active_->sync();
+  const auto began = std::chrono::steady_clock::now();
+  status st = active_->sync();
+  sync_us_.observe_shared(micros_since(began));  // the flusher thread observes too
+  return st;
 }
 
 void log_writer::write_batch(batch& b) {
@@ -257,6 +281,9 @@ void log_writer::write_batch(batch& b) {
 
   records_.fetch_add(b.records.size(), std::memory_order_relaxed);
   batches_.fetch_add(1, std::memory_order_relaxed);
+  batch_records_.observe(b.records.size());
+  batch_bytes_.observe(b.bytes.size());
+  publish_segments();
   ++posted_;
   exec_([recs = std::move(b.records), acks = std::move(acks), tracker = tracker_, n = posted_]() mutable {
     for (std::size_t i = 0; i < recs.size(); ++i) recs[i].done(acks[i]);
@@ -359,7 +386,9 @@ void log_writer::flusher_run() {
     std::shared_ptr<writable_file> file = std::move(flusher_.file);
     lock.unlock();
     syncs_.fetch_add(1, std::memory_order_relaxed);
+    const auto began = std::chrono::steady_clock::now();
     status st = file->sync();
+    sync_us_.observe_shared(micros_since(began));
     file.reset();
     lock.lock();
     if (!st && !flusher_.failure) flusher_.failure = st.err();
@@ -408,6 +437,7 @@ std::vector<segment_id> log_writer::reclaim(lsn covered, const std::vector<segme
     removed.push_back(s.id);
     segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(i));
   }
+  publish_segments();
   if (!removed.empty()) {
     // Not needed for safety (a removed segment that comes back after a crash is only probed, and reclaimed
     // again by the next checkpoint), only so the space is really free.

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/metrics.h"
 #include "storage/env.h"
 #include "storage/log_recovery.h"
 
@@ -80,6 +81,11 @@ struct log_stats {
   std::uint64_t syncs = 0;                  // fdatasync calls on segment files
   std::uint64_t failed_batches = 0;         // batches undone after an error
   std::uint64_t failed_periodic_syncs = 0;  // interval mode: background fdatasyncs that failed
+  std::uint64_t segments = 0;               // segment files on disk (as of the last batch or reclaim)
+  std::uint64_t segment_bytes = 0;          // their bytes
+  metrics::histogram_counts sync_us;        // fdatasync durations (metrics::latency_us_bounds)
+  metrics::histogram_counts batch_records;  // records per batch written (metrics::count_bounds)
+  metrics::histogram_counts batch_bytes;    // bytes per batch written (metrics::byte_bounds)
 };
 
 class log_writer {
@@ -194,6 +200,12 @@ class log_writer {
 
   std::atomic<std::uint64_t> records_{0}, batches_{0}, syncs_{0}, failed_batches_{0},
       failed_periodic_syncs_{0};
+  // For stats(): written by the sync thread (sync_us by the flusher thread too), read by any.
+  void publish_segments();
+  metrics::counter segments_on_disk_, segment_bytes_on_disk_;
+  metrics::histogram sync_us_{metrics::latency_us_bounds};
+  metrics::histogram batch_records_{metrics::count_bounds};
+  metrics::histogram batch_bytes_{metrics::byte_bounds};
   std::thread thread_;
   std::thread flusher_thread_;  // interval mode only
 };

@@ -98,6 +98,51 @@ TEST(log_writer, group_commit_batches_appends_behind_an_inflight_sync) {
   for (std::size_t i = 0; i < out.acks.size(); ++i) EXPECT_EQ(out.acks[i]->seq.value(), i + 1);
 }
 
+// The figures behind /metrics: records per batch and bytes per batch (one observation per batch), one
+// fdatasync duration per sync, and the segment files with their bytes.
+TEST(log_writer, stats_report_batch_sizes_sync_times_and_segments) {
+  mem_env inner;
+  gated_env e(inner);
+  completion_queue q;
+  log_options opts;
+  opts.segment_bytes = 1024;
+  auto w = open_log(e, q, opts);
+  const log_stats before = w->stats();
+  EXPECT_EQ(before.segments, 1u);
+  EXPECT_EQ(before.segment_bytes, format::segment_header_size);
+  outcome out;
+
+  e.close_gate();
+  append_str(*w, "first", out);
+  ASSERT_TRUE(e.wait_blocked(1));  // batch 1: one record
+  for (int i = 0; i < 99; ++i) append_str(*w, "queued", out);
+  e.open_gate();  // batch 2: the 99 others
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 100; }));
+
+  const log_stats s = w->stats();
+  ASSERT_EQ(s.batches, 2u);
+  // count_bounds: 1, 2, 4, ..., 64, 128: one batch of 1, one of 99 (in the 128 bucket).
+  ASSERT_EQ(s.batch_records.counts.size(), std::size(metrics::count_bounds) + 1);
+  EXPECT_EQ(s.batch_records.counts[0], 1u);
+  EXPECT_EQ(s.batch_records.counts[7], 1u);
+  EXPECT_EQ(s.batch_records.count(), 2u);
+  EXPECT_EQ(s.batch_records.sum, 100u);
+  const std::uint64_t record = format::record_header_size;
+  EXPECT_EQ(s.batch_bytes.sum, (record + 5) + 99 * (record + 6));
+  // One duration per fdatasync: one per batch, one per segment rolled.
+  EXPECT_EQ(s.sync_us.count(), s.syncs);
+  EXPECT_EQ(s.syncs - before.syncs, 2u + (s.segments - 1));
+  // 100 records of 29-30 bytes do not fit one 1 KiB segment: the log rolled.
+  EXPECT_GT(s.segments, 1u);
+  std::uint64_t on_disk = 0;
+  for (std::uint64_t id = 1; id <= s.segments; ++id) {
+    auto bytes = inner.contents(std::string(dir) + "/" + format::segment_file_name(segment_id{id}));
+    ASSERT_TRUE(bytes) << id;
+    on_disk += bytes->size();
+  }
+  EXPECT_EQ(s.segment_bytes, on_disk);
+}
+
 TEST(log_writer, linger_lets_the_loop_reappend_into_the_next_batch) {
   // 8 closed-loop producers: each completion appends that producer's next record. With linger the sync
   // thread waits for the completions to run before taking the next batch, so once the first appends have
