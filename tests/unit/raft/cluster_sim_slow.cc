@@ -10,7 +10,7 @@
 namespace weir::raft::sim {
 namespace {
 
-TEST(cluster_sim_slow, thousands_of_seeds) {
+TEST(raft_cluster_sim_slow, thousands_of_seeds) {
   std::uint64_t count = 3000;
   std::uint64_t first = 100000;
   if (const char* v = std::getenv("WEIR_RAFT_SIM_SLOW_SEEDS")) count = std::strtoull(v, nullptr, 10);
@@ -27,7 +27,7 @@ TEST(cluster_sim_slow, thousands_of_seeds) {
       ++failed;
       ADD_FAILURE() << r.failure << "\n  reproduce: WEIR_RAFT_SIM_SEED=" << seed
                     << " WEIR_RAFT_SIM_SNAPSHOTS=" << o.snapshot_threshold
-                    << " build/dev/tests/unit/raft/raft_cluster_sim_test --gtest_filter=cluster_sim.one_seed";
+                    << " build/dev/tests/unit/raft/raft_cluster_sim_test --gtest_filter=raft_cluster_sim.one_seed";
     }
   }
   EXPECT_GT(acked, count * 100);

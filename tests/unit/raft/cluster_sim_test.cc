@@ -14,7 +14,7 @@ std::uint64_t env_u64(const char* name, std::uint64_t fallback) {
   return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-TEST(cluster_sim, without_faults_every_group_commits) {
+TEST(raft_cluster_sim, without_faults_every_group_commits) {
   sim_options o;
   o.seed = 1;
   o.faults = false;
@@ -26,7 +26,7 @@ TEST(cluster_sim, without_faults_every_group_commits) {
   EXPECT_EQ(r.crashes, 0u);
 }
 
-TEST(cluster_sim, a_seed_reproduces_its_run) {
+TEST(raft_cluster_sim, a_seed_reproduces_its_run) {
   sim_options o;
   o.seed = 42;
   const sim_report a = run_cluster_sim(o);
@@ -53,7 +53,7 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
                     << (snapshot_threshold != 0
                             ? " WEIR_RAFT_SIM_SNAPSHOTS=" + std::to_string(snapshot_threshold)
                             : "")
-                    << " build/dev/tests/unit/raft/raft_cluster_sim_test --gtest_filter=cluster_sim.one_seed";
+                    << " build/dev/tests/unit/raft/raft_cluster_sim_test --gtest_filter=raft_cluster_sim.one_seed";
       if (failed >= 3) return;
     }
     total.acked += r.acked;
@@ -91,16 +91,16 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
       static_cast<unsigned long long>(total.snapshots_restored));
 }
 
-TEST(cluster_sim, seeds) {
+TEST(raft_cluster_sim, seeds) {
   run_seeds(env_u64("WEIR_RAFT_SIM_FIRST_SEED", 1), env_u64("WEIR_RAFT_SIM_SEEDS", 120), 0);
 }
 
-TEST(cluster_sim, seeds_with_snapshots) {
+TEST(raft_cluster_sim, seeds_with_snapshots) {
   run_seeds(env_u64("WEIR_RAFT_SIM_FIRST_SEED", 10001), env_u64("WEIR_RAFT_SIM_SNAPSHOT_SEEDS", 40), 16);
 }
 
 // One seed, for reproducing a failure: WEIR_RAFT_SIM_SEED=N [WEIR_RAFT_SIM_SNAPSHOTS=16].
-TEST(cluster_sim, one_seed) {
+TEST(raft_cluster_sim, one_seed) {
   const char* seed = std::getenv("WEIR_RAFT_SIM_SEED");
   if (seed == nullptr) GTEST_SKIP() << "set WEIR_RAFT_SIM_SEED";
   sim_options o;

@@ -29,7 +29,7 @@ std::string bytes(const log_record& r) {
   return std::string(reinterpret_cast<const char*>(out.data()), out.size());
 }
 
-TEST(log_record, every_record_type_round_trips) {
+TEST(raft_log_record, every_record_type_round_trips) {
   const auto data = bytes_of("payload");
   std::vector<std::byte> file;
   const auto all = samples(data);
@@ -46,7 +46,7 @@ TEST(log_record, every_record_type_round_trips) {
   EXPECT_TRUE(rest.empty());
 }
 
-TEST(log_record, file_header_is_checked) {
+TEST(raft_log_record, file_header_is_checked) {
   auto h = encode_file_header();
   EXPECT_TRUE(file_header_ok(h));
   for (std::size_t i = 0; i < h.size(); ++i) {
@@ -57,7 +57,7 @@ TEST(log_record, file_header_is_checked) {
   EXPECT_FALSE(file_header_ok(std::span<const std::byte>(h).first(10)));
 }
 
-TEST(log_record, a_torn_record_is_incomplete_and_a_damaged_one_is_refused) {
+TEST(raft_log_record, a_torn_record_is_incomplete_and_a_damaged_one_is_refused) {
   const auto data = bytes_of("torn");
   for (const auto& r : samples(data)) {
     std::vector<std::byte> rec;
@@ -76,7 +76,7 @@ TEST(log_record, a_torn_record_is_incomplete_and_a_damaged_one_is_refused) {
   }
 }
 
-TEST(log_record, invalid_fields_are_refused) {
+TEST(raft_log_record, invalid_fields_are_refused) {
   // entries with no items, and with first index 0
   std::vector<std::byte> out;
   encode_record(log_record{group_id(1), entries{log_index(1), {}}}, out);

@@ -136,7 +136,7 @@ raft_message vote_request(raft_term term) {
   return m;
 }
 
-TEST(node_io, a_message_after_set_term_waits_for_the_sync) {
+TEST(raft_node_io, a_message_after_set_term_waits_for_the_sync) {
   node_fixture f;
   raft_io* g0 = f.start_group(0);
   raft_io* g1 = f.start_group(1);
@@ -161,7 +161,7 @@ TEST(node_io, a_message_after_set_term_waits_for_the_sync) {
   f.close_all({g0, g1});
 }
 
-TEST(node_io, append_callbacks_fire_after_the_sync_and_load_returns_what_was_synced) {
+TEST(raft_node_io, append_callbacks_fire_after_the_sync_and_load_returns_what_was_synced) {
   node_fixture f;
   {
     raft_io* g = f.start_group(4);
@@ -201,7 +201,7 @@ TEST(node_io, append_callbacks_fire_after_the_sync_and_load_returns_what_was_syn
   f.close_all({g});
 }
 
-TEST(node_io, a_heartbeat_reply_vouches_only_for_what_the_heartbeat_covered) {
+TEST(raft_node_io, a_heartbeat_reply_vouches_only_for_what_the_heartbeat_covered) {
   node_fixture f;
   raft_io* g = f.start_group(2);
   callbacks::reply_from = g;
@@ -224,7 +224,7 @@ TEST(node_io, a_heartbeat_reply_vouches_only_for_what_the_heartbeat_covered) {
   f.close_all({g});
 }
 
-TEST(node_io, frames_for_unknown_groups_and_damaged_packets_are_dropped) {
+TEST(raft_node_io, frames_for_unknown_groups_and_damaged_packets_are_dropped) {
   node_fixture f;
   raft_io* g = f.start_group(0);
   std::vector<std::byte> packet;

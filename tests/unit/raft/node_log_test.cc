@@ -53,7 +53,7 @@ record::log_record entries_of(std::uint32_t g, std::uint64_t first, std::uint64_
   return record::log_record{group_id(g), std::move(e)};
 }
 
-TEST(node_log, records_of_many_groups_share_one_batch_and_one_sync) {
+TEST(raft_node_log, records_of_many_groups_share_one_batch_and_one_sync) {
   fixture f;
   auto log = f.open();
   const auto syncs = f.env.sync_count();
@@ -81,7 +81,7 @@ TEST(node_log, records_of_many_groups_share_one_batch_and_one_sync) {
   EXPECT_EQ(log->synced_batch(), 2u);
 }
 
-TEST(node_log, reopening_rebuilds_every_groups_state) {
+TEST(raft_node_log, reopening_rebuilds_every_groups_state) {
   fixture f;
   {
     auto log = f.open();
@@ -132,7 +132,7 @@ TEST(node_log, reopening_rebuilds_every_groups_state) {
   EXPECT_EQ(log->take_group_state(group_id(9)).next_index(), log_index(1));
 }
 
-TEST(node_log, a_crash_loses_exactly_the_unsynced_batches) {
+TEST(raft_node_log, a_crash_loses_exactly_the_unsynced_batches) {
   fixture f;
   {
     auto log = f.open();
@@ -155,7 +155,7 @@ TEST(node_log, a_crash_loses_exactly_the_unsynced_batches) {
   EXPECT_EQ(g.term, term_id(0));
 }
 
-TEST(node_log, a_torn_tail_is_cut_and_the_log_goes_on) {
+TEST(raft_node_log, a_torn_tail_is_cut_and_the_log_goes_on) {
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     fixture f;
     {
@@ -185,7 +185,7 @@ TEST(node_log, a_torn_tail_is_cut_and_the_log_goes_on) {
   }
 }
 
-TEST(node_log, a_gap_in_a_groups_entries_is_corruption) {
+TEST(raft_node_log, a_gap_in_a_groups_entries_is_corruption) {
   group_state g;
   EXPECT_TRUE(apply_record(g, entries_of(0, 1, 1, bytes_of("a")).payload).has_value());
   auto st = apply_record(g, entries_of(0, 3, 1, bytes_of("b")).payload);

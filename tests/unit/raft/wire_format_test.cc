@@ -40,7 +40,7 @@ std::string describe(const message& m) {
   return std::string(reinterpret_cast<const char*>(out.data()), out.size());
 }
 
-TEST(wire_format, every_message_type_round_trips) {
+TEST(raft_wire_format, every_message_type_round_trips) {
   const auto data = bytes_of("hello, raft");
   for (const message& m : samples(data)) {
     std::vector<std::byte> frame;
@@ -55,7 +55,7 @@ TEST(wire_format, every_message_type_round_trips) {
   }
 }
 
-TEST(wire_format, fields_survive_exactly) {
+TEST(raft_wire_format, fields_survive_exactly) {
   const auto data = bytes_of("abcdef");
   const auto all = samples(data);
   std::vector<std::byte> frame;
@@ -87,7 +87,7 @@ TEST(wire_format, fields_survive_exactly) {
   EXPECT_EQ(is.data.size(), data.size());
 }
 
-TEST(wire_format, frames_follow_each_other_in_one_packet) {
+TEST(raft_wire_format, frames_follow_each_other_in_one_packet) {
   const auto data = bytes_of("x");
   std::vector<std::byte> packet;
   const auto all = samples(data);
@@ -104,7 +104,7 @@ TEST(wire_format, frames_follow_each_other_in_one_packet) {
   EXPECT_EQ(n, all.size());
 }
 
-TEST(wire_format, a_partial_frame_asks_for_more) {
+TEST(raft_wire_format, a_partial_frame_asks_for_more) {
   const auto data = bytes_of("partial");
   for (const message& m : samples(data)) {
     std::vector<std::byte> frame;
@@ -117,7 +117,7 @@ TEST(wire_format, a_partial_frame_asks_for_more) {
   }
 }
 
-TEST(wire_format, no_damaged_byte_decodes) {
+TEST(raft_wire_format, no_damaged_byte_decodes) {
   const auto data = bytes_of("damage");
   for (const message& m : samples(data)) {
     std::vector<std::byte> frame;
@@ -133,7 +133,7 @@ TEST(wire_format, no_damaged_byte_decodes) {
   }
 }
 
-TEST(wire_format, hostile_bodies_are_refused) {
+TEST(raft_wire_format, hostile_bodies_are_refused) {
   auto body = [](std::initializer_list<int> b) {
     std::vector<std::byte> v;
     for (int x : b) v.push_back(std::byte(static_cast<std::uint8_t>(x)));
