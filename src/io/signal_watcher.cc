@@ -12,6 +12,7 @@ sigset_t termination_set() {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);  // reload (weir serve: the JWKS file), not a stop: the callback tells them apart
   return set;
 }
 }  // namespace

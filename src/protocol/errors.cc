@@ -71,6 +71,15 @@ http_status status_for(errc e) {
       return {503, "storage unavailable", {}, "1"};
     case errc::writes_backlogged:
       return {503, "too many writes waiting for the disk; retry", {}, "1"};
+    // RFC 6750 3: the Bearer challenge, with an error attribute when a token was sent.
+    case errc::token_missing:
+      return {401, "unauthorized", {}, {}, R"(Bearer realm="weir")"};
+    case errc::token_invalid:
+      return {401, "invalid token", {}, {}, R"(Bearer realm="weir", error="invalid_token")"};
+    case errc::token_request_invalid:
+      return {400, "invalid token request", {}, {}, R"(Bearer realm="weir", error="invalid_request")"};
+    case errc::access_denied:
+      return {403, "forbidden", {}, {}, R"(Bearer realm="weir", error="insufficient_scope")"};
   }
   return {500, "internal error"};
 }

@@ -39,6 +39,11 @@ enum class errc : std::uint8_t {
   storage_full,           // the log's disk is full
   storage_unavailable,    // the log or a segment could not be read or written
   writes_backlogged,      // too many writes waiting for the disk
+  // Access control (src/auth, docs/security.md; RFC 6750 3.1 names the error attributes).
+  token_missing,          // no bearer token where one is needed: 401
+  token_invalid,          // a token that is malformed, expired, unknown or badly signed: 401
+  token_request_invalid,  // two tokens, or a query token on another method than GET: 400
+  access_denied,          // a valid token whose scope does not cover the request: 403
   producer_id_too_long,   // Producer-Id beyond max_producer_id_bytes
   content_type_too_long,  // Content-Type beyond max_content_type_bytes
   stream_quota,           // the node holds max-streams streams already
@@ -54,6 +59,7 @@ struct http_status {
   // Headers that belong to the status: Allow (RFC 9110 15.5.6: a 405 MUST have it) and Retry-After.
   std::string_view allow = {};
   std::string_view retry_after = {};
+  std::string_view www_authenticate = {};  // RFC 9110 11.6.1: a 401 MUST have it
 };
 
 // RFC 9110 10.2.1: the methods a stream path supports.

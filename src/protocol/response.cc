@@ -54,6 +54,7 @@ response error_response(http_status s, std::string_view detail) {
   add_common_headers(r);
   if (!s.allow.empty()) r.add("Allow", s.allow);
   if (!s.retry_after.empty()) r.add("Retry-After", s.retry_after);
+  if (!s.www_authenticate.empty()) r.add("WWW-Authenticate", s.www_authenticate);
   r.body = std::string(s.reason);
   if (!detail.empty()) {
     r.body += ": ";

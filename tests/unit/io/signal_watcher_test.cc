@@ -6,7 +6,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace weir::io {
 namespace {
@@ -28,6 +31,28 @@ TEST(signal_watcher, sigterm_and_sigint_become_callbacks) {
     EXPECT_EQ(last.load(), SIGINT);
   }  // the destructor stops the thread without a signal
   EXPECT_EQ(count.load(), 2);
+}
+
+// SIGHUP (reload the JWKS file) reaches the callback like the others, and the callback, not the watcher,
+// decides that it does not stop anything: the watcher keeps taking signals after it.
+TEST(signal_watcher, sighup_becomes_a_callback_too) {
+  signal_watcher::block_termination_signals();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> seen;
+  {
+    signal_watcher w([&](int sig) {
+      std::lock_guard lock(mu);
+      seen.push_back(sig);
+      cv.notify_all();
+    });
+    std::unique_lock lock(mu);
+    ::kill(::getpid(), SIGHUP);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return seen.size() == 1; }));
+    ::kill(::getpid(), SIGTERM);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return seen.size() == 2; }));
+  }
+  EXPECT_EQ(seen, (std::vector<int>{SIGHUP, SIGTERM}));
 }
 
 }  // namespace
