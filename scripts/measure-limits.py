@@ -10,6 +10,7 @@ core unless --threads), applies one load from 127.0.0.1 and prints the node's RS
   scripts/measure-limits.py BINARY long-poll N     N long-polls waiting at the tail
   scripts/measure-limits.py BINARY slow-uploads N  N uploads declaring 30 MiB, sending 29 MiB, then stalling
   scripts/measure-limits.py BINARY sse-stuck N     N SSE subscribers that never read, then 64 x 1 MiB appends
+  scripts/measure-limits.py BINARY json-readers N  N catch-up reads of one 16 MiB JSON record that never read
 
 Every socket is closed and the node stopped (SIGTERM to its PID) at the end.
 """
@@ -123,6 +124,18 @@ def main():
                     request(port, "POST", path, {"Content-Type": ctype}, chunk)
                     peak = max(peak, rss_kib(node.pid))
                 print(f"after_64_MiB_appended peak_rss_kib={peak}")
+        elif load == "json-readers":
+            jpath = "/v1/stream/limits-json"
+            request(port, "PUT", jpath, {"Content-Type": "application/json"})
+            record = b'{"big":"' + b"x" * (16 * MIB) + b'"}'
+            request(port, "POST", jpath, {"Content-Type": "application/json"}, record)
+            base = settle(node.pid)
+            print(f"with_the_record rss_kib={base}")
+            for _ in range(n):
+                s = connect(port, rcvbuf=4096)
+                s.sendall(f"GET {jpath}?offset=-1 HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+                socks.append(s)
+                peak = max(peak, rss_kib(node.pid))
         elif load == "long-poll":
             for _ in range(n):
                 s = connect(port)

@@ -33,7 +33,10 @@ class long_poll final : public live_reader {
     streams::read_result rr = shard_.read_visible(req_.path, at_, shard_.options().read_chunk_bytes);
     if (rr.code != streams::errc::ok) return gone();
     if (rr.plan.bytes > 0) {
-      finish(protocol::read_response(rr, req_, shard_.cursor(req_.cursor)));
+      done_ = true;
+      shard_.loop().cancel_timer(timer_);
+      send_read_response(ex_, rr, req_, shard_.cursor(req_.cursor));
+      shard_.remove_reader(req_.path, this, live_id_);  // may drop the last reference: nothing after this
     } else if (rr.meta->closed) {
       finish(protocol::long_poll_empty(*rr.meta, rr.plan.next, shard_.cursor(req_.cursor)));
     }

@@ -335,12 +335,12 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
     return;
   }
   if (req.live == protocol::live_mode::none) {
-    send_response(ex, protocol::read_response(rr, req, std::nullopt));
+    send_read_response(ex, rr, req, std::nullopt);
     return;
   }
   // Long-poll: data at the offset (inherited fork data included) is returned at once (5.7).
   if (rr.plan.bytes > 0) {
-    send_response(ex, protocol::read_response(rr, req, cursor(req.cursor)));
+    send_read_response(ex, rr, req, cursor(req.cursor));
     return;
   }
   if (meta.closed) {
