@@ -10,6 +10,8 @@
 #include "io/signal_watcher.h"
 #include "protocol/header_values.h"
 #include "protocol/stream_request.h"
+#include "server/access_log.h"
+#include "server/node_metrics.h"
 #include "server/owned_request.h"
 #include "server/reply.h"
 #include "server/stream_shard.h"
@@ -43,8 +45,14 @@ node::node(serve_config cfg, storage::env* storage_env)
   o.max_stream_queue_bytes = cfg_.max_stream_queue_bytes;
   // Live reads hold a request open for the long-poll timeout or the SSE lifetime.
   o.idle_timeout = std::chrono::milliseconds(std::max<std::int64_t>(60'000, cfg_.sse_close_after_ms + 5'000));
+  if (cfg_.metrics || !cfg_.access_log.empty()) {
+    metrics_ = std::make_unique<node_metrics>(cfg_.metrics);
+    o.observer = metrics_.get();
+  }
   http_ = std::make_unique<http::server>(
       o, [this](const http::request& req, http::exchange ex) { on_request(req, ex); });
+  if (metrics_) metrics_->set_cores(http_->threads());
+  flush_timers_.assign(http_->threads(), 0);
 
   shard_options so;
   so.long_poll_timeout_ms = cfg_.long_poll_timeout_ms;
@@ -95,7 +103,9 @@ void node::report_deleted(const std::string& path) {
 }
 
 void node::on_request(const http::request& req, http::exchange ex) {
-  if (req.path() == "/healthz" && (req.method() == http::method::get || req.method() == http::method::head)) {
+  const bool get_or_head = req.method() == http::method::get || req.method() == http::method::head;
+  if (req.path() == "/healthz" && get_or_head) {
+    ex.set_tag(tag_of(request_kind::healthz));
     protocol::response r;
     r.status = 200;
     r.add_static("Content-Type", "text/plain");
@@ -103,13 +113,21 @@ void node::on_request(const http::request& req, http::exchange ex) {
     send_response(ex, std::move(r));
     return;
   }
+  if (req.path() == "/metrics" && get_or_head && metrics_ && metrics_->counting()) {
+    ex.set_tag(tag_of(request_kind::metrics));
+    serve_metrics(ex);
+    return;
+  }
   if (req.method() == http::method::options) {
+    ex.set_tag(tag_of(request_kind::preflight));
     send_response(ex, protocol::preflight_response());
     return;
   }
+  ex.set_tag(tag_of(kind_of(req.method())));  // refined below once the request is understood
   // PROTOCOL.md 6: the reserved `__ds` prefix is routed before stream operations.
   std::string_view root, rest;
   if (protocol::split_reserved_path(req.path(), root, rest)) {
+    ex.set_tag(tag_of(request_kind::subscriptions));
     route_reserved(req, root, rest, ex);
     return;
   }
@@ -119,9 +137,12 @@ void node::on_request(const http::request& req, http::exchange ex) {
     send_response(ex, protocol::error_response(protocol::status_for(parsed.error)));
     return;
   }
+  const request_kind kind = kind_of(parsed.request);
+  ex.set_tag(tag_of(kind));
   std::uint64_t live_id = 0;
   if (parsed.request.op == protocol::operation::read && parsed.request.live != protocol::live_mode::none) {
     live_id = next_live_id_.fetch_add(1);
+    if (metrics_) metrics_->live_started(io::event_loop::current()->index(), kind);
   }
   stream_shard& owner = owner_of(parsed.request.path);
   if (live_id != 0) {
@@ -173,6 +194,14 @@ void node::route_reserved(const http::request& req, std::string_view root, std::
 
 void node::stop() {
   if (stopping_.exchange(true)) return;
+  if (access_log_) {
+    for (unsigned i = 0; i < http_->threads(); ++i) {
+      http_->loop(i).post([this, i] {
+        if (flush_timers_[i] != 0) http_->loop(i).cancel_timer(flush_timers_[i]);
+        flush_timers_[i] = 0;
+      });
+    }
+  }
   if (subs_) http_->loop(0).post([this] { subs_->shutdown(); });
   for (auto& s : shards_) {
     stream_shard* sp = s.get();
@@ -212,11 +241,20 @@ status node::start() {
         secs, rec->checkpoints, rec->checkpoint_streams, rec->records, rec->forks_stitched,
         rec->truncated_bytes, cfg_.fsync, cfg_.hot_bytes >> 20);
   }
+  if (!cfg_.access_log.empty()) {
+    auto opened = access_log::open(cfg_.access_log, cfg_.log_format == "json", http_->threads());
+    if (!opened) return opened.err();
+    access_log_ = std::move(*opened);
+    metrics_->set_access_log(access_log_.get());
+  }
   status st = http_->start();
   if (!st) return st;
   for (auto& s : shards_) {
     stream_shard* sp = s.get();
     sp->loop().post([sp] { sp->start(); });
+  }
+  if (access_log_) {
+    for (unsigned i = 0; i < http_->threads(); ++i) http_->loop(i).post([this, i] { arm_access_log_flush(i); });
   }
   log::info(
       "weir serve: listening on {}:{} ({} threads, data dir {}, long-poll {} ms, subscriptions {}, at most "
@@ -236,6 +274,7 @@ void node::run(bool handle_signals) {
     });
   }
   http_->run();
+  if (access_log_) access_log_->flush_all();  // every loop has returned
   log::info("weir serve: stopped");
 }
 

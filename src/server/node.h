@@ -36,6 +36,8 @@ namespace weir::server {
 
 class stream_shard;
 struct subscriptions_glue;
+class node_metrics;
+class access_log;
 
 class node {
  public:
@@ -72,11 +74,19 @@ class node {
   void on_request(const http::request& req, http::exchange ex);
   void route_reserved(const http::request& req, std::string_view root, std::string_view rest,
                       http::exchange ex);
+  // GET /metrics (node_scrape.cc): gathers every core's figures by message, answers on ex's core.
+  void serve_metrics(http::exchange ex);
+  // The access log's once-a-second flush on `core` (re-armed until stop()).
+  void arm_access_log_flush(unsigned core);
 
   serve_config cfg_;
   storage::env* env_;
   std::unique_ptr<storage::dir_lock> dir_lock_;  // held from start() until the node is destroyed
   system_clock_source clock_;
+  // Before http_: the engine reports to them until its last connection is closed.
+  std::unique_ptr<access_log> access_log_;
+  std::unique_ptr<node_metrics> metrics_;    // null: neither metrics nor access log
+  std::vector<std::uint64_t> flush_timers_;  // per core, used on that core only
   std::unique_ptr<http::server> http_;
   std::vector<std::unique_ptr<storage::segment_reader>> segments_;  // before shards_: outlives them
   std::vector<std::unique_ptr<stream_shard>> shards_;

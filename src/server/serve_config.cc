@@ -224,6 +224,14 @@ const std::array table{
     setting{"log-format", "FORMAT",
             "text (for people) or json (one object a line: ts, level, thread, msg; for log collectors)",
             field<&serve_config::log_format>(), 0, UINT64_MAX, check_log_format},
+    setting{"metrics", "true|false",
+            "GET /metrics in the Prometheus text format (docs/operations.md); false: no request figures are "
+            "kept and /metrics answers 404",
+            field<&serve_config::metrics>()},
+    setting{"access-log", "FILE",
+            "One line per request (time, client, method, path without its query, status, bytes, duration) to "
+            "FILE, or - for standard error; JSON lines with log-format json; empty: none",
+            field<&serve_config::access_log>()},
 };
 
 std::string name_of(const setting& s) {

@@ -24,6 +24,9 @@ struct serve_config {
   std::uint64_t body_limit = 64ull << 20;
   std::string log_level = "info";
   std::string log_format = "text";  // "text" or "json"
+  bool metrics = true;              // GET /metrics and the per-core request figures behind it
+  // The access log: a file path, "-" for standard error, "": none.
+  std::string access_log;
   std::size_t read_chunk_bytes = 64 * 1024;  // server chunk limit for catch-up reads (5.6)
   std::int64_t sse_close_after_ms = 60'000;  // 5.8 connection lifecycle
   std::int64_t sse_keep_alive_ms = 15'000;

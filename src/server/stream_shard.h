@@ -77,6 +77,7 @@ class stream_shard {
   // Start-up, before the loop runs: log every command to `writer` from now on.
   void attach_wal(std::unique_ptr<storage::log_writer> writer);
   hot_tier& hot() { return *hot_; }
+  shard_wal& wal() { return *wal_; }
   // Reads the bytes of one record slice, from memory or from disk (fork sub-offset prefixes).
   result<std::string> bytes_of(const streams::chunk_slice& s) const { return hot_->bytes_of(s); }
   // Reads as live readers and clients may see them: only what is durable (shard_wal::clamp).

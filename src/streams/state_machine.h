@@ -130,6 +130,12 @@ class state_machine {
   std::vector<std::string> expired(std::int64_t now_ms) const;
 
   std::size_t size() const { return streams_.size(); }
+  // Idempotent producers whose state the streams keep. O(streams): for a metrics scrape, not a request.
+  std::size_t producer_count() const {
+    std::size_t n = 0;
+    for (const auto& [path, s] : streams_) n += s.producers.size();
+    return n;
+  }
   // Exchanges the whole state with `other` (a core rebuilding its state from its log after a write
   // failure swaps the rebuilt machine in).
   void swap(state_machine& other) noexcept {

@@ -104,6 +104,8 @@ const std::map<std::string, sample>& samples() {
       {"public-url", {"https://streams.example:8443", "\"https://streams.example:8443\""}},
       {"log-level", {"debug", "\"debug\""}},
       {"log-format", {"json", "\"json\""}},
+      {"metrics", {"false", "false"}},
+      {"access-log", {"/var/log/weir/access.log", "\"/var/log/weir/access.log\""}},
       {"deleted-path-hold-ms", {"60000", "60000"}},
       {"max-streams", {"10", "10"}},
       {"max-connections", {"5000", "5000"}},

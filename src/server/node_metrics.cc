@@ -1,0 +1,298 @@
+#include "server/node_metrics.h"
+
+#include "base/prometheus_text.h"
+#include "server/access_log.h"
+
+namespace weir::server {
+
+using metrics::label;
+using metrics::metric_type;
+
+std::string_view kind_name(request_kind k) {
+  switch (k) {
+    case request_kind::other:
+      return "other";
+    case request_kind::create:
+      return "create";
+    case request_kind::fork:
+      return "fork";
+    case request_kind::append:
+      return "append";
+    case request_kind::close:
+      return "close";
+    case request_kind::read:
+      return "read";
+    case request_kind::head:
+      return "head";
+    case request_kind::remove:
+      return "delete";
+    case request_kind::long_poll:
+      return "long_poll";
+    case request_kind::sse:
+      return "sse";
+    case request_kind::preflight:
+      return "preflight";
+    case request_kind::healthz:
+      return "healthz";
+    case request_kind::metrics:
+      return "metrics";
+    case request_kind::subscriptions:
+      return "subscriptions";
+    case request_kind::count_:
+      break;
+  }
+  return "other";
+}
+
+request_kind kind_of(const protocol::stream_request& r) {
+  using protocol::operation;
+  switch (r.op) {
+    case operation::create:
+      return r.fork ? request_kind::fork : request_kind::create;
+    case operation::append:
+      return r.closed ? request_kind::close : request_kind::append;
+    case operation::read:
+      return r.live == protocol::live_mode::sse         ? request_kind::sse
+             : r.live == protocol::live_mode::long_poll ? request_kind::long_poll
+                                                        : request_kind::read;
+    case operation::head:
+      return request_kind::head;
+    case operation::remove:
+      return request_kind::remove;
+    case operation::preflight:
+      return request_kind::preflight;
+  }
+  return request_kind::other;
+}
+
+request_kind kind_of(http::method m) {
+  switch (m) {
+    case http::method::get:
+      return request_kind::read;
+    case http::method::head:
+      return request_kind::head;
+    case http::method::put:
+      return request_kind::create;
+    case http::method::post:
+      return request_kind::append;
+    case http::method::del:
+      return request_kind::remove;
+    case http::method::options:
+      return request_kind::preflight;
+    default:
+      return request_kind::other;
+  }
+}
+
+node_metrics::per_core::per_core() {
+  for (std::size_t i = 0; i < request_kinds; ++i) latency.emplace_back(metrics::latency_us_bounds);
+}
+
+node_metrics::node_metrics(bool count) : count_(count), log_(nullptr) {}
+
+void node_metrics::set_cores(unsigned cores) {
+  cores_.clear();
+  if (!count_) return;
+  for (unsigned i = 0; i < cores; ++i) cores_.push_back(std::make_unique<per_core>());
+}
+
+node_metrics::~node_metrics() = default;
+
+void node_metrics::set_access_log(access_log* log) {
+  log_ = log;
+  wants_request_line = log_ != nullptr;
+}
+
+namespace {
+int live_slot(request_kind k) {
+  return k == request_kind::long_poll ? 0 : k == request_kind::sse ? 1 : -1;
+}
+}  // namespace
+
+void node_metrics::live_started(unsigned core, request_kind k) {
+  if (!count_) return;
+  if (int s = live_slot(k); s >= 0) cores_[core]->live_started[static_cast<std::size_t>(s)].add();
+}
+
+void node_metrics::finished(unsigned core, const http::exchange_record& r) {
+  if (count_) {
+    per_core& c = *cores_[core];
+    const std::size_t k = r.tag < request_kinds ? r.tag : 0;
+    const std::size_t slot = r.status >= 100 && r.status <= 599 ? static_cast<std::size_t>(r.status - 99) : 0;
+    c.requests[k][slot].add();
+    c.bytes_in[k].add(r.bytes_in);
+    c.bytes_out[k].add(r.bytes_out);
+    c.latency[k].observe(r.head_ns / 1000);
+    if (int s = live_slot(static_cast<request_kind>(k)); s >= 0) {
+      c.live_ended[static_cast<std::size_t>(s)].add();
+    }
+  }
+  if (log_ != nullptr) log_->write(core, r);
+}
+
+std::string node_metrics::render(const node_figures& f) const {
+  metrics::prometheus_text t;
+  if (count_) {
+    // Sum the cores first: every family's samples must be written together.
+    std::vector<std::array<std::uint64_t, status_slots>> requests(request_kinds);
+    std::array<std::uint64_t, request_kinds> in{}, out{};
+    std::vector<metrics::histogram_counts> latency(request_kinds);
+    std::array<std::uint64_t, 2> live{};
+    for (auto& row : requests) row.fill(0);
+    for (const auto& c : cores_) {
+      for (std::size_t k = 0; k < request_kinds; ++k) {
+        for (std::size_t s = 0; s < status_slots; ++s) requests[k][s] += c->requests[k][s].get();
+        in[k] += c->bytes_in[k].get();
+        out[k] += c->bytes_out[k].get();
+        latency[k].merge(c->latency[k].read());
+      }
+      for (std::size_t i = 0; i < 2; ++i) {
+        // A request ends on the core where it started. Ends are read before starts: a request that
+        // starts and ends between the two reads then counts in neither, never in `ended` alone.
+        const std::uint64_t ended = c->live_ended[i].get();
+        live[i] += c->live_started[i].get() - ended;
+      }
+    }
+    t.family("weir_http_requests_total", metric_type::counter,
+             "Requests answered, by operation and status (code 0: the client left before any response).");
+    char code[4] = {};
+    for (std::size_t k = 0; k < request_kinds; ++k) {
+      const std::string_view op = kind_name(static_cast<request_kind>(k));
+      for (std::size_t s = 0; s < status_slots; ++s) {
+        if (requests[k][s] == 0) continue;
+        std::string_view code_text = "0";
+        if (s != 0) {
+          const std::size_t st = s + 99;
+          code[0] = static_cast<char>('0' + st / 100);
+          code[1] = static_cast<char>('0' + st / 10 % 10);
+          code[2] = static_cast<char>('0' + st % 10);
+          code_text = std::string_view(code, 3);
+        }
+        t.sample("weir_http_requests_total", {{"op", op}, {"code", code_text}}, requests[k][s]);
+      }
+    }
+    t.family("weir_http_request_errors_total", metric_type::counter,
+             "Requests answered with a 4xx or 5xx status, by operation and status class.");
+    for (std::size_t k = 0; k < request_kinds; ++k) {
+      const std::string_view op = kind_name(static_cast<request_kind>(k));
+      std::uint64_t c4 = 0, c5 = 0;
+      for (std::size_t s = 400 - 99; s < 500 - 99; ++s) c4 += requests[k][s];
+      for (std::size_t s = 500 - 99; s < status_slots; ++s) c5 += requests[k][s];
+      if (c4 != 0) t.sample("weir_http_request_errors_total", {{"op", op}, {"class", "4xx"}}, c4);
+      if (c5 != 0) t.sample("weir_http_request_errors_total", {{"op", op}, {"class", "5xx"}}, c5);
+    }
+    t.family("weir_http_request_duration_seconds", metric_type::histogram,
+             "Time from the read that completed a request to its response head, by operation (long-poll: "
+             "the wait; SSE: until the stream began).");
+    for (std::size_t k = 0; k < request_kinds; ++k) {
+      if (latency[k].count() == 0) continue;
+      const label op[] = {{"op", kind_name(static_cast<request_kind>(k))}};
+      t.histogram("weir_http_request_duration_seconds", op, metrics::latency_us_bounds, latency[k],
+                  1'000'000);
+    }
+    t.family("weir_http_request_bytes_total", metric_type::counter,
+             "Request bytes received (head and body), by operation.");
+    for (std::size_t k = 0; k < request_kinds; ++k) {
+      if (in[k] != 0)
+        t.sample("weir_http_request_bytes_total", {{"op", kind_name(static_cast<request_kind>(k))}}, in[k]);
+    }
+    t.family("weir_http_response_bytes_total", metric_type::counter,
+             "Response bytes queued for sending (head, body, chunk framing), by operation.");
+    for (std::size_t k = 0; k < request_kinds; ++k) {
+      if (out[k] != 0) {
+        t.sample("weir_http_response_bytes_total", {{"op", kind_name(static_cast<request_kind>(k))}}, out[k]);
+      }
+    }
+    t.family("weir_live_readers", metric_type::gauge, "Long-poll and SSE requests in progress.");
+    t.sample("weir_live_readers", {{"kind", "long_poll"}}, live[0]);
+    t.sample("weir_live_readers", {{"kind", "sse"}}, live[1]);
+  }
+
+  const http::server_stats& h = f.http;
+  t.family("weir_http_connections_open", metric_type::gauge, "Open HTTP connections.");
+  t.sample("weir_http_connections_open", {}, h.open_connections);
+  t.family("weir_http_connections_accepted_total", metric_type::counter, "HTTP connections accepted.");
+  t.sample("weir_http_connections_accepted_total", {}, h.accepted);
+  t.family("weir_http_connections_rejected_total", metric_type::counter,
+           "HTTP connections refused over a connection cap or for want of a descriptor.");
+  t.sample("weir_http_connections_rejected_total", {}, h.rejected);
+  t.family("weir_http_bodies_refused_total", metric_type::counter,
+           "Requests refused (503) because their body did not fit in the body budget.");
+  t.sample("weir_http_bodies_refused_total", {}, h.bodies_refused);
+  t.family("weir_http_body_bytes_reserved", metric_type::gauge, "Body budget held by bodies being received.");
+  t.sample("weir_http_body_bytes_reserved", {}, h.body_bytes_reserved);
+  t.family("weir_http_streams_dropped_total", metric_type::counter,
+           "Streamed responses (SSE) closed because their client did not read.");
+  t.sample("weir_http_streams_dropped_total", {}, h.streams_dropped);
+
+  shard_figures sum;
+  metrics::histogram_counts fsync, batch_records, batch_bytes;
+  for (const shard_figures& s : f.shards) {
+    sum.streams += s.streams;
+    sum.producers += s.producers;
+    sum.hot_bytes += s.hot_bytes;
+    sum.hot_budget += s.hot_budget;
+    sum.hot_evicted += s.hot_evicted;
+    sum.commands_in_flight += s.commands_in_flight;
+    sum.bytes_in_flight += s.bytes_in_flight;
+    sum.durable = sum.durable || s.durable;
+    sum.log.records += s.log.records;
+    sum.log.batches += s.log.batches;
+    sum.log.syncs += s.log.syncs;
+    sum.log.failed_batches += s.log.failed_batches;
+    sum.log.failed_periodic_syncs += s.log.failed_periodic_syncs;
+    sum.log.segments += s.log.segments;
+    sum.log.segment_bytes += s.log.segment_bytes;
+    fsync.merge(s.log.sync_us);
+    batch_records.merge(s.log.batch_records);
+    batch_bytes.merge(s.log.batch_bytes);
+  }
+  t.family("weir_streams", metric_type::gauge,
+           "Streams held (soft-deleted ones that forks still read included).");
+  t.sample("weir_streams", {}, sum.streams);
+  t.family("weir_producers", metric_type::gauge, "Idempotent producers whose state the streams keep.");
+  t.sample("weir_producers", {}, sum.producers);
+  t.family("weir_hot_bytes", metric_type::gauge, "Stream data held in memory (hot tier).");
+  t.sample("weir_hot_bytes", {}, sum.hot_bytes);
+  t.family("weir_hot_budget_bytes", metric_type::gauge, "The hot tier's memory budget (setting hot-bytes).");
+  t.sample("weir_hot_budget_bytes", {}, sum.hot_budget);
+  t.family("weir_hot_evicted_records_total", metric_type::counter,
+           "Records whose bytes left memory for the log's segment files only.");
+  t.sample("weir_hot_evicted_records_total", {}, sum.hot_evicted);
+  t.family("weir_log_commands_in_flight", metric_type::gauge, "Commands applied and waiting for the log.");
+  t.sample("weir_log_commands_in_flight", {}, sum.commands_in_flight);
+  t.family("weir_log_bytes_in_flight", metric_type::gauge, "Bytes of the commands waiting for the log.");
+  t.sample("weir_log_bytes_in_flight", {}, sum.bytes_in_flight);
+  if (sum.durable) {
+    t.family("weir_log_segments", metric_type::gauge, "Write-ahead log segment files on disk.");
+    t.sample("weir_log_segments", {}, sum.log.segments);
+    t.family("weir_log_segment_bytes", metric_type::gauge, "Bytes of the write-ahead log's segment files.");
+    t.sample("weir_log_segment_bytes", {}, sum.log.segment_bytes);
+    t.family("weir_log_records_total", metric_type::counter, "Records written to the write-ahead log.");
+    t.sample("weir_log_records_total", {}, sum.log.records);
+    t.family("weir_log_batches_total", metric_type::counter, "Batches (group commits) written to the log.");
+    t.sample("weir_log_batches_total", {}, sum.log.batches);
+    t.family("weir_log_failed_batches_total", metric_type::counter,
+             "Log batches undone after a write error.");
+    t.sample("weir_log_failed_batches_total", {}, sum.log.failed_batches);
+    t.family("weir_log_fsyncs_total", metric_type::counter, "fdatasync calls on log segment files.");
+    t.sample("weir_log_fsyncs_total", {}, sum.log.syncs);
+    t.family("weir_log_fsync_duration_seconds", metric_type::histogram, "Time of each log fdatasync.");
+    t.histogram("weir_log_fsync_duration_seconds", {}, metrics::latency_us_bounds, fsync, 1'000'000);
+    t.family("weir_log_batch_records", metric_type::histogram, "Records per log batch (group commit).");
+    t.histogram("weir_log_batch_records", {}, metrics::count_bounds, batch_records);
+    t.family("weir_log_batch_bytes", metric_type::histogram, "Bytes per log batch.");
+    t.histogram("weir_log_batch_bytes", {}, metrics::byte_bounds, batch_bytes);
+  }
+  if (f.subscriptions) {
+    t.family("weir_subscriptions", metric_type::gauge, "Subscriptions the node keeps.");
+    t.sample("weir_subscriptions", {}, f.subscription_count);
+    t.family("weir_subscription_deliveries_total", metric_type::counter,
+             "Webhook deliveries, by result (failed: an error or a non-2xx answer; retried later).");
+    t.sample("weir_subscription_deliveries_total", {{"result", "ok"}}, f.deliveries_ok);
+    t.sample("weir_subscription_deliveries_total", {{"result", "failed"}}, f.deliveries_failed);
+  }
+  return t.take();
+}
+
+}  // namespace weir::server

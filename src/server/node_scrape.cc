@@ -1,0 +1,74 @@
+// GET /metrics and the access log's flush timers: the node's side of node_metrics (node.h).
+#include <atomic>
+#include <memory>
+
+#include "base/prometheus_text.h"
+#include "http/server.h"
+#include "io/event_loop.h"
+#include "server/access_log.h"
+#include "server/node.h"
+#include "server/node_metrics.h"
+#include "server/reply.h"
+#include "server/stream_shard.h"
+#include "server/subscription_host.h"
+
+namespace weir::server {
+
+namespace {
+// The state of one scrape: every core fills its own slot, the last one to finish hands the whole to
+// the connection's core.
+struct scrape {
+  node_figures figures;
+  std::atomic<unsigned> left{0};
+  http::exchange ex;
+};
+}  // namespace
+
+void node::serve_metrics(http::exchange ex) {
+  auto s = std::make_shared<scrape>();
+  s->ex = ex;
+  s->figures.shards.resize(shards_.size());
+  s->left.store(static_cast<unsigned>(shards_.size()), std::memory_order_relaxed);
+  auto finish = [this, s] {
+    if (s->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    // The last core: the figures are complete; render and answer on the connection's core.
+    s->ex.loop()->post([this, s] {
+      s->figures.http = http_->stats();
+      protocol::response r;
+      r.status = 200;
+      r.add_static("Content-Type", metrics::text_content_type);
+      r.add_static("Cache-Control", "no-store");
+      r.body = metrics_->render(s->figures);
+      send_response(s->ex, std::move(r));
+    });
+  };
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    stream_shard* sh = shards_[i].get();
+    sh->loop().post([sh, s, i, finish] {
+      shard_figures& f = s->figures.shards[i];
+      f.streams = sh->machine().size();
+      f.producers = sh->machine().producer_count();
+      f.hot_bytes = sh->hot().bytes();
+      f.hot_budget = sh->hot().budget();
+      f.hot_evicted = sh->hot().evicted();
+      f.commands_in_flight = sh->wal().in_flight();
+      f.bytes_in_flight = sh->wal().in_flight_bytes();
+      if (storage::log_writer* w = sh->wal().writer()) {
+        f.durable = true;
+        f.log = w->stats();
+      }
+      finish();
+    });
+  }
+}
+
+void node::arm_access_log_flush(unsigned core) {
+  if (stopping_.load(std::memory_order_relaxed)) return;
+  flush_timers_[core] = http_->loop(core).add_timer(std::chrono::seconds(1), [this, core] {
+    flush_timers_[core] = 0;
+    access_log_->flush(core);
+    arm_access_log_flush(core);
+  });
+}
+
+}  // namespace weir::server
