@@ -28,7 +28,7 @@ void node::serve_metrics(http::exchange ex) {
   auto s = std::make_shared<scrape>();
   s->ex = ex;
   s->figures.shards.resize(shards_.size());
-  s->left.store(static_cast<unsigned>(shards_.size()), std::memory_order_relaxed);
+  s->left.store(static_cast<unsigned>(shards_.size()) + (subs_ ? 1 : 0), std::memory_order_relaxed);
   auto finish = [this, s] {
     if (s->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     // The last core: the figures are complete; render and answer on the connection's core.
@@ -57,6 +57,16 @@ void node::serve_metrics(http::exchange ex) {
         f.durable = true;
         f.log = w->stats();
       }
+      finish();
+    });
+  }
+  if (subs_) {
+    http_->loop(0).post([this, s, finish] {  // the subscription service's core
+      const subscriptions_glue::figures g = subs_->stats();
+      s->figures.subscriptions = true;
+      s->figures.subscription_count = g.subscriptions;
+      s->figures.deliveries_ok = g.deliveries_ok;
+      s->figures.deliveries_failed = g.deliveries_failed;
       finish();
     });
   }

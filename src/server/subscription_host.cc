@@ -103,6 +103,10 @@ class service_glue final : public subscriptions_glue {
   void deleted(const std::string& path) override { service_.on_stream_deleted(path); }
   void shutdown() override { service_.shutdown(); }
   bool active() const override { return service_.has_subscriptions(); }
+  figures stats() const override {
+    const auto s = service_.figures();
+    return {s.subscriptions, s.deliveries_ok, s.deliveries_failed};
+  }
 
  private:
   static subscriptions::service_options make_options(const serve_config& cfg, const std::string& data_dir) {

@@ -30,6 +30,13 @@ struct subscriptions_glue {
   virtual void shutdown() = 0;
   // Any core: whether any subscription exists (stream events are not worth a cross-core hop otherwise).
   virtual bool active() const = 0;
+  // On core 0: subscriptions held, webhook deliveries answered 2xx and failed (for GET /metrics).
+  struct figures {
+    std::uint64_t subscriptions = 0;
+    std::uint64_t deliveries_ok = 0;
+    std::uint64_t deliveries_failed = 0;
+  };
+  virtual figures stats() const = 0;
 };
 
 // nullptr when the build has no subscription service.

@@ -179,6 +179,11 @@ bool service::has_subscriptions() const {
   return impl_->count.load(std::memory_order_acquire) != 0;
 }
 
+service::stats service::figures() const {
+  const auto d = impl_->manager.deliveries();
+  return stats{impl_->manager.size(), d.ok, d.failed};
+}
+
 void service::shutdown() {
   impl_->sender.shutdown();
   impl_->manager.shutdown();  // hands over pending changes

@@ -100,6 +100,14 @@ class service {
   // Stops webhook delivery threads and timers (called before the loops stop).
   void shutdown();
 
+  // On the home loop: figures for GET /metrics.
+  struct stats {
+    std::uint64_t subscriptions = 0;
+    std::uint64_t deliveries_ok = 0;
+    std::uint64_t deliveries_failed = 0;
+  };
+  stats figures() const;
+
  private:
   struct impl;
   std::unique_ptr<impl> impl_;

@@ -166,6 +166,7 @@ void subscription_manager::deliver_webhook(entry& e, const wake_state& w) {
 
 void subscription_manager::on_webhook_result(const std::string& key, std::uint64_t incarnation,
                                              std::uint64_t generation, webhook_result r) {
+  ++(r.http_status >= 200 && r.http_status < 300 ? deliveries_.ok : deliveries_.failed);
   entry* e = lookup(key, incarnation);
   if (!e) return;  // deleted meanwhile
   e->delivery_in_flight = false;

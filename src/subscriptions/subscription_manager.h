@@ -98,6 +98,13 @@ class subscription_manager {
 
   std::size_t size() const { return subs_.size(); }
 
+  // Webhook deliveries that completed since start: answered 2xx, or failed (error or other status).
+  struct delivery_counts {
+    std::uint64_t ok = 0;
+    std::uint64_t failed = 0;
+  };
+  delivery_counts deliveries() const { return deliveries_; }
+
   // Tests: the state of a subscription (nullptr when absent).
   const subscription_state* find(std::string_view root, std::string_view id) const;
 
@@ -181,6 +188,7 @@ class subscription_manager {
   std::uint64_t journal_bytes_ = 0;  // appended since the last compaction image
   std::uint64_t image_bytes_ = 0;    // size of the last image
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  delivery_counts deliveries_;
 };
 
 }  // namespace weir::subscriptions

@@ -3,12 +3,13 @@
 Makes known requests over raw sockets (so that the bytes each one sent and received are known
 exactly), scrapes before and after, and checks that every counter moved by exactly what was done:
 requests by operation and status, errors by class, bytes in and out, latency histogram counts,
-live readers, streams, the write-ahead log's batches and fsyncs. Then stops the node and reads the
+live readers, streams, the write-ahead log's batches and fsyncs, webhook deliveries. Then stops the node and reads the
 JSON access log back: one line per request, paths without their query strings (a token sent in a
 query must not appear anywhere in the log). A second node with --metrics false answers /metrics 404.
 
 Usage: metrics_scrape_test.py WEIR_BINARY
 """
+import http.server
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -146,7 +148,8 @@ def main():
     work = tempfile.mkdtemp(prefix="weir-metrics-")
     try:
         access = os.path.join(work, "access.log")
-        node = Node(work, "--access-log", access, "--long-poll-timeout-ms", "100")
+        node = Node(work, "--access-log", access, "--long-poll-timeout-ms", "100",
+                    "--allow-loopback-webhooks", "true")
         port = node.port
         before, families = scrape(port)
         for fam in ("weir_http_requests", "weir_http_request_duration_seconds", "weir_log_fsync_duration_seconds",
@@ -239,6 +242,45 @@ def main():
                              ("weir_log_fsync_duration_seconds", {}), ("weir_log_batch_records", {})):
             check(histogram_is_consistent(after, name, **labels), f"{name}{labels} buckets cumulative to +Inf")
 
+        # Webhook deliveries: one target answers 200, the other port refuses connections.
+        hits = []
+
+        class Hook(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                hits.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        target = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+        threading.Thread(target=target.serve_forever, daemon=True).start()
+        sub = json.dumps({"type": "webhook", "pattern": "events/*",
+                          "webhook": {"url": f"http://127.0.0.1:{target.server_port}/hook"}}).encode()
+        st, _, body, _ = exchange(port, request("PUT", "/v1/stream/__ds/subscriptions/hooked", sub,
+                                                [("Content-Type", "application/json")]))
+        check(st == 201, f"webhook subscription {st} {body!r}")
+        st, _, _, _ = exchange(port, request("PUT", "/v1/stream/events/e1", headers=[("Content-Type", "text/plain")]))
+        check(st == 201, f"create events/e1 {st}")
+        st, _, _, _ = exchange(port, request("POST", "/v1/stream/events/e1", b"x", [("Content-Type", "text/plain")]))
+        check(st in (200, 204), f"append events/e1 {st}")
+        deadline = time.monotonic() + 20
+        ok = 0
+        while time.monotonic() < deadline:  # until the node has seen the target's answer (state)
+            ok = value(scrape(port)[0], "weir_subscription_deliveries_total", result="ok")
+            if ok >= 1:
+                break
+        check(ok >= 1 and hits, f"a webhook delivery answered 200 is counted ok ({ok}, target saw {len(hits)})")
+        target.shutdown()
+        final, _ = scrape(port)
+        check(value(final, "weir_subscriptions") == 1, "one subscription")
+        check(delta(after, final, "weir_http_requests_total", op="subscriptions", code="201") == 1,
+              "the subscription PUT is counted as op subscriptions")
+
         code = node.stop()
         check(code == 0, f"weir serve exited with {code}")
         with open(access, "rb") as f:
@@ -252,7 +294,7 @@ def main():
         check(all(ln["client"] == "127.0.0.1" and ln["bytes"] > 0 and ln["duration_s"] >= 0 and ln["ts"].endswith("Z")
                   for ln in lines), "every access log line has client, bytes, duration and time")
         # Every request answered before the last scrape is counted in it; the last scrape is logged too.
-        answered = sum(v for (n, _), v in after.items() if n == "weir_http_requests_total")
+        answered = sum(v for (n, _), v in final.items() if n == "weir_http_requests_total")
         check(len(lines) == answered + 1, f"one line per request: {len(lines)} lines, {answered} + 1 requests")
 
         off = Node(os.path.join(work, "off"), "--metrics", "false")
