@@ -47,7 +47,7 @@ sse_reply read_sse(std::uint16_t port, const std::string& path) {
   EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   timeval tv{20, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   EXPECT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
   std::string raw;
   std::vector<char> buf(1 << 16);
@@ -142,12 +142,14 @@ std::string body_of(const reply& r) {
 
 class large_record_test : public ::testing::Test {
  protected:
+  virtual void configure(serve_config&) {}
   void SetUp() override {
     serve_config cfg;
     cfg.port = 0;
     cfg.threads = 2;
     cfg.durable = false;
     cfg.data_dir = ::testing::TempDir() + "weir-large-record-test-" + std::to_string(::getpid());
+    configure(cfg);
     n_ = std::make_unique<node>(cfg);
     ASSERT_TRUE(n_->start().has_value());
     port_ = n_->port();
@@ -256,6 +258,29 @@ TEST_F(large_record_test, a_16_mib_byte_record_is_read_in_chunks_over_sse_and_ca
     if (c.headers["stream-up-to-date"] == "true") break;
   }
   EXPECT_TRUE(read == record) << "catch-up read " << read.size() << " bytes";
+}
+
+// The SSE lifetime (5.8: close roughly every 60 s) may end while a 16 MiB event is being written: the
+// event is finished and followed by its control event first, so the reader can reconnect from there.
+class short_lived_sse_test : public large_record_test {
+ protected:
+  void configure(serve_config& cfg) override { cfg.sse_close_after_ms = 1; }
+};
+
+TEST_F(short_lived_sse_test, the_lifetime_never_cuts_an_event) {
+  const std::string p = "/v1/stream/big-json-short-sse";
+  const std::string msg = big_json_message();
+  ASSERT_EQ(http(port_, "PUT", p, {{"Content-Type", "application/json"}}).status, 201);
+  ASSERT_EQ(http(port_, "POST", p, {{"Content-Type", "application/json"}}, msg).status, 204);
+  ASSERT_EQ(http(port_, "POST", p, {{"Content-Type", "application/json"}}, "{\"after\":true}").status, 204);
+
+  sse_reply r = read_sse(port_, p + "?offset=-1&live=sse");
+  ASSERT_EQ(r.status, 200);
+  ASSERT_GE(r.events.size(), 2u);
+  EXPECT_EQ(r.events[0].type, "data");
+  EXPECT_TRUE(r.events[0].data == "[" + msg + "]") << "the event was cut at " << r.events[0].data.size();
+  EXPECT_EQ(r.events[1].type, "control");
+  EXPECT_EQ(r.events.back().type, "control") << "the session ended inside an event";
 }
 
 }  // namespace
