@@ -11,6 +11,7 @@ core unless --threads), applies one load from 127.0.0.1 and prints the node's RS
   scripts/measure-limits.py BINARY slow-uploads N  N uploads declaring 30 MiB, sending 29 MiB, then stalling
   scripts/measure-limits.py BINARY sse-stuck N     N SSE subscribers that never read, then 64 x 1 MiB appends
   scripts/measure-limits.py BINARY json-readers N  N catch-up reads of one 16 MiB JSON record that never read
+  scripts/measure-limits.py BINARY long-poll-woken N  N long-polls that never read, woken by one 64 KiB append
 
 Every socket is closed and the node stopped (SIGTERM to its PID) at the end.
 """
@@ -136,11 +137,16 @@ def main():
                 s.sendall(f"GET {jpath}?offset=-1 HTTP/1.1\r\nHost: t\r\n\r\n".encode())
                 socks.append(s)
                 peak = max(peak, rss_kib(node.pid))
-        elif load == "long-poll":
+        elif load in ("long-poll", "long-poll-woken"):
             for _ in range(n):
-                s = connect(port)
+                s = connect(port, rcvbuf=4096 if load == "long-poll-woken" else None)
                 s.sendall(f"GET {path}?offset=now&live=long-poll HTTP/1.1\r\nHost: t\r\n\r\n".encode())
                 socks.append(s)
+            if load == "long-poll-woken":
+                waiting = settle(node.pid)
+                print(f"long_polls_waiting rss_kib={waiting}")
+                request(port, "POST", path, {"Content-Type": ctype}, b"w" * (64 * 1024))
+                peak = max(peak, rss_kib(node.pid))
         elif load == "slow-uploads":
             refused = 0
             for _ in range(n):
