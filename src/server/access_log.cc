@@ -4,10 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <ctime>
-
-#include <fmt/format.h>
 
 #include "base/json_writer.h"
 #include "base/log.h"
@@ -17,16 +16,28 @@ namespace {
 
 constexpr std::size_t flush_bytes = 32 * 1024;
 
-void append_time(std::string& out, std::chrono::system_clock::time_point at) {
+void append_time(std::string& out, std::chrono::system_clock::time_point at, access_log::second_cache& c) {
   using namespace std::chrono;
-  const auto t = system_clock::to_time_t(at);
-  const auto ms = duration_cast<milliseconds>(at.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char ts[40];
-  const std::size_t n = std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-  out.append(ts, n);
-  fmt::format_to(std::back_inserter(out), ".{:03d}Z", static_cast<int>(ms));
+  const std::int64_t ms_total = duration_cast<milliseconds>(at.time_since_epoch()).count();
+  const std::int64_t second = ms_total / 1000;
+  if (second != c.second) {  // gmtime and strftime once a second, not per line
+    const auto t = static_cast<std::time_t>(second);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    c.size = std::strftime(c.text, sizeof c.text, "%Y-%m-%dT%H:%M:%S", &tm);
+    c.second = second;
+  }
+  out.append(c.text, c.size);
+  const auto ms = static_cast<int>(ms_total % 1000);
+  const char frac[] = {'.', static_cast<char>('0' + ms / 100), static_cast<char>('0' + ms / 10 % 10),
+                       static_cast<char>('0' + ms % 10), 'Z'};
+  out.append(frac, sizeof frac);
+}
+
+void append_uint(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto* e = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, static_cast<std::size_t>(e - buf));
 }
 
 void append_client(std::string& out, std::uint32_t a) {
@@ -34,8 +45,20 @@ void append_client(std::string& out, std::uint32_t a) {
     out += '-';
     return;
   }
-  fmt::format_to(std::back_inserter(out), "{}.{}.{}.{}", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff,
-                 a & 0xff);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    append_uint(out, (a >> shift) & 0xff);
+    if (shift != 0) out += '.';
+  }
+}
+
+// Seconds with six decimals, from nanoseconds, in integers (no floating-point formatting per line).
+void append_seconds(std::string& out, std::uint64_t ns) {
+  const std::uint64_t us = ns / 1000;
+  append_uint(out, us / 1'000'000);
+  char frac[7] = {'.'};
+  std::uint64_t f = us % 1'000'000;
+  for (int i = 6; i >= 1; --i, f /= 10) frac[i] = static_cast<char>('0' + f % 10);
+  out.append(frac, sizeof frac);
 }
 
 // The request line's parts as they came (the parser admits only visible ASCII there); anything else,
@@ -71,34 +94,45 @@ access_log::~access_log() {
 }
 
 void access_log::format_line(std::string& out, const http::exchange_record& r,
-                             std::chrono::system_clock::time_point at, bool json) {
-  const double seconds = static_cast<double>(r.total_ns) / 1e9;
+                             std::chrono::system_clock::time_point at, bool json, second_cache& cache) {
   if (json) {
     out += "{\"ts\":\"";
-    append_time(out, at);
+    append_time(out, at, cache);
     out += "\",\"client\":\"";
     append_client(out, r.client);
     out += "\",\"method\":";
     json_writer::append_quoted(out, r.method.empty() ? std::string_view("-") : r.method);
     out += ",\"path\":";
     json_writer::append_quoted(out, r.path.empty() ? std::string_view("-") : r.path);
-    fmt::format_to(std::back_inserter(out), ",\"status\":{},\"bytes\":{},\"duration_s\":{:.6f}}}\n", r.status,
-                   r.bytes_out, seconds);
+    out += ",\"status\":";
+    append_uint(out, static_cast<std::uint64_t>(r.status));
+    out += ",\"bytes\":";
+    append_uint(out, r.bytes_out);
+    out += ",\"duration_s\":";
+    append_seconds(out, r.total_ns);
+    out += "}\n";
     return;
   }
-  append_time(out, at);
+  append_time(out, at, cache);
   out += ' ';
   append_client(out, r.client);
   out += " \"";
   append_plain(out, r.method);
   out += ' ';
   append_plain(out, r.path);
-  fmt::format_to(std::back_inserter(out), "\" {} {} {:.6f}\n", r.status, r.bytes_out, seconds);
+  out += "\" ";
+  append_uint(out, static_cast<std::uint64_t>(r.status));
+  out += ' ';
+  append_uint(out, r.bytes_out);
+  out += ' ';
+  append_seconds(out, r.total_ns);
+  out += '\n';
 }
 
 void access_log::write(unsigned core, const http::exchange_record& r) {
-  std::string& buf = cores_[core].buf;
-  format_line(buf, r, std::chrono::system_clock::now(), json_);
+  per_core& c = cores_[core];
+  std::string& buf = c.buf;
+  format_line(buf, r, std::chrono::system_clock::now(), json_, c.second);
   if (buf.size() >= flush_bytes) flush(core);
 }
 

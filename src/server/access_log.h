@@ -34,14 +34,26 @@ class access_log {
   // Every core's buffer: only while no core runs (start-up, after the loops stopped).
   void flush_all();
 
+  // The time stamp's second ("2026-12-01T10:00:00"), formatted once per second and core.
+  struct second_cache {
+    std::int64_t second = -1;
+    char text[24] = {};
+    std::size_t size = 0;
+  };
   // One line (with its line feed) appended to `out`.
   static void format_line(std::string& out, const http::exchange_record& r,
-                          std::chrono::system_clock::time_point at, bool json);
+                          std::chrono::system_clock::time_point at, bool json, second_cache& cache);
+  static void format_line(std::string& out, const http::exchange_record& r,
+                          std::chrono::system_clock::time_point at, bool json) {
+    second_cache c;
+    format_line(out, r, at, json, c);
+  }
 
  private:
   access_log(int fd, bool owns_fd, bool json, unsigned cores);
   struct per_core {
     std::string buf;
+    second_cache second;
   };
 
   int fd_;

@@ -36,6 +36,26 @@ TEST(access_log, text_line_has_time_client_request_status_bytes_and_duration) {
   EXPECT_EQ(line, "2025-12-01T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a\" 204 321 0.001500\n");
 }
 
+TEST(access_log, the_cached_second_follows_the_clock) {
+  access_log::second_cache cache;
+  std::string lines;
+  access_log::format_line(lines, sample_record(), at, false, cache);
+  access_log::format_line(lines, sample_record(), at + milliseconds(1'995), false, cache);
+  access_log::format_line(lines, sample_record(), at + hours(24), false, cache);
+  EXPECT_EQ(lines,
+            "2025-12-01T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a\" 204 321 0.001500\n"
+            "2025-12-01T10:00:02.002Z 127.0.0.1 \"POST /v1/stream/a\" 204 321 0.001500\n"
+            "2025-12-02T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a\" 204 321 0.001500\n");
+}
+
+TEST(access_log, durations_print_with_six_decimals) {
+  http::exchange_record r = sample_record();
+  r.total_ns = 12'345'678'901;  // 12.345678901 s: truncated to microseconds
+  std::string line;
+  access_log::format_line(line, r, at, false);
+  EXPECT_NE(line.find(" 12.345678\n"), std::string::npos) << line;
+}
+
 TEST(access_log, text_line_cannot_be_forged_by_quotes_or_control_bytes) {
   http::exchange_record r = sample_record();
   r.path = "/a\" 200 0 0\n2025 x";
