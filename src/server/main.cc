@@ -1,6 +1,7 @@
-// weir: the durable streams server. Subcommands: serve, bench.
+// weir: the durable streams server. Subcommands: serve, bench, the stream commands, auth.
 #include <CLI/CLI.hpp>
 
+#include "auth/auth_command.h"
 #include "bench/bench_command.h"
 #include "cli/stream_command.h"
 #include "server/serve_command.h"
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   weir::server::register_command(app);
   weir::bench::register_command(app);
   weir::cli::register_command(app);
+  weir::auth::register_command(app);
   CLI11_PARSE(app, argc, argv);
   if (app.get_subcommands().empty()) {
     std::fputs(app.help().c_str(), stdout);

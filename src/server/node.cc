@@ -1,9 +1,13 @@
 #include "server/node.h"
 
+#include <signal.h>
+
 #include <chrono>
 #include <filesystem>
 #include <thread>
 
+#include "auth/authorizer.h"
+#include "auth/listen_policy.h"
 #include "base/log.h"
 #include "http/server.h"
 #include "io/event_loop.h"
@@ -113,7 +117,22 @@ void node::on_request(const http::request& req, http::exchange ex) {
     send_response(ex, std::move(r));
     return;
   }
-  if (req.path() == "/metrics" && get_or_head && metrics_ && metrics_->counting()) {
+  // Access control (docs/security.md): before everything but /healthz (/metrics needs admin; preflights
+  // and the subscription callbacks are open by auth::classify). A query token is taken out of the request
+  // (`stripped`) whether or not auth is on, so that nothing after this point can see or log it.
+  std::optional<auth::stripped_request> stripped;
+  if (auth_) {
+    const auth::decision d =
+        auth_->check(req, io::event_loop::current()->index(), clock_.wall_ms(), stripped);
+    if (d.error != protocol::errc::ok) {
+      send_response(ex, protocol::error_response(protocol::status_for(d.error), d.detail));
+      return;
+    }
+  } else {
+    auth::strip_query_token(req, stripped);
+  }
+  const http::request& r = stripped ? stripped->get() : req;  // from here on: `r`, never `req`
+  if (r.path() == "/metrics" && get_or_head && metrics_ && metrics_->counting()) {
     ex.set_tag(tag_of(request_kind::metrics));
     serve_metrics(ex);
     return;
@@ -126,13 +145,12 @@ void node::on_request(const http::request& req, http::exchange ex) {
   ex.set_tag(tag_of(kind_of(req.method())));  // refined below once the request is understood
   // PROTOCOL.md 6: the reserved `__ds` prefix is routed before stream operations.
   std::string_view root, rest;
-  if (protocol::split_reserved_path(req.path(), root, rest)) {
+  if (protocol::split_reserved_path(r.path(), root, rest)) {
     ex.set_tag(tag_of(request_kind::subscriptions));
-    route_reserved(req, root, rest, ex);
+    route_reserved(r, root, rest, ex);
     return;
   }
-  protocol::parse_outcome parsed =
-      protocol::parse_stream_request(req, {cfg_.max_path_length, cfg_.public_url});
+  protocol::parse_outcome parsed = protocol::parse_stream_request(r, {cfg_.max_path_length, cfg_.public_url});
   if (parsed.error != protocol::errc::ok) {
     send_response(ex, protocol::error_response(protocol::status_for(parsed.error)));
     return;
@@ -192,6 +210,18 @@ void node::route_reserved(const http::request& req, std::string_view root, std::
   });
 }
 
+void node::reload() {
+  if (!auth_ || cfg_.jwks_file.empty()) {
+    log::info("weir serve: SIGHUP: nothing to reload");
+    return;
+  }
+  if (status st = auth_->reload_jwks(); !st) {
+    log::error("weir serve: SIGHUP: {}; the previous keys stay in force", st.err().reason);
+    return;
+  }
+  log::info("weir serve: SIGHUP: reloaded {} ({} keys)", cfg_.jwks_file, auth_->jwks_key_count());
+}
+
 void node::stop() {
   if (stopping_.exchange(true)) return;
   if (access_log_) {
@@ -211,6 +241,30 @@ void node::stop() {
 }
 
 status node::start() {
+  // Access control first: a node that may not run without it must not touch its data either.
+  const bool auth_on = !cfg_.api_keys.empty() || !cfg_.jwks_file.empty();
+  if (std::string why = auth::listen_refusal(cfg_.host, auth_on, cfg_.insecure_no_auth); !why.empty()) {
+    return make_error(std::errc::permission_denied, why);
+  }
+  if (auth_on) {
+    auth::auth_settings as;
+    as.api_keys = cfg_.api_keys;
+    as.jwks_file = cfg_.jwks_file;
+    as.jwt = {cfg_.jwt_issuer, cfg_.jwt_audience, static_cast<std::int64_t>(cfg_.jwt_leeway_s)};
+    as.query_token_max_ttl_s = static_cast<std::int64_t>(cfg_.query_token_max_ttl_s);
+    auto a = auth::authorizer::create(std::move(as), shard_count());
+    if (!a) return a.err();
+    auth_ = std::move(*a);
+    log::info("weir serve: access control on: {} API keys, JWTs {}", cfg_.api_keys.size(),
+              cfg_.jwks_file.empty()
+                  ? std::string("off")
+                  : cfg_.jwks_file + " (" + std::to_string(auth_->jwks_key_count()) + " keys)");
+  } else if (!auth::is_loopback_host(cfg_.host)) {
+    log::warn(
+        "weir serve: access control OFF on {} (--insecure-no-auth): every client may create, append "
+        "to and delete every stream",
+        cfg_.host);
+  }
   std::error_code ec;
   std::filesystem::create_directories(cfg_.data_dir, ec);
   if (ec)
@@ -269,6 +323,7 @@ void node::run(bool handle_signals) {
   std::unique_ptr<io::signal_watcher> watcher;
   if (handle_signals) {
     watcher = std::make_unique<io::signal_watcher>([this](int signo) {
+      if (signo == SIGHUP) return reload();
       log::info("weir serve: signal {}, stopping", signo);
       stop();
     });

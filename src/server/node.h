@@ -2,8 +2,9 @@
 // core, and (when built with it) the subscription service on core 0.
 //
 // Which core runs what:
-//   - the connection's core (any): parses and validates the request (protocol::parse_stream_request,
-//     JSON validation), answers /healthz and CORS preflights, and sends every response;
+//   - the connection's core (any): checks the request's token (auth::authorizer), parses and validates
+//     it (protocol::parse_stream_request, JSON validation), answers /healthz and CORS preflights, and
+//     sends every response;
 //   - the owner core of a stream (FNV-1a hash of its path % threads): every command and read on it, its
 //     live readers and its TTL expiry; a fork's source may be owned by another core (fork_retain and
 //     fork_release travel there as messages);
@@ -31,6 +32,9 @@ class server;
 namespace weir::storage {
 class dir_lock;
 }
+namespace weir::auth {
+class authorizer;
+}
 
 namespace weir::server {
 
@@ -54,6 +58,9 @@ class node {
   void run(bool handle_signals);
   // Thread-safe: begin a graceful stop.
   void stop();
+  // Thread-safe: re-read what can change without a restart (SIGHUP): the JWKS file. A file that cannot
+  // be read leaves the previous keys in force (logged).
+  void reload();
   std::uint16_t port() const;
 
   unsigned shard_count() const { return static_cast<unsigned>(shards_.size()); }
@@ -91,6 +98,7 @@ class node {
   std::vector<std::unique_ptr<storage::segment_reader>> segments_;  // before shards_: outlives them
   std::vector<std::unique_ptr<stream_shard>> shards_;
   std::unique_ptr<subscriptions_glue> subs_;
+  std::unique_ptr<auth::authorizer> auth_;  // null: access control off; set by start()
   std::atomic<std::uint64_t> next_live_id_{1};
   std::atomic<bool> stopping_{false};
   wal_recovery_stats recovery_;

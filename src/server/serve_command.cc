@@ -24,6 +24,10 @@ serve_options::serve_options(CLI::App& cmd) : values_(settings().size()) {
     setting_value d = s.access.get(defaults);
     auto* text = std::get_if<std::string>(&d);
     opt->default_str(text ? *text : to_toml_value(d));
+    // A boolean alone means true (`--insecure-no-auth`), and it still takes a value
+    // (`--durable false`). CLI11 2.1 gives a bare option "true" only when it is "flag-like", which
+    // expected(0) sets and expected(0, 1) keeps.
+    if (s.access.kind == setting_kind::boolean) opt->expected(0)->expected(0, 1);
     options_.push_back(opt);
   }
   cmd.add_option("--config", config_, "TOML file with the same settings, `name = value` (flags override it)");

@@ -232,6 +232,25 @@ const std::array table{
             "One line per request (time, client, method, path without its query, status, bytes, duration) to "
             "FILE, or - for standard error; JSON lines with log-format json; empty: none",
             field<&serve_config::access_log>()},
+    // Access control (docs/security.md); API keys are [[auth.api-keys]] tables of the config file.
+    setting{"insecure-no-auth", "true|false",
+            "Serve every client without a token on a non-loopback address (without it such a node refuses to "
+            "start unless API keys or --jwks-file are configured)",
+            field<&serve_config::insecure_no_auth>()},
+    setting{"jwks-file", "FILE",
+            "JWKS file of the public keys (Ed25519, P-256, RSA) that sign accepted JWTs; re-read on SIGHUP. "
+            "Needs jwt-issuer and jwt-audience",
+            field<&serve_config::jwks_file>()},
+    setting{"jwt-issuer", "TEXT", "The \"iss\" an accepted JWT must carry",
+            field<&serve_config::jwt_issuer>()},
+    setting{"jwt-audience", "TEXT", "A value the \"aud\" of an accepted JWT must hold",
+            field<&serve_config::jwt_audience>()},
+    setting{"jwt-leeway-s", "SECONDS", "Clock skew allowed when checking a JWT's exp and nbf",
+            field<&serve_config::jwt_leeway_s>(), 0, 300},
+    setting{"query-token-max-ttl-s", "SECONDS",
+            "A token in a GET's access_token parameter (for EventSource) must be a JWT that expires within "
+            "this many seconds; 0: no tokens in URLs",
+            field<&serve_config::query_token_max_ttl_s>(), 0, 86'400},
 };
 
 std::string name_of(const setting& s) {
@@ -326,9 +345,72 @@ void apply_flag(serve_config& c, const setting& s, std::string_view text) {
 }
 
 namespace {
+// [[auth.api-keys]]: name (optional), hash (SHA-256 hex of the key), scope (a list of {prefix, ops}).
+auth::api_key load_api_key(const toml::node& n, const std::string& where) {
+  const toml::table* t = n.as_table();
+  if (!t) throw config_error(where + ": expected a table {name, hash, scope}");
+  auth::api_key key;
+  bool has_hash = false;
+  for (auto&& [k, v] : *t) {
+    if (k.str() == "name" && v.is_string()) {
+      key.name = *v.value<std::string>();
+    } else if (k.str() == "hash" && v.is_string()) {
+      auto d = auth::digest_from_hex(*v.value<std::string>());
+      if (!d) throw config_error(where + ".hash: 64 hex digits (weir auth hash-key), not the key itself");
+      key.hash = *d;
+      has_hash = true;
+    } else if (k.str() == "scope" && v.is_array()) {
+      for (const toml::node& r : *v.as_array()) {
+        const toml::table* rt = r.as_table();
+        const toml::array* ops = rt ? (*rt)["ops"].as_array() : nullptr;
+        std::optional<std::string> prefix = rt ? (*rt)["prefix"].value<std::string>() : std::nullopt;
+        if (!rt || !ops || !prefix || rt->size() != 2) {
+          throw config_error(where + ".scope: each entry is { prefix = \"/...\", ops = [\"read\", ...] }");
+        }
+        auth::scope_rule rule;
+        if (std::string why = auth::parse_prefix(*prefix, rule); !why.empty()) {
+          throw config_error(where + ".scope: '" + *prefix + "': " + why);
+        }
+        for (const toml::node& o : *ops) {
+          auto op = auth::op_from_name(o.value<std::string>().value_or(""));
+          if (!op) throw config_error(where + ".scope: ops are read, write, delete and admin");
+          rule.ops |= static_cast<auth::op_set>(*op);
+        }
+        key.granted.rules.push_back(std::move(rule));
+      }
+    } else {
+      throw config_error(where + ": unknown or mistyped member '" + std::string(k.str()) +
+                         "' (name and hash are strings, scope a list)");
+    }
+  }
+  if (!has_hash) throw config_error(where + ": hash missing");
+  return key;
+}
+
+void load_auth_table(serve_config& c, const toml::node& n, const std::string& source) {
+  const toml::table* t = n.as_table();
+  if (!t) throw config_error("config " + source + ": 'auth' must be a table ([[auth.api-keys]])");
+  for (auto&& [k, v] : *t) {
+    const toml::array* keys = v.as_array();
+    if (k.str() != "api-keys" || !keys) {
+      throw config_error("config " + source + ": unknown auth setting '" + std::string(k.str()) +
+                         "' (the auth table holds [[auth.api-keys]] only)");
+    }
+    c.api_keys.clear();
+    for (std::size_t i = 0; i < keys->size(); ++i) {
+      c.api_keys.push_back(
+          load_api_key(*keys->get(i), "config " + source + ": auth.api-keys[" + std::to_string(i) + "]"));
+    }
+  }
+}
+
 void load_table(serve_config& c, const toml::table& t, const std::string& source) {
   std::array<std::string_view, std::size(table)> seen{};  // the key that set each row
   for (auto&& [k, node] : t) {
+    if (k.str() == "auth") {
+      load_auth_table(c, node, source);
+      continue;
+    }
     const setting* s = find_setting(k.str());
     if (!s) {
       throw config_error("config " + source + ": unknown setting '" + std::string(k.str()) +
@@ -399,6 +481,28 @@ std::string print_config(const serve_config& c) {
   for (const setting& s : table) {
     out += "\n# " + std::string(s.help) + "\n";
     out += name_of(s) + " = " + to_toml_value(s.access.get(c)) + "\n";
+  }
+  if (!c.api_keys.empty()) {
+    out +=
+        "\n# Static API keys: the SHA-256 of each key (weir auth hash-key) and its scope "
+        "(docs/security.md).\n";
+  }
+  for (const auth::api_key& k : c.api_keys) {
+    out += "[[auth.api-keys]]\nname = " + to_toml_value(k.name) + "\nhash = \"" + auth::to_hex(k.hash) +
+           "\"\nscope = [";
+    for (std::size_t i = 0; i < k.granted.rules.size(); ++i) {
+      const auth::scope_rule& r = k.granted.rules[i];
+      out += std::string(i ? ", " : "") +
+             "{ prefix = " + to_toml_value(r.prefix + (r.any_suffix ? "*" : "")) + ", ops = [";
+      bool first = true;
+      for (auth::op o : {auth::op::read, auth::op::write, auth::op::remove, auth::op::admin}) {
+        if ((r.ops & static_cast<auth::op_set>(o)) == 0) continue;
+        out += std::string(first ? "" : ", ") + "\"" + std::string(auth::op_name(o)) + "\"";
+        first = false;
+      }
+      out += "] }";
+    }
+    out += "]\n";
   }
   return out;
 }

@@ -12,6 +12,9 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
+
+#include "auth/api_key.h"
 
 namespace weir::server {
 
@@ -71,6 +74,16 @@ struct serve_config {
   // Output queued for one streamed response (an SSE subscriber) whose client does not read; beyond it
   // the connection is closed.
   std::uint64_t max_stream_queue_bytes = 1ull << 20;
+  // Access control (docs/security.md, src/auth). Off when no API key and no jwks_file are configured,
+  // which a node allows only on a loopback address unless insecure_no_auth.
+  bool insecure_no_auth = false;
+  std::string jwks_file;     // the public keys JWTs are signed with (JWKS); "": no JWTs
+  std::string jwt_issuer;    // the "iss" a JWT must carry
+  std::string jwt_audience;  // a value a JWT's "aud" must hold
+  std::uint64_t jwt_leeway_s = 30;
+  std::uint64_t query_token_max_ttl_s = 600;  // 0: no tokens in the query (access_token)
+  // The [[auth.api-keys]] tables of the config file (no flag: a list of structured entries).
+  std::vector<auth::api_key> api_keys;
 };
 
 struct config_error : std::runtime_error {
@@ -116,11 +129,13 @@ void apply_listen(serve_config& c, const std::string& listen);
 void apply_flag(serve_config& c, const setting& s, std::string_view text);
 
 // Reads a TOML file (or text) into `c`: `name = value` for any row of settings(); the old underscore
-// keys (`data_dir`) are accepted too. Unknown keys and values of the wrong type are errors.
+// keys (`data_dir`) are accepted too. Unknown keys and values of the wrong type are errors. The one
+// table besides the rows is `[[auth.api-keys]]` (name, hash, scope; docs/security.md).
 void load_config_file(serve_config& c, const std::string& path);
 void load_config_text(serve_config& c, std::string_view toml_text, const std::string& source = "config");
 
-// The configuration as TOML that load_config_file accepts, one commented line per setting.
+// The configuration as TOML that load_config_file accepts, one commented line per setting, then the
+// [[auth.api-keys]] tables.
 std::string print_config(const serve_config& c);
 
 // A setting's value as TOML (`"./weir-data"`, `30000`, `true`).

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/crypto.h"
 #include "server/serve_command.h"
 
 namespace weir::server {
@@ -104,6 +105,12 @@ const std::map<std::string, sample>& samples() {
       {"public-url", {"https://streams.example:8443", "\"https://streams.example:8443\""}},
       {"log-level", {"debug", "\"debug\""}},
       {"log-format", {"json", "\"json\""}},
+      {"insecure-no-auth", {"true", "true"}},
+      {"jwks-file", {"/etc/weir/jwks.json", "\"/etc/weir/jwks.json\""}},
+      {"jwt-issuer", {"https://issuer.example", "\"https://issuer.example\""}},
+      {"jwt-audience", {"weir-prod", "\"weir-prod\""}},
+      {"jwt-leeway-s", {"5", "5"}},
+      {"query-token-max-ttl-s", {"60", "60"}},
       {"metrics", {"false", "false"}},
       {"access-log", {"/var/log/weir/access.log", "\"/var/log/weir/access.log\""}},
       {"deleted-path-hold-ms", {"60000", "60000"}},
@@ -252,6 +259,77 @@ TEST(serve_config, unknown_and_repeated_keys_are_errors_that_say_so) {
   EXPECT_NE(e.find("unknown setting 'server'"), std::string::npos) << e;
   e = error_of([&] { load_config_text(c, "data_dir = \"a\"\ndata-dir = \"b\"\n"); });
   EXPECT_NE(e.find("'data-dir' is set twice"), std::string::npos) << e;
+}
+
+// [[auth.api-keys]]: the one structured setting (docs/security.md), read, checked and printed back.
+TEST(serve_config, api_keys_load_from_the_auth_table_and_print_back) {
+  const std::string hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+  serve_config c;
+  load_config_text(c,
+                   "listen = \"0.0.0.0:4437\"\n"
+                   "[[auth.api-keys]]\nname = \"ingest\"\nhash = \"" +
+                       hash +
+                       "\"\n"
+                       "scope = [{ prefix = \"/v1/stream/a\", ops = [\"read\", \"write\"] },\n"
+                       "         { prefix = \"/v1/stream/t-*\", ops = [\"delete\"] }]\n"
+                       "[[auth.api-keys]]\nhash = \"" +
+                       std::string(64, 'A') + "\"\nscope = []\n");
+  ASSERT_EQ(c.api_keys.size(), 2u);
+  EXPECT_EQ(c.api_keys[0].name, "ingest");
+  EXPECT_EQ(auth::to_hex(c.api_keys[0].hash), hash);
+  ASSERT_EQ(c.api_keys[0].granted.rules.size(), 2u);
+  EXPECT_TRUE(c.api_keys[0].granted.allows("/v1/stream/a/x", auth::op::write));
+  EXPECT_FALSE(c.api_keys[0].granted.allows("/v1/stream/ab", auth::op::read));
+  EXPECT_TRUE(c.api_keys[0].granted.allows("/v1/stream/t-1", auth::op::remove));
+  EXPECT_TRUE(c.api_keys[1].granted.rules.empty());
+  const std::string printed = print_config(c);
+  EXPECT_NE(printed.find("[[auth.api-keys]]\nname = \"ingest\"\nhash = \"" + hash +
+                         "\"\n"
+                         "scope = [{ prefix = \"/v1/stream/a\", ops = [\"read\", \"write\"] }, "
+                         "{ prefix = \"/v1/stream/t-*\", ops = [\"delete\"] }]\n"),
+            std::string::npos)
+      << printed;
+  serve_config back;
+  load_config_text(back, printed);
+  EXPECT_EQ(print_config(back), printed);
+  ASSERT_EQ(back.api_keys.size(), 2u);
+}
+
+TEST(serve_config, bad_api_keys_name_what_is_wrong) {
+  const std::string hash = std::string(64, 'a');
+  auto load = [](const std::string& toml) {
+    serve_config c;
+    return error_of([&] { load_config_text(c, toml); });
+  };
+  auto key = [&](const std::string& body) { return "[[auth.api-keys]]\n" + body; };
+  EXPECT_NE(load(key("hash = \"wk_the-key-itself\"\nscope = []\n")).find("64 hex digits"), std::string::npos);
+  EXPECT_NE(load(key("scope = []\n")).find("hash missing"), std::string::npos);
+  EXPECT_NE(
+      load(key("hash = \"" + hash + "\"\nscope = [{ prefix = \"v1\", ops = [\"read\"] }]\n")).find("'v1'"),
+      std::string::npos);
+  EXPECT_NE(load(key("hash = \"" + hash + "\"\nscope = [{ prefix = \"/v1/%61\", ops = [\"read\"] }]\n"))
+                .find("decoded"),
+            std::string::npos);
+  EXPECT_NE(
+      load(key("hash = \"" + hash + "\"\nscope = [{ prefix = \"/v1\", ops = [\"fly\"] }]\n")).find("ops are"),
+      std::string::npos);
+  EXPECT_NE(load(key("hash = \"" + hash + "\"\nscope = [{ prefix = \"/v1\" }]\n")).find("each entry"),
+            std::string::npos);
+  EXPECT_NE(load(key("hash = \"" + hash + "\"\nkey = \"x\"\n")).find("unknown or mistyped member 'key'"),
+            std::string::npos);
+  EXPECT_NE(load("[auth]\nkeys = 1\n").find("unknown auth setting 'keys'"), std::string::npos);
+  EXPECT_NE(load("auth = 1\n").find("'auth' must be a table"), std::string::npos);
+}
+
+TEST(serve_config, a_boolean_flag_alone_means_true) {
+  EXPECT_TRUE(parse_serve({"--insecure-no-auth"}).insecure_no_auth);
+  EXPECT_TRUE(parse_serve({"--insecure-no-auth", "true"}).insecure_no_auth);
+  EXPECT_FALSE(parse_serve({"--insecure-no-auth", "false"}).insecure_no_auth);
+  EXPECT_FALSE(parse_serve({}).insecure_no_auth);
+  serve_config c = parse_serve({"--insecure-no-auth", "--jwt-leeway-s", "7"});
+  EXPECT_TRUE(c.insecure_no_auth);
+  EXPECT_EQ(c.jwt_leeway_s, 7u);
+  EXPECT_EQ(error_of([] { parse_serve({"--jwt-leeway-s", "301"}); }).rfind("jwt-leeway-s: ", 0), 0u);
 }
 
 }  // namespace
