@@ -283,6 +283,10 @@ decision authorizer::check(const http::request& req, unsigned core, std::int64_t
   std::string_view scheme_error;
   carried_tokens tokens = find_tokens(req, scheme_error);
   if (tokens.query_count > 0) stripped.emplace(req, std::move(tokens.rest_of_query));
+  // Open requests (preflights, /healthz, the subscription callbacks) are not judged at all, whatever
+  // they carry: a preflight repeats the URL of the request it asks for, query token included.
+  const access_need need = classify(req);
+  if (need.what == access_need::kind::open) return {};
   if (tokens.header_count > 1 || tokens.query_count > 1) {
     return refuse(errc::token_request_invalid, "send one bearer token");
   }
@@ -296,8 +300,6 @@ decision authorizer::check(const http::request& req, unsigned core, std::int64_t
   if (tokens.query && settings_.query_token_max_ttl_s == 0) {
     return refuse(errc::token_request_invalid, "tokens in the query are disabled on this server");
   }
-  const access_need need = classify(req);
-  if (need.what == access_need::kind::open) return {};
   std::optional<std::string_view> token = tokens.header;
   if (tokens.query) token = std::string_view(*tokens.query);
   if (!token) {

@@ -144,6 +144,8 @@ TEST_F(authorizer_test, each_operation_needs_its_own_grant) {
 
 TEST_F(authorizer_test, open_paths_need_no_token) {
   EXPECT_EQ(status(http::method::options, "/v1/stream/a"), errc::ok);
+  EXPECT_EQ(status(http::method::options, "/v1/stream/a?offset=-1&access_token=x.y.z"), errc::ok);
+  EXPECT_TRUE(stripped_.has_value());  // stripped all the same
   EXPECT_EQ(status(http::method::get, "/healthz"), errc::ok);
   EXPECT_EQ(status(http::method::get, "/v1/stream/__ds/jwks.json"), errc::ok);
   for (const char* what : {"callback", "ack", "release"}) {
