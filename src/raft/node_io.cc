@@ -610,6 +610,7 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
         [&](auto& p) {
           using T = std::decay_t<decltype(p)>;
           if constexpr (std::is_same_v<T, wire::append_entries>) {
+            trim_below_snapshot(g, p);
             auto& a = m.append_entries;
             a.term = p.term.value();
             a.prev_log_index = p.prev_log_index.value();
@@ -655,6 +656,31 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
     g.recv(&g.io, &m);
     g.answering_up_to.reset();
   }
+}
+
+// libraft 0.15 rejects an AppendEntries whose prev_log_index lies below the follower's own log after a
+// snapshot ("no entry at index"), although every entry a snapshot covers is committed and so matches the
+// leader's log (Raft 5.4: Leader Completeness). The leader then probes down one index per heartbeat to
+// below its own log, sends InstallSnapshot, gets "have all entries" with last_log_index at or below the
+// match index it already has, does not leave its snapshot state, times out, and starts again: a live
+// lock the simulation found. The follower's io trims such a message to start at its snapshot instead:
+// prev = (snapshot index, snapshot term), minus the entries the snapshot covers. If an entry the
+// message carries at the snapshot index has another term, it is left to libraft (which shuts the group
+// down on a conflict with a committed entry, as it should).
+void node_io::trim_below_snapshot(group& g, wire::append_entries& ae) {
+  if (!g.snapshot || ae.prev_log_index.value() == 0 || ae.prev_log_index >= g.snapshot->index) return;
+  const std::uint64_t snap = g.snapshot->index.value();
+  const std::uint64_t prev = ae.prev_log_index.value();
+  const std::uint64_t last = prev + ae.entries.size();
+  if (last >= snap) {
+    if (ae.entries[snap - prev - 1].term != g.snapshot->term) return;
+    ae.entries.erase(ae.entries.begin(), ae.entries.begin() + static_cast<std::ptrdiff_t>(snap - prev));
+  } else {
+    ae.entries.clear();
+  }
+  ae.prev_log_index = g.snapshot->index;
+  ae.prev_log_term = g.snapshot->term;
+  ++stats_.append_entries_trimmed;
 }
 
 void node_io::ensure_tick(unsigned msecs) {

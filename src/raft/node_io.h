@@ -26,6 +26,7 @@
 #include "raft/node_log.h"
 #include "raft/transport.h"
 #include "raft/types.h"
+#include "raft/wire_format.h"
 
 struct raft_io;
 
@@ -48,6 +49,7 @@ class node_io {
     std::uint64_t frames_dropped = 0;  // malformed, unknown group or sender, group not running
     std::uint64_t appends = 0;
     std::uint64_t append_results_clamped = 0;  // see clamp_append_result in node_io.cc
+    std::uint64_t append_entries_trimmed = 0;  // see trim_below_snapshot in node_io.cc
   };
 
   node_io(executor& ex, transport& t, node_log& log, options o);
@@ -72,6 +74,7 @@ class node_io {
   void on_synced(std::uint64_t batch, status st);
   void on_packet(node_id from, std::span<const std::byte> packet);
   void queue_frame(group& g, node_id to, std::vector<std::byte> frame);
+  void trim_below_snapshot(group& g, wire::append_entries& ae);
   void ensure_tick(unsigned msecs);
   void on_tick();
 

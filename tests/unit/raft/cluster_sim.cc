@@ -65,6 +65,7 @@ struct node {
   bool up = false;
   bool booted = false;
   int incarnation = 0;
+  std::int64_t disk_max_ms = 4;  // fdatasync latency: uniform in [0, disk_max_ms]
   std::uint64_t proposal_seq = 0;
 };
 
@@ -136,8 +137,8 @@ struct cluster {
     n.env->restart();
     ++n.incarnation;
     n.ex = std::make_unique<sim_executor>(sched);
-    n.flusher =
-        std::make_unique<delayed_flusher>(*n.ex, [this] { return milliseconds(sched.uniform(0, 4)); });
+    n.flusher = std::make_unique<delayed_flusher>(
+        *n.ex, [this, &n] { return milliseconds(sched.uniform(0, n.disk_max_ms)); });
     auto log = node_log::open(*n.env, *n.flusher, log_path);
     if (!log) {
       fail(fmt::format("node {}: node log does not open: {}", n.id.value(), log.err().reason));
@@ -209,7 +210,11 @@ struct cluster {
     n.up = false;
     for (auto& r : n.reps)
       if (r->initialised) raft_close(&r->r, nullptr);
-    if (n.io) report.frames_held += n.io->counters().frames_held;
+    if (n.io) {
+      report.frames_held += n.io->counters().frames_held;
+      report.results_clamped += n.io->counters().append_results_clamped;
+      report.entries_trimmed += n.io->counters().append_entries_trimmed;
+    }
     n.reps.clear();
     n.io.reset();
     n.link.reset();
@@ -354,7 +359,7 @@ struct cluster {
   }
 
   void chaos_step() {
-    const auto pick = sched.uniform(0, 9);
+    const auto pick = sched.uniform(0, 12);
     if (pick <= 2) {
       std::set<node_id> side;
       for (const auto& n : nodes)
@@ -366,16 +371,27 @@ struct cluster {
     } else if (pick <= 4) {
       net.heal();
       ++epoch;
-    } else if (pick <= 6) {
+    } else if (pick <= 7) {
       std::vector<node*> up;
       for (auto& n : nodes)
         if (n->up) up.push_back(n.get());
       if (up.size() < 2) return;
-      node& victim = *up[sched.uniform(0, up.size() - 1)];
-      crash_node(victim);
-      sched.at(milliseconds(sched.uniform(100, 2500)), [this, &victim] {
-        if (!victim.up && !recovering) start_node(victim);
-      });
+      // Sometimes two nodes lose power together (one rack): only then can a write that was acknowledged
+      // before it was durable on a majority disappear.
+      const std::size_t victims = up.size() >= 3 && sched.chance(0.35) ? 2 : 1;
+      for (std::size_t k = 0; k < victims; ++k) {
+        const std::size_t i = static_cast<std::size_t>(sched.uniform(0, up.size() - 1));
+        node& victim = *up[i];
+        up.erase(up.begin() + static_cast<std::ptrdiff_t>(i));
+        crash_node(victim);
+        sched.at(milliseconds(sched.uniform(100, 2500)), [this, &victim] {
+          if (!victim.up && !recovering) start_node(victim);
+        });
+      }
+    } else if (pick >= 11) {
+      // A slow disk widens every window between a write and its sync (where a crash loses it).
+      static constexpr std::int64_t latencies[] = {1, 4, 30, 80};
+      nodes[sched.uniform(0, nodes.size() - 1)]->disk_max_ms = latencies[sched.uniform(0, 3)];
     } else {
       link_faults f;
       static constexpr double drops[] = {0.0, 0.02, 0.1, 0.3};

@@ -47,6 +47,8 @@ struct sim_report {
   std::uint64_t elections = 0;  // distinct (group, term) leaders seen
   std::uint64_t minority_checks = 0;
   std::uint64_t frames_held = 0;
+  std::uint64_t results_clamped = 0;  // node_io's libraft 0.15 workarounds, exercised
+  std::uint64_t entries_trimmed = 0;
   std::uint64_t snapshots_restored = 0;
   std::uint64_t tasks = 0;
 };

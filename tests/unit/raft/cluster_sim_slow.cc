@@ -25,9 +25,10 @@ TEST(raft_cluster_sim_slow, thousands_of_seeds) {
     acked += r.acked;
     if (!r.ok) {
       ++failed;
-      ADD_FAILURE() << r.failure << "\n  reproduce: WEIR_RAFT_SIM_SEED=" << seed
-                    << " WEIR_RAFT_SIM_SNAPSHOTS=" << o.snapshot_threshold
-                    << " build/dev/tests/unit/raft/raft_cluster_sim_test --gtest_filter=raft_cluster_sim.one_seed";
+      ADD_FAILURE()
+          << r.failure << "\n  reproduce: WEIR_RAFT_SIM_SEED=" << seed
+          << " WEIR_RAFT_SIM_SNAPSHOTS=" << o.snapshot_threshold
+          << " build/dev/tests/unit/raft/raft_cluster_sim_test --gtest_filter=raft_cluster_sim.one_seed";
     }
   }
   EXPECT_GT(acked, count * 100);

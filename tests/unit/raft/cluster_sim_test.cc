@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace weir::raft::sim {
@@ -49,11 +50,10 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     const sim_report r = run_cluster_sim(o);
     if (!r.ok) {
       ++failed;
-      ADD_FAILURE() << r.failure << "\n  reproduce: WEIR_RAFT_SIM_SEED=" << seed
-                    << (snapshot_threshold != 0
-                            ? " WEIR_RAFT_SIM_SNAPSHOTS=" + std::to_string(snapshot_threshold)
-                            : "")
-                    << " build/dev/tests/unit/raft/raft_cluster_sim_test --gtest_filter=raft_cluster_sim.one_seed";
+      ADD_FAILURE()
+          << r.failure << "\n  reproduce: WEIR_RAFT_SIM_SEED=" << seed
+          << (snapshot_threshold != 0 ? " WEIR_RAFT_SIM_SNAPSHOTS=" + std::to_string(snapshot_threshold) : "")
+          << " build/dev/tests/unit/raft/raft_cluster_sim_test --gtest_filter=raft_cluster_sim.one_seed";
       if (failed >= 3) return;
     }
     total.acked += r.acked;
@@ -63,6 +63,8 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     total.partitions += r.partitions;
     total.minority_checks += r.minority_checks;
     total.frames_held += r.frames_held;
+    total.results_clamped += r.results_clamped;
+    total.entries_trimmed += r.entries_trimmed;
     total.elections += r.elections;
     total.snapshots_restored += r.snapshots_restored;
   }
@@ -77,18 +79,13 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
   if (snapshot_threshold != 0) {
     EXPECT_GT(total.snapshots_restored, 0u);
   }
-  std::printf(
-      "%llu seeds from %llu: acked %llu, crashes %llu (torn %llu, tail bytes cut %llu), partitions %llu, "
-      "elections %llu, "
-      "minority proposals %llu, held frames %llu, snapshots restored %llu\n",
-      static_cast<unsigned long long>(count), static_cast<unsigned long long>(first),
-      static_cast<unsigned long long>(total.acked), static_cast<unsigned long long>(total.crashes),
-      static_cast<unsigned long long>(total.torn_crashes),
-      static_cast<unsigned long long>(total.tail_bytes_cut),
-      static_cast<unsigned long long>(total.partitions), static_cast<unsigned long long>(total.elections),
-      static_cast<unsigned long long>(total.minority_checks),
-      static_cast<unsigned long long>(total.frames_held),
-      static_cast<unsigned long long>(total.snapshots_restored));
+  fmt::print(
+      "{} seeds from {}: acked {}, crashes {} (torn {}, tail bytes cut {}), partitions {}, elections {}, "
+      "minority proposals {}, held frames {}, snapshots restored {}, heartbeat replies clamped {}, appends "
+      "trimmed to a snapshot {}\n",
+      count, first, total.acked, total.crashes, total.torn_crashes, total.tail_bytes_cut, total.partitions,
+      total.elections, total.minority_checks, total.frames_held, total.snapshots_restored,
+      total.results_clamped, total.entries_trimmed);
 }
 
 TEST(raft_cluster_sim, seeds) {
