@@ -241,7 +241,7 @@ void node::stop() {
 }
 
 status node::start() {
-  // Access control first: a node that may not run without it must not touch its data either.
+  // Access control first: a node that may not run without it must not open its log either.
   const bool auth_on = !cfg_.api_keys.empty() || !cfg_.jwks_file.empty();
   if (std::string why = auth::listen_refusal(cfg_.host, auth_on, cfg_.insecure_no_auth); !why.empty()) {
     return make_error(std::errc::permission_denied, why);

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "auth/listen_policy.h"
 #include "base/log.h"
 #include "io/signal_watcher.h"
 #include "server/node.h"
@@ -66,6 +67,13 @@ void register_command(CLI::App& app) {
     // Before any thread exists (the subscription service starts some): every thread inherits the mask
     // and SIGTERM/SIGINT reach only the signal watcher.
     io::signal_watcher::block_termination_signals();
+    // Before the node exists (its constructor prepares the data directory): a node that may not run
+    // without access control touches nothing (node::start() checks the same for other callers).
+    const bool auth_on = !cfg.api_keys.empty() || !cfg.jwks_file.empty();
+    if (std::string why = auth::listen_refusal(cfg.host, auth_on, cfg.insecure_no_auth); !why.empty()) {
+      log::error("weir serve: {}", why);
+      std::exit(1);
+    }
     int code = 0;
     {
       node n(std::move(cfg));
