@@ -228,7 +228,7 @@ status authorizer::reload_jwks() {
     std::lock_guard lock(jwks_mu_);
     jwks_ = std::move(*keys);
   }
-  jwks_generation_.fetch_add(1, std::memory_order_acq_rel);
+  jwks_generation_.fetch_add(1, std::memory_order_acq_rel);  // after the swap: see authenticate()
   return {};
 }
 
@@ -250,13 +250,9 @@ result<authorizer::authenticated> authorizer::authenticate(std::string_view toke
     }
     return make_error(token_error::unknown_api_key);
   }
-  std::shared_ptr<const key_set> keys;
-  {
-    std::lock_guard lock(jwks_mu_);
-    keys = jwks_;
-  }
-  if (!keys) return make_error(token_error::jwt_not_configured);
-  // Read after the key set: a reload in between makes this entry stale at once, never the reverse.
+  if (settings_.jwks_file.empty()) return make_error(token_error::jwt_not_configured);
+  // The generation is read before the keys, and reload_jwks() bumps it after swapping them: an entry
+  // made from keys that a reload replaced is stale at once, and a cache hit takes no lock.
   const std::uint64_t generation = jwks_generation_.load(std::memory_order_acquire);
   token_cache& cache = *caches_[core];
   const std::int64_t leeway = settings_.jwt.leeway_s;
@@ -266,6 +262,11 @@ result<authorizer::authenticated> authorizer::authenticate(std::string_view toke
     granted = e->granted;
     exp = e->exp;
   } else {
+    std::shared_ptr<const key_set> keys;
+    {
+      std::lock_guard lock(jwks_mu_);
+      keys = jwks_;
+    }
     auto claims = verify_jwt(token, *keys, settings_.jwt, now_s);
     if (!claims) return claims.err();
     granted = claims->granted;
