@@ -9,9 +9,12 @@
 namespace weir::auth {
 
 digest sha256(std::string_view data) {
+  // Fetched once (OpenSSL 3): EVP_sha256() would look the implementation up again on every call, under
+  // the provider store's lock, on the request path of every core.
+  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA2-256", nullptr);
   digest d{};
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), d.data(), &len, EVP_sha256(), nullptr);
+  EVP_Digest(data.data(), data.size(), d.data(), &len, md, nullptr);
   return d;
 }
 
