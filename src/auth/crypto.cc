@@ -14,7 +14,7 @@ digest sha256(std::string_view data) {
   static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA2-256", nullptr);
   digest d{};
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), d.data(), &len, md, nullptr);
+  EVP_Digest(data.data(), data.size(), d.data(), &len, md ? md : EVP_sha256(), nullptr);
   return d;
 }
 
