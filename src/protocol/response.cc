@@ -42,7 +42,7 @@ void add_common_headers(response& r) {
       "Access-Control-Expose-Headers",
       "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Stream-TTL, Stream-Expires-At, "
       "Stream-SSE-Data-Encoding, Producer-Epoch, Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, "
-      "ETag, Content-Type, Location");
+      "ETag, Content-Type, Location, WWW-Authenticate");
   r.add_static("X-Content-Type-Options", "nosniff");
   r.add_static("Cross-Origin-Resource-Policy", "cross-origin");
 }

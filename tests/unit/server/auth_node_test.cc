@@ -102,6 +102,7 @@ TEST_F(auth_node_test, statuses_by_operation_and_token) {
   EXPECT_EQ(denied.status, 403);
   EXPECT_EQ(denied.body, "forbidden: the token does not grant write on this path\n");
   EXPECT_EQ(denied.headers["access-control-allow-origin"], "*");  // a browser can read the reason
+  EXPECT_NE(missing.headers["access-control-expose-headers"].find("WWW-Authenticate"), std::string::npos);
 
   EXPECT_EQ(http(port_, "PUT", p, bearer(writer_key, text)).status, 201);
   EXPECT_EQ(http(port_, "POST", p, bearer(writer_key, text), "hello").status, 204);
