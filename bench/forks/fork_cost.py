@@ -107,7 +107,11 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--hot-bytes", type=int, default=256 << 20)
     ap.add_argument("--port", type=int, default=47311)
+    ap.add_argument("--chain", type=int, default=0,
+                    help="instead: a chain of N forks (each of the previous, at its tail, plus one record)")
     args = ap.parse_args()
+    if args.chain:
+        return chain(args)
 
     work = tempfile.mkdtemp(prefix="weir-fork-cost-")
     data_dir = os.path.join(work, "data")
@@ -125,11 +129,30 @@ def main():
         assert call(c, "PUT", p, body=b"small data\n" * 10, headers=ct)[0] == 201
     time.sleep(0.5)  # let the allocator settle before the baseline (measurement, not synchronisation)
     base = rss_mib(n.proc.pid)
+    # Small reads of other streams while the forks are created (a fork copied its source on the
+    # source's core before; now it takes a reference).
+    creating = threading.Event()
+    during_create = []
+
+    def probe():
+        pc = conn(args.port)
+        pr = random.Random(3)
+        while not creating.is_set():
+            p = pr.choice(others)
+            t0 = time.perf_counter()
+            assert call(pc, "GET", p)[0] == 200
+            during_create.append((time.perf_counter() - t0) * 1000.0)
+        pc.close()
+
+    prober = threading.Thread(target=probe)
+    prober.start()
     t = time.perf_counter()
     for i in range(args.forks):
         st = call(c, "PUT", f"/fork{i}", headers={"Stream-Forked-From": "/src"})[0]
         assert st == 201, st
     fork_s = time.perf_counter() - t
+    creating.set()
+    prober.join()
     after = rss_mib(n.proc.pid)
     total = args.records * args.record_bytes
     forks = [f"/fork{i}" for i in range(args.forks)]
@@ -178,7 +201,48 @@ def main():
     print(f"  64 KiB fork read: median {statistics.median(alone):.2f} ms, p99 {pct(alone, 0.99):.2f} ms "
           f"(after restart: median {statistics.median(cold):.2f} ms, p99 {pct(cold, 0.99):.2f} ms)")
     print(f"  small read of another stream: median {statistics.median(quiet):.2f} ms alone, "
-          f"{statistics.median(busy):.2f} ms (p99 {pct(busy, 0.99):.2f}) while fork reads run")
+          f"{statistics.median(busy):.2f} ms (p99 {pct(busy, 0.99):.2f}) while fork reads run, "
+          f"{statistics.median(during_create):.2f} ms (p99 {pct(during_create, 0.99):.2f}, "
+          f"{len(during_create)} reads) while the forks are created")
+
+
+def chain(args):
+    work = tempfile.mkdtemp(prefix="weir-fork-chain-")
+    n = node(args.weir, os.path.join(work, "data"), args.port, args.threads, args.hot_bytes)
+    n.start()
+    c = conn(args.port)
+    rec = b"x" * (args.record_bytes - 1) + b"\n"
+    ct = {"Content-Type": "application/octet-stream"}
+    assert call(c, "PUT", "/c0", headers=ct)[0] == 201
+    for i in range(args.records):
+        assert call(c, "POST", "/c0", body=rec, headers=ct)[0] == 204
+    time.sleep(0.5)  # let the allocator settle before the baseline (measurement, not synchronisation)
+    base = rss_mib(n.proc.pid)
+    t = time.perf_counter()
+    for i in range(1, args.chain + 1):
+        assert call(c, "PUT", f"/c{i}", headers={"Stream-Forked-From": f"/c{i - 1}"})[0] == 201
+        assert call(c, "POST", f"/c{i}", body=rec, headers=ct)[0] == 204
+    made_s = time.perf_counter() - t
+    after = rss_mib(n.proc.pid)
+    total = (args.records + args.chain) * args.record_bytes
+    last = f"/c{args.chain}"
+    st, data, _ = call(c, "GET", f"{last}?offset={token(total - 10)}")
+    assert st == 200 and len(data) == 10, (st, len(data))
+    c.close()
+    rng = random.Random(1)
+    reads = timed_reads(args.port, [last], 200, lambda p: total, rng)
+    n.stop()
+    n.start()
+    restarted = rss_mib(n.proc.pid)
+    recovered = n.recovered_s()
+    n.stop()
+    shutil.rmtree(work)
+    print(f"binary {args.weir}: a chain of {args.chain} forks (each of the previous, plus one record) "
+          f"from a stream of {args.records} records of {args.record_bytes} B, --threads {args.threads}")
+    print(f"  RSS before the chain {base:.0f} MiB, after {after:.0f} MiB, made in {made_s:.2f} s; "
+          f"after restart {restarted:.0f} MiB, recovered in {recovered:.2f} s")
+    print(f"  64 KiB read of the last fork: median {statistics.median(reads):.2f} ms, "
+          f"p99 {pct(reads, 0.99):.2f} ms")
 
 
 if __name__ == "__main__":

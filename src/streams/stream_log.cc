@@ -110,27 +110,48 @@ read_plan memory_log::read(stream_offset from, std::size_t max_bytes, bool whole
   std::uint64_t pos = std::min(from.value(), tail_pos);
   plan.next = stream_offset(pos);
   bool full = false;
+  if (pos >= base_ || !source_) {
+    // Own records only (a stream that is not a fork, or a read past the fork point). An unlinked fork
+    // (its source's records not at hand) returns nothing before its base.
+    pos = std::max(pos, base_);
+    plan.next = stream_offset(pos);
+    if (pos < tail_pos) (void)read_own(pos, tail_pos, max_bytes, whole_records, plan, full);
+    plan.up_to_date = plan.next.value() == tail_pos;
+    return plan;
+  }
+  // The logs this read passes through, from this one up to the one holding `pos`, each with the
+  // position where this stream stops seeing it (the lowest fork point below it). The limits do not
+  // grow going up, so as the read moves forward its holder moves down the chain: a read costs the chain's
+  // depth once, not once per record.
+  struct link {
+    const memory_log* log;
+    std::uint64_t limit;
+  };
+  std::vector<link> chain{{this, tail_pos}};
+  for (const memory_log* l = this; pos < l->base_ && l->source_;) {
+    const std::uint64_t limit = std::min(chain.back().limit, l->base_);
+    l = l->source_.get();
+    chain.push_back({l, limit});
+  }
+  std::size_t k = chain.size() - 1;
   while (!full && pos < tail_pos) {
-    std::uint64_t limit = tail_pos;
-    const memory_log* l = holder_of(pos, limit);
-    if (pos < l->base_) {
-      // An unlinked fork (its source's records are not at hand): nothing to return before its base.
-      pos = std::min(limit, l->base_);
-      plan.next = stream_offset(pos);
-      continue;
-    }
-    if (l == this) {
-      pos = read_own(pos, limit, max_bytes, whole_records, plan, full);
+    const link& h = chain[k];
+    if (pos < h.log->base_) {
+      // An unlinked fork at the top of the chain: nothing to return before its base.
+      pos = std::min(h.limit, h.log->base_);
     } else {
-      std::lock_guard lock(l->mu_);
-      pos = l->read_own(pos, limit, max_bytes, whole_records, plan, full);
-    }
-    if (!full && pos < limit) {
+      if (h.log == this) {
+        pos = read_own(pos, h.limit, max_bytes, whole_records, plan, full);
+      } else {
+        std::lock_guard lock(h.log->mu_);
+        pos = h.log->read_own(pos, h.limit, max_bytes, whole_records, plan, full);
+      }
       // The holder ends before this stream's view of it does (lost inherited data): skip the hole
       // rather than read it forever.
-      pos = limit;
-      plan.next = stream_offset(pos);
+      if (!full && pos < h.limit) pos = h.limit;
     }
+    if (!full) plan.next = stream_offset(pos);
+    while (k > 0 && chain[k].limit <= pos) --k;  // the holder of `pos`: the last link still seeing it
   }
   plan.up_to_date = plan.next.value() == tail_pos;
   return plan;
