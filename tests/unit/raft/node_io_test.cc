@@ -224,6 +224,60 @@ TEST(raft_node_io, a_heartbeat_reply_vouches_only_for_what_the_heartbeat_covered
   f.close_all({g});
 }
 
+void on_put(raft_io_snapshot_put*, int status) {
+  callbacks::appended.push_back(100 + status);
+}
+
+TEST(raft_node_io, an_append_below_the_followers_snapshot_starts_at_the_snapshot) {
+  node_fixture f;
+  raft_io* g = f.start_group(1);
+  std::string state = "state";
+  raft_buffer buf{state.data(), state.size()};
+  raft_snapshot snap{};
+  snap.index = 20;
+  snap.term = 3;
+  raft_configuration_init(&snap.configuration);
+  raft_configuration_add(&snap.configuration, 1, "n1", RAFT_VOTER);
+  snap.configuration_index = 1;
+  snap.bufs = &buf;
+  snap.n_bufs = 1;
+  raft_io_snapshot_put put{};
+  ASSERT_EQ(g->snapshot_put(g, 0, &put, &snap, on_put), 0);
+  raft_configuration_close(&snap.configuration);
+  f.sched.run_until(10);
+  EXPECT_EQ(callbacks::appended, (std::vector<int>{100}));
+
+  const std::string data = "e";
+  const auto bytes = std::as_bytes(std::span<const char>(data.data(), data.size()));
+  auto deliver = [&](std::uint64_t prev, std::uint64_t n, std::uint64_t term_at_20) {
+    wire::append_entries ae{term_id(3), log_index(prev), term_id(3), log_index(25), {}};
+    for (std::uint64_t i = prev + 1; i <= prev + n; ++i)
+      ae.entries.push_back(wire::entry{term_id(i == 20 ? term_at_20 : 3), 1, bytes});
+    std::vector<std::byte> packet;
+    wire::encode_frame(wire::message{group_id(1), std::move(ae)}, packet);
+    f.net.rx(node_id(2), packet);
+    return callbacks::received.back().append_entries;
+  };
+  // Entries 16..24: the follower gets 21..24 after (20, term 3).
+  auto a = deliver(15, 9, 3);
+  EXPECT_EQ(a.prev_log_index, 20u);
+  EXPECT_EQ(a.prev_log_term, 3u);
+  EXPECT_EQ(a.n_entries, 4u);
+  // Entries 11..12, all covered by the snapshot: a heartbeat at the snapshot.
+  a = deliver(10, 2, 3);
+  EXPECT_EQ(a.prev_log_index, 20u);
+  EXPECT_EQ(a.n_entries, 0u);
+  // An entry at the snapshot index with another term is left for libraft to judge.
+  a = deliver(15, 9, 2);
+  EXPECT_EQ(a.prev_log_index, 15u);
+  EXPECT_EQ(a.n_entries, 9u);
+  // At or above the snapshot: untouched.
+  a = deliver(22, 1, 3);
+  EXPECT_EQ(a.prev_log_index, 22u);
+  EXPECT_EQ(f.io->counters().append_entries_trimmed, 2u);
+  f.close_all({g});
+}
+
 TEST(raft_node_io, frames_for_unknown_groups_and_damaged_packets_are_dropped) {
   node_fixture f;
   raft_io* g = f.start_group(0);
