@@ -16,6 +16,7 @@ std::string format_head(const stream_target& target, const request_spec& spec) {
   std::string head =
       fmt::format("{} {}{}{} HTTP/1.1\r\nHost: {}:{}\r\n", spec.method, target.path,
                   spec.query.empty() ? "" : "?", spec.query, target.server.host, target.server.port);
+  if (!target.token.empty()) head += fmt::format("Authorization: Bearer {}\r\n", target.token);
   for (const auto& [name, value] : spec.headers) head += fmt::format("{}: {}\r\n", name, value);
   if (spec.with_body) head += fmt::format("Content-Length: {}\r\n", spec.body_size);
   head += "\r\n";

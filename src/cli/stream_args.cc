@@ -60,6 +60,10 @@ parse_outcome parse_stream_args(const std::vector<std::string>& argv) {
   app.add_flag("--json", a.json, "Machine-readable output: one JSON object per line");
   app.add_option("--timeout-ms", a.timeout_ms, "Give up on a request unanswered this long (exit code 5)")
       ->capture_default_str();
+  app.add_option("--token", a.token,
+                 "Bearer token (API key or JWT) for a node with access control; better in the WEIR_TOKEN "
+                 "variable, since other users can see arguments in ps")
+      ->envname("WEIR_TOKEN");
 
   auto* create = app.add_subcommand("create", "Create a stream (PUT); an identical existing one is fine");
   add_stream_arg(create, a);

@@ -19,6 +19,7 @@ struct stream_args {
   std::string stream;                   // NAME, /PATH or http://HOST:PORT/PATH (stream_target.h)
   bool json = false;                    // machine-readable output
   unsigned timeout_ms = 30'000;         // for one request (not for a --follow stream)
+  std::string token;                    // --token or WEIR_TOKEN: sent as Authorization: Bearer
 
   // create, fork, append
   std::string

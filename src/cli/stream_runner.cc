@@ -276,8 +276,9 @@ exit_code run_stream_command(const stream_args& args, std::FILE* in, std::FILE* 
     std::fputs(fmt::format("weir stream {}: {}\n", name, target.err().reason).c_str(), err);
     return exit_code::usage;
   }
+  target->token = args.token;
   for (std::string_view v : {std::string_view(args.content_type), std::string_view(args.expires_at),
-                             std::string_view(args.fork_offset)}) {
+                             std::string_view(args.fork_offset), std::string_view(args.token)}) {
     if (!header_value_ok(v)) {
       std::fputs(fmt::format("weir stream {}: an option value holds a control character\n", name).c_str(),
                  err);

@@ -13,7 +13,8 @@ namespace weir::cli {
 
 struct stream_target {
   client::endpoint server;
-  std::string path;  // starts with '/', ready for a request line
+  std::string path;   // starts with '/', ready for a request line
+  std::string token;  // bearer token for the server (--token, WEIR_TOKEN; docs/security.md); "": none
 };
 
 result<stream_target> resolve_target(std::string_view server_url, std::string_view stream);

@@ -69,4 +69,32 @@ wait "$pid"
 status=$?
 pid=""
 [ $status -eq 0 ] || fail "the node did not stop cleanly after SIGTERM (status $status)"
+# 5. weir stream against a node with an API key: refused without the token, served with WEIR_TOKEN.
+cat >"$tmp/keys.toml" <<TOML
+[[auth.api-keys]]
+name = "cli"
+hash = "$hash"
+scope = [{ prefix = "/v1/stream/cli", ops = ["read", "write"] }]
+TOML
+"$weir" serve --config "$tmp/keys.toml" --listen 127.0.0.1:0 --durable false --data-dir "$tmp/node2" \
+  >"$tmp/node2.log" 2>&1 &
+pid=$!
+wait_for_line "$tmp/node2.log" "listening on" || fail "the second node did not start: $(cat "$tmp/node2.log")"
+port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/node2.log" | head -1)
+server="http://127.0.0.1:$port/v1/stream"
+env -u WEIR_TOKEN "$weir" stream --server "$server" create cli/s >"$tmp/cli.out" 2>&1
+status=$?
+[ $status -ne 0 ] || fail "a create without a token succeeded"
+grep -q "401" "$tmp/cli.out" || fail "the refusal does not say 401: $(cat "$tmp/cli.out")"
+WEIR_TOKEN="$key" "$weir" stream --server "$server" create cli/s >"$tmp/cli.out" 2>&1 || fail "create with the token: $(cat "$tmp/cli.out")"
+WEIR_TOKEN="$key" "$weir" stream --server "$server" append cli/s hello >"$tmp/cli.out" 2>&1 || fail "append: $(cat "$tmp/cli.out")"
+[ "$(WEIR_TOKEN="$key" "$weir" stream --server "$server" read cli/s)" = "hello" ] || fail "read with the token"
+WEIR_TOKEN="$key" "$weir" stream --server "$server" delete cli/s >"$tmp/cli.out" 2>&1
+[ $? -ne 0 ] || fail "a delete without the delete grant succeeded"
+grep -q "$key" "$tmp/node2.log" && fail "the key is in the node's log"
+kill -TERM "$pid"
+wait "$pid"
+status=$?
+pid=""
+[ $status -eq 0 ] || fail "the second node did not stop cleanly (status $status)"
 echo "auth_process: all checks passed"

@@ -19,6 +19,14 @@ TEST(request_head, a_put_with_headers_and_a_body) {
             "60\r\nContent-Length: 5\r\n\r\n");
 }
 
+TEST(request_head, a_token_goes_in_the_authorization_header) {
+  stream_target t = target();
+  t.token = "wk_secret";
+  EXPECT_EQ(format_head(t, {.method = "GET", .query = "offset=-1"}),
+            "GET /v1/stream/x?offset=-1 HTTP/1.1\r\nHost: 127.0.0.1:4437\r\nAuthorization: Bearer "
+            "wk_secret\r\n\r\n");
+}
+
 TEST(request_head, a_get_with_a_query_and_no_body) {
   EXPECT_EQ(format_head(target(), {.method = "GET", .query = "offset=-1&live=sse"}),
             "GET /v1/stream/x?offset=-1&live=sse HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 namespace weir::cli {
 namespace {
 
@@ -21,6 +23,17 @@ TEST(stream_args, create_with_type_ttl_and_initial_data) {
   EXPECT_EQ(*p.args.data, "hello");
   EXPECT_EQ(p.args.server, default_server);
   EXPECT_FALSE(p.args.json);
+}
+
+TEST(stream_args, a_token_from_the_option_or_the_environment) {
+  auto p = parse({"read", "orders", "--token", "wk_abc"});
+  ASSERT_EQ(p.what, parse_outcome::kind::run) << p.text;
+  EXPECT_EQ(p.args.token, "wk_abc");
+  ::setenv("WEIR_TOKEN", "wk_from_env", 1);  // the way to keep it out of ps
+  EXPECT_EQ(parse({"read", "orders"}).args.token, "wk_from_env");
+  EXPECT_EQ(parse({"read", "orders", "--token", "wk_abc"}).args.token, "wk_abc");  // the option wins
+  ::unsetenv("WEIR_TOKEN");
+  EXPECT_EQ(parse({"read", "orders"}).args.token, "");
 }
 
 TEST(stream_args, options_left_out_stay_unset) {
