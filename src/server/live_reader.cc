@@ -35,7 +35,7 @@ class long_poll final : public live_reader {
     if (rr.plan.bytes > 0) {
       done_ = true;
       shard_.loop().cancel_timer(timer_);
-      send_read_response(ex_, rr, req_, shard_.cursor(req_.cursor));
+      send_read_response(ex_, rr, req_, shard_.cursor(req_.cursor), shard_.options().read_chunk_bytes);
       shard_.remove_reader(req_.path, this, live_id_);  // may drop the last reference: nothing after this
     } else if (rr.meta->closed) {
       finish(protocol::long_poll_empty(*rr.meta, rr.plan.next, shard_.cursor(req_.cursor)));

@@ -93,8 +93,9 @@ class read_body_writer : public std::enable_shared_from_this<read_body_writer> {
 }  // namespace
 
 void send_read_response(http::exchange ex, const streams::read_result& rr,
-                        const protocol::stream_request& req, std::optional<std::string> cursor) {
-  if (rr.code != streams::errc::ok || rr.plan.bytes <= read_inline_bytes) {
+                        const protocol::stream_request& req, std::optional<std::string> cursor,
+                        std::size_t inline_up_to) {
+  if (rr.code != streams::errc::ok || rr.plan.bytes <= inline_up_to) {
     send_response(ex, protocol::read_response(rr, req, std::move(cursor)));
     return;
   }

@@ -16,12 +16,13 @@ namespace weir::server {
 void send_response(http::exchange ex, protocol::response r);
 
 // Answers a read (catch-up or long-poll) with protocol::read_response. A body larger than
-// `read_inline_bytes` (a JSON record is read whole, however large) is not copied: it is written from the
-// plan's shared, immutable chunks one window at a time as the connection drains (chunked transfer
-// coding), so N readers of a 16 MiB record that do not read hold N windows, not N copies.
-inline constexpr std::size_t read_inline_bytes = 64 * 1024;
+// `inline_up_to` (the server's read chunk: only a JSON record larger than the chunk, which is read whole)
+// is not copied: it is written from the plan's shared, immutable chunks one window at a time as the
+// connection drains (chunked transfer coding), so N readers of a 16 MiB record that do not read hold N
+// windows, not N copies. Every other read is answered at once with a Content-Length.
 void send_read_response(http::exchange ex, const streams::read_result& rr,
-                        const protocol::stream_request& req, std::optional<std::string> cursor);
+                        const protocol::stream_request& req, std::optional<std::string> cursor,
+                        std::size_t inline_up_to);
 
 // Streamed responses (SSE): head, chunks and end, each delivered on ex.loop() in call order.
 void send_stream_head(http::exchange ex, protocol::response head);

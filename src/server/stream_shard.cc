@@ -335,12 +335,12 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
     return;
   }
   if (req.live == protocol::live_mode::none) {
-    send_read_response(ex, rr, req, std::nullopt);
+    send_read_response(ex, rr, req, std::nullopt, opts_.read_chunk_bytes);
     return;
   }
   // Long-poll: data at the offset (inherited fork data included) is returned at once (5.7).
   if (rr.plan.bytes > 0) {
-    send_read_response(ex, rr, req, cursor(req.cursor));
+    send_read_response(ex, rr, req, cursor(req.cursor), opts_.read_chunk_bytes);
     return;
   }
   if (meta.closed) {
