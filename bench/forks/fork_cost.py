@@ -34,9 +34,11 @@ def token(pos):
 
 
 class node:
-    def __init__(self, binary, data_dir, port, threads, hot_bytes):
+    def __init__(self, binary, data_dir, port, threads, hot_bytes, checkpoint_bytes=None):
         self.args = [binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", data_dir,
                      "--threads", str(threads), "--fsync", "never", "--hot-bytes", str(hot_bytes)]
+        if checkpoint_bytes is not None:
+            self.args += ["--checkpoint-bytes", str(checkpoint_bytes)]
         self.port = port
         self.log_path = os.path.join(os.path.dirname(data_dir), f"weir-{port}.log")
 
@@ -61,6 +63,12 @@ class node:
         with open(self.log_path) as f:
             m = re.search(r"recovered in ([0-9.]+) s", f.read())
         return float(m.group(1)) if m else float("nan")
+
+    def last_checkpoint(self):
+        """(blob bytes, snapshot ms) of the newest checkpoint this run logged, or None."""
+        with open(self.log_path) as f:
+            found = re.findall(r"checkpoint at lsn \d+ \((\d+) bytes, snapshot ([0-9.]+) ms\)", f.read())
+        return (int(found[-1][0]), float(found[-1][1])) if found else None
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -107,6 +115,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--hot-bytes", type=int, default=256 << 20)
     ap.add_argument("--port", type=int, default=47311)
+    ap.add_argument("--checkpoint-bytes", type=int, default=None,
+                    help="also report the checkpoint taken after the forks (a small value forces one)")
     ap.add_argument("--chain", type=int, default=0,
                     help="instead: a chain of N forks (each of the previous, at its tail, plus one record)")
     args = ap.parse_args()
@@ -115,7 +125,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="weir-fork-cost-")
     data_dir = os.path.join(work, "data")
-    n = node(args.weir, data_dir, args.port, args.threads, args.hot_bytes)
+    n = node(args.weir, data_dir, args.port, args.threads, args.hot_bytes, args.checkpoint_bytes)
     n.start()
     c = conn(args.port)
     rec = b"x" * (args.record_bytes - 1) + b"\n"
@@ -158,6 +168,17 @@ def main():
     forks = [f"/fork{i}" for i in range(args.forks)]
     st, data, r = call(c, "GET", f"/fork7?offset={token(total - 10)}")
     assert st == 200 and len(data) == 10, (st, len(data))
+    checkpoint = None
+    if args.checkpoint_bytes is not None:
+        # Log enough after the forks for one more checkpoint, then wait for it to be reported.
+        before = n.last_checkpoint()
+        for i in range(args.checkpoint_bytes // 4096 + 2):
+            assert call(c, "POST", "/other0", body=b"y" * 4096, headers=ct)[0] == 204
+        for _ in range(600):
+            checkpoint = n.last_checkpoint()
+            if checkpoint != before:
+                break
+            time.sleep(0.1)  # polls the log for the checkpoint line (benchmark, not a test)
     c.close()
 
     rng = random.Random(1)
@@ -198,6 +219,8 @@ def main():
           f"(+{(after - base) * 1024 * 1024 / args.forks / 1024:.1f} KiB per fork), "
           f"{args.forks} forks created in {fork_s:.2f} s")
     print(f"  after restart: RSS {restarted:.0f} MiB, recovered in {recovered:.2f} s")
+    if checkpoint:
+        print(f"  checkpoint after the forks: {checkpoint[0] / 1048576:.1f} MiB blob, snapshot {checkpoint[1]:.1f} ms")
     print(f"  64 KiB fork read: median {statistics.median(alone):.2f} ms, p99 {pct(alone, 0.99):.2f} ms "
           f"(after restart: median {statistics.median(cold):.2f} ms, p99 {pct(cold, 0.99):.2f} ms)")
     print(f"  small read of another stream: median {statistics.median(quiet):.2f} ms alone, "
