@@ -27,10 +27,18 @@ std::size_t append_base64_groups(std::string& out, std::string_view in) {
   return in.size() - groups * 3;
 }
 
+// An SSE reader drops one space after "data:" (WHATWG HTML, "Interpreting an event stream"), so a line
+// that begins with a space gets one more, which the reader strips. Other lines are written "data:line",
+// as the conformance suite expects.
+void keep_leading_space(std::string& out, std::string_view line) {
+  if (!line.empty() && line.front() == ' ') out += ' ';
+}
+
 }  // namespace
 
 void sse_data_writer::begin(std::string& out) {
   out += "event: data\ndata:";
+  line_start_ = true;
 }
 
 void sse_data_writer::add(std::string& out, std::string_view bytes) {
@@ -59,12 +67,15 @@ void sse_data_writer::add(std::string& out, std::string_view bytes) {
   after_cr_ = false;
   while (start < bytes.size()) {
     std::size_t brk = bytes.find_first_of("\r\n", start);
-    if (brk == std::string_view::npos) {
-      out.append(bytes.substr(start));
-      return;
+    std::size_t end = brk == std::string_view::npos ? bytes.size() : brk;
+    if (end > start) {
+      if (line_start_ && bytes[start] == ' ') out += ' ';  // see keep_leading_space
+      line_start_ = false;
+      out.append(bytes.substr(start, end - start));
     }
-    out.append(bytes.substr(start, brk - start));
+    if (brk == std::string_view::npos) return;
     out += "\ndata:";
+    line_start_ = true;
     start = brk + 1;
     if (bytes[brk] == '\r') {
       if (start == bytes.size()) {
@@ -94,6 +105,7 @@ void append_data_event(std::string& out, std::string_view payload) {
   out += "event: data\n";
   if (payload.find('\n') == std::string_view::npos && payload.find('\r') == std::string_view::npos) {
     out += "data:";
+    keep_leading_space(out, payload);
     out += payload;
     out += "\n\n";
     return;
@@ -102,6 +114,7 @@ void append_data_event(std::string& out, std::string_view payload) {
   while (true) {
     std::size_t brk = payload.find_first_of("\r\n", start);
     out += "data:";
+    keep_leading_space(out, payload.substr(start, brk == std::string_view::npos ? brk : brk - start));
     if (brk == std::string_view::npos) {
       out.append(payload.substr(start));
       out += '\n';

@@ -9,7 +9,8 @@
 namespace weir::protocol {
 
 // "event: data\n" then one "data:" line per line of `payload` (split at CRLF, CR or LF so embedded
-// line breaks cannot end the event early or inject fields), then a blank line.
+// line breaks cannot end the event early or inject fields), then a blank line. A line that begins with
+// a space gets one more after the colon: SSE readers strip one, and the line arrives whole.
 void append_data_event(std::string& out, std::string_view payload);
 
 // One data event written in pieces: a payload of any size (a 16 MiB record) becomes one event whose
@@ -27,6 +28,7 @@ class sse_data_writer {
  private:
   bool base64_;
   bool after_cr_ = false;     // the last byte added was CR: a leading LF of the next piece is its CRLF
+  bool line_start_ = false;   // no byte of the current data line written yet
   unsigned char carry_[2]{};  // base64: bytes of an incomplete 3-byte group
   std::size_t carry_n_ = 0;
 };

@@ -98,5 +98,19 @@ TEST(sse_format, data_writer_in_pieces_matches_the_whole_event) {
   }
 }
 
+// A reader strips one space after "data:" (WHATWG HTML, "Interpreting an event stream"): a line that
+// begins with a space gets one more, in both writers, so it arrives whole; other lines stay "data:x".
+TEST(sse_format, leading_spaces_of_a_line_survive_a_reader) {
+  std::string out;
+  append_data_event(out, "  two spaces\n one\nnone");
+  EXPECT_EQ(out, "event: data\ndata:   two spaces\ndata:  one\ndata:none\n\n");
+  std::string pieces;
+  sse_data_writer w(false);
+  w.begin(pieces);
+  for (std::string_view piece : {"  two", " spaces\n", " one\nnone"}) w.add(pieces, piece);
+  w.finish(pieces);
+  EXPECT_EQ(pieces, out);
+}
+
 }  // namespace
 }  // namespace weir::protocol

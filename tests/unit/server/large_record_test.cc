@@ -89,7 +89,8 @@ sse_reply read_sse(std::uint16_t port, const std::string& path) {
       if (line.rfind("event: ", 0) == 0) ev.type = line.substr(7);
       if (line.rfind("data:", 0) == 0) {
         if (!first_data) ev.data += '\n';
-        ev.data += line.substr(5);
+        // An SSE reader strips one space after the colon (WHATWG HTML, "Interpreting an event stream").
+        ev.data += line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5);
         first_data = false;
       }
     }
