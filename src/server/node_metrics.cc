@@ -1,5 +1,13 @@
 #include "server/node_metrics.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
 #include "base/prometheus_text.h"
 #include "server/access_log.h"
 
@@ -82,6 +90,39 @@ request_kind kind_of(http::method m) {
     default:
       return request_kind::other;
   }
+}
+
+process_figures read_process_figures() {
+  process_figures p;
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // proc(5): the fields after the command name, which is in parentheses and may hold spaces.
+  const std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return p;
+  std::istringstream fields(stat.substr(close + 2));
+  std::vector<std::string> f{std::istream_iterator<std::string>(fields),
+                             std::istream_iterator<std::string>()};
+  // f[0] is field 3 (state): field N is f[N - 3].
+  if (f.size() < 22) return p;
+  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  p.cpu_seconds = (std::stod(f[14 - 3]) + std::stod(f[15 - 3])) / ticks;
+  const double start_ticks = std::stod(f[22 - 3]);
+  p.virtual_bytes = std::stoull(f[23 - 3]);
+  p.resident_bytes = static_cast<std::uint64_t>(std::stod(f[24 - 3]) * page);
+  std::ifstream boot("/proc/stat");
+  for (std::string line; std::getline(boot, line);) {
+    if (line.rfind("btime ", 0) == 0) p.start_time_seconds = std::stod(line.substr(6)) + start_ticks / ticks;
+  }
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++p.open_fds;
+  }
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0) p.max_fds = lim.rlim_cur;
+  p.known = true;
+  return p;
 }
 
 node_metrics::per_core::per_core() {
@@ -206,6 +247,22 @@ std::string node_metrics::render(const node_figures& f) const {
     t.family("weir_live_readers", metric_type::gauge, "Long-poll and SSE requests in progress.");
     t.sample("weir_live_readers", {{"kind", "long_poll"}}, live[0]);
     t.sample("weir_live_readers", {{"kind", "sse"}}, live[1]);
+  }
+
+  if (f.process.known) {
+    const process_figures& p = f.process;
+    t.family("process_cpu_seconds_total", metric_type::counter, "User and system CPU time of the process.");
+    t.sample_double("process_cpu_seconds_total", {}, p.cpu_seconds);
+    t.family("process_resident_memory_bytes", metric_type::gauge, "Resident memory of the process.");
+    t.sample("process_resident_memory_bytes", {}, p.resident_bytes);
+    t.family("process_virtual_memory_bytes", metric_type::gauge, "Virtual memory of the process.");
+    t.sample("process_virtual_memory_bytes", {}, p.virtual_bytes);
+    t.family("process_open_fds", metric_type::gauge, "Open file descriptors (connections, log files...).");
+    t.sample("process_open_fds", {}, p.open_fds);
+    t.family("process_max_fds", metric_type::gauge, "The descriptor limit (RLIMIT_NOFILE).");
+    t.sample("process_max_fds", {}, p.max_fds);
+    t.family("process_start_time_seconds", metric_type::gauge, "Start time of the process, Unix seconds.");
+    t.sample_double("process_start_time_seconds", {}, p.start_time_seconds);
   }
 
   const http::server_stats& h = f.http;

@@ -68,8 +68,21 @@ struct shard_figures {
   storage::log_stats log;
 };
 
+// The process as the kernel sees it (/proc/self), under the names Prometheus client libraries use.
+struct process_figures {
+  bool known = false;  // false: /proc could not be read (not rendered)
+  double cpu_seconds = 0;
+  std::uint64_t resident_bytes = 0;
+  std::uint64_t virtual_bytes = 0;
+  std::uint64_t open_fds = 0;
+  std::uint64_t max_fds = 0;
+  double start_time_seconds = 0;  // since the Unix epoch
+};
+process_figures read_process_figures();
+
 // Node-wide figures that are not per core.
 struct node_figures {
+  process_figures process;
   std::vector<shard_figures> shards;
   http::server_stats http;
   bool subscriptions = false;  // the service exists: the next three mean something

@@ -34,6 +34,7 @@ void node::serve_metrics(http::exchange ex) {
     // The last core: the figures are complete; render and answer on the connection's core.
     s->ex.loop()->post([this, s] {
       s->figures.http = http_->stats();
+      s->figures.process = read_process_figures();
       protocol::response r;
       r.status = 200;
       r.add_static("Content-Type", metrics::text_content_type);

@@ -157,6 +157,10 @@ def main():
                     "weir_http_connections_open", "weir_producers"):
             check(fam in families, f"family {fam} in the scrape")
         check(families["weir_http_request_duration_seconds"].type == "histogram", "latency is a histogram")
+        check(value(before, "process_resident_memory_bytes") > 0 and value(before, "process_open_fds") > 0,
+              "process figures")
+        started = value(before, "process_start_time_seconds")
+        check(time.time() - 60 < started <= time.time() + 1, f"process start time {started} is about now")
 
         sent = {"append": 0}
         got = {"append": 0}

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 namespace weir::server {
@@ -102,6 +103,28 @@ TEST(node_metrics, the_log_families_appear_only_for_a_durable_node) {
   node_figures f;
   f.shards.resize(1);  // durable = false: memory only
   EXPECT_EQ(m.render(f).find("weir_log_segments"), std::string::npos);
+}
+
+TEST(node_metrics, process_figures_come_from_proc) {
+  const process_figures p = read_process_figures();
+  ASSERT_TRUE(p.known);
+  EXPECT_GT(p.resident_bytes, 0u);
+  EXPECT_GE(p.virtual_bytes, p.resident_bytes);
+  EXPECT_GE(p.open_fds, 3u);  // at least the standard streams
+  EXPECT_GE(p.max_fds, p.open_fds);
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // Started before now, and not before this test binary could have been started (an hour ago is plenty).
+  EXPECT_LE(p.start_time_seconds, now + 1);
+  EXPECT_GT(p.start_time_seconds, now - 3600);
+  node_metrics m(false);
+  node_figures f;
+  f.process = p;
+  const std::string t = m.render(f);
+  EXPECT_NE(t.find("\nprocess_resident_memory_bytes " + std::to_string(p.resident_bytes) + "\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("# TYPE process_cpu_seconds_total counter\n"), std::string::npos);
 }
 
 TEST(node_metrics, requests_are_counted_under_what_they_were) {
