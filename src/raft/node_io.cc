@@ -55,6 +55,7 @@ struct node_io::group {
     std::uint64_t batch;
     raft_io_snapshot_put* req;
     raft_io_snapshot_put_cb cb;
+    raft_buffer* install_bufs;  // an installed snapshot's buffer array (see fail_group)
   };
   struct done_send {
     raft_io_send* req;
@@ -216,7 +217,14 @@ struct group_io_methods {
       failed_puts.push_back(g.puts.back());
       g.puts.pop_back();
     }
-    for (auto& p : failed_puts) p.cb(p.req, status);
+    for (auto& p : failed_puts) {
+      p.cb(p.req, status);
+#if WEIR_LIBRAFT_LEAKS_FAILED_INSTALL_BUFS
+      // libraft < 0.17 frees a failed InstallSnapshot's data and configuration but not the array of
+      // buffers it allocated for them (installSnapshotCb's discard path); 0.17 frees it itself.
+      if (p.install_bufs != nullptr) raft_free(p.install_bufs);
+#endif
+    }
     for (auto& a : failed) a.cb(a.req, status);
   }
 
@@ -420,7 +428,7 @@ struct group_io_methods {
     wire::encode_servers(servers, w);
     g.snapshot = stored_snapshot{rec.index, rec.term, rec.conf_index, std::move(conf), std::move(data)};
     if (trailing == 0) g.next_index = log_index(s->index + 1);
-    g.puts.push_back(group::pending_put{batch, req, cb});
+    g.puts.push_back(group::pending_put{batch, req, cb, trailing == 0 ? s->bufs : nullptr});
     g.owner->schedule_turn_end();
     return 0;
   }
@@ -432,7 +440,9 @@ struct group_io_methods {
     return 0;
   }
 
-  static raft_time time(::raft_io* io) { return static_cast<raft_time>(group_of(io).owner->ex_.now_ms()); }
+  static raft_time time(::raft_io* io) {
+    return static_cast<raft_time>(group_of(io).owner->ex_.now_ms());
+  }
 
   static int random(::raft_io* io, int min, int max) {
     if (max <= min) return min;

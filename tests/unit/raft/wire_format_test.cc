@@ -16,7 +16,8 @@ std::vector<message> samples(const std::vector<std::byte>& data) {
   append_entries ae{term_id(7), log_index(41), term_id(6), log_index(40), {}};
   ae.entries.push_back(entry{term_id(7), 1, data});
   ae.entries.push_back(entry{term_id(7), 2, {}});
-  ae.entries.push_back(entry{term_id(7), 3, std::span<const std::byte>(data).first(3)});
+  ae.entries.push_back(
+      entry{term_id(7), 3, std::span<const std::byte>(data).first(std::min<std::size_t>(3, data.size()))});
   install_snapshot is{term_id(9), log_index(100), term_id(8), {}, log_index(50), data};
   is.conf.push_back(server{node_id(1), 1, "n1"});
   is.conf.push_back(server{node_id(2), 0, "10.0.0.2:7000"});
