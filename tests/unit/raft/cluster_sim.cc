@@ -79,6 +79,7 @@ struct cluster {
   std::map<node_id, std::string> addresses;
   std::vector<std::vector<std::string>> canonical;  // per group: the committed commands, in order
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> leaders;  // (group, term) -> node
+  std::set<std::uint32_t> led_groups;                                        // groups that have had a leader
   std::uint64_t epoch = 0;  // bumped by every change of who can reach whom
   bool workload_on = true;
   bool recovering = false;
@@ -214,7 +215,9 @@ struct cluster {
       report.frames_held += n.io->counters().frames_held;
       report.results_clamped += n.io->counters().append_results_clamped;
       report.entries_trimmed += n.io->counters().append_entries_trimmed;
+      report.appends += n.io->counters().appends;
     }
+    if (n.log) report.syncs += n.log->batches_synced();
     n.reps.clear();
     n.io.reset();
     n.link.reset();
@@ -331,6 +334,9 @@ struct cluster {
         auto [it, inserted] = leaders.try_emplace({r->group.value(), r->r.current_term}, n->id.value());
         if (inserted) {
           ++report.elections;
+          led_groups.insert(r->group.value());
+          if (report.all_led_ms < 0 && led_groups.size() == static_cast<std::size_t>(o.groups))
+            report.all_led_ms = sched.now_ms();
         } else if (it->second != n->id.value()) {
           fail(fmt::format("group {} term {}: nodes {} and {} both lead", r->group.value(), r->r.current_term,
                            it->second, n->id.value()));

@@ -51,6 +51,9 @@ struct sim_report {
   std::uint64_t entries_trimmed = 0;
   std::uint64_t snapshots_restored = 0;
   std::uint64_t tasks = 0;
+  std::uint64_t appends = 0;     // raft_io append calls, all nodes
+  std::uint64_t syncs = 0;       // node log batches synced, all nodes
+  std::int64_t all_led_ms = -1;  // simulated time when every group had had a leader
 };
 
 sim_report run_cluster_sim(const sim_options& o);

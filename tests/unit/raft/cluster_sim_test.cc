@@ -27,6 +27,25 @@ TEST(raft_cluster_sim, without_faults_every_group_commits) {
   EXPECT_EQ(r.crashes, 0u);
 }
 
+// 64 groups on 3 nodes, no faults: every group elects a leader, and the node log's group commit puts the
+// appends of many groups into one sync (counted, not timed).
+TEST(raft_cluster_sim, many_groups_share_elections_and_syncs) {
+  sim_options o;
+  o.seed = 5;
+  o.groups = 64;
+  o.faults = false;
+  o.fault_phase_ms = 2000;
+  const sim_report r = run_cluster_sim(o);
+  ASSERT_TRUE(r.ok) << r.failure;
+  EXPECT_GE(r.elections, 64u);
+  ASSERT_GE(r.all_led_ms, 0);
+  EXPECT_LT(r.all_led_ms, 1500);  // simulated: two election timeouts at most
+  EXPECT_GT(r.acked, 64u * 10);
+  EXPECT_GT(r.appends, r.syncs * 8) << r.appends << " appends in " << r.syncs << " syncs";
+  fmt::print("64 groups: all led at {} ms (simulated), {} appends in {} syncs, {} acked\n", r.all_led_ms,
+             r.appends, r.syncs, r.acked);
+}
+
 TEST(raft_cluster_sim, a_seed_reproduces_its_run) {
   sim_options o;
   o.seed = 42;
