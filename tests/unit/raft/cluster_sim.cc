@@ -86,6 +86,12 @@ struct cluster {
   std::vector<bool> committed_after_recovery;
   sim_report report;
 
+  // With sim_options::verbose, the run's events (faults, restarts, new leaders), for reading a failing seed.
+  template <class... Args>
+  void note(fmt::format_string<Args...> f, Args&&... args) {
+    if (o.verbose) fmt::print("t={:>6}ms  {}\n", sched.now_ms(), fmt::format(f, std::forward<Args>(args)...));
+  }
+
   void fail(const std::string& what) {
     if (!report.ok) return;
     report.ok = false;
@@ -151,6 +157,7 @@ struct cluster {
     node_io::options io_opts{n.id, addresses, o.seed * 1000003 + n.id.value() * 101 + n.incarnation};
     n.io = std::make_unique<node_io>(*n.ex, *n.link, *n.log, io_opts);
     n.up = true;
+    note("node {} starts (incarnation {})", n.id.value(), n.incarnation);
     ++epoch;
     for (int g = 0; g < o.groups; ++g) {
       auto rep = std::make_unique<replica>();
@@ -195,6 +202,7 @@ struct cluster {
   // (its pending requests fail) and freed.
   void crash_node(node& n) {
     ++report.crashes;
+    note("node {} crashes", n.id.value());
     ++epoch;
     // Half the crashes tear the last write: a random prefix of the unsynced bytes survives.
     if (sched.chance(0.5)) {
@@ -334,6 +342,7 @@ struct cluster {
         auto [it, inserted] = leaders.try_emplace({r->group.value(), r->r.current_term}, n->id.value());
         if (inserted) {
           ++report.elections;
+          note("group {} term {}: node {} leads", r->group.value(), r->r.current_term, n->id.value());
           led_groups.insert(r->group.value());
           if (report.all_led_ms < 0 && led_groups.size() == static_cast<std::size_t>(o.groups))
             report.all_led_ms = sched.now_ms();
@@ -373,9 +382,13 @@ struct cluster {
       if (side.empty() || side.size() == nodes.size()) side = {nodes[sched.uniform(0, nodes.size() - 1)]->id};
       net.partition(side);
       ++report.partitions;
+      std::string ids;
+      for (node_id id : side) ids += fmt::format(" {}", id.value());
+      note("partition: nodes{} cut off", ids);
       ++epoch;
     } else if (pick <= 4) {
       net.heal();
+      note("network heals");
       ++epoch;
     } else if (pick <= 7) {
       std::vector<node*> up;
@@ -397,7 +410,9 @@ struct cluster {
     } else if (pick >= 11) {
       // A slow disk widens every window between a write and its sync (where a crash loses it).
       static constexpr std::int64_t latencies[] = {1, 4, 30, 80};
-      nodes[sched.uniform(0, nodes.size() - 1)]->disk_max_ms = latencies[sched.uniform(0, 3)];
+      node& n = *nodes[sched.uniform(0, nodes.size() - 1)];
+      n.disk_max_ms = latencies[sched.uniform(0, 3)];
+      note("node {}: sync latency up to {} ms", n.id.value(), n.disk_max_ms);
     } else {
       link_faults f;
       static constexpr double drops[] = {0.0, 0.02, 0.1, 0.3};
@@ -407,6 +422,7 @@ struct cluster {
       f.min_delay = milliseconds(1);
       f.reorder = sched.chance(0.5);
       net.set_all_links(f);
+      note("links: loss {}, delay 1-{} ms, reorder {}", f.drop, f.max_delay.count(), f.reorder);
     }
   }
 
@@ -431,6 +447,7 @@ struct cluster {
 
     // Recovery: heal, restart everything, wait for every group to commit anew and every node to catch up.
     recovering = true;
+    note("faults stop: recovery");
     net.heal();
     net.set_all_links(link_faults{});
     ++epoch;
