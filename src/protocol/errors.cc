@@ -16,6 +16,10 @@ http_status status_for(errc e) {
       return {400,
               "invalid offset: use -1 (the start), now (the tail), or an offset the server returned in "
               "Stream-Next-Offset"};
+    case errc::bad_last_event_id:
+      return {400,
+              "invalid Last-Event-ID: use an id the server sent in an SSE event (an offset), -1 (the start) "
+              "or now (the tail)"};
     case errc::live_needs_offset:
       return {400, "live mode requires an offset"};
     case errc::bad_live:

@@ -47,6 +47,7 @@ enum class errc : std::uint8_t {
   producer_id_too_long,   // Producer-Id beyond max_producer_id_bytes
   content_type_too_long,  // Content-Type beyond max_content_type_bytes
   stream_quota,           // the node holds max-streams streams already
+  bad_last_event_id,      // an SSE Last-Event-ID that is not an offset
 };
 
 // What a client can make the server keep per request (issue 12 item 5): each answered with a 4xx naming it.

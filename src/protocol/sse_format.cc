@@ -1,6 +1,7 @@
 #include "protocol/sse_format.h"
 
 #include <cstdint>
+#include <string>
 
 #include "streams/state_machine.h"
 
@@ -141,6 +142,18 @@ void append_control_event(std::string& out, const control_fields& c) {
   if (c.up_to_date || c.closed) out += ",\"upToDate\":true";
   if (c.closed) out += ",\"streamClosed\":true";
   out += "}\n\n";
+}
+
+void append_event_id(std::string& out, std::string_view id) {
+  out += "id:";
+  out += id;
+  out += '\n';
+}
+
+void append_retry(std::string& out, unsigned ms) {
+  out += "retry:";
+  out += std::to_string(ms);
+  out += "\n\n";
 }
 
 std::string base64_encode(std::string_view in) {

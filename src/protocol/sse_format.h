@@ -41,6 +41,16 @@ struct control_fields {
 };
 void append_control_event(std::string& out, const control_fields& c);
 
+// "id:<id>\n": the field that makes an EventSource remember where it is (WHATWG HTML 9.2.6); written
+// before an event's other fields, so it belongs to that event. weir's ids are offsets ([0-9_], never a
+// line break): the offset after the event, which the browser sends back as Last-Event-ID when it
+// reconnects by itself.
+void append_event_id(std::string& out, std::string_view id);
+
+// "retry:<ms>\n\n": how long an EventSource waits before it reconnects (WHATWG HTML 9.2.6). An event
+// with no data is dispatched to nobody.
+void append_retry(std::string& out, unsigned ms);
+
 // A comment line, as a keep-alive.
 inline constexpr std::string_view sse_keep_alive = ":\n\n";
 

@@ -171,6 +171,17 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
       // 11.1: unknown parameters are ignored.
     }
     if (r.live != live_mode::none && !seen_offset) return fail(errc::live_needs_offset);
+    // WHATWG HTML 9.2.4: an EventSource that reconnects by itself sends the id of the last event it
+    // dispatched, and asks again for its original URL (often offset=-1). weir's ids are offsets, so
+    // the header wins over the URL's offset: the session resumes after that event.
+    if (r.live == live_mode::sse) {
+      if (auto last = header(req, "last-event-id")) {
+        auto o = parse_offset_param(*last);
+        if (!o) return fail(errc::bad_last_event_id);
+        r.offset = *o;
+        r.offset_text = std::string(*last);
+      }
+    }
     if (auto inm = header(req, "if-none-match")) r.if_none_match = std::string(*inm);
   }
 

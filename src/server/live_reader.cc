@@ -91,6 +91,10 @@ struct pending_event {
   bool write_data(std::string& out, std::size_t window) {
     if (plan.bytes == 0) return true;  // an event with no data: only the control event
     if (!started) {
+      // The id is the offset after this event: a browser that has dispatched it and then lost the
+      // connection resumes past it, never before (no event shown twice), even if the control event
+      // that follows never arrived.
+      protocol::append_event_id(out, protocol::offset_chars(plan.next).view());
       data.begin(out);
       if (json) data.add(out, "[");
       started = true;
@@ -193,6 +197,9 @@ class sse_session final : public live_reader {
   void pump(bool first) {
     if (done_ || waiting_) return;
     std::string out;
+    // A browser's EventSource reconnects by itself when weir ends the response (the lifetime, a
+    // restart): within about a second, at the id of the last event it dispatched (Last-Event-ID).
+    if (first) protocol::append_retry(out, sse_retry_ms);
     bool any = false;
     bool finished = false;
     while (out.size() < window_bytes) {
@@ -216,6 +223,7 @@ class sse_session final : public live_reader {
       cf.up_to_date = cur_->plan.up_to_date;
       cf.closed = cur_->closed;
       if (!cf.closed) cf.cursor = shard_.cursor(req_.cursor);
+      protocol::append_event_id(out, cf.next_offset);
       protocol::append_control_event(out, cf);
       at_ = cur_->plan.next;
       any = true;
@@ -266,6 +274,7 @@ class sse_session final : public live_reader {
   // max_stream_queue_bytes.
   static constexpr std::size_t window_bytes = 32 * 1024;
   static constexpr std::size_t low_water_bytes = 16 * 1024;
+  static constexpr unsigned sse_retry_ms = 1000;
 
   stream_shard& shard_;
   protocol::stream_request req_;
