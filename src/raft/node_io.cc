@@ -268,6 +268,8 @@ struct group_io_methods {
     return 0;
   }
 
+  // Writes term 1 and the configuration entry into the open batch, like any other record: it is durable
+  // after the first sync (a crash before it leaves the group empty, as if never bootstrapped).
   static int bootstrap(::raft_io* io, const raft_configuration* conf) {
     group& g = group_of(io);
     group_state& s = g.recovered ? *g.recovered : g.recovered.emplace();

@@ -146,6 +146,7 @@ message_type type_of(const body& b) {
 void encode_servers(std::span<const server> servers, byte_writer& w) {
   w.u32(static_cast<std::uint32_t>(servers.size()));
   for (const server& s : servers) {
+    WEIR_ASSERT(s.address.size() <= 0xffff, "node {}: address of {} bytes", s.id.value(), s.address.size());
     w.u64(s.id.value());
     w.u8(s.role);
     w.u16(static_cast<std::uint16_t>(s.address.size()));
