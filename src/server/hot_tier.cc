@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace weir::server {
@@ -43,25 +44,58 @@ result<streams::chunk> hot_tier::load(const streams::chunk_slice& s) const {
 }
 
 status hot_tier::resolve(streams::read_plan& plan) const {
+  // Cold slices come in runs from one core's log (a stream's records, or a fork's inherited ones from
+  // its source's core): each run is read with read_data_many, one pread per span of nearby records
+  // rather than two per record, so a catch-up read of many small cold records stays cheap.
   std::uint64_t kept = 0;
-  for (std::size_t i = 0; i < plan.slices.size(); ++i) {
+  std::size_t i = 0;
+  while (i < plan.slices.size()) {
     streams::chunk_slice& s = plan.slices[i];
     if (!s.cold()) {
       kept += s.size;
+      ++i;
       continue;
     }
-    auto c = load(s);
-    if (!c) {
-      // Keep what precedes the failing slice; the reader continues from there.
-      plan.next = streams::stream_offset(plan.next.value() - (plan.bytes - kept));
-      plan.bytes = kept;
-      plan.slices.resize(i);
-      plan.up_to_date = false;
-      return c.err();
+    std::size_t j = i;
+    std::vector<storage::data_piece> pieces;
+    const bool readable = s.at.known() && s.at.core < readers_.size();
+    while (readable && j < plan.slices.size() && plan.slices[j].cold() && plan.slices[j].at.known() &&
+           plan.slices[j].at.core == s.at.core) {
+      const streams::chunk_slice& c = plan.slices[j];
+      pieces.push_back(
+          storage::data_piece{storage::log_position{storage::segment_id{c.at.segment}, c.at.offset},
+                              std::uint64_t{c.at.data_offset} + c.begin, c.size});
+      ++j;
     }
-    s.buf = std::move(*c);
-    s.begin = 0;
-    kept += s.size;
+    std::vector<result<std::string>> got;
+    if (pieces.size() > 1) got = readers_[s.at.core]->read_data_many(pieces);
+    for (std::size_t k = i; k < std::max(j, i + 1); ++k) {
+      streams::chunk_slice& c = plan.slices[k];
+      result<streams::chunk> loaded = make_error(storage::errc::not_found, "");
+      if (got.empty()) {
+        loaded = load(c);
+      } else if (!got[k - i]) {
+        loaded = got[k - i].err();
+      } else if (got[k - i]->size() != c.size) {
+        loaded = make_error(storage::errc::corruption,
+                            fmt::format("core {} segment {} offset {}: record shorter than its stream record",
+                                        c.at.core, c.at.segment, c.at.offset));
+      } else {
+        loaded = streams::make_chunk(std::move(*got[k - i]));
+      }
+      if (!loaded) {
+        // Keep what precedes the failing slice; the reader continues from there.
+        plan.next = streams::stream_offset(plan.next.value() - (plan.bytes - kept));
+        plan.bytes = kept;
+        plan.slices.resize(k);
+        plan.up_to_date = false;
+        return loaded.err();
+      }
+      c.buf = std::move(*loaded);
+      c.begin = 0;
+      kept += c.size;
+    }
+    i = std::max(j, i + 1);
   }
   return {};
 }

@@ -3,8 +3,9 @@
 // A record enters the tier when its append is durable and its place in the log is known (admit). Once
 // the core holds more than its budget, the oldest records are evicted: state_machine::evict drops their
 // bytes, which stay in the log's segment files only. Cold slices of a read plan are read back from the
-// segment files (resolve: storage::segment_reader, pread; the reader caches the last records it read,
-// so a catch-up reading a large record in chunks reads it once).
+// segment files (resolve: storage::segment_reader, pread; records close together in a segment with one
+// pread of their span; the reader caches the last records it read, so a catch-up reading a large record
+// in chunks reads it once).
 //
 // Reads of cold data block the event loop for a pread: data that is not in the page cache costs a disk
 // read on the loop. A read plan is bounded by the server's read chunk (64 KiB by default, or one record).

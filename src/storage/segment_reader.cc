@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "storage/log_format.h"
 
 namespace weir::storage {
@@ -112,6 +115,72 @@ result<std::string> segment_reader::read_data(log_position record, std::uint64_t
   }
   const char* base = reinterpret_cast<const char*>((*rec)->data() + format::record_header_size);
   return std::string(base + from, static_cast<std::size_t>(n));
+}
+
+std::vector<result<std::string>> segment_reader::read_data_many(std::span<const data_piece> pieces,
+                                                                std::size_t window) {
+  std::vector<result<std::string>> out;
+  out.reserve(pieces.size());
+  std::size_t i = 0;
+  while (i < pieces.size()) {
+    // A run of pieces in one segment, in file order, whose records start within `window` of the
+    // first; the span read covers each piece's bytes (the rest of a record's payload is read too when
+    // it fits, so that its CRC can be checked).
+    const data_piece& first = pieces[i];
+    const std::uint64_t lo = first.record.offset;
+    auto needs = [&](const data_piece& p) {
+      return p.record.offset + format::record_header_size + p.from + p.n;
+    };
+    std::uint64_t hi = needs(first);
+    std::size_t j = i + 1;
+    while (j < pieces.size() && pieces[j].record.segment == first.record.segment &&
+           pieces[j].record.offset >= pieces[j - 1].record.offset && needs(pieces[j]) - lo <= window) {
+      hi = std::max(hi, needs(pieces[j]));
+      ++j;
+    }
+    if (j - i == 1 || hi - lo > window) {
+      out.push_back(read_data(first.record, first.from, first.n));
+      ++i;
+      continue;
+    }
+    // Up to `window` bytes: the span and, when the window has room, what follows it (command fields
+    // after an append's data).
+    std::vector<std::byte> buf(static_cast<std::size_t>(std::min<std::uint64_t>(window, hi - lo + 512)));
+    std::uint64_t from_span = 0;  // records checked and read from the span
+    auto got = pread(log_position{first.record.segment, lo}, buf);
+    if (got) buf.resize(*got);
+    for (std::size_t k = i; k < j; ++k) {
+      const data_piece& p = pieces[k];
+      const std::uint64_t at = p.record.offset - lo;
+      std::optional<format::record_header> h;
+      if (got && at + format::record_header_size <= buf.size()) {
+        h = format::decode_record_header(std::span(buf).subspan(at, format::record_header_size));
+      }
+      const std::uint64_t whole = h ? format::record_header_size + std::uint64_t{h->length} : 0;
+      if (!h || at + whole > buf.size()) {
+        out.push_back(read_data(p.record, p.from, p.n));  // not in the span: alone (and its error)
+        continue;
+      }
+      const std::span<const std::byte> record = std::span(buf).subspan(at, whole);
+      if (!format::record_crc_ok(record)) {
+        out.push_back(read_data(p.record, p.from, p.n));  // reported (and named) by the single read
+        continue;
+      }
+      if (p.from > h->length || p.n > h->length - p.from) {
+        out.push_back(read_data(p.record, p.from, p.n));
+        continue;
+      }
+      const char* data = reinterpret_cast<const char*>(record.data() + format::record_header_size);
+      out.push_back(std::string(data + p.from, static_cast<std::size_t>(p.n)));
+      ++from_span;
+    }
+    {
+      std::lock_guard lock(mu_);
+      loads_ += from_span;
+    }
+    i = j;
+  }
+  return out;
 }
 
 }  // namespace weir::storage

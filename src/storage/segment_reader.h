@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ struct stored_record {
   lsn seq;
   std::uint8_t type = 0;
   std::vector<std::byte> payload;
+};
+
+// Bytes [from, from + n) of the payload of the record whose header starts at `record` (read_data_many).
+struct data_piece {
+  log_position record;
+  std::uint64_t from = 0;
+  std::uint64_t n = 0;
 };
 
 struct segment_reader_options {
@@ -44,6 +52,13 @@ class segment_reader {
   // Payload bytes [from, from + n) of the record whose header starts at `record`, after checking the
   // whole record as read_record does. A range past the payload's end is errc::invalid_argument.
   result<std::string> read_data(log_position record, std::uint64_t from, std::uint64_t n);
+  // The bytes of each piece, each record checked as read_data checks it, in the order given. Pieces of
+  // records that lie close together in one segment (a catch-up read of many small records appended
+  // together, a fork's inherited records) are read with one pread of the span that holds them, at most
+  // `window` bytes, instead of two per record; a record that does not fit in its span, and any piece
+  // whose span read fails, is read alone (read_data), so each piece fails or succeeds on its own.
+  std::vector<result<std::string>> read_data_many(std::span<const data_piece> pieces,
+                                                  std::size_t window = 256u << 10);
   // Drops the cached file handle and cached records of a segment (after it was reclaimed).
   void forget(segment_id id);
 

@@ -131,6 +131,50 @@ TEST_F(segment_reader_test, consecutive_reads_of_one_record_read_the_file_once) 
       << "the header once to learn the length, then the record once";
 }
 
+TEST_F(segment_reader_test, read_data_many_reads_nearby_records_with_one_pread_each_checked) {
+  std::vector<std::string> ps;
+  for (int i = 0; i < 60; ++i) ps.push_back(pattern(100 + i, i));
+  write(ps);
+  segment_reader r(e, dir);
+  std::vector<data_piece> pieces;
+  for (std::size_t i = 0; i < acks.size(); ++i) pieces.push_back({acks[i].pos, i % 7, 50});
+  e.reset_counts();
+  auto got = r.read_data_many(pieces);
+  ASSERT_EQ(got.size(), pieces.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i]) << i << ": " << got[i].err().reason;
+    EXPECT_EQ(*got[i], payloads[i].substr(i % 7, 50)) << i;
+  }
+  // Two preads per record one by one (header, then the record); a handful for the whole run (one per
+  // 64 KiB segment it crosses at most).
+  EXPECT_LE(e.read_calls(), 4u);
+
+  // A window smaller than one record: every piece is read alone, with the same bytes.
+  auto alone = r.read_data_many(std::span(pieces).first(5), 16);
+  for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_EQ(*alone[i], payloads[i].substr(i % 7, 50));
+}
+
+TEST_F(segment_reader_test, read_data_many_fails_only_the_damaged_or_impossible_piece) {
+  write({pattern(200, 0), pattern(200, 1), pattern(200, 2), pattern(200, 3)});
+  const std::string path = seg_path(acks[1].pos.segment);
+  auto bytes = *mem.contents(path);
+  bytes[acks[1].pos.offset + format::record_header_size + 150] ^= std::byte{1};  // outside the piece
+  mem.set_contents(path, bytes);
+  segment_reader r(e, dir);
+  std::vector<data_piece> pieces = {
+      {acks[0].pos, 0, 10}, {acks[1].pos, 0, 10}, {acks[2].pos, 150, 100}, {acks[3].pos, 5, 10}};
+  auto got = r.read_data_many(pieces);
+  ASSERT_EQ(got.size(), 4u);
+  ASSERT_TRUE(got[0]);
+  EXPECT_EQ(*got[0], payloads[0].substr(0, 10));
+  ASSERT_FALSE(got[1]);
+  EXPECT_EQ(errc_of(got[1].err()), errc::corruption);
+  ASSERT_FALSE(got[2]);  // past the payload's end
+  EXPECT_EQ(errc_of(got[2].err()), errc::invalid_argument);
+  ASSERT_TRUE(got[3]);
+  EXPECT_EQ(*got[3], payloads[3].substr(5, 10));
+}
+
 TEST_F(segment_reader_test, the_cache_is_bounded_by_records_and_bytes) {
   write({pattern(100, 0), pattern(100, 1), pattern(100, 2), pattern(100, 3), pattern(100, 4)});
   segment_reader r(e, dir, segment_reader_options{.cache_records = 4, .cache_bytes = 1 << 20});

@@ -1,0 +1,109 @@
+// hot_tier::resolve: the cold slices of a read plan are read back from the log's segments, runs of
+// nearby records together (segment_reader::read_data_many), in plan order; a damaged record cuts the
+// plan before its slice and the error is returned.
+#include "server/hot_tier.h"
+
+#include <gtest/gtest.h>
+
+#include "storage/log_format.h"
+#include "storage/log_writer.h"
+#include "unit/storage/test_util.h"
+
+namespace weir::server {
+namespace {
+
+using storage::testing::bytes_of;
+
+const std::string dir = "/data/core-0";
+
+std::string pattern(std::size_t n, int salt) {
+  std::string s(n, ' ');
+  for (std::size_t i = 0; i < n; ++i)
+    s[i] = static_cast<char>('a' + (i * 7 + static_cast<std::size_t>(salt)) % 26);
+  return s;
+}
+
+struct hot_tier_resolve_test : ::testing::Test {
+  storage::mem_env mem;
+  std::vector<storage::append_ack> acks;
+  std::vector<std::string> payloads;
+
+  void SetUp() override {
+    std::vector<storage::testing::replayed> ignored;
+    auto rec = storage::testing::recover_into(mem, dir, ignored);
+    ASSERT_TRUE(rec) << rec.err().reason;
+    storage::testing::completion_queue q;
+    auto w = storage::log_writer::open(mem, dir, storage::log_options{}, *rec, q.exec());
+    ASSERT_TRUE(w) << w.err().reason;
+    for (int i = 0; i < 20; ++i) payloads.push_back(pattern(40 + i, i));
+    for (const std::string& p : payloads) {
+      (*w)->append(1, bytes_of(p), [&](result<storage::append_ack> r) {
+        ASSERT_TRUE(r) << r.err().reason;
+        acks.push_back(*r);
+      });
+    }
+    ASSERT_TRUE(q.run_until([&] { return acks.size() == payloads.size(); }));
+  }
+
+  // A plan of one cold slice per record (bytes [5, 15) of its data, which starts 2 bytes into the
+  // payload), with a hot slice after the tenth; `expected` gets the bytes it stands for.
+  streams::read_plan plan(std::string& expected) const {
+    streams::read_plan p;
+    for (std::size_t i = 0; i < acks.size(); ++i) {
+      streams::chunk_slice s;
+      s.at = streams::disk_location{acks[i].pos.segment.value(), acks[i].pos.offset, 0, 2};
+      s.begin = 3;
+      s.size = 10;
+      p.slices.push_back(s);
+      expected += payloads[i].substr(5, 10);
+      if (i == 9) {
+        streams::chunk_slice hot{streams::make_chunk("HOT"), 0, 3, {}};
+        p.slices.push_back(hot);
+        expected += "HOT";
+      }
+    }
+    p.bytes = expected.size();
+    p.next = streams::stream_offset(1000 + expected.size());
+    p.up_to_date = true;
+    return p;
+  }
+};
+
+std::string join(const streams::read_plan& p) {
+  std::string out;
+  for (const auto& s : p.slices) out.append(s.view());
+  return out;
+}
+
+TEST_F(hot_tier_resolve_test, cold_slices_read_back_in_plan_order) {
+  storage::segment_reader reader(mem, dir);
+  hot_tier tier(1 << 20, {&reader});
+  std::string expected;
+  streams::read_plan p = plan(expected);
+  ASSERT_TRUE(tier.resolve(p).has_value());
+  EXPECT_EQ(join(p), expected);
+  EXPECT_EQ(p.bytes, expected.size());
+  EXPECT_TRUE(p.up_to_date);
+}
+
+TEST_F(hot_tier_resolve_test, a_damaged_record_cuts_the_plan_before_its_slice) {
+  const std::string path = dir + "/" + storage::format::segment_file_name(acks[14].pos.segment);
+  auto bytes = *mem.contents(path);
+  bytes[acks[14].pos.offset + storage::format::record_header_size + 30] ^= std::byte{1};
+  mem.set_contents(path, bytes);
+  storage::segment_reader reader(mem, dir);
+  hot_tier tier(1 << 20, {&reader});
+  std::string expected;
+  streams::read_plan p = plan(expected);
+  status st = tier.resolve(p);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(p.slices.size(), 15u);  // records 0..13 and the hot slice
+  const std::string kept = expected.substr(0, 14 * 10 + 3);
+  EXPECT_EQ(join(p), kept);
+  EXPECT_EQ(p.bytes, kept.size());
+  EXPECT_EQ(p.next.value(), 1000 + kept.size());
+  EXPECT_FALSE(p.up_to_date);
+}
+
+}  // namespace
+}  // namespace weir::server
