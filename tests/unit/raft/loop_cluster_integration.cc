@@ -1,7 +1,8 @@
 // Three node_io on one real io::event_loop (through loop_executor), each with its own node log on the
-// real file system (real fdatasync), 4 groups: every group elects a leader and commits 20 commands that
-// every node applies; then all three nodes stop and restart from their files, and every group commits 5
-// more on top of what it replayed. Real time and real disks, so it is labelled integration.
+// real file system (written and fdatasync'ed on a thread_flusher), 4 groups: every group elects a leader and
+// commits 20 commands that every node applies; then all three nodes stop and restart from their files, and
+// every group commits 5 more on top of what it replayed. Real time and real disks, so it is labelled
+// integration.
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "raft/loop_executor.h"
 #include "raft/node_io.h"
 #include "raft/node_log.h"
+#include "raft/thread_flusher.h"
 
 namespace weir::raft {
 namespace {
@@ -58,7 +60,7 @@ struct node {
   node_id id;
   std::string address;
   std::string dir;
-  std::unique_ptr<delayed_flusher> flusher;
+  std::unique_ptr<thread_flusher> flusher;
   std::unique_ptr<node_log> log;
   std::unique_ptr<loop_link> link;
   std::unique_ptr<node_io> io;
@@ -92,7 +94,9 @@ class raft_loop_cluster : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(root_); }
 
   void start(node& n, bool first) {
-    n.flusher = std::make_unique<delayed_flusher>(ex_, [] { return milliseconds(0); });
+    // Production's flusher: write + fdatasync on a thread, completion posted back to the loop.
+    n.flusher =
+        std::make_unique<thread_flusher>([this](std::function<void()> fn) { loop_.post(std::move(fn)); });
     auto log = node_log::open(storage::default_posix_env(), *n.flusher, n.dir + "/raft.log");
     ASSERT_TRUE(log.has_value()) << log.err().reason;
     n.log = std::move(log).value();
@@ -125,8 +129,8 @@ class raft_loop_cluster : public ::testing::Test {
     n.reps.clear();
     n.io.reset();
     n.link.reset();
+    n.flusher.reset();  // finishes a flush in flight before the file goes away
     n.log.reset();
-    n.flusher.reset();
   }
 
   // Every 10 ms: the leader of each group proposes until `target` are acknowledged; done() when every
