@@ -14,6 +14,7 @@
 #include "http/loop_context.h"
 #include "http/status_text.h"
 #include "io/socket.h"
+#include "io/tls.h"
 
 namespace weir::http {
 namespace {
@@ -57,6 +58,19 @@ struct processing_scope {
 
 void connection::open(int fd) {
   fd_ = fd;
+  tcp_.reset(fd);
+  owned_.reset();
+  if (ctx_->opts->make_transport) {
+    owned_ = ctx_->opts->make_transport(fd);
+  } else if (ctx_->opts->tls) {
+    owned_ = ctx_->opts->tls->accept(fd);
+    if (!owned_) {  // no certificate loaded or out of memory: nothing can be served
+      close_now();
+      return;
+    }
+  }
+  read_blocked_on_write_ = write_blocked_on_read_ = false;
+  opened_ms_ = ctx_->loop->now_ms();
   phase_ = phase::reading;
   need_total_ = head_len_ = chunk_pos_ = 0;
   chunked_ = continue_sent_ = expect_continue_ = false;
@@ -83,7 +97,11 @@ void connection::on_io(std::uint32_t events) {
     readable_ = true;  // read what is left, up to the end of stream
   }
   if (events & EPOLLIN) readable_ = true;
-  if ((events & EPOLLOUT) && want_write_) {
+  if ((events & EPOLLOUT) && read_blocked_on_write_) {  // TLS: the handshake output could leave
+    read_blocked_on_write_ = false;
+    readable_ = true;
+  }
+  if (want_write_ && ((events & EPOLLOUT) || ((events & EPOLLIN) && write_blocked_on_read_))) {
     send_out();
     if (fd_ < 0) return;
   }
@@ -119,11 +137,15 @@ void connection::drive() {
       buf = in_.prepare(want);
       cap = in_.writable();
     }
-    auto n = io::recv_bytes(fd_, buf, cap, 0);
+    auto n = read_some(buf, cap);
     if (n < 0) {
-      if (errno == EINTR) continue;
       readable_ = false;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) peer_closed_ = true;
+      if (n == io::transport::failed) {
+        peer_closed_ = true;
+      } else if (owned_ && owned_->read_needs_writable()) {
+        read_blocked_on_write_ = true;
+        update_interest();
+      }
       break;
     }
     if (n == 0) {
@@ -133,8 +155,9 @@ void connection::drive() {
     }
     // One clock read per read, not per request: pipelined requests of one read share it.
     if (ctx_->opts->observer != nullptr) read_ns_ = steady_ns();
-    // Edge-triggered: a short read means the socket was drained; new data raises a new edge.
-    if (static_cast<std::size_t>(n) < cap) readable_ = false;
+    // Edge-triggered: a short read means the socket was drained; new data raises a new edge. (Not so for
+    // TLS, which returns one record per read: it reads on until would_block.)
+    if (static_cast<std::size_t>(n) < cap && (!owned_ || owned_->short_read_drains())) readable_ = false;
     if (use_scratch) {
       std::string_view data(buf, static_cast<std::size_t>(n));
       std::size_t used = process(data);
@@ -597,34 +620,43 @@ void connection::send_out() {
   if (!want_write_) write_progress_ms_ = ctx_->loop->now_ms();
   while (!out_.empty()) {
     ctx_->sends.add();  // before the call: a peer that sees the bytes also sees the count
-    auto n = io::send_bytes(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+    auto n = write_some(out_.data(), out_.size());
     if (n > 0) {
       out_.consume(static_cast<std::size_t>(n));
       write_progress_ms_ = ctx_->loop->now_ms();
       if (on_drain_) notify_drain();
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    if (n == io::transport::would_block) {
       want_write_ = true;
-      if (!out_registered_) {
-        // Edge-triggered MOD reports EPOLLOUT at once if room appeared meanwhile: no lost wake-up.
-        out_registered_ = ctx_->loop->modify_fd(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP, this);
-      }
+      write_blocked_on_read_ = owned_ && owned_->write_needs_readable();
+      update_interest();
       refresh_deadline();
       return;
     }
-    close_now();  // EPIPE, ECONNRESET: the peer is gone
+    close_now();  // EPIPE, ECONNRESET, a TLS error: the peer is gone
     return;
   }
   want_write_ = false;
+  write_blocked_on_read_ = false;
   if (close_after_write_) start_linger();
+}
+
+void connection::update_interest() {
+  if (out_registered_) return;
+  // Edge-triggered MOD reports EPOLLOUT at once if room appeared meanwhile: no lost wake-up. EPOLLOUT
+  // then stays in the set (a spurious edge costs one no-op turn; removing it would cost a syscall).
+  out_registered_ = ctx_->loop->modify_fd(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP, this);
 }
 
 void connection::start_linger() {
   // RFC 9112 9.6: close the write side first and keep reading a little, so unread request bytes do not
-  // make the kernel send a reset that destroys the response still in flight.
-  ::shutdown(fd_, SHUT_WR);
+  // make the kernel send a reset that destroys the response still in flight. (TLS: close_notify first.)
+  if (owned_) {
+    owned_->shutdown_write();
+  } else {
+    tcp_.shutdown_write();
+  }
   phase_ = phase::lingering;
   linger_since_ms_ = ctx_->loop->now_ms();
   in_.clear();
@@ -647,6 +679,10 @@ void connection::discard_input() {
 void connection::close_now() {
   if (fd_ < 0) return;
   ctx_->loop->remove_fd(fd_);
+  if (owned_) {
+    owned_->close();  // TLS: close_notify if the session is sound, then the session is freed
+    owned_.reset();
+  }
   ::close(fd_);
   fd_ = -1;
   bool unfinished = phase_ == phase::awaiting || phase_ == phase::streaming;
@@ -707,6 +743,7 @@ void connection::on_timeout() {
       }
       close_now();
       return;
+    case deadline_kind::handshake:  // no TLS session to answer 408 in
     case deadline_kind::idle:
     case deadline_kind::write:
     case deadline_kind::linger:
@@ -730,7 +767,11 @@ void connection::refresh_deadline() {
   }
   switch (phase_) {
     case phase::reading:
-      if (head_started_ms_ == 0 && in_.empty()) {
+      if (owned_ && !owned_->established()) {
+        // A TLS handshake is bounded like a request head: a client that stalls in it holds a session.
+        deadline_ = opened_ms_ + o.header_timeout.count();
+        deadline_kind_ = deadline_kind::handshake;
+      } else if (head_started_ms_ == 0 && in_.empty()) {
         deadline_ = idle_since_ms_ + o.idle_timeout.count();
         deadline_kind_ = deadline_kind::idle;
       } else {

@@ -1,11 +1,13 @@
 // connection: one accepted HTTP/1.1 connection on one core. Reads requests (pipelined), hands each to
 // the handler with an `exchange`, writes responses in order, enforces timeouts, back-pressure and
 // keep-alive rules. Owned by its loop_context's pool and reused after close; `generation_` makes
-// stale exchange handles inert. Loop thread only.
+// stale exchange handles inert. Bytes move through an io::transport: the inline plain-TCP one, or TLS
+// (server_options::tls), or a test fake (server_options::make_transport). Loop thread only.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,6 +16,7 @@
 #include "http/request_parser.h"
 #include "io/byte_buffer.h"
 #include "io/event_loop.h"
+#include "io/transport.h"
 
 namespace weir::http {
 
@@ -65,7 +68,7 @@ class connection final : public io::io_handler {
     closing,    // final response queued; no more input processed
     lingering,  // write side shut down; dropping input until EOF or linger timeout
   };
-  enum class deadline_kind : std::uint8_t { none, idle, head, body, write, linger };
+  enum class deadline_kind : std::uint8_t { none, idle, handshake, head, body, write, linger };
 
   void check_thread() const;  // exchange calls must come from the connection's core
   void drive();
@@ -97,8 +100,20 @@ class connection final : public io::io_handler {
   void observe_out(std::size_t before) { ex_bytes_out_ += out_.size() - before; }
   void observe_finish();
 
+  // The transport in use: &tcp_ (plain TCP, no allocation) or owned_ (TLS, a test fake).
+  std::ptrdiff_t read_some(char* buf, std::size_t len) {
+    return owned_ ? owned_->read(buf, len) : tcp_.read(buf, len);
+  }
+  std::ptrdiff_t write_some(const char* buf, std::size_t len) {
+    return owned_ ? owned_->write(buf, len) : tcp_.write(buf, len);
+  }
+  void update_interest();  // EPOLLOUT in or out of the interest set as the blocked calls need it
+
   loop_context* ctx_;
   int fd_ = -1;
+  io::tcp_transport tcp_;
+  std::unique_ptr<io::transport> owned_;
+  std::int64_t opened_ms_ = 0;
   std::uint64_t generation_ = 1;
   phase phase_ = phase::reading;
   io::byte_buffer in_;
@@ -141,10 +156,12 @@ class connection final : public io::io_handler {
   std::size_t drain_low_ = 0;
 
   // Socket state.
-  bool readable_ = false;        // edge seen, not yet read to EAGAIN
-  bool peer_closed_ = false;     // FIN or error seen
-  bool want_write_ = false;      // last send hit EAGAIN
-  bool out_registered_ = false;  // EPOLLOUT in the epoll interest set
+  bool readable_ = false;               // edge seen, not yet read to EAGAIN
+  bool peer_closed_ = false;            // FIN or error seen
+  bool want_write_ = false;             // last send hit EAGAIN
+  bool read_blocked_on_write_ = false;  // TLS: the last read waits for writability (handshake output)
+  bool write_blocked_on_read_ = false;  // TLS: the last write waits for readability (handshake input)
+  bool out_registered_ = false;         // EPOLLOUT in the epoll interest set
   bool close_after_write_ = false;
   std::int64_t write_progress_ms_ = 0;
   std::int64_t idle_since_ms_ = 0;

@@ -60,7 +60,10 @@ void listener::refuse(int fd, std::string_view response) {
   // Best effort: the socket buffer of a fresh connection is empty, so this non-blocking send normally
   // succeeds whole.
   ctx_->rejected.add();  // before the send: a client that sees the answer also sees the count
-  [[maybe_unused]] auto n = ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+  // A TLS client could not read a plaintext answer (and a handshake costs more than the refusal saves).
+  if (!ctx_->opts->tls && !ctx_->opts->make_transport) {
+    [[maybe_unused]] auto n = ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+  }
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
 }

@@ -15,6 +15,7 @@
 #include "io/cpu.h"
 #include "io/event_loop.h"
 #include "io/socket.h"
+#include "io/tls.h"
 
 namespace weir::http {
 namespace {
@@ -80,6 +81,7 @@ server::~server() {
 status server::start() {
   auto& s = *impl_;
   if (s.started) return make_error(server_errc::already_started, "server already started");
+  if (s.opts.tls && !s.opts.tls->loaded()) return make_error(server_errc::bind, "TLS: no certificate loaded");
   std::uint16_t port = s.opts.port;
   // Only the threads of this process may share the port (SO_REUSEPORT would let another process in).
   auto claim = io::claim_listen_address(s.opts.host, port);

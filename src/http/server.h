@@ -5,15 +5,18 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "base/result.h"
 #include "http/exchange.h"
+#include "io/transport.h"
 
 namespace weir::io {
 class event_loop;
-}
+class tls_context;
+}  // namespace weir::io
 
 namespace weir::http {
 
@@ -73,6 +76,11 @@ struct server_options {
   // Told of every finished exchange (metrics, access log); must outlive the server. nullptr: the
   // engine reads no clock and copies nothing for it.
   exchange_observer* observer = nullptr;
+  // HTTPS: every accepted connection is a TLS session with the context's certificate at accept time
+  // (tls_context::load swaps it for new handshakes; established sessions keep theirs). nullptr: plain TCP.
+  std::shared_ptr<io::tls_context> tls;
+  // Tests: the transport of each accepted socket (e.g. io::chopping_transport); wins over `tls`.
+  std::function<std::unique_ptr<io::transport>(int fd)> make_transport;
 };
 
 // Counters summed over every core; a thread-safe snapshot (each value is exact on its own core).

@@ -80,7 +80,8 @@ struct response {
   }
 };
 
-// A blocking loopback client. Reads wait at most `timeout` in total per call.
+// A blocking loopback client. Reads wait at most `timeout` in total per call. Its bytes go through
+// send_some/recv_some, which a TLS client (tests/integration/tls) overrides.
 class client {
  public:
   explicit client(std::uint16_t port) {
@@ -91,7 +92,7 @@ class client {
     }
     fd_ = *fd;
   }
-  ~client() { close(); }
+  virtual ~client() { close(); }
   client(const client&) = delete;
   client& operator=(const client&) = delete;
 
@@ -105,7 +106,7 @@ class client {
   void send(const std::string& s) {
     std::size_t off = 0;
     while (off < s.size()) {
-      auto n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      auto n = send_some(s.data() + off, s.size() - off);
       if (n <= 0) {
         ADD_FAILURE() << "send failed";
         return;
@@ -118,9 +119,9 @@ class client {
   // Returns false on EOF.
   bool fill(std::chrono::milliseconds wait = std::chrono::milliseconds(5000)) {
     pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(wait.count())) <= 0) return true;
+    if (!has_buffered() && ::poll(&p, 1, static_cast<int>(wait.count())) <= 0) return true;
     char buf[65536];
-    auto n = ::recv(fd_, buf, sizeof buf, 0);
+    auto n = recv_some(buf, sizeof buf);
     if (n <= 0) {
       eof_ = true;
       return false;
@@ -216,6 +217,13 @@ class client {
 
   std::string& buffer() { return buf_; }
   bool eof() const { return eof_; }
+
+ protected:
+  virtual long send_some(const char* p, std::size_t n) { return ::send(fd_, p, n, MSG_NOSIGNAL); }
+  // Blocks until something arrives (called after poll() said readable, or when has_buffered()).
+  virtual long recv_some(char* p, std::size_t n) { return ::recv(fd_, p, n, 0); }
+  // Bytes already received from the socket but not yet returned (TLS records).
+  virtual bool has_buffered() const { return false; }
 
  private:
   int fd_ = -1;
