@@ -1,0 +1,285 @@
+// The browser test (issue 14, "A real browser"): Debian's chromium, headless, driven by puppeteer-core,
+// against a `weir serve` with access control on (an Ed25519 JWT: Bearer for fetch, access_token in the
+// query for EventSource) and the example pages of examples/browser/ served from another origin.
+//
+//   node browser_test.mjs --weir WEIR_BINARY --out DIR [--chromium /usr/bin/chromium]
+//
+// Tab A appends from the page's form; tab B tails the stream with a plain EventSource (examples/
+// browser/app.js: no helper code, the browser reconnects by itself). Checked: every message shows in
+// tab B, in order and exactly once, across weir's own SSE close (--sse-close-after-ms, short here) and
+// across a kill -9 and restart of weir on the same port and data directory; the official client
+// (examples/browser/client.html) shows the same messages; a bad Last-Event-ID is a 400 naming the
+// accepted forms. Screenshots go to DIR. Every process started here is stopped by its PID.
+import { spawn } from 'node:child_process';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '../..');
+const args = process.argv.slice(2);
+const arg = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const weirBin = arg('--weir');
+const outDir = arg('--out');
+const chromiumPath = arg('--chromium', '/usr/bin/chromium');
+if (!weirBin || !outDir) {
+  console.error('usage: node browser_test.mjs --weir WEIR_BINARY --out DIR [--chromium PATH]');
+  process.exit(2);
+}
+
+mkdirSync(outDir, { recursive: true });
+const work = mkdtempSync(join(tmpdir(), 'weir-browser-'));
+const dataDir = join(work, 'data');
+const children = new Set();  // processes started here, stopped by PID in cleanup()
+
+function check(cond, what) {
+  if (!cond) throw new Error(`check failed: ${what}`);
+  console.log(`ok: ${what}`);
+}
+
+// ---- access control: an Ed25519 key, its JWKS, and a short-lived JWT (docs/security.md) ----
+const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+const jwk = publicKey.export({ format: 'jwk' });
+const jwksFile = join(work, 'jwks.json');
+writeFileSync(jwksFile, JSON.stringify({ keys: [{ ...jwk, kid: 'browser-test', use: 'sig', alg: 'EdDSA' }] }));
+const b64url = (v) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
+function makeJwt() {
+  const now = Math.floor(Date.now() / 1000);
+  const head = b64url({ alg: 'EdDSA', typ: 'JWT', kid: 'browser-test' });
+  // exp within --query-token-max-ttl-s (600): the same token may then ride in an EventSource's URL.
+  const claims = b64url({ iss: 'weir-browser-test', aud: 'weir', iat: now, exp: now + 590,
+                          scope: 'read,write:/v1/stream/' });
+  const sig = sign(null, Buffer.from(`${head}.${claims}`), privateKey).toString('base64url');
+  return `${head}.${claims}.${sig}`;
+}
+const token = makeJwt();
+
+// ---- processes ----
+// Starts `cmd args`, resolves with the first output line matching `re` (its match), rejects if the
+// process exits first.
+function startProcess(name, cmd, argv, re, logFile) {
+  return new Promise((resolveStart, rejectStart) => {
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let log = '';
+    let matched = false;
+    const onData = (chunk) => {
+      log += chunk.toString();
+      if (logFile) writeFileSync(logFile, log);
+      const m = !matched && log.match(re);
+      if (m) {
+        matched = true;
+        resolveStart({ child, match: m, log: () => log });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code, signal) => {
+      children.delete(child);
+      if (!matched) rejectStart(new Error(`${name} exited (${code ?? signal}) before it was ready:\n${log}`));
+    });
+  });
+}
+
+function waitExit(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => child.once('exit', () => r()));
+}
+
+async function startWeir(port) {
+  const w = await startProcess(
+    'weir', weirBin,
+    ['serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--threads', '2',
+     '--jwks-file', jwksFile, '--jwt-issuer', 'weir-browser-test', '--jwt-audience', 'weir',
+     // Short SSE lifetime: the browser's own reconnection is exercised many times per run.
+     '--sse-close-after-ms', '1500', '--sse-keep-alive-ms', '500'],
+    /listening on 127\.0\.0\.1:(\d+)/, join(work, `weir-${Date.now()}.log`));
+  const url = `http://127.0.0.1:${w.match[1]}`;
+  // Listening is logged once the node serves; /healthz confirms it.
+  const res = await fetch(`${url}/healthz`);
+  if (!res.ok) throw new Error(`weir /healthz: ${res.status}`);
+  console.log(`weir (pid ${w.child.pid}) serving ${url}`);
+  return { child: w.child, url, port: Number(w.match[1]) };
+}
+
+async function stopChild(child, signal) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  process.kill(child.pid, signal);
+  await waitExit(child);
+}
+
+async function cleanup(browser) {
+  if (browser) {
+    const pid = browser.process()?.pid;
+    await browser.close().catch(() => {});
+    if (pid) {
+      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+    }
+  }
+  for (const child of [...children]) await stopChild(child, 'SIGTERM');
+  rmSync(work, { recursive: true, force: true });
+}
+
+// ---- page helpers ----
+const shownTexts = (page) =>
+  page.$$eval('#messages li .text', (els) => els.map((e) => e.textContent));
+
+async function appendFromForm(page, text, n) {
+  // Input goes to the tab in front (a background tab gets no animation frames, which clicks wait for);
+  // the tailing tab keeps receiving its events behind it.
+  await page.bringToFront();
+  await page.type('#message', text);
+  await page.click('#send');
+  // The page says "appended n" once weir acknowledged the append (its status 2xx).
+  await page.waitForFunction((k) => document.getElementById('append-status').textContent === `appended ${k}`,
+                             { timeout: 10_000, polling: 'mutation' }, n);
+}
+
+// Waits (bounded) until tab `page` shows `count` messages; returns how long after sending the page
+// says the last one arrived (its own measure: text, for the report, not asserted).
+async function waitShown(page, count) {
+  await page.waitForFunction((k) => document.querySelectorAll('#messages li').length >= k,
+                             { timeout: 10_000, polling: 'mutation' }, count);
+  return page.$eval('#messages li:last-child .latency', (e) => e.textContent);
+}
+
+const connections = (page) =>
+  page.$eval('#tail-status', (e) => Number((e.textContent.match(/connections (\d+)/) || [0, 0])[1]));
+
+const expected = (n) => Array.from({ length: n }, (_, i) => `message ${i + 1}`);
+
+async function main() {
+  let browser;
+  try {
+    let weir = await startWeir(0);
+    const site = await startProcess('static server', process.execPath,
+                                    [join(repo, 'examples/browser/serve.mjs'), '--port', '0'],
+                                    /serving (http:\/\/127\.0\.0\.1:\d+)/);
+    const siteUrl = site.match[1];
+    const stream = `/v1/stream/browser-${process.pid}`;
+
+    // A bad Last-Event-ID: 400 naming the accepted forms (before anything exists: validation first).
+    {
+      const res = await fetch(`${weir.url}${stream}?offset=-1&live=sse`,
+                              { headers: { Authorization: `Bearer ${token}`, 'Last-Event-ID': 'bogus' } });
+      const body = await res.text();
+      check(res.status === 400 && body.includes('Last-Event-ID') && body.includes('-1'),
+            `a bad Last-Event-ID is a 400 naming the accepted forms (${res.status} ${body.trim()})`);
+    }
+
+    browser = await puppeteer.launch({
+      executablePath: chromiumPath,
+      headless: true,  // puppeteer passes --headless=new
+      protocolTimeout: 60_000,
+      userDataDir: join(work, 'chromium-profile'),
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+             '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    console.log(`chromium ${await browser.version()} (pid ${browser.process().pid})`);
+
+    const query = (extra) =>
+      `?weir=${encodeURIComponent(weir.url)}&stream=${encodeURIComponent(stream)}` +
+      `&token=${encodeURIComponent(token)}${extra}`;
+    const appender = await browser.newPage();
+    await appender.goto(`${siteUrl}/index.html${query('')}`);
+    await appender.click('#create');
+    await appender.waitForFunction(() => /created/.test(document.getElementById('create-status').textContent),
+                                   { timeout: 10_000, polling: 'mutation' });
+    check(true, 'tab A created the stream (cross-origin fetch with a Bearer JWT)');
+
+    const tail = await browser.newPage();
+    await tail.goto(`${siteUrl}/index.html${query('&tail=1')}`);
+    await tail.waitForFunction(() => /^live/.test(document.getElementById('tail-status').textContent),
+                               { timeout: 10_000, polling: 'mutation' });
+    check(true, 'tab B tails the stream with EventSource (the JWT in access_token)');
+
+    // 1. Live: each message appended in tab A shows in tab B.
+    let n = 0;
+    const latencies = [];
+    for (; n < 5;) {
+      n += 1;
+      await appendFromForm(appender, `message ${n}`, n);
+      latencies.push(await waitShown(tail, n));
+    }
+    console.log(`tab B showed messages 1-5: ${latencies.join(', ')}`);
+    check(JSON.stringify(await shownTexts(tail)) === JSON.stringify(expected(n)), 'messages 1-5 shown once, in order');
+
+    // 2. weir closes the SSE response (1.5 s lifetime); the browser reconnects with Last-Event-ID.
+    // Each reconnection without an id would replay the stream from offset=-1 (duplicates).
+    const before = await connections(tail);
+    await tail.waitForFunction((k) => Number((document.getElementById('tail-status').textContent
+                                                .match(/connections (\d+)/) || [0, 0])[1]) >= k,
+                               { timeout: 15_000, polling: 'mutation' }, before + 2);
+    check(JSON.stringify(await shownTexts(tail)) === JSON.stringify(expected(n)),
+          `after ${(await connections(tail)) - 1} reconnections by the browser: still messages 1-5, none twice`);
+    for (; n < 10;) {
+      n += 1;
+      await appendFromForm(appender, `message ${n}`, n);
+      latencies.push(await waitShown(tail, n));
+    }
+    check(JSON.stringify(await shownTexts(tail)) === JSON.stringify(expected(n)), 'messages 1-10 shown once, in order');
+
+    // 3. kill -9 and restart on the same port and data directory.
+    const port = weir.port;
+    await stopChild(weir.child, 'SIGKILL');
+    console.log(`weir killed with SIGKILL`);
+    await tail.waitForFunction(() => /reconnecting/.test(document.getElementById('tail-status').textContent),
+                               { timeout: 10_000, polling: 'mutation' });
+    check(true, 'tab B noticed the loss and is reconnecting');
+    const beforeRestart = await connections(tail);
+    weir = await startWeir(port);
+    await tail.waitForFunction((k) => Number((document.getElementById('tail-status').textContent
+                                                .match(/connections (\d+)/) || [0, 0])[1]) > k,
+                               { timeout: 15_000, polling: 'mutation' }, beforeRestart);
+    check(JSON.stringify(await shownTexts(tail)) === JSON.stringify(expected(n)),
+          'after the restart the browser reconnected by itself: messages 1-10, none twice');
+    for (; n < 15;) {
+      n += 1;
+      await appendFromForm(appender, `message ${n}`, n);
+      latencies.push(await waitShown(tail, n));
+    }
+    check(JSON.stringify(await shownTexts(tail)) === JSON.stringify(expected(n)),
+          'messages 1-15 shown once, in order, across SSE closes and a kill -9');
+    const text = await tail.$eval('body', (b) => b.innerText);
+    check(text.includes('message 15') && /connections \d+; shown 15;/.test(text),
+          'tab B page text: message 15 and "shown 15"');
+    await tail.bringToFront();
+    await tail.screenshot({ path: join(outDir, 'browser_tail.png'), fullPage: true });
+    await appender.bringToFront();
+    await appender.screenshot({ path: join(outDir, 'browser_append.png'), fullPage: true });
+
+    // 4. The official client (its ESM build, loaded by the page as it is) sees the same stream.
+    const client = await browser.newPage();
+    await client.goto(`${siteUrl}/client.html${query('')}`);
+    await client.waitForFunction((k) => document.querySelectorAll('#messages li').length >= k,
+                                 { timeout: 10_000, polling: 'mutation' }, n);
+    check(JSON.stringify(await shownTexts(client)) === JSON.stringify(expected(n)),
+          '@durable-streams/client page shows messages 1-15');
+    n += 1;
+    await appendFromForm(client, `message ${n}`, 1);
+    await client.waitForFunction((k) => document.querySelectorAll('#messages li').length >= k,
+                                 { timeout: 10_000, polling: 'mutation' }, n);
+    await waitShown(tail, n);
+    check(JSON.stringify(await shownTexts(tail)) === JSON.stringify(expected(n)) &&
+          JSON.stringify(await shownTexts(client)) === JSON.stringify(expected(n)),
+          'a message appended with the client shows in both tabs');
+    await client.bringToFront();
+    await client.screenshot({ path: join(outDir, 'browser_client.png'), fullPage: true });
+    console.log(`latencies (as the page measured them): ${latencies.join(', ')}`);
+    console.log(`screenshots in ${outDir}`);
+    console.log('browser test: all checks passed');
+  } finally {
+    await cleanup(browser);
+  }
+}
+
+main().catch((err) => {
+  console.error(err.stack || String(err));
+  process.exitCode = 1;
+});
