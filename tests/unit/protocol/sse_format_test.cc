@@ -37,6 +37,18 @@ TEST(sse_format, control_event_fields) {
       "\"streamClosed\":true}\n\n");
 }
 
+// WHATWG HTML 9.2.6: "id" sets the last event ID an EventSource sends back on reconnection, "retry" its
+// reconnection time; an event with no data is dispatched to nobody.
+TEST(sse_format, event_id_and_retry_fields) {
+  std::string out;
+  append_retry(out, 1000);
+  EXPECT_EQ(out, "retry:1000\n\n");
+  out.clear();
+  append_event_id(out, "0000000000000000_0000000000000005");
+  append_data_event(out, "x");
+  EXPECT_EQ(out, "id:0000000000000000_0000000000000005\nevent: data\ndata:x\n\n");
+}
+
 TEST(sse_format, base64_rfc4648_vectors) {
   EXPECT_EQ(base64_encode(""), "");
   EXPECT_EQ(base64_encode("f"), "Zg==");

@@ -140,6 +140,39 @@ TEST(stream_request, read_errors) {
   EXPECT_EQ(error_of(fake_request(http::method::get, "/a?offset=-1&live=websocket", {})), errc::bad_live);
 }
 
+// Issue 14: a browser's EventSource reconnects to its original URL (often offset=-1) with the id of the
+// last event it dispatched; that id (an offset) is where the session resumes.
+TEST(stream_request, last_event_id_wins_over_the_url_offset_for_sse) {
+  fake_request f(http::method::get, "/a?offset=-1&live=sse",
+                 {{"Last-Event-ID", "0000000000000000_0000000000000042"}});
+  parse_outcome o = parse_stream_request(f.req);
+  ASSERT_EQ(o.error, errc::ok);
+  ASSERT_TRUE(o.request.offset);
+  EXPECT_EQ(o.request.offset->k, offset_param::kind::at);
+  EXPECT_EQ(o.request.offset->at.value(), 42u);
+  EXPECT_EQ(o.request.offset_text, "0000000000000000_0000000000000042");
+  // The other forms of an offset are accepted too.
+  EXPECT_EQ(parse_stream_request(
+                fake_request(http::method::get, "/a?offset=-1&live=sse", {{"last-event-id", "now"}}).req)
+                .request.offset->k,
+            offset_param::kind::now);
+  // Only an SSE session reads it (an EventSource is the one client that sends it by itself).
+  fake_request lp(http::method::get, "/a?offset=-1&live=long-poll",
+                  {{"Last-Event-ID", "0000000000000000_0000000000000042"}});
+  EXPECT_EQ(parse_stream_request(lp.req).request.offset->k, offset_param::kind::start);
+}
+
+TEST(stream_request, a_bad_last_event_id_is_400) {
+  EXPECT_EQ(error_of(fake_request(http::method::get, "/a?offset=-1&live=sse", {{"Last-Event-ID", "bogus"}})),
+            errc::bad_last_event_id);
+  EXPECT_EQ(error_of(fake_request(http::method::get, "/a?offset=-1&live=sse", {{"Last-Event-ID", "1_2"}})),
+            errc::bad_last_event_id);
+  http_status s = status_for(errc::bad_last_event_id);
+  EXPECT_EQ(s.code, 400);
+  EXPECT_NE(s.reason.find("Last-Event-ID"), std::string_view::npos);
+  EXPECT_NE(s.reason.find("-1"), std::string_view::npos);
+}
+
 // Issue 12: PUT /healthz made a stream nobody could read; `%5f_ds` slipped past the `__ds` check.
 TEST(stream_request, server_and_reserved_paths_are_not_streams) {
   EXPECT_EQ(error_of(fake_request(http::method::put, "/healthz", {})), errc::server_path);
