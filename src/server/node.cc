@@ -12,6 +12,7 @@
 #include "http/server.h"
 #include "io/event_loop.h"
 #include "io/signal_watcher.h"
+#include "io/tls.h"
 #include "protocol/header_values.h"
 #include "protocol/stream_request.h"
 #include "server/access_log.h"
@@ -49,6 +50,10 @@ node::node(serve_config cfg, storage::env* storage_env)
   o.max_stream_queue_bytes = cfg_.max_stream_queue_bytes;
   // Live reads hold a request open for the long-poll timeout or the SSE lifetime.
   o.idle_timeout = std::chrono::milliseconds(std::max<std::int64_t>(60'000, cfg_.sse_close_after_ms + 5'000));
+  if (!cfg_.tls_cert.empty()) {
+    tls_ = std::make_shared<io::tls_context>(io::tls_options{.ktls = cfg_.tls_ktls});
+    o.tls = tls_;  // loaded by start()
+  }
   if (cfg_.metrics || !cfg_.access_log.empty()) {
     metrics_ = std::make_unique<node_metrics>(cfg_.metrics);
     o.observer = metrics_.get();
@@ -192,7 +197,7 @@ void node::route_reserved(const http::request& req, std::string_view root, std::
       send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::bad_host)));
       return;
     }
-    origin = "http://" + std::string(authority);
+    origin = (tls_ ? "https://" : "http://") + std::string(authority);
   }
   io::event_loop& home = http_->loop(0);
   if (&home == io::event_loop::current()) {
@@ -210,9 +215,38 @@ void node::route_reserved(const http::request& req, std::string_view root, std::
   });
 }
 
+namespace {
+// A certificate close to its end gets a warning at each load (start, SIGHUP).
+constexpr std::int64_t tls_expiry_warning_s = 14 * 86'400;
+
+void log_tls_loaded(std::string_view when, const io::tls_cert_info& info) {
+  log::info("weir serve: {}TLS certificate {} (serial {}), valid until {}", when, info.subject, info.serial,
+            info.not_after);
+  if (info.seconds_left < tls_expiry_warning_s) {
+    log::warn("weir serve: the TLS certificate (serial {}) expires in {} hours ({})", info.serial,
+              info.seconds_left / 3600, info.not_after);
+  }
+}
+}  // namespace
+
+std::string node::tls_key_file() const {
+  return cfg_.tls_key.empty() ? cfg_.tls_cert : cfg_.tls_key;
+}
+
+void node::reload_tls() {
+  // New handshakes take the new certificate; established sessions keep theirs.
+  auto loaded = tls_->load(cfg_.tls_cert, tls_key_file());
+  if (!loaded) {
+    log::error("weir serve: SIGHUP: {}; the previous certificate stays in force", loaded.err().reason);
+    return;
+  }
+  log_tls_loaded("SIGHUP: reloaded ", *loaded);
+}
+
 void node::reload() {
+  if (tls_) reload_tls();
   if (!auth_ || cfg_.jwks_file.empty()) {
-    log::info("weir serve: SIGHUP: nothing to reload");
+    if (!tls_) log::info("weir serve: SIGHUP: nothing to reload");
     return;
   }
   if (status st = auth_->reload_jwks(); !st) {
@@ -265,6 +299,14 @@ status node::start() {
         "to and delete every stream",
         cfg_.host);
   }
+  if (!cfg_.tls_key.empty() && cfg_.tls_cert.empty()) {
+    return make_error(std::errc::invalid_argument, "tls-key " + cfg_.tls_key + " given without tls-cert");
+  }
+  if (tls_) {
+    auto loaded = tls_->load(cfg_.tls_cert, tls_key_file());
+    if (!loaded) return loaded.err();
+    log_tls_loaded("", *loaded);
+  }
   std::error_code ec;
   std::filesystem::create_directories(cfg_.data_dir, ec);
   if (ec)
@@ -308,14 +350,14 @@ status node::start() {
     sp->loop().post([sp] { sp->start(); });
   }
   if (access_log_) {
-    for (unsigned i = 0; i < http_->threads(); ++i) http_->loop(i).post([this, i] { arm_access_log_flush(i); });
+    for (unsigned i = 0; i < http_->threads(); ++i)
+      http_->loop(i).post([this, i] { arm_access_log_flush(i); });
   }
   log::info(
-      "weir serve: listening on {}:{} ({} threads, data dir {}, long-poll {} ms, subscriptions {}, at most "
-      "{} "
-      "connections)",
-      cfg_.host, http_->port(), shard_count(), cfg_.data_dir, cfg_.long_poll_timeout_ms, subs_ ? "on" : "off",
-      http_->connection_cap());
+      "weir serve: listening on {}:{} ({}, {} threads, data dir {}, long-poll {} ms, subscriptions {}, at "
+      "most {} connections)",
+      cfg_.host, http_->port(), tls_ ? "https" : "http", shard_count(), cfg_.data_dir,
+      cfg_.long_poll_timeout_ms, subs_ ? "on" : "off", http_->connection_cap());
   return {};
 }
 

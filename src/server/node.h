@@ -35,6 +35,9 @@ class dir_lock;
 namespace weir::auth {
 class authorizer;
 }
+namespace weir::io {
+class tls_context;
+}
 
 namespace weir::server {
 
@@ -58,8 +61,8 @@ class node {
   void run(bool handle_signals);
   // Thread-safe: begin a graceful stop.
   void stop();
-  // Thread-safe: re-read what can change without a restart (SIGHUP): the JWKS file. A file that cannot
-  // be read leaves the previous keys in force (logged).
+  // Thread-safe: re-read what can change without a restart (SIGHUP): the JWKS file and the TLS
+  // certificate and key. A file that cannot be read leaves the previous keys in force (logged).
   void reload();
   std::uint16_t port() const;
 
@@ -78,6 +81,8 @@ class node {
   void report_deleted(const std::string& path);
 
  private:
+  void reload_tls();
+  std::string tls_key_file() const;  // tls-key, or tls-cert when the key is in the same file
   void on_request(const http::request& req, http::exchange ex);
   void route_reserved(const http::request& req, std::string_view root, std::string_view rest,
                       http::exchange ex);
@@ -99,6 +104,7 @@ class node {
   std::vector<std::unique_ptr<stream_shard>> shards_;
   std::unique_ptr<subscriptions_glue> subs_;
   std::unique_ptr<auth::authorizer> auth_;  // null: access control off; set by start()
+  std::shared_ptr<io::tls_context> tls_;    // null: plain HTTP; the certificate is loaded by start()
   std::atomic<std::uint64_t> next_live_id_{1};
   std::atomic<bool> stopping_{false};
   wal_recovery_stats recovery_;

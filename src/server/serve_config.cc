@@ -251,6 +251,18 @@ const std::array table{
             "A token in a GET's access_token parameter (for EventSource) must be a JWT that expires within "
             "this many seconds; 0: no tokens in URLs",
             field<&serve_config::query_token_max_ttl_s>(), 0, 86'400},
+    // TLS (docs/http-engine.md, "TLS"): with a certificate the listen address speaks HTTPS only.
+    setting{"tls-cert", "FILE",
+            "PEM certificate chain (leaf first) to serve HTTPS on the listen address (then HTTPS only; TLS "
+            "1.2 and 1.3, ALPN http/1.1); re-read on SIGHUP for new connections. An expired certificate is "
+            "a start-up error",
+            field<&serve_config::tls_cert>()},
+    setting{"tls-key", "FILE", "PEM private key of tls-cert; empty: the tls-cert file holds the key too",
+            field<&serve_config::tls_key>()},
+    setting{"tls-ktls", "true|false",
+            "Hand the TLS record layer to the kernel (Linux tls module) after each handshake where the kernel "
+            "offers it; user space otherwise",
+            field<&serve_config::tls_ktls>()},
 };
 
 std::string name_of(const setting& s) {

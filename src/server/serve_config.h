@@ -82,6 +82,10 @@ struct serve_config {
   std::string jwt_audience;  // a value a JWT's "aud" must hold
   std::uint64_t jwt_leeway_s = 30;
   std::uint64_t query_token_max_ttl_s = 600;  // 0: no tokens in the query (access_token)
+  // HTTPS on the listen address (io/tls.h): PEM files, re-read on SIGHUP. tls_key "": in tls_cert.
+  std::string tls_cert;
+  std::string tls_key;
+  bool tls_ktls = false;  // SSL_OP_ENABLE_KTLS
   // The [[auth.api-keys]] tables of the config file (no flag: a list of structured entries).
   std::vector<auth::api_key> api_keys;
 };

@@ -4,6 +4,7 @@
 #   weir_start WEIR_BINARY [extra serve flags...]   -> sets WEIR_PID, WEIR_PORT, WEIR_URL, WEIR_DIR
 #   weir_check_alive                                 -> fails if weir died
 #   weir_stop                                        -> SIGTERM by PID, fails if weir crashed or hung
+# For a node serving HTTPS (--tls-cert): set WEIR_SCHEME=https and WEIR_CA=the CA file before weir_start.
 
 weir_start() {
   local bin="$1"
@@ -21,8 +22,9 @@ weir_start() {
       return 1
     fi
     WEIR_PORT="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$WEIR_LOG" | head -n 1)"
-    if [ -n "$WEIR_PORT" ] && curl -fsS "http://127.0.0.1:$WEIR_PORT/healthz" >/dev/null 2>&1; then
-      WEIR_URL="http://127.0.0.1:$WEIR_PORT"
+    if [ -n "$WEIR_PORT" ] && curl -fsS ${WEIR_CA:+--cacert "$WEIR_CA"} \
+      "${WEIR_SCHEME:-http}://127.0.0.1:$WEIR_PORT/healthz" >/dev/null 2>&1; then
+      WEIR_URL="${WEIR_SCHEME:-http}://127.0.0.1:$WEIR_PORT"
       echo "weir (pid $WEIR_PID) serving $WEIR_URL"
       return 0
     fi

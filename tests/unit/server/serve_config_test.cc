@@ -118,6 +118,9 @@ const std::map<std::string, sample>& samples() {
       {"max-connections", {"5000", "5000"}},
       {"max-connections-per-client", {"64", "64"}},
       {"descriptor-reserve", {"512", "512"}},
+      {"tls-cert", {"/etc/weir/tls/cert.pem", "\"/etc/weir/tls/cert.pem\""}},
+      {"tls-key", {"/etc/weir/tls/key.pem", "\"/etc/weir/tls/key.pem\""}},
+      {"tls-ktls", {"true", "true"}},
   };
   return m;
 }
