@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -350,7 +351,12 @@ TEST(log_writer, fsync_mode_interval_background_sync_failure_poisons_later_appen
   ASSERT_TRUE(e.wait_blocked(1));
   inner.fail_next_syncs(1);
   e.open_gate();  // the blocked periodic sync now fails
-  ASSERT_TRUE(q.run_until([&] { return w->stats().failed_periodic_syncs == 1; }));
+  // The flusher posts nothing when it records the failure: wait for the state itself (bounded).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (w->stats().failed_periodic_syncs == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(w->stats().failed_periodic_syncs, 1u);
   append_str(*w, "b", out);
   ASSERT_TRUE(q.run_until([&] { return out.done() == 2; }));
   ASSERT_FALSE(out.acks[1]) << "an append went on after the periodic fdatasync failed";
