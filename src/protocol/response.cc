@@ -37,7 +37,6 @@ std::optional<std::string_view> response::find(std::string_view name) const {
 }
 
 void add_common_headers(response& r) {
-  r.add_static("Access-Control-Allow-Origin", "*");
   r.add_static(
       "Access-Control-Expose-Headers",
       "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Stream-TTL, Stream-Expires-At, "

@@ -80,7 +80,9 @@ class response {
   std::string text_;
 };
 
-// CORS (any origin) and browser security headers (PROTOCOL.md 12.7), on every response.
+// The headers a browser reads (Access-Control-Expose-Headers) and browser security headers
+// (PROTOCOL.md 12.7), on every response. Access-Control-Allow-Origin depends on the request's Origin:
+// protocol::add_cors_headers (cors.h) adds it when the response is sent (server/reply.h).
 void add_common_headers(response& r);
 
 // An error: the status and reason of `s`, as text/plain, plus the common headers and the headers that

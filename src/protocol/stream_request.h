@@ -10,6 +10,7 @@
 
 #include "base/result.h"
 #include "http/exchange.h"
+#include "protocol/cors.h"
 #include "protocol/errors.h"
 #include "protocol/json_mode.h"
 #include "protocol/offset_token.h"
@@ -30,6 +31,7 @@ struct stream_request {
   operation op = operation::read;
   std::string path;
   std::string origin;  // scheme://host[:port] that Location starts with (request_limits::public_url or Host)
+  cors_grant cors;     // what the request's Origin earned (set by the server, not parsed here)
 
   // create
   std::string content_type;  // as sent ("" when absent)

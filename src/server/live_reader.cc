@@ -67,7 +67,7 @@ class long_poll final : public live_reader {
   void finish(protocol::response r) {
     done_ = true;
     shard_.loop().cancel_timer(timer_);
-    send_response(ex_, std::move(r));
+    send_response(ex_, std::move(r), req_.cors);
     shard_.remove_reader(req_.path, this, live_id_);  // may drop the last reference: nothing after this
   }
 
@@ -142,7 +142,7 @@ class sse_session final : public live_reader {
 
   void begin(const streams::stream_meta& meta) {
     base64_ = protocol::sse_needs_base64(meta.content_type);
-    send_stream_head(ex_, protocol::sse_head(meta));
+    send_stream_head(ex_, protocol::sse_head(meta), req_.cors);
     std::weak_ptr<live_reader> weak = weak_from_this();
     lifetime_ =
         shard_.loop().add_timer(std::chrono::milliseconds(shard_.options().sse_close_after_ms), [weak] {
@@ -306,7 +306,7 @@ std::shared_ptr<live_reader> start_sse(stream_shard& shard, protocol::stream_req
                                        streams::stream_offset at, std::uint64_t live_id) {
   streams::read_result rr = shard.read_visible(req.path, at, 0);
   if (rr.code != streams::errc::ok) {
-    send_response(ex, protocol::error_response(protocol::status_for(rr.code)));
+    send_response(ex, protocol::error_response(protocol::status_for(rr.code)), req.cors);
     return nullptr;
   }
   std::string path = req.path;

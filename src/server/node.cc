@@ -36,7 +36,9 @@ unsigned owner_index(std::string_view path, unsigned shards) {
 }
 
 node::node(serve_config cfg, storage::env* storage_env)
-    : cfg_(std::move(cfg)), env_(storage_env ? storage_env : &storage::default_posix_env()) {
+    : cfg_(std::move(cfg)),
+      cors_(cfg_.cors_allowed_origins),
+      env_(storage_env ? storage_env : &storage::default_posix_env()) {
   http::server_options o;
   o.host = cfg_.host;
   o.port = cfg_.port;
@@ -122,6 +124,11 @@ void node::on_request(const http::request& req, http::exchange ex) {
     send_response(ex, std::move(r));
     return;
   }
+  // What the page's Origin may do (cors-allowed-origins): every answer below carries it, errors too, so
+  // that a page can read why it was refused.
+  const http::header* origin_header = req.find("origin");
+  const protocol::cors_grant cors =
+      cors_.grant(origin_header ? std::optional<std::string_view>(origin_header->value) : std::nullopt);
   // Access control (docs/security.md): before everything but /healthz (/metrics needs admin; preflights
   // and the subscription callbacks are open by auth::classify). A query token is taken out of the request
   // (`stripped`) whether or not auth is on, so that nothing after this point can see or log it.
@@ -130,7 +137,7 @@ void node::on_request(const http::request& req, http::exchange ex) {
     const auth::decision d =
         auth_->check(req, io::event_loop::current()->index(), clock_.wall_ms(), stripped);
     if (d.error != protocol::errc::ok) {
-      send_response(ex, protocol::error_response(protocol::status_for(d.error), d.detail));
+      send_response(ex, protocol::error_response(protocol::status_for(d.error), d.detail), cors);
       return;
     }
   } else {
@@ -144,7 +151,7 @@ void node::on_request(const http::request& req, http::exchange ex) {
   }
   if (req.method() == http::method::options) {
     ex.set_tag(tag_of(request_kind::preflight));
-    send_response(ex, protocol::preflight_response());
+    send_response(ex, protocol::preflight_response(), cors);
     return;
   }
   ex.set_tag(tag_of(kind_of(req.method())));  // refined below once the request is understood
@@ -157,9 +164,10 @@ void node::on_request(const http::request& req, http::exchange ex) {
   }
   protocol::parse_outcome parsed = protocol::parse_stream_request(r, {cfg_.max_path_length, cfg_.public_url});
   if (parsed.error != protocol::errc::ok) {
-    send_response(ex, protocol::error_response(protocol::status_for(parsed.error)));
+    send_response(ex, protocol::error_response(protocol::status_for(parsed.error)), cors);
     return;
   }
+  parsed.request.cors = cors;
   const request_kind kind = kind_of(parsed.request);
   ex.set_tag(tag_of(kind));
   std::uint64_t live_id = 0;

@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/result.h"
 #include "http/exchange.h"
+#include "protocol/cors.h"
 #include "server/serve_config.h"
 #include "server/wal_recovery.h"
 #include "storage/segment_reader.h"
@@ -92,6 +93,7 @@ class node {
   void arm_access_log_flush(unsigned core);
 
   serve_config cfg_;
+  protocol::cors_policy cors_;  // cors-allowed-origins, read-only once built
   storage::env* env_;
   std::unique_ptr<storage::dir_lock> dir_lock_;  // held from start() until the node is destroyed
   system_clock_source clock_;

@@ -96,7 +96,7 @@ void send_read_response(http::exchange ex, const streams::read_result& rr,
                         const protocol::stream_request& req, std::optional<std::string> cursor,
                         std::size_t inline_up_to) {
   if (rr.code != streams::errc::ok || rr.plan.bytes <= inline_up_to) {
-    send_response(ex, protocol::read_response(rr, req, std::move(cursor)));
+    send_response(ex, protocol::read_response(rr, req, std::move(cursor)), req.cors);
     return;
   }
   // The head as read_response makes it (ETag, offsets, closure), without building the body.
@@ -106,9 +106,10 @@ void send_read_response(http::exchange ex, const streams::read_result& rr,
   head_only.plan.up_to_date = rr.plan.up_to_date;
   protocol::response head = protocol::read_response(head_only, req, std::move(cursor));
   if (head.status != 200) {
-    send_response(ex, std::move(head));  // 304: no body
+    send_response(ex, std::move(head), req.cors);  // 304: no body
     return;
   }
+  protocol::add_cors_headers(head, req.cors);
   auto body = std::make_shared<read_body_writer>(ex, rr.plan, rr.meta->json);
   on_connection_core(ex, [ex, head = std::move(head), body]() mutable {
     ex.begin_stream(head.status, header_views(head).span());
@@ -116,12 +117,14 @@ void send_read_response(http::exchange ex, const streams::read_result& rr,
   });
 }
 
-void send_response(http::exchange ex, protocol::response r) {
+void send_response(http::exchange ex, protocol::response r, const protocol::cors_grant& cors) {
+  protocol::add_cors_headers(r, cors);
   on_connection_core(
       ex, [ex, r = std::move(r)]() mutable { ex.respond(r.status, header_views(r).span(), r.body); });
 }
 
-void send_stream_head(http::exchange ex, protocol::response head) {
+void send_stream_head(http::exchange ex, protocol::response head, const protocol::cors_grant& cors) {
+  protocol::add_cors_headers(head, cors);
   on_connection_core(ex, [ex, head = std::move(head)]() mutable {
     ex.begin_stream(head.status, header_views(head).span());
     ex.flush();

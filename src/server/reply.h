@@ -6,16 +6,19 @@
 #include <string>
 
 #include "http/exchange.h"
+#include "protocol/cors.h"
 #include "protocol/response.h"
 #include "protocol/stream_request.h"
 #include "streams/state_machine.h"
 
 namespace weir::server {
 
-// Answers `ex` with `r` (on ex.loop(), posting if called from another core).
-void send_response(http::exchange ex, protocol::response r);
+// Answers `ex` with `r` (on ex.loop(), posting if called from another core), adding the CORS headers
+// its request earned (protocol::add_cors_headers: every response to a browser goes through here).
+// The default grant, "*", is for what no browser page reads with credentials (/metrics).
+void send_response(http::exchange ex, protocol::response r, const protocol::cors_grant& cors = {});
 
-// Answers a read (catch-up or long-poll) with protocol::read_response. A body larger than
+// Answers a read (catch-up or long-poll) with protocol::read_response, with req.cors. A body larger than
 // `inline_up_to` (the server's read chunk: only a JSON record larger than the chunk, which is read whole)
 // is not copied: it is written from the plan's shared, immutable chunks one window at a time as the
 // connection drains (chunked transfer coding), so N readers of a 16 MiB record that do not read hold N
@@ -25,7 +28,7 @@ void send_read_response(http::exchange ex, const streams::read_result& rr,
                         std::size_t inline_up_to);
 
 // Streamed responses (SSE): head, chunks and end, each delivered on ex.loop() in call order.
-void send_stream_head(http::exchange ex, protocol::response head);
+void send_stream_head(http::exchange ex, protocol::response head, const protocol::cors_grant& cors);
 void send_stream_chunk(http::exchange ex, std::string data, bool end);
 
 // Flow control for streamed responses: writes `data` on ex.loop(), then calls `drained` there once at

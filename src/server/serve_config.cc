@@ -10,6 +10,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "protocol/cors.h"
 #include "protocol/header_values.h"
 #include "storage/log_writer.h"
 
@@ -219,6 +220,12 @@ const std::array table{
             "http(s)://HOST[:PORT] by which clients reach the node, for the URLs it hands out (Location, "
             "callback_url, jwks_url); empty: from each request's Host header",
             field<&serve_config::public_url>(), 0, UINT64_MAX, check_public_url},
+    setting{"cors-allowed-origins", "ORIGIN,ORIGIN",
+            "Origins (http(s)://HOST[:PORT]) whose pages may make credentialed requests: echoed in "
+            "Access-Control-Allow-Origin with Access-Control-Allow-Credentials: true and Vary: Origin; "
+            "empty: every origin gets * without credentials (docs/browser.md)",
+            field<&serve_config::cors_allowed_origins>(), 0, UINT64_MAX,
+            [](const serve_config& c) { return protocol::check_cors_origins(c.cors_allowed_origins); }},
     setting{"log-level", "LEVEL", "trace, debug, info, warn, error or off", field<&serve_config::log_level>(),
             0, UINT64_MAX, check_log_level},
     setting{"log-format", "FORMAT",

@@ -53,6 +53,8 @@ struct serve_config {
   // scheme://host[:port] by which clients reach the node, for the URLs it hands out (Location,
   // callback_url, jwks_url); "": from each request's Host header (when it is a plain host[:port]).
   std::string public_url;
+  // Comma-separated origins whose pages may send credentials (CORS); "": every origin gets "*".
+  std::string cors_allowed_origins;
   // Subscriptions (docs/subscriptions.md). Webhooks over plain HTTP to loopback (tests, development).
   bool allow_loopback_webhooks = false;
   // Comma-separated host names admitted as webhook targets (https) even when they resolve to private

@@ -109,13 +109,14 @@ streams::read_result stream_shard::head_visible(const std::string& path) const {
   return rr;
 }
 
-bool stream_shard::refuse_write(http::exchange ex) {
+bool stream_shard::refuse_write(http::exchange ex, const protocol::cors_grant& cors) {
   if (wal_->failed()) {
-    send_response(ex, storage_failure(wal_->failure()));
+    send_response(ex, storage_failure(wal_->failure()), cors);
     return true;
   }
   if (wal_->in_flight() >= opts_.max_in_flight || wal_->in_flight_bytes() >= opts_.max_in_flight_bytes) {
-    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::writes_backlogged)));
+    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::writes_backlogged)),
+                  cors);
     return true;
   }
   return false;
@@ -145,11 +146,11 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
   const std::int64_t now = now_ms();
   if (req.op == operation::append && req.has_body && !req.has_content_type) {
     // PROTOCOL.md 5.2: 400, answered here where the stream's own type is known.
-    send_response(ex, protocol::missing_content_type(head_visible(req.path)));
+    send_response(ex, protocol::missing_content_type(head_visible(req.path)), req.cors);
     return;
   }
   if (req.op == operation::create || req.op == operation::append || req.op == operation::remove) {
-    if (defer_write(req, ex, live_id) || refuse_write(ex)) return;
+    if (defer_write(req, ex, live_id) || refuse_write(ex, req.cors)) return;
   }
   switch (req.op) {
     case operation::create:
@@ -167,30 +168,35 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
       c.close = req.closed;
       c.now_ms = now;
       execute(c, [ex, req = std::move(req)](durable_result& r) {
-        send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
-                                                          : protocol::append_response(r.o, req));
+        send_response(ex,
+                      r.failure != protocol::errc::ok ? storage_failure(r.failure)
+                                                      : protocol::append_response(r.o, req),
+                      req.cors);
       });
       return;
     }
     case operation::remove: {
-      execute(streams::delete_command{req.path, now, opts_.deleted_path_hold_ms}, [ex](durable_result& r) {
-        send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
-                                                          : protocol::delete_response(r.o));
+      execute(streams::delete_command{req.path, now, opts_.deleted_path_hold_ms}, [ex, cors = req.cors](
+                                                                                      durable_result& r) {
+        send_response(
+            ex, r.failure != protocol::errc::ok ? storage_failure(r.failure) : protocol::delete_response(r.o),
+            cors);
       });
       return;
     }
     case operation::head: {
       // Lazy expiry; HEAD does not renew a TTL. Answered in order behind earlier writes.
-      (void)execute(streams::expire_command{req.path, now}, [this, ex, path = req.path](durable_result&) {
-        send_response(ex, protocol::head_response(head_visible(path)));
-      });
+      (void)execute(streams::expire_command{req.path, now},
+                    [this, ex, path = req.path, cors = req.cors](durable_result&) {
+                      send_response(ex, protocol::head_response(head_visible(path)), cors);
+                    });
       return;
     }
     case operation::read:
       handle_read(std::move(req), ex, live_id);
       return;
     case operation::preflight:
-      send_response(ex, protocol::preflight_response());
+      send_response(ex, protocol::preflight_response(), req.cors);
       return;
   }
 }
@@ -201,7 +207,7 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   // pass it by as many). An idempotent PUT of an existing stream is not a new stream.
   if (opts_.max_streams != 0 && node_->stream_count() >= opts_.max_streams &&
       sm_.head(req.path, now).code == streams::errc::not_found) {
-    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::stream_quota)));
+    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::stream_quota)), req.cors);
     return;
   }
   streams::create_command c;
@@ -213,8 +219,10 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   if (!req.fork) {
     c.initial = std::move(req.payload);
     execute(c, [ex, req = std::move(req)](durable_result& r) {
-      send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
-                                                        : protocol::create_response(r.o, req));
+      send_response(
+          ex,
+          r.failure != protocol::errc::ok ? storage_failure(r.failure) : protocol::create_response(r.o, req),
+          req.cors);
     });
     return;
   }
@@ -222,8 +230,10 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   if (sm_.head(req.path, now).code != streams::errc::not_found) {
     c.fork = streams::fork_spec{req.fork->source, req.fork->offset, req.fork->sub_offset, {}};
     execute(c, [ex, req = std::move(req)](durable_result& r) {
-      send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
-                                                        : protocol::create_response(r.o, req));
+      send_response(
+          ex,
+          r.failure != protocol::errc::ok ? storage_failure(r.failure) : protocol::create_response(r.o, req),
+          req.cors);
     });
     return;
   }
@@ -253,13 +263,13 @@ void stream_shard::fork_retain(const streams::fork_retain_command& c, shard_wal:
 
 void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, durable_result d) {
   if (d.failure != protocol::errc::ok) {
-    send_response(ex, storage_failure(d.failure));
+    send_response(ex, storage_failure(d.failure), req.cors);
     return;
   }
-  if (refuse_write(ex)) return;
+  if (refuse_write(ex, req.cors)) return;
   streams::outcome& retained = d.o;
   if (retained.code != streams::errc::ok) {
-    send_response(ex, protocol::outcome_error(retained));
+    send_response(ex, protocol::outcome_error(retained), req.cors);
     return;
   }
   streams::create_command c;
@@ -280,7 +290,7 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
     if (!bytes) {
       log::error("weir serve: fork {}: reading the source record failed: {}", req.path, bytes.err().reason);
       release(f.source);
-      send_response(ex, storage_failure(protocol::errc::storage_unavailable));
+      send_response(ex, storage_failure(protocol::errc::storage_unavailable), req.cors);
       return;
     }
     std::string_view rec = *bytes;
@@ -294,8 +304,10 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
                                    : protocol::make_payload(req.raw_body, f.resolved.source_content_type);
   c.fork = std::move(f);
   execute(c, [ex, req = std::move(req)](durable_result& r) {
-    send_response(ex, r.failure != protocol::errc::ok ? storage_failure(r.failure)
-                                                      : protocol::create_response(r.o, req));
+    send_response(
+        ex,
+        r.failure != protocol::errc::ok ? storage_failure(r.failure) : protocol::create_response(r.o, req),
+        req.cors);
   });
 }
 
@@ -304,13 +316,13 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
   // Reads renew a sliding TTL, live ones when they begin (PROTOCOL.md 5.1, Stream-TTL).
   streams::outcome touched = execute(streams::touch_command{req.path, now});
   if (touched.code != streams::errc::ok) {
-    send_response(ex, protocol::error_response(protocol::status_for(touched.code)));
+    send_response(ex, protocol::error_response(protocol::status_for(touched.code)), req.cors);
     return;
   }
   // What a reader may see: only durable data (shard_wal).
   streams::read_result visible = head_visible(req.path);
   if (visible.code != streams::errc::ok) {
-    send_response(ex, protocol::error_response(protocol::status_for(visible.code)));
+    send_response(ex, protocol::error_response(protocol::status_for(visible.code)), req.cors);
     return;
   }
   const streams::stream_meta& meta = *visible.meta;
@@ -325,13 +337,13 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
     return;
   }
   if (req.live == protocol::live_mode::none && k == kind::now) {
-    send_response(ex, protocol::now_response(meta));
+    send_response(ex, protocol::now_response(meta), req.cors);
     return;
   }
   status io;
   streams::read_result rr = read_visible(req.path, from, opts_.read_chunk_bytes, &io);
   if (!io && rr.plan.bytes == 0) {
-    send_response(ex, storage_failure(protocol::errc::storage_unavailable));
+    send_response(ex, storage_failure(protocol::errc::storage_unavailable), req.cors);
     return;
   }
   if (req.live == protocol::live_mode::none) {
@@ -344,7 +356,7 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
     return;
   }
   if (meta.closed) {
-    send_response(ex, protocol::long_poll_empty(meta, rr.plan.next, cursor(req.cursor)));
+    send_response(ex, protocol::long_poll_empty(meta, rr.plan.next, cursor(req.cursor)), req.cors);
     return;
   }
   (void)start_long_poll(*this, std::move(req), ex, rr.plan.next, live_id);

@@ -6,8 +6,8 @@
 // core through reply.h.
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -104,7 +104,7 @@ class stream_shard {
   void finish_fork(protocol::stream_request req, http::exchange ex, durable_result retained);
   // Answers 507/503 when the log failed earlier (writes are refused until a restart), or 503 when too
   // many commands wait for the log.
-  bool refuse_write(http::exchange ex);
+  bool refuse_write(http::exchange ex, const protocol::cors_grant& cors);
   // Holds a write back while a checkpoint waits for the commands in flight.
   bool defer_write(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id);
   void resume_deferred();

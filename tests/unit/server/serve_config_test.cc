@@ -103,6 +103,8 @@ const std::map<std::string, sample>& samples() {
       {"max-subscriptions", {"7", "7"}},
       {"max-subscription-pattern-bytes", {"64", "64"}},
       {"public-url", {"https://streams.example:8443", "\"https://streams.example:8443\""}},
+      {"cors-allowed-origins",
+       {"https://app.example,http://127.0.0.1:8000", "\"https://app.example,http://127.0.0.1:8000\""}},
       {"log-level", {"debug", "\"debug\""}},
       {"log-format", {"json", "\"json\""}},
       {"insecure-no-auth", {"true", "true"}},
