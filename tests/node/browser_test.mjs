@@ -1,6 +1,8 @@
 // The browser test (issue 14, "A real browser"): Debian's chromium, headless, driven by puppeteer-core,
-// against a `weir serve` with access control on (an Ed25519 JWT: Bearer for fetch, access_token in the
-// query for EventSource) and the example pages of examples/browser/ served from another origin.
+// against a `weir serve` with access control and TLS on (an Ed25519 JWT: Bearer for fetch, access_token
+// in the query for EventSource; a certificate made here, which the browser trusts by its key:
+// --ignore-certificate-errors-spki-list, not --ignore-certificate-errors) and cors-allowed-origins
+// naming the origin of the example pages of examples/browser/, served from another origin.
 //
 //   node browser_test.mjs --weir WEIR_BINARY --out DIR [--chromium /usr/bin/chromium]
 //
@@ -8,11 +10,13 @@
 // browser/app.js: no helper code, the browser reconnects by itself). Checked: every message shows in
 // tab B, in order and exactly once, across weir's own SSE close (--sse-close-after-ms, short here) and
 // across a kill -9 and restart of weir on the same port and data directory; the official client
-// (examples/browser/client.html) shows the same messages; a bad Last-Event-ID is a 400 naming the
-// accepted forms. Screenshots go to DIR. Every process started here is stopped by its PID.
-import { spawn } from 'node:child_process';
-import { generateKeyPairSync, sign } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// (examples/browser/client.html) shows the same messages; a credentialed request works from the listed
+// origin and is refused by the browser from another; a bad Last-Event-ID is a 400 naming the accepted
+// forms. Screenshots go to DIR. Every process started here is stopped by its PID.
+import { execFileSync, spawn } from 'node:child_process';
+import { X509Certificate, createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,6 +64,38 @@ function makeJwt() {
 }
 const token = makeJwt();
 
+// ---- TLS: a CA and a leaf for 127.0.0.1 made by the openssl CLI (keys only in `work`) ----
+function makeCertificates() {
+  const run = (...a) => execFileSync('openssl', a, { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+  run('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key',
+      '-out', 'ca.pem', '-days', '2', '-subj', '/CN=weir browser test CA');
+  run('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'leaf.key',
+      '-out', 'leaf.csr', '-subj', '/CN=127.0.0.1');
+  writeFileSync(join(work, 'ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' +
+                                   'extendedKeyUsage=serverAuth\n');
+  run('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-set_serial', '0x5152',
+      '-days', '2', '-extfile', 'ext', '-out', 'leaf.pem');
+  const leaf = new X509Certificate(readFileSync(join(work, 'leaf.pem')));
+  // Chromium trusts a server key named by the base64 SHA-256 of its SubjectPublicKeyInfo.
+  const spki = createHash('sha256').update(leaf.publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('base64');
+  return { cert: join(work, 'leaf.pem'), key: join(work, 'leaf.key'), ca: readFileSync(join(work, 'ca.pem')), spki };
+}
+const tls = makeCertificates();
+
+// A request from this process to weir over TLS, trusting only the test CA.
+function weirRequest(url, { method = 'GET', headers = {} } = {}) {
+  return new Promise((resolveReq, rejectReq) => {
+    const req = httpsRequest(url, { method, headers, ca: tls.ca }, (res) => {
+      let body = '';
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolveReq({ status: res.statusCode, headers: res.headers, body }));
+    });
+    req.on('error', rejectReq);
+    req.end();
+  });
+}
+
 // ---- processes ----
 // Starts `cmd args`, resolves with the first output line matching `re` (its match), rejects if the
 // process exits first.
@@ -92,18 +128,19 @@ function waitExit(child) {
   return new Promise((r) => child.once('exit', () => r()));
 }
 
-async function startWeir(port) {
+async function startWeir(port, allowedOrigin) {
   const w = await startProcess(
     'weir', weirBin,
     ['serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--threads', '2',
+     '--tls-cert', tls.cert, '--tls-key', tls.key, '--cors-allowed-origins', allowedOrigin,
      '--jwks-file', jwksFile, '--jwt-issuer', 'weir-browser-test', '--jwt-audience', 'weir',
      // Short SSE lifetime: the browser's own reconnection is exercised many times per run.
      '--sse-close-after-ms', '1500', '--sse-keep-alive-ms', '500'],
     /listening on 127\.0\.0\.1:(\d+)/, join(work, `weir-${Date.now()}.log`));
-  const url = `http://127.0.0.1:${w.match[1]}`;
-  // Listening is logged once the node serves; /healthz confirms it.
-  const res = await fetch(`${url}/healthz`);
-  if (!res.ok) throw new Error(`weir /healthz: ${res.status}`);
+  const url = `https://127.0.0.1:${w.match[1]}`;
+  // Listening is logged once the node serves; /healthz (over TLS, the test CA) confirms it.
+  const res = await weirRequest(`${url}/healthz`);
+  if (res.status !== 200) throw new Error(`weir /healthz: ${res.status}`);
   console.log(`weir (pid ${w.child.pid}) serving ${url}`);
   return { child: w.child, url, port: Number(w.match[1]) };
 }
@@ -157,20 +194,28 @@ const expected = (n) => Array.from({ length: n }, (_, i) => `message ${i + 1}`);
 async function main() {
   let browser;
   try {
-    let weir = await startWeir(0);
     const site = await startProcess('static server', process.execPath,
                                     [join(repo, 'examples/browser/serve.mjs'), '--port', '0'],
-                                    /serving (http:\/\/127\.0\.0\.1:\d+)/);
+                                    /serving (http:\/\/127\.0\.0\.1:(\d+))/);
     const siteUrl = site.match[1];
+    // The same pages from another origin (localhost, not 127.0.0.1): not listed.
+    const otherSiteUrl = `http://localhost:${site.match[2]}`;
+    let weir = await startWeir(0, siteUrl);
     const stream = `/v1/stream/browser-${process.pid}`;
 
     // A bad Last-Event-ID: 400 naming the accepted forms (before anything exists: validation first).
     {
-      const res = await fetch(`${weir.url}${stream}?offset=-1&live=sse`,
-                              { headers: { Authorization: `Bearer ${token}`, 'Last-Event-ID': 'bogus' } });
-      const body = await res.text();
-      check(res.status === 400 && body.includes('Last-Event-ID') && body.includes('-1'),
-            `a bad Last-Event-ID is a 400 naming the accepted forms (${res.status} ${body.trim()})`);
+      const res = await weirRequest(`${weir.url}${stream}?offset=-1&live=sse`,
+                                    { headers: { Authorization: `Bearer ${token}`, 'Last-Event-ID': 'bogus' } });
+      check(res.status === 400 && res.body.includes('Last-Event-ID') && res.body.includes('-1'),
+            `a bad Last-Event-ID is a 400 naming the accepted forms (${res.status} ${res.body.trim()})`);
+      const pre = await weirRequest(`${weir.url}${stream}`, {
+        method: 'OPTIONS',
+        headers: { Origin: siteUrl, 'Access-Control-Request-Method': 'POST' },
+      });
+      check(pre.status === 204 && pre.headers['access-control-allow-origin'] === siteUrl &&
+            pre.headers['access-control-allow-credentials'] === 'true' && pre.headers.vary === 'Origin',
+            'a preflight from the listed origin echoes it with credentials and Vary: Origin');
     }
 
     browser = await puppeteer.launch({
@@ -179,7 +224,9 @@ async function main() {
       protocolTimeout: 60_000,
       userDataDir: join(work, 'chromium-profile'),
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-             '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+             '--disable-background-networking', '--disable-component-update', '--disable-sync',
+             // Trust exactly weir's key (the leaf's SPKI hash), as a pinned self-signed certificate.
+             `--ignore-certificate-errors-spki-list=${tls.spki}`],
     });
     console.log(`chromium ${await browser.version()} (pid ${browser.process().pid})`);
 
@@ -191,7 +238,35 @@ async function main() {
     await appender.click('#create');
     await appender.waitForFunction(() => /created/.test(document.getElementById('create-status').textContent),
                                    { timeout: 10_000, polling: 'mutation' });
-    check(true, 'tab A created the stream (cross-origin fetch with a Bearer JWT)');
+    check(true, 'tab A created the stream (cross-origin fetch over https with a Bearer JWT)');
+
+    // Credentials (cookies, withCredentials) from the listed origin only (cors-allowed-origins).
+    const credentialedFetch = (page, credentials) => page.evaluate(async (u, t, c) => {
+      try {
+        const r = await fetch(`${u}?offset=-1`, { credentials: c, headers: { Authorization: `Bearer ${t}` } });
+        return `status ${r.status}`;
+      } catch (e) {
+        return `refused (${e.name})`;
+      }
+    }, weir.url + stream, token, credentials);
+    const credentialedEventSource = (page) => page.evaluate((u) => new Promise((done) => {
+      const es = new EventSource(u, { withCredentials: true });
+      es.onopen = () => { es.close(); done('open'); };
+      es.onerror = () => { es.close(); done('refused'); };
+    }), `${weir.url}${stream}?offset=-1&live=sse&access_token=${encodeURIComponent(token)}`);
+    check(await credentialedFetch(appender, 'include') === 'status 200',
+          'a credentialed fetch from the listed origin is answered');
+    check(await credentialedEventSource(appender) === 'open',
+          'an EventSource withCredentials from the listed origin opens');
+    const stranger = await browser.newPage();
+    await stranger.goto(`${otherSiteUrl}/index.html${query('')}`);
+    const refused = await credentialedFetch(stranger, 'include');
+    check(refused.startsWith('refused'), `the browser refuses a credentialed fetch from an unlisted origin: ${refused}`);
+    check(await credentialedEventSource(stranger) === 'refused',
+          'and an EventSource withCredentials from it');
+    check(await credentialedFetch(stranger, 'omit') === 'status 200',
+          'the unlisted origin still reads without credentials (Access-Control-Allow-Origin: *)');
+    await stranger.close();
 
     const tail = await browser.newPage();
     await tail.goto(`${siteUrl}/index.html${query('&tail=1')}`);
@@ -233,7 +308,7 @@ async function main() {
                                { timeout: 10_000, polling: 'mutation' });
     check(true, 'tab B noticed the loss and is reconnecting');
     const beforeRestart = await connections(tail);
-    weir = await startWeir(port);
+    weir = await startWeir(port, siteUrl);
     await tail.waitForFunction((k) => Number((document.getElementById('tail-status').textContent
                                                 .match(/connections (\d+)/) || [0, 0])[1]) > k,
                                { timeout: 15_000, polling: 'mutation' }, beforeRestart);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The browser test (tests/node/browser_test.mjs): Debian's chromium driven by puppeteer-core against
-# `weir serve` with access control, the example pages of examples/browser/ on another origin.
+# `weir serve` with access control, TLS and cors-allowed-origins, the example pages of examples/browser/
+# on another origin. Needs the openssl CLI (test certificates).
 # Usage: run-browser.sh WEIR_BINARY TESTS_NODE_DIR OUT_DIR
 set -u
 weir_bin="$1"
