@@ -170,6 +170,20 @@ const std::array table{
     setting{"max-in-flight-bytes", "BYTES",
             "Writes per core waiting for the disk before further writes get 503 + Retry-After",
             field<&serve_config::max_in_flight_bytes>(), 0, UINT64_MAX, check_max_in_flight_bytes},
+    setting{"deleted-path-hold-ms", "MS",
+            "How long the path of a deleted stream cannot be re-created (409); 0: at once. Set it when "
+            "caches or CDNs key responses by URL and offset, which would otherwise mix the old stream's "
+            "bytes with the new one's",
+            field<&serve_config::deleted_path_hold_ms>(), 0, 365ull * 24 * 3600 * 1000},
+    setting{"group-commit-gather-us", "US",
+            "With fsync always: how long the next batch may wait for the writers the last one answered, so "
+            "that they share one fdatasync (never longer than the last batch took); 0: sync at once "
+            "(experimental)",
+            field<&serve_config::group_commit_gather_us>(), 0, 100'000},
+    setting{"max-streams", "N",
+            "Streams the node holds before a create of a new one answers 403 (a quota against clients that "
+            "create without end); 0: no quota",
+            field<&serve_config::max_streams>()},
     setting{"max-connections", "N",
             "Open connections, all cores together; 0: the descriptor limit (raised to its hard limit at "
             "start) less descriptor-reserve. At the cap the longest-idle connection is closed for a new one, "
@@ -179,15 +193,6 @@ const std::array table{
             "Open connections from one client address (beyond it: 429); 0: no cap. Behind a proxy every "
             "client has the proxy's address",
             field<&serve_config::max_connections_per_client>()},
-    setting{"deleted-path-hold-ms", "MS",
-            "How long the path of a deleted stream cannot be re-created (409); 0: at once. Set it when "
-            "caches or CDNs key responses by URL and offset, which would otherwise mix the old stream's "
-            "bytes with the new one's",
-            field<&serve_config::deleted_path_hold_ms>(), 0, 365ull * 24 * 3600 * 1000},
-    setting{"max-streams", "N",
-            "Streams the node holds before a create of a new one answers 403 (a quota against clients that "
-            "create without end); 0: no quota",
-            field<&serve_config::max_streams>()},
     setting{"descriptor-reserve", "N",
             "File descriptors that connections may never take, kept for the log's files",
             field<&serve_config::descriptor_reserve>(), 16, 1'000'000},
@@ -198,7 +203,7 @@ const std::array table{
             field<&serve_config::body_budget_bytes>(), 0, UINT64_MAX, check_body_budget_bytes},
     setting{"max-stream-queue-bytes", "BYTES",
             "Output queued for one SSE subscriber that does not read; beyond it its connection is closed "
-            "(SSE sessions send a 64 KiB window at a time and stay well under it)",
+            "(SSE sessions send a 32 KiB window at a time and stay well under it)",
             field<&serve_config::max_stream_queue_bytes>(), 256 * kib},
     setting{"allow-loopback-webhooks", "true|false",
             "Let webhook subscriptions POST over plain HTTP to localhost / 127.0.0.x (tests and development "

@@ -45,6 +45,8 @@ struct serve_config {
   std::uint64_t checkpoint_bytes = 256ull << 20;
   // Bytes of writes per core waiting for the disk before further writes get 503 + Retry-After.
   std::uint64_t max_in_flight_bytes = 256ull << 20;
+  // fsync always: how long a batch may wait for the writers the previous one answered (microseconds).
+  std::uint64_t group_commit_gather_us = 0;
   // How long the path of a deleted stream cannot be re-created (0: at once, as the conformance suite
   // expects; PROTOCOL.md 1 says a new stream SHOULD NOT reuse a deleted stream's URL).
   std::uint64_t deleted_path_hold_ms = 0;

@@ -30,6 +30,7 @@ struct wal_options {
   std::string data_dir;
   storage::sync_policy sync;
   std::uint64_t segment_bytes = 128ull << 20;
+  std::chrono::microseconds gather{0};  // storage::log_options::gather
 };
 
 // The segment files of every core, read by the hot tiers (owned by the node, outliving the shards'

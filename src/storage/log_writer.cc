@@ -104,12 +104,12 @@ void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, a
       exec_([done = std::move(done)] { done(make_error(errc::closed, "log is closing")); });
       return;
     }
-    wake = pending_.records.empty();
     std::size_t offset = pending_.bytes.size();
     pending_.bytes.resize(offset + size);
     // The lsn and CRC are filled in on the sync thread, which alone knows the next lsn.
     format::encode_record_unsealed(std::span<std::byte>(pending_.bytes).subspan(offset, size), type, payload);
     pending_.records.push_back(pending_record{offset, size, std::move(done)});
+    wake = pending_.records.size() == wake_at_;
   }
   if (wake) cv_.notify_one();
 }
@@ -165,8 +165,20 @@ std::string log_writer::segment_path(segment_id id) const {
 
 void log_writer::run() {
   std::unique_lock lock(mu_);
+  std::size_t answered = 0;  // appends the last batch completed: writers that may append again
+  std::chrono::microseconds last_batch_time{0};
   for (;;) {
     auto has_work = [&] { return stop_ || !pending_.records.empty() || !pending_.checkpoints.empty(); };
+    if (opts_.sync.mode == sync_mode::always && opts_.gather.count() > 0 && answered > 0) {
+      // Gather: the writers just answered, plus those already waiting.
+      const std::size_t target = answered + pending_.records.size();
+      const auto deadline = std::chrono::steady_clock::now() + std::min(opts_.gather, last_batch_time);
+      wake_at_ = target;
+      cv_.wait_until(lock, deadline, [&] {
+        return stop_ || pending_.records.size() >= target || !pending_.checkpoints.empty();
+      });
+      wake_at_ = 1;
+    }
     if (opts_.sync.mode == sync_mode::interval && dirty_) {
       cv_.wait_until(lock, last_sync_ + opts_.sync.interval, has_work);
     } else {
@@ -180,8 +192,12 @@ void log_writer::run() {
     pending_.bytes.clear();
     lock.unlock();
 
+    answered = b.records.size();
     if (!b.records.empty()) {
+      const auto began = std::chrono::steady_clock::now();
       write_batch(b);
+      last_batch_time =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began);
       if (opts_.sync.mode == sync_mode::always && opts_.linger.count() > 0) {
         std::unique_lock tl(tracker_->mu);
         tracker_->cv.wait_for(tl, opts_.linger, [&] { return tracker_->ran >= posted_; });

@@ -57,6 +57,13 @@ struct log_options {
   // completions (whose callbacks typically append again: the next request of the same connection) so
   // that they join the next batch instead of the one after. 0: take the next batch at once.
   std::chrono::microseconds linger{1000};
+  // In `always` mode, once a batch's completions ran, wait up to this long (and at most as long as that
+  // batch took to write and sync) for the writers it answered to send their next appends, so that they
+  // join the appends that came in meanwhile in one batch. Without it a closed loop of N writers splits
+  // into two cohorts that alternate, each with its own fdatasync. Ends early once they are all in.
+  // 0: take the next batch at once (the default until it is measured on a quiet machine:
+  // docs/benchmarks.md).
+  std::chrono::microseconds gather{0};
   // After a batch failed (and was undone), fail every later append too, without writing it, until
   // resume(): the caller applied those commands on top of the failed ones, so they must not reach the
   // log either. The caller rebuilds its state from the log, then resumes. false: the next batch is
@@ -184,6 +191,9 @@ class log_writer {
   batch pending_;
   std::vector<std::byte> spare_;  // recycled batch buffer
   bool stop_ = false;
+  // append() wakes the sync thread when the pending batch reaches this many records (1, or the size the
+  // sync thread gathers for).
+  std::size_t wake_at_ = 1;
   std::optional<error> fence_;  // set by a failed batch when fencing; cleared by resume()
 
   // The interval mode's background fdatasync. The file is synced while the sync thread may append to it

@@ -117,6 +117,7 @@ const std::map<std::string, sample>& samples() {
       {"access-log", {"/var/log/weir/access.log", "\"/var/log/weir/access.log\""}},
       {"deleted-path-hold-ms", {"60000", "60000"}},
       {"max-streams", {"10", "10"}},
+      {"group-commit-gather-us", {"500", "500"}},
       {"max-connections", {"5000", "5000"}},
       {"max-connections-per-client", {"64", "64"}},
       {"descriptor-reserve", {"512", "512"}},
