@@ -176,7 +176,7 @@ struct cluster {
       r.r.data = this;
       raft_set_election_timeout(&r.r, election_timeout_ms);
       raft_set_heartbeat_timeout(&r.r, heartbeat_timeout_ms);
-      raft_set_pre_vote(&r.r, true);
+      raft_set_pre_vote(&r.r, o.pre_vote);
       raft_set_install_snapshot_timeout(&r.r, install_snapshot_timeout_ms);
       raft_set_snapshot_threshold(&r.r, o.snapshot_threshold == 0 ? (1u << 30) : o.snapshot_threshold);
       raft_set_snapshot_trailing(&r.r, o.snapshot_trailing);

@@ -32,6 +32,9 @@ struct sim_options {
   // 0 disables them.
   unsigned snapshot_threshold = 0;
   unsigned snapshot_trailing = 8;
+  // libraft's pre-vote. Off: libraft 0.15's pre-vote can live-lock a group (docs/replication.md, bug 4);
+  // on, seed 201349 shows it.
+  bool pre_vote = false;
   bool verbose = false;
 };
 

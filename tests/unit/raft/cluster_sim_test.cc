@@ -115,13 +115,15 @@ TEST(raft_cluster_sim, seeds_with_snapshots) {
   run_seeds(env_u64("WEIR_RAFT_SIM_FIRST_SEED", 10001), env_u64("WEIR_RAFT_SIM_SNAPSHOT_SEEDS", 40), 16);
 }
 
-// One seed, for reproducing a failure: WEIR_RAFT_SIM_SEED=N [WEIR_RAFT_SIM_SNAPSHOTS=16].
+// One seed, for reproducing a failure: WEIR_RAFT_SIM_SEED=N [WEIR_RAFT_SIM_SNAPSHOTS=16]
+// [WEIR_RAFT_SIM_PRE_VOTE=1].
 TEST(raft_cluster_sim, one_seed) {
   const char* seed = std::getenv("WEIR_RAFT_SIM_SEED");
   if (seed == nullptr) GTEST_SKIP() << "set WEIR_RAFT_SIM_SEED";
   sim_options o;
   o.seed = std::strtoull(seed, nullptr, 10);
   o.snapshot_threshold = static_cast<unsigned>(env_u64("WEIR_RAFT_SIM_SNAPSHOTS", 0));
+  o.pre_vote = env_u64("WEIR_RAFT_SIM_PRE_VOTE", 0) != 0;
   o.verbose = true;
   const sim_report r = run_cluster_sim(o);
   EXPECT_TRUE(r.ok) << r.failure;

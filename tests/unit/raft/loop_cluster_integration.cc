@@ -110,7 +110,6 @@ class raft_loop_cluster : public ::testing::Test {
       ASSERT_EQ(raft_init(&rep->r, n.io->io_of(group_id(g)), &rep->fsm, n.id.value(), n.address.c_str()), 0);
       raft_set_election_timeout(&rep->r, 150);
       raft_set_heartbeat_timeout(&rep->r, 30);
-      raft_set_pre_vote(&rep->r, true);
       if (first) {
         raft_configuration conf;
         raft_configuration_init(&conf);
