@@ -12,6 +12,7 @@ core unless --threads), applies one load from 127.0.0.1 and prints the node's RS
   scripts/measure-limits.py BINARY sse-stuck N     N SSE subscribers that never read, then 64 x 1 MiB appends
   scripts/measure-limits.py BINARY json-readers N  N catch-up reads of one 16 MiB JSON record that never read
   scripts/measure-limits.py BINARY long-poll-woken N  N long-polls that never read, woken by one 64 KiB append
+  scripts/measure-limits.py BINARY streams N       N empty streams, then N streams with one 100-byte append
 
 Every socket is closed and the node stopped (SIGTERM to its PID) at the end.
 """
@@ -125,6 +126,17 @@ def main():
                     request(port, "POST", path, {"Content-Type": ctype}, chunk)
                     peak = max(peak, rss_kib(node.pid))
                 print(f"after_64_MiB_appended peak_rss_kib={peak}")
+        elif load == "streams":
+            # n empty text streams, then n more with one 100-byte append each: bytes per stream.
+            for i in range(n):
+                request(port, "PUT", f"/v1/stream/s-{i}", {"Content-Type": "text/plain"})
+            empty = settle(node.pid)
+            print(f"empty_streams rss_kib={empty} per_stream_bytes={(empty - base) * 1024 // n}")
+            for i in range(n):
+                request(port, "PUT", f"/v1/stream/t-{i}", {"Content-Type": "text/plain"})
+                request(port, "POST", f"/v1/stream/t-{i}", {"Content-Type": "text/plain"}, b"z" * 100)
+            peak = settle(node.pid)
+            print(f"streams_with_100_bytes rss_kib={peak} per_stream_bytes={(peak - empty) * 1024 // n}")
         elif load == "json-readers":
             jpath = "/v1/stream/limits-json"
             request(port, "PUT", jpath, {"Content-Type": "application/json"})
