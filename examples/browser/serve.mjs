@@ -43,4 +43,8 @@ const server = createServer(async (req, res) => {
 server.listen(port, '127.0.0.1', () => {
   console.log(`serving http://127.0.0.1:${server.address().port}`);
 });
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+// A browser keeps idle connections open: close them too rather than wait for them.
+process.on('SIGTERM', () => {
+  server.closeAllConnections();
+  server.close(() => process.exit(0));
+});

@@ -145,10 +145,18 @@ async function startWeir(port, allowedOrigin) {
   return { child: w.child, url, port: Number(w.match[1]) };
 }
 
+// Sends `signal`; a process still there after 10 s gets SIGKILL (a bound, not a synchronisation).
 async function stopChild(child, signal) {
   if (child.exitCode !== null || child.signalCode !== null) return;
   process.kill(child.pid, signal);
-  await waitExit(child);
+  let timer;
+  const bound = new Promise((r) => { timer = setTimeout(() => r('late'), 10_000); });
+  if (await Promise.race([waitExit(child).then(() => 'exited'), bound]) === 'late') {
+    console.error(`pid ${child.pid} did not exit on ${signal}: SIGKILL`);
+    process.kill(child.pid, 'SIGKILL');
+    await waitExit(child);
+  }
+  clearTimeout(timer);
 }
 
 async function cleanup(browser) {
