@@ -4,7 +4,8 @@
 //
 // The workload: the leader of each group proposes small commands; each group's state machine appends
 // them to a list. The faults: partitions, packet drops, delays and reordering, disk latency, crashes of
-// whole nodes (unsynced bytes lost) and restarts. Checked while running and at the end:
+// whole nodes (unsynced bytes lost; some right after the node voted) and restarts. Checked while running and
+// at the end:
 //   1. committed order: the k-th command any node applies in a group is the same on every node and in
 //      every incarnation (same position -> same bytes), so an acknowledged command is never lost or
 //      replaced on any node that applies that far;
@@ -44,6 +45,7 @@ struct sim_report {
   std::uint64_t acked = 0;
   std::uint64_t proposals = 0;
   std::uint64_t crashes = 0;
+  std::uint64_t vote_crashes = 0;    // crashes right after a vote, before its sync
   std::uint64_t torn_crashes = 0;    // crashes that kept a torn prefix of the unsynced bytes
   std::uint64_t tail_bytes_cut = 0;  // torn tails the node log cut at restart
   std::uint64_t partitions = 0;

@@ -78,6 +78,7 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     total.acked += r.acked;
     total.crashes += r.crashes;
     total.torn_crashes += r.torn_crashes;
+    total.vote_crashes += r.vote_crashes;
     total.tail_bytes_cut += r.tail_bytes_cut;
     total.partitions += r.partitions;
     total.minority_checks += r.minority_checks;
@@ -91,6 +92,7 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
   EXPECT_GT(total.acked, count * 100);
   EXPECT_GT(total.crashes, count);
   EXPECT_GT(total.torn_crashes, 0u);
+  EXPECT_GT(total.vote_crashes, 0u);
   EXPECT_GT(total.tail_bytes_cut, 0u);
   EXPECT_GT(total.partitions, count);
   EXPECT_GT(total.minority_checks, 0u);
@@ -99,11 +101,12 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     EXPECT_GT(total.snapshots_restored, 0u);
   }
   fmt::print(
-      "{} seeds from {}: acked {}, crashes {} (torn {}, tail bytes cut {}), partitions {}, elections {}, "
+      "{} seeds from {}: acked {}, crashes {} (torn {}, right after a vote {}, tail bytes cut {}), "
+      "partitions {}, elections {}, "
       "minority proposals {}, held frames {}, snapshots restored {}, heartbeat replies clamped {}, appends "
       "trimmed to a snapshot {}\n",
-      count, first, total.acked, total.crashes, total.torn_crashes, total.tail_bytes_cut, total.partitions,
-      total.elections, total.minority_checks, total.frames_held, total.snapshots_restored,
+      count, first, total.acked, total.crashes, total.torn_crashes, total.vote_crashes, total.tail_bytes_cut,
+      total.partitions, total.elections, total.minority_checks, total.frames_held, total.snapshots_restored,
       total.results_clamped, total.entries_trimmed);
 }
 
