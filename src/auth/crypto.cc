@@ -37,14 +37,6 @@ int hex_value(char c) {
   return -1;
 }
 
-int b64url_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
 }  // namespace
 
 std::optional<digest> digest_from_hex(std::string_view hex) {
@@ -60,52 +52,6 @@ std::optional<digest> digest_from_hex(std::string_view hex) {
 
 bool equal_constant_time(const digest& a, const digest& b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
-std::string base64url_encode(std::string_view bytes) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  out.reserve((bytes.size() * 4 + 2) / 3);
-  std::size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    std::uint32_t v = static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[i])) << 16 |
-                      static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[i + 1])) << 8 |
-                      static_cast<std::uint8_t>(bytes[i + 2]);
-    out.push_back(alphabet[(v >> 18) & 63]);
-    out.push_back(alphabet[(v >> 12) & 63]);
-    out.push_back(alphabet[(v >> 6) & 63]);
-    out.push_back(alphabet[v & 63]);
-  }
-  std::size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    std::uint32_t v = static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[i])) << 16;
-    if (rest == 2) v |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[i + 1])) << 8;
-    out.push_back(alphabet[(v >> 18) & 63]);
-    out.push_back(alphabet[(v >> 12) & 63]);
-    if (rest == 2) out.push_back(alphabet[(v >> 6) & 63]);
-  }
-  return out;
-}
-
-std::optional<std::string> base64url_decode(std::string_view text) {
-  if (text.size() % 4 == 1) return std::nullopt;  // 6 bits cannot end a byte string
-  std::string out;
-  out.reserve(text.size() * 3 / 4);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    int v = b64url_value(c);
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  // The bits left over must be zero: otherwise two texts would decode to the same bytes.
-  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
-  return out;
 }
 
 std::string random_bytes(std::size_t n) {

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/base64.h"
 #include "base/json_writer.h"
-#include "cli/base64.h"
 #include "http/status_text.h"
 
 namespace weir::cli {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/base64.h"
+#include "base/base64.h"
 
 namespace weir::cli {
 

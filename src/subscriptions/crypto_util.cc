@@ -11,66 +11,6 @@
 #include "base/assert.h"
 
 namespace weir::subscriptions {
-namespace {
-constexpr char k_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-int decode_char(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
-}  // namespace
-
-std::string base64url_encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() * 4 + 2) / 3);
-  std::size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    std::uint32_t v = (std::uint32_t(std::uint8_t(bytes[i])) << 16) |
-                      (std::uint32_t(std::uint8_t(bytes[i + 1])) << 8) | std::uint8_t(bytes[i + 2]);
-    out += k_alphabet[(v >> 18) & 63];
-    out += k_alphabet[(v >> 12) & 63];
-    out += k_alphabet[(v >> 6) & 63];
-    out += k_alphabet[v & 63];
-  }
-  std::size_t rest = bytes.size() - i;
-  if (rest == 1) {
-    std::uint32_t v = std::uint32_t(std::uint8_t(bytes[i])) << 16;
-    out += k_alphabet[(v >> 18) & 63];
-    out += k_alphabet[(v >> 12) & 63];
-  } else if (rest == 2) {
-    std::uint32_t v =
-        (std::uint32_t(std::uint8_t(bytes[i])) << 16) | (std::uint32_t(std::uint8_t(bytes[i + 1])) << 8);
-    out += k_alphabet[(v >> 18) & 63];
-    out += k_alphabet[(v >> 12) & 63];
-    out += k_alphabet[(v >> 6) & 63];
-  }
-  return out;
-}
-
-std::optional<std::string> base64url_decode(std::string_view text) {
-  if (text.size() % 4 == 1) return std::nullopt;  // no whole byte fits in one sextet
-  std::string out;
-  out.reserve(text.size() * 3 / 4);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    int d = decode_char(c);
-    if (d < 0) return std::nullopt;
-    acc = (acc << 6) | std::uint32_t(d);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  // Leftover bits must be zero, or two encodings would decode to the same bytes.
-  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
-  return out;
-}
 
 std::string sha256(std::string_view data) {
   std::array<unsigned char, 32> md{};

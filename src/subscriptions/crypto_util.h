@@ -1,17 +1,15 @@
-// Small wrappers over OpenSSL used by the signing key and the token signer: base64url (RFC 4648 5,
-// unpadded), SHA-256, HMAC-SHA256, a CSPRNG, hex. Thread-safe (OpenSSL 3 one-shot functions).
+// Small wrappers over OpenSSL used by the signing key and the token signer: SHA-256, HMAC-SHA256, a
+// CSPRNG, hex (base64url, RFC 4648 5 unpadded as JWK and Webhook-Signature want it: base/base64.h).
+// Thread-safe (OpenSSL 3 one-shot functions).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace weir::subscriptions {
+#include "base/base64.h"
 
-// RFC 4648 section 5 alphabet, no '=' padding (as JWK and the Webhook-Signature header require).
-std::string base64url_encode(std::string_view bytes);
-// Rejects padding, characters outside the alphabet and impossible lengths.
-std::optional<std::string> base64url_decode(std::string_view text);
+namespace weir::subscriptions {
 
 std::string sha256(std::string_view data);                             // 32 raw bytes
 std::string hmac_sha256(std::string_view key, std::string_view data);  // 32 raw bytes

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/base64.h"
 #include "server/node.h"
 #include "unit/server/http_test_client.h"
 
@@ -95,31 +96,6 @@ sse_reply read_sse(std::uint16_t port, const std::string& path) {
       }
     }
     if (!ev.type.empty()) out.events.push_back(std::move(ev));
-  }
-  return out;
-}
-
-std::string base64_decode(const std::string& in) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  unsigned bits = 0;
-  int count = 0;
-  for (char c : in) {
-    int v = value(c);
-    if (v < 0) continue;  // padding, line breaks
-    bits = (bits << 6) | static_cast<unsigned>(v);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out += static_cast<char>((bits >> count) & 0xff);
-    }
   }
   return out;
 }
@@ -238,7 +214,9 @@ TEST_F(large_record_test, a_16_mib_byte_record_is_read_in_chunks_over_sse_and_ca
   for (const sse_event& ev : r.events) {
     if (ev.type != "data") continue;
     ++data_events;
-    std::string bytes = base64_decode(ev.data);
+    auto decoded = weir::base64_decode(ev.data);
+    ASSERT_TRUE(decoded.has_value()) << decoded.err().reason;
+    std::string bytes = *decoded;
     EXPECT_LE(bytes.size(), 64u * 1024) << "an event larger than the read chunk";
     got += bytes;
   }

@@ -1,8 +1,8 @@
-#include "cli/base64.h"
+#include "base/base64.h"
 
 #include <gtest/gtest.h>
 
-namespace weir::cli {
+namespace weir {
 namespace {
 
 TEST(base64, round_trips_every_length_and_byte) {
@@ -41,5 +41,35 @@ TEST(base64, rejects_what_is_not_base64) {
   EXPECT_FALSE(base64_decode("Zm=v").has_value());      // data after padding
 }
 
+TEST(base64url, round_trips_and_is_strict) {
+  for (std::string s : {"", "f", "fo", "foo", "foob", "\xfb\xff\xfe"}) {
+    EXPECT_EQ(base64url_decode(base64url_encode(s)), s);
+  }
+  EXPECT_EQ(base64url_encode("\xfb\xff"), "-_8");
+  EXPECT_FALSE(base64url_decode("Zm9v=").has_value());  // padding
+  EXPECT_FALSE(base64url_decode("+/8").has_value());    // the standard alphabet
+  EXPECT_FALSE(base64url_decode("Zm 9v").has_value());  // whitespace
+  EXPECT_FALSE(base64url_decode("Zm9vY").has_value());  // 5 characters: no whole byte string
+  EXPECT_FALSE(base64url_decode("Zh").has_value());     // "f" with non-zero unused bits
+  EXPECT_EQ(base64url_decode("Zg"), "f");
+}
+
+TEST(base64url, round_trips_every_length) {
+  std::string bytes;
+  for (int n = 0; n < 70; ++n) {
+    auto enc = base64url_encode(bytes);
+    EXPECT_EQ(enc.find_first_of("+/="), std::string::npos);
+    auto dec = base64url_decode(enc);
+    ASSERT_TRUE(dec.has_value()) << n;
+    EXPECT_EQ(*dec, bytes);
+    bytes += static_cast<char>(n * 37 + 11);
+  }
+  EXPECT_EQ(base64url_encode("\xfb\xff"), "-_8");  // RFC 4648 5 alphabet
+  EXPECT_FALSE(base64url_decode("ab=c"));
+  EXPECT_FALSE(base64url_decode("a"));
+  EXPECT_FALSE(base64url_decode("ab+c"));
+  EXPECT_FALSE(base64url_decode("AB"));  // non-zero trailing bits
+}
+
 }  // namespace
-}  // namespace weir::cli
+}  // namespace weir
