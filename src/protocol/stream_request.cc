@@ -70,9 +70,9 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
     if (!limits.public_url.empty()) {
       r.origin = std::string(limits.public_url);
     } else if (!host) {
-      r.origin = "http://localhost";
+      r.origin = limits.https ? "https://localhost" : "http://localhost";
     } else if (valid_url_host(*host)) {
-      r.origin = "http://" + std::string(*host);
+      r.origin = (limits.https ? "https://" : "http://") + std::string(*host);
     } else {
       return fail(errc::bad_host);
     }

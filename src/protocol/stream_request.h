@@ -64,6 +64,8 @@ struct request_limits {
   std::size_t max_path_length = 1024;
   // The server's public URL (serve_config::public_url, a valid_origin) or "": URLs from each Host.
   std::string_view public_url;
+  // The node serves HTTPS (tls-cert): URLs made from Host say https.
+  bool https = false;
 };
 
 // The validated request, or the protocol error to answer with.

@@ -162,7 +162,8 @@ void node::on_request(const http::request& req, http::exchange ex) {
     route_reserved(r, root, rest, ex);
     return;
   }
-  protocol::parse_outcome parsed = protocol::parse_stream_request(r, {cfg_.max_path_length, cfg_.public_url});
+  protocol::parse_outcome parsed =
+      protocol::parse_stream_request(r, {cfg_.max_path_length, cfg_.public_url, tls_ != nullptr});
   if (parsed.error != protocol::errc::ok) {
     send_response(ex, protocol::error_response(protocol::status_for(parsed.error)), cors);
     return;

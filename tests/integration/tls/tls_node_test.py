@@ -5,7 +5,7 @@ Certificates are made here with the openssl CLI (a self-signed CA and leaves; th
 temporary directory). Checks: start-up errors that name the file (a key that does not match the
 certificate, a missing file, an expired certificate); HTTPS only on the listen address (plaintext HTTP
 is closed, the node stays healthy); SIGHUP with new files: a new connection sees the new certificate's
-serial while an open keep-alive connection goes on; SIGHUP with a broken pair keeps the certificate in
+serial while an open keep-alive connection goes on; a create's Location says https; SIGHUP with a broken pair keeps the certificate in
 force; SIGTERM stops the node cleanly.
 
 Usage: tls_node_test.py WEIR_BINARY
@@ -114,6 +114,12 @@ def main():
         old.request("GET", "/healthz")
         r = old.getresponse()
         check(r.status == 200 and r.read() == b"ok\n", "GET /healthz over HTTPS")
+        old.request("PUT", "/v1/stream/tls-made", headers={"Content-Type": "text/plain"})
+        r = old.getresponse()
+        r.read()
+        location = r.getheader("Location") or ""
+        check(r.status == 201 and location == f"https://127.0.0.1:{port}/v1/stream/tls-made",
+              f"a create over HTTPS answers 201 with an https Location ({location})")
 
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -213,6 +213,10 @@ TEST(stream_request, a_create_needs_a_plain_host) {
   parse_outcome pub = parse_stream_request(spoofed.req, {1024, "https://streams.example"});
   EXPECT_EQ(pub.error, errc::ok);
   EXPECT_EQ(pub.request.origin, "https://streams.example");
+  // A node serving HTTPS hands out https URLs made from Host.
+  parse_outcome tls =
+      parse_stream_request(fake_request(http::method::put, "/a", {{"Host", "h:4437"}}).req, {1024, "", true});
+  EXPECT_EQ(tls.request.origin, "https://h:4437");
 }
 
 }  // namespace
