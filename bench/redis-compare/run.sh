@@ -14,7 +14,8 @@
 # settings otherwise (AOF rewrite on). Both get a 2 s warm-up. Reported per case and target: requests/s,
 # p50 and p99 (ms), and server CPU per request (utime+stime of the server process over the phase).
 # Medians over the rounds go to DIR/redis-compare.md with the ratios (weir / Redis).
-# Env: WEIR_BIN (default build/release/src/server/weir).
+# Env: WEIR_BIN (default build/release/src/server/weir), WEIR_FLAGS (more `weir serve` flags, e.g.
+# "--group-commit-gather-us 500").
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$repo"
@@ -69,7 +70,7 @@ start_weir() {  # fsync mode
   tmp=$(mktemp -d /tmp/weir-redis-compare.XXXXXX)
   port=$(free_port)
   "$weir_bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" --threads "$threads" --fsync "$1" \
-    --log-level warn >"$tmp/serve.log" 2>&1 &
+    --log-level warn ${WEIR_FLAGS:-} >"$tmp/serve.log" 2>&1 &
   pid=$!
   wait_port "$port"
   for i in $(seq 0 $((streams - 1))); do
