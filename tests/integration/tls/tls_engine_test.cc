@@ -103,6 +103,21 @@ TEST_F(tls_fixture, refuses_clients_that_offer_only_tls10_or_tls11) {
   ASSERT_TRUE(ok.handshake()) << ok.error();
 }
 
+TEST_F(tls_fixture, alpn_without_http11_is_refused_and_no_alpn_is_served) {
+  running_server s(options(), echo);
+  // RFC 7301 3.2: no protocol in common is a fatal no_application_protocol alert.
+  tls_client h2_only(s.port(), certs.ca(), {.alpn = std::string("\x02h2", 3)});
+  EXPECT_FALSE(h2_only.handshake());
+  EXPECT_NE(h2_only.error().find("no application protocol"), std::string::npos) << h2_only.error();
+  tls_client no_alpn(s.port(), certs.ca(), {.alpn = ""});
+  ASSERT_TRUE(no_alpn.handshake()) << no_alpn.error();
+  EXPECT_EQ(no_alpn.alpn(), "");
+  no_alpn.send(get("/plain-alpn"));
+  response r;
+  ASSERT_TRUE(no_alpn.read_response(r));
+  EXPECT_EQ(r.body, "GET /plain-alpn");
+}
+
 TEST_F(tls_fixture, plaintext_http_on_the_tls_port_is_closed) {
   running_server s(options(), echo);
   client plain(s.port());

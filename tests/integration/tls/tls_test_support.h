@@ -114,7 +114,8 @@ class cert_dir {
 struct client_options {
   int min_version = TLS1_2_VERSION;
   int max_version = TLS1_3_VERSION;
-  bool offer_alpn = true;
+  // ALPN protocols offered, in wire form (length-prefixed names); empty: no ALPN extension.
+  std::string alpn = std::string("\x02h2\x08http/1.1", 12);
 };
 
 // A blocking TLS client over loopback that verifies the server against `ca_file`. handshake() says
@@ -130,9 +131,9 @@ class tls_client : public http::testing::client {
     SSL_CTX_set_max_proto_version(ctx_, o.max_version);
     SSL_CTX_load_verify_locations(ctx_, ca_file.c_str(), nullptr);
     SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
-    if (o.offer_alpn) {
-      static const unsigned char protos[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-      SSL_CTX_set_alpn_protos(ctx_, protos, sizeof protos);
+    if (!o.alpn.empty()) {
+      SSL_CTX_set_alpn_protos(ctx_, reinterpret_cast<const unsigned char*>(o.alpn.data()),
+                              static_cast<unsigned>(o.alpn.size()));
     }
     ssl_ = SSL_new(ctx_);
     SSL_set_fd(ssl_, fd());
