@@ -11,8 +11,15 @@
 # Reports req/s and server CPU microseconds per request (utime+stime from /proc/PID/stat over the run /
 # requests wrk completed); the summary gives medians over rounds. Certificates (P-256) are made here.
 #
+#   read-pipelined:    GET of a small stream (catch-up), 16 requests per write on 16 connections: the
+#                      per-request cost of access control, which /healthz does not pay.
+# With VARIANTS="bare ops" (issue 14's "everything on against everything off"): `bare` is plain HTTP
+# with --metrics false; `ops` is TLS + an API key checked on every request (Authorization: Bearer) +
+# metrics on.
+#
 #   bench/tls/run.sh                                  # ROUNDS=3 DURATION=8
 #   BEFORE=/tmp/weir-before ROUNDS=5 bench/tls/run.sh
+#   VARIANTS="bare ops" CASES="read-pipelined append-fsync append-interval" bench/tls/run.sh
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +31,7 @@ PORT=${PORT:-18091}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 CASES=${CASES:-"healthz-pipelined append-fsync append-interval"}
-VARIANTS="plain tls"
+VARIANTS=${VARIANTS:-"plain tls"}
 [[ -n "${BEFORE:-}" ]] && VARIANTS="before plain tls"
 
 hz=$(getconf CLK_TCK)
@@ -48,15 +55,22 @@ trap cleanup EXIT
   printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > ext
   openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -set_serial 0x42 -days 2 -extfile ext -out leaf.pem
 ) > /dev/null 2>&1
+# The `ops` variant's API key: weir keeps only its hash, in a config file.
+api_key=$("$WEIR" auth gen-key 2>/dev/null | grep -m1 '^wk_')
+printf '[[auth.api-keys]]\nname = "bench"\nhash = "%s"\nscope = [{ prefix = "/", ops = ["read", "write", "delete", "admin"] }]\n' \
+  "$(printf %s "$api_key" | sha256sum | cut -d' ' -f1)" > "$tmp/auth.toml"
+auth_args() { [[ "$1" == ops ]] && printf '%s\n' -H "Authorization: Bearer $api_key"; }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-scheme() { [[ "$1" == tls ]] && echo https || echo http; }
+scheme() { [[ "$1" == tls || "$1" == ops ]] && echo https || echo http; }
 
 start_server() {  # variant case
   local bin=$WEIR flags=()
   [[ "$1" == before ]] && bin=$BEFORE
   [[ "$1" == tls ]] && flags=(--tls-cert "$tmp/leaf.pem" --tls-key "$tmp/leaf.key")
+  [[ "$1" == ops ]] && flags=(--tls-cert "$tmp/leaf.pem" --tls-key "$tmp/leaf.key" --config "$tmp/auth.toml")
+  [[ "$1" == bare ]] && flags=(--metrics false)
   local fsync=interval:100
   [[ "$2" == append-fsync ]] && fsync=always
   rm -rf "$tmp/data"
@@ -83,13 +97,23 @@ run_case() {  # case variant -> prints "req/s us/req"
   case "$1" in
     healthz-pipelined)
       url="$base/healthz"; args=(-c16 -s "$root/bench/http/pipeline.lua"); script_arg=16 ;;
+    read-pipelined)
+      local -a hdr
+      mapfile -t hdr < <(auth_args "$2")
+      curl -sf --cacert "$tmp/ca.pem" "${hdr[@]}" -X PUT -H 'Content-Type: text/plain' --data-binary 'small stream' \
+        "$base/v1/stream/bench" > /dev/null
+      url="$base/v1/stream/bench?offset=-1"; args=(-c16 -s "$root/bench/http/pipeline.lua"); script_arg=16 ;;
     append-*)
-      curl -sf --cacert "$tmp/ca.pem" -X PUT -H 'Content-Type: text/plain' "$base/v1/stream/bench" > /dev/null
+      local -a hdr
+      mapfile -t hdr < <(auth_args "$2")
+      curl -sf --cacert "$tmp/ca.pem" "${hdr[@]}" -X PUT -H 'Content-Type: text/plain' "$base/v1/stream/bench" > /dev/null
       url="$base/v1/stream/bench"; args=(-c64 -s "$root/bench/metrics/append.lua"); script_arg=256 ;;
   esac
   local before after out
   before=$(cpu_ticks "$pid")
-  out=$(taskset -c "$CLIENT_CPU" wrk -t1 "${args[@]}" -d"${DURATION}s" "$url" -- "$script_arg" 2>&1)
+  local -a auth
+  mapfile -t auth < <(auth_args "$2")
+  out=$(taskset -c "$CLIENT_CPU" wrk -t1 "${args[@]}" "${auth[@]}" -d"${DURATION}s" "$url" -- "$script_arg" 2>&1)
   after=$(cpu_ticks "$pid")
   local reqs rps
   reqs=$(echo "$out" | awk '/requests in/ {print $1}')
