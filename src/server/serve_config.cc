@@ -271,10 +271,11 @@ const std::array table{
             field<&serve_config::tls_cert>()},
     setting{"tls-key", "FILE", "PEM private key of tls-cert; empty: the tls-cert file holds the key too",
             field<&serve_config::tls_key>()},
-    setting{"tls-ktls", "true|false",
-            "Hand the TLS record layer to the kernel (Linux tls module) after each handshake where the kernel "
-            "offers it; user space otherwise",
-            field<&serve_config::tls_ktls>()},
+    setting{
+        "tls-ktls", "true|false",
+        "Hand the TLS record layer to the kernel (Linux tls module) after each handshake where the kernel "
+        "offers it; user space otherwise",
+        field<&serve_config::tls_ktls>()},
 };
 
 std::string name_of(const setting& s) {

@@ -568,8 +568,9 @@ TEST(state_machine, producers_per_stream_are_capped_least_recently_used_first) {
   state_machine sm;
   ASSERT_TRUE(sm.create(make_create("/p")).created);
   for (std::size_t i = 0; i < max_producers_per_stream; ++i) {
-    ASSERT_EQ(sm.append(producer_append("w" + std::to_string(i), 0, 0, t0 + static_cast<std::int64_t>(i))).code,
-              errc::ok);
+    ASSERT_EQ(
+        sm.append(producer_append("w" + std::to_string(i), 0, 0, t0 + static_cast<std::int64_t>(i))).code,
+        errc::ok);
   }
   // w0 is the least recently used: a new producer takes its place.
   ASSERT_EQ(sm.append(producer_append("new", 0, 0, t0 + 1'000'000)).code, errc::ok);
