@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 namespace weir::subscriptions {
 namespace {
 
@@ -10,6 +12,11 @@ struct glob_case {
   const char* path;
   bool match;
 };
+
+// Readable (and stable) test names: gtest would print the struct's bytes, pointers included.
+void PrintTo(const glob_case& c, std::ostream* os) {
+  *os << c.pattern << (c.match ? " matches " : " does not match ") << c.path;
+}
 
 class glob_table : public ::testing::TestWithParam<glob_case> {};
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 namespace weir::subscriptions {
 namespace {
 
@@ -10,6 +12,11 @@ struct url_case {
   bool dev;  // allow_localhost
   bool ok;
 };
+
+// Readable (and stable) test names: gtest would print the struct's bytes, pointer included.
+void PrintTo(const url_case& c, std::ostream* os) {
+  *os << c.url << (c.dev ? " (dev)" : "") << (c.ok ? " ok" : " refused");
+}
 
 class url_table : public ::testing::TestWithParam<url_case> {};
 
