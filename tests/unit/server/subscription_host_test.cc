@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -68,8 +69,10 @@ TEST(subscription_host, loopback_webhooks_need_the_setting) {
   }
   serve_config dev = config(dir);
   dev.allow_loopback_webhooks = true;
-  running_node n(dev);
-  EXPECT_EQ(http(n.port(), "PUT", subs + "a", json_type, loopback_hook).status, 201);
+  {
+    running_node n(dev);
+    EXPECT_EQ(http(n.port(), "PUT", subs + "a", json_type, loopback_hook).status, 201);
+  }  // stopped (journal thread included) before its directory goes
   std::filesystem::remove_all(dir);
 }
 
@@ -78,19 +81,20 @@ TEST(subscription_host, limits_come_from_the_settings) {
   serve_config cfg = config(dir);
   cfg.max_subscriptions = 1;
   cfg.max_subscription_pattern_bytes = 8;
-  running_node n(cfg);
+  auto n = std::make_unique<running_node>(cfg);
   const std::string pull = R"({"type":"pull-wake","pattern":"%s","wake_stream":"wake/pool"})";
   auto body = [&](const std::string& pattern) {
     std::string b = pull;
     return b.replace(b.find("%s"), 2, pattern);
   };
-  reply long_pattern = http(n.port(), "PUT", subs + "a", json_type, body("events/abc/*"));
+  reply long_pattern = http(n->port(), "PUT", subs + "a", json_type, body("events/abc/*"));
   EXPECT_EQ(long_pattern.status, 400);
   EXPECT_NE(long_pattern.body.find("max-subscription-pattern-bytes (8 bytes)"), std::string::npos);
-  EXPECT_EQ(http(n.port(), "PUT", subs + "a", json_type, body("e/*")).status, 201);
-  reply second = http(n.port(), "PUT", subs + "b", json_type, body("e/*"));
+  EXPECT_EQ(http(n->port(), "PUT", subs + "a", json_type, body("e/*")).status, 201);
+  reply second = http(n->port(), "PUT", subs + "b", json_type, body("e/*"));
   EXPECT_EQ(second.status, 403);
   EXPECT_NE(second.body.find("max-subscriptions (1)"), std::string::npos) << second.body;
+  n.reset();  // stopped (journal thread included) before its directory goes
   std::filesystem::remove_all(dir);
 }
 
@@ -128,19 +132,21 @@ TEST(subscription_host, wildcard_links_survive_a_restart) {
   EXPECT_LT(grown, static_cast<std::uintmax_t>(streams) * 400u);
   EXPECT_FALSE(std::filesystem::exists(dir + "/subscriptions.json"));
 
-  running_node again(config(dir));
-  reply r = http(again.port(), "GET", subs + "all");
-  ASSERT_EQ(r.status, 200);
-  for (int i = 0; i < streams; ++i) {
-    EXPECT_NE(r.body.find("\"events/s" + std::to_string(i) + "\""), std::string::npos) << i;
+  {  // the node (and its journal thread) is gone before the directory is removed
+    running_node again(config(dir));
+    reply r = http(again.port(), "GET", subs + "all");
+    ASSERT_EQ(r.status, 200);
+    for (int i = 0; i < streams; ++i) {
+      EXPECT_NE(r.body.find("\"events/s" + std::to_string(i) + "\""), std::string::npos) << i;
+    }
+    // Linked before their first data (PROTOCOL.md 6.2), so their cursors are at the start: a backfill after
+    // the restart would have linked them at their tails instead, so these come from the log.
+    int at_start = 0;
+    for (auto p = r.body.find(R"("acked_offset":"-1")"); p != std::string::npos;
+         p = r.body.find(R"("acked_offset":"-1")", p + 1))
+      ++at_start;
+    EXPECT_EQ(at_start, streams) << r.body;
   }
-  // Linked before their first data (PROTOCOL.md 6.2), so their cursors are at the start: a backfill after
-  // the restart would have linked them at their tails instead, so these come from the log.
-  int at_start = 0;
-  for (auto p = r.body.find(R"("acked_offset":"-1")"); p != std::string::npos;
-       p = r.body.find(R"("acked_offset":"-1")", p + 1))
-    ++at_start;
-  EXPECT_EQ(at_start, streams) << r.body;
   std::filesystem::remove_all(dir);
 }
 
