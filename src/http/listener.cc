@@ -80,11 +80,14 @@ void listener::note_exhausted(int err) {
   exhausted_since_log_ = 0;
 }
 
-bool listener::shed_one() {
+bool listener::shed_one(int err) {
   if (spare_fd_ < 0) spare_fd_ = open_spare();
   if (spare_fd_ < 0) return false;
   ::close(spare_fd_);
   spare_fd_ = -1;
+  // Logged while the spare's number is free: whatever the logging needs (or a sanitizer's runtime,
+  // which opens files to describe a report) finds a descriptor.
+  note_exhausted(err);
   int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd >= 0) refuse(fd, busy_response);
   // Another thread may take the freed number first: then the next EMFILE waits for the retry timer.
@@ -111,8 +114,8 @@ void listener::on_io(std::uint32_t) {
       if (err == EINTR || err == ECONNABORTED) continue;
       if (err == EAGAIN || err == EWOULDBLOCK) return;
       if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+        if (shed_one(err)) continue;
         note_exhausted(err);
-        if (shed_one()) continue;
         retry_later();
         return;
       }

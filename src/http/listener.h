@@ -28,8 +28,9 @@ class listener final : public io::io_handler {
   int fd() const { return fd_; }
 
  private:
-  // EMFILE/ENFILE: shed one waiting connection with the spare descriptor. False: could not (retry later).
-  bool shed_one();
+  // EMFILE/ENFILE (`err`): shed one waiting connection with the spare descriptor. False: could not
+  // (retry later).
+  bool shed_one(int err);
   void retry_later();
   void note_exhausted(int err);
   // Answers a connection we will not serve, then closes it.

@@ -111,7 +111,9 @@ TEST(json_payload, agrees_with_simdjson_on_random_texts) {
     ++accepted;
     std::vector<std::string> expected;
     if (doc.is_array()) {
-      for (simdjson::dom::element el : doc.get_array().value()) expected.push_back(simdjson::minify(el));
+      // The array is a local: a range-for over get_array().value() would outlive its temporary result.
+      const simdjson::dom::array items = doc.get_array().value();
+      for (simdjson::dom::element el : items) expected.push_back(simdjson::minify(el));
     } else {
       expected.push_back(simdjson::minify(doc));
     }
@@ -120,7 +122,8 @@ TEST(json_payload, agrees_with_simdjson_on_random_texts) {
     simdjson::dom::element again;
     ASSERT_EQ(parser.parse(simdjson::padded_string(reparsed)).get(again), simdjson::SUCCESS) << reparsed;
     std::vector<std::string> got;
-    for (simdjson::dom::element el : again.get_array().value()) got.push_back(simdjson::minify(el));
+    const simdjson::dom::array items = again.get_array().value();
+    for (simdjson::dom::element el : items) got.push_back(simdjson::minify(el));
     ASSERT_EQ(got, expected) << text;
     ASSERT_EQ(mine.messages, expected.size()) << text;
   }
