@@ -67,7 +67,7 @@ def wait_log(path, pattern, after=0, limit=10.0):
         m = re.search(pattern, text[after:])
         if m:
             return m
-        time.sleep(0.05)
+        time.sleep(0.05)  # polling the node's log for a line: no other event to wait on
     return None
 
 

@@ -23,17 +23,23 @@ struct reply {
   std::string body;
 };
 
-// One request on a fresh connection (Connection: close), read to EOF.
-inline reply http(std::uint16_t port, const std::string& method, const std::string& path,
-                  const std::map<std::string, std::string>& headers = {}, const std::string& body = "") {
+// A blocking connection to 127.0.0.1:port whose reads give up after `timeout_s` seconds.
+inline int connect_loopback(std::uint16_t port, int timeout_s) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  timeval tv{10, 0};
+  timeval tv{timeout_s, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+// One request on a fresh connection (Connection: close), read to EOF.
+inline reply http(std::uint16_t port, const std::string& method, const std::string& path,
+                  const std::map<std::string, std::string>& headers = {}, const std::string& body = "") {
+  int fd = connect_loopback(port, 10);
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
   req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
