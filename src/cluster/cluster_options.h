@@ -1,0 +1,51 @@
+// cluster_options: how a node takes part in a cluster (`weir serve --node-id --peer-listen --peers`).
+// Without a node id the node runs alone, as before clusters existed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace weir::cluster {
+
+struct peer_address {
+  std::string host;
+  std::uint16_t port = 0;
+  bool empty() const { return host.empty() && port == 0; }
+  bool operator==(const peer_address&) const = default;
+};
+
+struct cluster_options {
+  std::uint64_t node_id = 0;  // 0: not in a cluster
+  peer_address peer_listen;   // where this node accepts its peers' connections
+  // How this node reaches every node of the cluster (its own entry included; it may differ from
+  // peer_listen, e.g. through a proxy in a test).
+  std::map<std::uint64_t, peer_address> peers;
+  std::uint32_t groups = 64;  // raft groups; fixed when the data directory is created
+  bool enabled() const { return node_id != 0; }
+};
+
+// The limits validate() enforces.
+inline constexpr std::size_t max_nodes = 7;
+inline constexpr std::uint32_t max_groups = 4096;
+
+// "1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439" -> peers ("" -> none; spaces around entries are
+// ignored). Errors (std::errc::invalid_argument) name the bad entry.
+result<std::map<std::uint64_t, peer_address>> parse_peers(std::string_view text);
+// "HOST:PORT" -> an address; "" -> the unset address (empty host, port 0).
+result<peer_address> parse_peer_address(std::string_view text);
+// The inverses: what parse_peers and parse_peer_address read back to the same value.
+std::string format_peers(const std::map<std::uint64_t, peer_address>& peers);
+std::string format_peer_address(const peer_address& a);
+
+// Checks a whole configuration: the node id is one of the peers, ids > 0, at most 7 nodes, ports set,
+// IPv4 hosts (or localhost), no address twice, groups in [1, 4096]. A configuration without a node id
+// is valid only without peers and peer_listen. Errors (std::errc::invalid_argument) speak of the
+// settings by their flag names (node-id, peers, peer-listen, raft-groups).
+status validate(const cluster_options& o);
+
+}  // namespace weir::cluster
