@@ -37,23 +37,35 @@ namespace {
 
 constexpr std::uint64_t kib = 1024;
 
-// The accessors of one serve_config member, by its type: bool, std::string or a non-negative integer.
-template <auto Member>
+// The member that a path of member pointers leads to: `at<&serve_config::x>(c)` is c.x,
+// `at<&serve_config::cluster, &cluster::cluster_options::groups>(c)` is c.cluster.groups.
+template <auto Member, auto... Rest, class C>
+constexpr auto& at(C& c) {
+  if constexpr (sizeof...(Rest) == 0) {
+    return c.*Member;
+  } else {
+    return at<Rest...>(c.*Member);
+  }
+}
+
+// The accessors of one serve_config member (or a member of one of its members), by its type: bool,
+// std::string or a non-negative integer.
+template <auto... Path>
 constexpr setting_access field() {
-  using T = std::remove_cvref_t<decltype(std::declval<serve_config&>().*Member)>;
+  using T = std::remove_cvref_t<decltype(at<Path...>(std::declval<serve_config&>()))>;
   if constexpr (std::is_same_v<T, bool>) {
-    return {setting_kind::boolean, 1, [](const serve_config& c) -> setting_value { return c.*Member; },
-            [](serve_config& c, const setting_value& v) { c.*Member = std::get<bool>(v); }};
+    return {setting_kind::boolean, 1, [](const serve_config& c) -> setting_value { return at<Path...>(c); },
+            [](serve_config& c, const setting_value& v) { at<Path...>(c) = std::get<bool>(v); }};
   } else if constexpr (std::is_same_v<T, std::string>) {
-    return {setting_kind::text, 0, [](const serve_config& c) -> setting_value { return c.*Member; },
-            [](serve_config& c, const setting_value& v) { c.*Member = std::get<std::string>(v); }};
+    return {setting_kind::text, 0, [](const serve_config& c) -> setting_value { return at<Path...>(c); },
+            [](serve_config& c, const setting_value& v) { at<Path...>(c) = std::get<std::string>(v); }};
   } else {
     static_assert(std::is_integral_v<T>, "a setting is a bool, a string or an integer");
     return {setting_kind::integer, static_cast<std::uint64_t>(std::numeric_limits<T>::max()),
             // A negative value (set in code, not by a user) reads as huge and fails the range check.
-            [](const serve_config& c) -> setting_value { return static_cast<std::uint64_t>(c.*Member); },
+            [](const serve_config& c) -> setting_value { return static_cast<std::uint64_t>(at<Path...>(c)); },
             [](serve_config& c, const setting_value& v) {
-              c.*Member = static_cast<T>(std::get<std::uint64_t>(v));
+              at<Path...>(c) = static_cast<T>(std::get<std::uint64_t>(v));
             }};
   }
 }
@@ -66,6 +78,33 @@ std::string listen_text(const serve_config& c) {
 constexpr setting_access listen_access{
     setting_kind::text, 0, [](const serve_config& c) -> setting_value { return listen_text(c); },
     [](serve_config& c, const setting_value& v) { apply_listen(c, std::get<std::string>(v)); }};
+
+// peer-listen and peers are text in flags and TOML and parsed values in serve_config (cluster_options.h);
+// a malformed value is an error at once, like listen's.
+constexpr setting_access peer_listen_access{setting_kind::text, 0,
+                                            [](const serve_config& c) -> setting_value {
+                                              return cluster::format_peer_address(c.cluster.peer_listen);
+                                            },
+                                            [](serve_config& c, const setting_value& v) {
+                                              auto a = cluster::parse_peer_address(std::get<std::string>(v));
+                                              if (!a) throw config_error("peer-listen: " + a.err().reason);
+                                              c.cluster.peer_listen = std::move(*a);
+                                            }};
+
+constexpr setting_access peers_access{
+    setting_kind::text, 0,
+    [](const serve_config& c) -> setting_value { return cluster::format_peers(c.cluster.peers); },
+    [](serve_config& c, const setting_value& v) {
+      auto p = cluster::parse_peers(std::get<std::string>(v));
+      if (!p) throw config_error("peers: " + p.err().reason);
+      c.cluster.peers = std::move(*p);
+    }};
+
+std::string check_peer_listen(const serve_config& c) {
+  const cluster::peer_address& a = c.cluster.peer_listen;
+  if (a.host == c.host && a.port == c.port && a.port != 0) return "must differ from listen (HTTP)";
+  return "";
+}
 
 // io::listen_tcp binds IPv4 only (io/socket.cc); say so before the node starts rather than after recovery.
 std::string check_listen(const serve_config& c) {
@@ -276,6 +315,24 @@ const std::array table{
         "Hand the TLS record layer to the kernel (Linux tls module) after each handshake where the kernel "
         "offers it; user space otherwise",
         field<&serve_config::tls_ktls>()},
+    // Cluster mode (docs/operations.md, "Cluster"); validate() checks the four together
+    // (cluster::validate).
+    setting{"node-id", "N",
+            "Run as node N of a Raft cluster (its id in peers): every stream replicated on every node, any "
+            "node takes any request. Needs peer-listen and peers; 0: run alone. A data directory stays "
+            "tied to the node id it was created with",
+            field<&serve_config::cluster, &cluster::cluster_options::node_id>()},
+    setting{"peer-listen", "HOST:PORT",
+            "Address (IPv4 or localhost) where this node accepts its peers' connections; with node-id only",
+            peer_listen_access, 0, UINT64_MAX, check_peer_listen},
+    setting{"peers", "ID=HOST:PORT,...",
+            "Every node of the cluster, this one included, and the address its peers reach it at, e.g. "
+            "1=10.0.0.1:5437,2=10.0.0.2:5437,3=10.0.0.3:5437 (at most 7 nodes); with node-id only",
+            peers_access},
+    setting{"raft-groups", "N",
+            "Raft groups the streams are spread over (by path), each replicated on every node; fixed when "
+            "the cluster's data directories are created: every node must have the same",
+            field<&serve_config::cluster, &cluster::cluster_options::groups>(), 1, cluster::max_groups},
 };
 
 std::string name_of(const setting& s) {
@@ -539,6 +596,9 @@ void validate(const serve_config& c) {
       if (std::string why = s.check(c); !why.empty()) throw config_error(name_of(s) + ": " + why);
     }
   }
+  // The cluster settings together (node-id needs peer-listen and peers, and is one of the peers...); its
+  // reasons begin with the setting they concern.
+  if (status st = cluster::validate(c.cluster); !st) throw config_error(st.err().reason);
 }
 
 }  // namespace weir::server

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "auth/api_key.h"
+#include "cluster/cluster_options.h"
 
 namespace weir::server {
 
@@ -90,6 +91,9 @@ struct serve_config {
   std::string tls_cert;
   std::string tls_key;
   bool tls_ktls = false;  // SSL_OP_ENABLE_KTLS
+  // Cluster mode (docs/operations.md, "Cluster"): node-id, peer-listen, peers, raft-groups. Without a
+  // node id (the default) the node runs alone.
+  cluster::cluster_options cluster;
   // The [[auth.api-keys]] tables of the config file (no flag: a list of structured entries).
   std::vector<auth::api_key> api_keys;
 };

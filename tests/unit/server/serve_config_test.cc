@@ -72,11 +72,13 @@ TEST(serve_config, rejects_unknown_and_invalid_settings) {
   EXPECT_THROW(validate(bad_poll), config_error);
 }
 
-// For every setting: a valid value other than its default, as a flag's text and as a TOML literal.
+// For every setting: a valid value other than its default, as a flag's text and as a TOML literal, and
+// the other settings (by their samples) without which it is not valid.
 // A new setting without a sample here fails every_setting_has_a_sample.
 struct sample {
   std::string flag;
   std::string toml;
+  std::vector<std::string> needs = {};
 };
 const std::map<std::string, sample>& samples() {
   static const std::map<std::string, sample> m = {
@@ -124,6 +126,13 @@ const std::map<std::string, sample>& samples() {
       {"tls-cert", {"/etc/weir/tls/cert.pem", "\"/etc/weir/tls/cert.pem\""}},
       {"tls-key", {"/etc/weir/tls/key.pem", "\"/etc/weir/tls/key.pem\""}},
       {"tls-ktls", {"true", "true"}},
+      {"node-id", {"2", "2", {"peer-listen", "peers"}}},
+      {"peer-listen", {"127.0.0.1:5438", "\"127.0.0.1:5438\"", {"node-id", "peers"}}},
+      {"peers",
+       {"1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439",
+        "\"1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439\"",
+        {"node-id", "peer-listen"}}},
+      {"raft-groups", {"16", "16"}},
   };
   return m;
 }
@@ -153,10 +162,15 @@ TEST(serve_config, flag_and_toml_give_the_same_result_for_every_setting) {
     const sample& v = samples().at(std::string(s.name));
     std::vector<std::string> args = {"--" + std::string(s.name), v.flag};
     if (s.name != "threads") args.insert(args.end(), {"--threads", "1"});  // not the CPU count
+    std::string toml =
+        std::string(s.name) + " = " + v.toml + "\n" + (s.name == "threads" ? "" : "threads = 1\n");
+    for (const std::string& other : v.needs) {
+      args.insert(args.end(), {"--" + other, samples().at(other).flag});
+      toml += other + " = " + samples().at(other).toml + "\n";
+    }
     serve_config by_flag = parse_serve(args);
     serve_config by_toml;
-    load_config_text(
-        by_toml, std::string(s.name) + " = " + v.toml + "\n" + (s.name == "threads" ? "" : "threads = 1\n"));
+    load_config_text(by_toml, toml);
     EXPECT_NO_THROW(validate(by_toml)) << s.name;
     EXPECT_EQ(s.access.get(by_flag), s.access.get(by_toml)) << s.name;
     EXPECT_NE(s.access.get(by_flag), s.access.get(defaults)) << s.name << ": the sample is the default";
@@ -336,6 +350,75 @@ TEST(serve_config, a_boolean_flag_alone_means_true) {
   EXPECT_TRUE(c.insecure_no_auth);
   EXPECT_EQ(c.jwt_leeway_s, 7u);
   EXPECT_EQ(error_of([] { parse_serve({"--jwt-leeway-s", "301"}); }).rfind("jwt-leeway-s: ", 0), 0u);
+}
+
+// Cluster mode: node-id, peer-listen, peers and raft-groups land in serve_config::cluster.
+TEST(serve_config, cluster_settings_fill_the_cluster_options) {
+  serve_config alone = parse_serve({});
+  EXPECT_FALSE(alone.cluster.enabled());
+  EXPECT_EQ(alone.cluster.groups, 64u);
+
+  serve_config c = parse_serve({"--node-id", "3", "--peer-listen", "0.0.0.0:5439", "--peers",
+                                "1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439", "--raft-groups", "8"});
+  EXPECT_TRUE(c.cluster.enabled());
+  EXPECT_EQ(c.cluster.node_id, 3u);
+  EXPECT_EQ(c.cluster.peer_listen, (cluster::peer_address{"0.0.0.0", 5439}));
+  ASSERT_EQ(c.cluster.peers.size(), 3u);
+  EXPECT_EQ(c.cluster.peers.at(2), (cluster::peer_address{"127.0.0.1", 5438}));
+  EXPECT_EQ(c.cluster.groups, 8u);
+
+  const std::string printed = print_config(c);
+  EXPECT_NE(printed.find("\nnode-id = 3\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("\npeer-listen = \"0.0.0.0:5439\"\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("\npeers = \"1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439\"\n"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("\nraft-groups = 8\n"), std::string::npos) << printed;
+  serve_config back;
+  load_config_text(back, printed);
+  EXPECT_EQ(back.cluster.peers, c.cluster.peers);
+  EXPECT_EQ(back.cluster.peer_listen, c.cluster.peer_listen);
+}
+
+TEST(serve_config, cluster_settings_are_checked_together) {
+  const std::string peers = "1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439";
+  auto error = [](std::vector<std::string> args) { return error_of([&] { parse_serve(std::move(args)); }); };
+  // Without node-id, a node runs alone: peers or peer-listen alone are a mistake, and the error says so.
+  std::string e = error({"--peers", peers});
+  EXPECT_EQ(e.rfind("peers: set without node-id; add --node-id N", 0), 0u) << e;
+  e = error({"--peer-listen", "127.0.0.1:5437"});
+  EXPECT_EQ(e.rfind("peer-listen: set without node-id; add --node-id N", 0), 0u) << e;
+  // With node-id, both are required.
+  EXPECT_EQ(error({"--node-id", "1", "--peer-listen", "127.0.0.1:5437"}), "peers: required with node-id");
+  EXPECT_EQ(error({"--node-id", "1", "--peers", peers}), "peer-listen: required with node-id");
+  EXPECT_EQ(error({"--node-id", "4", "--peer-listen", "127.0.0.1:5440", "--peers", peers}),
+            "node-id 4 is not one of the peers (1, 2, 3)");
+  EXPECT_EQ(
+      error({"--node-id", "1", "--peer-listen", "127.0.0.1:5438", "--peers", peers}).rfind("peer-listen ", 0),
+      0u);
+  // Malformed values name their setting, from a flag and from the file.
+  e = error({"--peers", "1=127.0.0.1:5437,1=127.0.0.1:5438"});
+  EXPECT_EQ(e, "peers: node 1 is listed twice");
+  e = error({"--peer-listen", "5437"});
+  EXPECT_EQ(e.rfind("peer-listen: ", 0), 0u) << e;
+  serve_config c;
+  e = error_of([&] { load_config_text(c, "peers = \"1=nowhere\"\n", "weir.toml"); });
+  EXPECT_EQ(e.rfind("config weir.toml: peers: node 1: expected HOST:PORT", 0), 0u) << e;
+  // The peers' port is not the HTTP port.
+  e = error(
+      {"--listen", "127.0.0.1:5437", "--node-id", "1", "--peer-listen", "127.0.0.1:5437", "--peers", peers});
+  EXPECT_EQ(e, "peer-listen: must differ from listen (HTTP)");
+  EXPECT_EQ(error({"--raft-groups", "0"}).rfind("raft-groups: between 1 and 4096", 0), 0u);
+  EXPECT_EQ(error({"--raft-groups", "4097"}).rfind("raft-groups: between 1 and 4096", 0), 0u);
+}
+
+TEST(serve_config, help_lists_the_cluster_settings) {
+  CLI::App app;
+  serve_options opts(app);
+  const std::string help = app.help();
+  for (const char* flag : {"--node-id", "--peer-listen", "--peers", "--raft-groups"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag << "\n" << help;
+  }
 }
 
 }  // namespace
