@@ -39,6 +39,8 @@ enum class errc : std::uint8_t {
   storage_full,           // the log's disk is full
   storage_unavailable,    // the log or a segment could not be read or written
   writes_backlogged,      // too many writes waiting for the disk
+  cluster_unavailable,    // no leader of the stream's group reachable in time (no quorum): nothing written
+  cluster_outcome_unknown,  // proposed, then leadership was lost or time ran out: it may still commit
   // Access control (src/auth, docs/security.md; RFC 6750 3.1 names the error attributes).
   token_missing,          // no bearer token where one is needed: 401
   token_invalid,          // a token that is malformed, expired, unknown or badly signed: 401

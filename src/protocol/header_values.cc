@@ -273,7 +273,8 @@ bool has_reserved_segment(std::string_view decoded_path) {
 }
 
 bool is_server_path(std::string_view decoded_path) {
-  for (std::string_view own : {std::string_view("/healthz"), std::string_view("/metrics")}) {
+  for (std::string_view own :
+       {std::string_view("/healthz"), std::string_view("/metrics"), std::string_view("/cluster")}) {
     if (decoded_path.substr(0, own.size()) != own) continue;
     if (decoded_path.size() == own.size() || decoded_path[own.size()] == '/') return true;
   }

@@ -19,6 +19,7 @@
 #include "server/node_metrics.h"
 #include "server/owned_request.h"
 #include "server/reply.h"
+#include "server/replication.h"
 #include "server/stream_shard.h"
 #include "server/subscription_host.h"
 #include "server/wal_recovery.h"
@@ -85,6 +86,8 @@ node::node(serve_config cfg, storage::env* storage_env)
 node::~node() = default;
 
 stream_shard& node::owner_of(std::string_view path) {
+  // A cluster node keeps every stream on core 0 (docs/replication.md).
+  if (cfg_.cluster.enabled()) return *shards_[0];
   return *shards_[owner_index(path, shard_count())];
 }
 
@@ -117,6 +120,17 @@ void node::on_request(const http::request& req, http::exchange ex) {
   const bool get_or_head = req.method() == http::method::get || req.method() == http::method::head;
   if (req.path() == "/healthz" && get_or_head) {
     ex.set_tag(tag_of(request_kind::healthz));
+    if (replication* repl = shards_[0]->replicated()) {
+      // 503 while this node cannot reach a quorum (the replicator lives on core 0).
+      shards_[0]->loop().post([repl, ex] {
+        protocol::response r;
+        r.status = repl->has_quorum() ? 200 : 503;
+        r.add_static("Content-Type", "text/plain");
+        r.body = r.status == 200 ? "ok\n" : "no quorum\n";
+        send_response(ex, std::move(r));
+      });
+      return;
+    }
     protocol::response r;
     r.status = 200;
     r.add_static("Content-Type", "text/plain");
@@ -147,6 +161,22 @@ void node::on_request(const http::request& req, http::exchange ex) {
   if (r.path() == "/metrics" && get_or_head && metrics_ && metrics_->counting()) {
     ex.set_tag(tag_of(request_kind::metrics));
     serve_metrics(ex);
+    return;
+  }
+  if (r.path() == "/cluster" && get_or_head) {
+    ex.set_tag(tag_of(request_kind::metrics));
+    replication* repl = shards_[0]->replicated();
+    if (!repl) {
+      send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::server_path_missing)), cors);
+      return;
+    }
+    shards_[0]->loop().post([repl, ex, cors] {
+      protocol::response resp;
+      resp.status = 200;
+      resp.add_static("Content-Type", "application/json");
+      resp.body = repl->status_json();
+      send_response(ex, std::move(resp), cors);
+    });
     return;
   }
   if (req.method() == http::method::options) {
@@ -324,7 +354,15 @@ status node::start() {
   auto lock = storage::dir_lock::acquire(cfg_.data_dir);
   if (!lock) return lock.err();
   dir_lock_ = std::make_unique<storage::dir_lock>(std::move(*lock));
-  if (cfg_.durable) {
+  if (cfg_.cluster.enabled()) {
+    // One node of a cluster: raft's node log is the write-ahead log; every stream lives on core 0.
+    auto repl = replication::open(*shards_[0], *env_, cfg_.data_dir, cfg_.cluster);
+    if (!repl) return repl.err();
+    shards_[0]->attach_replication(std::move(*repl));
+    log::info("weir serve: node {} of a cluster of {} ({} raft groups), peers on {}:{}", cfg_.cluster.node_id,
+              cfg_.cluster.peers.size(), cfg_.cluster.groups, cfg_.cluster.peer_listen.host,
+              cfg_.cluster.peer_listen.port);
+  } else if (cfg_.durable) {
     // Before any loop runs: replay the logs into the shards, then log every command from now on.
     wal_options wo;
     wo.data_dir = cfg_.data_dir;

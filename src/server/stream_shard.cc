@@ -7,6 +7,7 @@
 #include "server/live_reader.h"
 #include "server/node.h"
 #include "server/reply.h"
+#include "server/replication.h"
 #include "server/wal_recovery.h"
 
 namespace weir::server {
@@ -185,6 +186,17 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
       return;
     }
     case operation::head: {
+      if (repl_) {
+        // Expiry needs no command here: head() treats an expired stream as absent (the leader's sweeper
+        // removes it through raft).
+        repl_->linearize(req.path, [this, ex, path = req.path, cors = req.cors](bool ok) {
+          send_response(ex,
+                        ok ? protocol::head_response(head_visible(path))
+                           : storage_failure(protocol::errc::cluster_unavailable),
+                        cors);
+        });
+        return;
+      }
       // Lazy expiry; HEAD does not renew a TTL. Answered in order behind earlier writes.
       (void)execute(streams::expire_command{req.path, now},
                     [this, ex, path = req.path, cors = req.cors](durable_result&) {
@@ -312,6 +324,10 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
 }
 
 void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
+  if (repl_) {
+    handle_replicated_read(std::move(req), ex, live_id);
+    return;
+  }
   const std::int64_t now = now_ms();
   // Reads renew a sliding TTL, live ones when they begin (PROTOCOL.md 5.1, Stream-TTL).
   streams::outcome touched = execute(streams::touch_command{req.path, now});
@@ -319,6 +335,42 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
     send_response(ex, protocol::error_response(protocol::status_for(touched.code)), req.cors);
     return;
   }
+  serve_read(std::move(req), ex, live_id);
+}
+
+void stream_shard::handle_replicated_read(protocol::stream_request req, http::exchange ex,
+                                          std::uint64_t live_id) {
+  std::string path = req.path;
+  repl_->linearize(path, [this, req = std::move(req), ex, live_id](bool ok) mutable {
+    if (!ok) {
+      send_response(ex, storage_failure(protocol::errc::cluster_unavailable), req.cors);
+      return;
+    }
+    const std::int64_t now = now_ms();
+    streams::read_result head = sm_.head(req.path, now);
+    if (head.code != streams::errc::ok) {
+      send_response(ex, protocol::error_response(protocol::status_for(head.code)), req.cors);
+      return;
+    }
+    if (!head.meta->expiry.ttl_seconds) {
+      serve_read(std::move(req), ex, live_id);
+      return;
+    }
+    // A sliding TTL: the renewal is a command like any other, replicated before the read is served.
+    execute(streams::touch_command{req.path, now},
+            [this, req = std::move(req), ex, live_id](durable_result& r) mutable {
+              if (r.failure != protocol::errc::ok) {
+                send_response(ex, storage_failure(r.failure), req.cors);
+              } else if (r.o.code != streams::errc::ok) {
+                send_response(ex, protocol::error_response(protocol::status_for(r.o.code)), req.cors);
+              } else {
+                serve_read(std::move(req), ex, live_id);
+              }
+            });
+  });
+}
+
+void stream_shard::serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
   // What a reader may see: only durable data (shard_wal).
   streams::read_result visible = head_visible(req.path);
   if (visible.code != streams::errc::ok) {
@@ -363,6 +415,12 @@ void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, 
 }
 
 streams::outcome stream_shard::execute(const streams::command& c, shard_wal::completion done) {
+  if (repl_) {
+    // Nothing changes here until the command is committed (apply_committed); callers in cluster mode
+    // wait for `done` instead of looking at the returned outcome.
+    repl_->submit(c, std::move(done));
+    return {};
+  }
   wal_->before(c, sm_, now_ms());
   streams::outcome o = sm_.apply(c);
   if (o.mutated) stream_count_.store(sm_.size(), std::memory_order_relaxed);
@@ -374,6 +432,29 @@ streams::outcome stream_shard::execute(const streams::command& c, shard_wal::com
     if (done) done(r);
   });
   if (checkpointer_) checkpointer_->poll();
+  return o;
+}
+
+void stream_shard::attach_replication(std::unique_ptr<replication> r) {
+  repl_ = std::move(r);
+}
+
+streams::outcome stream_shard::apply_committed(const streams::command& c, std::uint64_t generation) {
+  sm_.set_next_generation(generation);
+  streams::outcome o = sm_.apply(c);
+  if (o.mutated) stream_count_.store(sm_.size(), std::memory_order_relaxed);
+  // A fork's link to its source's log is not in the command (like a replayed one): link it here, on
+  // every node. The source lives on this machine too (every stream of a cluster node is on core 0).
+  if (const auto* create = std::get_if<streams::create_command>(&c);
+      create && create->fork && o.created && create->fork->resolved.point.value() > 0) {
+    if (auto log = sm_.log_of(create->fork->source)) {
+      sm_.stitch_fork(create->path, std::move(log));
+    } else {
+      log::error("weir cluster: fork {}: source {} not applied here yet; inherited data missing", create->path,
+                 create->fork->source);
+    }
+  }
+  effects(o);
   return o;
 }
 
@@ -391,6 +472,12 @@ void stream_shard::effects(const streams::outcome& o) {
 }
 
 void stream_shard::release(const std::string& source) {
+  if (repl_) {
+    // Applied where the delete was applied, on every node alike: the release is part of the delete's
+    // effect on this machine, not a command of its own.
+    effects(sm_.apply(streams::fork_release_command{source}));
+    return;
+  }
   stream_shard& s = node_->owner_of(source);
   if (&s == this) {
     (void)execute(streams::fork_release_command{source});
@@ -453,7 +540,10 @@ void stream_shard::start() {
 void stream_shard::sweep() {
   if (stopped_) return;
   const std::int64_t now = now_ms();
-  for (const std::string& path : sm_.expired(now)) (void)execute(streams::expire_command{path, now});
+  for (const std::string& path : sm_.expired(now)) {
+    if (repl_ && !repl_->leads(path)) continue;  // the group's leader proposes its expiries
+    (void)execute(streams::expire_command{path, now});
+  }
   sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] { sweep(); });
 }
 

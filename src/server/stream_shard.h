@@ -31,6 +31,7 @@ namespace weir::server {
 
 class node;
 class live_reader;
+class replication;
 
 struct shard_options {
   std::int64_t long_poll_timeout_ms = 30'000;
@@ -70,6 +71,13 @@ class stream_shard {
   // readers, releases on other shards, subscription events) and runs `done`. Returns the outcome at
   // once (for reads that only need to know whether the stream exists).
   streams::outcome execute(const streams::command& c, shard_wal::completion done = {});
+
+  // Cluster mode (docs/replication.md): before the loop runs, route every command through raft. Commands
+  // then change the state machine only in apply_committed, on every node, in each group's log order.
+  void attach_replication(std::unique_ptr<replication> r);
+  replication* replicated() { return repl_.get(); }
+  // A committed command of a cluster; `generation`: what a stream it creates is called (same on all nodes).
+  streams::outcome apply_committed(const streams::command& c, std::uint64_t generation);
 
   // Start-up, before the log is replayed: where this core's log lives (`dir` in `e`) and where the
   // cold data of every core can be read back.
@@ -113,6 +121,10 @@ class stream_shard {
   void schedule_rebuild(std::chrono::milliseconds delay);
   void rebuild();
   void handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
+  // The read itself, once the stream's TTL was renewed (and, in a cluster, the read linearized).
+  void serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
+  // Cluster mode: waits for a read index, renews a sliding TTL through raft, then serve_read.
+  void handle_replicated_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   void effects(const streams::outcome& o);
   // A durable command's new record: into the hot tier, with its place in the log.
   void admit(const durable_result& r);
@@ -129,6 +141,7 @@ class stream_shard {
   std::unique_ptr<shard_wal> wal_ = std::make_unique<shard_wal>(nullptr);
   std::unique_ptr<hot_tier> hot_;
   std::unique_ptr<checkpointer> checkpointer_;
+  std::unique_ptr<replication> repl_;
   storage::segment_reader* own_segments_ = nullptr;
   storage::env* env_ = nullptr;
   std::string log_dir_;

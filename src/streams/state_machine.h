@@ -146,6 +146,9 @@ class state_machine {
     held_until_.swap(other.held_until_);
     hold_ends_.swap(other.hold_ends_);
   }
+  // The generation the next created stream gets. A cluster sets it from the command's place in its raft
+  // log before each apply, so that every node gives a stream the same generation (and ETag).
+  void set_next_generation(std::uint64_t g) { next_generation_ = g; }
   // Paths of deleted streams that cannot be re-created yet, with the time their hold ends.
   std::size_t held_paths() const { return held_until_.size(); }
 

@@ -1,0 +1,107 @@
+#include "cluster/messages.h"
+
+#include <type_traits>
+
+#include "raft/byte_codec.h"
+
+namespace weir::cluster {
+namespace {
+
+enum class kind : std::uint8_t { forward = 1, forward_reject = 2, read_request = 3, read_reply = 4 };
+
+error malformed(const char* what) { return error{1, std::string("cluster message: ") + what}; }
+
+}  // namespace
+
+std::vector<std::byte> encode_entry(entry_header h, std::span<const std::byte> command) {
+  std::vector<std::byte> out;
+  out.reserve(entry_header_size + command.size());
+  raft::byte_writer w(out);
+  w.u64(h.origin);
+  w.u64(h.ticket);
+  w.bytes(command);
+  return out;
+}
+
+result<std::pair<entry_header, std::span<const std::byte>>> decode_entry(std::span<const std::byte> entry) {
+  raft::byte_reader r(entry);
+  entry_header h;
+  if (!r.u64(h.origin) || !r.u64(h.ticket)) return malformed("entry shorter than its header");
+  return std::pair{h, entry.subspan(entry_header_size)};
+}
+
+std::vector<std::byte> encode(const message& m) {
+  std::vector<std::byte> out;
+  raft::byte_writer w(out);
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, forward>) {
+          w.u8(static_cast<std::uint8_t>(kind::forward));
+          w.u32(v.group);
+          w.bytes(v.entry);
+        } else if constexpr (std::is_same_v<T, forward_reject>) {
+          w.u8(static_cast<std::uint8_t>(kind::forward_reject));
+          w.u64(v.ticket);
+          w.u8(static_cast<std::uint8_t>(v.reason));
+          w.u64(v.leader);
+        } else if constexpr (std::is_same_v<T, read_request>) {
+          w.u8(static_cast<std::uint8_t>(kind::read_request));
+          w.u32(v.group);
+          w.u64(v.id);
+        } else {
+          w.u8(static_cast<std::uint8_t>(kind::read_reply));
+          w.u64(v.id);
+          w.u8(v.ok ? 1 : 0);
+          w.u64(v.index);
+          w.u64(v.leader);
+        }
+      },
+      m);
+  return out;
+}
+
+result<message> decode(std::span<const std::byte> bytes) {
+  raft::byte_reader r(bytes);
+  std::uint8_t k = 0;
+  if (!r.u8(k)) return malformed("empty");
+  auto done = [&](message m) -> result<message> {
+    if (r.remaining() != 0) return malformed("trailing bytes");
+    return m;
+  };
+  switch (static_cast<kind>(k)) {
+    case kind::forward: {
+      forward f;
+      if (!r.u32(f.group)) return malformed("short forward");
+      std::span<const std::byte> rest;
+      (void)r.bytes(r.remaining(), rest);
+      if (rest.size() < entry_header_size) return malformed("forward without an entry header");
+      f.entry = rest;
+      return message(f);
+    }
+    case kind::forward_reject: {
+      forward_reject f;
+      std::uint8_t reason = 0;
+      if (!r.u64(f.ticket) || !r.u8(reason) || !r.u64(f.leader)) return malformed("short forward_reject");
+      if (reason != 1 && reason != 2) return malformed("bad reject reason");
+      f.reason = static_cast<reject_reason>(reason);
+      return done(f);
+    }
+    case kind::read_request: {
+      read_request q;
+      if (!r.u32(q.group) || !r.u64(q.id)) return malformed("short read_request");
+      return done(q);
+    }
+    case kind::read_reply: {
+      read_reply q;
+      std::uint8_t ok = 0;
+      if (!r.u64(q.id) || !r.u8(ok) || !r.u64(q.index) || !r.u64(q.leader)) return malformed("short read_reply");
+      if (ok > 1) return malformed("bad flag");
+      q.ok = ok == 1;
+      return done(q);
+    }
+  }
+  return malformed("unknown kind");
+}
+
+}  // namespace weir::cluster

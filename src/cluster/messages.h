@@ -1,0 +1,66 @@
+// messages: what nodes tell each other besides raft's own frames (channel 1 of peer_links), and the
+// header every replicated command carries. docs/replication.md, "Cluster messages", has the layout.
+//
+//   forward        a write that reached a follower, sent to the group's leader to propose
+//   forward_reject the leader did not propose it (not the leader any more: retry elsewhere), or proposed
+//                  it and lost leadership before it committed (the outcome is unknown)
+//   read_request   a follower asks the leader for a read index (ReadIndex, Raft thesis 6.4)
+//   read_reply     the index, once the leader confirmed with a quorum that it still leads
+//
+// Decoding is a pure function over bytes from another node: malformed input is an error, never a crash
+// (fuzzed by tests/fuzz/cluster_message_fuzz.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+
+namespace weir::cluster {
+
+// The header of every command entry in a group's raft log: which node proposed it and the ticket that
+// node waits on (0: nobody waits). The streams command follows.
+struct entry_header {
+  std::uint64_t origin = 0;
+  std::uint64_t ticket = 0;
+};
+inline constexpr std::size_t entry_header_size = 16;
+
+std::vector<std::byte> encode_entry(entry_header h, std::span<const std::byte> command);
+// Splits an entry into its header and its command (a view into `entry`).
+result<std::pair<entry_header, std::span<const std::byte>>> decode_entry(std::span<const std::byte> entry);
+
+struct forward {
+  std::uint32_t group = 0;
+  std::span<const std::byte> entry;  // header + command, proposed as is
+};
+enum class reject_reason : std::uint8_t {
+  not_leader = 1,  // nothing was proposed: safe to send again
+  lost = 2,        // proposed, then leadership was lost: it may or may not commit
+};
+struct forward_reject {
+  std::uint64_t ticket = 0;
+  reject_reason reason = reject_reason::not_leader;
+  std::uint64_t leader = 0;  // the leader this node knows of, 0 if none
+};
+struct read_request {
+  std::uint32_t group = 0;
+  std::uint64_t id = 0;
+};
+struct read_reply {
+  std::uint64_t id = 0;
+  bool ok = false;
+  std::uint64_t index = 0;   // apply up to here, then read
+  std::uint64_t leader = 0;  // when !ok: the leader this node knows of, 0 if none
+};
+
+using message = std::variant<forward, forward_reject, read_request, read_reply>;
+
+std::vector<std::byte> encode(const message& m);
+// The decoded message points into `bytes` (forward::entry).
+result<message> decode(std::span<const std::byte> bytes);
+
+}  // namespace weir::cluster

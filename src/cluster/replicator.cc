@@ -1,0 +1,453 @@
+#include "cluster/replicator.h"
+
+#include <climits>
+#include <cstring>
+
+#include "base/log.h"
+#include "cluster/peer_links.h"
+#include "raft/libraft.h"
+#include "raft/loop_executor.h"
+#include "raft/node_io.h"
+#include "raft/node_log.h"
+#include "raft/thread_flusher.h"
+
+namespace weir::cluster {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+constexpr std::uint8_t raft_channel = 0;
+constexpr std::uint8_t message_channel = 1;
+constexpr milliseconds retry_delay{20};
+constexpr milliseconds read_poll{2};
+}  // namespace
+
+// One group: its libraft instance and the reads that wait for its next quorum round.
+struct replicator::group {
+  replicator* owner = nullptr;
+  std::uint32_t id = 0;
+  ::raft r{};
+  raft_fsm fsm{};
+  // ReadIndex on the leader: reads that arrived since the running barrier was proposed wait for the next
+  // one; each keeps the commit index recorded when it arrived (0: the barrier's own index, when the
+  // commit index cannot be trusted yet in this term).
+  using leader_read_fn = std::function<void(bool, std::uint64_t)>;
+  std::vector<std::pair<std::uint64_t, leader_read_fn>> next_reads;
+  std::vector<std::pair<std::uint64_t, leader_read_fn>> barrier_reads;
+  bool barrier_running = false;
+  struct ::raft_barrier barrier{};
+  // A barrier of this term committed: the commit index covers every entry committed before the term.
+  std::uint64_t trusted_term = 0;
+};
+
+// The C callbacks libraft calls.
+struct group_glue {
+  static int apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
+    auto* g = static_cast<replicator::group*>(fsm->data);
+    replicator& self = *g->owner;
+    *result = nullptr;
+    const std::uint64_t index = g->r.last_applied + 1;
+    auto entry = decode_entry(
+        std::span<const std::byte>(static_cast<const std::byte*>(buf->base), static_cast<std::size_t>(buf->len)));
+    if (!entry) {
+      // Every node applies the same bytes, so every node skips it alike.
+      log::error("weir cluster: group {} entry {}: {}; skipped", g->id, index, entry.err().reason);
+      return 0;
+    }
+    auto [header, command] = *entry;
+    std::uint64_t ticket = 0;
+    if (header.origin == self.opts_.self && header.ticket != 0 && self.submits_.erase(header.ticket) != 0) {
+      ticket = header.ticket;
+    }
+    self.cb_.apply(g->id, index, command, ticket);
+    self.schedule_read_check();
+    return 0;
+  }
+
+  struct proposal {
+    struct ::raft_apply req {};
+    replicator* owner = nullptr;
+    std::uint64_t origin = 0;
+    std::uint64_t ticket = 0;
+  };
+
+  static void applied(struct ::raft_apply* req, int status, void*) {
+    std::unique_ptr<proposal> p(static_cast<proposal*>(req->data));
+    if (status == 0 || p->owner->closing_) return;
+    replicator& self = *p->owner;
+    if (p->origin == self.opts_.self) {
+      self.resolve_failed(p->ticket, submit_error::unknown);
+    } else if (p->ticket != 0) {
+      self.send(p->origin, forward_reject{p->ticket, reject_reason::lost, 0});
+    }
+  }
+
+  static void barrier_done(struct ::raft_barrier* req, int status) {
+    auto* g = static_cast<replicator::group*>(req->data);
+    auto reads = std::move(g->barrier_reads);
+    g->barrier_reads.clear();
+    g->barrier_running = false;
+    if (status == 0) g->trusted_term = g->r.current_term;
+    if (g->owner->closing_) return;
+    for (auto& [recorded, fn] : reads) fn(status == 0, recorded != 0 ? recorded : req->index);
+    if (!g->next_reads.empty()) g->owner->start_barrier(*g);
+  }
+
+  static void closed(struct ::raft*) {}
+};
+
+replicator::replicator(io::event_loop& loop, peer_links& links, options o, callbacks cb)
+    : loop_(loop), links_(links), opts_(std::move(o)), cb_(std::move(cb)) {}
+
+result<std::unique_ptr<replicator>> replicator::open(io::event_loop& loop, storage::env& env, peer_links& links,
+                                                     options o, callbacks cb) {
+  std::unique_ptr<replicator> self(new replicator(loop, links, std::move(o), std::move(cb)));
+  replicator& s = *self;
+  s.flusher_ = std::make_unique<raft::thread_flusher>([&loop](std::function<void()> fn) { loop.post(std::move(fn)); });
+  auto log = raft::node_log::open(env, *s.flusher_, s.opts_.log_path);
+  if (!log) return log.err();
+  s.log_ = std::move(*log);
+  s.executor_ = std::make_unique<raft::loop_executor>(loop);
+  std::map<raft::node_id, std::string> addresses;
+  for (const auto& [id, addr] : s.opts_.addresses) addresses.emplace(raft::node_id(id), addr);
+  s.io_ = std::make_unique<raft::node_io>(*s.executor_, links.raft_transport(), *s.log_,
+                                          raft::node_io::options{raft::node_id(s.opts_.self), addresses, s.opts_.self});
+  links.set_receiver([p = &s](std::uint64_t from, std::uint8_t channel, std::span<const std::byte> bytes) {
+    if (channel == message_channel) p->on_message(from, bytes);
+  });
+  const std::string& my_address = s.opts_.addresses.at(s.opts_.self);
+  for (std::uint32_t i = 0; i < s.opts_.groups; ++i) {
+    auto g = std::make_unique<group>();
+    g->owner = &s;
+    g->id = i;
+    g->fsm.version = 1;
+    g->fsm.data = g.get();
+    g->fsm.apply = &group_glue::apply;
+    if (int rv = raft_init(&g->r, s.io_->io_of(raft::group_id(i)), &g->fsm, s.opts_.self, my_address.c_str());
+        rv != 0) {
+      return error{rv, "raft_init of group " + std::to_string(i) + ": " + raft_strerror(rv)};
+    }
+    raft_set_election_timeout(&g->r, s.opts_.election_timeout_ms);
+    raft_set_heartbeat_timeout(&g->r, s.opts_.heartbeat_ms);
+    // No snapshots yet: the node log keeps every entry (docs/replication.md, "What remains").
+    raft_set_snapshot_threshold(&g->r, UINT_MAX);
+    raft_configuration conf;
+    raft_configuration_init(&conf);
+    for (const auto& [id, addr] : s.opts_.addresses) raft_configuration_add(&conf, id, addr.c_str(), RAFT_VOTER);
+    int rv = raft_bootstrap(&g->r, &conf);
+    raft_configuration_close(&conf);
+    if (rv != 0 && rv != RAFT_CANTBOOTSTRAP) {
+      s.groups_.push_back(std::move(g));  // closed by the destructor
+      return error{rv, "raft_bootstrap of group " + std::to_string(i) + ": " + raft_strerror(rv)};
+    }
+    rv = raft_start(&g->r);
+    s.groups_.push_back(std::move(g));
+    if (rv != 0) {
+      return error{rv, "raft_start of group " + std::to_string(i) + ": " + raft_errmsg(&s.groups_.back()->r)};
+    }
+  }
+  s.arm_sweep();
+  return self;
+}
+
+replicator::~replicator() {
+  closing_ = true;
+  if (sweep_timer_ != 0) loop_.cancel_timer(sweep_timer_);
+  if (read_poll_timer_ != 0) loop_.cancel_timer(read_poll_timer_);
+  links_.set_receiver(nullptr);
+  for (auto& g : groups_) raft_close(&g->r, &group_glue::closed);  // node_io calls back synchronously
+  groups_.clear();
+  io_.reset();
+  flusher_.reset();  // finishes a flush in flight before the file goes away
+  log_.reset();
+}
+
+bool replicator::leads(std::uint32_t gi) const {
+  return gi < groups_.size() && raft_state(const_cast<::raft*>(&groups_[gi]->r)) == RAFT_LEADER;
+}
+
+std::uint64_t replicator::leader_of(std::uint32_t gi) const {
+  raft_id id = 0;
+  const char* address = nullptr;
+  raft_leader(const_cast<::raft*>(&groups_[gi]->r), &id, &address);
+  return id;
+}
+
+std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> command) {
+  const std::uint64_t ticket = next_ticket_++;
+  pending_submit& s = submits_[ticket];
+  s.group = gi;
+  s.entry = encode_entry(entry_header{opts_.self, ticket}, command);
+  s.deadline = clock::now() + opts_.submit_timeout;
+  try_submit(ticket);
+  return ticket;
+}
+
+void replicator::try_submit(std::uint64_t ticket) {
+  auto it = submits_.find(ticket);
+  if (it == submits_.end()) return;
+  pending_submit& s = it->second;
+  s.retry_armed = false;
+  const std::uint64_t leader = leader_of(s.group);
+  if (leader == opts_.self) {
+    s.proposed = true;
+    propose(s.group, s.entry, opts_.self, ticket);  // may resolve or re-arm the ticket
+    return;
+  }
+  if (leader != 0) {
+    s.proposed = true;
+    send(leader, forward{s.group, s.entry});
+    return;
+  }
+  s.retry_armed = true;
+  loop_.add_timer(retry_delay, [this, ticket] { try_submit(ticket); });
+}
+
+void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::uint64_t origin,
+                         std::uint64_t ticket) {
+  group& g = *groups_[gi];
+  auto retry = [&] {
+    if (origin != opts_.self) {
+      send(origin, forward_reject{ticket, reject_reason::not_leader, leader_of(gi)});
+      return;
+    }
+    auto it = submits_.find(ticket);
+    if (it == submits_.end() || it->second.retry_armed) return;
+    it->second.proposed = false;
+    it->second.retry_armed = true;
+    loop_.add_timer(retry_delay, [this, ticket] { try_submit(ticket); });
+  };
+  if (raft_state(&g.r) != RAFT_LEADER) {
+    retry();
+    return;
+  }
+  raft_buffer buf;
+  buf.len = entry.size();
+  buf.base = raft_malloc(entry.size());
+  std::memcpy(buf.base, entry.data(), entry.size());
+  auto* p = new group_glue::proposal;
+  p->owner = this;
+  p->origin = origin;
+  p->ticket = ticket;
+  p->req.data = p;
+  if (int rv = raft_apply(&g.r, &p->req, &buf, 1, &group_glue::applied); rv != 0) {
+    raft_free(buf.base);
+    delete p;
+    retry();
+  }
+}
+
+void replicator::resolve_failed(std::uint64_t ticket, submit_error e) {
+  if (submits_.erase(ticket) != 0 && cb_.failed) cb_.failed(ticket, e);
+}
+
+void replicator::read_index(std::uint32_t gi, std::function<void(bool)> ready) {
+  const std::uint64_t id = next_read_++;
+  pending_read& r = reads_[id];
+  r.group = gi;
+  r.ready = std::move(ready);
+  r.deadline = clock::now() + opts_.read_timeout;
+  try_read(id);
+}
+
+void replicator::try_read(std::uint64_t id) {
+  auto it = reads_.find(id);
+  if (it == reads_.end() || it->second.have_index) return;
+  const std::uint32_t g = it->second.group;
+  const std::uint64_t leader = leader_of(g);
+  if (leader == opts_.self) {
+    leader_read(g, [this, id](bool ok, std::uint64_t index) {
+      auto found = reads_.find(id);
+      if (found == reads_.end()) return;
+      if (!ok) {
+        loop_.add_timer(retry_delay, [this, id] { try_read(id); });
+        return;
+      }
+      found->second.index = index;
+      found->second.have_index = true;
+      check_reads();
+    });
+    return;
+  }
+  if (leader != 0) {
+    send(leader, read_request{g, id});
+    return;
+  }
+  loop_.add_timer(retry_delay, [this, id] { try_read(id); });
+}
+
+void replicator::leader_read(std::uint32_t gi, std::function<void(bool, std::uint64_t)> done) {
+  group& g = *groups_[gi];
+  if (raft_state(&g.r) != RAFT_LEADER) {
+    done(false, 0);
+    return;
+  }
+  const std::uint64_t recorded = g.trusted_term == g.r.current_term ? g.r.commit_index : 0;
+  g.next_reads.emplace_back(recorded, std::move(done));
+  if (!g.barrier_running) start_barrier(g);
+}
+
+void replicator::start_barrier(group& g) {
+  g.barrier_reads = std::move(g.next_reads);
+  g.next_reads.clear();
+  g.barrier_running = true;
+  g.barrier = {};
+  g.barrier.data = &g;
+  if (int rv = raft_barrier(&g.r, &g.barrier, &group_glue::barrier_done); rv != 0) {
+    g.barrier_running = false;
+    auto reads = std::move(g.barrier_reads);
+    g.barrier_reads.clear();
+    for (auto& [recorded, fn] : reads) fn(false, 0);
+  }
+}
+
+void replicator::schedule_read_check() {
+  if (read_check_posted_ || reads_.empty()) return;
+  read_check_posted_ = true;
+  loop_.post([this] {
+    read_check_posted_ = false;
+    check_reads();
+  });
+}
+
+void replicator::check_reads() {
+  bool waiting = false;
+  std::vector<std::function<void(bool)>> ready;
+  for (auto it = reads_.begin(); it != reads_.end();) {
+    pending_read& r = it->second;
+    if (r.have_index && groups_[r.group]->r.last_applied >= r.index) {
+      ready.push_back(std::move(r.ready));
+      it = reads_.erase(it);
+      continue;
+    }
+    waiting = waiting || r.have_index;
+    ++it;
+  }
+  // Barriers do not pass through the state machine: poll for what the apply hook cannot see.
+  if (waiting && read_poll_timer_ == 0) {
+    read_poll_timer_ = loop_.add_timer(read_poll, [this] {
+      read_poll_timer_ = 0;
+      check_reads();
+    });
+  }
+  for (auto& fn : ready) fn(true);
+}
+
+void replicator::send(std::uint64_t to, const message& m) {
+  std::vector<std::byte> bytes = encode(m);
+  links_.send(to, message_channel, bytes);
+}
+
+void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes) {
+  auto m = decode(bytes);
+  if (!m) {
+    log::warn("weir cluster: from node {}: {}", from, m.err().reason);
+    return;
+  }
+  if (auto* f = std::get_if<forward>(&*m)) {
+    if (f->group >= groups_.size()) return;
+    auto entry = decode_entry(f->entry);
+    if (!entry) return;
+    propose(f->group, std::vector<std::byte>(f->entry.begin(), f->entry.end()), entry->first.origin,
+            entry->first.ticket);
+  } else if (auto* rj = std::get_if<forward_reject>(&*m)) {
+    auto it = submits_.find(rj->ticket);
+    if (it == submits_.end()) return;
+    if (rj->reason == reject_reason::lost) {
+      resolve_failed(rj->ticket, submit_error::unknown);
+    } else if (!it->second.retry_armed) {
+      it->second.proposed = false;
+      it->second.retry_armed = true;
+      loop_.add_timer(retry_delay, [this, t = rj->ticket] { try_submit(t); });
+    }
+  } else if (auto* rq = std::get_if<read_request>(&*m)) {
+    if (rq->group >= groups_.size()) return;
+    leader_read(rq->group, [this, from, id = rq->id, g = rq->group](bool ok, std::uint64_t index) {
+      send(from, read_reply{id, ok, index, ok ? 0 : leader_of(g)});
+    });
+  } else if (auto* rr = std::get_if<read_reply>(&*m)) {
+    auto it = reads_.find(rr->id);
+    if (it == reads_.end() || it->second.have_index) return;
+    if (!rr->ok) {
+      loop_.add_timer(retry_delay, [this, id = rr->id] { try_read(id); });
+      return;
+    }
+    it->second.index = rr->index;
+    it->second.have_index = true;
+    check_reads();
+  }
+}
+
+void replicator::arm_sweep() {
+  sweep_timer_ = loop_.add_timer(milliseconds(50), [this] {
+    sweep_timer_ = 0;
+    sweep();
+    arm_sweep();
+  });
+}
+
+void replicator::sweep() {
+  const auto now = clock::now();
+  std::vector<std::pair<std::uint64_t, submit_error>> late;
+  for (auto& [ticket, s] : submits_) {
+    if (s.deadline <= now) late.emplace_back(ticket, s.proposed ? submit_error::unknown : submit_error::no_leader);
+  }
+  for (auto [ticket, e] : late) resolve_failed(ticket, e);
+  std::vector<std::function<void(bool)>> expired;
+  for (auto it = reads_.begin(); it != reads_.end();) {
+    if (it->second.deadline <= now) {
+      expired.push_back(std::move(it->second.ready));
+      it = reads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& fn : expired) fn(false);
+}
+
+std::vector<replicator::group_status> replicator::status() const {
+  std::vector<group_status> out;
+  for (const auto& g : groups_) {
+    group_status s;
+    s.group = g->id;
+    s.leader = leader_of(g->id);
+    switch (raft_state(const_cast<::raft*>(&g->r))) {
+      case RAFT_LEADER:
+        s.role = "leader";
+        break;
+      case RAFT_CANDIDATE:
+        s.role = "candidate";
+        break;
+      case RAFT_FOLLOWER:
+        s.role = "follower";
+        break;
+      default:
+        s.role = "unavailable";
+    }
+    s.term = g->r.current_term;
+    s.commit_index = g->r.commit_index;
+    s.applied_index = g->r.last_applied;
+    s.last_index = raft_last_index(const_cast<::raft*>(&g->r));
+    out.push_back(s);
+  }
+  return out;
+}
+
+bool replicator::has_quorum() const {
+  std::size_t reachable = 1;  // this node
+  std::map<std::uint64_t, bool> up;
+  for (const auto& l : links_.status()) {
+    up[l.peer] = l.out_connected;
+    if (l.out_connected) ++reachable;
+  }
+  if (reachable * 2 <= opts_.addresses.size()) return false;
+  for (const auto& g : groups_) {
+    const std::uint64_t leader = leader_of(g->id);
+    if (leader == 0) return false;
+    if (leader != opts_.self && !up[leader]) return false;
+  }
+  return true;
+}
+
+}  // namespace weir::cluster

@@ -1,0 +1,153 @@
+// replicator: this node's part in every raft group of the cluster. Owns the node log, the raft_io of
+// all groups (raft::node_io) and one libraft instance per group, all on one event loop, and offers what
+// the streams layer needs without knowing anything of streams:
+//
+//   * submit(group, command) -> ticket: proposes the command on the group's leader (forwarding it over
+//     the peer link when that is another node). The ticket ends exactly once: in `apply` on this node,
+//     when the command is committed and this node applies it (the answer then comes from this node's own
+//     state, so a write made through a follower is visible on it when it is acknowledged), or in
+//     `failed` (no leader within the timeout, or leadership lost with the outcome unknown).
+//   * read_index(group, ready): ReadIndex (Raft thesis 6.4). The leader records its commit index, confirms
+//     with a quorum that it still leads (a barrier entry, shared by every read that arrived before it
+//     was proposed), and answers; this node then waits until it applied that far. A deposed or cut-off
+//     leader cannot commit the barrier, so it never answers a stale read.
+//   * apply: every committed command of every group, on every node, in log order.
+//
+// Everything runs on the loop given to open(); nothing is thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+#include "cluster/messages.h"
+#include "io/event_loop.h"
+#include "storage/env.h"
+
+namespace weir::raft {
+class node_io;
+class node_log;
+class thread_flusher;
+class loop_executor;
+}  // namespace weir::raft
+
+namespace weir::cluster {
+
+class peer_links;
+
+enum class submit_error : std::uint8_t {
+  no_leader = 1,  // no leader could be reached in time: nothing was committed
+  unknown = 2,    // proposed, then leadership was lost or time ran out: it may still commit
+};
+
+class replicator {
+ public:
+  struct options {
+    std::uint64_t self = 0;
+    std::map<std::uint64_t, std::string> addresses;  // every node (self included), as raft knows them
+    std::uint32_t groups = 64;
+    std::string log_path;  // the node log
+    unsigned election_timeout_ms = 1000;
+    unsigned heartbeat_ms = 100;
+    std::chrono::milliseconds submit_timeout{5000};
+    std::chrono::milliseconds read_timeout{5000};
+  };
+  struct callbacks {
+    // A committed command of `group` at `index`; `ticket` != 0 when this node proposed it and waits.
+    std::function<void(std::uint32_t group, std::uint64_t index, std::span<const std::byte> command,
+                       std::uint64_t ticket)>
+        apply;
+    std::function<void(std::uint64_t ticket, submit_error e)> failed;
+  };
+
+  static result<std::unique_ptr<replicator>> open(io::event_loop& loop, storage::env& env, peer_links& links,
+                                                  options o, callbacks cb);
+  ~replicator();
+  replicator(const replicator&) = delete;
+  replicator& operator=(const replicator&) = delete;
+
+  std::uint64_t submit(std::uint32_t group, std::span<const std::byte> command);
+  // `ready(true)`: this node applied everything committed before the call; `ready(false)`: no leader
+  // confirmed in time (the read must not be served).
+  void read_index(std::uint32_t group, std::function<void(bool)> ready);
+
+  std::uint32_t group_count() const { return opts_.groups; }
+  std::uint64_t self() const { return opts_.self; }
+  bool leads(std::uint32_t group) const;
+
+  struct group_status {
+    std::uint32_t group = 0;
+    std::uint64_t leader = 0;
+    const char* role = "";
+    std::uint64_t term = 0;
+    std::uint64_t commit_index = 0;
+    std::uint64_t applied_index = 0;
+    std::uint64_t last_index = 0;
+  };
+  std::vector<group_status> status() const;
+  // Every group has a leader this node can reach (itself or a peer with a live link).
+  bool has_quorum() const;
+
+  struct group;  // replicator.cc
+
+ private:
+  replicator(io::event_loop& loop, peer_links& links, options o, callbacks cb);
+  friend struct group_glue;
+
+  struct pending_submit {
+    std::uint32_t group = 0;
+    std::vector<std::byte> entry;
+    std::chrono::steady_clock::time_point deadline;
+    bool proposed = false;  // handed to a leader that accepted it (a retry could apply it twice)
+    bool retry_armed = false;
+  };
+  struct pending_read {
+    std::uint32_t group = 0;
+    std::function<void(bool)> ready;
+    std::chrono::steady_clock::time_point deadline;
+    std::uint64_t index = 0;  // once known: wait until applied
+    bool have_index = false;
+  };
+
+  void try_submit(std::uint64_t ticket);
+  void propose(std::uint32_t group, std::vector<std::byte> entry, std::uint64_t origin, std::uint64_t ticket);
+  void try_read(std::uint64_t id);
+  // Leader side of ReadIndex: `done(ok, index)` after a quorum round that started after this call.
+  void leader_read(std::uint32_t group, std::function<void(bool, std::uint64_t)> done);
+  void start_barrier(group& g);
+  void on_message(std::uint64_t from, std::span<const std::byte> bytes);
+  void send(std::uint64_t to, const message& m);
+  void resolve_failed(std::uint64_t ticket, submit_error e);
+  void check_reads();
+  void schedule_read_check();  // once per loop turn in which something was applied
+  void arm_sweep();
+  void sweep();
+  std::uint64_t leader_of(std::uint32_t group) const;
+
+  io::event_loop& loop_;
+  peer_links& links_;
+  options opts_;
+  callbacks cb_;
+  std::unique_ptr<raft::thread_flusher> flusher_;
+  std::unique_ptr<raft::node_log> log_;
+  std::unique_ptr<raft::loop_executor> executor_;
+  std::unique_ptr<raft::node_io> io_;
+  std::vector<std::unique_ptr<group>> groups_;
+  std::uint64_t next_ticket_ = 1;
+  std::uint64_t next_read_ = 1;
+  std::unordered_map<std::uint64_t, pending_submit> submits_;
+  std::unordered_map<std::uint64_t, pending_read> reads_;
+  io::event_loop::timer_id sweep_timer_ = 0;
+  io::event_loop::timer_id read_poll_timer_ = 0;
+  bool read_check_posted_ = false;
+  bool closing_ = false;
+};
+
+}  // namespace weir::cluster

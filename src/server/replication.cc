@@ -1,0 +1,155 @@
+#include "server/replication.h"
+
+#include "base/json_writer.h"
+#include "base/log.h"
+#include "server/stream_shard.h"
+#include "streams/command_codec.h"
+
+namespace weir::server {
+
+namespace {
+
+std::string address_of(const cluster::peer_address& a) {
+  return a.host + ":" + std::to_string(a.port);
+}
+
+// FNV-1a of the path, like the cores' hash, but salted so that groups and cores do not line up.
+std::uint32_t hash_group(std::string_view path, std::uint32_t groups) {
+  std::uint64_t h = 14695981039346656037ull ^ 0x67726f7570ull;
+  for (char c : path) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return static_cast<std::uint32_t>(h % groups);
+}
+
+}  // namespace
+
+replication::replication(stream_shard& shard, cluster::cluster_options o) : shard_(shard), opts_(std::move(o)) {}
+
+result<std::unique_ptr<replication>> replication::open(stream_shard& shard, storage::env& env,
+                                                       const std::string& data_dir,
+                                                       const cluster::cluster_options& o) {
+  std::unique_ptr<replication> self(new replication(shard, o));
+  cluster::peer_links::options lo;
+  lo.self = o.node_id;
+  lo.listen = o.peer_listen;
+  lo.peers = o.peers;
+  auto links = cluster::peer_links::open(shard.loop(), lo);
+  if (!links) return links.err();
+  self->links_ = std::move(*links);
+  if (auto st = env.create_dirs(data_dir + "/raft"); !st) return st.err();
+  cluster::replicator::options ro;
+  ro.self = o.node_id;
+  for (const auto& [id, addr] : o.peers) ro.addresses.emplace(id, address_of(addr));
+  ro.groups = o.groups;
+  ro.log_path = data_dir + "/raft/node.log";
+  cluster::replicator::callbacks cb;
+  replication* p = self.get();
+  cb.apply = [p](std::uint32_t g, std::uint64_t index, std::span<const std::byte> c, std::uint64_t ticket) {
+    p->apply(g, index, c, ticket);
+  };
+  cb.failed = [p](std::uint64_t ticket, cluster::submit_error e) { p->failed(ticket, e); };
+  auto repl = cluster::replicator::open(shard.loop(), env, *self->links_, std::move(ro), std::move(cb));
+  if (!repl) return repl.err();
+  self->repl_ = std::move(*repl);
+  return self;
+}
+
+replication::~replication() {
+  repl_.reset();  // before the links it sends on
+  links_.reset();
+}
+
+std::uint32_t replication::group_of(std::string_view path) const {
+  return hash_group(path, opts_.groups);
+}
+
+void replication::submit(const streams::command& c, shard_wal::completion done) {
+  streams::encode_into(c, scratch_);
+  const std::uint32_t g = group_of(streams::command_path(c));
+  const std::uint64_t ticket =
+      repl_->submit(g, std::as_bytes(std::span<const char>(scratch_.data(), scratch_.size())));
+  waiting_.emplace(ticket, std::move(done));
+}
+
+void replication::linearize(std::string_view path, std::function<void(bool)> ready) {
+  repl_->read_index(group_of(path), std::move(ready));
+}
+
+void replication::apply(std::uint32_t group, std::uint64_t index, std::span<const std::byte> bytes,
+                        std::uint64_t ticket) {
+  auto c = streams::decode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  durable_result r;
+  if (!c) {
+    // The same bytes fail on every node: the command is skipped everywhere alike.
+    log::error("weir cluster: group {} entry {}: undecodable command ({}); skipped", group, index,
+               c.err().reason);
+    r.failure = protocol::errc::storage_unavailable;
+  } else {
+    r.o = shard_.apply_committed(*c, (std::uint64_t(group) + 1) << 40 | index);
+  }
+  if (ticket == 0) return;
+  auto it = waiting_.find(ticket);
+  if (it == waiting_.end()) return;
+  // Answer after the current apply returns (the answer may propose more: a fork's create after its retain).
+  shard_.loop().post([done = std::move(it->second), r = std::move(r)]() mutable {
+    if (done) done(r);
+  });
+  waiting_.erase(it);
+}
+
+void replication::failed(std::uint64_t ticket, cluster::submit_error e) {
+  auto it = waiting_.find(ticket);
+  if (it == waiting_.end()) return;
+  durable_result r;
+  r.failure = e == cluster::submit_error::no_leader ? protocol::errc::cluster_unavailable
+                                                    : protocol::errc::cluster_outcome_unknown;
+  shard_.loop().post([done = std::move(it->second), r = std::move(r)]() mutable {
+    if (done) done(r);
+  });
+  waiting_.erase(it);
+}
+
+std::string replication::status_json() const {
+  json_writer w;
+  w.begin_object();
+  w.key("node_id").value(std::int64_t(opts_.node_id));
+  w.key("groups").value(std::int64_t(opts_.groups));
+  w.key("quorum").value(repl_->has_quorum());
+  std::uint64_t led = 0;
+  const auto groups = repl_->status();
+  for (const auto& g : groups) led += g.leader == opts_.node_id ? 1 : 0;
+  w.key("groups_led").value(std::int64_t(led));
+  w.key("peers").begin_array();
+  for (const auto& l : links_->status()) {
+    w.begin_object();
+    w.key("node_id").value(std::int64_t(l.peer));
+    w.key("address").value(address_of(opts_.peers.at(l.peer)));
+    w.key("out_connected").value(l.out_connected);
+    w.key("in_connected").value(l.in_connected);
+    w.key("bytes_sent").value(std::int64_t(l.bytes_sent));
+    w.key("bytes_received").value(std::int64_t(l.bytes_received));
+    w.key("connects").value(std::int64_t(l.connects));
+    w.key("drops").value(std::int64_t(l.drops));
+    w.end_object();
+  }
+  w.end_array();
+  w.key("raft_groups").begin_array();
+  for (const auto& g : groups) {
+    w.begin_object();
+    w.key("group").value(std::int64_t(g.group));
+    w.key("role").value(std::string_view(g.role));
+    w.key("leader").value(std::int64_t(g.leader));
+    w.key("term").value(std::int64_t(g.term));
+    w.key("commit_index").value(std::int64_t(g.commit_index));
+    w.key("applied_index").value(std::int64_t(g.applied_index));
+    w.key("last_index").value(std::int64_t(g.last_index));
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return w.take();
+}
+
+}  // namespace weir::server

@@ -1,0 +1,62 @@
+// replication: a stream_shard's writes and reads when the node is one node of a cluster
+// (docs/replication.md). Every command goes through the raft group its stream's path hashes to
+// (cluster::replicator) and is applied to the shard's state machine only once committed, on every
+// node, in log order; the client's answer comes from this node's own apply of its command. Reads first
+// wait for a read index (linearizable on every node).
+//
+// In a cluster every stream lives on core 0 (its shard holds all groups); HTTP runs on every core.
+// Lives on the shard's loop; every method runs there.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/result.h"
+#include "cluster/cluster_options.h"
+#include "cluster/peer_links.h"
+#include "cluster/replicator.h"
+#include "server/shard_wal.h"
+#include "storage/env.h"
+#include "streams/command.h"
+
+namespace weir::server {
+
+class stream_shard;
+
+class replication {
+ public:
+  // Opens the peer links and the node log under `data_dir`/raft and starts every group.
+  static result<std::unique_ptr<replication>> open(stream_shard& shard, storage::env& env,
+                                                   const std::string& data_dir,
+                                                   const cluster::cluster_options& o);
+  ~replication();
+
+  // Proposes `c` in its stream's group; `done` runs on this loop once this node applied it (with the
+  // outcome of that apply) or once it failed (durable_result::failure: cluster_unavailable).
+  void submit(const streams::command& c, shard_wal::completion done);
+  // `ready(true)` once this node applied every command committed in `path`'s group before the call.
+  void linearize(std::string_view path, std::function<void(bool)> ready);
+  std::uint32_t group_of(std::string_view path) const;
+  bool leads(std::string_view path) const { return repl_->leads(group_of(path)); }
+  bool has_quorum() const { return repl_->has_quorum(); }
+  // This node's view, as JSON: groups, leaders, terms, indexes, peer links.
+  std::string status_json() const;
+
+ private:
+  replication(stream_shard& shard, cluster::cluster_options o);
+  void apply(std::uint32_t group, std::uint64_t index, std::span<const std::byte> command, std::uint64_t ticket);
+  void failed(std::uint64_t ticket, cluster::submit_error e);
+
+  stream_shard& shard_;
+  cluster::cluster_options opts_;
+  std::unique_ptr<cluster::peer_links> links_;
+  std::unique_ptr<cluster::replicator> repl_;
+  std::unordered_map<std::uint64_t, shard_wal::completion> waiting_;
+  std::string scratch_;
+};
+
+}  // namespace weir::server
