@@ -1,0 +1,150 @@
+#include "cluster/cluster_identity.h"
+
+#include <charconv>
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+namespace weir::cluster {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+error corrupt(std::string reason) {
+  return make_error(identity_errc::corrupt, std::move(reason));
+}
+
+error io(const std::string& path, const error& e) {
+  return make_error(identity_errc::io_error, "cluster identity " + path + ": " + e.reason);
+}
+
+std::string describe(const std::string& data_dir, const cluster_identity& id) {
+  return "data directory " + data_dir + " belongs to node " + std::to_string(id.node_id) +
+         " of a cluster with " + std::to_string(id.groups) + " groups";
+}
+
+// The single-node layout's log (server/wal_recovery.cc: <data-dir>/wal/core-N).
+bool has_single_node_data(storage::env& e, const std::string& data_dir) {
+  return e.file_exists(storage::join_path(data_dir, "wal"));
+}
+
+result<cluster_identity> read_identity(storage::env& e, const std::string& path) {
+  auto bytes = storage::read_whole_file(e, path);
+  if (!bytes) return io(path, bytes.err());
+  auto id = parse_identity(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  if (!id) return corrupt("cluster identity " + path + ": " + id.err().reason);
+  return id;
+}
+
+// temp file, fsync, rename, fsync of the directory: after a crash the file is either absent (the next
+// start writes it again) or whole.
+status write_identity(storage::env& e, const std::string& data_dir, const cluster_identity& id) {
+  const std::string path = storage::join_path(data_dir, identity_file_name);
+  const std::string tmp = path + ".tmp";
+  if (auto st = e.create_dirs(data_dir); !st) return io(path, st.err());
+  if (e.file_exists(tmp)) {
+    if (auto st = e.remove_file(tmp); !st) return io(tmp, st.err());  // left by a crash in this function
+  }
+  auto f = e.open_writable(tmp, storage::open_mode::create_new);
+  if (!f) return io(tmp, f.err());
+  const std::string text = format_identity(id);
+  if (auto st = (*f)->append(std::as_bytes(std::span(text.data(), text.size()))); !st)
+    return io(tmp, st.err());
+  if (auto st = (*f)->sync(); !st) return io(tmp, st.err());
+  f->reset();
+  if (auto st = e.rename_file(tmp, path); !st) return io(path, st.err());
+  if (auto st = e.sync_dir(data_dir); !st) return io(path, st.err());
+  return {};
+}
+
+}  // namespace
+
+std::string format_identity(const cluster_identity& id) {
+  return "# weir: this data directory belongs to a node of a cluster (docs/operations.md, \"Cluster\")\n"
+         "node-id = " +
+         std::to_string(id.node_id) + "\ngroups = " + std::to_string(id.groups) + "\n";
+}
+
+result<cluster_identity> parse_identity(std::string_view text) {
+  cluster_identity id;
+  bool has_node = false;
+  bool has_groups = false;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    const std::string_view line = trim(text.substr(0, nl));
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (line.empty() || line.front() == '#') continue;
+    const std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos) return corrupt("'" + std::string(line) + "' is not KEY = VALUE");
+    const std::string_view key = trim(line.substr(0, eq));
+    const std::string_view value = trim(line.substr(eq + 1));
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (value.empty() || ec != std::errc{} || end != value.data() + value.size()) {
+      return corrupt("'" + std::string(line) + "': the value is not a whole number");
+    }
+    if (key == "node-id" && !has_node) {
+      if (v == 0) return corrupt("node-id 0");
+      id.node_id = v;
+      has_node = true;
+    } else if (key == "groups" && !has_groups) {
+      if (v == 0 || v > max_groups) return corrupt("groups " + std::to_string(v));
+      id.groups = static_cast<std::uint32_t>(v);
+      has_groups = true;
+    } else {
+      return corrupt("unknown or repeated key '" + std::string(key) + "'");
+    }
+  }
+  if (!has_node || !has_groups) return corrupt(has_node ? "groups missing" : "node-id missing");
+  return id;
+}
+
+bool is_cluster_dir(storage::env& e, const std::string& data_dir) {
+  return e.file_exists(storage::join_path(data_dir, identity_file_name));
+}
+
+result<cluster_identity> claim_identity(storage::env& e, const std::string& data_dir,
+                                        const cluster_options& o) {
+  const std::string path = storage::join_path(data_dir, identity_file_name);
+  const bool has_identity = e.file_exists(path);
+  if (!o.enabled()) {
+    if (!has_identity) return cluster_identity{};
+    auto id = read_identity(e, path);
+    if (!id) return id.err();
+    return make_error(
+        identity_errc::wrong_mode,
+        describe(data_dir, *id) + ": start it as that node (--node-id " + std::to_string(id->node_id) +
+            " --raft-groups " + std::to_string(id->groups) +
+            " with --peer-listen and --peers), or give --data-dir another directory to run alone");
+  }
+  if (has_identity) {
+    auto id = read_identity(e, path);
+    if (!id) return id.err();
+    std::string started;
+    if (id->node_id != o.node_id) started += " --node-id " + std::to_string(o.node_id);
+    if (id->groups != o.groups) started += " --raft-groups " + std::to_string(o.groups);
+    if (!started.empty()) {
+      return make_error(identity_errc::mismatch,
+                        describe(data_dir, *id) + "; started with" + started +
+                            " (every node keeps a data directory of its own, and a cluster's group count is "
+                            "fixed when it is created)");
+    }
+    return id;
+  }
+  if (has_single_node_data(e, data_dir)) {
+    return make_error(identity_errc::wrong_mode,
+                      "data directory " + data_dir + " holds a single-node weir's data (" +
+                          storage::join_path(data_dir, "wal") +
+                          "): a cluster node starts on a data directory of its own; give --data-dir a new "
+                          "directory, or start without --node-id to run alone on this one");
+  }
+  cluster_identity id{o.node_id, o.groups, true};
+  if (auto st = write_identity(e, data_dir, id); !st) return st.err();
+  return id;
+}
+
+}  // namespace weir::cluster

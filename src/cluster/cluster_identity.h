@@ -1,0 +1,62 @@
+// cluster_identity: which node of which cluster a data directory belongs to, so that a node never runs
+// on another node's data or with another group count (a stream's group is its path's hash modulo the
+// group count: a different count would look for every stream in the wrong group).
+//
+// On disk: `<data-dir>/cluster`, a small text file written once, when a cluster node first starts on
+// the directory (temp file, fsync, rename, directory fsync):
+//
+//     # weir: this data directory belongs to a node of a cluster (docs/operations.md, "Cluster")
+//     node-id = 1
+//     groups = 64
+//
+// A single-node directory has no such file; its data is `<data-dir>/wal` (server/wal_recovery.cc).
+// Start-up only (blocking calls through storage::env), with the data directory's lock held
+// (storage::dir_lock), on the thread that starts the node.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+#include "cluster/cluster_options.h"
+#include "storage/env.h"
+
+namespace weir::cluster {
+
+enum class identity_errc : int {
+  io_error = 1,  // reading or writing the file failed (the reason says what the OS said)
+  corrupt,       // the file is there but does not read as an identity
+  mismatch,      // the directory belongs to another node id, or was made with another group count
+  wrong_mode,    // a single-node directory started as a cluster node, or the other way round
+};
+
+struct cluster_identity {
+  std::uint64_t node_id = 0;  // 0: a single-node directory (claim_identity without a node id)
+  std::uint32_t groups = 0;   // 0 likewise
+  // This start wrote the file: the node is new to its cluster (nothing of any group on its disk yet).
+  bool created = false;
+  bool operator==(const cluster_identity&) const = default;
+};
+
+// The name of the identity file in a data directory.
+inline constexpr const char* identity_file_name = "cluster";
+
+// True if `data_dir` holds a cluster identity file (a node of a cluster made it).
+bool is_cluster_dir(storage::env& e, const std::string& data_dir);
+
+// Makes sure `data_dir` may be used as `o` says, and records it on a cluster node's first start:
+//   * o.enabled() and the directory has an identity: it must name o.node_id and o.groups (mismatch,
+//     naming both); the identity is returned.
+//   * o.enabled(), no identity: refused (wrong_mode) if the directory holds single-node data
+//     (`wal`); otherwise the identity is written (the directory is created if missing) and returned
+//     with created = true.
+//   * !o.enabled(): refused (wrong_mode) if the directory is a cluster node's; otherwise nothing is
+//     written and {0, 0, false} is returned. A single-node start can thus call it too.
+result<cluster_identity> claim_identity(storage::env& e, const std::string& data_dir,
+                                        const cluster_options& o);
+
+// The file's text for an identity, and the identity a text describes (errors: identity_errc::corrupt).
+std::string format_identity(const cluster_identity& id);
+result<cluster_identity> parse_identity(std::string_view text);
+
+}  // namespace weir::cluster
