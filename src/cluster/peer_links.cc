@@ -1,0 +1,663 @@
+#include "cluster/peer_links.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <string>
+
+#include "base/assert.h"
+#include "base/log.h"
+#include "io/socket.h"
+#include "io/tcp_stream.h"
+#include "storage/crc32c.h"
+
+namespace weir::cluster {
+namespace {
+using namespace std::chrono_literals;
+
+constexpr std::chrono::milliseconds min_backoff = 50ms;
+constexpr std::chrono::milliseconds max_backoff = 1s;
+// An accepted connection that has not said hello by then is closed (a port scanner, a stuck client).
+constexpr std::chrono::milliseconds hello_timeout = 10s;
+// TCP_USER_TIMEOUT of outgoing connections: written data unacknowledged this long fails the link.
+constexpr std::chrono::milliseconds user_timeout = 10s;
+// A connect pending this long when the peer's own connection arrives is abandoned and redialled.
+constexpr std::chrono::milliseconds stale_connect = 1s;
+constexpr int max_iov = 128;                   // iovecs per writev: 64 frames
+constexpr std::size_t read_chunk = 64u << 10;  // free space asked of every recv
+constexpr std::array<char, 8> magic = {'w', 'e', 'i', 'r', 'p', 'e', 'e', 'r'};
+
+void put_u32(std::byte* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = std::byte(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+void put_u64(std::byte* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = std::byte(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+std::uint32_t get_u32(const std::byte* p) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= std::uint32_t(std::to_integer<std::uint8_t>(p[i])) << (8 * i);
+  return v;
+}
+std::uint64_t get_u64(const std::byte* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= std::uint64_t(std::to_integer<std::uint8_t>(p[i])) << (8 * i);
+  return v;
+}
+
+std::array<std::byte, peer_links::hello_size> make_hello(std::uint64_t self) {
+  std::array<std::byte, peer_links::hello_size> h{};
+  std::memcpy(h.data(), magic.data(), magic.size());
+  put_u32(h.data() + 8, peer_links::version);
+  put_u64(h.data() + 12, self);
+  put_u32(h.data() + 20, storage::crc32c(std::span(h.data(), 20)));
+  return h;
+}
+
+// A plain listener: unlike io::listen_tcp no SO_REUSEPORT, so a second process configured with the same
+// peer port fails to start instead of silently taking half of the connections. SO_REUSEADDR lets a
+// restarted node bind while its old connections linger in TIME_WAIT.
+result<int> listen_on(const peer_address& a) {
+  auto sys_error = [](const char* what) {
+    return make_error(io::socket_errc::system, std::string(what) + ": " + std::strerror(errno));
+  };
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(a.port);
+  const std::string host = a.host == "localhost" ? "127.0.0.1" : a.host;
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    return make_error(io::socket_errc::bad_address, "not an IPv4 address: " + a.host);
+  }
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return sys_error("socket");
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    auto e = errno == EADDRINUSE ? make_error(io::socket_errc::in_use, a.host + ":" + std::to_string(a.port) +
+                                                                           ": address already in use")
+                                 : sys_error("bind");
+    ::close(fd);
+    return e;
+  }
+  if (::listen(fd, 128) != 0) {
+    auto e = sys_error("listen");
+    ::close(fd);
+    return e;
+  }
+  return fd;
+}
+
+// Loopback dials to a port nobody listens on can, rarely, connect the socket to itself (TCP simultaneous
+// open, when the kernel picks that very port as the source port); such a link would also keep the peer
+// from binding its port.
+bool connected_to_itself(int fd) {
+  sockaddr_in local{}, remote{};
+  socklen_t ll = sizeof local, rl = sizeof remote;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) return false;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &rl) != 0) return false;
+  return local.sin_port == remote.sin_port && local.sin_addr.s_addr == remote.sin_addr.s_addr;
+}
+}  // namespace
+
+// One queued frame: its header and its payload, written with two iovecs.
+struct peer_links::frame {
+  std::array<std::byte, header_size> header;
+  std::vector<std::byte> payload;
+  std::size_t size() const { return header_size + payload.size(); }
+};
+
+// Everything about one other node: the outgoing connection and its queue, the accepted connection, the
+// counters.
+struct peer_links::peer {
+  std::uint64_t id = 0;
+  peer_address addr;
+  // Outgoing. out_gen tells a callback of a retired stream (an event of this turn) from the current one.
+  std::unique_ptr<io::tcp_stream> out;
+  std::uint64_t out_gen = 0;
+  std::array<std::byte, hello_size> hello{};
+  std::size_t hello_sent = hello_size;  // < hello_size: the hello goes out before any frame
+  std::deque<frame> queue;
+  std::size_t queued_bytes = 0;
+  std::size_t front_sent = 0;  // bytes of queue.front() already written
+  bool blocked = false;        // the send buffer is full: wait for on_writable
+  bool dirty = false;          // in dirty_: written at the end of this turn
+  io::event_loop::timer_id retry_timer = 0;
+  std::chrono::milliseconds backoff = min_backoff;
+  std::int64_t dial_ms = 0;  // when the pending connect started
+  // Incoming.
+  in_conn* in = nullptr;
+  // Counters (link_status).
+  std::uint64_t bytes_sent = 0, bytes_received = 0, connects = 0, drops = 0, dropped_frames = 0;
+};
+
+class peer_links::listener final : public io::io_handler {
+ public:
+  listener(peer_links& owner, int fd) : owner_(owner), fd_(fd) {}
+  ~listener() {
+    owner_.loop_.remove_fd(fd_);
+    ::close(fd_);
+  }
+  int fd() const { return fd_; }
+  void on_io(std::uint32_t) override { owner_.accept_all(); }
+
+ private:
+  peer_links& owner_;
+  int fd_;
+};
+
+// An accepted connection: receive only. Reads the hello, then frames, until a bad byte or the end.
+class peer_links::in_conn final : public io::io_handler {
+ public:
+  in_conn(peer_links& owner, int fd, std::string remote)
+      : owner_(owner), fd_(fd), remote_(std::move(remote)) {}
+  ~in_conn() { close(); }
+
+  bool start() {
+    if (!owner_.loop_.add_fd(fd_, EPOLLIN | EPOLLRDHUP, this)) return false;
+    hello_timer_ = owner_.loop_.add_timer(hello_timeout, [this] {
+      hello_timer_ = 0;
+      owner_.warn_limited(fmt::format("peer_links: node {}: {} sent no hello in {} ms; closing",
+                                      owner_.opts_.self, remote_, hello_timeout.count()));
+      owner_.retire(this);
+    });
+    return true;
+  }
+  void close() {
+    if (fd_ < 0) return;
+    if (hello_timer_ != 0) owner_.loop_.cancel_timer(hello_timer_);
+    hello_timer_ = 0;
+    owner_.loop_.remove_fd(fd_);
+    ::close(fd_);
+    fd_ = -1;
+  }
+  std::uint64_t peer_id() const { return peer_; }
+
+  void on_io(std::uint32_t) override {
+    if (fd_ < 0) return;  // retired earlier in this turn; the loop still had its event
+    // Edge-triggered: read until the socket says would-block (or closes).
+    for (;;) {
+      // While a frame's tail is due, read just into the room it needs; otherwise ask for a whole chunk.
+      const std::size_t room = buf_.size() - end_;
+      if (room == 0 || (need_ == 0 && room < read_chunk) || need_ > buf_.size() - begin_) make_room();
+      auto n = io::recv_bytes(fd_, buf_.data() + end_, buf_.size() - end_, 0);
+      if (n > 0) {
+        end_ += static_cast<std::size_t>(n);
+        if (!parse()) return;
+        continue;
+      }
+      if (n == 0) {
+        owner_.retire(this);  // the peer closed (it stopped, or redials)
+        return;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      log::debug("peer_links: node {}: connection from {}: {}", owner_.opts_.self, remote_,
+                 std::strerror(errno));
+      owner_.retire(this);
+      return;
+    }
+  }
+
+ private:
+  void make_room() {
+    const std::size_t live = end_ - begin_;
+    if (begin_ > 0) {
+      if (live > 0) std::memmove(buf_.data(), buf_.data() + begin_, live);
+      begin_ = 0;
+      end_ = live;
+    }
+    // A frame announced by its header gets its whole size at once (no doubling copies of 8 MiB).
+    const std::size_t want = std::max(end_ + read_chunk, need_);
+    if (buf_.size() < want) buf_.resize(want);
+  }
+
+  // Consumes every whole hello/frame in the buffer. False: the connection was retired.
+  bool parse() {
+    for (;;) {
+      const std::size_t avail = end_ - begin_;
+      const std::byte* p = buf_.data() + begin_;
+      if (peer_ == 0) {
+        if (avail < hello_size) return true;
+        const std::uint64_t id = get_u64(p + 12);
+        if (std::memcmp(p, magic.data(), magic.size()) != 0 || get_u32(p + 8) != version ||
+            get_u32(p + 20) != storage::crc32c(std::span(p, 20))) {
+          return refuse(fmt::format("a bad hello from {}", remote_));
+        }
+        if (!owner_.identify(this, id)) {
+          return refuse(fmt::format("{} says it is node {}, not one of its peers", remote_, id));
+        }
+        peer_ = id;
+        owner_.loop_.cancel_timer(hello_timer_);
+        hello_timer_ = 0;
+        begin_ += hello_size;
+        owner_.peers_.at(peer_)->bytes_received += hello_size;
+        continue;
+      }
+      if (avail < header_size) break;
+      const std::uint32_t len = get_u32(p);
+      const auto channel = std::to_integer<std::uint8_t>(p[4]);
+      const std::uint32_t crc = get_u32(p + 5);
+      if (len > max_payload) {
+        return refuse(fmt::format("node {} ({}) sent a frame of {} bytes (the limit is {})", peer_, remote_,
+                                  len, max_payload));
+      }
+      if (avail < header_size + len) {
+        need_ = header_size + len;
+        break;
+      }
+      need_ = 0;
+      std::span payload(p + header_size, len);
+      if (storage::crc32c(payload) != crc) {
+        return refuse(fmt::format("node {} ({}) sent a frame with a bad checksum", peer_, remote_));
+      }
+      begin_ += header_size + len;
+      owner_.peers_.at(peer_)->bytes_received += header_size + len;
+      owner_.deliver(peer_, channel, payload);
+    }
+    if (begin_ == end_) {
+      begin_ = end_ = 0;
+      if (buf_.size() > 4 * read_chunk) std::vector<std::byte>().swap(buf_);  // after a large frame
+    }
+    return true;
+  }
+
+  bool refuse(std::string why) {
+    owner_.warn_limited(fmt::format("peer_links: node {}: closing a connection: {}", owner_.opts_.self, why));
+    owner_.retire(this);
+    return false;
+  }
+
+  peer_links& owner_;
+  int fd_;
+  std::string remote_;      // "ip:port", for log lines
+  std::uint64_t peer_ = 0;  // 0 until the hello is accepted
+  io::event_loop::timer_id hello_timer_ = 0;
+  std::vector<std::byte> buf_;
+  std::size_t begin_ = 0, end_ = 0;  // unparsed bytes
+  std::size_t need_ = 0;             // the size of the frame being received, once its header is in
+};
+
+class peer_links::raft_adapter final : public raft::transport {
+ public:
+  explicit raft_adapter(peer_links& owner) : owner_(owner) {}
+  void send(raft::node_id to, std::vector<std::byte> packet) override {
+    owner_.enqueue(to.value(), 0, std::move(packet));
+  }
+  void set_receiver(receiver r) override { recv = std::move(r); }
+  receiver recv;
+
+ private:
+  peer_links& owner_;
+};
+
+result<std::unique_ptr<peer_links>> peer_links::open(io::event_loop& loop, options o) {
+  WEIR_ASSERT(o.self != 0, "peer_links: node id 0");
+  for (auto& [id, addr] : o.peers)
+    WEIR_ASSERT(id != 0, "peer_links: peer id 0 ({}:{})", addr.host, addr.port);
+  auto fd = listen_on(o.listen);
+  if (!fd) return fd.err();
+  auto port = io::local_port(*fd);
+  if (!port) {
+    ::close(*fd);
+    return port.err();
+  }
+  std::unique_ptr<peer_links> links(new peer_links(loop, std::move(o)));
+  links->listen_port_ = *port;
+  links->listener_ = std::make_unique<listener>(*links, *fd);
+  if (!loop.add_fd(*fd, EPOLLIN, links->listener_.get())) {
+    return make_error(io::socket_errc::system, std::string("epoll_ctl: ") + std::strerror(errno));
+  }
+  for (auto& [id, p] : links->peers_) links->dial(*p);
+  return links;
+}
+
+peer_links::peer_links(io::event_loop& loop, options o)
+    : loop_(loop), opts_(std::move(o)), raft_(std::make_unique<raft_adapter>(*this)) {
+  for (auto& [id, addr] : opts_.peers) {
+    if (id == opts_.self) continue;
+    auto p = std::make_unique<peer>();
+    p->id = id;
+    p->addr = addr;
+    p->hello = make_hello(opts_.self);
+    peers_.emplace(id, std::move(p));
+  }
+}
+
+peer_links::~peer_links() {
+  if (turn_end_timer_ != 0) loop_.cancel_timer(turn_end_timer_);
+  for (auto& [id, p] : peers_) {
+    if (p->retry_timer != 0) loop_.cancel_timer(p->retry_timer);
+    p->out.reset();
+  }
+  conns_.clear();
+  retired_conns_.clear();
+  retired_streams_.clear();
+  listener_.reset();
+}
+
+raft::transport& peer_links::raft_transport() {
+  return *raft_;
+}
+
+void peer_links::send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) {
+  enqueue(to, channel, std::vector<std::byte>(payload.begin(), payload.end()));
+}
+
+void peer_links::enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std::byte> payload) {
+  auto it = peers_.find(to);
+  if (it == peers_.end()) {
+    warn_limited(fmt::format("peer_links: node {}: a frame for node {}, which is not a peer, dropped",
+                             opts_.self, to));
+    return;
+  }
+  peer& p = *it->second;
+  const std::size_t size = header_size + payload.size();
+  if (payload.size() > max_payload || p.queued_bytes + size > opts_.max_pending_bytes) {
+    ++p.dropped_frames;
+    warn_limited(fmt::format("peer_links: node {}: dropped a frame of {} bytes for node {} ({} bytes queued)",
+                             opts_.self, payload.size(), to, p.queued_bytes));
+    return;
+  }
+  frame f;
+  put_u32(f.header.data(), static_cast<std::uint32_t>(payload.size()));
+  f.header[4] = std::byte{channel};
+  put_u32(f.header.data() + 5, storage::crc32c(payload));
+  f.payload = std::move(payload);
+  p.queue.push_back(std::move(f));
+  p.queued_bytes += size;
+  if (!p.dirty) {
+    p.dirty = true;
+    dirty_.push_back(&p);
+    schedule_turn_end();
+  }
+}
+
+void peer_links::dial(peer& p) {
+  p.retry_timer = 0;
+  if (p.out) return;
+  const std::uint64_t gen = ++p.out_gen;
+  peer* pp = &p;
+  io::tcp_stream::callbacks cb{
+      .on_connected =
+          [this, pp, gen](int err) {
+            if (pp->out_gen == gen) on_connected(*pp, err);
+          },
+      .on_readable =
+          [this, pp, gen] {
+            if (pp->out_gen == gen) drain_out(*pp);
+          },
+      .on_writable =
+          [this, pp, gen] {
+            if (pp->out_gen != gen) return;
+            pp->blocked = false;
+            flush(*pp);
+          },
+      .on_hangup =
+          [this, pp, gen] {
+            if (pp->out_gen == gen) lose(*pp, "closed by the peer", 0);
+          },
+  };
+  p.dial_ms = loop_.now_ms();
+  auto s = io::tcp_stream::connect(loop_, p.addr.port, std::move(cb), p.addr.host);
+  if (!s) {  // loopback may refuse at once
+    log::debug("peer_links: node {}: dialing node {} ({}:{}): {}", opts_.self, p.id, p.addr.host, p.addr.port,
+               s.err().reason);
+    lose(p, "connect failed", 0);
+    return;
+  }
+  p.out = std::move(*s);
+  // A peer host that died without a FIN would otherwise hold the link (and a connect to it) for minutes
+  // of retransmissions; raft's heartbeats keep a live link's data acknowledged well within this.
+  unsigned user_timeout_ms = static_cast<unsigned>(user_timeout.count());
+  ::setsockopt(p.out->fd(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
+void peer_links::on_connected(peer& p, int err) {
+  if (err == 0 && connected_to_itself(p.out->fd())) {
+    p.out->close();  // not a drop: it never reached the peer
+    err = EADDRNOTAVAIL;
+  }
+  if (err != 0) {
+    log::debug("peer_links: node {}: dialing node {} ({}:{}): {}", opts_.self, p.id, p.addr.host, p.addr.port,
+               std::strerror(err));
+    lose(p, "connect failed", err);
+    return;
+  }
+  ++p.connects;
+  p.backoff = min_backoff;
+  p.hello_sent = 0;
+  p.blocked = false;
+  flush(p);
+}
+
+// The outgoing connection is gone (or never came up): retire it, cut the frame it was in the middle of,
+// keep the rest of the queue for the next connection, and redial after the backoff.
+void peer_links::lose(peer& p, const char* why, int err) {
+  if (p.out) {
+    if (p.out->connected()) {
+      ++p.drops;
+      warn_limited(fmt::format("peer_links: node {}: lost the connection to node {} ({}:{}): {}{}{}",
+                               opts_.self, p.id, p.addr.host, p.addr.port, why, err != 0 ? ": " : "",
+                               err != 0 ? std::strerror(err) : ""));
+    }
+    p.out->close();
+    retired_streams_.push_back(std::move(p.out));
+    schedule_turn_end();
+  }
+  ++p.out_gen;
+  if (p.front_sent > 0) {
+    p.queued_bytes -= p.queue.front().size();
+    p.queue.pop_front();
+    p.front_sent = 0;
+    ++p.dropped_frames;
+  }
+  p.blocked = false;
+  p.hello_sent = hello_size;
+  if (p.retry_timer != 0) return;
+  peer* pp = &p;
+  p.retry_timer = loop_.add_timer(p.backoff, [this, pp] { dial(*pp); });
+  p.backoff = std::min(p.backoff * 2, max_backoff);
+}
+
+// The acceptor never writes; anything it does send is ignored. End of stream or an error: the link is down.
+void peer_links::drain_out(peer& p) {
+  char buf[256];
+  for (;;) {
+    auto n = p.out->read(buf, sizeof buf);
+    if (n > 0) continue;
+    if (n == io::tcp_stream::would_block) return;
+    lose(p, n == 0 ? "closed by the peer" : "read failed", n == 0 ? 0 : errno);
+    return;
+  }
+}
+
+// Writes the hello (if due) and queued frames, many per writev, until the queue is empty or the socket is
+// full.
+void peer_links::flush(peer& p) {
+  if (!p.out || !p.out->connected() || p.blocked) return;
+  for (;;) {
+    std::array<iovec, max_iov> iov;
+    int n = 0;
+    std::size_t total = 0;
+    auto add = [&](const std::byte* data, std::size_t len) {
+      iov[static_cast<std::size_t>(n++)] = iovec{const_cast<std::byte*>(data), len};
+      total += len;
+    };
+    if (p.hello_sent < hello_size) add(p.hello.data() + p.hello_sent, hello_size - p.hello_sent);
+    std::size_t skip = p.front_sent;
+    for (auto& f : p.queue) {
+      if (n + 2 > max_iov) break;
+      if (skip < header_size) add(f.header.data() + skip, header_size - skip);
+      const std::size_t off = skip > header_size ? skip - header_size : 0;
+      if (off < f.payload.size()) add(f.payload.data() + off, f.payload.size() - off);
+      skip = 0;
+    }
+    if (n == 0) return;
+    auto w = p.out->writev(iov.data(), n);
+    if (w == io::tcp_stream::would_block) {
+      p.blocked = true;
+      return;
+    }
+    if (w < 0) {
+      lose(p, "write failed", errno);
+      return;
+    }
+    const auto written = static_cast<std::size_t>(w);
+    p.bytes_sent += written;
+    advance(p, written);
+    if (written < total) {
+      p.blocked = true;  // the send buffer is full: on_writable resumes
+      return;
+    }
+  }
+}
+
+void peer_links::advance(peer& p, std::size_t written) {
+  if (p.hello_sent < hello_size) {
+    const std::size_t h = std::min(written, hello_size - p.hello_sent);
+    p.hello_sent += h;
+    written -= h;
+  }
+  while (written > 0) {
+    WEIR_ASSERT(!p.queue.empty(), "peer_links: {} bytes written past the queue of node {}", written, p.id);
+    const std::size_t rest = p.queue.front().size() - p.front_sent;
+    if (written < rest) {
+      p.front_sent += written;
+      return;
+    }
+    written -= rest;
+    p.queued_bytes -= p.queue.front().size();
+    p.queue.pop_front();
+    p.front_sent = 0;
+  }
+}
+
+// Frames queued during a turn go out together at its end (a timer of 0 ms runs after the turn's events),
+// and connections closed during the turn are freed only then.
+void peer_links::schedule_turn_end() {
+  if (turn_end_timer_ != 0) return;
+  turn_end_timer_ = loop_.add_timer(0ms, [this] {
+    turn_end_timer_ = 0;
+    on_turn_end();
+  });
+}
+
+void peer_links::on_turn_end() {
+  retired_conns_.clear();
+  retired_streams_.clear();
+  auto dirty = std::move(dirty_);
+  dirty_.clear();
+  for (peer* p : dirty) {
+    p->dirty = false;
+    flush(*p);
+  }
+}
+
+void peer_links::accept_all() {
+  for (;;) {
+    sockaddr_in addr{};
+    socklen_t len = sizeof addr;
+    int fd =
+        ::accept4(listener_->fd(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // Out of descriptors: the backlog waits for the next connection's edge (peers redial).
+      warn_limited(fmt::format("peer_links: node {}: accept: {}", opts_.self, std::strerror(errno)));
+      return;
+    }
+    char ip[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
+    auto c = std::make_unique<in_conn>(*this, fd, fmt::format("{}:{}", ip, ntohs(addr.sin_port)));
+    if (!c->start()) {
+      warn_limited(fmt::format("peer_links: node {}: epoll_ctl: {}", opts_.self, std::strerror(errno)));
+      continue;
+    }
+    conns_.push_back(std::move(c));
+  }
+}
+
+bool peer_links::identify(in_conn* c, std::uint64_t id) {
+  auto it = peers_.find(id);
+  if (it == peers_.end()) return false;  // unknown, or self
+  peer& p = *it->second;
+  // A newer connection from the same node: it restarted (or lost its link and redialled) and the old
+  // connection is dead or about to be.
+  if (p.in != nullptr && p.in != c) retire(p.in);
+  p.in = c;
+  // The peer is up: if our own link to it waits out a backoff, or a connect that has been pending for a
+  // while (SYNs to a host that was down), dial now.
+  if (!p.out && p.retry_timer != 0) {
+    loop_.cancel_timer(p.retry_timer);
+    dial(p);
+  } else if (p.out && !p.out->connected() && loop_.now_ms() - p.dial_ms > stale_connect.count()) {
+    lose(p, "connect pending", 0);
+    loop_.cancel_timer(p.retry_timer);
+    dial(p);
+  }
+  return true;
+}
+
+void peer_links::retire(in_conn* c) {
+  c->close();
+  if (auto id = c->peer_id(); id != 0) {
+    auto& p = *peers_.at(id);
+    if (p.in == c) p.in = nullptr;
+  }
+  auto it = std::find_if(conns_.begin(), conns_.end(), [c](const auto& u) { return u.get() == c; });
+  if (it == conns_.end()) return;
+  retired_conns_.push_back(std::move(*it));
+  conns_.erase(it);
+  schedule_turn_end();
+}
+
+void peer_links::deliver(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload) {
+  if (channel == 0 && raft_->recv) {
+    raft_->recv(raft::node_id{from}, payload);
+  } else if (receiver_) {
+    receiver_(from, channel, payload);
+  }
+}
+
+std::vector<peer_links::link_status> peer_links::status() const {
+  std::vector<link_status> out;
+  out.reserve(peers_.size());
+  for (const auto& [id, p] : peers_) {
+    out.push_back(link_status{.peer = id,
+                              .out_connected = p->out && p->out->connected(),
+                              .in_connected = p->in != nullptr,
+                              .bytes_sent = p->bytes_sent,
+                              .bytes_received = p->bytes_received,
+                              .connects = p->connects,
+                              .drops = p->drops,
+                              .dropped_frames = p->dropped_frames});
+  }
+  return out;
+}
+
+void peer_links::warn_limited(std::string msg) {
+  const std::int64_t now = loop_.now_ms();
+  if (now - last_warn_ms_ < 1000) {
+    ++suppressed_warnings_;
+    return;
+  }
+  last_warn_ms_ = now;
+  if (suppressed_warnings_ > 0) {
+    log::warn("{} ({} similar warnings suppressed in the last second)", msg, suppressed_warnings_);
+  } else {
+    log::warn("{}", msg);
+  }
+  suppressed_warnings_ = 0;
+}
+
+}  // namespace weir::cluster

@@ -1,0 +1,132 @@
+// peer_links: one node's TCP links to the other nodes of its cluster, all on one io::event_loop
+// (single-threaded: every call, and every callback, on that loop's thread).
+//
+// Each node dials one outgoing connection to every peer and sends everything for that peer on it; it
+// accepts its peers' connections on `listen` and only receives on those. Two one-way connections per
+// pair, so there is no tie-breaking when both ends dial at once.
+//
+// Wire (little-endian), per connection:
+//   hello (dialer -> acceptor, once): "weirpeer" | u32 version (1) | u64 sender id | u32 crc32c(first 20
+//   bytes) frames:                           u32 payload length | u8 channel | u32 crc32c(payload) | payload
+// The acceptor closes a connection whose hello is malformed or names an unknown node (or itself), and a
+// connection that sends a bad frame (length over max_payload, wrong checksum). A new connection from a
+// peer replaces the one it had (the peer restarted).
+//
+// Delivery (what raft::transport promises): a frame may be lost (link down, queue full, a frame cut by
+// a broken connection), but what arrives arrives whole and, per sender, in the order it was sent.
+// Frames for a peer that is not connected wait in its queue (max_pending_bytes, counting headers) and
+// go out once it is; beyond that the newest are dropped. A lost connection is redialled after 50 ms,
+// doubling to 1 s, reset by a successful connect; at once when the peer's own connection arrives (it is
+// up again). TCP_NODELAY; TCP_USER_TIMEOUT 10 s on outgoing connections (a dead host fails the link).
+//
+// Do not destroy a peer_links from inside its own receiver (the loop may still hold events for its
+// connections): destroy it from a timer or a posted task.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "cluster/cluster_options.h"
+#include "io/event_loop.h"
+#include "raft/transport.h"
+
+namespace weir::io {
+class tcp_stream;
+}
+
+namespace weir::cluster {
+
+class peer_links {
+ public:
+  struct options {
+    std::uint64_t self = 0;
+    peer_address listen;                          // where to accept (port 0 = ephemeral, for tests)
+    std::map<std::uint64_t, peer_address> peers;  // every node, self included (self is skipped for dialing)
+    std::size_t max_pending_bytes = 64u << 20;    // per peer; beyond: drop newest
+  };
+  // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
+  // writes, read-index). Other channel numbers pass through untouched.
+  using receiver =
+      std::function<void(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload)>;
+  struct link_status {
+    std::uint64_t peer;
+    bool out_connected;                        // our connection to the peer is up
+    bool in_connected;                         // the peer's connection to us is up (its hello was accepted)
+    std::uint64_t bytes_sent, bytes_received;  // wire bytes (hello and headers included)
+    std::uint64_t connects;                    // successful outgoing connects
+    std::uint64_t drops;                       // outgoing connections lost after they were up
+    std::uint64_t dropped_frames;              // frames lost: queue full, too large, cut by a drop
+  };
+
+  static constexpr std::uint32_t version = 1;
+  static constexpr std::size_t hello_size = 24;
+  static constexpr std::size_t header_size = 9;
+  static constexpr std::uint32_t max_payload = (64u << 20) + (64u << 10);  // a 64 MiB batch plus headroom
+
+  // Binds and listens at once, and starts dialing every peer. Call on the loop's thread.
+  static result<std::unique_ptr<peer_links>> open(io::event_loop& loop, options o);
+  ~peer_links();  // closes everything; no callbacks after it
+  peer_links(const peer_links&) = delete;
+  peer_links& operator=(const peer_links&) = delete;
+
+  std::uint16_t listen_port() const { return listen_port_; }
+  // Where frames go (channel 0 goes to raft_transport()'s receiver instead, once one is set).
+  void set_receiver(receiver r) { receiver_ = std::move(r); }
+  // Queues a frame for `to`; never blocks, never calls back inside. Queued frames are written at the
+  // end of the loop turn, many per syscall. Lost if the link cannot carry it.
+  void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload);
+  // The adapter raft's node_io runs on: send(to, packet) == send(to, 0, packet) (without a copy).
+  raft::transport& raft_transport();
+  // One entry per peer (self excluded), ordered by id.
+  std::vector<link_status> status() const;
+
+ private:
+  struct frame;
+  struct peer;
+  class listener;
+  class in_conn;
+  class raft_adapter;
+
+  peer_links(io::event_loop& loop, options o);
+  void enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std::byte> payload);
+  void dial(peer& p);
+  void on_connected(peer& p, int err);
+  void lose(peer& p, const char* why, int err);
+  void flush(peer& p);
+  void advance(peer& p, std::size_t written);
+  void drain_out(peer& p);
+  void schedule_turn_end();
+  void on_turn_end();
+  void accept_all();
+  // An incoming connection said hello as `id`; false: refuse it.
+  bool identify(in_conn* c, std::uint64_t id);
+  void retire(in_conn* c);
+  void deliver(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload);
+  void warn_limited(std::string msg);
+
+  io::event_loop& loop_;
+  options opts_;
+  std::uint16_t listen_port_ = 0;
+  std::unique_ptr<listener> listener_;
+  std::map<std::uint64_t, std::unique_ptr<peer>> peers_;  // self excluded
+  std::vector<std::unique_ptr<in_conn>> conns_;           // accepted, identified or not
+  std::vector<peer*> dirty_;                              // peers with frames to write this turn
+  // Closed connections whose handlers the loop may still name in the events of the current turn:
+  // freed at the end of the turn.
+  std::vector<std::unique_ptr<in_conn>> retired_conns_;
+  std::vector<std::unique_ptr<io::tcp_stream>> retired_streams_;
+  io::event_loop::timer_id turn_end_timer_ = 0;
+  receiver receiver_;
+  std::unique_ptr<raft_adapter> raft_;
+  std::int64_t last_warn_ms_ = -1'000'000;
+  std::uint64_t suppressed_warnings_ = 0;
+};
+
+}  // namespace weir::cluster

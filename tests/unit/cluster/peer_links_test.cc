@@ -1,0 +1,499 @@
+// cluster::peer_links on a real event loop (its own thread) over 127.0.0.1. Node ports are reserved up
+// front (bound, not listening) because every node must know every other node's port when it opens.
+#include "cluster/peer_links.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "io/socket.h"
+#include "storage/crc32c.h"
+
+namespace weir::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The event loop on its own thread; the test talks to it with call() and waits with wait_for().
+class loop_thread {
+ public:
+  loop_thread() : thread_([this] { loop.run(); }) {}
+  ~loop_thread() {
+    loop.stop();
+    thread_.join();
+  }
+  // Runs f on the loop and returns its result.
+  template <class F>
+  auto call(F f) -> decltype(f()) {
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto done = task.get_future();
+    loop.post([&task] { task(); });
+    return done.get();
+  }
+  // Waits until pred() (evaluated on the loop) holds; false if it did not within the limit.
+  bool wait_for(std::function<bool()> pred, std::chrono::milliseconds limit = 3s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (call(pred)) return true;
+      std::this_thread::sleep_for(1ms);
+    }
+    return false;
+  }
+
+  io::event_loop loop{0};
+
+ private:
+  std::thread thread_;
+};
+
+// A loopback port bound without listening: nobody else takes it while it is held, and dials to it are
+// refused. SO_REUSEADDR on both sockets lets the node's listener bind it meanwhile.
+class reserved_port {
+ public:
+  reserved_port() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    port_ = *io::local_port(fd_);
+  }
+  ~reserved_port() { ::close(fd_); }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+struct message {
+  std::uint64_t from;
+  std::uint8_t channel;
+  std::string text;
+};
+
+std::vector<std::byte> bytes(std::string_view s) {
+  auto b = std::as_bytes(std::span(s.data(), s.size()));
+  return {b.begin(), b.end()};
+}
+std::string text(std::span<const std::byte> b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+// A cluster of nodes on one loop; node i listens on ports[i].
+class cluster {
+ public:
+  explicit cluster(int n) {
+    for (int i = 1; i <= n; ++i) ports_.emplace(i, std::make_unique<reserved_port>());
+  }
+  ~cluster() {
+    lt.call([&] {
+      nodes_.clear();
+      return 0;
+    });
+  }
+  peer_links::options options(std::uint64_t self) const {
+    peer_links::options o;
+    o.self = self;
+    o.listen = {"127.0.0.1", ports_.at(self)->port()};
+    for (auto& [id, r] : ports_) o.peers[id] = {"127.0.0.1", r->port()};
+    return o;
+  }
+  // Opens node `id` (its receiver records every frame) on the loop thread.
+  void start(std::uint64_t id) { start(options(id)); }
+  void start(peer_links::options o) {
+    auto id = o.self;
+    lt.call([&] {
+      auto r = peer_links::open(lt.loop, std::move(o));
+      EXPECT_TRUE(r) << r.err().reason;
+      if (!r) return 0;
+      auto& n = nodes_[id];
+      n.links = std::move(*r);
+      n.got.clear();
+      n.links->set_receiver([&n](std::uint64_t from, std::uint8_t ch, std::span<const std::byte> p) {
+        n.got.push_back({from, ch, text(p)});
+      });
+      return 0;
+    });
+  }
+  void stop(std::uint64_t id) {
+    lt.call([&] {
+      nodes_.erase(id);
+      return 0;
+    });
+  }
+  peer_links& links(std::uint64_t id) { return *nodes_.at(id).links; }
+  // Loop thread only (inside call / wait_for).
+  std::vector<message>& got(std::uint64_t id) { return nodes_.at(id).got; }
+  std::uint16_t port(std::uint64_t id) const { return ports_.at(id)->port(); }
+  void send(std::uint64_t from, std::uint64_t to, std::uint8_t ch, std::string s) {
+    lt.call([&] {
+      links(from).send(to, ch, bytes(s));
+      return 0;
+    });
+  }
+  bool wait_received(std::uint64_t id, std::size_t n) {
+    return lt.wait_for([&] { return got(id).size() >= n; });
+  }
+  std::vector<message> received(std::uint64_t id) {
+    return lt.call([&] { return got(id); });
+  }
+  peer_links::link_status status(std::uint64_t id, std::uint64_t peer) {
+    return lt.call([&] {
+      for (auto& s : links(id).status()) {
+        if (s.peer == peer) return s;
+      }
+      ADD_FAILURE() << "no status for peer " << peer;
+      return peer_links::link_status{};
+    });
+  }
+
+  loop_thread lt;
+
+ private:
+  struct node {
+    std::unique_ptr<peer_links> links;
+    std::vector<message> got;
+  };
+  std::map<std::uint64_t, std::unique_ptr<reserved_port>> ports_;
+  std::map<std::uint64_t, node> nodes_;
+};
+
+// Checks that `got` holds, per sender and channel, "<from>-<to>-<ch>-<i>" for i = 0, 1, ... in order.
+void expect_in_order(const std::vector<message>& got, std::uint64_t to, int per_stream) {
+  std::map<std::pair<std::uint64_t, int>, int> next;
+  for (auto& m : got) {
+    int& i = next[{m.from, m.channel}];
+    EXPECT_EQ(m.text, std::to_string(m.from) + "-" + std::to_string(to) + "-" + std::to_string(m.channel) +
+                          "-" + std::to_string(i));
+    ++i;
+  }
+  for (auto& [key, n] : next) EXPECT_EQ(n, per_stream) << "from " << key.first << " channel " << key.second;
+}
+
+TEST(peer_links, two_nodes_exchange_frames_in_order_on_both_channels) {
+  cluster c(2);
+  c.start(1);
+  c.start(2);
+  constexpr int per_stream = 200;
+  c.lt.call([&] {
+    for (int i = 0; i < per_stream; ++i) {
+      for (std::uint8_t ch : {0, 1}) {
+        for (auto [from, to] : {std::pair{1, 2}, std::pair{2, 1}}) {
+          c.links(from).send(to, ch, bytes(fmt::format("{}-{}-{}-{}", from, to, ch, i)));
+        }
+      }
+    }
+    return 0;
+  });
+  ASSERT_TRUE(c.wait_received(1, 2 * per_stream));
+  ASSERT_TRUE(c.wait_received(2, 2 * per_stream));
+  expect_in_order(c.received(1), 1, per_stream);
+  expect_in_order(c.received(2), 2, per_stream);
+  auto s = c.status(1, 2);
+  EXPECT_EQ(s.peer, 2u);
+  EXPECT_TRUE(s.out_connected);
+  EXPECT_TRUE(s.in_connected);
+  EXPECT_EQ(s.connects, 1u);
+  EXPECT_EQ(s.drops, 0u);
+  EXPECT_EQ(s.dropped_frames, 0u);
+  EXPECT_GT(s.bytes_sent, 2u * per_stream * peer_links::header_size);
+  EXPECT_GT(s.bytes_received, 2u * per_stream * peer_links::header_size);
+  EXPECT_EQ(c.lt.call([&] { return c.links(1).status().size(); }), 1u);  // self is not a link
+}
+
+TEST(peer_links, three_nodes_all_pairs) {
+  cluster c(3);
+  for (int id = 1; id <= 3; ++id) c.start(id);
+  constexpr int per_stream = 50;
+  c.lt.call([&] {
+    for (int i = 0; i < per_stream; ++i) {
+      for (std::uint64_t from = 1; from <= 3; ++from) {
+        for (std::uint64_t to = 1; to <= 3; ++to) {
+          if (from == to) continue;
+          for (std::uint8_t ch : {0, 1})
+            c.links(from).send(to, ch, bytes(fmt::format("{}-{}-{}-{}", from, to, ch, i)));
+        }
+      }
+    }
+    return 0;
+  });
+  for (int id = 1; id <= 3; ++id) {
+    ASSERT_TRUE(c.wait_received(id, 4 * per_stream)) << "node " << id;
+    expect_in_order(c.received(id), id, per_stream);
+  }
+  auto st = c.lt.call([&] { return c.links(2).status(); });
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_EQ(st[0].peer, 1u);
+  EXPECT_EQ(st[1].peer, 3u);
+}
+
+TEST(peer_links, a_large_payload_arrives_whole) {
+  cluster c(2);
+  c.start(1);
+  c.start(2);
+  std::string big(8u << 20, '\0');
+  std::uint32_t x = 12345;
+  for (auto& ch : big) {
+    x = x * 1103515245u + 12345u;
+    ch = static_cast<char>(x >> 24);
+  }
+  c.send(1, 2, 1, "before");
+  c.send(1, 2, 1, big);
+  c.send(1, 2, 1, "after");
+  ASSERT_TRUE(c.wait_received(2, 3));
+  auto got = c.received(2);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].text, "before");
+  EXPECT_TRUE(got[1].text == big) << "8 MiB payload differs (size " << got[1].text.size() << ")";
+  EXPECT_EQ(got[2].text, "after");
+}
+
+TEST(peer_links, a_peer_that_starts_later_gets_the_queued_frames) {
+  cluster c(2);
+  c.start(1);
+  for (int i = 0; i < 10; ++i) c.send(1, 2, 1, fmt::format("1-2-1-{}", i));
+  EXPECT_FALSE(c.status(1, 2).out_connected);  // node 2 is not listening yet
+  c.start(2);
+  ASSERT_TRUE(c.wait_received(2, 10));
+  expect_in_order(c.received(2), 2, 10);
+  EXPECT_EQ(c.status(1, 2).dropped_frames, 0u);
+}
+
+TEST(peer_links, frames_beyond_max_pending_bytes_are_dropped) {
+  cluster c(2);
+  auto o = c.options(1);
+  o.max_pending_bytes = 1000;  // 9 frames of 100 + 9 bytes
+  c.start(std::move(o));
+  for (int i = 0; i < 20; ++i) c.send(1, 2, 1, fmt::format("{:03}", i) + std::string(97, 'x'));
+  EXPECT_EQ(c.status(1, 2).dropped_frames, 11u);
+  c.start(2);
+  ASSERT_TRUE(c.wait_received(2, 9));
+  c.send(1, 2, 1, "last");  // the queue has room again
+  ASSERT_TRUE(c.wait_received(2, 10));
+  auto got = c.received(2);
+  ASSERT_EQ(got.size(), 10u);
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(got[i].text.substr(0, 3), fmt::format("{:03}", i));
+  EXPECT_EQ(got[9].text, "last");
+}
+
+TEST(peer_links, a_restarted_peer_gets_new_frames) {
+  cluster c(2);
+  c.start(1);
+  c.start(2);
+  c.send(1, 2, 1, "one");
+  c.send(2, 1, 1, "two");
+  ASSERT_TRUE(c.wait_received(2, 1));
+  ASSERT_TRUE(c.wait_received(1, 1));
+  c.stop(2);
+  ASSERT_TRUE(c.lt.wait_for([&] {
+    auto s = c.links(1).status()[0];
+    return !s.out_connected && !s.in_connected;
+  }));
+  c.send(1, 2, 1, "queued while 2 was down");
+  c.start(2);  // same port
+  c.send(1, 2, 1, "after the restart");
+  c.send(2, 1, 1, "back");
+  ASSERT_TRUE(c.wait_received(2, 2));
+  ASSERT_TRUE(c.wait_received(1, 2));
+  auto got2 = c.received(2);
+  EXPECT_EQ(got2[0].text, "queued while 2 was down");
+  EXPECT_EQ(got2[1].text, "after the restart");
+  EXPECT_EQ(c.received(1)[1].text, "back");
+  auto s = c.status(1, 2);
+  EXPECT_EQ(s.connects, 2u);
+  EXPECT_EQ(s.drops, 1u);
+  EXPECT_TRUE(s.in_connected);
+}
+
+// --- Raw connections: the wire format as documented in peer_links.h, written independently here.
+
+void put_le(std::string& out, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+std::uint32_t crc(std::string_view s) {
+  return storage::crc32c(std::as_bytes(std::span(s.data(), s.size())));
+}
+std::string hello(std::uint64_t id, std::uint32_t version = 1) {
+  std::string h = "weirpeer";
+  put_le(h, version, 4);
+  put_le(h, id, 8);
+  put_le(h, crc(h), 4);
+  return h;
+}
+std::string frame(std::uint8_t ch, std::string_view payload, bool bad_crc = false) {
+  std::string f;
+  put_le(f, payload.size(), 4);
+  f.push_back(static_cast<char>(ch));
+  put_le(f, crc(payload) ^ (bad_crc ? 1u : 0u), 4);
+  f.append(payload);
+  return f;
+}
+
+// A blocking client socket (the loop runs on its own thread).
+class raw_client {
+ public:
+  explicit raw_client(std::uint16_t port) {
+    auto fd = io::connect_tcp("127.0.0.1", port, /*non_blocking=*/false);
+    EXPECT_TRUE(fd);
+    fd_ = fd ? *fd : -1;
+    timeval tv{3, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~raw_client() { ::close(fd_); }
+  void send(std::string_view s) {
+    ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), ssize_t(s.size()));
+  }
+  // True once the node closed the connection (end of stream or reset); false on the 3 s timeout.
+  bool closed_by_node() {
+    char b[16];
+    auto n = ::recv(fd_, b, sizeof b, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+TEST(peer_links, bad_connections_are_closed) {
+  cluster c(2);
+  c.start(1);
+  auto port = c.port(1);
+  {
+    raw_client r(port);
+    r.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  {
+    raw_client r(port);
+    r.send(hello(99));  // not a node of the cluster
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  {
+    raw_client r(port);
+    r.send(hello(1));  // the node itself
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  {
+    raw_client r(port);
+    r.send(hello(2, /*version=*/2));
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  {
+    raw_client r(port);
+    r.send(hello(2) + frame(1, "fine") + frame(1, "corrupt", /*bad_crc=*/true));
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  {
+    raw_client r(port);
+    std::string huge;
+    put_le(huge, peer_links::max_payload + 1, 4);
+    huge.append(5, '\0');
+    r.send(hello(2) + huge);
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  // What came before the bad frame was delivered, from node 2.
+  ASSERT_TRUE(c.wait_received(1, 1));
+  auto got = c.received(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].from, 2u);
+  EXPECT_EQ(got[0].text, "fine");
+  EXPECT_FALSE(c.status(1, 2).in_connected);
+  // The node still serves its real peer.
+  c.start(2);
+  c.send(2, 1, 1, "real");
+  ASSERT_TRUE(c.wait_received(1, 2));
+  EXPECT_EQ(c.received(1)[1].text, "real");
+}
+
+TEST(peer_links, a_new_connection_from_a_peer_replaces_the_old_one) {
+  cluster c(2);
+  c.start(1);
+  c.start(2);
+  c.send(2, 1, 1, "from the real node 2");
+  ASSERT_TRUE(c.wait_received(1, 1));
+  {
+    raw_client r(c.port(1));  // node 2 "restarted": its new connection wins
+    r.send(hello(2) + frame(1, "from the new connection"));
+    ASSERT_TRUE(c.wait_received(1, 2));
+    EXPECT_EQ(c.received(1)[1].text, "from the new connection");
+    EXPECT_TRUE(c.status(1, 2).in_connected);
+  }
+  // The real node 2 saw its connection closed; it redials and gets through again.
+  ASSERT_TRUE(c.lt.wait_for(
+      [&] { return c.links(2).status()[0].connects >= 2 && c.links(2).status()[0].out_connected; }));
+  c.send(2, 1, 1, "redialled");
+  ASSERT_TRUE(c.wait_received(1, 3));
+  EXPECT_EQ(c.received(1)[2].text, "redialled");
+}
+
+TEST(peer_links, raft_transport_carries_channel_0) {
+  cluster c(2);
+  c.start(1);
+  c.start(2);
+  std::vector<std::pair<raft::node_id, std::string>> raft_got;  // loop thread only
+  c.lt.call([&] {
+    c.links(2).raft_transport().set_receiver(
+        [&](raft::node_id from, std::span<const std::byte> p) { raft_got.emplace_back(from, text(p)); });
+    c.links(1).raft_transport().send(raft::node_id{2}, bytes("raft packet"));
+    c.links(1).send(2, 1, bytes("cluster message"));
+    c.links(1).send(2, 0, bytes("raft via send"));
+    return 0;
+  });
+  ASSERT_TRUE(c.lt.wait_for([&] { return raft_got.size() >= 2 && !c.got(2).empty(); }));
+  auto [rg, got] = c.lt.call([&] { return std::pair{raft_got, c.got(2)}; });
+  ASSERT_EQ(rg.size(), 2u);
+  EXPECT_EQ(rg[0].first, raft::node_id{1});
+  EXPECT_EQ(rg[0].second, "raft packet");
+  EXPECT_EQ(rg[1].second, "raft via send");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].channel, 1);
+  EXPECT_EQ(got[0].text, "cluster message");
+}
+
+TEST(peer_links, destroying_with_connects_in_flight_is_clean) {
+  loop_thread lt;
+  reserved_port self_port, down_port;
+  peer_links::options o;
+  o.self = 1;
+  o.listen = {"127.0.0.1", self_port.port()};
+  o.peers = {{1, o.listen},
+             {2, {"127.0.0.1", down_port.port()}},  // refused: redialled after a backoff
+             {3, {"10.255.255.1", 9}}};             // unroutable: the connect hangs (or fails at once)
+  // Destroyed in the turn it opened in (connects in flight, frames queued).
+  lt.call([&] {
+    auto r = peer_links::open(lt.loop, o);
+    EXPECT_TRUE(r);
+    (*r)->send(2, 1, bytes("x"));
+    (*r)->send(3, 0, bytes("y"));
+    return 0;
+  });
+  // Destroyed a few turns later (retry timers pending), with an accepted connection that never said hello.
+  auto links = lt.call([&] { return peer_links::open(lt.loop, o).value(); });
+  lt.call([&] {
+    links->send(2, 1, bytes("x"));
+    return 0;
+  });
+  raw_client silent(self_port.port());
+  ASSERT_TRUE(lt.wait_for([&] { return lt.loop.timer_count() > 0; }));
+  lt.call([&] {
+    links.reset();
+    return 0;
+  });
+  EXPECT_TRUE(silent.closed_by_node());
+  // The loop keeps running with nothing of the links left.
+  EXPECT_EQ(lt.call([&] { return lt.loop.timer_count(); }), 0u);
+}
+
+}  // namespace
+}  // namespace weir::cluster
