@@ -9,7 +9,9 @@ namespace {
 
 enum class kind : std::uint8_t { forward = 1, forward_reject = 2, read_request = 3, read_reply = 4 };
 
-error malformed(const char* what) { return error{1, std::string("cluster message: ") + what}; }
+error malformed(const char* what) {
+  return error{1, std::string("cluster message: ") + what};
+}
 
 }  // namespace
 
@@ -95,7 +97,8 @@ result<message> decode(std::span<const std::byte> bytes) {
     case kind::read_reply: {
       read_reply q;
       std::uint8_t ok = 0;
-      if (!r.u64(q.id) || !r.u8(ok) || !r.u64(q.index) || !r.u64(q.leader)) return malformed("short read_reply");
+      if (!r.u64(q.id) || !r.u8(ok) || !r.u64(q.index) || !r.u64(q.leader))
+        return malformed("short read_reply");
       if (ok > 1) return malformed("bad flag");
       q.ok = ok == 1;
       return done(q);

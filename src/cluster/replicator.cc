@@ -36,7 +36,7 @@ struct replicator::group {
   std::vector<std::pair<std::uint64_t, leader_read_fn>> next_reads;
   std::vector<std::pair<std::uint64_t, leader_read_fn>> barrier_reads;
   bool barrier_running = false;
-  struct ::raft_barrier barrier{};
+  struct ::raft_barrier barrier {};
   // A barrier of this term committed: the commit index covers every entry committed before the term.
   std::uint64_t trusted_term = 0;
 };
@@ -48,8 +48,8 @@ struct group_glue {
     replicator& self = *g->owner;
     *result = nullptr;
     const std::uint64_t index = g->r.last_applied + 1;
-    auto entry = decode_entry(
-        std::span<const std::byte>(static_cast<const std::byte*>(buf->base), static_cast<std::size_t>(buf->len)));
+    auto entry = decode_entry(std::span<const std::byte>(static_cast<const std::byte*>(buf->base),
+                                                         static_cast<std::size_t>(buf->len)));
     if (!entry) {
       // Every node applies the same bytes, so every node skips it alike.
       log::error("weir cluster: group {} entry {}: {}; skipped", g->id, index, entry.err().reason);
@@ -100,19 +100,21 @@ struct group_glue {
 replicator::replicator(io::event_loop& loop, peer_links& links, options o, callbacks cb)
     : loop_(loop), links_(links), opts_(std::move(o)), cb_(std::move(cb)) {}
 
-result<std::unique_ptr<replicator>> replicator::open(io::event_loop& loop, storage::env& env, peer_links& links,
-                                                     options o, callbacks cb) {
+result<std::unique_ptr<replicator>> replicator::open(io::event_loop& loop, storage::env& env,
+                                                     peer_links& links, options o, callbacks cb) {
   std::unique_ptr<replicator> self(new replicator(loop, links, std::move(o), std::move(cb)));
   replicator& s = *self;
-  s.flusher_ = std::make_unique<raft::thread_flusher>([&loop](std::function<void()> fn) { loop.post(std::move(fn)); });
+  s.flusher_ =
+      std::make_unique<raft::thread_flusher>([&loop](std::function<void()> fn) { loop.post(std::move(fn)); });
   auto log = raft::node_log::open(env, *s.flusher_, s.opts_.log_path);
   if (!log) return log.err();
   s.log_ = std::move(*log);
   s.executor_ = std::make_unique<raft::loop_executor>(loop);
   std::map<raft::node_id, std::string> addresses;
   for (const auto& [id, addr] : s.opts_.addresses) addresses.emplace(raft::node_id(id), addr);
-  s.io_ = std::make_unique<raft::node_io>(*s.executor_, links.raft_transport(), *s.log_,
-                                          raft::node_io::options{raft::node_id(s.opts_.self), addresses, s.opts_.self});
+  s.io_ = std::make_unique<raft::node_io>(
+      *s.executor_, links.raft_transport(), *s.log_,
+      raft::node_io::options{raft::node_id(s.opts_.self), addresses, s.opts_.self});
   links.set_receiver([p = &s](std::uint64_t from, std::uint8_t channel, std::span<const std::byte> bytes) {
     if (channel == message_channel) p->on_message(from, bytes);
   });
@@ -134,7 +136,8 @@ result<std::unique_ptr<replicator>> replicator::open(io::event_loop& loop, stora
     raft_set_snapshot_threshold(&g->r, UINT_MAX);
     raft_configuration conf;
     raft_configuration_init(&conf);
-    for (const auto& [id, addr] : s.opts_.addresses) raft_configuration_add(&conf, id, addr.c_str(), RAFT_VOTER);
+    for (const auto& [id, addr] : s.opts_.addresses)
+      raft_configuration_add(&conf, id, addr.c_str(), RAFT_VOTER);
     int rv = raft_bootstrap(&g->r, &conf);
     raft_configuration_close(&conf);
     if (rv != 0 && rv != RAFT_CANTBOOTSTRAP) {
@@ -391,7 +394,8 @@ void replicator::sweep() {
   const auto now = clock::now();
   std::vector<std::pair<std::uint64_t, submit_error>> late;
   for (auto& [ticket, s] : submits_) {
-    if (s.deadline <= now) late.emplace_back(ticket, s.proposed ? submit_error::unknown : submit_error::no_leader);
+    if (s.deadline <= now)
+      late.emplace_back(ticket, s.proposed ? submit_error::unknown : submit_error::no_leader);
   }
   for (auto [ticket, e] : late) resolve_failed(ticket, e);
   std::vector<std::function<void(bool)>> expired;

@@ -9,6 +9,7 @@
 #include "auth/authorizer.h"
 #include "auth/listen_policy.h"
 #include "base/log.h"
+#include "cluster/cluster_identity.h"
 #include "http/server.h"
 #include "io/event_loop.h"
 #include "io/signal_watcher.h"
@@ -18,8 +19,8 @@
 #include "server/access_log.h"
 #include "server/node_metrics.h"
 #include "server/owned_request.h"
-#include "server/reply.h"
 #include "server/replication.h"
+#include "server/reply.h"
 #include "server/stream_shard.h"
 #include "server/subscription_host.h"
 #include "server/wal_recovery.h"
@@ -167,7 +168,8 @@ void node::on_request(const http::request& req, http::exchange ex) {
     ex.set_tag(tag_of(request_kind::metrics));
     replication* repl = shards_[0]->replicated();
     if (!repl) {
-      send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::server_path_missing)), cors);
+      send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::server_path_missing)),
+                    cors);
       return;
     }
     shards_[0]->loop().post([repl, ex, cors] {
@@ -354,6 +356,8 @@ status node::start() {
   auto lock = storage::dir_lock::acquire(cfg_.data_dir);
   if (!lock) return lock.err();
   dir_lock_ = std::make_unique<storage::dir_lock>(std::move(*lock));
+  // A cluster node's directory names its node id and group count; single-node data is never taken over.
+  if (auto id = cluster::claim_identity(*env_, cfg_.data_dir, cfg_.cluster); !id) return id.err();
   if (cfg_.cluster.enabled()) {
     // One node of a cluster: raft's node log is the write-ahead log; every stream lives on core 0.
     auto repl = replication::open(*shards_[0], *env_, cfg_.data_dir, cfg_.cluster);

@@ -25,7 +25,8 @@ std::uint32_t hash_group(std::string_view path, std::uint32_t groups) {
 
 }  // namespace
 
-replication::replication(stream_shard& shard, cluster::cluster_options o) : shard_(shard), opts_(std::move(o)) {}
+replication::replication(stream_shard& shard, cluster::cluster_options o)
+    : shard_(shard), opts_(std::move(o)) {}
 
 result<std::unique_ptr<replication>> replication::open(stream_shard& shard, storage::env& env,
                                                        const std::string& data_dir,

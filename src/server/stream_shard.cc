@@ -6,8 +6,8 @@
 #include "protocol/stream_responses.h"
 #include "server/live_reader.h"
 #include "server/node.h"
-#include "server/reply.h"
 #include "server/replication.h"
+#include "server/reply.h"
 #include "server/wal_recovery.h"
 
 namespace weir::server {
@@ -357,16 +357,16 @@ void stream_shard::handle_replicated_read(protocol::stream_request req, http::ex
       return;
     }
     // A sliding TTL: the renewal is a command like any other, replicated before the read is served.
-    execute(streams::touch_command{req.path, now},
-            [this, req = std::move(req), ex, live_id](durable_result& r) mutable {
-              if (r.failure != protocol::errc::ok) {
-                send_response(ex, storage_failure(r.failure), req.cors);
-              } else if (r.o.code != streams::errc::ok) {
-                send_response(ex, protocol::error_response(protocol::status_for(r.o.code)), req.cors);
-              } else {
-                serve_read(std::move(req), ex, live_id);
-              }
-            });
+    streams::touch_command touch{req.path, now};  // before `req` moves into the completion
+    execute(touch, [this, req = std::move(req), ex, live_id](durable_result& r) mutable {
+      if (r.failure != protocol::errc::ok) {
+        send_response(ex, storage_failure(r.failure), req.cors);
+      } else if (r.o.code != streams::errc::ok) {
+        send_response(ex, protocol::error_response(protocol::status_for(r.o.code)), req.cors);
+      } else {
+        serve_read(std::move(req), ex, live_id);
+      }
+    });
   });
 }
 
@@ -450,8 +450,8 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
     if (auto log = sm_.log_of(create->fork->source)) {
       sm_.stitch_fork(create->path, std::move(log));
     } else {
-      log::error("weir cluster: fork {}: source {} not applied here yet; inherited data missing", create->path,
-                 create->fork->source);
+      log::error("weir cluster: fork {}: source {} not applied here yet; inherited data missing",
+                 create->path, create->fork->source);
     }
   }
   effects(o);
