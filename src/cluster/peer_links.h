@@ -34,6 +34,7 @@
 
 #include "base/result.h"
 #include "cluster/cluster_options.h"
+#include "cluster/links.h"
 #include "io/event_loop.h"
 #include "raft/transport.h"
 
@@ -43,7 +44,7 @@ class tcp_stream;
 
 namespace weir::cluster {
 
-class peer_links {
+class peer_links final : public links {
  public:
   struct options {
     std::uint64_t self = 0;
@@ -53,17 +54,6 @@ class peer_links {
   };
   // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
   // writes, read-index). Other channel numbers pass through untouched.
-  using receiver =
-      std::function<void(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload)>;
-  struct link_status {
-    std::uint64_t peer;
-    bool out_connected;                        // our connection to the peer is up
-    bool in_connected;                         // the peer's connection to us is up (its hello was accepted)
-    std::uint64_t bytes_sent, bytes_received;  // wire bytes (hello and headers included)
-    std::uint64_t connects;                    // successful outgoing connects
-    std::uint64_t drops;                       // outgoing connections lost after they were up
-    std::uint64_t dropped_frames;              // frames lost: queue full, too large, cut by a drop
-  };
 
   static constexpr std::uint32_t version = 1;
   static constexpr std::size_t hello_size = 24;
@@ -72,20 +62,20 @@ class peer_links {
 
   // Binds and listens at once, and starts dialing every peer. Call on the loop's thread.
   static result<std::unique_ptr<peer_links>> open(io::event_loop& loop, options o);
-  ~peer_links();  // closes everything; no callbacks after it
+  ~peer_links() override;  // closes everything; no callbacks after it
   peer_links(const peer_links&) = delete;
   peer_links& operator=(const peer_links&) = delete;
 
   std::uint16_t listen_port() const { return listen_port_; }
   // Where frames go (channel 0 goes to raft_transport()'s receiver instead, once one is set).
-  void set_receiver(receiver r) { receiver_ = std::move(r); }
+  void set_receiver(receiver r) override { receiver_ = std::move(r); }
   // Queues a frame for `to`; never blocks, never calls back inside. Queued frames are written at the
   // end of the loop turn, many per syscall. Lost if the link cannot carry it.
-  void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload);
+  void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) override;
   // The adapter raft's node_io runs on: send(to, packet) == send(to, 0, packet) (without a copy).
-  raft::transport& raft_transport();
+  raft::transport& raft_transport() override;
   // One entry per peer (self excluded), ordered by id.
-  std::vector<link_status> status() const;
+  std::vector<link_status> status() const override;
 
  private:
   struct frame;

@@ -4,16 +4,13 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "cluster/peer_links.h"
+#include "cluster/links.h"
 #include "raft/libraft.h"
-#include "raft/loop_executor.h"
 #include "raft/node_io.h"
 #include "raft/node_log.h"
-#include "raft/thread_flusher.h"
 
 namespace weir::cluster {
 
-using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
@@ -97,25 +94,24 @@ struct group_glue {
   static void closed(struct ::raft*) {}
 };
 
-replicator::replicator(io::event_loop& loop, peer_links& links, options o, callbacks cb)
-    : loop_(loop), links_(links), opts_(std::move(o)), cb_(std::move(cb)) {}
+replicator::replicator(raft::executor& ex, links& l, options o, callbacks cb)
+    : ex_(ex), links_(l), opts_(std::move(o)), cb_(std::move(cb)) {}
 
-result<std::unique_ptr<replicator>> replicator::open(io::event_loop& loop, storage::env& env,
-                                                     peer_links& links, options o, callbacks cb) {
-  std::unique_ptr<replicator> self(new replicator(loop, links, std::move(o), std::move(cb)));
+result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
+                                                     std::unique_ptr<raft::log_flusher> flusher,
+                                                     storage::env& env, links& l, options o, callbacks cb) {
+  std::unique_ptr<replicator> self(new replicator(ex, l, std::move(o), std::move(cb)));
   replicator& s = *self;
-  s.flusher_ =
-      std::make_unique<raft::thread_flusher>([&loop](std::function<void()> fn) { loop.post(std::move(fn)); });
+  s.flusher_ = std::move(flusher);
   auto log = raft::node_log::open(env, *s.flusher_, s.opts_.log_path);
   if (!log) return log.err();
   s.log_ = std::move(*log);
-  s.executor_ = std::make_unique<raft::loop_executor>(loop);
   std::map<raft::node_id, std::string> addresses;
   for (const auto& [id, addr] : s.opts_.addresses) addresses.emplace(raft::node_id(id), addr);
   s.io_ = std::make_unique<raft::node_io>(
-      *s.executor_, links.raft_transport(), *s.log_,
+      ex, l.raft_transport(), *s.log_,
       raft::node_io::options{raft::node_id(s.opts_.self), addresses, s.opts_.self});
-  links.set_receiver([p = &s](std::uint64_t from, std::uint8_t channel, std::span<const std::byte> bytes) {
+  l.set_receiver([p = &s](std::uint64_t from, std::uint8_t channel, std::span<const std::byte> bytes) {
     if (channel == message_channel) p->on_message(from, bytes);
   });
   const std::string& my_address = s.opts_.addresses.at(s.opts_.self);
@@ -156,8 +152,8 @@ result<std::unique_ptr<replicator>> replicator::open(io::event_loop& loop, stora
 
 replicator::~replicator() {
   closing_ = true;
-  if (sweep_timer_ != 0) loop_.cancel_timer(sweep_timer_);
-  if (read_poll_timer_ != 0) loop_.cancel_timer(read_poll_timer_);
+  if (sweep_timer_ != 0) ex_.cancel_timer(sweep_timer_);
+  if (read_poll_timer_ != 0) ex_.cancel_timer(read_poll_timer_);
   links_.set_receiver(nullptr);
   for (auto& g : groups_) raft_close(&g->r, &group_glue::closed);  // node_io calls back synchronously
   groups_.clear();
@@ -182,7 +178,7 @@ std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> co
   pending_submit& s = submits_[ticket];
   s.group = gi;
   s.entry = encode_entry(entry_header{opts_.self, ticket}, command);
-  s.deadline = clock::now() + opts_.submit_timeout;
+  s.deadline_ms = ex_.now_ms() + opts_.submit_timeout.count();
   try_submit(ticket);
   return ticket;
 }
@@ -204,7 +200,7 @@ void replicator::try_submit(std::uint64_t ticket) {
     return;
   }
   s.retry_armed = true;
-  loop_.add_timer(retry_delay, [this, ticket] { try_submit(ticket); });
+  ex_.add_timer(retry_delay, [this, ticket] { try_submit(ticket); });
 }
 
 void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::uint64_t origin,
@@ -219,7 +215,7 @@ void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::ui
     if (it == submits_.end() || it->second.retry_armed) return;
     it->second.proposed = false;
     it->second.retry_armed = true;
-    loop_.add_timer(retry_delay, [this, ticket] { try_submit(ticket); });
+    ex_.add_timer(retry_delay, [this, ticket] { try_submit(ticket); });
   };
   if (raft_state(&g.r) != RAFT_LEADER) {
     retry();
@@ -250,7 +246,7 @@ void replicator::read_index(std::uint32_t gi, std::function<void(bool)> ready) {
   pending_read& r = reads_[id];
   r.group = gi;
   r.ready = std::move(ready);
-  r.deadline = clock::now() + opts_.read_timeout;
+  r.deadline_ms = ex_.now_ms() + opts_.read_timeout.count();
   try_read(id);
 }
 
@@ -264,7 +260,7 @@ void replicator::try_read(std::uint64_t id) {
       auto found = reads_.find(id);
       if (found == reads_.end()) return;
       if (!ok) {
-        loop_.add_timer(retry_delay, [this, id] { try_read(id); });
+        ex_.add_timer(retry_delay, [this, id] { try_read(id); });
         return;
       }
       found->second.index = index;
@@ -277,7 +273,7 @@ void replicator::try_read(std::uint64_t id) {
     send(leader, read_request{g, id});
     return;
   }
-  loop_.add_timer(retry_delay, [this, id] { try_read(id); });
+  ex_.add_timer(retry_delay, [this, id] { try_read(id); });
 }
 
 void replicator::leader_read(std::uint32_t gi, std::function<void(bool, std::uint64_t)> done) {
@@ -308,7 +304,7 @@ void replicator::start_barrier(group& g) {
 void replicator::schedule_read_check() {
   if (read_check_posted_ || reads_.empty()) return;
   read_check_posted_ = true;
-  loop_.post([this] {
+  ex_.post([this] {
     read_check_posted_ = false;
     check_reads();
   });
@@ -329,7 +325,7 @@ void replicator::check_reads() {
   }
   // Barriers do not pass through the state machine: poll for what the apply hook cannot see.
   if (waiting && read_poll_timer_ == 0) {
-    read_poll_timer_ = loop_.add_timer(read_poll, [this] {
+    read_poll_timer_ = ex_.add_timer(read_poll, [this] {
       read_poll_timer_ = 0;
       check_reads();
     });
@@ -362,7 +358,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     } else if (!it->second.retry_armed) {
       it->second.proposed = false;
       it->second.retry_armed = true;
-      loop_.add_timer(retry_delay, [this, t = rj->ticket] { try_submit(t); });
+      ex_.add_timer(retry_delay, [this, t = rj->ticket] { try_submit(t); });
     }
   } else if (auto* rq = std::get_if<read_request>(&*m)) {
     if (rq->group >= groups_.size()) return;
@@ -373,7 +369,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     auto it = reads_.find(rr->id);
     if (it == reads_.end() || it->second.have_index) return;
     if (!rr->ok) {
-      loop_.add_timer(retry_delay, [this, id = rr->id] { try_read(id); });
+      ex_.add_timer(retry_delay, [this, id = rr->id] { try_read(id); });
       return;
     }
     it->second.index = rr->index;
@@ -383,7 +379,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
 }
 
 void replicator::arm_sweep() {
-  sweep_timer_ = loop_.add_timer(milliseconds(50), [this] {
+  sweep_timer_ = ex_.add_timer(milliseconds(50), [this] {
     sweep_timer_ = 0;
     sweep();
     arm_sweep();
@@ -391,16 +387,16 @@ void replicator::arm_sweep() {
 }
 
 void replicator::sweep() {
-  const auto now = clock::now();
+  const std::int64_t now = ex_.now_ms();
   std::vector<std::pair<std::uint64_t, submit_error>> late;
   for (auto& [ticket, s] : submits_) {
-    if (s.deadline <= now)
+    if (s.deadline_ms <= now)
       late.emplace_back(ticket, s.proposed ? submit_error::unknown : submit_error::no_leader);
   }
   for (auto [ticket, e] : late) resolve_failed(ticket, e);
   std::vector<std::function<void(bool)>> expired;
   for (auto it = reads_.begin(); it != reads_.end();) {
-    if (it->second.deadline <= now) {
+    if (it->second.deadline_ms <= now) {
       expired.push_back(std::move(it->second.ready));
       it = reads_.erase(it);
     } else {

@@ -13,7 +13,8 @@
 //     leader cannot commit the barrier, so it never answers a stale read.
 //   * apply: every committed command of every group, on every node, in log order.
 //
-// Everything runs on the loop given to open(); nothing is thread-safe.
+// Everything runs on the executor given to open() (an event loop, or the simulation's scheduler);
+// nothing is thread-safe.
 #pragma once
 
 #include <chrono>
@@ -28,19 +29,18 @@
 
 #include "base/result.h"
 #include "cluster/messages.h"
-#include "io/event_loop.h"
+#include "raft/executor.h"
 #include "storage/env.h"
 
 namespace weir::raft {
 class node_io;
 class node_log;
-class thread_flusher;
-class loop_executor;
+class log_flusher;
 }  // namespace weir::raft
 
 namespace weir::cluster {
 
-class peer_links;
+class links;
 
 enum class submit_error : std::uint8_t {
   no_leader = 1,  // no leader could be reached in time: nothing was committed
@@ -67,8 +67,10 @@ class replicator {
     std::function<void(std::uint64_t ticket, submit_error e)> failed;
   };
 
-  static result<std::unique_ptr<replicator>> open(io::event_loop& loop, storage::env& env, peer_links& links,
-                                                  options o, callbacks cb);
+  // `flusher` writes and syncs the node log's batches (raft::thread_flusher in production).
+  static result<std::unique_ptr<replicator>> open(raft::executor& ex,
+                                                  std::unique_ptr<raft::log_flusher> flusher,
+                                                  storage::env& env, links& l, options o, callbacks cb);
   ~replicator();
   replicator(const replicator&) = delete;
   replicator& operator=(const replicator&) = delete;
@@ -98,21 +100,21 @@ class replicator {
   struct group;  // replicator.cc
 
  private:
-  replicator(io::event_loop& loop, peer_links& links, options o, callbacks cb);
+  replicator(raft::executor& ex, links& l, options o, callbacks cb);
   friend struct group_glue;
 
   struct pending_submit {
     std::uint32_t group = 0;
     std::vector<std::byte> entry;
-    std::chrono::steady_clock::time_point deadline;
-    bool proposed = false;  // handed to a leader that accepted it (a retry could apply it twice)
+    std::int64_t deadline_ms = 0;  // executor time
+    bool proposed = false;         // handed to a leader that accepted it (a retry could apply it twice)
     bool retry_armed = false;
   };
   struct pending_read {
     std::uint32_t group = 0;
     std::function<void(bool)> ready;
-    std::chrono::steady_clock::time_point deadline;
-    std::uint64_t index = 0;  // once known: wait until applied
+    std::int64_t deadline_ms = 0;  // executor time
+    std::uint64_t index = 0;       // once known: wait until applied
     bool have_index = false;
   };
 
@@ -131,21 +133,20 @@ class replicator {
   void sweep();
   std::uint64_t leader_of(std::uint32_t group) const;
 
-  io::event_loop& loop_;
-  peer_links& links_;
+  raft::executor& ex_;
+  links& links_;
   options opts_;
   callbacks cb_;
-  std::unique_ptr<raft::thread_flusher> flusher_;
+  std::unique_ptr<raft::log_flusher> flusher_;
   std::unique_ptr<raft::node_log> log_;
-  std::unique_ptr<raft::loop_executor> executor_;
   std::unique_ptr<raft::node_io> io_;
   std::vector<std::unique_ptr<group>> groups_;
   std::uint64_t next_ticket_ = 1;
   std::uint64_t next_read_ = 1;
   std::unordered_map<std::uint64_t, pending_submit> submits_;
   std::unordered_map<std::uint64_t, pending_read> reads_;
-  io::event_loop::timer_id sweep_timer_ = 0;
-  io::event_loop::timer_id read_poll_timer_ = 0;
+  raft::executor::timer_id sweep_timer_ = 0;
+  raft::executor::timer_id read_poll_timer_ = 0;
   bool read_check_posted_ = false;
   bool closing_ = false;
 };

@@ -51,7 +51,13 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
     p->apply(g, index, c, ticket);
   };
   cb.failed = [p](std::uint64_t ticket, cluster::submit_error e) { p->failed(ticket, e); };
-  auto repl = cluster::replicator::open(shard.loop(), env, *self->links_, std::move(ro), std::move(cb));
+  io::event_loop& loop = shard.loop();
+  self->executor_ = std::make_unique<raft::loop_executor>(loop);
+  // The node log is written and synced on a thread of its own; completions come back to the loop.
+  auto flusher =
+      std::make_unique<raft::thread_flusher>([&loop](std::function<void()> fn) { loop.post(std::move(fn)); });
+  auto repl = cluster::replicator::open(*self->executor_, std::move(flusher), env, *self->links_,
+                                        std::move(ro), std::move(cb));
   if (!repl) return repl.err();
   self->repl_ = std::move(*repl);
   return self;

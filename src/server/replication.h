@@ -19,6 +19,8 @@
 #include "cluster/cluster_options.h"
 #include "cluster/peer_links.h"
 #include "cluster/replicator.h"
+#include "raft/loop_executor.h"
+#include "raft/thread_flusher.h"
 #include "server/shard_wal.h"
 #include "storage/env.h"
 #include "streams/command.h"
@@ -48,12 +50,14 @@ class replication {
 
  private:
   replication(stream_shard& shard, cluster::cluster_options o);
-  void apply(std::uint32_t group, std::uint64_t index, std::span<const std::byte> command, std::uint64_t ticket);
+  void apply(std::uint32_t group, std::uint64_t index, std::span<const std::byte> command,
+             std::uint64_t ticket);
   void failed(std::uint64_t ticket, cluster::submit_error e);
 
   stream_shard& shard_;
   cluster::cluster_options opts_;
   std::unique_ptr<cluster::peer_links> links_;
+  std::unique_ptr<raft::loop_executor> executor_;
   std::unique_ptr<cluster::replicator> repl_;
   std::unordered_map<std::uint64_t, shard_wal::completion> waiting_;
   std::string scratch_;

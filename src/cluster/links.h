@@ -1,0 +1,42 @@
+// links: what the replicator needs from the connections to the other nodes: frames on numbered
+// channels (0: raft's packets, through raft_transport(); 1: cluster messages), and a view of each link
+// for the status endpoint. peer_links is the TCP implementation; the cluster simulation has an
+// in-memory one. Single-threaded: called on the owning node's executor; receivers are called there too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "raft/transport.h"
+
+namespace weir::cluster {
+
+class links {
+ public:
+  using receiver =
+      std::function<void(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload)>;
+  struct link_status {
+    std::uint64_t peer = 0;
+    bool out_connected = false;                        // our connection to the peer is up
+    bool in_connected = false;                         // the peer's connection to us is up
+    std::uint64_t bytes_sent = 0, bytes_received = 0;  // wire bytes (hello and headers included)
+    std::uint64_t connects = 0;                        // successful outgoing connects
+    std::uint64_t drops = 0;                           // outgoing connections lost after they were up
+    std::uint64_t dropped_frames = 0;                  // frames lost: queue full, too large, cut by a drop
+  };
+
+  virtual ~links() = default;
+  // Where frames go (channel 0 goes to raft_transport()'s receiver instead, once one is set).
+  virtual void set_receiver(receiver r) = 0;
+  // Queues a frame for `to`; never blocks, never calls back inside. Lost if the link cannot carry it.
+  virtual void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) = 0;
+  // The transport raft's node_io runs on: channel 0.
+  virtual raft::transport& raft_transport() = 0;
+  // One entry per peer (self excluded), ordered by id.
+  virtual std::vector<link_status> status() const = 0;
+};
+
+}  // namespace weir::cluster
