@@ -1,0 +1,109 @@
+// libFuzzer target: what a cluster node decodes from another node besides raft's own frames
+// (raft_decoder_fuzz covers those). Every input goes down the two paths such bytes take:
+//   - a cluster message (channel 1 of peer_links, replicator::on_message): cluster::decode; for a forward,
+//     cluster::decode_entry of its entry, then streams::decode of the entry's command;
+//   - a group's log entry as raft applies it (group_glue::apply): cluster::decode_entry of the whole
+//     input, then streams::decode of its command.
+// Invariants:
+//   - cluster::decode and decode_entry are canonical: a decoded message (entry) re-encodes to exactly
+//     the bytes it came from. A forward's entry is the rest of the message by design (no length of its
+//     own), so a forward is canonical too; its entry is a view of those bytes, never a copy.
+//   - streams::decode is not canonical (a varint may carry redundant continuation bytes, a message count
+//     is read as a u64 and kept as a u32): its re-encoding decodes, re-encodes to itself, and is never
+//     longer than the input (decoding invents nothing); the data_offset the encoder reports points at
+//     the payload's bytes.
+// The peer link's framing (hello, frame header and checksum) is parsed inside peer_links' connection
+// class, not by a function that can be called alone, so it is not covered here.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "cluster/messages.h"
+#include "streams/command_codec.h"
+
+namespace {
+
+using namespace weir;
+
+#define FUZZ_CHECK(cond)                                                         \
+  do {                                                                           \
+    if (!(cond)) {                                                               \
+      std::fprintf(stderr, "invariant broken: %s (line %d)\n", #cond, __LINE__); \
+      std::abort();                                                              \
+    }                                                                            \
+  } while (0)
+
+bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
+bool inside(std::span<const std::byte> view, std::span<const std::byte> whole) {
+  if (view.empty()) return true;
+  return view.data() >= whole.data() && view.data() + view.size() <= whole.data() + whole.size();
+}
+
+// streams::decode of a command from another node, as src/server/replication.cc calls it.
+void check_command(std::span<const std::byte> bytes) {
+  const std::string_view in(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  auto c = streams::decode(in);
+  if (!c) return;
+  (void)streams::command_path(*c);
+  std::uint32_t data_offset = UINT32_MAX;
+  const std::string once = streams::encode(*c, &data_offset);
+  FUZZ_CHECK(once.size() <= in.size());
+  if (const streams::payload* data = streams::command_data(*c); data != nullptr && !data->empty()) {
+    FUZZ_CHECK(data_offset != UINT32_MAX);
+    FUZZ_CHECK(data_offset + data->size() <= once.size());
+    FUZZ_CHECK(std::string_view(once).substr(data_offset, data->size()) == *data->bytes);
+  } else {
+    FUZZ_CHECK(data_offset == UINT32_MAX);
+  }
+  auto again = streams::decode(once);
+  FUZZ_CHECK(again.has_value());
+  FUZZ_CHECK(again->index() == c->index());
+  FUZZ_CHECK(streams::command_path(*again) == streams::command_path(*c));
+  FUZZ_CHECK(streams::encode(*again) == once);
+}
+
+// cluster::decode_entry of a log entry: header + command.
+void check_entry(std::span<const std::byte> entry) {
+  auto e = cluster::decode_entry(entry);
+  FUZZ_CHECK(e.has_value() == (entry.size() >= cluster::entry_header_size));
+  if (!e) return;
+  const auto& [header, command] = *e;
+  FUZZ_CHECK(inside(command, entry));
+  FUZZ_CHECK(command.size() == entry.size() - cluster::entry_header_size);
+  FUZZ_CHECK(same_bytes(cluster::encode_entry(header, command), entry));
+  check_command(command);
+}
+
+// cluster::decode of a channel 1 message.
+void check_message(std::span<const std::byte> in) {
+  auto m = cluster::decode(in);
+  if (!m) return;
+  FUZZ_CHECK(same_bytes(cluster::encode(*m), in));
+  if (const auto* f = std::get_if<cluster::forward>(&*m)) {
+    FUZZ_CHECK(inside(f->entry, in));
+    FUZZ_CHECK(f->entry.size() >= cluster::entry_header_size);
+    check_entry(f->entry);
+  } else if (const auto* r = std::get_if<cluster::forward_reject>(&*m)) {
+    FUZZ_CHECK(r->reason == cluster::reject_reason::not_leader || r->reason == cluster::reject_reason::lost);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // libFuzzer's buffer is exactly `size` bytes on the heap, so a read past its end is caught by ASan.
+  const auto in = std::as_bytes(std::span<const std::uint8_t>(data, size));
+  check_message(in);
+  check_entry(in);
+  return 0;
+}

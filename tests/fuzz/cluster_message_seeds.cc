@@ -1,0 +1,105 @@
+// Writes the seed corpus of cluster_message_fuzz: one valid cluster message per file (a forward for
+// every kind of streams command, both forward_reject reasons, a read_request, both read_reply forms)
+// and two bare log entries. Rerun when an encoding changes:
+//   build/fuzz/tests/fuzz/cluster_message_seeds tests/fuzz/corpus/cluster_message_fuzz
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cluster/messages.h"
+#include "streams/command_codec.h"
+
+namespace {
+
+using namespace weir;
+
+streams::payload bytes(std::string s, std::uint32_t messages = 0) {
+  streams::payload p;
+  p.bytes = streams::make_chunk(std::move(s));
+  p.messages = messages;
+  return p;
+}
+
+std::vector<std::byte> entry(std::uint64_t origin, std::uint64_t ticket, const streams::command& c) {
+  const std::string cmd = streams::encode(c);
+  return cluster::encode_entry({origin, ticket}, std::as_bytes(std::span(cmd.data(), cmd.size())));
+}
+
+bool write(const std::string& dir, const std::string& name, const std::vector<std::byte>& b) {
+  const std::string path = dir + "/" + name;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  const bool ok = std::fwrite(b.data(), 1, b.size(), f) == b.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+
+  streams::create_command create;
+  create.path = "/v1/stream/fork";
+  create.content_type = "application/json";
+  create.expiry.ttl_seconds = 3600;
+  create.initial = bytes("1,2,", 2);
+  streams::fork_spec fork;
+  fork.source = "/v1/stream/src";
+  fork.offset = streams::stream_offset(42);
+  fork.sub_offset = 3;
+  fork.resolved.point = streams::stream_offset(42);
+  fork.resolved.prefix = bytes("abc");
+  fork.resolved.source_content_type = "application/json";
+  fork.resolved.source_expiry.expires_at_ms = 1'700'000'060'000;
+  fork.resolved.source_expiry.expires_at_text = "2023-11-14T22:14:20Z";
+  fork.resolved.retained = true;
+  create.fork = fork;
+  create.now_ms = 1'700'000'000'123;
+
+  streams::append_command append;
+  append.path = "/v1/stream/a";
+  append.content_type = "text/plain";
+  append.body = bytes("hello");
+  append.stream_seq = "0009";
+  append.producer = streams::producer_ref{"writer-1", 7, 12};
+  append.close = true;
+  append.now_ms = 1'700'000'000'456;
+
+  const std::vector<streams::command> commands = {
+      create,
+      append,
+      streams::delete_command{"/v1/stream/d", 1'700'000'000'000, 0},
+      streams::touch_command{"/v1/stream/t", 1'700'000'000'001},
+      streams::expire_command{"/v1/stream/e", 1'700'000'000'002},
+      streams::fork_retain_command{"/v1/stream/src", streams::stream_offset(5), 2, "text/plain",
+                                   1'700'000'000'003},
+      streams::fork_release_command{"/v1/stream/src"},
+      streams::delete_command{"/v1/stream/held", 1'700'000'000'004, 60'000},
+  };
+
+  bool ok = true;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const auto e = entry(2, 100 + i, commands[i]);
+    ok &= write(dir, "forward-" + std::to_string(i),
+                cluster::encode(cluster::forward{static_cast<std::uint32_t>(i % 3), e}));
+  }
+  ok &= write(dir, "entry-append", entry(3, 7, append));
+  ok &= write(dir, "entry-unticketed", entry(1, 0, streams::touch_command{"/v1/stream/t", 5}));
+  ok &= write(dir, "forward_reject-not_leader",
+              cluster::encode(cluster::forward_reject{104, cluster::reject_reason::not_leader, 3}));
+  ok &= write(dir, "forward_reject-lost",
+              cluster::encode(cluster::forward_reject{105, cluster::reject_reason::lost, 0}));
+  ok &= write(dir, "read_request", cluster::encode(cluster::read_request{1, 9}));
+  ok &= write(dir, "read_reply-ok", cluster::encode(cluster::read_reply{9, true, 1234, 0}));
+  ok &= write(dir, "read_reply-not_leader", cluster::encode(cluster::read_reply{10, false, 0, 2}));
+  if (!ok) {
+    std::fprintf(stderr, "cluster_message_seeds: cannot write into %s\n", dir.c_str());
+    return 1;
+  }
+  return 0;
+}
