@@ -25,7 +25,8 @@ struct cluster_options {
   // How this node reaches every node of the cluster (its own entry included; it may differ from
   // peer_listen, e.g. through a proxy in a test).
   std::map<std::uint64_t, peer_address> peers;
-  std::uint32_t groups = 64;  // raft groups; fixed when the data directory is created
+  std::uint32_t groups = 64;    // raft groups; fixed when the data directory is created
+  bool balance_leaders = true;  // hand leaderships over so that every node leads about as many groups
   bool enabled() const { return node_id != 0; }
 };
 

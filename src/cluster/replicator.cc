@@ -36,6 +36,10 @@ struct replicator::group {
   struct ::raft_barrier barrier {};
   // A barrier of this term committed: the commit index covers every entry committed before the term.
   std::uint64_t trusted_term = 0;
+  // Leadership hand-over (balance()).
+  struct ::raft_transfer transfer {};
+  bool transferring = false;
+  std::int64_t last_transfer_ms = -1'000'000;
 };
 
 // The C callbacks libraft calls.
@@ -89,6 +93,10 @@ struct group_glue {
     if (g->owner->closing_) return;
     for (auto& [recorded, fn] : reads) fn(status == 0, recorded != 0 ? recorded : req->index);
     if (!g->next_reads.empty()) g->owner->start_barrier(*g);
+  }
+
+  static void transferred(struct ::raft_transfer* req) {
+    static_cast<replicator::group*>(req->data)->transferring = false;
   }
 
   static void closed(struct ::raft*) {}
@@ -382,6 +390,10 @@ void replicator::arm_sweep() {
   sweep_timer_ = ex_.add_timer(milliseconds(50), [this] {
     sweep_timer_ = 0;
     sweep();
+    if (ex_.now_ms() >= next_balance_ms_) {
+      next_balance_ms_ = ex_.now_ms() + 1000;
+      balance();
+    }
     arm_sweep();
   });
 }
@@ -404,6 +416,29 @@ void replicator::sweep() {
     }
   }
   for (auto& fn : expired) fn(false);
+}
+
+void replicator::balance() {
+  if (!opts_.balance_leaders || opts_.addresses.size() < 2) return;
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, addr] : opts_.addresses) ids.push_back(id);
+  std::map<std::uint64_t, bool> up;
+  for (const auto& l : links_.status()) up[l.peer] = l.out_connected && l.in_connected;
+  const std::int64_t now = ex_.now_ms();
+  int started = 0;
+  for (auto& g : groups_) {
+    if (started >= 4) break;  // a few per second: a restarted node takes its share back gradually
+    if (g->transferring || raft_state(&g->r) != RAFT_LEADER || now - g->last_transfer_ms < 10'000) continue;
+    const std::uint64_t preferred = ids[g->id % ids.size()];
+    if (preferred == opts_.self || !up[preferred]) continue;
+    g->transfer = {};
+    g->transfer.data = g.get();
+    g->last_transfer_ms = now;
+    if (raft_transfer(&g->r, &g->transfer, preferred, &group_glue::transferred) == 0) {
+      g->transferring = true;
+      ++started;
+    }
+  }
 }
 
 std::vector<replicator::group_status> replicator::status() const {

@@ -58,6 +58,9 @@ class replicator {
     unsigned heartbeat_ms = 100;
     std::chrono::milliseconds submit_timeout{5000};
     std::chrono::milliseconds read_timeout{5000};
+    // Hand leaderships over so that group g is led by the g-th node (of the ids in order, modulo their
+    // count) whenever that node is connected: every node then leads about as many groups.
+    bool balance_leaders = true;
   };
   struct callbacks {
     // A committed command of `group` at `index`; `ticket` != 0 when this node proposed it and waits.
@@ -131,6 +134,7 @@ class replicator {
   void schedule_read_check();  // once per loop turn in which something was applied
   void arm_sweep();
   void sweep();
+  void balance();
   std::uint64_t leader_of(std::uint32_t group) const;
 
   raft::executor& ex_;
@@ -146,6 +150,7 @@ class replicator {
   std::unordered_map<std::uint64_t, pending_submit> submits_;
   std::unordered_map<std::uint64_t, pending_read> reads_;
   raft::executor::timer_id sweep_timer_ = 0;
+  std::int64_t next_balance_ms_ = 0;
   raft::executor::timer_id read_poll_timer_ = 0;
   bool read_check_posted_ = false;
   bool closing_ = false;

@@ -197,7 +197,8 @@ struct group_io_methods {
     g.held.clear();
     fail_group(g, RAFT_CANCELED, 0);
     auto sends = std::move(g.sends);
-    for (auto& s : sends) s.cb(s.req, RAFT_CANCELED);
+    for (auto& s : sends)
+      if (s.cb != nullptr) s.cb(s.req, RAFT_CANCELED);  // libraft sends TimeoutNow without a callback
     auto gets = std::move(g.gets);
     for (auto& s : gets) s.cb(s.req, nullptr, RAFT_CANCELED);
     auto works = std::move(g.works);
@@ -543,7 +544,8 @@ void node_io::turn_end() {
     if (!g.sends.empty()) {
       auto sends = std::move(g.sends);
       g.sends = {};
-      for (auto& s : sends) s.cb(s.req, 0);
+      for (auto& s : sends)
+        if (s.cb != nullptr) s.cb(s.req, 0);  // a transfer's TimeoutNow has none
     }
     if (!g.gets.empty()) {
       auto gets = std::move(g.gets);

@@ -44,6 +44,7 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   ro.self = o.node_id;
   for (const auto& [id, addr] : o.peers) ro.addresses.emplace(id, address_of(addr));
   ro.groups = o.groups;
+  ro.balance_leaders = o.balance_leaders;
   ro.log_path = data_dir + "/raft/node.log";
   cluster::replicator::callbacks cb;
   replication* p = self.get();

@@ -333,6 +333,11 @@ const std::array table{
             "Raft groups the streams are spread over (by path), each replicated on every node; fixed when "
             "the cluster's data directories are created: every node must have the same",
             field<&serve_config::cluster, &cluster::cluster_options::groups>(), 1, cluster::max_groups},
+    setting{"balance-leaders", "true|false",
+            "Hand the leadership of raft groups over so that every node of the cluster leads about as many "
+            "(group g prefers the g-th node, modulo the node count, when that node is connected). Off: "
+            "leaders stay where elections put them",
+            field<&serve_config::cluster, &cluster::cluster_options::balance_leaders>()},
 };
 
 std::string name_of(const setting& s) {
