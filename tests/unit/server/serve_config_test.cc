@@ -133,6 +133,7 @@ const std::map<std::string, sample>& samples() {
         "\"1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439\"",
         {"node-id", "peer-listen"}}},
       {"raft-groups", {"16", "16"}},
+      {"balance-leaders", {"false", "false"}},
   };
   return m;
 }
@@ -357,6 +358,7 @@ TEST(serve_config, cluster_settings_fill_the_cluster_options) {
   serve_config alone = parse_serve({});
   EXPECT_FALSE(alone.cluster.enabled());
   EXPECT_EQ(alone.cluster.groups, 64u);
+  EXPECT_TRUE(alone.cluster.balance_leaders);
 
   serve_config c = parse_serve({"--node-id", "3", "--peer-listen", "0.0.0.0:5439", "--peers",
                                 "1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439", "--raft-groups", "8"});
