@@ -78,7 +78,8 @@ void replication::submit(const streams::command& c, shard_wal::completion done) 
   const std::uint32_t g = group_of(streams::command_path(c));
   const std::uint64_t ticket =
       repl_->submit(g, std::as_bytes(std::span<const char>(scratch_.data(), scratch_.size())));
-  waiting_.emplace(ticket, std::move(done));
+  waiting_.emplace(ticket, waiter{std::move(done), scratch_.size()});
+  in_flight_bytes_ += scratch_.size();
 }
 
 void replication::linearize(std::string_view path, std::function<void(bool)> ready) {
@@ -101,7 +102,12 @@ void replication::apply(std::uint32_t group, std::uint64_t index, std::span<cons
   auto it = waiting_.find(ticket);
   if (it == waiting_.end()) return;
   // Answer after the current apply returns (the answer may propose more: a fork's create after its retain).
-  shard_.loop().post([done = std::move(it->second), r = std::move(r)]() mutable {
+  finish(it, std::move(r));
+}
+
+void replication::finish(waiter_map::iterator it, durable_result r) {
+  in_flight_bytes_ -= it->second.bytes;
+  shard_.loop().post([done = std::move(it->second.done), r = std::move(r)]() mutable {
     if (done) done(r);
   });
   waiting_.erase(it);
@@ -113,10 +119,7 @@ void replication::failed(std::uint64_t ticket, cluster::submit_error e) {
   durable_result r;
   r.failure = e == cluster::submit_error::no_leader ? protocol::errc::cluster_unavailable
                                                     : protocol::errc::cluster_outcome_unknown;
-  shard_.loop().post([done = std::move(it->second), r = std::move(r)]() mutable {
-    if (done) done(r);
-  });
-  waiting_.erase(it);
+  finish(it, std::move(r));
 }
 
 std::string replication::status_json() const {

@@ -43,6 +43,10 @@ class replication {
   // `ready(true)` once this node applied every command committed in `path`'s group before the call.
   void linearize(std::string_view path, std::function<void(bool)> ready);
   std::uint32_t group_of(std::string_view path) const;
+  // Commands this node proposed that are not applied or failed yet, and their encoded bytes (the
+  // shard refuses writes beyond max-in-flight, as it does for its log when alone).
+  std::size_t in_flight() const { return waiting_.size(); }
+  std::size_t in_flight_bytes() const { return in_flight_bytes_; }
   bool leads(std::string_view path) const { return repl_->leads(group_of(path)); }
   bool has_quorum() const { return repl_->has_quorum(); }
   // This node's view, as JSON: groups, leaders, terms, indexes, peer links.
@@ -59,7 +63,16 @@ class replication {
   std::unique_ptr<cluster::peer_links> links_;
   std::unique_ptr<raft::loop_executor> executor_;
   std::unique_ptr<cluster::replicator> repl_;
-  std::unordered_map<std::uint64_t, shard_wal::completion> waiting_;
+  struct waiter {
+    shard_wal::completion done;
+    std::size_t bytes = 0;
+  };
+  using waiter_map = std::unordered_map<std::uint64_t, waiter>;
+  // Runs the command's completion on the next loop turn and forgets it.
+  void finish(waiter_map::iterator it, durable_result r);
+
+  waiter_map waiting_;
+  std::size_t in_flight_bytes_ = 0;
   std::string scratch_;
 };
 

@@ -115,7 +115,9 @@ bool stream_shard::refuse_write(http::exchange ex, const protocol::cors_grant& c
     send_response(ex, storage_failure(wal_->failure()), cors);
     return true;
   }
-  if (wal_->in_flight() >= opts_.max_in_flight || wal_->in_flight_bytes() >= opts_.max_in_flight_bytes) {
+  const std::size_t in_flight = repl_ ? repl_->in_flight() : wal_->in_flight();
+  const std::size_t in_flight_bytes = repl_ ? repl_->in_flight_bytes() : wal_->in_flight_bytes();
+  if (in_flight >= opts_.max_in_flight || in_flight_bytes >= opts_.max_in_flight_bytes) {
     send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::writes_backlogged)),
                   cors);
     return true;
