@@ -165,7 +165,8 @@ void register_command(CLI::App& app) {
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->add_option("--target", raw->targets,
                   "NAME=URL of a Durable Streams server (repeatable); "
-                  "streams go under the URL's path, or /v1/stream (at least one unless --render-only)")
+                  "streams go under the URL's path, or /v1/stream (at least one unless --render-only); "
+                  "NAME=URL,URL,... for the nodes of one cluster: connections go round robin over them")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--read-bases", raw->read_bases,
                   "NAME=URL,URL,... spread that target's reads over replicas")

@@ -18,15 +18,36 @@ bool parse_uint(std::string_view s, T& out) {
   return ec == std::errc{} && p == s.data() + s.size();
 }
 
+// "URL,URL,...": at least one.
+result<std::vector<endpoint>> parse_url_list(std::string_view list, std::string_view option,
+                                             std::string_view spec) {
+  std::vector<endpoint> out;
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    auto ep = parse_endpoint(list.substr(0, comma));
+    if (!ep) return ep.err();
+    out.push_back(*ep);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  if (out.empty()) return bad(fmt::format("{} {}: no URL", option, spec));
+  return out;
+}
+
 }  // namespace
+
+std::string target_spec::urls() const {
+  std::string out;
+  for (const auto& b : bases) out += (out.empty() ? "" : ",") + b.url;
+  return out;
+}
 
 result<target_spec> parse_target(std::string_view spec) {
   const auto eq = spec.find('=');
   if (eq == std::string_view::npos || eq == 0)
-    return bad(fmt::format("--target {}: expected NAME=URL", spec));
-  auto ep = parse_endpoint(spec.substr(eq + 1));
-  if (!ep) return ep.err();
-  return target_spec{std::string(spec.substr(0, eq)), *ep, {}};
+    return bad(fmt::format("--target {}: expected NAME=URL or NAME=URL,URL,...", spec));
+  auto bases = parse_url_list(spec.substr(eq + 1), "--target", spec);
+  if (!bases) return bases.err();
+  return target_spec{std::string(spec.substr(0, eq)), std::move(*bases), {}};
 }
 
 status apply_read_bases(std::string_view spec, std::vector<target_spec>& targets) {
@@ -40,16 +61,9 @@ status apply_read_bases(std::string_view spec, std::vector<target_spec>& targets
     if (candidate.name == name) t = &candidate;
   }
   if (!t) return bad(fmt::format("--read-bases {}: no --target named {}", spec, name));
-  std::string_view list = spec.substr(eq + 1);
-  t->read_bases.clear();
-  while (!list.empty()) {
-    const auto comma = list.find(',');
-    auto ep = parse_endpoint(list.substr(0, comma));
-    if (!ep) return ep.err();
-    t->read_bases.push_back(*ep);
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-  }
-  if (t->read_bases.empty()) return bad(fmt::format("--read-bases {}: no URL", spec));
+  auto bases = parse_url_list(spec.substr(eq + 1), "--read-bases", spec);
+  if (!bases) return bases.err();
+  t->read_bases = std::move(*bases);
   return {};
 }
 

@@ -16,10 +16,22 @@ namespace weir::bench {
 using client::endpoint;
 using client::parse_endpoint;
 
+// One server under test, at one or more base URLs: the nodes of a cluster, any of which takes any
+// request. A workload's connection number i goes to base(i) (round robin per connection), and every
+// request on that connection uses that base, so a stream is created, appended to and deleted through
+// one node while the workload as a whole spreads over all of them.
 struct target_spec {
   std::string name;
-  endpoint write;                    // appends, creates and SSE go here
-  std::vector<endpoint> read_bases;  // catch-up reads are spread over these (default: `write`)
+  std::vector<endpoint> bases;       // never empty (parse_target)
+  std::vector<endpoint> read_bases;  // catch-up reads and SSE are spread over these (default: `bases`)
+
+  const endpoint& base(std::size_t connection) const { return bases[connection % bases.size()]; }
+  const endpoint& read_base(std::size_t connection) const {
+    const auto& r = read_bases.empty() ? bases : read_bases;
+    return r[connection % r.size()];
+  }
+  // "URL" or "URL,URL,...", for the report.
+  std::string urls() const;
 };
 
 struct bench_options {
@@ -41,7 +53,7 @@ struct bench_options {
   workload_options work;                 // which workloads, and the new workloads' sizes
 };
 
-// "NAME=URL"
+// "NAME=URL" or "NAME=URL,URL,..." (the nodes of one cluster)
 result<target_spec> parse_target(std::string_view spec);
 // "NAME=URL,URL,..." applied to the target called NAME in `targets`.
 status apply_read_bases(std::string_view spec, std::vector<target_spec>& targets);

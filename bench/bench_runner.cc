@@ -101,7 +101,6 @@ class level_run {
       read_streams_.push_back(fmt::format("{}-read-{}", base, i));
       sse_streams_.push_back({fmt::format("{}-sse-{}", base, i), "-1"});
     }
-    read_bases_ = t.read_bases.empty() ? std::vector<endpoint>{t.write} : t.read_bases;
   }
 
   run_result run() {
@@ -130,8 +129,13 @@ class level_run {
                                out.errors));
   }
 
-  std::string post_head(const std::string& stream, std::size_t size, const char* type = binary_type) {
-    return format_request_head("POST", t_.write, stream, "", type, size, true);
+  // Worker i's connection goes to base i of the target (round robin over a cluster's nodes), and so do
+  // all the requests it sends.
+  const endpoint& base(std::size_t worker) const { return t_.base(worker); }
+
+  std::string post_head(std::size_t worker, const std::string& stream, std::size_t size,
+                        const char* type = binary_type) {
+    return format_request_head("POST", base(worker), stream, "", type, size, true);
   }
 
   // PUT every stream; false when none could be created (nothing else can run).
@@ -151,9 +155,9 @@ class level_run {
     per_worker[0].push_back({latency_stream_, binary_type});
     std::vector<loop_worker> workers(c_);
     for (unsigned i = 0; i < c_; ++i) {
-      workers[i].ep = t_.write;
+      workers[i].ep = base(i);
       for (const auto& it : per_worker[i]) {
-        workers[i].heads.push_back(format_request_head("PUT", t_.write, it.name, "", it.type, 0, true));
+        workers[i].heads.push_back(format_request_head("PUT", base(i), it.name, "", it.type, 0, true));
       }
     }
     std::vector<std::size_t> answered(c_, 0);
@@ -177,7 +181,7 @@ class level_run {
   void append_latency() {
     const std::string body(o_.payload_bytes, 'a');
     std::vector<loop_worker> workers(1);
-    workers[0] = {t_.write, {post_head(latency_stream_, body.size())}, body, true};
+    workers[0] = {base(0), {post_head(0, latency_stream_, body.size())}, body, true};
     auto cfg = config("append");
     cfg.max_requests_per_worker = o_.latency_count;
     cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
@@ -199,7 +203,7 @@ class level_run {
     const std::string body(o_.payload_bytes, 'w');
     std::vector<loop_worker> workers(c_);
     for (unsigned i = 0; i < c_; ++i)
-      workers[i] = {t_.write, {post_head(write_streams_[i], body.size())}, body, true};
+      workers[i] = {base(i), {post_head(i, write_streams_[i], body.size())}, body, true};
     auto cfg = config("write");
     cfg.duration_s = o_.throughput_secs;
     cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
@@ -218,7 +222,7 @@ class level_run {
     const std::string body(o_.read_payload_bytes, 'r');
     std::vector<loop_worker> writers(c_);
     for (unsigned i = 0; i < c_; ++i)
-      writers[i] = {t_.write, {post_head(read_streams_[i], body.size())}, body, true};
+      writers[i] = {base(i), {post_head(i, read_streams_[i], body.size())}, body, true};
     auto prep = config("read_prepare");
     prep.max_requests_per_worker = 1;
     prep.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
@@ -230,7 +234,7 @@ class level_run {
     std::vector<loop_worker> readers(c_);
     std::vector<const endpoint*> reader_ep(c_);
     for (unsigned i = 0; i < c_; ++i) {
-      reader_ep[i] = &read_bases_[i % read_bases_.size()];
+      reader_ep[i] = &t_.read_base(i);
       readers[i] = {*reader_ep[i],
                     {format_request_head("GET", *reader_ep[i], read_streams_[i], "offset=-1", "", 0, false)},
                     {},
@@ -300,7 +304,7 @@ class level_run {
     const std::string body(o_.small_payload_bytes, 's');
     std::vector<loop_worker> workers(c_);
     for (unsigned i = 0; i < c_; ++i)
-      workers[i] = {t_.write, {post_head(small_streams_[i], body.size())}, body, true};
+      workers[i] = {base(i), {post_head(i, small_streams_[i], body.size())}, body, true};
     auto cfg = config("small");
     cfg.duration_s = o_.throughput_secs;
     cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
@@ -340,13 +344,13 @@ class level_run {
   void delete_streams() {
     std::vector<loop_worker> workers(c_);
     for (unsigned i = 0; i < c_; ++i) {
-      workers[i].ep = t_.write;
+      workers[i].ep = base(i);
       for (const auto* name :
            {&write_streams_[i], &small_streams_[i], &read_streams_[i], &sse_streams_[i].name}) {
-        workers[i].heads.push_back(format_request_head("DELETE", t_.write, *name, "", "", 0, false));
+        workers[i].heads.push_back(format_request_head("DELETE", base(i), *name, "", "", 0, false));
       }
     }
-    workers[0].heads.push_back(format_request_head("DELETE", t_.write, latency_stream_, "", "", 0, false));
+    workers[0].heads.push_back(format_request_head("DELETE", base(0), latency_stream_, "", "", 0, false));
     std::vector<std::size_t> answered(c_, 0);
     auto cfg = config("delete");
     cfg.max_requests_per_worker = workers[0].heads.size();
@@ -367,7 +371,6 @@ class level_run {
   std::string latency_stream_;
   std::vector<std::string> write_streams_, small_streams_, read_streams_;
   std::vector<sse_stream> sse_streams_;
-  std::vector<endpoint> read_bases_;
   std::size_t created_ = 0;
 };
 
@@ -398,7 +401,7 @@ result<bench_report> run_bench(const bench_options& opts) {
                     {"sse_timeout_ms", static_cast<double>(opts.sse_timeout_ms)}};
   report.concurrency = opts.concurrency;
   for (const auto& t : opts.targets) {
-    target_info info{t.name, t.write.url, {}};
+    target_info info{t.name, t.urls(), {}};
     for (const auto& rb : t.read_bases) info.read_bases.push_back(rb.url);
     report.targets.push_back(std::move(info));
   }

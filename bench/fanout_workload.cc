@@ -19,7 +19,7 @@ constexpr const char* sse_type = "text/plain";
 http_response one_request(const target_spec& target, const std::string& phase, std::string head,
                           const fanout_config& cfg, run_result& scratch, progress_line& progress) {
   std::vector<loop_worker> workers(1);
-  workers[0].ep = target.write;
+  workers[0].ep = target.base(0);
   workers[0].heads.push_back(std::move(head));
   http_response last;
   loop_config lc;
@@ -44,7 +44,7 @@ fanout_result run_fanout(const target_spec& target, const fanout_config& cfg, pr
   r.rate_per_s = cfg.rate_per_s;
   run_result scratch;
   const auto created = one_request(
-      target, "fanout_create", format_request_head("PUT", target.write, cfg.stream, "", sse_type, 0, true),
+      target, "fanout_create", format_request_head("PUT", target.base(0), cfg.stream, "", sse_type, 0, true),
       cfg, scratch, progress);
   if (created.status == 200 || created.status == 201) {
     sse_config sc;
@@ -73,7 +73,7 @@ fanout_result run_fanout(const target_spec& target, const fanout_config& cfg, pr
       r.counts["reconnects"] = it->second;
   }
   one_request(target, "fanout_delete",
-              format_request_head("DELETE", target.write, cfg.stream, "", "", 0, false), cfg, scratch,
+              format_request_head("DELETE", target.base(0), cfg.stream, "", "", 0, false), cfg, scratch,
               progress);
   r.error_kinds = std::move(scratch.error_kinds);
   progress.done(

@@ -34,12 +34,14 @@ many_streams_result run_many_streams(const target_spec& target, const many_strea
   std::vector<std::string> names(cfg.streams);
   for (unsigned i = 0; i < cfg.streams; ++i) names[i] = fmt::format("{}-{}", cfg.stream_prefix, i);
 
-  // One request per stream, spread over the writers' connections.
+  // One request per stream, spread over the writers' connections: stream i is created, appended to and
+  // deleted by writer i % writers, whose connection goes to the target's base of that writer.
   auto per_stream = [&](const std::string& phase, auto head_of, bool want_created) {
     std::vector<loop_worker> workers(writers);
     for (unsigned i = 0; i < cfg.streams; ++i) {
-      workers[i % writers].ep = target.write;
-      workers[i % writers].heads.push_back(head_of(names[i]));
+      const auto& ep = target.base(i % writers);
+      workers[i % writers].ep = ep;
+      workers[i % writers].heads.push_back(head_of(ep, names[i]));
     }
     std::vector<std::size_t> answered(writers, 0);
     std::uint64_t good = 0;
@@ -63,8 +65,8 @@ many_streams_result run_many_streams(const target_spec& target, const many_strea
 
   const auto created = per_stream(
       "many_create",
-      [&](const std::string& n) {
-        return format_request_head("PUT", target.write, n, "", binary_type, 0, true);
+      [&](const endpoint& ep, const std::string& n) {
+        return format_request_head("PUT", ep, n, "", binary_type, 0, true);
       },
       true);
   r.counts["streams_created"] = created;
@@ -73,11 +75,10 @@ many_streams_result run_many_streams(const target_spec& target, const many_strea
     std::vector<loop_worker> workers(writers);
     for (unsigned i = 0; i < cfg.streams; ++i) {
       auto& w = workers[i % writers];
-      w.ep = target.write;
+      w.ep = target.base(i % writers);
       w.body = body;
       w.with_body = true;
-      w.heads.push_back(
-          format_request_head("POST", target.write, names[i], "", binary_type, body.size(), true));
+      w.heads.push_back(format_request_head("POST", w.ep, names[i], "", binary_type, body.size(), true));
     }
     loop_config lc;
     lc.phase = "many";
@@ -100,7 +101,9 @@ many_streams_result run_many_streams(const target_spec& target, const many_strea
   }
   per_stream(
       "many_delete",
-      [&](const std::string& n) { return format_request_head("DELETE", target.write, n, "", "", 0, false); },
+      [&](const endpoint& ep, const std::string& n) {
+        return format_request_head("DELETE", ep, n, "", "", 0, false);
+      },
       false);
   progress.done(
       fmt::format("{} many-streams {} streams x {} writers: {} appends/s, p50 {} ms, p99 {} ms "

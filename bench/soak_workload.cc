@@ -84,17 +84,16 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
 
   latency_histogram append_h, read_h;  // this interval's
   std::uint64_t interval_ops = 0;
-  const auto& read_ep = target.read_bases.empty() ? target.write : target.read_bases.front();
 
   std::vector<slot> slots(cfg.streams);
   for (std::size_t i = 0; i < slots.size(); ++i) {
-    slots[i].writer = std::make_unique<http_connection>(loop, target.write);
-    slots[i].poller = std::make_unique<http_connection>(loop, read_ep);
-    slots[i].sse = std::make_unique<http_connection>(loop, read_ep);
+    slots[i].writer = std::make_unique<http_connection>(loop, target.base(i));
+    slots[i].poller = std::make_unique<http_connection>(loop, target.read_base(i));
+    slots[i].sse = std::make_unique<http_connection>(loop, target.read_base(i));
   }
   std::vector<reader> readers(cfg.readers);
   for (std::size_t i = 0; i < readers.size(); ++i) {
-    readers[i].conn = std::make_unique<http_connection>(loop, read_ep);
+    readers[i].conn = std::make_unique<http_connection>(loop, target.read_base(i));
     readers[i].next_slot = i;
   }
   auto name_of = [&](std::size_t i, unsigned gen) {
@@ -106,7 +105,7 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
   create = [&](std::size_t i) {
     auto& s = slots[i];
     s.name = name_of(i, s.gen);
-    s.head = format_request_head("PUT", target.write, s.name, "", binary_type, 0, true);
+    s.head = format_request_head("PUT", target.base(i), s.name, "", binary_type, 0, true);
     s.writer->request(s.head, {}, false, [&, i](http_response& resp) {
       auto& sl = slots[i];
       if (!resp.ok()) {
@@ -117,7 +116,7 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
         sl.ready = true;
         sl.appended = 0;
         count("streams_created");
-        sl.head = format_request_head("POST", target.write, sl.name, "", binary_type, body.size(), true);
+        sl.head = format_request_head("POST", target.base(i), sl.name, "", binary_type, body.size(), true);
         // A server need not end the SSE responses of a deleted stream (the Node reference server does
         // not): a subscriber still on an older generation moves to this one.
         if (sl.sse_open && sl.sse_gen != sl.gen) {
@@ -158,7 +157,7 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
   rotate = [&](std::size_t i) {
     auto& s = slots[i];
     s.ready = false;
-    s.head = format_request_head("DELETE", target.write, s.name, "", "", 0, false);
+    s.head = format_request_head("DELETE", target.base(i), s.name, "", "", 0, false);
     s.writer->request(s.head, {}, false, [&, i](http_response& resp) {
       if (!resp.ok()) {
         error("delete_" + transport_kind(resp));
@@ -181,7 +180,7 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
       later(20'000'000, [&, k] { read(k); });
       return;
     }
-    rd.head = format_request_head("GET", read_ep, slots[i].name, "offset=-1", "", 0, false);
+    rd.head = format_request_head("GET", target.read_base(k), slots[i].name, "offset=-1", "", 0, false);
     rd.conn->request(rd.head, {}, false, [&, k](http_response& resp) {
       if (!resp.ok()) {
         error("read_" + transport_kind(resp));
@@ -210,8 +209,8 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
       s.poll_gen = s.gen;
       s.poll_offset = "-1";
     }
-    s.poll_head = format_request_head("GET", read_ep, s.name, "offset=" + s.poll_offset + "&live=long-poll",
-                                      "", 0, false);
+    s.poll_head = format_request_head("GET", target.read_base(i), s.name,
+                                      "offset=" + s.poll_offset + "&live=long-poll", "", 0, false);
     s.poller->request(s.poll_head, {}, false, [&, i](http_response& resp) {
       auto& sl = slots[i];
       std::int64_t pause_ns = 0;
@@ -251,8 +250,8 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
     s.parser = sse_event_parser{};
     s.sse_live = false;
     s.sse_open = true;
-    s.sse_head =
-        format_request_head("GET", read_ep, s.name, "offset=" + s.sse_offset + "&live=sse", "", 0, false);
+    s.sse_head = format_request_head("GET", target.read_base(i), s.name,
+                                     "offset=" + s.sse_offset + "&live=sse", "", 0, false);
     s.sse->stream(s.sse_head, {.on_head =
                                    [&, i](const http_response& head) {
                                      auto& sl = slots[i];
@@ -382,12 +381,12 @@ soak_result run_soak(const target_spec& target, const soak_config& cfg, progress
   }
   for (auto& rd : readers) rd.conn->close();
 
-  // Delete what is left (the current generation of every slot that has one).
+  // Delete what is left (the current generation of every slot that has one), through the first base.
   std::vector<loop_worker> workers(1);
-  workers[0].ep = target.write;
+  workers[0].ep = target.base(0);
   for (std::size_t i = 0; i < slots.size(); ++i) {
     workers[0].heads.push_back(
-        format_request_head("DELETE", target.write, name_of(i, slots[i].gen), "", "", 0, false));
+        format_request_head("DELETE", target.base(0), name_of(i, slots[i].gen), "", "", 0, false));
   }
   loop_config lc;
   lc.phase = "soak_delete";

@@ -90,17 +90,17 @@ sse_outcome run_sse_workload(const target_spec& target, const std::vector<sse_st
   std::vector<writer> writers(streams.size());
   std::vector<reader> readers;
   readers.reserve(streams.size() * cfg.readers_per_stream);
-  const auto& bases = target.read_bases.empty() ? std::vector<endpoint>{target.write} : target.read_bases;
   for (std::size_t s = 0; s < streams.size(); ++s) {
     auto& w = writers[s];
-    w.conn = std::make_unique<http_connection>(loop, target.write);
-    w.head =
-        format_request_head("POST", target.write, streams[s].name, "", "text/plain", cfg.payload_bytes, true);
+    // Stream s's writer on base s (as the seed created it there); its readers spread over every read base.
+    w.conn = std::make_unique<http_connection>(loop, target.base(s));
+    w.head = format_request_head("POST", target.base(s), streams[s].name, "", "text/plain", cfg.payload_bytes,
+                                 true);
     for (unsigned k = 0; k < cfg.event_count; ++k)
       w.payloads.push_back(sse_event_payload(s, k, cfg.payload_bytes));
     w.sent_ns.assign(cfg.event_count, 0);
     for (unsigned r = 0; r < cfg.readers_per_stream; ++r) {
-      const auto& ep = bases[readers.size() % bases.size()];
+      const auto& ep = target.read_base(readers.size());
       reader rd;
       rd.conn = std::make_unique<http_connection>(loop, ep);
       rd.stream = s;

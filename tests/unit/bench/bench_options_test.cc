@@ -9,9 +9,12 @@ TEST(bench_options, parses_a_target_url_with_and_without_a_path) {
   auto t = parse_target("weir=http://127.0.0.1:4437");
   ASSERT_TRUE(t.has_value()) << t.err().reason;
   EXPECT_EQ(t->name, "weir");
-  EXPECT_EQ(t->write.host, "127.0.0.1");
-  EXPECT_EQ(t->write.port, 4437);
-  EXPECT_EQ(t->write.prefix, "/v1/stream");
+  ASSERT_EQ(t->bases.size(), 1u);
+  EXPECT_EQ(t->base(0).host, "127.0.0.1");
+  EXPECT_EQ(t->base(0).port, 4437);
+  EXPECT_EQ(t->base(0).prefix, "/v1/stream");
+  EXPECT_EQ(t->base(7).port, 4437);  // every connection goes to the one base
+  EXPECT_EQ(t->read_base(3).port, 4437);
   auto p = parse_endpoint("http://localhost/streams/");
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->host, "127.0.0.1");
@@ -27,6 +30,29 @@ TEST(bench_options, rejects_bad_urls_and_targets) {
   EXPECT_FALSE(parse_endpoint("http://127.0.0.1:80/a?b").has_value());
   EXPECT_FALSE(parse_target("http://127.0.0.1:1").has_value());
   EXPECT_FALSE(parse_target("=http://127.0.0.1:1").has_value());
+  EXPECT_FALSE(parse_target("a=").has_value());
+  EXPECT_FALSE(parse_target("a=http://127.0.0.1:1,,http://127.0.0.1:2").has_value());
+  EXPECT_FALSE(parse_target("a=http://127.0.0.1:1,https://127.0.0.1:2").has_value());
+}
+
+TEST(bench_options, a_target_with_several_bases_spreads_connections_round_robin) {
+  auto t = parse_target("cluster=http://127.0.0.1:4437,http://127.0.0.1:4438/x,http://127.0.0.1:4439");
+  ASSERT_TRUE(t.has_value()) << t.err().reason;
+  EXPECT_EQ(t->name, "cluster");
+  ASSERT_EQ(t->bases.size(), 3u);
+  EXPECT_EQ(t->bases[1].prefix, "/x");
+  const std::uint16_t expected[] = {4437, 4438, 4439, 4437, 4438, 4439, 4437};
+  for (std::size_t i = 0; i < std::size(expected); ++i) {
+    EXPECT_EQ(t->base(i).port, expected[i]) << "connection " << i;
+    EXPECT_EQ(t->read_base(i).port, expected[i]) << "reads follow the bases unless --read-bases";
+  }
+  EXPECT_EQ(t->urls(), "http://127.0.0.1:4437,http://127.0.0.1:4438/x,http://127.0.0.1:4439");
+  std::vector<target_spec> targets{*t};
+  ASSERT_TRUE(apply_read_bases("cluster=http://127.0.0.1:5000,http://127.0.0.1:5001", targets).has_value());
+  EXPECT_EQ(targets[0].base(1).port, 4438);  // writes keep their bases
+  EXPECT_EQ(targets[0].read_base(0).port, 5000);
+  EXPECT_EQ(targets[0].read_base(1).port, 5001);
+  EXPECT_EQ(targets[0].read_base(2).port, 5000);
 }
 
 TEST(bench_options, read_bases_attach_to_the_named_target) {
