@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstring>
+#include <random>
 
 #include "base/log.h"
 #include "cluster/links.h"
@@ -91,7 +92,17 @@ struct group_glue {
     g->barrier_running = false;
     if (status == 0) g->trusted_term = g->r.current_term;
     if (g->owner->closing_) return;
-    for (auto& [recorded, fn] : reads) fn(status == 0, recorded != 0 ? recorded : req->index);
+    if (status != 0) {
+      // Leadership lost: libraft calls this while it tears its leader state down, still in the leader
+      // state, so a new barrier now would be appended into that teardown (a crash). The reads waiting
+      // for the next round fail too; their nodes retry with the new leader.
+      auto waiting = std::move(g->next_reads);
+      g->next_reads.clear();
+      for (auto& [recorded, fn] : reads) fn(false, 0);
+      for (auto& [recorded, fn] : waiting) fn(false, 0);
+      return;
+    }
+    for (auto& [recorded, fn] : reads) fn(true, recorded != 0 ? recorded : req->index);
     if (!g->next_reads.empty()) g->owner->start_barrier(*g);
   }
 
@@ -110,6 +121,12 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
                                                      storage::env& env, links& l, options o, callbacks cb) {
   std::unique_ptr<replicator> self(new replicator(ex, l, std::move(o), std::move(cb)));
   replicator& s = *self;
+  // Tickets and read ids of this run start at a random point of a 63-bit space (never 0: "nobody waits"),
+  // so that they differ from those of the node's earlier runs (options::id_seed).
+  std::uint64_t start = s.opts_.id_seed;
+  if (start == 0) start = std::uint64_t(std::random_device{}()) << 32 | std::random_device{}();
+  s.next_ticket_ = (start >> 1) | 1;
+  s.next_read_ = s.next_ticket_;
   s.flusher_ = std::move(flusher);
   auto log = raft::node_log::open(env, *s.flusher_, s.opts_.log_path);
   if (!log) return log.err();

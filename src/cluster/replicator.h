@@ -61,6 +61,11 @@ class replicator {
     // Hand leaderships over so that group g is led by the g-th node (of the ids in order, modulo their
     // count) whenever that node is connected: every node then leads about as many groups.
     bool balance_leaders = true;
+    // Where this run's tickets and read ids start (0: from std::random_device). They must not repeat
+    // those of an earlier run of this node: an entry it proposed before a restart may be applied after,
+    // naming its old ticket, and a peer may answer a read of the earlier run. The simulation gives a
+    // seeded value.
+    std::uint64_t id_seed = 0;
   };
   struct callbacks {
     // A committed command of `group` at `index`; `ticket` != 0 when this node proposed it and waits.
