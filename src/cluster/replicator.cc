@@ -37,6 +37,10 @@ struct replicator::group {
   struct ::raft_barrier barrier {};
   // A barrier of this term committed: the commit index covers every entry committed before the term.
   std::uint64_t trusted_term = 0;
+  // Commit notification (notify_commit()): per follower, the commit index it was last told of.
+  std::map<std::uint64_t, std::uint64_t> told;
+  std::uint64_t told_term = 0;
+  bool notify_posted = false;
   // Leadership hand-over (balance()).
   struct ::raft_transfer transfer {};
   bool transferring = false;
@@ -64,6 +68,7 @@ struct group_glue {
     }
     self.cb_.apply(g->id, index, command, ticket);
     self.schedule_read_check();
+    self.notify_commit(*g);
     return 0;
   }
 
@@ -90,7 +95,10 @@ struct group_glue {
     auto reads = std::move(g->barrier_reads);
     g->barrier_reads.clear();
     g->barrier_running = false;
-    if (status == 0) g->trusted_term = g->r.current_term;
+    if (status == 0) {
+      g->trusted_term = g->r.current_term;
+      g->owner->notify_commit(*g);
+    }
     if (g->owner->closing_) return;
     if (status != 0) {
       // Leadership lost: libraft calls this while it tears its leader state down, still in the leader
@@ -136,6 +144,9 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   s.io_ = std::make_unique<raft::node_io>(
       ex, l.raft_transport(), *s.log_,
       raft::node_io::options{raft::node_id(s.opts_.self), addresses, s.opts_.self});
+  s.io_->set_after_append_result([p = &s](raft::group_id g) {
+    if (g.value() < p->groups_.size()) p->notify_commit(*p->groups_[g.value()]);
+  });
   l.set_receiver([p = &s](std::uint64_t from, std::uint8_t channel, std::span<const std::byte> bytes) {
     if (channel == message_channel) p->on_message(from, bytes);
   });
@@ -324,6 +335,38 @@ void replicator::start_barrier(group& g) {
     g.barrier_reads.clear();
     for (auto& [recorded, fn] : reads) fn(false, 0);
   }
+}
+
+void replicator::notify_commit(group& g) {
+  if (g.notify_posted || raft_state(&g.r) != RAFT_LEADER) return;
+  g.notify_posted = true;
+  ex_.post([this, gp = &g] {
+    group& grp = *gp;
+    grp.notify_posted = false;
+    if (closing_ || raft_state(&grp.r) != RAFT_LEADER) return;
+    if (grp.told_term != grp.r.current_term) {
+      grp.told.clear();
+      grp.told_term = grp.r.current_term;
+    }
+    // libraft tells a follower of a new commit index only with its next AppendEntries (a heartbeat
+    // later when no entry follows), and a follower takes it only up to what it has on disk. A follower
+    // that proposed an entry, or waits for a read index, would wait that long. So once a follower's
+    // match index shows it can take a higher commit index than it was told, mark its last send as old
+    // and tick: libraft sends it an AppendEntries carrying the commit index, in this loop turn's packet.
+    bool due = false;
+    for (unsigned i = 0; i < grp.r.configuration.n; ++i) {
+      const raft_id id = grp.r.configuration.servers[i].id;
+      if (id == opts_.self) continue;
+      const std::uint64_t can_take =
+          std::min<std::uint64_t>(grp.r.commit_index, grp.r.leader_state.progress[i].match_index);
+      std::uint64_t& told = grp.told[id];
+      if (can_take <= told) continue;
+      told = can_take;
+      grp.r.leader_state.progress[i].last_send = 0;
+      due = true;
+    }
+    if (due) io_->tick_now(raft::group_id(grp.id));
+  });
 }
 
 void replicator::schedule_read_check() {

@@ -137,6 +137,9 @@ class replicator {
   void resolve_failed(std::uint64_t ticket, submit_error e);
   void check_reads();
   void schedule_read_check();  // once per loop turn in which something was applied
+  // On a leader whose commit index or a follower's match index moved: tell followers that can take a
+  // higher commit index at once (end of this loop turn).
+  void notify_commit(group& g);
   void arm_sweep();
   void sweep();
   void balance();

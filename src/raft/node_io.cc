@@ -667,8 +667,10 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
     // libraft owns the message's allocations from here on (recv.c frees or keeps them).
     if (m.type == RAFT_IO_APPEND_ENTRIES)
       g.answering_up_to = m.append_entries.prev_log_index + m.append_entries.n_entries;
+    const bool result = m.type == RAFT_IO_APPEND_ENTRIES_RESULT;
     g.recv(&g.io, &m);
     g.answering_up_to.reset();
+    if (result && after_append_result_) after_append_result_(f.msg.group);
   }
 }
 
@@ -704,6 +706,11 @@ void node_io::ensure_tick(unsigned msecs) {
   tick_timer_ = ex_.add_timer(std::chrono::milliseconds(tick_ms_), [this, alive = alive_] {
     if (*alive) on_tick();
   });
+}
+
+void node_io::tick_now(group_id id) {
+  auto it = groups_.find(id);
+  if (it != groups_.end() && it->second->started) it->second->tick(&it->second->io);
 }
 
 void node_io::on_tick() {

@@ -61,6 +61,14 @@ class node_io {
   // stable until the node_io is destroyed.
   ::raft_io* io_of(group_id g);
 
+  // Runs group `g`'s libraft tick now (libraft's rules are time-based, so an extra tick only acts on
+  // what is due). A leader that wants its followers to learn a new commit index at once marks their
+  // last send as old and ticks (cluster::replicator).
+  void tick_now(group_id g);
+  // Called after libraft took in an AppendEntries result for group `g` (a follower's match index may
+  // have moved): where a leader learns that a follower can now be told of a commit index.
+  void set_after_append_result(std::function<void(group_id)> fn) { after_append_result_ = std::move(fn); }
+
   node_id self() const { return opts_.self; }
   const stats& counters() const { return stats_; }
 
@@ -90,6 +98,7 @@ class node_io {
   executor::timer_id tick_timer_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   stats stats_;
+  std::function<void(group_id)> after_append_result_;
 };
 
 }  // namespace weir::raft
