@@ -19,6 +19,7 @@ constexpr std::uint8_t raft_channel = 0;
 constexpr std::uint8_t message_channel = 1;
 constexpr milliseconds retry_delay{20};
 constexpr milliseconds read_poll{2};
+constexpr milliseconds read_resend{300};
 }  // namespace
 
 // One group: its libraft instance and the reads that wait for its next quorum round.
@@ -307,6 +308,9 @@ void replicator::try_read(std::uint64_t id) {
   }
   if (leader != 0) {
     send(leader, read_request{g, id});
+    // Reads are safe to ask for again: a request or its answer lost with a link (or a leader that died
+    // with it) is asked again of the leader known then, until the read's deadline.
+    ex_.add_timer(read_resend, [this, id] { try_read(id); });
     return;
   }
   ex_.add_timer(retry_delay, [this, id] { try_read(id); });
