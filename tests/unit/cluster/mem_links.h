@@ -1,0 +1,51 @@
+// mem_links: cluster::links over the simulation's raft::mem_network, for the cluster simulation
+// (cluster_sim.h). Each frame becomes one mem_network packet: the channel byte, then the payload; channel
+// 0 goes to the raft_transport() adapter's receiver (node_io), every other channel to set_receiver's.
+// The network's faults (loss, delay, reordering, partitions) apply to both channels alike; a frame to a
+// node that is down is lost, like one sent on a broken TCP connection.
+//
+// One per node incarnation: destroying it detaches the node from the network (what a crash does to its
+// connections). Single-threaded, on the scheduler's thread, like everything in the simulation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "cluster/links.h"
+#include "raft/mem_network.h"
+
+namespace weir::cluster::sim {
+
+class mem_links final : public links {
+ public:
+  // `peers`: every other node; `peer_up(id)`: whether that node is running (what a TCP link would know
+  // from its connection being up), for status().
+  mem_links(raft::mem_network& net, std::uint64_t self, std::vector<std::uint64_t> peers,
+            std::function<bool(std::uint64_t)> peer_up);
+  ~mem_links() override;
+  mem_links(const mem_links&) = delete;
+  mem_links& operator=(const mem_links&) = delete;
+
+  void set_receiver(receiver r) override { receiver_ = std::move(r); }
+  void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) override;
+  raft::transport& raft_transport() override;
+  std::vector<link_status> status() const override;
+
+ private:
+  class raft_adapter;
+  void on_packet(raft::node_id from, std::span<const std::byte> packet);
+
+  raft::mem_network& net_;
+  std::uint64_t self_;
+  std::vector<std::uint64_t> peers_;
+  std::function<bool(std::uint64_t)> peer_up_;
+  std::unique_ptr<raft::transport> endpoint_;
+  std::unique_ptr<raft_adapter> raft_;
+  receiver receiver_;
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> counts_;  // peer -> bytes sent, received
+};
+
+}  // namespace weir::cluster::sim
