@@ -14,15 +14,49 @@ void hot_tier::admit(streams::state_machine& sm, std::uint64_t generation, std::
                      std::uint32_t size, const streams::disk_location& at) {
   if (readers_.empty() || !at.known()) return;  // memory only: nothing can be read back
   if (!sm.locate(generation, end, at)) return;
+  forget_removed(sm);
   fifo_.push_back(entry{generation, end, size});
+  tally& t = tallies_[generation];
+  t.bytes += size;
+  ++t.entries;
   bytes_ += size;
   while (bytes_ > budget_ && !fifo_.empty()) {
-    entry& e = fifo_.front();
-    // A record deleted since (its stream removed or re-created) freed its memory already.
+    const entry e = fifo_.front();
+    fifo_.pop_front();
+    auto it = tallies_.find(e.generation);
+    if (it == tallies_.end()) {  // a removed stream's: its bytes were forgotten already
+      --dead_entries_;
+      continue;
+    }
+    // A stream removed since the last look freed its memory already (evict finds nothing).
     if (sm.evict(e.generation, e.end) > 0) ++evicted_;
     bytes_ -= e.size;
-    fifo_.pop_front();
+    it->second.bytes -= e.size;
+    if (--it->second.entries == 0) tallies_.erase(it);
   }
+}
+
+void hot_tier::forget_removed(const streams::state_machine& sm) {
+  ++admits_since_look_;
+  // Looking costs one lookup per generation with hot records: do it at most once per that many
+  // admits, so that a node with many streams and frequent deletes pays O(1) per admit.
+  if (sm.removals() == removals_seen_ || admits_since_look_ < tallies_.size()) return;
+  removals_seen_ = sm.removals();
+  admits_since_look_ = 0;
+  for (auto it = tallies_.begin(); it != tallies_.end();) {
+    if (sm.holds_generation(it->first)) {
+      ++it;
+      continue;
+    }
+    bytes_ -= it->second.bytes;
+    dead_entries_ += it->second.entries;
+    it = tallies_.erase(it);
+  }
+  if (dead_entries_ == 0 || 2 * dead_entries_ < fifo_.size()) return;
+  // Half the FIFO is dead: drop those entries (O(FIFO), paid for by the admits that made them).
+  std::erase_if(fifo_, [this](const entry& e) { return !tallies_.contains(e.generation); });
+  dead_entries_ = 0;
+  fifo_.shrink_to_fit();
 }
 
 result<streams::chunk> hot_tier::load(const streams::chunk_slice& s) const {

@@ -7,6 +7,11 @@
 // pread of their span; the reader caches the last records it read, so a catch-up reading a large record
 // in chunks reads it once).
 //
+// The FIFO holds an entry per hot record, also of streams deleted since (their bytes went with them):
+// the tier learns of removals from the state machine (state_machine::removals), forgets the bytes of
+// streams that are gone at once and drops their entries once they are half the FIFO, so that neither
+// the FIFO nor bytes() grows with the streams created and deleted over the node's life.
+//
 // Reads of cold data block the event loop for a pread: data that is not in the page cache costs a disk
 // read on the loop. A read plan is bounded by the server's read chunk (64 KiB by default, or one record).
 //
@@ -18,6 +23,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
@@ -46,9 +52,13 @@ class hot_tier {
   // An empty tier with the same budget and readers (for a state rebuilt from the log).
   std::unique_ptr<hot_tier> empty_like() const { return std::make_unique<hot_tier>(budget_, readers_); }
 
+  // Bytes of the hot records of streams that exist (as of the last admit).
   std::size_t bytes() const { return bytes_; }
   std::size_t budget() const { return budget_; }
   std::uint64_t evicted() const { return evicted_; }
+  // Entries in the FIFO, those of removed streams not yet dropped included (at most about twice the
+  // hot records of the streams that exist).
+  std::size_t entries() const { return fifo_.size(); }
 
  private:
   struct entry {
@@ -56,12 +66,24 @@ class hot_tier {
     std::uint64_t end;
     std::uint32_t size;
   };
+  // A stream incarnation's entries in the FIFO.
+  struct tally {
+    std::size_t bytes = 0;
+    std::size_t entries = 0;
+  };
 
   result<streams::chunk> load(const streams::chunk_slice& s) const;
+  // Forgets the streams `sm` removed since the last look (amortized: a look costs O(tallies_)), then
+  // drops the FIFO entries of forgotten streams once they are half of it.
+  void forget_removed(const streams::state_machine& sm);
 
   std::size_t budget_;
   std::vector<storage::segment_reader*> readers_;
   std::deque<entry> fifo_;
+  std::unordered_map<std::uint64_t, tally> tallies_;  // by generation: every generation with live entries
+  std::size_t dead_entries_ = 0;     // entries of fifo_ whose generation is no longer in tallies_
+  std::uint64_t removals_seen_ = 0;  // state_machine::removals() at the last look
+  std::size_t admits_since_look_ = 0;
   std::size_t bytes_ = 0;
   std::uint64_t evicted_ = 0;
 };

@@ -86,6 +86,7 @@ void state_machine::erase(const std::string& path_ref, outcome& out) {
   expiring_.erase(path);
   by_generation_.erase(it->second.meta.generation);
   streams_.erase(it);
+  ++removals_;
   out.removed.push_back(path);
   out.mutated = true;
 }

@@ -145,6 +145,7 @@ class state_machine {
     by_generation_.swap(other.by_generation_);
     held_until_.swap(other.held_until_);
     hold_ends_.swap(other.hold_ends_);
+    std::swap(removals_, other.removals_);
   }
   // The generation the next created stream gets. A cluster sets it from the command's place in its raft
   // log before each apply, so that every node gives a stream the same generation (and ETag).
@@ -190,6 +191,12 @@ class state_machine {
   // Drops that record's bytes from memory if its location is known; returns the bytes released (0 if
   // absent, not located, or already cold). Other holders of the chunk (readers in flight) keep it alive.
   std::size_t evict(std::uint64_t generation, std::uint64_t end);
+  // Whether the stream incarnation `generation` still exists (soft-deleted ones too: they keep their
+  // records). What a holder of per-record state (the hot tier) asks to forget a removed stream's.
+  bool holds_generation(std::uint64_t generation) const { return by_generation_.contains(generation); }
+  // Streams erased so far (deleted, expired, cascaded; not soft-deletions): when it moves, some
+  // generation stopped existing.
+  std::uint64_t removals() const { return removals_; }
   // The segment ids of core `core`'s log that some record of this state machine points at (cold or
   // hot), ascending. What the log's reclaim must keep. A fork's inherited records are its source's:
   // the source (kept, soft-deleted if need be, while forks reference it) lists their segments.
@@ -257,6 +264,7 @@ class state_machine {
   // Deleted paths on hold (delete_command::hold_ms): when each hold ends, and the same ordered by time.
   std::map<std::string, std::int64_t, std::less<>> held_until_;
   std::set<std::pair<std::int64_t, std::string>> hold_ends_;
+  std::uint64_t removals_ = 0;  // see removals()
 };
 
 // Producer state a stream keeps (PROTOCOL.md 5.2.1, "Producer State Cleanup": servers MAY expire it).

@@ -1,13 +1,18 @@
 // hot_tier::resolve: the cold slices of a read plan are read back from the log's segments, runs of
 // nearby records together (segment_reader::read_data_many), in plan order; a damaged record cuts the
-// plan before its slice and the error is returned.
+// plan before its slice and the error is returned. hot_tier::admit: deleted streams leave neither
+// FIFO entries nor counted bytes behind.
 #include "server/hot_tier.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "storage/log_format.h"
 #include "storage/log_writer.h"
 #include "unit/storage/test_util.h"
+#include "unit/streams/command_builders.h"
 
 namespace weir::server {
 namespace {
@@ -103,6 +108,86 @@ TEST_F(hot_tier_resolve_test, a_damaged_record_cuts_the_plan_before_its_slice) {
   EXPECT_EQ(p.bytes, kept.size());
   EXPECT_EQ(p.next.value(), 1000 + kept.size());
   EXPECT_FALSE(p.up_to_date);
+}
+
+// Admits records of streams that `sm` holds, each at a new place in segment 1 (admit reads nothing).
+struct admitter {
+  streams::state_machine& sm;
+  hot_tier& tier;
+  std::uint64_t offset = 0;
+
+  void create(const std::string& path) {
+    ASSERT_EQ(sm.create(streams::testing::make_create(path)).code, streams::errc::ok);
+  }
+  void append(const std::string& path, std::size_t size) {
+    streams::outcome o = sm.append(streams::testing::make_append(path, std::string(size, 'x')));
+    ASSERT_EQ(o.code, streams::errc::ok);
+    ASSERT_TRUE(o.meta);
+    offset += 1000;
+    tier.admit(sm, o.meta->generation, o.meta->tail.value(), static_cast<std::uint32_t>(size),
+               streams::disk_location{1, offset, 0, 20});
+  }
+  void remove(const std::string& path) {
+    ASSERT_EQ(sm.remove(streams::delete_command{path, streams::testing::t0}).code, streams::errc::ok);
+  }
+};
+
+// The soak's rotation (streams filled, deleted and created anew, all within the budget): the FIFO
+// held an entry for every record ever admitted until the budget was reached, 24 bytes per append
+// (0.55 MiB a minute at 400 appends/s), and bytes() counted the deleted streams' data as held.
+TEST(hot_tier_admit, deleted_streams_leave_neither_entries_nor_bytes_behind) {
+  storage::mem_env mem;
+  storage::segment_reader reader(mem, dir);
+  hot_tier tier(64 << 20, {&reader});
+  streams::state_machine sm;
+  admitter a{sm, tier};
+  constexpr int slots = 16;
+  constexpr int per_stream = 100;
+  constexpr std::size_t record = 100;
+  std::size_t most_entries = 0;
+  for (int round = 0; round < 50; ++round) {
+    for (int s = 0; s < slots; ++s) a.create(fmt::format("/r{}/s{}", round, s));
+    for (int i = 0; i < per_stream; ++i) {
+      for (int s = 0; s < slots; ++s) a.append(fmt::format("/r{}/s{}", round, s), record);
+    }
+    most_entries = std::max(most_entries, tier.entries());
+    for (int s = 0; s < slots; ++s) a.remove(fmt::format("/r{}/s{}", round, s));
+  }
+  // 80,000 records admitted; at most about twice the 1,600 of the streams that exist are tracked.
+  EXPECT_LE(most_entries, 2u * slots * per_stream + slots);
+  EXPECT_EQ(tier.evicted(), 0u);
+  // The last round's streams are deleted: the next admit forgets them.
+  a.create("/last");
+  a.append("/last", record);
+  EXPECT_EQ(tier.bytes(), record);
+  EXPECT_LE(tier.entries(), 2u * slots * per_stream + slots);
+}
+
+// A deleted stream's bytes no longer count against the budget, so they do not push the records of
+// the streams that remain out of memory.
+TEST(hot_tier_admit, a_deleted_stream_s_bytes_do_not_evict_the_live_ones) {
+  storage::mem_env mem;
+  storage::segment_reader reader(mem, dir);
+  hot_tier tier(10'000, {&reader});
+  streams::state_machine sm;
+  admitter a{sm, tier};
+  a.create("/a");
+  a.create("/b");
+  a.create("/c");
+  for (int i = 0; i < 50; ++i) a.append("/a", 100);
+  for (int i = 0; i < 50; ++i) a.append("/b", 100);
+  EXPECT_EQ(tier.bytes(), 10'000u);
+  a.remove("/b");
+  for (int i = 0; i < 40; ++i) a.append("/c", 100);
+  EXPECT_EQ(tier.bytes(), 9'000u);
+  EXPECT_EQ(tier.evicted(), 0u);
+  EXPECT_FALSE(sm.read("/a", std::nullopt, 100).plan.slices.at(0).cold());
+  // Over the budget again: the oldest live records go first.
+  for (int i = 0; i < 20; ++i) a.append("/c", 100);
+  EXPECT_EQ(tier.bytes(), 10'000u);
+  EXPECT_EQ(tier.evicted(), 10u);
+  EXPECT_TRUE(sm.read("/a", std::nullopt, 100).plan.slices.at(0).cold());
+  EXPECT_FALSE(sm.read("/a", streams::stream_offset(1000), 100).plan.slices.at(0).cold());
 }
 
 }  // namespace

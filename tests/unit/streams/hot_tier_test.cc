@@ -199,5 +199,28 @@ TEST(hot_tier, referenced_segments_cover_each_core_s_own_records_and_a_soft_dele
   EXPECT_TRUE(src_core.referenced_segments(0).empty());
 }
 
+TEST(hot_tier, removals_count_erased_streams_and_holds_generation_follows_them) {
+  state_machine sm;
+  (void)sm.create(make_create("/a", "text/plain", "abc"));
+  (void)sm.create(make_create("/src", "text/plain", "abc"));
+  const std::uint64_t a = generation_of(sm, "/a");
+  const std::uint64_t src = generation_of(sm, "/src");
+  create_command c = make_create("/fork", "");
+  c.fork = resolve_fork(sm, "/src", 3);
+  ASSERT_EQ(sm.create(c).code, errc::ok);
+  EXPECT_EQ(sm.removals(), 0u);
+  EXPECT_TRUE(sm.holds_generation(a));
+
+  (void)sm.remove(delete_command{"/src", t0});  // soft-deleted: its records stay, so does its generation
+  EXPECT_EQ(sm.removals(), 0u);
+  EXPECT_TRUE(sm.holds_generation(src));
+  (void)sm.remove(delete_command{"/a", t0});
+  EXPECT_EQ(sm.removals(), 1u);
+  EXPECT_FALSE(sm.holds_generation(a));
+  (void)sm.fork_release(fork_release_command{"/src"});
+  EXPECT_EQ(sm.removals(), 2u);
+  EXPECT_FALSE(sm.holds_generation(src));
+}
+
 }  // namespace
 }  // namespace weir::streams
