@@ -136,6 +136,7 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   if (start == 0) start = std::uint64_t(std::random_device{}()) << 32 | std::random_device{}();
   s.next_ticket_ = (start >> 1) | 1;
   s.next_read_ = s.next_ticket_;
+  s.rng_.seed(start);
   s.flusher_ = std::move(flusher);
   auto log = raft::node_log::open(env, *s.flusher_, s.opts_.log_path);
   if (!log) return log.err();
@@ -462,8 +463,37 @@ void replicator::arm_sweep() {
   });
 }
 
+void replicator::watch_links() {
+  // A peer whose connection to this node closed (its process died: the kernel closed its sockets) is
+  // no leader to wait for. libraft refuses votes while it knows a leader, until its own election timer
+  // expires 1-2 s after the last heartbeat, so the first survivor to stand is refused by the other and
+  // failover took 2.3-4.7 s (tests/integration/cluster). For every group that peer led, forget the
+  // leader and let the election timer expire within 50-500 ms (at random, so the survivors rarely stand
+  // at once). Raft's safety does not rest on either: refusing votes while a leader is known only keeps
+  // a removed or partitioned server from disrupting a live leader.
+  for (const auto& l : links_.status()) {
+    const bool was = peer_up_.count(l.peer) ? peer_up_[l.peer] : false;
+    peer_up_[l.peer] = l.in_connected;
+    if (!was || l.in_connected) continue;
+    std::uniform_int_distribution<unsigned> soon(50, 500);
+    for (auto& g : groups_) {
+      ::raft& r = g->r;
+      if (r.state != RAFT_FOLLOWER || r.follower_state.current_leader.id != l.peer) continue;
+      r.follower_state.current_leader.id = 0;
+      if (r.follower_state.current_leader.address != nullptr) {
+        raft_free(r.follower_state.current_leader.address);
+        r.follower_state.current_leader.address = nullptr;
+      }
+      const unsigned timeout = r.follower_state.randomized_election_timeout;
+      const unsigned left = std::min(timeout, soon(rng_));
+      r.election_timer_start = static_cast<raft_time>(ex_.now_ms()) - (timeout - left);
+    }
+  }
+}
+
 void replicator::sweep() {
   const std::int64_t now = ex_.now_ms();
+  watch_links();
   std::vector<std::pair<std::uint64_t, submit_error>> late;
   for (auto& [ticket, s] : submits_) {
     if (s.deadline_ms <= now)

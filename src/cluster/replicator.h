@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -143,6 +144,8 @@ class replicator {
   void arm_sweep();
   void sweep();
   void balance();
+  // Followers of a leader whose connection closed stand for election within 50-500 ms.
+  void watch_links();
   std::uint64_t leader_of(std::uint32_t group) const;
 
   raft::executor& ex_;
@@ -159,6 +162,8 @@ class replicator {
   std::unordered_map<std::uint64_t, pending_read> reads_;
   raft::executor::timer_id sweep_timer_ = 0;
   std::int64_t next_balance_ms_ = 0;
+  std::map<std::uint64_t, bool> peer_up_;  // per peer: its connection to this node was up (watch_links)
+  std::mt19937_64 rng_;                    // seeded from options::id_seed (or at random)
   raft::executor::timer_id read_poll_timer_ = 0;
   bool read_check_posted_ = false;
   bool closing_ = false;
