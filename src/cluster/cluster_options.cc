@@ -93,6 +93,7 @@ std::string format_peers(const std::map<std::uint64_t, peer_address>& peers) {
 
 status validate(const cluster_options& o) {
   if (!o.enabled()) {
+    if (o.join) return invalid("join: set without node-id; a node joins a cluster as --node-id N");
     if (o.peers.empty() && o.peer_listen.empty()) return {};
     const char* what = o.peers.empty() ? "peer-listen" : "peers";
     return invalid(std::string(what) +

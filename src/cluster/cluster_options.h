@@ -27,6 +27,9 @@ struct cluster_options {
   std::map<std::uint64_t, peer_address> peers;
   std::uint32_t groups = 64;    // raft groups; fixed when the data directory is created
   bool balance_leaders = true;  // hand leaderships over so that every node leads about as many groups
+  // Start without bootstrapping the groups: a new node that waits to be added to a running cluster
+  // (POST /cluster/members on one of its nodes) and then catches up from the others' logs.
+  bool join = false;
   bool enabled() const { return node_id != 0; }
 };
 

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "raft/transport.h"
 
 namespace weir::cluster {
@@ -37,6 +39,11 @@ class links {
   virtual raft::transport& raft_transport() = 0;
   // One entry per peer (self excluded), ordered by id.
   virtual std::vector<link_status> status() const = 0;
+  // Membership changes at run time (cluster/membership.h): link a node that joins, or move a peer to
+  // another "HOST:PORT"; drop the link to a node that left (its frames are refused from then on). Never
+  // call back inside. The defaults suit links that reach every node by id alone (the simulation's).
+  virtual weir::status add_peer(std::uint64_t /*id*/, std::string_view /*address*/) { return {}; }
+  virtual void remove_peer(std::uint64_t /*id*/) {}
 };
 
 }  // namespace weir::cluster

@@ -2,12 +2,19 @@
 
 #include <type_traits>
 
+#include "base/assert.h"
 #include "raft/byte_codec.h"
 
 namespace weir::cluster {
 namespace {
 
-enum class kind : std::uint8_t { forward = 1, forward_reject = 2, read_request = 3, read_reply = 4 };
+enum class kind : std::uint8_t {
+  forward = 1,
+  forward_reject = 2,
+  read_request = 3,
+  read_reply = 4,
+  membership_update = 5,
+};
 
 error malformed(const char* what) {
   return error{1, std::string("cluster message: ") + what};
@@ -51,12 +58,24 @@ std::vector<std::byte> encode(const message& m) {
           w.u8(static_cast<std::uint8_t>(kind::read_request));
           w.u32(v.group);
           w.u64(v.id);
-        } else {
+        } else if constexpr (std::is_same_v<T, read_reply>) {
           w.u8(static_cast<std::uint8_t>(kind::read_reply));
           w.u64(v.id);
           w.u8(v.ok ? 1 : 0);
           w.u64(v.index);
           w.u64(v.leader);
+        } else {
+          static_assert(std::is_same_v<T, membership_update>);
+          w.u8(static_cast<std::uint8_t>(kind::membership_update));
+          WEIR_ASSERT(v.members.size() <= UINT16_MAX, "a membership of {} nodes", v.members.size());
+          w.u64(v.epoch);
+          w.u16(static_cast<std::uint16_t>(v.members.size()));
+          for (const auto& [id, address] : v.members) {
+            WEIR_ASSERT(address.size() <= UINT16_MAX, "node {}: an address of {} bytes", id, address.size());
+            w.u64(id);
+            w.u16(static_cast<std::uint16_t>(address.size()));
+            w.text(address);
+          }
         }
       },
       m);
@@ -102,6 +121,24 @@ result<message> decode(std::span<const std::byte> bytes) {
       if (ok > 1) return malformed("bad flag");
       q.ok = ok == 1;
       return done(q);
+    }
+    case kind::membership_update: {
+      membership_update u;
+      std::uint16_t count = 0;
+      if (!r.u64(u.epoch) || !r.u16(count)) return malformed("short membership");
+      // Ids in increasing order, each once: the one encoding of a member list (decoding is canonical).
+      std::uint64_t previous = 0;
+      for (std::uint16_t i = 0; i < count; ++i) {
+        std::uint64_t id = 0;
+        std::uint16_t len = 0;
+        std::span<const std::byte> address;
+        if (!r.u64(id) || !r.u16(len) || !r.bytes(len, address)) return malformed("short membership");
+        if (id <= previous) return malformed("membership ids not increasing from 1");
+        if (len == 0) return malformed("a member without an address");
+        previous = id;
+        u.members.emplace(id, std::string(reinterpret_cast<const char*>(address.data()), address.size()));
+      }
+      return done(std::move(u));
     }
   }
   return malformed("unknown kind");

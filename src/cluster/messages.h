@@ -6,6 +6,8 @@
 //                  it and lost leadership before it committed (the outcome is unknown)
 //   read_request   a follower asks the leader for a read index (ReadIndex, Raft thesis 6.4)
 //   read_reply     the index, once the leader confirmed with a quorum that it still leads
+//   membership     the membership the cluster was asked to have (POST/DELETE /cluster/members), sent by
+//                  the node that took the request to every peer, and again every few seconds
 //
 // Decoding is a pure function over bytes from another node: malformed input is an error, never a crash
 // (fuzzed by tests/fuzz/cluster_message_fuzz.cc).
@@ -13,7 +15,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -57,7 +61,14 @@ struct read_reply {
   std::uint64_t leader = 0;  // when !ok: the leader this node knows of, 0 if none
 };
 
-using message = std::variant<forward, forward_reject, read_request, read_reply>;
+// The desired membership (cluster/membership.h): every node of it, by id, with its peer address. A
+// higher epoch supersedes a lower one.
+struct membership_update {
+  std::uint64_t epoch = 0;
+  std::map<std::uint64_t, std::string> members;  // id (from 1) -> "HOST:PORT", non-empty
+};
+
+using message = std::variant<forward, forward_reject, read_request, read_reply, membership_update>;
 
 std::vector<std::byte> encode(const message& m);
 // The decoded message points into `bytes` (forward::entry).

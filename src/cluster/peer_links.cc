@@ -240,7 +240,7 @@ class peer_links::in_conn final : public io::io_handler {
         owner_.loop_.cancel_timer(hello_timer_);
         hello_timer_ = 0;
         begin_ += hello_size;
-        owner_.peers_.at(peer_)->bytes_received += hello_size;
+        owner_.count_received(peer_, hello_size);
         continue;
       }
       if (avail < header_size) break;
@@ -261,8 +261,9 @@ class peer_links::in_conn final : public io::io_handler {
         return refuse(fmt::format("node {} ({}) sent a frame with a bad checksum", peer_, remote_));
       }
       begin_ += header_size + len;
-      owner_.peers_.at(peer_)->bytes_received += header_size + len;
+      owner_.count_received(peer_, header_size + len);
       owner_.deliver(peer_, channel, payload);
+      if (fd_ < 0) return false;  // the receiver removed the peer: this connection was retired
     }
     if (begin_ == end_) {
       begin_ = end_ = 0;
@@ -555,12 +556,67 @@ void peer_links::schedule_turn_end() {
 void peer_links::on_turn_end() {
   retired_conns_.clear();
   retired_streams_.clear();
+  retired_peers_.clear();
   auto dirty = std::move(dirty_);
   dirty_.clear();
   for (peer* p : dirty) {
     p->dirty = false;
     flush(*p);
   }
+}
+
+status peer_links::add_peer(std::uint64_t id, std::string_view address) {
+  WEIR_ASSERT(id != 0, "peer_links: add_peer of node 0 ({})", address);
+  auto a = parse_peer_address(address);
+  if (!a) return a.err();
+  if (a->empty() || a->port == 0) {
+    return make_error(std::errc::invalid_argument,
+                      "node " + std::to_string(id) + ": no port in '" + std::string(address) + "'");
+  }
+  if (id == opts_.self) return {};
+  opts_.peers[id] = *a;
+  auto it = peers_.find(id);
+  if (it != peers_.end()) {
+    peer& p = *it->second;
+    if (p.addr == *a) return {};
+    log::info("peer_links: node {}: node {} moves from {}:{} to {}:{}", opts_.self, id, p.addr.host,
+              p.addr.port, a->host, a->port);
+    p.addr = *a;
+    if (p.out) lose(p, "the peer moved", 0);  // redialled after the backoff, at the new address
+    return {};
+  }
+  auto p = std::make_unique<peer>();
+  p->id = id;
+  p->addr = *a;
+  p->hello = make_hello(opts_.self);
+  peer& added = *p;
+  peers_.emplace(id, std::move(p));
+  log::info("peer_links: node {}: node {} ({}:{}) added", opts_.self, id, a->host, a->port);
+  dial(added);
+  return {};
+}
+
+void peer_links::remove_peer(std::uint64_t id) {
+  opts_.peers.erase(id);
+  auto it = peers_.find(id);
+  if (it == peers_.end()) return;
+  std::unique_ptr<peer> gone = std::move(it->second);
+  peers_.erase(it);
+  peer& p = *gone;
+  if (p.retry_timer != 0) loop_.cancel_timer(p.retry_timer);
+  p.retry_timer = 0;
+  ++p.out_gen;  // callbacks of its stream, still due this turn, do nothing
+  if (p.out) {
+    p.out->close();
+    retired_streams_.push_back(std::move(p.out));
+  }
+  if (p.in != nullptr) retire(p.in);
+  std::erase(dirty_, &p);
+  p.queue.clear();
+  p.queued_bytes = 0;
+  retired_peers_.push_back(std::move(gone));
+  schedule_turn_end();
+  log::info("peer_links: node {}: node {} ({}:{}) removed", opts_.self, id, p.addr.host, p.addr.port);
 }
 
 void peer_links::accept_all() {
@@ -610,15 +666,17 @@ bool peer_links::identify(in_conn* c, std::uint64_t id) {
 
 void peer_links::retire(in_conn* c) {
   c->close();
-  if (auto id = c->peer_id(); id != 0) {
-    auto& p = *peers_.at(id);
-    if (p.in == c) p.in = nullptr;
-  }
+  if (auto it = peers_.find(c->peer_id()); it != peers_.end() && it->second->in == c)
+    it->second->in = nullptr;
   auto it = std::find_if(conns_.begin(), conns_.end(), [c](const auto& u) { return u.get() == c; });
   if (it == conns_.end()) return;
   retired_conns_.push_back(std::move(*it));
   conns_.erase(it);
   schedule_turn_end();
+}
+
+void peer_links::count_received(std::uint64_t from, std::size_t bytes) {
+  if (auto it = peers_.find(from); it != peers_.end()) it->second->bytes_received += bytes;
 }
 
 void peer_links::deliver(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload) {

@@ -10,7 +10,8 @@
 //   bytes) frames:                           u32 payload length | u8 channel | u32 crc32c(payload) | payload
 // The acceptor closes a connection whose hello is malformed or names an unknown node (or itself), and a
 // connection that sends a bad frame (length over max_payload, wrong checksum). A new connection from a
-// peer replaces the one it had (the peer restarted).
+// peer replaces the one it had (the peer restarted). Peers come and go at run time with add_peer and
+// remove_peer (membership changes).
 //
 // Delivery (what raft::transport promises): a frame may be lost (link down, queue full, a frame cut by
 // a broken connection), but what arrives arrives whole and, per sender, in the order it was sent.
@@ -76,6 +77,11 @@ class peer_links final : public links {
   raft::transport& raft_transport() override;
   // One entry per peer (self excluded), ordered by id.
   std::vector<link_status> status() const override;
+  // A node that joins: dialled at once, its connections accepted from now on. A peer at another address:
+  // its connection is closed and redialled there (queued frames wait). Self is ignored.
+  weir::status add_peer(std::uint64_t id, std::string_view address) override;
+  // A node that left: its connections are closed, its queue dropped, its hellos refused from now on.
+  void remove_peer(std::uint64_t id) override;
 
  private:
   struct frame;
@@ -99,6 +105,7 @@ class peer_links final : public links {
   bool identify(in_conn* c, std::uint64_t id);
   void retire(in_conn* c);
   void deliver(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload);
+  void count_received(std::uint64_t from, std::size_t bytes);
   void warn_limited(std::string msg);
 
   io::event_loop& loop_;
@@ -112,6 +119,7 @@ class peer_links final : public links {
   // freed at the end of the turn.
   std::vector<std::unique_ptr<in_conn>> retired_conns_;
   std::vector<std::unique_ptr<io::tcp_stream>> retired_streams_;
+  std::vector<std::unique_ptr<peer>> retired_peers_;  // removed: their callbacks may still fire this turn
   io::event_loop::timer_id turn_end_timer_ = 0;
   receiver receiver_;
   std::unique_ptr<raft_adapter> raft_;

@@ -1,5 +1,6 @@
 #include "cluster/replicator.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <random>
@@ -20,6 +21,21 @@ constexpr std::uint8_t message_channel = 1;
 constexpr milliseconds retry_delay{20};
 constexpr milliseconds read_poll{2};
 constexpr milliseconds read_resend{300};
+// Membership: groups whose configuration this node changes at once (each change is one entry, and a new
+// node's catch-up is a log's worth of replication), and how often the desired membership is sent again.
+constexpr int max_changes_in_flight = 8;
+constexpr std::int64_t change_retry_ms = 1000;
+constexpr std::int64_t share_every_ms = 5000;
+
+const raft_server* find_server(const raft_configuration& c, std::uint64_t id) {
+  for (unsigned i = 0; i < c.n; ++i)
+    if (c.servers[i].id == id) return &c.servers[i];
+  return nullptr;
+}
+
+membership_update to_message(const membership& m) {
+  return membership_update{m.epoch, m.members};
+}
 }  // namespace
 
 // One group: its libraft instance and the reads that wait for its next quorum round.
@@ -46,6 +62,11 @@ struct replicator::group {
   struct ::raft_transfer transfer {};
   bool transferring = false;
   std::int64_t last_transfer_ms = -1'000'000;
+  // Membership: the configuration change in flight (start_change()), and when to try again after one
+  // failed.
+  struct ::raft_change change {};
+  bool changing = false;
+  std::int64_t next_change_ms = 0;
 };
 
 // The C callbacks libraft calls.
@@ -119,6 +140,25 @@ struct group_glue {
     static_cast<replicator::group*>(req->data)->transferring = false;
   }
 
+  // A configuration change committed (0), or failed: leadership lost, or libraft gave up catching a
+  // new voter up. Called inside libraft (possibly while it tears its leader state down): the next step
+  // is posted, never started here.
+  static void changed(struct ::raft_change* req, int status) {
+    auto* g = static_cast<replicator::group*>(req->data);
+    replicator& self = *g->owner;
+    g->changing = false;
+    if (self.closing_) return;
+    if (status != 0) {
+      log::info("weir cluster: group {}: a membership change failed ({}); trying again", g->id,
+                raft_strerror(status));
+      g->next_change_ms = self.ex_.now_ms() + change_retry_ms;
+      return;
+    }
+    self.ex_.post([p = &self, alive = self.alive_] {
+      if (*alive && !p->closing_) p->reconcile();
+    });
+  }
+
   static void closed(struct ::raft*) {}
 };
 
@@ -138,6 +178,22 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   s.next_read_ = s.next_ticket_;
   s.rng_.seed(start);
   s.flusher_ = std::move(flusher);
+  s.env_ = &env;
+  // The desired membership of an earlier run; its file also marks a node that joined (or waits to).
+  bool has_members_file = false;
+  if (!s.opts_.members_path.empty()) {
+    auto loaded = load_membership(env, s.opts_.members_path);
+    if (!loaded) return loaded.err();
+    if (*loaded) {
+      s.desired_ = std::move(**loaded);
+      has_members_file = true;
+    } else if (s.opts_.join) {
+      // Before anything else: a restart without --join must not bootstrap a configuration of its own.
+      if (auto st = store_membership(env, s.opts_.members_path, membership{}); !st) return st.err();
+      has_members_file = true;
+    }
+  }
+  const bool bootstrap = !s.opts_.join && !has_members_file;
   auto log = raft::node_log::open(env, *s.flusher_, s.opts_.log_path);
   if (!log) return log.err();
   s.log_ = std::move(*log);
@@ -168,12 +224,15 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
     raft_set_heartbeat_timeout(&g->r, s.opts_.heartbeat_ms);
     // No snapshots yet: the node log keeps every entry (docs/replication.md, "What remains").
     raft_set_snapshot_threshold(&g->r, UINT_MAX);
-    raft_configuration conf;
-    raft_configuration_init(&conf);
-    for (const auto& [id, addr] : s.opts_.addresses)
-      raft_configuration_add(&conf, id, addr.c_str(), RAFT_VOTER);
-    int rv = raft_bootstrap(&g->r, &conf);
-    raft_configuration_close(&conf);
+    int rv = 0;
+    if (bootstrap) {
+      raft_configuration conf;
+      raft_configuration_init(&conf);
+      for (const auto& [id, addr] : s.opts_.addresses)
+        raft_configuration_add(&conf, id, addr.c_str(), RAFT_VOTER);
+      rv = raft_bootstrap(&g->r, &conf);
+      raft_configuration_close(&conf);
+    }
     if (rv != 0 && rv != RAFT_CANTBOOTSTRAP) {
       s.groups_.push_back(std::move(g));  // closed by the destructor
       return error{rv, "raft_bootstrap of group " + std::to_string(i) + ": " + raft_strerror(rv)};
@@ -184,12 +243,30 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
       return error{rv, "raft_start of group " + std::to_string(i) + ": " + raft_errmsg(&s.groups_.back()->r)};
     }
   }
+  // Nodes added at run time: linked again from the groups' configurations and the desired membership
+  // (its addresses last: a node that moved is found at its new address).
+  for (const auto& [id, addr] : s.opts_.addresses)
+    if (id != s.opts_.self) s.known_.emplace(id, addr);
+  for (const auto& g : s.groups_) {
+    for (unsigned i = 0; i < g->r.configuration.n; ++i) {
+      const raft_server& srv = g->r.configuration.servers[i];
+      if (!s.known_.contains(srv.id)) s.link_peer(srv.id, srv.address);
+    }
+  }
+  for (const auto& [id, addr] : s.desired_.members) s.link_peer(id, addr);
+  if (!bootstrap && s.groups_[0]->r.configuration.n == 0) {
+    log::info(
+        "weir cluster: node {} has joined no cluster yet: waiting to be added (POST "
+        "/cluster/members?id={}&address={} on a node of the cluster)",
+        s.opts_.self, s.opts_.self, my_address);
+  }
   s.arm_sweep();
   return self;
 }
 
 replicator::~replicator() {
   closing_ = true;
+  *alive_ = false;
   if (sweep_timer_ != 0) ex_.cancel_timer(sweep_timer_);
   if (read_poll_timer_ != 0) ex_.cancel_timer(read_poll_timer_);
   links_.set_receiver(nullptr);
@@ -438,6 +515,17 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     leader_read(rq->group, [this, from, id = rq->id, g = rq->group](bool ok, std::uint64_t index) {
       send(from, read_reply{id, ok, index, ok ? 0 : leader_of(g)});
     });
+  } else if (auto* mu = std::get_if<membership_update>(&*m)) {
+    membership theirs{mu->epoch, std::move(mu->members)};
+    if (supersedes(theirs, desired_)) {
+      if (auto ok = check_membership(theirs); !ok) {
+        log::warn("weir cluster: node {} sent a membership this node cannot use: {}", from, ok.err().reason);
+      } else if (auto st = adopt(theirs); !st) {
+        log::error("weir cluster: membership epoch {} from node {}: {}", theirs.epoch, from, st.err().reason);
+      }
+    } else if (desired_.epoch > 0 && supersedes(desired_, theirs)) {
+      send(from, to_message(desired_));  // it missed a change: catch it up now
+    }
   } else if (auto* rr = std::get_if<read_reply>(&*m)) {
     auto it = reads_.find(rr->id);
     if (it == reads_.end() || it->second.have_index) return;
@@ -457,6 +545,9 @@ void replicator::arm_sweep() {
     sweep();
     if (ex_.now_ms() >= next_balance_ms_) {
       next_balance_ms_ = ex_.now_ms() + 1000;
+      sync_peers();
+      reconcile();
+      if (ex_.now_ms() >= next_share_ms_) share_membership();
       balance();
     }
     arm_sweep();
@@ -513,16 +604,21 @@ void replicator::sweep() {
 }
 
 void replicator::balance() {
-  if (!opts_.balance_leaders || opts_.addresses.size() < 2) return;
-  std::vector<std::uint64_t> ids;
-  for (const auto& [id, addr] : opts_.addresses) ids.push_back(id);
-  std::map<std::uint64_t, bool> up;
-  for (const auto& l : links_.status()) up[l.peer] = l.out_connected && l.in_connected;
+  if (!opts_.balance_leaders) return;
+  std::map<std::uint64_t, bool> up = links_up();
   const std::int64_t now = ex_.now_ms();
   int started = 0;
   for (auto& g : groups_) {
     if (started >= 4) break;  // a few per second: a restarted node takes its share back gradually
     if (g->transferring || raft_state(&g->r) != RAFT_LEADER || now - g->last_transfer_ms < 10'000) continue;
+    // While its membership changes, a group stays where it is (reconcile() moves a leader that leaves).
+    if (g->changing || !settled(*g)) continue;
+    // The group's voters, in id order (its configuration keeps the order nodes were added in).
+    std::vector<std::uint64_t> ids;
+    for (unsigned i = 0; i < g->r.configuration.n; ++i)
+      if (g->r.configuration.servers[i].role == RAFT_VOTER) ids.push_back(g->r.configuration.servers[i].id);
+    if (ids.size() < 2) continue;
+    std::sort(ids.begin(), ids.end());
     const std::uint64_t preferred = ids[g->id % ids.size()];
     if (preferred == opts_.self || !up[preferred]) continue;
     g->transfer = {};
@@ -558,25 +654,226 @@ std::vector<replicator::group_status> replicator::status() const {
     s.commit_index = g->r.commit_index;
     s.applied_index = g->r.last_applied;
     s.last_index = raft_last_index(const_cast<::raft*>(&g->r));
-    out.push_back(s);
+    for (unsigned i = 0; i < g->r.configuration.n; ++i) {
+      const raft_server& srv = g->r.configuration.servers[i];
+      (srv.role == RAFT_VOTER ? s.voters : s.non_voters).push_back(srv.id);
+    }
+    std::sort(s.voters.begin(), s.voters.end());
+    std::sort(s.non_voters.begin(), s.non_voters.end());
+    s.changing = g->changing;
+    out.push_back(std::move(s));
   }
   return out;
 }
 
 bool replicator::has_quorum() const {
-  std::size_t reachable = 1;  // this node
   std::map<std::uint64_t, bool> up;
-  for (const auto& l : links_.status()) {
-    up[l.peer] = l.out_connected;
-    if (l.out_connected) ++reachable;
-  }
-  if (reachable * 2 <= opts_.addresses.size()) return false;
+  for (const auto& l : links_.status()) up[l.peer] = l.out_connected;
   for (const auto& g : groups_) {
+    const raft_configuration& c = g->r.configuration;
+    std::size_t voters = 0, reachable = 0;
+    for (unsigned i = 0; i < c.n; ++i) {
+      if (c.servers[i].role != RAFT_VOTER) continue;
+      ++voters;
+      if (c.servers[i].id == opts_.self || up[c.servers[i].id]) ++reachable;
+    }
+    if (voters == 0 || reachable * 2 <= voters) return false;  // a node not added yet has no voters
     const std::uint64_t leader = leader_of(g->id);
     if (leader == 0) return false;
     if (leader != opts_.self && !up[leader]) return false;
   }
   return true;
+}
+
+std::map<std::uint64_t, bool> replicator::links_up() const {
+  std::map<std::uint64_t, bool> up;
+  for (const auto& l : links_.status()) up[l.peer] = l.out_connected && l.in_connected;
+  return up;
+}
+
+// ---- Membership ----
+
+result<membership> replicator::add_member(std::uint64_t id, std::string_view address) {
+  auto base = current_membership();
+  if (!base) return base.err();
+  return change_membership(with_member(*base, id, address));
+}
+
+result<membership> replicator::remove_member(std::uint64_t id) {
+  auto base = current_membership();
+  if (!base) return base.err();
+  return change_membership(without_member(*base, id));
+}
+
+result<membership> replicator::current_membership() const {
+  if (desired_.epoch > 0) return desired_;
+  // No change asked for yet: every group still has the configuration it was bootstrapped with.
+  membership m;
+  const raft_configuration& c = groups_[0]->r.configuration;
+  for (unsigned i = 0; i < c.n; ++i) m.members.emplace(c.servers[i].id, c.servers[i].address);
+  if (m.members.empty()) {
+    return make_error(membership_errc::unknown, "node " + std::to_string(opts_.self) +
+                                                    " has not joined a cluster yet: send the change to a "
+                                                    "node of the cluster");
+  }
+  return m;
+}
+
+result<membership> replicator::change_membership(result<membership> next) {
+  if (!next) return next.err();
+  if (auto st = adopt(*next); !st) return st.err();
+  share_membership();
+  return desired_;
+}
+
+// Keeps `m` (members file first: a change acknowledged is not lost by a crash), links to its new nodes
+// and starts the changes this node can make.
+weir::status replicator::adopt(const membership& m) {
+  if (!opts_.members_path.empty()) {
+    if (auto st = store_membership(*env_, opts_.members_path, m); !st) return st;
+  }
+  desired_ = m;
+  std::string list;
+  for (const auto& [id, addr] : desired_.members) {
+    list += fmt::format("{}{}={}", list.empty() ? "" : ",", id, addr);
+    link_peer(id, addr);
+  }
+  log::info("weir cluster: node {}: membership epoch {}: {}", opts_.self, desired_.epoch, list);
+  if (!desired_.members.contains(opts_.self)) {
+    log::warn(
+        "weir cluster: node {} is not a member of the cluster any more (membership epoch {}): the "
+        "others stop talking to it once no group has it; stop it",
+        opts_.self, desired_.epoch);
+  }
+  reconcile();
+  return {};
+}
+
+void replicator::share_membership() {
+  next_share_ms_ = ex_.now_ms() + share_every_ms;
+  if (desired_.epoch == 0) return;
+  const membership_update u = to_message(desired_);
+  for (const auto& [id, addr] : known_) send(id, u);
+}
+
+void replicator::link_peer(std::uint64_t id, const std::string& address) {
+  if (id == opts_.self) return;
+  if (auto it = known_.find(id); it != known_.end() && it->second == address) return;
+  if (auto st = links_.add_peer(id, address); !st) {
+    log::warn("weir cluster: node {}: cannot link to node {} at '{}': {}", opts_.self, id, address,
+              st.err().reason);
+    return;
+  }
+  io_->set_address(raft::node_id(id), address);
+  known_[id] = address;
+}
+
+void replicator::sync_peers() {
+  std::map<std::uint64_t, std::string> in_configurations;
+  for (const auto& g : groups_) {
+    for (unsigned i = 0; i < g->r.configuration.n; ++i)
+      in_configurations.emplace(g->r.configuration.servers[i].id, g->r.configuration.servers[i].address);
+  }
+  // A node another leader added while this node missed the membership: its raft frames are welcome.
+  for (const auto& [id, addr] : in_configurations)
+    if (!known_.contains(id)) link_peer(id, addr);
+  if (desired_.epoch == 0) return;
+  std::vector<std::uint64_t> gone;
+  for (const auto& [id, addr] : known_)
+    if (!desired_.members.contains(id) && !in_configurations.contains(id)) gone.push_back(id);
+  for (std::uint64_t id : gone) {
+    log::info("weir cluster: node {}: node {} left every group; unlinked", opts_.self, id);
+    links_.remove_peer(id);
+    io_->remove_address(raft::node_id(id));
+    known_.erase(id);
+  }
+}
+
+bool replicator::settled(const group& g) const {
+  if (desired_.epoch == 0) return true;
+  const raft_configuration& c = g.r.configuration;
+  if (c.n != desired_.members.size()) return false;
+  for (const auto& [id, addr] : desired_.members) {
+    const raft_server* s = find_server(c, id);
+    if (s == nullptr || s->role != RAFT_VOTER || addr != s->address) return false;
+  }
+  return true;
+}
+
+void replicator::reconcile() {
+  if (desired_.epoch == 0) return;
+  int in_flight = 0;
+  for (const auto& g : groups_) in_flight += g->changing ? 1 : 0;
+  for (auto& g : groups_) {
+    if (in_flight >= max_changes_in_flight) return;
+    if (start_change(*g)) ++in_flight;
+  }
+}
+
+// The next single step that brings a group this node leads toward the desired membership. Additions
+// before removals (Raft thesis 4.2: one server at a time; adding first keeps as many voters as
+// possible): add as a spare, make it a standby (libraft then replicates the log to it from index 1, and
+// it does not count toward the quorum), make it a voter once it has (nearly) caught up (libraft's last
+// catch-up round takes it the rest of the way); then remove the nodes that left.
+bool replicator::start_change(group& g) {
+  const std::int64_t now = ex_.now_ms();
+  if (g.changing || g.transferring || now < g.next_change_ms || raft_state(&g.r) != RAFT_LEADER) return false;
+  // A change libraft still carries (appended by an earlier leader, or this one's): wait for its commit.
+  if (g.r.configuration_uncommitted_index != 0 || g.r.leader_state.promotee_id != 0) return false;
+  const raft_configuration& c = g.r.configuration;
+  g.change = {};
+  g.change.data = &g;
+  auto started = [&](const char* what, std::uint64_t id, int rv) {
+    if (rv == 0) {
+      g.changing = true;
+      log::debug("weir cluster: group {}: {} node {}", g.id, what, id);
+      return true;
+    }
+    log::warn("weir cluster: group {}: {} node {}: {}", g.id, what, id, raft_strerror(rv));
+    g.next_change_ms = now + change_retry_ms;
+    return false;
+  };
+  for (const auto& [id, addr] : desired_.members) {
+    const raft_server* s = find_server(c, id);
+    if (s == nullptr)
+      return started("adding", id, raft_add(&g.r, &g.change, id, addr.c_str(), &group_glue::changed));
+    if (addr != s->address && id != opts_.self) {
+      // The same id at another address (a node replaced under its old id): out, then in again.
+      return started("removing (moved)", id, raft_remove(&g.r, &g.change, id, &group_glue::changed));
+    }
+  }
+  for (const auto& [id, addr] : desired_.members) {
+    const unsigned i = static_cast<unsigned>(find_server(c, id) - c.servers);
+    const int role = c.servers[i].role;
+    if (role == RAFT_SPARE) {
+      return started("making a standby", id,
+                     raft_assign(&g.r, &g.change, id, RAFT_STANDBY, &group_glue::changed));
+    }
+    if (role == RAFT_STANDBY && g.r.leader_state.progress[i].match_index >= g.r.commit_index) {
+      return started("making a voter", id,
+                     raft_assign(&g.r, &g.change, id, RAFT_VOTER, &group_glue::changed));
+    }
+  }
+  for (unsigned i = 0; i < c.n; ++i) {
+    const std::uint64_t id = c.servers[i].id;
+    if (desired_.members.contains(id)) continue;
+    if (id != opts_.self)
+      return started("removing", id, raft_remove(&g.r, &g.change, id, &group_glue::changed));
+    // This leader leaves: it hands the group to a connected voter that stays, which then removes it.
+    const auto up = links_up();
+    for (unsigned j = 0; j < c.n; ++j) {
+      const std::uint64_t to = c.servers[j].id;
+      if (to == opts_.self || c.servers[j].role != RAFT_VOTER || !desired_.members.contains(to)) continue;
+      if (auto u = up.find(to); u == up.end() || !u->second) continue;
+      g.transfer = {};
+      g.transfer.data = &g;
+      g.last_transfer_ms = now;
+      if (raft_transfer(&g.r, &g.transfer, to, &group_glue::transferred) == 0) g.transferring = true;
+      break;
+    }
+    return false;
+  }
+  return false;
 }
 
 }  // namespace weir::cluster

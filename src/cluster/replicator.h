@@ -12,6 +12,14 @@
 //     was proposed), and answers; this node then waits until it applied that far. A deposed or cut-off
 //     leader cannot commit the barrier, so it never answers a stale read.
 //   * apply: every committed command of every group, on every node, in log order.
+//   * membership (add_member, remove_member): the nodes the cluster should consist of. The node that
+//     takes a change keeps it (members_path), sends it to every peer (and again every few seconds, so a
+//     node that missed it learns it), and every node links to the new nodes. The leader of each group
+//     then brings the group's configuration there one change at a time (a few groups at once): a new
+//     node is added as a spare, made a standby (it receives the log from index 1, without a vote), and
+//     made a voter once it has caught up; a node that left is removed (a leader that is to be removed
+//     hands its leadership to a voter that stays first). A node started with `join` bootstraps nothing
+//     and waits to be added.
 //
 // Everything runs on the executor given to open() (an event loop, or the simulation's scheduler);
 // nothing is thread-safe.
@@ -25,10 +33,12 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
+#include "cluster/membership.h"
 #include "cluster/messages.h"
 #include "raft/executor.h"
 #include "storage/env.h"
@@ -67,6 +77,12 @@ class replicator {
     // naming its old ticket, and a peer may answer a read of the earlier run. The simulation gives a
     // seeded value.
     std::uint64_t id_seed = 0;
+    // Start the groups empty instead of bootstrapping them with `addresses`: this node waits to be added
+    // (add_member on a member of the cluster) and then catches up from the others' logs. A node whose
+    // members file exists never bootstraps either (a joined node restarted without the flag).
+    bool join = false;
+    // Where the desired membership is kept (<data-dir>/raft/members); empty: in memory only.
+    std::string members_path;
   };
   struct callbacks {
     // A committed command of `group` at `index`; `ticket` != 0 when this node proposed it and waits.
@@ -89,6 +105,16 @@ class replicator {
   // confirmed in time (the read must not be served).
   void read_index(std::uint32_t group, std::function<void(bool)> ready);
 
+  // Membership changes (cluster/membership.h), taken by any node that knows the membership: the new
+  // desired membership once recorded and sent to the peers; membership_errc::invalid for a change that
+  // cannot be made, unknown on a node that has not joined yet, io_error when the file cannot be written.
+  result<membership> add_member(std::uint64_t id, std::string_view address);
+  result<membership> remove_member(std::uint64_t id);
+  // Epoch 0: no change was ever asked for (the groups keep their bootstrap configuration).
+  const membership& desired_membership() const { return desired_; }
+  // The nodes this node links to (self excluded) and their peer addresses.
+  const std::map<std::uint64_t, std::string>& peer_addresses() const { return known_; }
+
   std::uint32_t group_count() const { return opts_.groups; }
   std::uint64_t self() const { return opts_.self; }
   bool leads(std::uint32_t group) const;
@@ -101,9 +127,13 @@ class replicator {
     std::uint64_t commit_index = 0;
     std::uint64_t applied_index = 0;
     std::uint64_t last_index = 0;
+    std::vector<std::uint64_t> voters;      // the group's configuration as this node knows it
+    std::vector<std::uint64_t> non_voters;  // standbys and spares: nodes being added
+    bool changing = false;                  // this node leads the group and changes its configuration
   };
   std::vector<group_status> status() const;
-  // Every group has a leader this node can reach (itself or a peer with a live link).
+  // Every group has a leader this node can reach (itself or a peer with a live link), and this node
+  // reaches a majority of the group's voters.
   bool has_quorum() const;
 
   struct group;  // replicator.cc
@@ -147,6 +177,17 @@ class replicator {
   // Followers of a leader whose connection closed stand for election within 50-500 ms.
   void watch_links();
   std::uint64_t leader_of(std::uint32_t group) const;
+  std::map<std::uint64_t, bool> links_up() const;  // peer -> both connections up
+  // Membership (see the class comment).
+  result<membership> current_membership() const;
+  result<membership> change_membership(result<membership> next);
+  weir::status adopt(const membership& m);
+  void share_membership();
+  void link_peer(std::uint64_t id, const std::string& address);
+  void sync_peers();                   // links to the nodes of every configuration, unlinks the nodes of none
+  bool settled(const group& g) const;  // the configuration is the desired membership, all voters
+  void reconcile();
+  bool start_change(group& g);
 
   raft::executor& ex_;
   links& links_;
@@ -167,6 +208,11 @@ class replicator {
   raft::executor::timer_id read_poll_timer_ = 0;
   bool read_check_posted_ = false;
   bool closing_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for tasks posted to the executor
+  storage::env* env_ = nullptr;
+  membership desired_;
+  std::map<std::uint64_t, std::string> known_;  // linked peers -> address
+  std::int64_t next_share_ms_ = 0;
 };
 
 }  // namespace weir::cluster

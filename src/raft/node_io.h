@@ -36,7 +36,8 @@ class node_io {
  public:
   struct options {
     node_id self;
-    // Every node of the cluster (self included) and the address libraft knows it by.
+    // Every node of the cluster (self included) and the address libraft knows it by; frames from a node
+    // without one are dropped.
     std::map<node_id, std::string> addresses;
     std::uint64_t random_seed = 1;
   };
@@ -70,6 +71,10 @@ class node_io {
   void set_after_append_result(std::function<void(group_id)> fn) { after_append_result_ = std::move(fn); }
 
   node_id self() const { return opts_.self; }
+  // Membership changes at run time: a node that joins gets an address (its frames are taken from then
+  // on), one that left loses it (its frames are dropped, like a stranger's).
+  void set_address(node_id id, std::string address) { opts_.addresses[id] = std::move(address); }
+  void remove_address(node_id id) { opts_.addresses.erase(id); }
   const stats& counters() const { return stats_; }
 
   struct group;  // one group's I/O state (node_io.cc)

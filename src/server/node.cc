@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -164,6 +165,10 @@ void node::on_request(const http::request& req, http::exchange ex) {
     serve_metrics(ex);
     return;
   }
+  if (r.path() == "/cluster/members") {
+    route_members(r, ex, cors);
+    return;
+  }
   if (r.path() == "/cluster" && get_or_head) {
     ex.set_tag(tag_of(request_kind::metrics));
     replication* repl = shards_[0]->replicated();
@@ -220,6 +225,78 @@ void node::on_request(const http::request& req, http::exchange ex) {
       owner.handle(std::move(r), ex, live_id);
     });
   }
+}
+
+namespace {
+// The one place a membership change's error becomes an HTTP status.
+protocol::response membership_error(const error& e) {
+  switch (e.as<cluster::membership_errc>()) {
+    case cluster::membership_errc::invalid:
+      return protocol::error_response({400, "membership change refused"}, e.reason);
+    case cluster::membership_errc::unknown:
+      return protocol::error_response({409, "this node is not a member yet"}, e.reason);
+    default:
+      return protocol::error_response({500, "membership change not recorded"}, e.reason);
+  }
+}
+}  // namespace
+
+// GET: the desired membership. POST ?id=N&address=HOST:PORT: add node N as a voter. DELETE ?id=N: remove
+// node N. A change answers 202 once this node recorded it and sent it to its peers; the leaders of the
+// groups then carry it out (GET /cluster shows every group's configuration).
+void node::route_members(const http::request& r, http::exchange ex, const protocol::cors_grant& cors) {
+  ex.set_tag(tag_of(request_kind::metrics));
+  replication* repl = shards_[0]->replicated();
+  if (!repl) {
+    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::server_path_missing)),
+                  cors);
+    return;
+  }
+  const http::method m = r.method();
+  const bool read = m == http::method::get || m == http::method::head;
+  if (!read && m != http::method::post && m != http::method::del) {
+    send_response(ex, protocol::error_response({405, "method not allowed", "GET, HEAD, POST, DELETE"}), cors);
+    return;
+  }
+  std::uint64_t id = 0;
+  std::string address;
+  std::string bad;
+  if (!read) {
+    auto params = protocol::parse_query(r.query());
+    if (!params) bad = "a malformed query";
+    for (const auto& p : params ? *params : std::vector<protocol::query_param>{}) {
+      if (p.name == "id") {
+        auto [end, ec] = std::from_chars(p.value.data(), p.value.data() + p.value.size(), id);
+        if (p.value.empty() || ec != std::errc{} || end != p.value.data() + p.value.size() || id == 0)
+          bad = "id: a node id from 1, got '" + p.value + "'";
+      } else if (p.name == "address" && m == http::method::post) {
+        address = p.value;
+      } else {
+        bad = "unknown parameter '" + p.name + "'";
+      }
+    }
+    if (bad.empty() && id == 0)
+      bad = m == http::method::post ? "?id=N&address=HOST:PORT expected" : "?id=N expected";
+    if (bad.empty() && m == http::method::post && address.empty()) bad = "address=HOST:PORT expected";
+  }
+  if (!bad.empty()) {
+    send_response(ex, protocol::error_response({400, "membership change refused"}, bad), cors);
+    return;
+  }
+  shards_[0]->loop().post([repl, ex, cors, m, id, address = std::move(address)] {
+    result<std::string> body = m == http::method::post  ? repl->add_member(id, address)
+                               : m == http::method::del ? repl->remove_member(id)
+                                                        : result<std::string>(repl->membership_json());
+    if (!body) {
+      send_response(ex, membership_error(body.err()), cors);
+      return;
+    }
+    protocol::response resp;
+    resp.status = m == http::method::post || m == http::method::del ? 202 : 200;
+    resp.add_static("Content-Type", "application/json");
+    resp.body = std::move(*body);
+    send_response(ex, std::move(resp), cors);
+  });
 }
 
 void node::route_reserved(const http::request& req, std::string_view root, std::string_view rest,

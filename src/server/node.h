@@ -85,6 +85,8 @@ class node {
   void reload_tls();
   std::string tls_key_file() const;  // tls-key, or tls-cert when the key is in the same file
   void on_request(const http::request& req, http::exchange ex);
+  // /cluster/members (docs/operations.md, "Cluster"): the desired membership, and its changes.
+  void route_members(const http::request& req, http::exchange ex, const protocol::cors_grant& cors);
   void route_reserved(const http::request& req, std::string_view root, std::string_view rest,
                       http::exchange ex);
   // GET /metrics (node_scrape.cc): gathers every core's figures by message, answers on ex's core.

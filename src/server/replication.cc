@@ -46,6 +46,8 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   ro.groups = o.groups;
   ro.balance_leaders = o.balance_leaders;
   ro.log_path = data_dir + "/raft/node.log";
+  ro.join = o.join;
+  ro.members_path = storage::join_path(data_dir + "/raft", std::string(cluster::members_file_name));
   cluster::replicator::callbacks cb;
   replication* p = self.get();
   cb.apply = [p](std::uint32_t g, std::uint64_t index, std::span<const std::byte> c, std::uint64_t ticket) {
@@ -122,6 +124,46 @@ void replication::failed(std::uint64_t ticket, cluster::submit_error e) {
   finish(it, std::move(r));
 }
 
+namespace {
+void write_membership(json_writer& w, const cluster::membership& m) {
+  w.begin_object();
+  w.key("epoch").value(std::int64_t(m.epoch));
+  w.key("members").begin_array();
+  for (const auto& [id, address] : m.members) {
+    w.begin_object();
+    w.key("node_id").value(std::int64_t(id));
+    w.key("address").value(address);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void write_ids(json_writer& w, const std::vector<std::uint64_t>& ids) {
+  w.begin_array();
+  for (std::uint64_t id : ids) w.value(std::int64_t(id));
+  w.end_array();
+}
+}  // namespace
+
+std::string replication::membership_json() const {
+  json_writer w;
+  write_membership(w, repl_->desired_membership());
+  return w.take();
+}
+
+result<std::string> replication::add_member(std::uint64_t id, std::string_view address) {
+  auto m = repl_->add_member(id, address);
+  if (!m) return m.err();
+  return membership_json();
+}
+
+result<std::string> replication::remove_member(std::uint64_t id) {
+  auto m = repl_->remove_member(id);
+  if (!m) return m.err();
+  return membership_json();
+}
+
 std::string replication::status_json() const {
   json_writer w;
   w.begin_object();
@@ -136,7 +178,9 @@ std::string replication::status_json() const {
   for (const auto& l : links_->status()) {
     w.begin_object();
     w.key("node_id").value(std::int64_t(l.peer));
-    w.key("address").value(address_of(opts_.peers.at(l.peer)));
+    const auto& addresses = repl_->peer_addresses();
+    auto a = addresses.find(l.peer);
+    w.key("address").value(a != addresses.end() ? a->second : std::string());
     w.key("out_connected").value(l.out_connected);
     w.key("in_connected").value(l.in_connected);
     w.key("bytes_sent").value(std::int64_t(l.bytes_sent));
@@ -156,9 +200,16 @@ std::string replication::status_json() const {
     w.key("commit_index").value(std::int64_t(g.commit_index));
     w.key("applied_index").value(std::int64_t(g.applied_index));
     w.key("last_index").value(std::int64_t(g.last_index));
+    w.key("voters");
+    write_ids(w, g.voters);
+    w.key("non_voters");
+    write_ids(w, g.non_voters);
+    w.key("changing").value(g.changing);
     w.end_object();
   }
   w.end_array();
+  w.key("membership");
+  write_membership(w, repl_->desired_membership());
   w.end_object();
   return w.take();
 }

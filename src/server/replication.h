@@ -49,8 +49,15 @@ class replication {
   std::size_t in_flight_bytes() const { return in_flight_bytes_; }
   bool leads(std::string_view path) const { return repl_->leads(group_of(path)); }
   bool has_quorum() const { return repl_->has_quorum(); }
-  // This node's view, as JSON: groups, leaders, terms, indexes, peer links.
+  // This node's view, as JSON: groups (with their configurations), leaders, terms, indexes, peer links,
+  // the desired membership.
   std::string status_json() const;
+  // POST and DELETE /cluster/members (docs/operations.md, "Cluster"): the new desired membership as
+  // JSON, or cluster::membership_errc.
+  result<std::string> add_member(std::uint64_t id, std::string_view address);
+  result<std::string> remove_member(std::uint64_t id);
+  // GET /cluster/members.
+  std::string membership_json() const;
 
  private:
   replication(stream_shard& shard, cluster::cluster_options o);

@@ -315,7 +315,7 @@ const std::array table{
         "Hand the TLS record layer to the kernel (Linux tls module) after each handshake where the kernel "
         "offers it; user space otherwise",
         field<&serve_config::tls_ktls>()},
-    // Cluster mode (docs/operations.md, "Cluster"); validate() checks the four together
+    // Cluster mode (docs/operations.md, "Cluster"); validate() checks them together
     // (cluster::validate).
     setting{"node-id", "N",
             "Run as node N of a Raft cluster (its id in peers): every stream replicated on every node, any "
@@ -338,6 +338,11 @@ const std::array table{
             "(group g prefers the g-th node, modulo the node count, when that node is connected). Off: "
             "leaders stay where elections put them",
             field<&serve_config::cluster, &cluster::cluster_options::balance_leaders>()},
+    setting{"join", "true|false",
+            "Start as a new node of a running cluster: bootstrap nothing, wait to be added (POST "
+            "/cluster/members?id=N&address=HOST:PORT on a node of the cluster), then catch up from the "
+            "others. peers lists every node, this one included; with node-id only",
+            field<&serve_config::cluster, &cluster::cluster_options::join>()},
 };
 
 std::string name_of(const setting& s) {

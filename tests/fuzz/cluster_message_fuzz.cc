@@ -95,6 +95,9 @@ void check_message(std::span<const std::byte> in) {
     check_entry(f->entry);
   } else if (const auto* r = std::get_if<cluster::forward_reject>(&*m)) {
     FUZZ_CHECK(r->reason == cluster::reject_reason::not_leader || r->reason == cluster::reject_reason::lost);
+  } else if (const auto* u = std::get_if<cluster::membership_update>(&*m)) {
+    // Node ids from 1, addresses never empty (what a node's replicator then checks further).
+    for (const auto& [id, address] : u->members) FUZZ_CHECK(id != 0 && !address.empty());
   }
 }
 

@@ -1,6 +1,6 @@
 // Writes the seed corpus of cluster_message_fuzz: one valid cluster message per file (a forward for
-// every kind of streams command, both forward_reject reasons, a read_request, both read_reply forms)
-// and two bare log entries. Rerun when an encoding changes:
+// every kind of streams command, both forward_reject reasons, a read_request, both read_reply forms, a
+// membership and the empty one) and two bare log entries. Rerun when an encoding changes:
 //   build/fuzz/tests/fuzz/cluster_message_seeds tests/fuzz/corpus/cluster_message_fuzz
 #include <cstdio>
 #include <span>
@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
   ok &= write(dir, "read_request", cluster::encode(cluster::read_request{1, 9}));
   ok &= write(dir, "read_reply-ok", cluster::encode(cluster::read_reply{9, true, 1234, 0}));
   ok &= write(dir, "read_reply-not_leader", cluster::encode(cluster::read_reply{10, false, 0, 2}));
+  ok &= write(dir, "membership",
+              cluster::encode(cluster::membership_update{
+                  3, {{1, "10.0.0.1:5437"}, {2, "10.0.0.2:5437"}, {4, "127.0.0.1:5440"}}}));
+  ok &= write(dir, "membership-empty", cluster::encode(cluster::membership_update{}));
   if (!ok) {
     std::fprintf(stderr, "cluster_message_seeds: cannot write into %s\n", dir.c_str());
     return 1;

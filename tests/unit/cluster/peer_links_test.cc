@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -493,6 +494,68 @@ TEST(peer_links, destroying_with_connects_in_flight_is_clean) {
   EXPECT_TRUE(silent.closed_by_node());
   // The loop keeps running with nothing of the links left.
   EXPECT_EQ(lt.call([&] { return lt.loop.timer_count(); }), 0u);
+}
+
+// Membership changes: node 3 is unknown to nodes 1 and 2 (its hellos are refused) until they add it;
+// once removed, its connections are closed, its frames no longer arrive and nothing is sent to it, and
+// a frame that removes its own sender from inside the receiver ends that connection cleanly.
+TEST(peer_links, peers_join_and_leave_at_run_time) {
+  cluster c(3);
+  auto only = [&](std::uint64_t self, std::vector<std::uint64_t> ids) {
+    auto o = c.options(self);
+    std::erase_if(o.peers,
+                  [&](const auto& p) { return std::find(ids.begin(), ids.end(), p.first) == ids.end(); });
+    return o;
+  };
+  c.start(only(1, {1, 2}));
+  c.start(only(2, {1, 2}));
+  c.start(3);  // knows everyone
+  c.send(3, 1, 1, "too early");
+  ASSERT_TRUE(c.lt.wait_for([&] { return c.links(1).status().size() == 1; }));
+  const std::string at3 = "127.0.0.1:" + std::to_string(c.port(3));
+  for (std::uint64_t id : {1, 2}) {
+    ASSERT_TRUE(c.lt.call([&] { return c.links(id).add_peer(3, at3); }));
+    EXPECT_EQ(c.lt.call([&] { return c.links(id).status().size(); }), 2u);
+  }
+  EXPECT_FALSE(c.lt.call([&] { return c.links(1).add_peer(4, "nowhere"); }));
+  EXPECT_TRUE(c.lt.call([&] { return c.links(1).add_peer(3, at3); }));  // again: nothing changes
+  ASSERT_TRUE(c.lt.wait_for([&] {
+    auto s = c.links(1).status();
+    return s.size() == 2 && s[1].peer == 3 && s[1].out_connected && s[1].in_connected;
+  }));
+  c.send(3, 1, 1, "3-1-1-0");
+  c.send(1, 3, 1, "1-3-1-0");
+  ASSERT_TRUE(c.wait_received(1, 1));
+  ASSERT_TRUE(c.wait_received(3, 1));
+  auto got = c.received(1);
+  EXPECT_EQ(got.back().text, "3-1-1-0");  // "too early" was refused with its connection, or arrived first
+  EXPECT_EQ(c.received(3).back().text, "1-3-1-0");
+
+  // Node 2 removes node 3 from inside its receiver, on a frame from node 3.
+  c.lt.call([&] {
+    c.links(2).set_receiver([&](std::uint64_t from, std::uint8_t, std::span<const std::byte>) {
+      if (from == 3) c.links(2).remove_peer(3);
+    });
+    return 0;
+  });
+  c.send(3, 2, 1, "leave");
+  c.send(3, 2, 1, "after");
+  ASSERT_TRUE(c.lt.wait_for([&] { return c.links(2).status().size() == 1; }));
+  c.lt.call([&] {
+    c.links(1).remove_peer(3);
+    c.links(1).remove_peer(3);  // twice: nothing more
+    c.links(1).send(3, 1, bytes("lost"));
+    return 0;
+  });
+  const auto before = c.received(1).size();
+  c.send(3, 1, 1, "refused");
+  std::this_thread::sleep_for(200ms);  // what did not arrive cannot be waited for
+  EXPECT_EQ(c.received(1).size(), before);
+  EXPECT_EQ(c.received(3).back().text, "1-3-1-0");
+  // Node 1 still talks to node 2.
+  c.send(2, 1, 1, "2-1-1-0");
+  ASSERT_TRUE(c.lt.wait_for([&] { return c.got(1).size() == before + 1; }));
+  EXPECT_EQ(c.received(1).back().text, "2-1-1-0");
 }
 
 }  // namespace

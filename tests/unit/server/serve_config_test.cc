@@ -134,6 +134,7 @@ const std::map<std::string, sample>& samples() {
         {"node-id", "peer-listen"}}},
       {"raft-groups", {"16", "16"}},
       {"balance-leaders", {"false", "false"}},
+      {"join", {"true", "true", {"node-id", "peer-listen", "peers"}}},
   };
   return m;
 }
@@ -359,6 +360,7 @@ TEST(serve_config, cluster_settings_fill_the_cluster_options) {
   EXPECT_FALSE(alone.cluster.enabled());
   EXPECT_EQ(alone.cluster.groups, 64u);
   EXPECT_TRUE(alone.cluster.balance_leaders);
+  EXPECT_FALSE(alone.cluster.join);
 
   serve_config c = parse_serve({"--node-id", "3", "--peer-listen", "0.0.0.0:5439", "--peers",
                                 "1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439", "--raft-groups", "8"});
@@ -390,6 +392,8 @@ TEST(serve_config, cluster_settings_are_checked_together) {
   EXPECT_EQ(e.rfind("peers: set without node-id; add --node-id N", 0), 0u) << e;
   e = error({"--peer-listen", "127.0.0.1:5437"});
   EXPECT_EQ(e.rfind("peer-listen: set without node-id; add --node-id N", 0), 0u) << e;
+  e = error({"--join"});
+  EXPECT_EQ(e.rfind("join: set without node-id", 0), 0u) << e;
   // With node-id, both are required.
   EXPECT_EQ(error({"--node-id", "1", "--peer-listen", "127.0.0.1:5437"}), "peers: required with node-id");
   EXPECT_EQ(error({"--node-id", "1", "--peers", peers}), "peer-listen: required with node-id");

@@ -1,0 +1,194 @@
+#include "cluster/membership.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <charconv>
+#include <span>
+
+#include "cluster/cluster_options.h"
+
+namespace weir::cluster {
+namespace {
+
+error invalid(std::string reason) {
+  return make_error(membership_errc::invalid, std::move(reason));
+}
+
+error corrupt(std::string reason) {
+  return make_error(membership_errc::corrupt, std::move(reason));
+}
+
+error io(const std::string& path, const error& e) {
+  return make_error(membership_errc::io_error, "members file " + path + ": " + e.reason);
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::string id_list(const membership& m) {
+  std::string out;
+  for (const auto& [id, a] : m.members) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out.empty() ? "none" : out;
+}
+
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// "HOST:PORT" as every node writes it (IPv4 or localhost: io::connect_tcp takes no names yet).
+result<std::string> normal_address(std::string_view address) {
+  auto a = parse_peer_address(address);
+  if (!a || a->empty()) {
+    return invalid("address: expected HOST:PORT, got '" + std::string(address) + "'" +
+                   (a ? "" : " (" + a.err().reason + ")"));
+  }
+  if (a->port == 0) return invalid("address: port 0");
+  in_addr ip{};
+  if (a->host != "localhost" && ::inet_pton(AF_INET, a->host.c_str(), &ip) != 1) {
+    return invalid("address: an IPv4 address or localhost (names and IPv6 are not supported yet), got '" +
+                   a->host + "'");
+  }
+  return format_peer_address(*a);
+}
+
+}  // namespace
+
+bool supersedes(const membership& a, const membership& b) {
+  if (a.epoch != b.epoch) return a.epoch > b.epoch;
+  return a.members > b.members;
+}
+
+result<membership> with_member(const membership& base, std::uint64_t id, std::string_view address) {
+  if (id == 0) return invalid("id: node ids start at 1");
+  auto checked = normal_address(address);
+  if (!checked) return checked.err();
+  const std::string& normal = *checked;
+  for (const auto& [other, other_address] : base.members) {
+    if (other == id && other_address != normal) {
+      return invalid("node " + std::to_string(id) + " is a member at " + other_address +
+                     "; remove it first to move it to " + normal);
+    }
+    if (other != id && other_address == normal) {
+      return invalid("address " + normal + " is node " + std::to_string(other) + "'s");
+    }
+  }
+  membership next = base;
+  next.epoch = base.epoch + 1;
+  next.members[id] = normal;
+  if (next.members.size() > max_nodes) {
+    return invalid("a cluster has at most " + std::to_string(max_nodes) +
+                   " nodes (members: " + id_list(base) + ")");
+  }
+  return next;
+}
+
+result<membership> without_member(const membership& base, std::uint64_t id) {
+  if (!base.members.contains(id)) {
+    return invalid("node " + std::to_string(id) + " is not a member (members: " + id_list(base) + ")");
+  }
+  if (base.members.size() == 1) return invalid("node " + std::to_string(id) + " is the last member");
+  membership next = base;
+  next.epoch = base.epoch + 1;
+  next.members.erase(id);
+  return next;
+}
+
+status check_membership(const membership& m) {
+  if (m.epoch != 0 && m.members.empty())
+    return invalid("epoch " + std::to_string(m.epoch) + " without members");
+  if (m.members.size() > max_nodes) return invalid(std::to_string(m.members.size()) + " members");
+  std::map<std::string, std::uint64_t> owner;
+  for (const auto& [id, address] : m.members) {
+    if (id == 0) return invalid("node id 0");
+    auto normal = normal_address(address);
+    if (!normal) return invalid("node " + std::to_string(id) + ": " + normal.err().reason);
+    if (*normal != address)
+      return invalid("node " + std::to_string(id) + ": '" + address + "' is not as written");
+    if (auto [it, fresh] = owner.emplace(address, id); !fresh) {
+      return invalid("node " + std::to_string(id) + ": the address of node " + std::to_string(it->second) +
+                     " too");
+    }
+  }
+  return {};
+}
+
+std::string format_membership(const membership& m) {
+  std::string out =
+      "# weir: the membership this cluster was asked to have (docs/operations.md, \"Cluster\")\n"
+      "epoch = " +
+      std::to_string(m.epoch) + "\nmembers = ";
+  bool first = true;
+  for (const auto& [id, address] : m.members) {
+    out += (first ? "" : ",") + std::to_string(id) + "=" + address;
+    first = false;
+  }
+  return out + "\n";
+}
+
+result<membership> parse_membership(std::string_view text) {
+  membership m;
+  bool has_epoch = false;
+  bool has_members = false;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    const std::string_view line = trim(text.substr(0, nl));
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (line.empty() || line.front() == '#') continue;
+    const std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos) return corrupt("'" + std::string(line) + "' is not KEY = VALUE");
+    const std::string_view key = trim(line.substr(0, eq));
+    const std::string_view value = trim(line.substr(eq + 1));
+    if (key == "epoch" && !has_epoch) {
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), m.epoch);
+      if (value.empty() || ec != std::errc{} || end != value.data() + value.size()) {
+        return corrupt("'" + std::string(line) + "': the epoch is not a whole number");
+      }
+      has_epoch = true;
+    } else if (key == "members" && !has_members) {
+      auto peers = parse_peers(value);
+      if (!peers) return corrupt("members: " + peers.err().reason);
+      for (const auto& [id, a] : *peers) m.members.emplace(id, format_peer_address(a));
+      has_members = true;
+    } else {
+      return corrupt("unknown or repeated key '" + std::string(key) + "'");
+    }
+  }
+  if (!has_epoch || !has_members) return corrupt(has_epoch ? "members missing" : "epoch missing");
+  if (auto st = check_membership(m); !st) return corrupt(st.err().reason);
+  return m;
+}
+
+result<std::optional<membership>> load_membership(storage::env& e, const std::string& path) {
+  if (!e.file_exists(path)) return std::optional<membership>();
+  auto bytes = storage::read_whole_file(e, path);
+  if (!bytes) return io(path, bytes.err());
+  auto m = parse_membership(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  if (!m) return corrupt("members file " + path + ": " + m.err().reason);
+  return std::optional<membership>(std::move(*m));
+}
+
+// temp file, fsync, rename, fsync of the directory: after a crash the file is the old one or the new one.
+status store_membership(storage::env& e, const std::string& path, const membership& m) {
+  const std::string tmp = path + ".tmp";
+  if (e.file_exists(tmp)) {
+    if (auto st = e.remove_file(tmp); !st) return io(tmp, st.err());  // left by a crash in this function
+  }
+  auto f = e.open_writable(tmp, storage::open_mode::create_new);
+  if (!f) return io(tmp, f.err());
+  const std::string text = format_membership(m);
+  if (auto st = (*f)->append(std::as_bytes(std::span(text.data(), text.size()))); !st)
+    return io(tmp, st.err());
+  if (auto st = (*f)->sync(); !st) return io(tmp, st.err());
+  f->reset();
+  if (auto st = e.rename_file(tmp, path); !st) return io(path, st.err());
+  if (auto st = e.sync_dir(directory_of(path)); !st) return io(path, st.err());
+  return {};
+}
+
+}  // namespace weir::cluster

@@ -1,0 +1,317 @@
+"""Membership changes of a running cluster (docs/operations.md, "Cluster"), with real `weir serve`
+processes on 127.0.0.1:
+
+  1. nodes 1-3 start and take writes;
+  2. node 4 starts empty with --join (it bootstraps nothing: no group has a voter in its view, and a
+     change posted to it is refused with 409); POST /cluster/members?id=4 on node 1 adds it; every group
+     ends up with voters {1,2,3,4}, node 4 applies what the others committed, and reads everything;
+  3. DELETE /cluster/members?id=3 on node 2 removes node 3 while it runs (the groups it leads are handed
+     over first); every group ends up with voters {1,2,4}; node 3 is stopped; writes go on and node 4
+     reads everything;
+  4. node 4 restarts without --join: its members file brings it back with the same membership.
+
+Bad requests get 400. Every wait polls /cluster with a deadline (a child process offers no event to wait
+on). Processes are stopped by PID, on failure too. The binary is copied first: the build tree's may be
+relinked while the test runs.
+
+Usage: cluster_membership_test.py WEIR_BINARY   (WEIR_KEEP_TEST_DIR=1 keeps the logs of a run that passed)
+"""
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+HOST = "127.0.0.1"
+GROUPS = 8
+STREAMS = 24
+TEXT = {"Content-Type": "text/plain"}
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+    return cond
+
+
+def free_port():
+    """A port nothing listens on now (bound to port 0 and released: a small race, as for any test)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def request(port, method, path, body=None, headers=None, timeout=20.0):
+    """(status, headers with lower-case names, body bytes); raises OSError or HTTPException."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+    finally:
+        conn.close()
+
+
+def wait_for(what, cond, timeout, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise TimeoutError("timed out after %.0f s waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+class Node:
+    def __init__(self, workdir, weir, node_id, peer_port):
+        self.workdir = workdir
+        self.weir = weir
+        self.id = node_id
+        self.peer_port = peer_port
+        self.data_dir = os.path.join(workdir, "node-%d" % node_id)
+        self.proc = None
+        self.port = None
+        self.starts = 0
+        self.log_path = None
+
+    def start(self, peers, join=False):
+        self.starts += 1
+        self.log_path = os.path.join(self.workdir, "node-%d.%d.log" % (self.id, self.starts))
+        listen = "%s:%d" % (HOST, self.port) if self.port else "%s:0" % HOST
+        args = [self.weir, "serve", "--listen", listen, "--data-dir", self.data_dir, "--threads", "1",
+                "--node-id", str(self.id), "--peer-listen", "%s:%d" % (HOST, self.peer_port),
+                "--peers", peers, "--raft-groups", str(GROUPS)]
+        if join:
+            args.append("--join")
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+
+    def wait_listening(self, timeout=20):
+        def up():
+            if self.proc.poll() is not None:
+                raise RuntimeError("node %d exited (%s):\n%s" % (self.id, self.proc.returncode, self.log_tail()))
+            with open(self.log_path) as f:
+                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
+            return m and int(m.group(1))
+
+        self.port = wait_for("node %d to listen" % self.id, up, timeout, 0.02)
+
+    def stop(self, timeout=15):
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.kill(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def status(self):
+        """GET /cluster as a dict, or None."""
+        try:
+            st, _, body = request(self.port, "GET", "/cluster", timeout=5)
+        except (OSError, http.client.HTTPException):
+            return None
+        return json.loads(body) if st == 200 else None
+
+    def log_tail(self, lines=40):
+        if not self.log_path or not os.path.exists(self.log_path):
+            return "(no log)"
+        with open(self.log_path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+
+
+def voters_everywhere(node, want):
+    """Every group of `node`'s view has exactly the voters `want`, no other server, and a leader."""
+    st = node.status()
+    return (st is not None and
+            all(g["voters"] == want and g["non_voters"] == [] and g["leader"] in want
+                for g in st["raft_groups"]) and st)
+
+
+def caught_up(laggard, others):
+    """`laggard` applied, in every group, what the others had committed when the wait began."""
+    target = {}
+    for n in others:
+        st = n.status()
+        check(st is not None, "node %d answers /cluster" % n.id)
+        for g in (st or {}).get("raft_groups", []):
+            target[g["group"]] = max(target.get(g["group"], 0), g["commit_index"])
+
+    def ok():
+        st = laggard.status()
+        return st is not None and all(g["applied_index"] >= target.get(g["group"], 0) for g in st["raft_groups"])
+
+    return ok
+
+
+def read_all(node, path):
+    data, offset = b"", "-1"
+    for _ in range(10000):
+        st, hdrs, body = request(node.port, "GET", "%s?offset=%s" % (path, urllib.parse.quote(offset)))
+        if st != 200:
+            raise RuntimeError("GET %s on node %d: %d %r" % (path, node.id, st, body[:200]))
+        data += body
+        if hdrs.get("stream-up-to-date") == "true":
+            return data
+        offset = hdrs["stream-next-offset"]
+    raise RuntimeError("GET %s never reached the tail" % path)
+
+
+class Writer:
+    """Appends through a rotation of nodes; `expected` holds what every stream must read back."""
+
+    def __init__(self):
+        self.expected = {}
+        self.n = 0
+
+    def create(self, node, path):
+        st, _, body = request(node.port, "PUT", path, headers=TEXT)
+        check(st == 201, "PUT %s on node %d: %d %r" % (path, node.id, st, body[:200]))
+        self.expected[path] = b""
+
+    def append_round(self, nodes, tag):
+        for i, path in enumerate(sorted(self.expected)):
+            node = nodes[i % len(nodes)]
+            rec = b"%s.%d;" % (tag.encode(), self.n)
+            self.n += 1
+            st, _, body = request(node.port, "POST", path, body=rec, headers=TEXT)
+            if check(st in (200, 204), "POST %s on node %d: %d %r" % (path, node.id, st, body[:200])):
+                self.expected[path] += rec
+
+    def verify(self, node, when):
+        bad = [p for p, want in sorted(self.expected.items()) if read_all(node, p) != want]
+        check(not bad, "%s: node %d reads every stream as written (differs: %s)" % (when, node.id, bad[:5]))
+
+
+def main():
+    workdir = tempfile.mkdtemp(prefix="weir-membership-")
+    weir = os.path.join(workdir, "weir")
+    shutil.copy2(sys.argv[1], weir)
+    ports = {i: free_port() for i in range(1, 5)}
+    nodes = {i: Node(workdir, weir, i, ports[i]) for i in ports}
+    three = ",".join("%d=%s:%d" % (i, HOST, ports[i]) for i in (1, 2, 3))
+    four = ",".join("%d=%s:%d" % (i, HOST, ports[i]) for i in (1, 2, 3, 4))
+    ok = False
+    began = time.monotonic()
+    try:
+        # 1. Three nodes, some data.
+        for i in (1, 2, 3):
+            nodes[i].start(three)
+        for i in (1, 2, 3):
+            nodes[i].wait_listening()
+        for i in (1, 2, 3):
+            wait_for("node %d to see voters 1-3 with leaders" % i,
+                     lambda i=i: voters_everywhere(nodes[i], [1, 2, 3]), 30)
+        w = Writer()
+        for k in range(STREAMS):
+            w.create(nodes[1 + k % 3], "/v1/stream/m-%d" % k)
+        w.append_round([nodes[1], nodes[2], nodes[3]], "a")
+        st = nodes[1].status()
+        check(st["membership"]["epoch"] == 0, "no membership change asked for yet: %r" % st["membership"])
+
+        # 2. Node 4 joins.
+        n4 = nodes[4]
+        n4.start(four, join=True)
+        n4.wait_listening()
+        st = n4.status()
+        check(all(g["voters"] == [] and g["leader"] == 0 for g in st["raft_groups"]),
+              "a joining node bootstraps nothing: %r" % st["raft_groups"][:2])
+        code, _, body = request(n4.port, "POST", "/cluster/members?id=5&address=127.0.0.1:1")
+        check(code == 409, "a change posted to a node that has not joined: 409, got %d %r" % (code, body))
+        for bad in ("/cluster/members?id=4", "/cluster/members?id=0&address=127.0.0.1:9",
+                    "/cluster/members?id=4&address=nowhere", "/cluster/members?id=4&address=127.0.0.1:%d" % ports[1],
+                    "/cluster/members?id=4&address=127.0.0.1:9&x=1"):
+            code, _, body = request(nodes[1].port, "POST", bad)
+            check(code == 400, "POST %s: 400, got %d %r" % (bad, code, body))
+        code, _, body = request(nodes[1].port, "DELETE", "/cluster/members?id=9")
+        check(code == 400, "DELETE of a node that is not a member: 400, got %d %r" % (code, body))
+        code, hdrs, body = request(nodes[1].port, "PUT", "/cluster/members")
+        check(code == 405 and "POST" in hdrs.get("allow", ""), "PUT /cluster/members: 405, got %d" % code)
+
+        code, _, body = request(nodes[1].port, "POST", "/cluster/members?id=4&address=127.0.0.1:%d" % ports[4])
+        check(code == 202, "POST /cluster/members?id=4: 202, got %d %r" % (code, body))
+        m = json.loads(body) if code == 202 else {}
+        check(m.get("epoch") == 1 and [x["node_id"] for x in m.get("members", [])] == [1, 2, 3, 4],
+              "the answer is the desired membership: %r" % m)
+        w.append_round([nodes[1], nodes[2], nodes[3]], "b")  # writes go on during the change
+        t = time.monotonic()
+        for i in (1, 2, 3, 4):
+            wait_for("node %d to see voters 1-4 in every group" % i,
+                     lambda i=i: voters_everywhere(nodes[i], [1, 2, 3, 4]), 60)
+        print("node 4 is a voter of every group after %.1f s" % (time.monotonic() - t), flush=True)
+        wait_for("node 4 to apply what the others committed",
+                 caught_up(n4, [nodes[1], nodes[2], nodes[3]]), 30)
+        w.verify(n4, "after the join")
+        st = n4.status()
+        check(st["membership"]["epoch"] == 1, "node 4 learnt the membership: %r" % st["membership"])
+        w.append_round([n4, nodes[1]], "c")
+        w.verify(nodes[3], "after the join")
+
+        # 3. Node 3 leaves (removed while it runs, then stopped).
+        code, _, body = request(nodes[2].port, "DELETE", "/cluster/members?id=3")
+        check(code == 202, "DELETE /cluster/members?id=3: 202, got %d %r" % (code, body))
+        m = json.loads(body) if code == 202 else {}
+        check(m.get("epoch") == 2 and [x["node_id"] for x in m.get("members", [])] == [1, 2, 4],
+              "the answer is the desired membership: %r" % m)
+        t = time.monotonic()
+        for i in (1, 2, 4):
+            wait_for("node %d to see voters 1, 2, 4 in every group" % i,
+                     lambda i=i: voters_everywhere(nodes[i], [1, 2, 4]), 60)
+        print("node 3 left every group after %.1f s" % (time.monotonic() - t), flush=True)
+        nodes[3].stop()
+        w.append_round([nodes[1], nodes[2], n4], "d")
+        for i in (1, 2, 4):
+            wait_for("node %d to unlink node 3" % i,
+                     lambda i=i: all(p["node_id"] != 3 for p in (nodes[i].status() or {"peers": [{"node_id": 3}]})["peers"]),
+                     15)
+        w.verify(n4, "after the removal")
+        for i in (1, 2, 4):
+            st = nodes[i].status()
+            check(st["quorum"], "node %d has a quorum without node 3" % i)
+        with open(os.path.join(n4.data_dir, "raft", "members")) as f:
+            text = f.read()
+        check("epoch = 2" in text and "members = 1=127.0.0.1:%d,2=127.0.0.1:%d,4=127.0.0.1:%d" % (
+            ports[1], ports[2], ports[4]) in text, "node 4's members file: %r" % text)
+
+        # 4. Node 4 restarts without --join: its members file keeps it from bootstrapping.
+        n4.stop()
+        n4.start(four)
+        n4.wait_listening()
+        wait_for("node 4 back with voters 1, 2, 4", lambda: voters_everywhere(n4, [1, 2, 4]), 30)
+        w.append_round([nodes[1], n4], "e")
+        wait_for("node 4 to apply what the others committed", caught_up(n4, [nodes[1], nodes[2]]), 30)
+        w.verify(n4, "after node 4's restart")
+        w.verify(nodes[1], "at the end")
+        ok = not failures
+    except Exception as e:  # noqa: BLE001 -- reported with the nodes' logs below
+        failures.append("%s: %s" % (type(e).__name__, e))
+        print("FAIL:", failures[-1], flush=True)
+    finally:
+        for n in nodes.values():
+            n.stop()
+        if not ok:
+            for n in nodes.values():
+                print("---- node %d (%s) ----\n%s" % (n.id, n.log_path, n.log_tail()), flush=True)
+    print("%s in %.1f s" % ("passed" if ok else "%d failures" % len(failures), time.monotonic() - began))
+    if ok and not os.environ.get("WEIR_KEEP_TEST_DIR"):
+        shutil.rmtree(workdir, ignore_errors=True)
+    if not ok or os.environ.get("WEIR_KEEP_TEST_DIR"):
+        print("logs and data kept in", workdir)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
