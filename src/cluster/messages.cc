@@ -14,6 +14,8 @@ enum class kind : std::uint8_t {
   read_request = 3,
   read_reply = 4,
   membership_update = 5,
+  leader_call = 6,
+  leader_reply = 7,
 };
 
 error malformed(const char* what) {
@@ -28,6 +30,7 @@ std::vector<std::byte> encode_entry(entry_header h, std::span<const std::byte> c
   raft::byte_writer w(out);
   w.u64(h.origin);
   w.u64(h.ticket);
+  w.u8(static_cast<std::uint8_t>(h.kind));
   w.bytes(command);
   return out;
 }
@@ -35,7 +38,14 @@ std::vector<std::byte> encode_entry(entry_header h, std::span<const std::byte> c
 result<std::pair<entry_header, std::span<const std::byte>>> decode_entry(std::span<const std::byte> entry) {
   raft::byte_reader r(entry);
   entry_header h;
-  if (!r.u64(h.origin) || !r.u64(h.ticket)) return malformed("entry shorter than its header");
+  std::uint8_t what = 0;
+  if (!r.u64(h.origin) || !r.u64(h.ticket) || !r.u8(what)) return malformed("entry shorter than its header");
+  // Only kinds this node knows: an unknown one is malformed (and skipped alike on every node).
+  if (what != static_cast<std::uint8_t>(entry_kind::streams) &&
+      what != static_cast<std::uint8_t>(entry_kind::subscriptions)) {
+    return malformed("unknown entry kind");
+  }
+  h.kind = static_cast<entry_kind>(what);
   return std::pair{h, entry.subspan(entry_header_size)};
 }
 
@@ -64,6 +74,19 @@ std::vector<std::byte> encode(const message& m) {
           w.u8(v.ok ? 1 : 0);
           w.u64(v.index);
           w.u64(v.leader);
+        } else if constexpr (std::is_same_v<T, leader_call>) {
+          w.u8(static_cast<std::uint8_t>(kind::leader_call));
+          w.u64(v.id);
+          w.u32(v.group);
+          w.bytes(v.request);
+        } else if constexpr (std::is_same_v<T, leader_reply>) {
+          WEIR_ASSERT(v.served || v.answer.empty(), "a leader_reply not served carries {} bytes",
+                      v.answer.size());
+          w.u8(static_cast<std::uint8_t>(kind::leader_reply));
+          w.u64(v.id);
+          w.u8(v.served ? 1 : 0);
+          w.u64(v.leader);
+          w.bytes(v.answer);
         } else {
           static_assert(std::is_same_v<T, membership_update>);
           w.u8(static_cast<std::uint8_t>(kind::membership_update));
@@ -139,6 +162,22 @@ result<message> decode(std::span<const std::byte> bytes) {
         u.members.emplace(id, std::string(reinterpret_cast<const char*>(address.data()), address.size()));
       }
       return done(std::move(u));
+    }
+    case kind::leader_call: {
+      leader_call c;
+      if (!r.u64(c.id) || !r.u32(c.group)) return malformed("short leader_call");
+      (void)r.bytes(r.remaining(), c.request);
+      return message(c);
+    }
+    case kind::leader_reply: {
+      leader_reply q;
+      std::uint8_t served = 0;
+      if (!r.u64(q.id) || !r.u8(served) || !r.u64(q.leader)) return malformed("short leader_reply");
+      if (served > 1) return malformed("bad flag");
+      q.served = served == 1;
+      (void)r.bytes(r.remaining(), q.answer);
+      if (!q.served && !q.answer.empty()) return malformed("an answer from a node that did not serve");
+      return message(q);
     }
   }
   return malformed("unknown kind");

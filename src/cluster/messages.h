@@ -6,6 +6,9 @@
 //                  it and lost leadership before it committed (the outcome is unknown)
 //   read_request   a follower asks the leader for a read index (ReadIndex, Raft thesis 6.4)
 //   read_reply     the index, once the leader confirmed with a quorum that it still leads
+//   leader_call    a request for what a group's leader serves (a subscription's control request), sent to
+//                  the node believed to lead the group
+//   leader_reply   its answer, or "not the leader" (nothing ran: ask the leader it names)
 //   membership     the membership the cluster was asked to have (POST/DELETE /cluster/members), sent by
 //                  the node that took the request to every peer, and again every few seconds
 //
@@ -25,13 +28,20 @@
 
 namespace weir::cluster {
 
-// The header of every command entry in a group's raft log: which node proposed it and the ticket that
-// node waits on (0: nobody waits). The streams command follows.
+// What the command of an entry is (replication::apply dispatches on it).
+enum class entry_kind : std::uint8_t {
+  streams = 1,        // a streams command (streams/command_codec)
+  subscriptions = 2,  // a subscription change (subscriptions/subscription_replica.h)
+};
+
+// The header of every command entry in a group's raft log: which node proposed it, the ticket that node
+// waits on (0: nobody waits) and what the command that follows is.
 struct entry_header {
   std::uint64_t origin = 0;
   std::uint64_t ticket = 0;
+  entry_kind kind = entry_kind::streams;
 };
-inline constexpr std::size_t entry_header_size = 16;
+inline constexpr std::size_t entry_header_size = 17;
 
 std::vector<std::byte> encode_entry(entry_header h, std::span<const std::byte> command);
 // Splits an entry into its header and its command (a view into `entry`).
@@ -68,10 +78,23 @@ struct membership_update {
   std::map<std::uint64_t, std::string> members;  // id (from 1) -> "HOST:PORT", non-empty
 };
 
-using message = std::variant<forward, forward_reject, read_request, read_reply, membership_update>;
+struct leader_call {
+  std::uint64_t id = 0;
+  std::uint32_t group = 0;
+  std::span<const std::byte> request;  // the rest of the message
+};
+struct leader_reply {
+  std::uint64_t id = 0;
+  bool served = false;                // false: this node does not lead the group; nothing ran
+  std::uint64_t leader = 0;           // when !served: the leader this node knows of, 0 if none
+  std::span<const std::byte> answer;  // the rest of the message; empty when !served
+};
+
+using message = std::variant<forward, forward_reject, read_request, read_reply, membership_update,
+                             leader_call, leader_reply>;
 
 std::vector<std::byte> encode(const message& m);
-// The decoded message points into `bytes` (forward::entry).
+// The decoded message points into `bytes` (forward::entry, leader_call::request, leader_reply::answer).
 result<message> decode(std::span<const std::byte> bytes);
 
 }  // namespace weir::cluster

@@ -88,7 +88,7 @@ struct group_glue {
     if (header.origin == self.opts_.self && header.ticket != 0 && self.submits_.erase(header.ticket) != 0) {
       ticket = header.ticket;
     }
-    self.cb_.apply(g->id, index, command, ticket);
+    self.cb_.apply(g->id, index, header.kind, command, ticket);
     self.schedule_read_check();
     self.notify_commit(*g);
     return 0;
@@ -288,11 +288,13 @@ std::uint64_t replicator::leader_of(std::uint32_t gi) const {
   return id;
 }
 
-std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> command) {
+std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> command, entry_kind kind,
+                                 bool here_only) {
   const std::uint64_t ticket = next_ticket_++;
   pending_submit& s = submits_[ticket];
   s.group = gi;
-  s.entry = encode_entry(entry_header{opts_.self, ticket}, command);
+  s.entry = encode_entry(entry_header{opts_.self, ticket, kind}, command);
+  s.here_only = here_only;
   s.deadline_ms = ex_.now_ms() + opts_.submit_timeout.count();
   try_submit(ticket);
   return ticket;
@@ -307,6 +309,14 @@ void replicator::try_submit(std::uint64_t ticket) {
   if (leader == opts_.self) {
     s.proposed = true;
     propose(s.group, s.entry, opts_.self, ticket);  // may resolve or re-arm the ticket
+    return;
+  }
+  if (s.here_only) {
+    // Not the leader (any more): nothing was proposed. Resolved on the next turn, never inside submit().
+    s.retry_armed = true;
+    ex_.post([this, alive = std::weak_ptr<bool>(alive_), ticket] {
+      if (auto a = alive.lock(); a && *a) resolve_failed(ticket, submit_error::no_leader);
+    });
     return;
   }
   if (leader != 0) {
@@ -354,6 +364,56 @@ void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::ui
 
 void replicator::resolve_failed(std::uint64_t ticket, submit_error e) {
   if (submits_.erase(ticket) != 0 && cb_.failed) cb_.failed(ticket, e);
+}
+
+void replicator::call_leader(std::uint32_t gi, std::vector<std::byte> request,
+                             std::function<void(result<std::vector<std::byte>>)> done) {
+  const std::uint64_t id = next_read_++;  // the read ids' space: unique across this node's runs too
+  pending_call& c = calls_[id];
+  c.group = gi;
+  c.request = std::move(request);
+  c.done = std::move(done);
+  c.deadline_ms = ex_.now_ms() + opts_.submit_timeout.count();
+  try_call(id);
+}
+
+void replicator::try_call(std::uint64_t id) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  const std::uint32_t g = it->second.group;
+  const std::uint64_t leader = g < groups_.size() ? leader_of(g) : 0;
+  if (leader == opts_.self && cb_.serve) {
+    // A copy: serve() may answer at once, and the answer ends the call (and its stored request).
+    const std::vector<std::byte> request = it->second.request;
+    cb_.serve(g, request,
+              [this, alive = std::weak_ptr<bool>(alive_), id](std::optional<std::vector<std::byte>> answer) {
+                auto a = alive.lock();
+                if (!a || !*a) return;
+                if (!answer) return retry_call(id);
+                finish_call(id, std::move(*answer));
+              });
+    return;
+  }
+  if (leader != 0 && leader != opts_.self) {
+    send(leader, leader_call{id, g, it->second.request});
+    return;
+  }
+  retry_call(id);
+}
+
+void replicator::retry_call(std::uint64_t id) {
+  if (calls_.count(id) == 0) return;
+  ex_.add_timer(retry_delay, [this, alive = std::weak_ptr<bool>(alive_), id] {
+    if (auto a = alive.lock(); a && *a) try_call(id);
+  });
+}
+
+void replicator::finish_call(std::uint64_t id, result<std::vector<std::byte>> answer) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;  // timed out meanwhile
+  auto done = std::move(it->second.done);
+  calls_.erase(it);
+  done(std::move(answer));
 }
 
 void replicator::read_index(std::uint32_t gi, std::function<void(bool)> ready) {
@@ -526,6 +586,27 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     } else if (desired_.epoch > 0 && supersedes(desired_, theirs)) {
       send(from, to_message(desired_));  // it missed a change: catch it up now
     }
+  } else if (auto* lc = std::get_if<leader_call>(&*m)) {
+    const std::uint32_t g = lc->group;
+    if (g >= groups_.size() || !cb_.serve) {
+      send(from, leader_reply{lc->id, false, 0, {}});
+      return;
+    }
+    cb_.serve(g, lc->request,
+              [this, alive = std::weak_ptr<bool>(alive_), from, id = lc->id,
+               g](std::optional<std::vector<std::byte>> answer) {
+                auto a = alive.lock();
+                if (!a || !*a) return;
+                if (!answer) {
+                  send(from, leader_reply{id, false, leader_of(g), {}});
+                } else {
+                  send(from, leader_reply{id, true, 0, *answer});
+                }
+              });
+  } else if (auto* lr = std::get_if<leader_reply>(&*m)) {
+    if (calls_.count(lr->id) == 0) return;
+    if (!lr->served) return retry_call(lr->id);
+    finish_call(lr->id, std::vector<std::byte>(lr->answer.begin(), lr->answer.end()));
   } else if (auto* rr = std::get_if<read_reply>(&*m)) {
     auto it = reads_.find(rr->id);
     if (it == reads_.end() || it->second.have_index) return;
@@ -601,6 +682,13 @@ void replicator::sweep() {
     }
   }
   for (auto& fn : expired) fn(false);
+  std::vector<std::uint64_t> late_calls;
+  for (const auto& [id, c] : calls_) {
+    if (c.deadline_ms <= now) late_calls.push_back(id);
+  }
+  for (std::uint64_t id : late_calls) {
+    finish_call(id, error{static_cast<int>(submit_error::no_leader), "no leader answered in time"});
+  }
 }
 
 void replicator::balance() {

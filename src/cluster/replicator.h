@@ -11,7 +11,11 @@
 //     with a quorum that it still leads (a barrier entry, shared by every read that arrived before it
 //     was proposed), and answers; this node then waits until it applied that far. A deposed or cut-off
 //     leader cannot commit the barrier, so it never answers a stale read.
-//   * apply: every committed command of every group, on every node, in log order.
+//   * apply: every committed command of every group, on every node, in log order, with its entry kind.
+//   * call_leader(group, request) -> answer: runs a request on the group's leader (callbacks::serve there,
+//     over the peer link as a leader_call) for state only the leader holds (a subscription's delivery
+//     state); a node that does not lead the group answers "not the leader" and the caller tries again
+//     with the leader it then knows, until submit_timeout.
 //   * membership (add_member, remove_member): the nodes the cluster should consist of. The node that
 //     takes a change keeps it (members_path), sends it to every peer (and again every few seconds, so a
 //     node that missed it learns it), and every node links to the new nodes. The leader of each group
@@ -30,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -86,10 +91,16 @@ class replicator {
   };
   struct callbacks {
     // A committed command of `group` at `index`; `ticket` != 0 when this node proposed it and waits.
-    std::function<void(std::uint32_t group, std::uint64_t index, std::span<const std::byte> command,
-                       std::uint64_t ticket)>
+    std::function<void(std::uint32_t group, std::uint64_t index, entry_kind kind,
+                       std::span<const std::byte> command, std::uint64_t ticket)>
         apply;
     std::function<void(std::uint64_t ticket, submit_error e)> failed;
+    // A leader call for `group` (call_leader, from this node or another); `request` lives during the call
+    // only. `reply` once (now or later) with the answer, or with nullopt when this node does not serve
+    // the group (nothing ran: the caller asks elsewhere). Empty: every call is answered "not the leader".
+    std::function<void(std::uint32_t group, std::span<const std::byte> request,
+                       std::function<void(std::optional<std::vector<std::byte>>)> reply)>
+        serve;
   };
 
   // `flusher` writes and syncs the node log's batches (raft::thread_flusher in production).
@@ -100,7 +111,17 @@ class replicator {
   replicator(const replicator&) = delete;
   replicator& operator=(const replicator&) = delete;
 
-  std::uint64_t submit(std::uint32_t group, std::span<const std::byte> command);
+  // Proposes `command` (an entry of `kind`) in `group`, on its leader: forwarded there from a follower.
+  // With `here_only` it is proposed only while this node leads the group, never forwarded, and fails
+  // with no_leader otherwise: for entries only the group's leader makes, which raft then orders before
+  // those of any later leader (a forwarded retry could land after them).
+  std::uint64_t submit(std::uint32_t group, std::span<const std::byte> command,
+                       entry_kind kind = entry_kind::streams, bool here_only = false);
+  // Runs `request` on the group's leader (callbacks::serve there; here when this node leads it) and
+  // hands `done` its answer; an error when no leader answered within submit_timeout (the request may
+  // have run).
+  void call_leader(std::uint32_t group, std::vector<std::byte> request,
+                   std::function<void(result<std::vector<std::byte>>)> done);
   // `ready(true)`: this node applied everything committed before the call; `ready(false)`: no leader
   // confirmed in time (the read must not be served).
   void read_index(std::uint32_t group, std::function<void(bool)> ready);
@@ -148,6 +169,13 @@ class replicator {
     std::int64_t deadline_ms = 0;  // executor time
     bool proposed = false;         // handed to a leader that accepted it (a retry could apply it twice)
     bool retry_armed = false;
+    bool here_only = false;  // submit(here_only): never forwarded
+  };
+  struct pending_call {
+    std::uint32_t group = 0;
+    std::vector<std::byte> request;
+    std::function<void(result<std::vector<std::byte>>)> done;
+    std::int64_t deadline_ms = 0;  // executor time
   };
   struct pending_read {
     std::uint32_t group = 0;
@@ -160,6 +188,9 @@ class replicator {
   void try_submit(std::uint64_t ticket);
   void propose(std::uint32_t group, std::vector<std::byte> entry, std::uint64_t origin, std::uint64_t ticket);
   void try_read(std::uint64_t id);
+  void try_call(std::uint64_t id);
+  void retry_call(std::uint64_t id);
+  void finish_call(std::uint64_t id, result<std::vector<std::byte>> answer);
   // Leader side of ReadIndex: `done(ok, index)` after a quorum round that started after this call.
   void leader_read(std::uint32_t group, std::function<void(bool, std::uint64_t)> done);
   void start_barrier(group& g);
@@ -167,10 +198,9 @@ class replicator {
   void send(std::uint64_t to, const message& m);
   void resolve_failed(std::uint64_t ticket, submit_error e);
   void check_reads();
-  void schedule_read_check();  // once per loop turn in which something was applied
-  // On a leader whose commit index or a follower's match index moved: tell followers that can take a
-  // higher commit index at once (end of this loop turn).
-  void notify_commit(group& g);
+  void schedule_read_check();
+  // On a leader whose commit index moved: tell the followers at once (end of this loop turn).
+  void notify_commit(group& g);  // once per loop turn in which something was applied
   void arm_sweep();
   void sweep();
   void balance();
@@ -201,6 +231,7 @@ class replicator {
   std::uint64_t next_read_ = 1;
   std::unordered_map<std::uint64_t, pending_submit> submits_;
   std::unordered_map<std::uint64_t, pending_read> reads_;
+  std::unordered_map<std::uint64_t, pending_call> calls_;
   raft::executor::timer_id sweep_timer_ = 0;
   std::int64_t next_balance_ms_ = 0;
   std::map<std::uint64_t, bool> peer_up_;  // per peer: its connection to this node was up (watch_links)

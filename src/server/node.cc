@@ -440,6 +440,8 @@ status node::start() {
     auto repl = replication::open(*shards_[0], *env_, cfg_.data_dir, cfg_.cluster);
     if (!repl) return repl.err();
     shards_[0]->attach_replication(std::move(*repl));
+    // Subscriptions are replicated too: their changes are entries of the groups (subscriptions.md).
+    if (subs_) subs_->attach_cluster(*shards_[0]->replicated());
     log::info("weir serve: node {} of a cluster of {} ({} raft groups), peers on {}:{}", cfg_.cluster.node_id,
               cfg_.cluster.peers.size(), cfg_.cluster.groups, cfg_.cluster.peer_listen.host,
               cfg_.cluster.peer_listen.port);

@@ -50,8 +50,12 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   ro.members_path = storage::join_path(data_dir + "/raft", std::string(cluster::members_file_name));
   cluster::replicator::callbacks cb;
   replication* p = self.get();
-  cb.apply = [p](std::uint32_t g, std::uint64_t index, std::span<const std::byte> c, std::uint64_t ticket) {
-    p->apply(g, index, c, ticket);
+  cb.apply = [p](std::uint32_t g, std::uint64_t index, cluster::entry_kind kind, std::span<const std::byte> c,
+                 std::uint64_t ticket) { p->apply(g, index, kind, c, ticket); };
+  cb.serve = [p](std::uint32_t g, std::span<const std::byte> request,
+                 std::function<void(std::optional<std::vector<std::byte>>)> reply) {
+    if (p->subscriptions_ == nullptr) return reply(std::nullopt);
+    p->subscriptions_->serve(g, request, std::move(reply));
   };
   cb.failed = [p](std::uint64_t ticket, cluster::submit_error e) { p->failed(ticket, e); };
   io::event_loop& loop = shard.loop();
@@ -80,7 +84,7 @@ void replication::submit(const streams::command& c, shard_wal::completion done) 
   const std::uint32_t g = group_of(streams::command_path(c));
   const std::uint64_t ticket =
       repl_->submit(g, std::as_bytes(std::span<const char>(scratch_.data(), scratch_.size())));
-  waiting_.emplace(ticket, waiter{std::move(done), scratch_.size()});
+  waiting_.emplace(ticket, waiter{std::move(done), {}, scratch_.size()});
   in_flight_bytes_ += scratch_.size();
 }
 
@@ -88,8 +92,34 @@ void replication::linearize(std::string_view path, std::function<void(bool)> rea
   repl_->read_index(group_of(path), std::move(ready));
 }
 
-void replication::apply(std::uint32_t group, std::uint64_t index, std::span<const std::byte> bytes,
-                        std::uint64_t ticket) {
+void replication::linearize_group(std::uint32_t group, std::function<void(bool)> ready) {
+  repl_->read_index(group, std::move(ready));
+}
+
+void replication::submit_entry(std::uint32_t group, std::span<const std::byte> payload, bool here_only,
+                               std::function<void(bool)> done) {
+  const std::uint64_t ticket = repl_->submit(group, payload, cluster::entry_kind::subscriptions, here_only);
+  waiter w;
+  w.entry_done = std::move(done);
+  w.bytes = payload.size();
+  waiting_.emplace(ticket, std::move(w));
+  in_flight_bytes_ += payload.size();
+}
+
+std::vector<std::pair<bool, std::uint64_t>> replication::group_views() const {
+  std::vector<std::pair<bool, std::uint64_t>> out;
+  for (const auto& g : repl_->status()) out.emplace_back(g.leader == opts_.node_id, g.term);
+  return out;
+}
+
+void replication::apply(std::uint32_t group, std::uint64_t index, cluster::entry_kind kind,
+                        std::span<const std::byte> bytes, std::uint64_t ticket) {
+  if (kind == cluster::entry_kind::subscriptions) {
+    if (subscriptions_ != nullptr) subscriptions_->apply(group, bytes);
+    if (ticket == 0) return;
+    if (auto it = waiting_.find(ticket); it != waiting_.end()) finish(it, durable_result{});
+    return;
+  }
   auto c = streams::decode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   durable_result r;
   if (!c) {
@@ -109,6 +139,12 @@ void replication::apply(std::uint32_t group, std::uint64_t index, std::span<cons
 
 void replication::finish(waiter_map::iterator it, durable_result r) {
   in_flight_bytes_ -= it->second.bytes;
+  if (it->second.entry_done) {
+    shard_.loop().post(
+        [done = std::move(it->second.entry_done), ok = r.failure == protocol::errc::ok] { done(ok); });
+    waiting_.erase(it);
+    return;
+  }
   shard_.loop().post([done = std::move(it->second.done), r = std::move(r)]() mutable {
     if (done) done(r);
   });

@@ -11,9 +11,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "cluster/cluster_options.h"
@@ -29,6 +33,18 @@ namespace weir::server {
 
 class stream_shard;
 
+// What a cluster node's subscription service takes from the raft groups (subscription_host.cc implements
+// it over subscriptions::service). Called on the replication's loop (core 0, the service's home).
+class subscription_entries {
+ public:
+  virtual ~subscription_entries() = default;
+  // A committed entry of kind `subscriptions` (every node, in the group's log order).
+  virtual void apply(std::uint32_t group, std::span<const std::byte> payload) = 0;
+  // A leader call for `group` (replicator::callbacks::serve).
+  virtual void serve(std::uint32_t group, std::span<const std::byte> request,
+                     std::function<void(std::optional<std::vector<std::byte>>)> reply) = 0;
+};
+
 class replication {
  public:
   // Opens the peer links and the node log under `data_dir`/raft and starts every group.
@@ -42,7 +58,25 @@ class replication {
   void submit(const streams::command& c, shard_wal::completion done);
   // `ready(true)` once this node applied every command committed in `path`'s group before the call.
   void linearize(std::string_view path, std::function<void(bool)> ready);
+  void linearize_group(std::uint32_t group, std::function<void(bool)> ready);
   std::uint32_t group_of(std::string_view path) const;
+
+  // Subscriptions (docs/subscriptions.md, "Cluster"). Before the loop runs: where entries of kind
+  // `subscriptions` and leader calls go (until then, and with nullptr, they are dropped / refused).
+  void attach_subscriptions(subscription_entries* s) { subscriptions_ = s; }
+  // Proposes a subscription entry in `group` (cluster::replicator::submit, `here_only` as there); `done`
+  // runs on this loop: true once this node applied it, false when it failed.
+  void submit_entry(std::uint32_t group, std::span<const std::byte> payload, bool here_only,
+                    std::function<void(bool)> done);
+  // cluster::replicator::call_leader.
+  void call_leader(std::uint32_t group, std::vector<std::byte> request,
+                   std::function<void(result<std::vector<std::byte>>)> done) {
+    repl_->call_leader(group, std::move(request), std::move(done));
+  }
+  std::uint64_t node_id() const { return opts_.node_id; }
+  bool leads_group(std::uint32_t group) const { return repl_->leads(group); }
+  // Every group: whether this node leads it, and its term.
+  std::vector<std::pair<bool, std::uint64_t>> group_views() const;
   // Commands this node proposed that are not applied or failed yet, and their encoded bytes (the
   // shard refuses writes beyond max-in-flight, as it does for its log when alone).
   std::size_t in_flight() const { return waiting_.size(); }
@@ -61,8 +95,8 @@ class replication {
 
  private:
   replication(stream_shard& shard, cluster::cluster_options o);
-  void apply(std::uint32_t group, std::uint64_t index, std::span<const std::byte> command,
-             std::uint64_t ticket);
+  void apply(std::uint32_t group, std::uint64_t index, cluster::entry_kind kind,
+             std::span<const std::byte> command, std::uint64_t ticket);
   void failed(std::uint64_t ticket, cluster::submit_error e);
 
   stream_shard& shard_;
@@ -72,6 +106,7 @@ class replication {
   std::unique_ptr<cluster::replicator> repl_;
   struct waiter {
     shard_wal::completion done;
+    std::function<void(bool)> entry_done;  // submit_entry's
     std::size_t bytes = 0;
   };
   using waiter_map = std::unordered_map<std::uint64_t, waiter>;
@@ -79,6 +114,7 @@ class replication {
   void finish(waiter_map::iterator it, durable_result r);
 
   waiter_map waiting_;
+  subscription_entries* subscriptions_ = nullptr;
   std::size_t in_flight_bytes_ = 0;
   std::string scratch_;
 };

@@ -11,8 +11,10 @@
 #include "protocol/json_mode.h"
 #include "protocol/offset_token.h"
 #include "server/node.h"
+#include "server/replication.h"
 #include "server/stream_shard.h"
 #include "storage/types.h"
+#include "subscriptions/cluster_port.h"
 #include "subscriptions/service.h"
 
 namespace weir::server {
@@ -89,10 +91,45 @@ class shard_stream_host final : public subscriptions::stream_host {
   node& node_;
 };
 
-class service_glue final : public subscriptions_glue {
+// cluster_port over the node's replication (everything on core 0, the service's home).
+class replication_port final : public subscriptions::cluster_port {
+ public:
+  explicit replication_port(replication& r) : r_(r) {}
+
+  std::uint64_t node_id() const override { return r_.node_id(); }
+  std::uint32_t group_of(std::string_view key) const override { return r_.group_of(key); }
+  std::vector<group_view> groups() const override {
+    std::vector<group_view> out;
+    for (const auto& [leads, term] : r_.group_views()) out.push_back(group_view{leads, term});
+    return out;
+  }
+  bool leads(std::uint32_t group) const override { return r_.leads_group(group); }
+  void propose_here(std::uint32_t group, std::vector<std::byte> payload,
+                    std::function<void(bool)> done) override {
+    r_.submit_entry(group, payload, true, std::move(done));
+  }
+  void propose(std::uint32_t group, std::vector<std::byte> payload, std::function<void(bool)> done) override {
+    r_.submit_entry(group, payload, false, std::move(done));
+  }
+  void caught_up(std::uint32_t group, std::function<void(bool)> ready) override {
+    r_.linearize_group(group, std::move(ready));
+  }
+  void call_leader(std::uint32_t group, std::vector<std::byte> request,
+                   std::function<void(result<std::vector<std::byte>>)> done) override {
+    r_.call_leader(group, std::move(request), std::move(done));
+  }
+
+ private:
+  replication& r_;
+};
+
+class service_glue final : public subscriptions_glue, public subscription_entries {
  public:
   service_glue(node& n, io::event_loop& home, const clock_source& clock, const std::string& data_dir)
       : host_(n), service_(home, host_, clock, make_options(n.config(), data_dir)) {}
+  ~service_glue() override {
+    if (repl_ != nullptr) repl_->attach_subscriptions(nullptr);
+  }
 
   void handle(const http::request& req, std::string_view root, std::string_view rest, std::string_view origin,
               http::exchange ex) override {
@@ -102,6 +139,20 @@ class service_glue final : public subscriptions_glue {
   void appended(const streams::stream_meta& m) override { service_.on_stream_appended(to_info(m)); }
   void deleted(const std::string& path) override { service_.on_stream_deleted(path); }
   void shutdown() override { service_.shutdown(); }
+  void attach_cluster(replication& r) override {
+    repl_ = &r;
+    port_ = std::make_unique<replication_port>(r);
+    service_.attach_cluster(*port_);
+    r.attach_subscriptions(this);
+  }
+  // subscription_entries (core 0)
+  void apply(std::uint32_t group, std::span<const std::byte> payload) override {
+    service_.apply_entry(group, payload);
+  }
+  void serve(std::uint32_t group, std::span<const std::byte> request,
+             std::function<void(std::optional<std::vector<std::byte>>)> reply) override {
+    service_.serve_leader_call(group, request, std::move(reply));
+  }
   bool active() const override { return service_.has_subscriptions(); }
   figures stats() const override {
     const auto s = service_.figures();
@@ -122,10 +173,13 @@ class service_glue final : public subscriptions_glue {
     o.max_webhook_retries = static_cast<int>(cfg.max_webhook_retries);
     o.max_subscriptions = cfg.max_subscriptions;
     o.max_pattern_bytes = cfg.max_subscription_pattern_bytes;
+    o.cluster = cfg.cluster.enabled();
     return o;
   }
 
   shard_stream_host host_;
+  replication* repl_ = nullptr;
+  std::unique_ptr<replication_port> port_;  // before service_: the service uses it until it is destroyed
   subscriptions::service service_;
 };
 

@@ -18,6 +18,7 @@ class event_loop;
 namespace weir::server {
 
 class node;
+class replication;
 
 struct subscriptions_glue {
   virtual ~subscriptions_glue() = default;
@@ -28,6 +29,9 @@ struct subscriptions_glue {
   virtual void appended(const streams::stream_meta& m) = 0;
   virtual void deleted(const std::string& path) = 0;
   virtual void shutdown() = 0;
+  // Cluster mode, before the loops run: the node's raft groups carry the subscriptions' state and route
+  // their requests to the leader of each subscription's group (docs/subscriptions.md, "Cluster").
+  virtual void attach_cluster(replication& r) = 0;
   // Any core: whether any subscription exists (stream events are not worth a cross-core hop otherwise).
   virtual bool active() const = 0;
   // On core 0: subscriptions held, webhook deliveries answered 2xx and failed (for GET /metrics).

@@ -33,6 +33,12 @@ control_response method_not_allowed(std::string allow) {
   return r;
 }
 
+control_response unavailable(std::string_view message) {
+  auto r = fail(503, "UNAVAILABLE", message);
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
 control_response from_config_error(const error& e) {
   switch (e.as<config_errc>()) {
     case config_errc::invalid_json:

@@ -17,6 +17,8 @@ control_response json(int status, std::string body);
 control_response fail(int status, std::string_view code, std::string_view message);
 control_response no_content();
 control_response method_not_allowed(std::string allow);
+// 503 UNAVAILABLE with Retry-After: 1 (a cluster node that could not commit or reach the leader).
+control_response unavailable(std::string_view message);
 // Maps a body/config parse error (config_errc) to its 400 answer.
 control_response from_config_error(const error& e);
 

@@ -6,10 +6,13 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "base/assert.h"
 #include "base/log.h"
 #include "http/exchange.h"
 #include "io/event_loop.h"
 #include "storage/env.h"
+#include "subscriptions/cluster_port.h"
+#include "subscriptions/subscription_cluster.h"
 #include "subscriptions/subscription_log.h"
 #include "subscriptions/subscription_manager.h"
 
@@ -73,11 +76,11 @@ manager_options make_manager_options(const service_options& opts, subscription_j
 // Start-up: opens <data_dir>/subscriptions.log and replays it. A log that cannot be read stops start-up
 // rather than being overwritten. A subscriptions.json from before the log is read once (the restore
 // compacts it into the log, then it is removed).
-std::unique_ptr<subscription_journal> open_journal(const std::string& data_dir,
+std::unique_ptr<subscription_journal> open_journal(const std::string& data_dir, bool cluster,
                                                    std::vector<persisted_subscription>& restored,
                                                    bool& migrated) {
   migrated = false;
-  if (data_dir.empty()) return nullptr;
+  if (data_dir.empty() || cluster) return nullptr;  // a cluster node's subscriptions live in its raft log
   storage::env& env = storage::default_posix_env();
   std::string log_path = data_dir + "/subscriptions.log";
   std::string json_path = data_dir + "/subscriptions.json";
@@ -101,11 +104,12 @@ std::unique_ptr<subscription_journal> open_journal(const std::string& data_dir,
 
 struct service::impl {
   impl(io::event_loop& home, stream_host& host, const clock_source& clock, service_options opts)
-      : sched(home),
+      : home_loop(home),
+        sched(home),
         key(load_key(opts.data_dir)),  // creates data_dir when missing
-        journal(open_journal(opts.data_dir, restored, migrated)),
+        journal(open_journal(opts.data_dir, opts.cluster, restored, migrated)),
         manager(sched, host, sender, clock, key, token_signer(token_signer::random_secret()),
-                make_manager_options(opts, journal.get())) {
+                cluster_options(opts, make_manager_options(opts, journal.get()))) {
     if (opts.allow_localhost_webhooks) {
       log::warn(
           "subscriptions: allow-loopback-webhooks is on: webhooks may POST over plain HTTP to this "
@@ -128,12 +132,30 @@ struct service::impl {
     }
   }
 
+  // Cluster mode: the manager's hooks reach `cluster`, which attach_cluster() creates later.
+  manager_options cluster_options(const service_options& opts, manager_options m) {
+    if (!opts.cluster) return m;
+    m.persist = nullptr;
+    m.replicate = [this](const std::string& sub, std::string record) {
+      if (cluster) cluster->replicate(sub, std::move(record));
+    };
+    m.durable = [this](const std::string& sub, std::function<void(bool)> done) {
+      if (!cluster) return done(false);
+      cluster->durable(sub, std::move(done));
+    };
+    m.jwks = [this] { return cluster ? cluster->jwks_json() : key->jwks_json(); };
+    m.subscription_count = [this] { return cluster ? cluster->subscription_count() : manager.size(); };
+    return m;
+  }
+
+  io::event_loop& home_loop;
   loop_scheduler sched;
   curl_webhook_sender sender;
   std::shared_ptr<const signing_key> key;
   std::vector<persisted_subscription> restored;  // filled by open_journal, handed to the manager
   bool migrated = false;
   std::unique_ptr<subscription_journal> journal;  // outlives the manager, which feeds it
+  std::unique_ptr<subscription_cluster> cluster;  // cluster mode; outlives the manager, which feeds it
   subscription_manager manager;
   std::atomic<std::size_t> count{0};  // manager.size(), readable from any core
 };
@@ -158,6 +180,11 @@ void service::handle(const http::request& req, std::string_view root, std::strin
 }
 
 void service::handle(const control_request& req, http::exchange ex) {
+  if (impl_->cluster) {
+    // Answered by the leader of the subscription's raft group, wherever it is.
+    impl_->cluster->handle(req, [ex](control_response r) { answer(ex, std::move(r)); });
+    return;
+  }
   // Count one more while the request may add a subscription: its backfill lists the shards'
   // streams asynchronously, and a stream created on a shard after that listing must be reported.
   impl_->count.fetch_add(1, std::memory_order_acq_rel);
@@ -181,10 +208,36 @@ bool service::has_subscriptions() const {
 
 service::stats service::figures() const {
   const auto d = impl_->manager.deliveries();
-  return stats{impl_->manager.size(), d.ok, d.failed};
+  // A cluster node holds every subscription of the cluster in its replica (it serves those it leads).
+  const std::size_t held = impl_->cluster ? impl_->cluster->subscription_count() : impl_->manager.size();
+  return stats{held, d.ok, d.failed};
+}
+
+void service::attach_cluster(cluster_port& port) {
+  WEIR_ASSERT(!impl_->cluster, "attach_cluster called twice");
+  impl* p = impl_.get();
+  impl_->cluster = std::make_unique<subscription_cluster>(
+      impl_->sched, port, impl_->key, subscription_cluster::options{},
+      [p] { p->count.store(p->manager.size(), std::memory_order_release); });
+  impl_->cluster->attach(impl_->manager);
+  // Its timer belongs to the home loop's thread.
+  impl_->home_loop.post([p] {
+    if (p->cluster) p->cluster->start();
+  });
+}
+
+void service::apply_entry(std::uint32_t group, std::span<const std::byte> payload) {
+  if (impl_->cluster) impl_->cluster->apply(group, payload);
+}
+
+void service::serve_leader_call(std::uint32_t group, std::span<const std::byte> request,
+                                std::function<void(std::optional<std::vector<std::byte>>)> reply) {
+  if (!impl_->cluster) return reply(std::nullopt);
+  impl_->cluster->serve(group, request, std::move(reply));
 }
 
 void service::shutdown() {
+  if (impl_->cluster) impl_->cluster->stop();
   impl_->sender.shutdown();
   impl_->manager.shutdown();  // hands over pending changes
   if (impl_->journal) impl_->journal->close();

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,7 +73,12 @@ struct service_options {
   int max_webhook_retries = 30;                  // setting max-webhook-retries (manager_options)
   std::size_t max_subscriptions = 1'000;         // setting max-subscriptions
   std::size_t max_pattern_bytes = 256;           // setting max-subscription-pattern-bytes
+  // One node of a raft cluster (docs/subscriptions.md, "Cluster"): no subscriptions.log; the state is
+  // replicated through the raft groups given by attach_cluster(), which must follow before the loops run.
+  bool cluster = false;
 };
+
+class cluster_port;
 
 class service {
  public:
@@ -99,6 +105,15 @@ class service {
 
   // Stops webhook delivery threads and timers (called before the loops stop).
   void shutdown();
+
+  // Cluster mode (service_options::cluster). Before the loops run: the raft groups, which must outlive
+  // the service's use of them (until shutdown()).
+  void attach_cluster(cluster_port& port);
+  // On the home loop: a committed subscription entry of raft group `group` (every node, log order).
+  void apply_entry(std::uint32_t group, std::span<const std::byte> payload);
+  // On the home loop: a leader call (subscription_cluster::serve). `reply(nullopt)`: not the leader.
+  void serve_leader_call(std::uint32_t group, std::span<const std::byte> request,
+                         std::function<void(std::optional<std::vector<std::byte>>)> reply);
 
   // On the home loop: figures for GET /metrics.
   struct stats {

@@ -131,13 +131,21 @@ result<std::shared_ptr<const signing_key>> signing_key::load_or_create(const std
   return fresh;
 }
 
-std::string signing_key::jwks_json() const {
+std::string jwks_json_of(const std::vector<std::pair<std::string, std::string>>& keys) {
   json_writer w;
-  w.begin_object().key("keys").begin_array().begin_object();
-  w.key("kty").value("OKP").key("crv").value("Ed25519").key("kid").value(kid_);
-  w.key("use").value("sig").key("alg").value("EdDSA").key("x").value(x_);
-  w.end_object().end_array().end_object();
+  w.begin_object().key("keys").begin_array();
+  for (const auto& [kid, x] : keys) {
+    w.begin_object();
+    w.key("kty").value("OKP").key("crv").value("Ed25519").key("kid").value(kid);
+    w.key("use").value("sig").key("alg").value("EdDSA").key("x").value(x);
+    w.end_object();
+  }
+  w.end_array().end_object();
   return w.take();
+}
+
+std::string signing_key::jwks_json() const {
+  return jwks_json_of({{kid_, x_}});
 }
 
 std::string signing_key::sign(std::string_view message) const {

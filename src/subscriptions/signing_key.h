@@ -7,12 +7,17 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 
 namespace weir::subscriptions {
 
 enum class signing_errc { io = 1, bad_key, crypto };
+
+// A JWK Set of Ed25519 public keys, given as (kid, x) pairs: {"keys":[{kty,crv,kid,use,alg,x}, ...]}.
+std::string jwks_json_of(const std::vector<std::pair<std::string, std::string>>& keys);
 
 class signing_key {
  public:

@@ -172,8 +172,12 @@ std::string encode_image(const std::vector<persisted_subscription>& subs) {
   return out;
 }
 
-result<replayed_log> replay_log(std::span<const std::byte> bytes) {
-  std::map<std::string, persisted_subscription> subs;
+namespace {
+
+// Applies the whole records at the start of `bytes` to `subs`; returns how many bytes they took. Stops
+// at the first record cut short or failing its CRC; an intact record that makes no sense is an error.
+result<std::size_t> apply_framed(std::map<std::string, persisted_subscription>& subs,
+                                 std::span<const std::byte> bytes) {
   simdjson::dom::parser parser;
   std::size_t pos = 0;
   while (bytes.size() - pos >= k_header_bytes) {
@@ -192,11 +196,29 @@ result<replayed_log> replay_log(std::span<const std::byte> bytes) {
     }
     pos += k_header_bytes + len;
   }
+  return pos;
+}
+
+}  // namespace
+
+result<replayed_log> replay_log(std::span<const std::byte> bytes) {
+  std::map<std::string, persisted_subscription> subs;
+  auto valid = apply_framed(subs, bytes);
+  if (!valid) return valid.err();
   replayed_log out;
-  out.valid_bytes = pos;
-  out.dropped_bytes = bytes.size() - pos;
+  out.valid_bytes = *valid;
+  out.dropped_bytes = bytes.size() - *valid;
   for (auto& [_, s] : subs) out.subs.push_back(std::move(s));
   return out;
+}
+
+status apply_records(std::map<std::string, persisted_subscription>& subs, std::span<const std::byte> bytes) {
+  auto valid = apply_framed(subs, bytes);
+  if (!valid) return valid.err();
+  if (*valid != bytes.size()) {
+    return corrupt(fmt::format("record at byte {} is cut short or fails its CRC", *valid));
+  }
+  return {};
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -59,6 +60,11 @@ struct replayed_log {
 // Replays a log. A torn tail is not an error (see above); a record that is intact but does not make sense
 // (unknown op, a change to an unknown subscription, an invalid config) is corruption and is.
 result<replayed_log> replay_log(std::span<const std::byte> bytes);
+
+// Applies records to `subs` in order, as replay does. The bytes came whole from elsewhere (a cluster's
+// replicated entry, subscription_replica): a record cut short or failing its CRC is an error, as is one
+// that does not make sense. On error the records before the bad one stay applied.
+status apply_records(std::map<std::string, persisted_subscription>& subs, std::span<const std::byte> bytes);
 
 // One batch for the journal, in the manager's order: records to append, or a compaction image that
 // replaces the whole log.

@@ -14,6 +14,15 @@ namespace weir::subscriptions {
 // control_responses.h: the helpers shared by this class's translation units.
 using namespace detail;
 
+namespace {
+// One subscription_log record around `payload`.
+std::string framed(std::string_view payload) {
+  std::string out;
+  append_record(out, payload);
+  return out;
+}
+}  // namespace
+
 subscription_manager::subscription_manager(scheduler& sched, stream_host& host, webhook_transport& transport,
                                            const clock_source& clock, std::shared_ptr<const signing_key> key,
                                            token_signer tokens, manager_options opts)
@@ -77,7 +86,7 @@ void subscription_manager::handle(const control_request& req, responder respond)
     if (req.method != http::method::get && req.method != http::method::head) {
       return respond(method_not_allowed("GET, HEAD"));
     }
-    control_response r = json(200, key_->jwks_json());
+    control_response r = json(200, opts_.jwks ? opts_.jwks() : key_->jwks_json());
     r.content_type = "application/jwk-set+json";
     r.headers.emplace_back("Cache-Control", "public, max-age=300");
     return respond(std::move(r));
@@ -89,6 +98,18 @@ void subscription_manager::handle(const control_request& req, responder respond)
   if (!id || !valid_subscription_id(*id))
     return respond(fail(400, "INVALID_REQUEST", "invalid subscription id"));
   std::string key = std::string(req.root) + *id;
+  if (opts_.durable) {
+    // Cluster mode: an answer leaves once the changes it reports are committed in the subscription's
+    // raft group, so that any node then shows them (docs/subscriptions.md, "Cluster").
+    respond = [this, key, respond = std::move(respond)](control_response r) mutable {
+      if (*alive_) flush_changes();
+      opts_.durable(key, [respond = std::move(respond), r = std::move(r)](bool ok) mutable {
+        respond(ok ? std::move(r)
+                   : unavailable("the change could not be replicated (no quorum, or the "
+                                 "subscription's group changed leader): retry"));
+      });
+    };
+  }
 
   if (parts.size() == 2) {
     switch (req.method) {
@@ -107,7 +128,7 @@ void subscription_manager::handle(const control_request& req, responder respond)
         if (it != subs_.end()) {
           cancel_timers(*it->second);
           subs_.erase(it);
-          if (opts_.persist) append_record(pending_records_, delete_record(key));
+          if (recording()) pending_records_.emplace_back(key, framed(delete_record(key)));
           changed();
         }
         return respond(no_content());
@@ -182,7 +203,8 @@ void subscription_manager::put_subscription(const control_request& req, const st
     }
     return respond(json(200, render_subscription(e.state, signing_for(req.origin, req.root))));
   }
-  if (opts_.max_subscriptions != 0 && subs_.size() >= opts_.max_subscriptions) {
+  const std::size_t held = opts_.subscription_count ? opts_.subscription_count() : subs_.size();
+  if (opts_.max_subscriptions != 0 && held >= opts_.max_subscriptions) {
     // Issue 12 item 5: a bounded number of subscriptions per node; the answer names the limit.
     return respond(fail(
         403, "LIMIT_EXCEEDED",
@@ -243,7 +265,7 @@ subscription_manager::entry& subscription_manager::add_entry(const std::string& 
       entry{root + id, root, origin, next_incarnation_++, std::move(hash), std::move(state)});
   entry& e = *owned;
   subs_[e.key] = std::move(owned);
-  if (journal && opts_.persist) append_record(pending_records_, sub_record(persisted(e)));
+  if (journal && recording()) pending_records_.emplace_back(e.key, framed(sub_record(persisted(e))));
   if (const auto& pattern = e.state.config().pattern) {
     e.glob = glob_matcher::compile(*pattern);
     WEIR_ASSERT(e.glob.has_value(), "validated pattern '{}' failed to compile", *pattern);
@@ -311,7 +333,7 @@ void subscription_manager::restore(std::vector<persisted_subscription> subs) {
 }
 
 void subscription_manager::changed() {
-  if (!opts_.persist || persist_timer_ != 0 || !*alive_) return;
+  if (!recording() || persist_timer_ != 0 || !*alive_) return;
   persist_timer_ = sched_.add_timer(opts_.persist_delay_ms, guarded([this] {
                                       persist_timer_ = 0;
                                       write_changes();
@@ -332,26 +354,53 @@ persisted_subscription subscription_manager::persisted(const entry& e) const {
 // Issue 12 item 7: only what changed is written (O(changes), never O(state)); the "sub" and "del"
 // records were queued in order as they happened, link and counter changes are collected here.
 void subscription_manager::write_changes() {
-  std::string batch = std::move(pending_records_);
+  std::vector<std::pair<std::string, std::string>> records = std::move(pending_records_);
   pending_records_.clear();
   for (auto& [key, ep] : subs_) {
     subscription_state& st = ep->state;
     for (const auto& path : st.changed_links()) {
       auto it = st.links().find(path);
-      append_record(batch,
-                    it == st.links().end() ? unlink_record(key, path) : link_record(key, path, it->second));
+      records.emplace_back(key, framed(it == st.links().end() ? unlink_record(key, path)
+                                                              : link_record(key, path, it->second)));
     }
     if (st.counters_changed()) {
       persisted_subscription p = persisted(*ep);
-      append_record(
-          batch, state_record(key, p.generation, p.failed, p.failed_attempts, p.retry_at_wall_ms, p.paused));
+      records.emplace_back(key, framed(state_record(key, p.generation, p.failed, p.failed_attempts,
+                                                    p.retry_at_wall_ms, p.paused)));
     }
     st.take_changes();
   }
+  if (opts_.replicate) {
+    for (auto& [key, record] : records) opts_.replicate(key, std::move(record));
+    return;
+  }
+  std::string batch;
+  for (const auto& [_, record] : records) batch += record;
   if (batch.empty()) return;
   journal_bytes_ += batch.size();
   opts_.persist(journal_batch{false, std::move(batch)});
   if (journal_bytes_ > std::max<std::uint64_t>(opts_.compact_min_bytes, image_bytes_)) compact();
+}
+
+void subscription_manager::flush_changes() {
+  if (!recording() || !*alive_) return;
+  if (persist_timer_ != 0) {
+    sched_.cancel_timer(persist_timer_);
+    persist_timer_ = 0;
+  }
+  write_changes();
+}
+
+void subscription_manager::unload(const std::function<bool(const std::string& key)>& which) {
+  for (auto it = subs_.begin(); it != subs_.end();) {
+    if (!which(it->first)) {
+      ++it;
+      continue;
+    }
+    cancel_timers(*it->second);
+    it = subs_.erase(it);
+  }
+  std::erase_if(pending_records_, [&](const auto& r) { return which(r.first); });
 }
 
 void subscription_manager::compact() {

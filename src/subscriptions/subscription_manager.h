@@ -72,6 +72,19 @@ struct manager_options {
   // Issue 12 item 5: what one client can make the node keep. 0: unlimited.
   std::size_t max_subscriptions = 1'000;
   std::size_t max_pattern_bytes = 256;
+
+  // Cluster mode (subscription_cluster; all empty on a single node). The manager then holds only the
+  // subscriptions of the raft groups this node leads:
+  //   - `replicate` replaces `persist`: every change record goes there with its subscription's key, to be
+  //     proposed in the subscription's group; nothing is compacted (the node log is the durability);
+  //   - `durable`: an answer about subscription `key` waits until the changes made so far are committed
+  //     (`done(true)`); `done(false)` (they could not be) turns it into a 503;
+  //   - `jwks`: the JWK Set to serve (every node's key), and `subscription_count`: the subscriptions of
+  //     the whole cluster, which max-subscriptions bounds.
+  std::function<void(const std::string& key, std::string record)> replicate;
+  std::function<void(const std::string& key, std::function<void(bool)> done)> durable;
+  std::function<std::string()> jwks;
+  std::function<std::size_t()> subscription_count;
 };
 
 class subscription_manager {
@@ -89,9 +102,16 @@ class subscription_manager {
   void on_stream_appended(const stream_info& s);
   void on_stream_deleted(std::string_view path);
 
-  // Re-creates persisted subscriptions (at start-up, before any request): re-learns the tails of their
-  // links, re-runs the pattern backfill and resumes retry schedules.
+  // Re-creates persisted subscriptions (at start-up, before any request; in a cluster, when this node
+  // starts leading their group): re-learns the tails of their links, re-runs the pattern backfill,
+  // resumes retry schedules and wakes pending work.
   void restore(std::vector<persisted_subscription> subs);
+  // Cluster mode: forgets the subscriptions `which` selects (by key) without recording a change, when
+  // this node stops leading their group (the replicated state keeps them). Their timers stop, changes
+  // not handed over yet are dropped, and late completions of their deliveries are ignored.
+  void unload(const std::function<bool(const std::string& key)>& which);
+  // Hands the changes made so far over now (persist or replicate) instead of after persist_delay_ms.
+  void flush_changes();
 
   // Writes pending changes now, cancels every timer and ignores every later completion.
   void shutdown();
@@ -157,6 +177,8 @@ class subscription_manager {
   entry* lookup(const std::string& key, std::uint64_t incarnation);
   // Something durable changed: schedule a journal write.
   void changed();
+  // Records changes at all (a journal on a single node, the raft group in a cluster).
+  bool recording() const { return opts_.persist || opts_.replicate; }
   // Hands the changes since the last write to opts_.persist (and a compaction when due).
   void write_changes();
   void compact();
@@ -184,7 +206,8 @@ class subscription_manager {
   std::unordered_map<std::string, std::unique_ptr<entry>> subs_;
   std::uint64_t next_incarnation_ = 1;
   std::uint64_t persist_timer_ = 0;
-  std::string pending_records_;      // "sub" and "del" records not handed over yet, in order
+  // "sub" and "del" records not handed over yet, in order, with their subscription's key.
+  std::vector<std::pair<std::string, std::string>> pending_records_;
   std::uint64_t journal_bytes_ = 0;  // appended since the last compaction image
   std::uint64_t image_bytes_ = 0;    // size of the last image
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

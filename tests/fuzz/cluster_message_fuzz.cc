@@ -3,11 +3,14 @@
 //   - a cluster message (channel 1 of peer_links, replicator::on_message): cluster::decode; for a forward,
 //     cluster::decode_entry of its entry, then streams::decode of the entry's command;
 //   - a group's log entry as raft applies it (group_glue::apply): cluster::decode_entry of the whole
-//     input, then streams::decode of its command.
+//     input, then, for an entry of kind streams, streams::decode of its command. (An entry of kind
+//     subscriptions is decoded by subscriptions::decode_replica_entry and the journal's record replay,
+//     which tests/unit/subscriptions covers; they are not linked here.)
 // Invariants:
 //   - cluster::decode and decode_entry are canonical: a decoded message (entry) re-encodes to exactly
-//     the bytes it came from. A forward's entry is the rest of the message by design (no length of its
-//     own), so a forward is canonical too; its entry is a view of those bytes, never a copy.
+//     the bytes it came from. A forward's entry, a leader_call's request and a leader_reply's answer are
+//     the rest of the message by design (no length of their own), so those are canonical too; they are
+//     views of those bytes, never copies. An entry's kind is one weir knows.
 //   - streams::decode is not canonical (a varint may carry redundant continuation bytes, a message count
 //     is read as a u64 and kept as a u32): its re-encoding decodes, re-encodes to itself, and is never
 //     longer than the input (decoding invents nothing); the data_offset the encoder reports points at
@@ -72,16 +75,20 @@ void check_command(std::span<const std::byte> bytes) {
   FUZZ_CHECK(streams::encode(*again) == once);
 }
 
-// cluster::decode_entry of a log entry: header + command.
+// cluster::decode_entry of a log entry: header (origin, ticket, kind) + command.
 void check_entry(std::span<const std::byte> entry) {
   auto e = cluster::decode_entry(entry);
-  FUZZ_CHECK(e.has_value() == (entry.size() >= cluster::entry_header_size));
+  const bool known_kind =
+      entry.size() >= cluster::entry_header_size &&
+      (entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::streams)} ||
+       entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::subscriptions)});
+  FUZZ_CHECK(e.has_value() == known_kind);
   if (!e) return;
   const auto& [header, command] = *e;
   FUZZ_CHECK(inside(command, entry));
   FUZZ_CHECK(command.size() == entry.size() - cluster::entry_header_size);
   FUZZ_CHECK(same_bytes(cluster::encode_entry(header, command), entry));
-  check_command(command);
+  if (header.kind == cluster::entry_kind::streams) check_command(command);
 }
 
 // cluster::decode of a channel 1 message.
@@ -95,6 +102,11 @@ void check_message(std::span<const std::byte> in) {
     check_entry(f->entry);
   } else if (const auto* r = std::get_if<cluster::forward_reject>(&*m)) {
     FUZZ_CHECK(r->reason == cluster::reject_reason::not_leader || r->reason == cluster::reject_reason::lost);
+  } else if (const auto* c = std::get_if<cluster::leader_call>(&*m)) {
+    FUZZ_CHECK(inside(c->request, in));
+  } else if (const auto* q = std::get_if<cluster::leader_reply>(&*m)) {
+    FUZZ_CHECK(inside(q->answer, in));
+    FUZZ_CHECK(q->served || q->answer.empty());
   } else if (const auto* u = std::get_if<cluster::membership_update>(&*m)) {
     // Node ids from 1, addresses never empty (what a node's replicator then checks further).
     for (const auto& [id, address] : u->members) FUZZ_CHECK(id != 0 && !address.empty());

@@ -1,10 +1,13 @@
 // Writes the seed corpus of cluster_message_fuzz: one valid cluster message per file (a forward for
-// every kind of streams command, both forward_reject reasons, a read_request, both read_reply forms, a
-// membership and the empty one) and two bare log entries. Rerun when an encoding changes:
+// every kind of streams command and one of a subscription change, both forward_reject reasons, a
+// read_request, both read_reply forms, a membership and the empty one, a leader_call, both leader_reply
+// forms) and three bare log entries (two streams commands, a subscription change). Rerun when an
+// encoding changes:
 //   build/fuzz/tests/fuzz/cluster_message_seeds tests/fuzz/corpus/cluster_message_fuzz
 #include <cstdio>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cluster/messages.h"
@@ -23,7 +26,22 @@ streams::payload bytes(std::string s, std::uint32_t messages = 0) {
 
 std::vector<std::byte> entry(std::uint64_t origin, std::uint64_t ticket, const streams::command& c) {
   const std::string cmd = streams::encode(c);
-  return cluster::encode_entry({origin, ticket}, std::as_bytes(std::span(cmd.data(), cmd.size())));
+  return cluster::encode_entry({origin, ticket, cluster::entry_kind::streams},
+                               std::as_bytes(std::span(cmd.data(), cmd.size())));
+}
+
+std::span<const std::byte> text(std::string_view s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+// A subscription change (subscriptions/subscription_replica.h): op 1, then one subscription_log record
+// (u32 length, u32 CRC32C, JSON; this layer does not check the CRC, so a placeholder will do).
+std::vector<std::byte> subscription_entry(std::uint64_t origin, std::uint64_t ticket) {
+  const std::string json = R"({"op":"del","sub":"/v1/stream/sub-1"})";
+  std::string payload = "\x01";
+  for (int i = 0; i < 4; ++i) payload.push_back(static_cast<char>((json.size() >> (8 * i)) & 0xff));
+  payload += std::string("\x12\x34\x56\x78", 4) + json;
+  return cluster::encode_entry({origin, ticket, cluster::entry_kind::subscriptions}, text(payload));
 }
 
 bool write(const std::string& dir, const std::string& name, const std::vector<std::byte>& b) {
@@ -88,7 +106,9 @@ int main(int argc, char** argv) {
     ok &= write(dir, "forward-" + std::to_string(i),
                 cluster::encode(cluster::forward{static_cast<std::uint32_t>(i % 3), e}));
   }
+  ok &= write(dir, "forward-subscriptions", cluster::encode(cluster::forward{2, subscription_entry(2, 120)}));
   ok &= write(dir, "entry-append", entry(3, 7, append));
+  ok &= write(dir, "entry-subscriptions", subscription_entry(1, 0));
   ok &= write(dir, "entry-unticketed", entry(1, 0, streams::touch_command{"/v1/stream/t", 5}));
   ok &= write(dir, "forward_reject-not_leader",
               cluster::encode(cluster::forward_reject{104, cluster::reject_reason::not_leader, 3}));
@@ -97,6 +117,11 @@ int main(int argc, char** argv) {
   ok &= write(dir, "read_request", cluster::encode(cluster::read_request{1, 9}));
   ok &= write(dir, "read_reply-ok", cluster::encode(cluster::read_reply{9, true, 1234, 0}));
   ok &= write(dir, "read_reply-not_leader", cluster::encode(cluster::read_reply{10, false, 0, 2}));
+  // A leader call carries a subscription control request (subscriptions/control_codec.h) and its answer.
+  ok &= write(dir, "leader_call", cluster::encode(cluster::leader_call{11, 5, text("\x01request bytes")}));
+  ok &=
+      write(dir, "leader_reply-served", cluster::encode(cluster::leader_reply{11, true, 0, text("answer")}));
+  ok &= write(dir, "leader_reply-not_leader", cluster::encode(cluster::leader_reply{12, false, 3, {}}));
   ok &= write(dir, "membership",
               cluster::encode(cluster::membership_update{
                   3, {{1, "10.0.0.1:5437"}, {2, "10.0.0.2:5437"}, {4, "127.0.0.1:5440"}}}));

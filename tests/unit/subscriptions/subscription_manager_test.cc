@@ -673,3 +673,70 @@ TEST(subscription_manager, loopback_webhooks_are_refused_by_default) {
 
 }  // namespace
 }  // namespace weir::subscriptions
+
+namespace weir::subscriptions {
+namespace {
+
+// Cluster mode (subscription_cluster): changes go out per subscription key through `replicate` (never
+// as a journal batch or a compaction), and an answer waits for `durable`.
+TEST(subscription_manager, replicate_mode_hands_records_per_key_and_answers_when_durable) {
+  std::vector<std::pair<std::string, std::string>> replicated;
+  std::vector<std::function<void(bool)>> waiting;
+  manager_options opts = dev_options();
+  opts.replicate = [&](const std::string& key, std::string record) {
+    replicated.emplace_back(key, std::move(record));
+  };
+  opts.durable = [&](const std::string&, std::function<void(bool)> done) {
+    waiting.push_back(std::move(done));
+  };
+  harness h(opts);
+  std::optional<control_response> out;
+  h.manager.handle(control_request{http::method::put, webhook_sub(), {}, root, "subscriptions/a", origin},
+                   [&](control_response r) { out = std::move(r); });
+  h.sched.drain();
+  EXPECT_FALSE(out.has_value());  // not before the change is durable
+  ASSERT_EQ(waiting.size(), 1u);
+  ASSERT_EQ(replicated.size(), 1u);  // handed over at once, not after persist_delay_ms
+  EXPECT_EQ(replicated[0].first, "/v1/stream/a");
+  std::map<std::string, persisted_subscription> subs;
+  ASSERT_TRUE(apply_records(subs, std::as_bytes(std::span(replicated[0].second))));
+  EXPECT_EQ(subs.count("/v1/stream/a"), 1u);
+  waiting[0](true);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->status, 201);
+
+  // A change that could not be made durable answers 503.
+  out.reset();
+  h.manager.handle(control_request{http::method::del, {}, {}, root, "subscriptions/a", origin},
+                   [&](control_response r) { out = std::move(r); });
+  ASSERT_EQ(waiting.size(), 2u);
+  waiting[1](false);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->status, 503);
+  EXPECT_EQ(replicated.back().first, "/v1/stream/a");  // the "del" record went out
+}
+
+// unload forgets subscriptions without recording anything; their late completions are ignored.
+TEST(subscription_manager, unload_forgets_without_recording) {
+  std::vector<std::string> keys;
+  manager_options opts = dev_options();
+  opts.replicate = [&](const std::string& key, std::string) { keys.push_back(key); };
+  opts.durable = [](const std::string&, std::function<void(bool)> done) { done(true); };
+  harness h(opts);
+  ASSERT_EQ(h.call(http::method::put, "subscriptions/a", webhook_sub()).status, 201);
+  ASSERT_EQ(h.call(http::method::put, "subscriptions/b", webhook_sub()).status, 201);
+  h.created("events/x", 1);
+  ASSERT_EQ(h.transport.sent.size(), 2u);
+  keys.clear();
+  h.manager.unload([](const std::string& key) { return key == "/v1/stream/a"; });
+  EXPECT_EQ(h.manager.find(root, "a"), nullptr);
+  EXPECT_NE(h.manager.find(root, "b"), nullptr);
+  h.transport.answer(200, R"({"done":true})");  // a's delivery: nobody holds it any more
+  h.transport.answer(200, R"({"done":true})");
+  h.sched.advance(50);
+  for (const auto& k : keys) EXPECT_EQ(k, "/v1/stream/b");
+  EXPECT_FALSE(keys.empty());
+}
+
+}  // namespace
+}  // namespace weir::subscriptions
