@@ -300,6 +300,18 @@ std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> co
   return ticket;
 }
 
+void replicator::after(milliseconds delay, std::function<void()> fn) {
+  ex_.add_timer(delay, [alive = std::weak_ptr<bool>(alive_), fn = std::move(fn)] {
+    if (auto a = alive.lock(); a && *a) fn();
+  });
+}
+
+void replicator::soon(std::function<void()> fn) {
+  ex_.post([alive = std::weak_ptr<bool>(alive_), fn = std::move(fn)] {
+    if (auto a = alive.lock(); a && *a) fn();
+  });
+}
+
 void replicator::try_submit(std::uint64_t ticket) {
   auto it = submits_.find(ticket);
   if (it == submits_.end()) return;
@@ -325,7 +337,7 @@ void replicator::try_submit(std::uint64_t ticket) {
     return;
   }
   s.retry_armed = true;
-  ex_.add_timer(retry_delay, [this, ticket] { try_submit(ticket); });
+  after(retry_delay, [this, ticket] { try_submit(ticket); });
 }
 
 void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::uint64_t origin,
@@ -340,7 +352,7 @@ void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::ui
     if (it == submits_.end() || it->second.retry_armed) return;
     it->second.proposed = false;
     it->second.retry_armed = true;
-    ex_.add_timer(retry_delay, [this, ticket] { try_submit(ticket); });
+    after(retry_delay, [this, ticket] { try_submit(ticket); });
   };
   if (raft_state(&g.r) != RAFT_LEADER) {
     retry();
@@ -435,7 +447,7 @@ void replicator::try_read(std::uint64_t id) {
       auto found = reads_.find(id);
       if (found == reads_.end()) return;
       if (!ok) {
-        ex_.add_timer(retry_delay, [this, id] { try_read(id); });
+        after(retry_delay, [this, id] { try_read(id); });
         return;
       }
       found->second.index = index;
@@ -448,10 +460,10 @@ void replicator::try_read(std::uint64_t id) {
     send(leader, read_request{g, id});
     // Reads are safe to ask for again: a request or its answer lost with a link (or a leader that died
     // with it) is asked again of the leader known then, until the read's deadline.
-    ex_.add_timer(read_resend, [this, id] { try_read(id); });
+    after(read_resend, [this, id] { try_read(id); });
     return;
   }
-  ex_.add_timer(retry_delay, [this, id] { try_read(id); });
+  after(retry_delay, [this, id] { try_read(id); });
 }
 
 void replicator::leader_read(std::uint32_t gi, std::function<void(bool, std::uint64_t)> done) {
@@ -482,7 +494,7 @@ void replicator::start_barrier(group& g) {
 void replicator::notify_commit(group& g) {
   if (g.notify_posted || raft_state(&g.r) != RAFT_LEADER) return;
   g.notify_posted = true;
-  ex_.post([this, gp = &g] {
+  soon([this, gp = &g] {
     group& grp = *gp;
     grp.notify_posted = false;
     if (closing_ || raft_state(&grp.r) != RAFT_LEADER) return;
@@ -514,7 +526,7 @@ void replicator::notify_commit(group& g) {
 void replicator::schedule_read_check() {
   if (read_check_posted_ || reads_.empty()) return;
   read_check_posted_ = true;
-  ex_.post([this] {
+  soon([this] {
     read_check_posted_ = false;
     check_reads();
   });
@@ -568,7 +580,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     } else if (!it->second.retry_armed) {
       it->second.proposed = false;
       it->second.retry_armed = true;
-      ex_.add_timer(retry_delay, [this, t = rj->ticket] { try_submit(t); });
+      after(retry_delay, [this, t = rj->ticket] { try_submit(t); });
     }
   } else if (auto* rq = std::get_if<read_request>(&*m)) {
     if (rq->group >= groups_.size()) return;
@@ -611,7 +623,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     auto it = reads_.find(rr->id);
     if (it == reads_.end() || it->second.have_index) return;
     if (!rr->ok) {
-      ex_.add_timer(retry_delay, [this, id = rr->id] { try_read(id); });
+      after(retry_delay, [this, id = rr->id] { try_read(id); });
       return;
     }
     it->second.index = rr->index;

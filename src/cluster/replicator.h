@@ -185,6 +185,9 @@ class replicator {
     bool have_index = false;
   };
 
+  // Timers and posted tasks that do nothing once the replicator is gone (its executor may run on).
+  void after(std::chrono::milliseconds delay, std::function<void()> fn);
+  void soon(std::function<void()> fn);
   void try_submit(std::uint64_t ticket);
   void propose(std::uint32_t group, std::vector<std::byte> entry, std::uint64_t origin, std::uint64_t ticket);
   void try_read(std::uint64_t id);
