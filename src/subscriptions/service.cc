@@ -145,6 +145,7 @@ struct service::impl {
     };
     m.jwks = [this] { return cluster ? cluster->jwks_json() : key->jwks_json(); };
     m.subscription_count = [this] { return cluster ? cluster->subscription_count() : manager.size(); };
+    m.restore_links_at_start = true;
     return m;
   }
 

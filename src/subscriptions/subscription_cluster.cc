@@ -49,6 +49,7 @@ void subscription_cluster::fill_manager_options(manager_options& o) {
   };
   o.jwks = [this] { return jwks_json(); };
   o.subscription_count = [this] { return subscription_count(); };
+  o.restore_links_at_start = true;
 }
 
 void subscription_cluster::start() {

@@ -53,7 +53,7 @@ class subscription_cluster {
   // come through fill_manager_options().
   void attach(subscription_manager& m) { manager_ = &m; }
   // Sets the manager_options members that connect a manager to this object (replicate, durable, jwks,
-  // subscription_count) and clears `persist`.
+  // subscription_count, restore_links_at_start) and clears `persist`.
   void fill_manager_options(manager_options& o);
 
   // Starts the leadership poll; stop() ends it and stops serving (shutdown).

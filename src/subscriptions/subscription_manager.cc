@@ -273,14 +273,14 @@ subscription_manager::entry& subscription_manager::add_entry(const std::string& 
   return e;
 }
 
-void subscription_manager::backfill(entry& e, std::function<void()> done) {
+void subscription_manager::backfill(entry& e, std::function<void()> done, bool at_start) {
   if (!e.glob) return done();
   std::string key = e.key;
   std::uint64_t inc = e.incarnation;
   std::string root = e.root;
   host_.list_streams(root + e.glob->literal_prefix(),
-                     [this, key, inc, root, done](std::vector<stream_info> all) {
-                       sched_.post(guarded([this, key, inc, root, done, all = std::move(all)] {
+                     [this, key, inc, root, done, at_start](std::vector<stream_info> all) {
+                       sched_.post(guarded([this, key, inc, root, done, at_start, all = std::move(all)] {
                          if (entry* e2 = lookup(key, inc)) {
                            // PROTOCOL.md 6.2: eager backfill links matching existing streams at their current
                            // tail.
@@ -288,7 +288,11 @@ void subscription_manager::backfill(entry& e, std::function<void()> done) {
                              if (s.path.compare(0, root.size(), root) != 0) continue;
                              std::string rel = s.path.substr(root.size());
                              if (!e2->glob->matches(rel) || rel == e2->state.config().wake_stream) continue;
-                             e2->state.link_at_tail(rel, false, s.tail_offset);
+                             if (at_start && !e2->state.linked(rel)) {
+                               e2->state.link_at_start(rel, false, s.tail_offset);
+                             } else {
+                               e2->state.link_at_tail(rel, false, s.tail_offset);
+                             }
                            }
                          }
                          done();
@@ -324,7 +328,9 @@ void subscription_manager::restore(std::vector<persisted_subscription> subs) {
         }));
       });
     }
-    backfill(e, one_done);
+    // In a cluster a matching stream the restored state does not link was created while no node held
+    // the subscription (a failover): linked before its first data, as if its creation had been seen.
+    backfill(e, one_done, opts_.restore_links_at_start);
     one_done();
   }
   // A fresh log holding just the restored state (the old one may carry a long history, or be a

@@ -85,6 +85,9 @@ struct manager_options {
   std::function<void(const std::string& key, std::function<void(bool)> done)> durable;
   std::function<std::string()> jwks;
   std::function<std::size_t()> subscription_count;
+  // restore(): link the matching streams its state does not link at their start (cluster mode: they
+  // appeared while no node held the subscription) instead of at their tail (a single node's restart).
+  bool restore_links_at_start = false;
 };
 
 class subscription_manager {
@@ -186,8 +189,9 @@ class subscription_manager {
   // `journal`: log the new subscription (not when restoring it from the log).
   entry& add_entry(const std::string& root, const std::string& origin, const std::string& id,
                    std::string hash, subscription_state state, bool journal = true);
-  // Links existing streams matching the pattern at their tails, then calls `done` on the home loop.
-  void backfill(entry& e, std::function<void()> done);
+  // Links existing streams matching the pattern at their tails (`at_start`: the ones not linked yet at
+  // their start), then calls `done` on the home loop.
+  void backfill(entry& e, std::function<void()> done, bool at_start = false);
   std::string new_wake_id();
   signing_info signing_for(std::string_view origin, std::string_view root) const;
   url_policy webhook_policy() const {

@@ -303,6 +303,27 @@ TEST(subscription_cluster, pending_work_is_woken_again_after_a_failover) {
             fake_host::offset(1));
 }
 
+// A stream created and written while no node held the subscription (its group between leaders) is
+// linked at its start by the new leader, so that data is woken, not skipped.
+TEST(subscription_cluster, a_stream_that_appeared_during_a_failover_is_linked_at_its_start) {
+  sim_cluster c;
+  const std::uint32_t g = c.group_of("s");
+  c.move_leader(g, 1);
+  ASSERT_EQ(c.call(1, http::method::put, "subscriptions/s", webhook_sub()).status, 201);
+  c.leader[g] = 0;  // the leader dies; an election runs
+  c.poll_all();
+  EXPECT_EQ(c.node(1).manager->size(), 0u);
+  c.created("events/new", 0);  // every node applies it; none holds the subscription
+  c.appended("events/new", 3);
+  EXPECT_EQ(c.webhooks(), 0u);
+  c.move_leader(g, 2);
+  ASSERT_EQ(c.node(2).transport.sent.size(), 1u);
+  json_doc note(c.node(2).transport.sent[0].req.body);
+  EXPECT_EQ(str(note["streams"].at(0)["path"]), "events/new");
+  EXPECT_EQ(str(note["streams"].at(0)["acked_offset"]), "-1");
+  EXPECT_EQ(str(note["streams"].at(0)["tail_offset"]), fake_host::offset(3));
+}
+
 // A change that does not commit answers 503 and the leader reloads the group from its replica.
 TEST(subscription_cluster, a_change_that_does_not_commit_answers_503) {
   sim_cluster c;
