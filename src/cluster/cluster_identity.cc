@@ -40,24 +40,13 @@ result<cluster_identity> read_identity(storage::env& e, const std::string& path)
   return id;
 }
 
-// temp file, fsync, rename, fsync of the directory: after a crash the file is either absent (the next
-// start writes it again) or whole.
+// storage::replace_file: after a crash the file is either absent (the next start writes it again) or whole.
 status write_identity(storage::env& e, const std::string& data_dir, const cluster_identity& id) {
   const std::string path = storage::join_path(data_dir, identity_file_name);
-  const std::string tmp = path + ".tmp";
   if (auto st = e.create_dirs(data_dir); !st) return io(path, st.err());
-  if (e.file_exists(tmp)) {
-    if (auto st = e.remove_file(tmp); !st) return io(tmp, st.err());  // left by a crash in this function
-  }
-  auto f = e.open_writable(tmp, storage::open_mode::create_new);
-  if (!f) return io(tmp, f.err());
   const std::string text = format_identity(id);
-  if (auto st = (*f)->append(std::as_bytes(std::span(text.data(), text.size()))); !st)
-    return io(tmp, st.err());
-  if (auto st = (*f)->sync(); !st) return io(tmp, st.err());
-  f->reset();
-  if (auto st = e.rename_file(tmp, path); !st) return io(path, st.err());
-  if (auto st = e.sync_dir(data_dir); !st) return io(path, st.err());
+  if (auto st = storage::replace_file(e, path, std::as_bytes(std::span(text.data(), text.size()))); !st)
+    return io(path, st.err());
   return {};
 }
 

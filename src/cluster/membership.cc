@@ -35,12 +35,6 @@ std::string id_list(const membership& m) {
   return out.empty() ? "none" : out;
 }
 
-std::string directory_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // "HOST:PORT" as every node writes it (IPv4 or localhost: io::connect_tcp takes no names yet).
 result<std::string> normal_address(std::string_view address) {
   auto a = parse_peer_address(address);
@@ -173,21 +167,11 @@ result<std::optional<membership>> load_membership(storage::env& e, const std::st
   return std::optional<membership>(std::move(*m));
 }
 
-// temp file, fsync, rename, fsync of the directory: after a crash the file is the old one or the new one.
+// storage::replace_file: after a crash the file is the old one or the new one.
 status store_membership(storage::env& e, const std::string& path, const membership& m) {
-  const std::string tmp = path + ".tmp";
-  if (e.file_exists(tmp)) {
-    if (auto st = e.remove_file(tmp); !st) return io(tmp, st.err());  // left by a crash in this function
-  }
-  auto f = e.open_writable(tmp, storage::open_mode::create_new);
-  if (!f) return io(tmp, f.err());
   const std::string text = format_membership(m);
-  if (auto st = (*f)->append(std::as_bytes(std::span(text.data(), text.size()))); !st)
-    return io(tmp, st.err());
-  if (auto st = (*f)->sync(); !st) return io(tmp, st.err());
-  f->reset();
-  if (auto st = e.rename_file(tmp, path); !st) return io(path, st.err());
-  if (auto st = e.sync_dir(directory_of(path)); !st) return io(path, st.err());
+  if (auto st = storage::replace_file(e, path, std::as_bytes(std::span(text.data(), text.size()))); !st)
+    return io(path, st.err());
   return {};
 }
 

@@ -72,6 +72,12 @@ error errno_error(int err, const std::string& what);
 // The whole content of `path`, read through `e` (checkpoints and segments at recovery; blocking).
 result<std::vector<std::byte>> read_whole_file(env& e, const std::string& path);
 
+// Replaces `path` by a file holding `data`: a temp file (`path` + ".tmp"), fdatasync, rename, fsync of the
+// directory. After a crash `path` is the old file (or absent) or the new one, whole; a temp file left by a
+// crash is removed by the next call. Blocking; for small files written rarely (a node's identity, its
+// membership). The error's reason names the file and the step that failed.
+status replace_file(env& e, const std::string& path, std::span<const std::byte> data);
+
 inline std::string join_path(const std::string& dir, const std::string& name) {
   if (dir.empty() || dir.back() == '/') return dir + name;
   return dir + "/" + name;

@@ -123,5 +123,23 @@ TEST(mem_env, rename_replaces_and_list_dir_sees_names) {
   EXPECT_FALSE(e.list_dir("/nope"));
 }
 
+// storage::replace_file (env.h), checked on mem_env: a failed write leaves the old file and a temp file,
+// which the next call removes; a crash after it returns keeps the new file.
+TEST(env, replace_file_is_old_or_new_and_cleans_up_a_left_temp_file) {
+  mem_env e;
+  ASSERT_TRUE(e.create_dirs("/d"));
+  ASSERT_TRUE(e.sync_dir("/d"));
+  ASSERT_TRUE(replace_file(e, "/d/f", bytes_of("old")));
+  e.fail_next_syncs(1);
+  ASSERT_FALSE(replace_file(e, "/d/f", bytes_of("new")));
+  EXPECT_EQ(read_all(e, "/d/f"), "old");
+  EXPECT_TRUE(e.file_exists("/d/f.tmp"));
+  ASSERT_TRUE(replace_file(e, "/d/f", bytes_of("new")));
+  EXPECT_FALSE(e.file_exists("/d/f.tmp"));
+  e.crash();
+  e.restart();
+  EXPECT_EQ(read_all(e, "/d/f"), "new");
+}
+
 }  // namespace
 }  // namespace weir::storage
