@@ -170,13 +170,8 @@ void node::on_request(const http::request& req, http::exchange ex) {
     return;
   }
   if (r.path() == "/cluster" && get_or_head) {
-    ex.set_tag(tag_of(request_kind::metrics));
-    replication* repl = shards_[0]->replicated();
-    if (!repl) {
-      send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::server_path_missing)),
-                    cors);
-      return;
-    }
+    replication* repl = cluster_route(ex, cors);
+    if (!repl) return;
     shards_[0]->loop().post([repl, ex, cors] {
       protocol::response resp;
       resp.status = 200;
@@ -241,17 +236,22 @@ protocol::response membership_error(const error& e) {
 }
 }  // namespace
 
-// GET: the desired membership. POST ?id=N&address=HOST:PORT: add node N as a voter. DELETE ?id=N: remove
-// node N. A change answers 202 once this node recorded it and sent it to its peers; the leaders of the
-// groups then carry it out (GET /cluster shows every group's configuration).
-void node::route_members(const http::request& r, http::exchange ex, const protocol::cors_grant& cors) {
+replication* node::cluster_route(http::exchange& ex, const protocol::cors_grant& cors) {
   ex.set_tag(tag_of(request_kind::metrics));
   replication* repl = shards_[0]->replicated();
   if (!repl) {
     send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::server_path_missing)),
                   cors);
-    return;
   }
+  return repl;
+}
+
+// GET: the desired membership. POST ?id=N&address=HOST:PORT: add node N as a voter. DELETE ?id=N: remove
+// node N. A change answers 202 once this node recorded it and sent it to its peers; the leaders of the
+// groups then carry it out (GET /cluster shows every group's configuration).
+void node::route_members(const http::request& r, http::exchange ex, const protocol::cors_grant& cors) {
+  replication* repl = cluster_route(ex, cors);
+  if (!repl) return;
   const http::method m = r.method();
   const bool read = m == http::method::get || m == http::method::head;
   if (!read && m != http::method::post && m != http::method::del) {

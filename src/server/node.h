@@ -43,6 +43,7 @@ class tls_context;
 namespace weir::server {
 
 class stream_shard;
+class replication;
 struct subscriptions_glue;
 class node_metrics;
 class access_log;
@@ -85,6 +86,9 @@ class node {
   void reload_tls();
   std::string tls_key_file() const;  // tls-key, or tls-cert when the key is in the same file
   void on_request(const http::request& req, http::exchange ex);
+  // The replication of a cluster node, for the /cluster routes; on a single node, answers the request
+  // (404: the server's own path, not a stream) and returns null.
+  replication* cluster_route(http::exchange& ex, const protocol::cors_grant& cors);
   // /cluster/members (docs/operations.md, "Cluster"): the desired membership, and its changes.
   void route_members(const http::request& req, http::exchange ex, const protocol::cors_grant& cors);
   void route_reserved(const http::request& req, std::string_view root, std::string_view rest,
