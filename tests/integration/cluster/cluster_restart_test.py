@@ -20,17 +20,10 @@ import urllib.parse
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster_support as cs  # noqa: E402
+from cluster_support import check, failures  # noqa: E402
 
 OCTET = {"Content-Type": "application/octet-stream"}
 JSON = {"Content-Type": "application/json"}
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
 
 
 def req(node, method, path, body=None, headers=None):

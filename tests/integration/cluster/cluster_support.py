@@ -19,6 +19,17 @@ import time
 
 HOST = "127.0.0.1"
 
+# What check() found wrong, in order (a test fails at the end when this is not empty).
+failures = []
+
+
+def check(cond, what):
+    """Records and prints `what` when `cond` is false; returns `cond`. The test goes on."""
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+    return cond
+
 
 def free_port():
     """A port nothing listens on now (bound to port 0 and released: a small race, as for any test)."""
@@ -65,7 +76,8 @@ class Node:
         self.paused = False
         self.stopping = False
 
-    def start(self, wait=True):
+    def start(self, wait=True, extra=()):
+        """`extra`: arguments for this start only (e.g. --join), after the cluster's."""
         assert self.proc is None or self.proc.poll() is not None, "node %d is running" % self.id
         self.starts += 1
         self.log_path = os.path.join(self.cluster.workdir, "node-%d.%d.log" % (self.id, self.starts))
@@ -74,7 +86,7 @@ class Node:
         listen = "%s:%d" % (HOST, self.port) if self.port else "%s:0" % HOST
         args = [self.cluster.weir, "serve", "--listen", listen, "--data-dir", self.data_dir,
                 "--node-id", str(self.id), "--peer-listen", "%s:%d" % (HOST, self.peer_port),
-                "--peers", self.peers_arg, *self.cluster.extra]
+                "--peers", self.peers_arg, *self.cluster.extra, *extra]
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         self.stopping = False  # set when the test itself stops or kills it
         log.close()

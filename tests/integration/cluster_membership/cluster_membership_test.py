@@ -16,121 +16,22 @@ relinked while the test runs.
 
 Usage: cluster_membership_test.py WEIR_BINARY   (WEIR_KEEP_TEST_DIR=1 keeps the logs of a run that passed)
 """
-import http.client
 import json
 import os
-import re
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 
-HOST = "127.0.0.1"
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
+import cluster_support as cs  # noqa: E402
+from cluster_support import HOST, check, failures, request, wait_for  # noqa: E402
+
 GROUPS = 8
 STREAMS = 24
 TEXT = {"Content-Type": "text/plain"}
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
-
-
-def free_port():
-    """A port nothing listens on now (bound to port 0 and released: a small race, as for any test)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def request(port, method, path, body=None, headers=None, timeout=20.0):
-    """(status, headers with lower-case names, body bytes); raises OSError or HTTPException."""
-    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        data = resp.read()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
-    finally:
-        conn.close()
-
-
-def wait_for(what, cond, timeout, interval=0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise TimeoutError("timed out after %.0f s waiting for %s" % (timeout, what))
-        time.sleep(interval)
-
-
-class Node:
-    def __init__(self, workdir, weir, node_id, peer_port):
-        self.workdir = workdir
-        self.weir = weir
-        self.id = node_id
-        self.peer_port = peer_port
-        self.data_dir = os.path.join(workdir, "node-%d" % node_id)
-        self.proc = None
-        self.port = None
-        self.starts = 0
-        self.log_path = None
-
-    def start(self, peers, join=False):
-        self.starts += 1
-        self.log_path = os.path.join(self.workdir, "node-%d.%d.log" % (self.id, self.starts))
-        listen = "%s:%d" % (HOST, self.port) if self.port else "%s:0" % HOST
-        args = [self.weir, "serve", "--listen", listen, "--data-dir", self.data_dir, "--threads", "1",
-                "--node-id", str(self.id), "--peer-listen", "%s:%d" % (HOST, self.peer_port),
-                "--peers", peers, "--raft-groups", str(GROUPS)]
-        if join:
-            args.append("--join")
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-
-    def wait_listening(self, timeout=20):
-        def up():
-            if self.proc.poll() is not None:
-                raise RuntimeError("node %d exited (%s):\n%s" % (self.id, self.proc.returncode, self.log_tail()))
-            with open(self.log_path) as f:
-                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
-            return m and int(m.group(1))
-
-        self.port = wait_for("node %d to listen" % self.id, up, timeout, 0.02)
-
-    def stop(self, timeout=15):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        os.kill(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def status(self):
-        """GET /cluster as a dict, or None."""
-        try:
-            st, _, body = request(self.port, "GET", "/cluster", timeout=5)
-        except (OSError, http.client.HTTPException):
-            return None
-        return json.loads(body) if st == 200 else None
-
-    def log_tail(self, lines=40):
-        if not self.log_path or not os.path.exists(self.log_path):
-            return "(no log)"
-        with open(self.log_path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
 
 
 def voters_everywhere(node, want):
@@ -139,22 +40,6 @@ def voters_everywhere(node, want):
     return (st is not None and
             all(g["voters"] == want and g["non_voters"] == [] and g["leader"] in want
                 for g in st["raft_groups"]) and st)
-
-
-def caught_up(laggard, others):
-    """`laggard` applied, in every group, what the others had committed when the wait began."""
-    target = {}
-    for n in others:
-        st = n.status()
-        check(st is not None, "node %d answers /cluster" % n.id)
-        for g in (st or {}).get("raft_groups", []):
-            target[g["group"]] = max(target.get(g["group"], 0), g["commit_index"])
-
-    def ok():
-        st = laggard.status()
-        return st is not None and all(g["applied_index"] >= target.get(g["group"], 0) for g in st["raft_groups"])
-
-    return ok
 
 
 def read_all(node, path):
@@ -197,21 +82,22 @@ class Writer:
 
 
 def main():
-    workdir = tempfile.mkdtemp(prefix="weir-membership-")
-    weir = os.path.join(workdir, "weir")
-    shutil.copy2(sys.argv[1], weir)
-    ports = {i: free_port() for i in range(1, 5)}
-    nodes = {i: Node(workdir, weir, i, ports[i]) for i in ports}
+    cluster = cs.Cluster(sys.argv[1], extra=["--threads", "1", "--raft-groups", str(GROUPS)], size=4,
+                         prefix="weir-membership-")
+    workdir = cluster.workdir
+    cluster.weir = os.path.join(workdir, "weir")
+    shutil.copy2(sys.argv[1], cluster.weir)
+    ports = cluster.peer_ports
+    nodes = cluster.nodes
     three = ",".join("%d=%s:%d" % (i, HOST, ports[i]) for i in (1, 2, 3))
     four = ",".join("%d=%s:%d" % (i, HOST, ports[i]) for i in (1, 2, 3, 4))
+    for n in nodes.values():
+        n.peers_arg = four if n.id == 4 else three
     ok = False
     began = time.monotonic()
     try:
         # 1. Three nodes, some data.
-        for i in (1, 2, 3):
-            nodes[i].start(three)
-        for i in (1, 2, 3):
-            nodes[i].wait_listening()
+        cluster.start([1, 2, 3])
         for i in (1, 2, 3):
             wait_for("node %d to see voters 1-3 with leaders" % i,
                      lambda i=i: voters_everywhere(nodes[i], [1, 2, 3]), 30)
@@ -224,8 +110,7 @@ def main():
 
         # 2. Node 4 joins.
         n4 = nodes[4]
-        n4.start(four, join=True)
-        n4.wait_listening()
+        n4.start(extra=["--join"])
         st = n4.status()
         check(all(g["voters"] == [] and g["leader"] == 0 for g in st["raft_groups"]),
               "a joining node bootstraps nothing: %r" % st["raft_groups"][:2])
@@ -252,8 +137,7 @@ def main():
             wait_for("node %d to see voters 1-4 in every group" % i,
                      lambda i=i: voters_everywhere(nodes[i], [1, 2, 3, 4]), 60)
         print("node 4 is a voter of every group after %.1f s" % (time.monotonic() - t), flush=True)
-        wait_for("node 4 to apply what the others committed",
-                 caught_up(n4, [nodes[1], nodes[2], nodes[3]]), 30)
+        cluster.wait_caught_up(4)
         w.verify(n4, "after the join")
         st = n4.status()
         check(st["membership"]["epoch"] == 1, "node 4 learnt the membership: %r" % st["membership"])
@@ -288,11 +172,10 @@ def main():
 
         # 4. Node 4 restarts without --join: its members file keeps it from bootstrapping.
         n4.stop()
-        n4.start(four)
-        n4.wait_listening()
+        n4.start()
         wait_for("node 4 back with voters 1, 2, 4", lambda: voters_everywhere(n4, [1, 2, 4]), 30)
         w.append_round([nodes[1], n4], "e")
-        wait_for("node 4 to apply what the others committed", caught_up(n4, [nodes[1], nodes[2]]), 30)
+        cluster.wait_caught_up(4)  # from nodes 1 and 2: node 3 is stopped
         w.verify(n4, "after node 4's restart")
         w.verify(nodes[1], "at the end")
         ok = not failures
@@ -300,14 +183,13 @@ def main():
         failures.append("%s: %s" % (type(e).__name__, e))
         print("FAIL:", failures[-1], flush=True)
     finally:
-        for n in nodes.values():
-            n.stop()
+        cluster.stop_all()
         if not ok:
             for n in nodes.values():
-                print("---- node %d (%s) ----\n%s" % (n.id, n.log_path, n.log_tail()), flush=True)
+                print("---- node %d (%s) ----\n%s" % (n.id, n.log_path, n.log_tail(40)), flush=True)
     print("%s in %.1f s" % ("passed" if ok else "%d failures" % len(failures), time.monotonic() - began))
     if ok and not os.environ.get("WEIR_KEEP_TEST_DIR"):
-        shutil.rmtree(workdir, ignore_errors=True)
+        cluster.remove()
     if not ok or os.environ.get("WEIR_KEEP_TEST_DIR"):
         print("logs and data kept in", workdir)
     return 0 if ok else 1

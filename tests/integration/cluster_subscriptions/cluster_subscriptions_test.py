@@ -15,54 +15,24 @@ import http.server
 import json
 import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
-import time
 
-HOST = "127.0.0.1"
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
+import cluster_support as cs  # noqa: E402
+from cluster_support import HOST, fnv_group, request, wait_for  # noqa: E402
+
 ROOT = "/v1/stream/"
 SUB_ID = "sub-cluster"
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def request(port, method, path, body=None, headers=None, timeout=20.0):
-    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+def get(node, path, timeout=10.0):
+    """GET on `node`: (status, headers, body), or (None, {}, b"") when it does not answer."""
     try:
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-    finally:
-        conn.close()
-
-
-def fnv_group(key, groups):
-    """The raft group of a subscription key, root + id (src/server/replication.cc hash_group)."""
-    h = 14695981039346656037 ^ 0x67726F7570
-    for c in key.encode():
-        h ^= c
-        h = (h * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return h % groups
-
-
-def wait_for(what, cond, timeout, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise TimeoutError("timed out after %.0f s waiting for %s" % (timeout, what))
-        time.sleep(interval)
+        return request(node.port, "GET", path, timeout=timeout)
+    except (OSError, http.client.HTTPException):
+        return None, {}, b""
 
 
 class Receiver:
@@ -104,93 +74,22 @@ class Receiver:
         self.server.server_close()
 
 
-class Node:
-    def __init__(self, weir, workdir, node_id, peer_port, peers):
-        self.weir, self.workdir, self.id = weir, workdir, node_id
-        self.peer_port, self.peers = peer_port, peers
-        self.data_dir = os.path.join(workdir, "node-%d" % node_id)
-        self.log_path = None
-        self.starts = 0
-        self.proc = None
-        self.port = None
-
-    def start(self):
-        self.starts += 1  # a log file per start (node-N.K.log)
-        self.log_path = os.path.join(self.workdir, "node-%d.%d.log" % (self.id, self.starts))
-        log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [self.weir, "serve", "--listen", "%s:0" % HOST, "--data-dir", self.data_dir, "--node-id", str(self.id),
-             "--peer-listen", "%s:%d" % (HOST, self.peer_port), "--peers", self.peers,
-             "--allow-loopback-webhooks", "true", "--threads", "2"],
-            stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-
-    def wait_listening(self, timeout=20):
-        def listening():
-            if self.proc.poll() is not None:
-                raise RuntimeError("node %d exited (status %s):\n%s" % (self.id, self.proc.returncode, self.tail()))
-            with open(self.log_path, errors="replace") as f:
-                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
-            return int(m.group(1)) if m else None
-        self.port = wait_for("node %d to listen" % self.id, listening, timeout)
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill(self):
-        if self.alive():
-            os.kill(self.proc.pid, signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait()
-
-    def stop(self, timeout=15):
-        if not self.alive():
-            return
-        os.kill(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def get(self, path, timeout=10.0):
-        try:
-            return request(self.port, "GET", path, timeout=timeout)
-        except (OSError, http.client.HTTPException):
-            return None, {}, b""
-
-    def status(self):
-        st, _, body = self.get("/cluster")
-        return json.loads(body) if st == 200 else None
-
-    def tail(self, lines=40):
-        if not self.log_path or not os.path.exists(self.log_path):
-            return "(no log)"
-        with open(self.log_path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-
-
 def kid_of(signature):
     m = re.search(r"(?:^|,)kid=([^,]+)", signature)
     return m.group(1) if m else None
 
 
 def main():
-    weir = sys.argv[1]
-    workdir = tempfile.mkdtemp(prefix="weir-cluster-subscriptions-")
-    peer_ports = {i: free_port() for i in (1, 2, 3)}
-    peers = ",".join("%d=%s:%d" % (i, HOST, p) for i, p in sorted(peer_ports.items()))
-    nodes = {i: Node(weir, workdir, i, p, peers) for i, p in peer_ports.items()}
+    cluster = cs.Cluster(sys.argv[1], extra=["--allow-loopback-webhooks", "true", "--threads", "2"],
+                         prefix="weir-cluster-subscriptions-")
+    nodes = cluster.nodes
     receiver = Receiver()
     hook = "http://%s:%d/hook" % (HOST, receiver.port)
     ok = False
     try:
+        cluster.start()
         for n in nodes.values():
-            n.start()
-        for n in nodes.values():
-            n.wait_listening()
-        for n in nodes.values():
-            wait_for("node %d to have a quorum" % n.id, lambda n=n: n.get("/healthz")[0] == 200, 30)
+            wait_for("node %d to have a quorum" % n.id, lambda n=n: n.healthz() == 200, 30)
         groups = nodes[1].status()["groups"]
         group = fnv_group(ROOT + SUB_ID, groups)
 
@@ -208,7 +107,7 @@ def main():
 
         # Read back from the other nodes: the same subscription, the same link.
         for i in (2, 3):
-            st, _, body = nodes[i].get(ROOT + "__ds/subscriptions/" + SUB_ID)
+            st, _, body = get(nodes[i], ROOT + "__ds/subscriptions/" + SUB_ID)
             assert st == 200, "GET from node %d: %s %s" % (i, st, body)
             got = json.loads(body)
             assert got["id"] == SUB_ID and got["pattern"] == "events/*", got
@@ -219,7 +118,7 @@ def main():
               flush=True)
 
         def acked(port_node, want):
-            st, _, body = port_node.get(ROOT + "__ds/subscriptions/" + SUB_ID)
+            st, _, body = get(port_node, ROOT + "__ds/subscriptions/" + SUB_ID)
             if st != 200:
                 return False
             links = {s["path"]: s["acked_offset"] for s in json.loads(body)["streams"]}
@@ -246,7 +145,7 @@ def main():
 
         # Every node's JWKS lists the key that signed it (receivers read the jwks_url of node 1).
         for i in (1, 2, 3):
-            st, _, body = nodes[i].get(ROOT + "__ds/jwks.json")
+            st, _, body = get(nodes[i], ROOT + "__ds/jwks.json")
             assert st == 200, (i, st, body)
             kids = [k["kid"] for k in json.loads(body)["keys"]]
             assert kid1 in kids, "node %d's JWKS lacks %s: %s" % (i, kid1, kids)
@@ -276,7 +175,7 @@ def main():
         assert new_leader in survivors, "group %d led by %s after the failover" % (group, new_leader)
         kid2 = kid_of(d2["signature"])
         assert kid2 != kid1, "the second wake was signed by the killed node's key %s" % kid1
-        st, _, body = nodes[new_leader].get(ROOT + "__ds/jwks.json")
+        st, _, body = get(nodes[new_leader], ROOT + "__ds/jwks.json")
         own = json.loads(body)["keys"][0]["kid"]  # a node lists its own key first
         assert kid2 == own, "signed %s, the new leader (node %d) holds %s" % (kid2, new_leader, own)
         print("after the failover: one delivery (generation 2) from the new leader, node %d" % new_leader,
@@ -285,9 +184,8 @@ def main():
         # The killed node comes back: it replays its node log into its replica and delivers nothing of
         # its own (whether or not it leads the group again); the next wake is still delivered once.
         nodes[leader].start()
-        nodes[leader].wait_listening()
-        wait_for("node %d to have a quorum again" % leader, lambda: nodes[leader].get("/healthz")[0] == 200, 30)
-        st, _, body = nodes[leader].get(ROOT + "__ds/subscriptions/" + SUB_ID)
+        wait_for("node %d to have a quorum again" % leader, lambda: nodes[leader].healthz() == 200, 30)
+        st, _, body = get(nodes[leader], ROOT + "__ds/subscriptions/" + SUB_ID)
         assert st == 200 and json.loads(body)["streams"][0]["acked_offset"] == tail2, (st, body)
         st, hdrs, body = request(nodes[leader].port, "POST", ROOT + "events/a", body=b'{"n":3}',
                                  headers={"Content-Type": "application/json"})
@@ -302,16 +200,13 @@ def main():
         print("node %d restarted: one delivery (generation 3)" % leader, flush=True)
         ok = True
     finally:
-        for n in nodes.values():
-            if n.alive():
-                n.stop()
-        for n in nodes.values():
-            n.kill()
+        cluster.stop_all()
+        cluster.kill_all()
         receiver.close()
         if not ok:
             for n in nodes.values():
-                print("---- node %d log (end) ----\n%s" % (n.id, n.tail()), flush=True)
-        shutil.rmtree(workdir, ignore_errors=True)
+                print("---- node %d log (end) ----\n%s" % (n.id, n.log_tail(40)), flush=True)
+        cluster.remove()
     print("PASS" if ok else "FAIL", flush=True)
     return 0 if ok else 1
 
