@@ -79,7 +79,10 @@ http_status status_for(errc e) {
     case errc::cluster_unavailable:
       return {503, "the cluster cannot reach a quorum for this stream; retry", {}, "1"};
     case errc::cluster_outcome_unknown:
-      return {503, "the write may or may not have been applied (leader lost); retry with a producer id to be safe", {}, "1"};
+      return {503,
+              "the write may or may not have been applied (leader lost); retry with a producer id to be safe",
+              {},
+              "1"};
     // RFC 6750 3: the Bearer challenge, with an error attribute when a token was sent.
     case errc::token_missing:
       return {401, "unauthorized", {}, {}, R"(Bearer realm="weir")"};
