@@ -1,0 +1,162 @@
+// replicator_group: what replicator.cc and replicator_membership.cc share: one raft group's state
+// (replicator::group) and the C callbacks libraft calls (group_glue). Internal to src/cluster.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "base/log.h"
+#include "cluster/membership.h"
+#include "cluster/messages.h"
+#include "cluster/replicator.h"
+#include "raft/libraft.h"
+
+namespace weir::cluster {
+
+namespace detail {
+// Membership: groups whose configuration this node changes at once (each change is one entry, and a new
+// node's catch-up is a log's worth of replication), and how often the desired membership is sent again.
+inline constexpr int max_changes_in_flight = 8;
+inline constexpr std::int64_t change_retry_ms = 1000;
+inline constexpr std::int64_t share_every_ms = 5000;
+
+inline const raft_server* find_server(const raft_configuration& c, std::uint64_t id) {
+  for (unsigned i = 0; i < c.n; ++i)
+    if (c.servers[i].id == id) return &c.servers[i];
+  return nullptr;
+}
+
+inline membership_update to_message(const membership& m) {
+  return membership_update{m.epoch, m.members};
+}
+}  // namespace detail
+
+// One group: its libraft instance and the reads that wait for its next quorum round.
+struct replicator::group {
+  replicator* owner = nullptr;
+  std::uint32_t id = 0;
+  ::raft r{};
+  raft_fsm fsm{};
+  // ReadIndex on the leader: reads that arrived since the running barrier was proposed wait for the next
+  // one; each keeps the commit index recorded when it arrived (0: the barrier's own index, when the
+  // commit index cannot be trusted yet in this term).
+  using leader_read_fn = std::function<void(bool, std::uint64_t)>;
+  std::vector<std::pair<std::uint64_t, leader_read_fn>> next_reads;
+  std::vector<std::pair<std::uint64_t, leader_read_fn>> barrier_reads;
+  bool barrier_running = false;
+  struct ::raft_barrier barrier {};
+  // A barrier of this term committed: the commit index covers every entry committed before the term.
+  std::uint64_t trusted_term = 0;
+  // Commit notification (notify_commit()): per follower, the commit index it was last told of.
+  std::map<std::uint64_t, std::uint64_t> told;
+  std::uint64_t told_term = 0;
+  bool notify_posted = false;
+  // Leadership hand-over (balance()).
+  struct ::raft_transfer transfer {};
+  bool transferring = false;
+  std::int64_t last_transfer_ms = -1'000'000;
+  // Membership: the configuration change in flight (start_change()), and when to try again after one
+  // failed.
+  struct ::raft_change change {};
+  bool changing = false;
+  std::int64_t next_change_ms = 0;
+};
+
+// The C callbacks libraft calls.
+struct group_glue {
+  static int apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
+    auto* g = static_cast<replicator::group*>(fsm->data);
+    replicator& self = *g->owner;
+    *result = nullptr;
+    const std::uint64_t index = g->r.last_applied + 1;
+    auto entry = decode_entry(std::span<const std::byte>(static_cast<const std::byte*>(buf->base),
+                                                         static_cast<std::size_t>(buf->len)));
+    if (!entry) {
+      // Every node applies the same bytes, so every node skips it alike.
+      log::error("weir cluster: group {} entry {}: {}; skipped", g->id, index, entry.err().reason);
+      return 0;
+    }
+    auto [header, command] = *entry;
+    std::uint64_t ticket = 0;
+    if (header.origin == self.opts_.self && header.ticket != 0 && self.submits_.erase(header.ticket) != 0) {
+      ticket = header.ticket;
+    }
+    self.cb_.apply(g->id, index, header.kind, command, ticket);
+    self.schedule_read_check();
+    self.notify_commit(*g);
+    return 0;
+  }
+
+  struct proposal {
+    struct ::raft_apply req {};
+    replicator* owner = nullptr;
+    std::uint64_t origin = 0;
+    std::uint64_t ticket = 0;
+  };
+
+  static void applied(struct ::raft_apply* req, int status, void*) {
+    std::unique_ptr<proposal> p(static_cast<proposal*>(req->data));
+    if (status == 0 || p->owner->closing_) return;
+    replicator& self = *p->owner;
+    if (p->origin == self.opts_.self) {
+      self.resolve_failed(p->ticket, submit_error::unknown);
+    } else if (p->ticket != 0) {
+      self.send(p->origin, forward_reject{p->ticket, reject_reason::lost, 0});
+    }
+  }
+
+  static void barrier_done(struct ::raft_barrier* req, int status) {
+    auto* g = static_cast<replicator::group*>(req->data);
+    auto reads = std::move(g->barrier_reads);
+    g->barrier_reads.clear();
+    g->barrier_running = false;
+    if (status == 0) {
+      g->trusted_term = g->r.current_term;
+      g->owner->notify_commit(*g);
+    }
+    if (g->owner->closing_) return;
+    if (status != 0) {
+      // Leadership lost: libraft calls this while it tears its leader state down, still in the leader
+      // state, so a new barrier now would be appended into that teardown (a crash). The reads waiting
+      // for the next round fail too; their nodes retry with the new leader.
+      auto waiting = std::move(g->next_reads);
+      g->next_reads.clear();
+      for (auto& [recorded, fn] : reads) fn(false, 0);
+      for (auto& [recorded, fn] : waiting) fn(false, 0);
+      return;
+    }
+    for (auto& [recorded, fn] : reads) fn(true, recorded != 0 ? recorded : req->index);
+    if (!g->next_reads.empty()) g->owner->start_barrier(*g);
+  }
+
+  static void transferred(struct ::raft_transfer* req) {
+    static_cast<replicator::group*>(req->data)->transferring = false;
+  }
+
+  // A configuration change committed (0), or failed: leadership lost, or libraft gave up catching a
+  // new voter up. Called inside libraft (possibly while it tears its leader state down): the next step
+  // is posted, never started here.
+  static void changed(struct ::raft_change* req, int status) {
+    auto* g = static_cast<replicator::group*>(req->data);
+    replicator& self = *g->owner;
+    g->changing = false;
+    if (self.closing_) return;
+    if (status != 0) {
+      log::info("weir cluster: group {}: a membership change failed ({}); trying again", g->id,
+                raft_strerror(status));
+      g->next_change_ms = self.ex_.now_ms() + detail::change_retry_ms;
+      return;
+    }
+    self.ex_.post([p = &self, alive = self.alive_] {
+      if (*alive && !p->closing_) p->reconcile();
+    });
+  }
+
+  static void closed(struct ::raft*) {}
+};
+
+}  // namespace weir::cluster

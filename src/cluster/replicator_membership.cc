@@ -1,0 +1,209 @@
+// The replicator's membership changes (docs/operations.md, "Adding, removing and replacing nodes"): the
+// desired membership, kept in <data-dir>/raft/members and shared with every peer, and each group's
+// configuration brought there by its leader one change at a time.
+#include "cluster/replicator.h"
+
+#include "cluster/links.h"
+#include "cluster/replicator_group.h"
+#include "raft/node_io.h"
+
+namespace weir::cluster {
+
+using detail::change_retry_ms;
+using detail::find_server;
+using detail::max_changes_in_flight;
+using detail::share_every_ms;
+using detail::to_message;
+
+std::map<std::uint64_t, bool> replicator::links_up() const {
+  std::map<std::uint64_t, bool> up;
+  for (const auto& l : links_.status()) up[l.peer] = l.out_connected && l.in_connected;
+  return up;
+}
+
+// ---- Membership ----
+
+result<membership> replicator::add_member(std::uint64_t id, std::string_view address) {
+  auto base = current_membership();
+  if (!base) return base.err();
+  return change_membership(with_member(*base, id, address));
+}
+
+result<membership> replicator::remove_member(std::uint64_t id) {
+  auto base = current_membership();
+  if (!base) return base.err();
+  return change_membership(without_member(*base, id));
+}
+
+result<membership> replicator::current_membership() const {
+  if (desired_.epoch > 0) return desired_;
+  // No change asked for yet: every group still has the configuration it was bootstrapped with.
+  membership m;
+  const raft_configuration& c = groups_[0]->r.configuration;
+  for (unsigned i = 0; i < c.n; ++i) m.members.emplace(c.servers[i].id, c.servers[i].address);
+  if (m.members.empty()) {
+    return make_error(membership_errc::unknown, "node " + std::to_string(opts_.self) +
+                                                    " has not joined a cluster yet: send the change to a "
+                                                    "node of the cluster");
+  }
+  return m;
+}
+
+result<membership> replicator::change_membership(result<membership> next) {
+  if (!next) return next.err();
+  if (auto st = adopt(*next); !st) return st.err();
+  share_membership();
+  return desired_;
+}
+
+// Keeps `m` (members file first: a change acknowledged is not lost by a crash), links to its new nodes
+// and starts the changes this node can make.
+weir::status replicator::adopt(const membership& m) {
+  if (!opts_.members_path.empty()) {
+    if (auto st = store_membership(*env_, opts_.members_path, m); !st) return st;
+  }
+  desired_ = m;
+  std::string list;
+  for (const auto& [id, addr] : desired_.members) {
+    list += fmt::format("{}{}={}", list.empty() ? "" : ",", id, addr);
+    link_peer(id, addr);
+  }
+  log::info("weir cluster: node {}: membership epoch {}: {}", opts_.self, desired_.epoch, list);
+  if (!desired_.members.contains(opts_.self)) {
+    log::warn(
+        "weir cluster: node {} is not a member of the cluster any more (membership epoch {}): the "
+        "others stop talking to it once no group has it; stop it",
+        opts_.self, desired_.epoch);
+  }
+  reconcile();
+  return {};
+}
+
+void replicator::share_membership() {
+  next_share_ms_ = ex_.now_ms() + share_every_ms;
+  if (desired_.epoch == 0) return;
+  const membership_update u = to_message(desired_);
+  for (const auto& [id, addr] : known_) send(id, u);
+}
+
+void replicator::link_peer(std::uint64_t id, const std::string& address) {
+  if (id == opts_.self) return;
+  if (auto it = known_.find(id); it != known_.end() && it->second == address) return;
+  if (auto st = links_.add_peer(id, address); !st) {
+    log::warn("weir cluster: node {}: cannot link to node {} at '{}': {}", opts_.self, id, address,
+              st.err().reason);
+    return;
+  }
+  io_->set_address(raft::node_id(id), address);
+  known_[id] = address;
+}
+
+void replicator::sync_peers() {
+  std::map<std::uint64_t, std::string> in_configurations;
+  for (const auto& g : groups_) {
+    for (unsigned i = 0; i < g->r.configuration.n; ++i)
+      in_configurations.emplace(g->r.configuration.servers[i].id, g->r.configuration.servers[i].address);
+  }
+  // A node another leader added while this node missed the membership: its raft frames are welcome.
+  for (const auto& [id, addr] : in_configurations)
+    if (!known_.contains(id)) link_peer(id, addr);
+  if (desired_.epoch == 0) return;
+  std::vector<std::uint64_t> gone;
+  for (const auto& [id, addr] : known_)
+    if (!desired_.members.contains(id) && !in_configurations.contains(id)) gone.push_back(id);
+  for (std::uint64_t id : gone) {
+    log::info("weir cluster: node {}: node {} left every group; unlinked", opts_.self, id);
+    links_.remove_peer(id);
+    io_->remove_address(raft::node_id(id));
+    known_.erase(id);
+  }
+}
+
+bool replicator::settled(const group& g) const {
+  if (desired_.epoch == 0) return true;
+  const raft_configuration& c = g.r.configuration;
+  if (c.n != desired_.members.size()) return false;
+  for (const auto& [id, addr] : desired_.members) {
+    const raft_server* s = find_server(c, id);
+    if (s == nullptr || s->role != RAFT_VOTER || addr != s->address) return false;
+  }
+  return true;
+}
+
+void replicator::reconcile() {
+  if (desired_.epoch == 0) return;
+  int in_flight = 0;
+  for (const auto& g : groups_) in_flight += g->changing ? 1 : 0;
+  for (auto& g : groups_) {
+    if (in_flight >= max_changes_in_flight) return;
+    if (start_change(*g)) ++in_flight;
+  }
+}
+
+// The next single step that brings a group this node leads toward the desired membership. Additions
+// before removals (Raft thesis 4.2: one server at a time; adding first keeps as many voters as
+// possible): add as a spare, make it a standby (libraft then replicates the log to it from index 1, and
+// it does not count toward the quorum), make it a voter once it has (nearly) caught up (libraft's last
+// catch-up round takes it the rest of the way); then remove the nodes that left.
+bool replicator::start_change(group& g) {
+  const std::int64_t now = ex_.now_ms();
+  if (g.changing || g.transferring || now < g.next_change_ms || raft_state(&g.r) != RAFT_LEADER) return false;
+  // A change libraft still carries (appended by an earlier leader, or this one's): wait for its commit.
+  if (g.r.configuration_uncommitted_index != 0 || g.r.leader_state.promotee_id != 0) return false;
+  const raft_configuration& c = g.r.configuration;
+  g.change = {};
+  g.change.data = &g;
+  auto started = [&](const char* what, std::uint64_t id, int rv) {
+    if (rv == 0) {
+      g.changing = true;
+      log::debug("weir cluster: group {}: {} node {}", g.id, what, id);
+      return true;
+    }
+    log::warn("weir cluster: group {}: {} node {}: {}", g.id, what, id, raft_strerror(rv));
+    g.next_change_ms = now + change_retry_ms;
+    return false;
+  };
+  for (const auto& [id, addr] : desired_.members) {
+    const raft_server* s = find_server(c, id);
+    if (s == nullptr)
+      return started("adding", id, raft_add(&g.r, &g.change, id, addr.c_str(), &group_glue::changed));
+    if (addr != s->address && id != opts_.self) {
+      // The same id at another address (a node replaced under its old id): out, then in again.
+      return started("removing (moved)", id, raft_remove(&g.r, &g.change, id, &group_glue::changed));
+    }
+  }
+  for (const auto& [id, addr] : desired_.members) {
+    const unsigned i = static_cast<unsigned>(find_server(c, id) - c.servers);
+    const int role = c.servers[i].role;
+    if (role == RAFT_SPARE) {
+      return started("making a standby", id,
+                     raft_assign(&g.r, &g.change, id, RAFT_STANDBY, &group_glue::changed));
+    }
+    if (role == RAFT_STANDBY && g.r.leader_state.progress[i].match_index >= g.r.commit_index) {
+      return started("making a voter", id,
+                     raft_assign(&g.r, &g.change, id, RAFT_VOTER, &group_glue::changed));
+    }
+  }
+  for (unsigned i = 0; i < c.n; ++i) {
+    const std::uint64_t id = c.servers[i].id;
+    if (desired_.members.contains(id)) continue;
+    if (id != opts_.self)
+      return started("removing", id, raft_remove(&g.r, &g.change, id, &group_glue::changed));
+    // This leader leaves: it hands the group to a connected voter that stays, which then removes it.
+    const auto up = links_up();
+    for (unsigned j = 0; j < c.n; ++j) {
+      const std::uint64_t to = c.servers[j].id;
+      if (to == opts_.self || c.servers[j].role != RAFT_VOTER || !desired_.members.contains(to)) continue;
+      if (auto u = up.find(to); u == up.end() || !u->second) continue;
+      g.transfer = {};
+      g.transfer.data = &g;
+      g.last_transfer_ms = now;
+      if (raft_transfer(&g.r, &g.transfer, to, &group_glue::transferred) == 0) g.transferring = true;
+      break;
+    }
+    return false;
+  }
+  return false;
+}
+
+}  // namespace weir::cluster
