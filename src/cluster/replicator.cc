@@ -237,6 +237,17 @@ void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::ui
   }
 }
 
+void replicator::leadership_lost(std::uint64_t ticket) {
+  auto it = submits_.find(ticket);
+  if (it == submits_.end()) return;
+  // The entry was proposed and its leader lost leadership before it committed (a crash, a partition, or
+  // a planned hand-over: balance-leaders). It may still commit under the next leader, which carries
+  // it on; its header names this node and the ticket, so applying it answers the ticket with its real
+  // outcome. Wait for that until the deadline (then: outcome unknown). Never propose it again: it could
+  // apply twice. A here_only entry fails at once (its proposer stops serving the group).
+  if (it->second.here_only) resolve_failed(ticket, submit_error::unknown);
+}
+
 void replicator::resolve_failed(std::uint64_t ticket, submit_error e) {
   if (submits_.erase(ticket) != 0 && cb_.failed) cb_.failed(ticket, e);
 }
@@ -439,7 +450,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     auto it = submits_.find(rj->ticket);
     if (it == submits_.end()) return;
     if (rj->reason == reject_reason::lost) {
-      resolve_failed(rj->ticket, submit_error::unknown);
+      leadership_lost(rj->ticket);
     } else if (!it->second.retry_armed) {
       it->second.proposed = false;
       it->second.retry_armed = true;

@@ -199,6 +199,8 @@ class replicator {
   void start_barrier(group& g);
   void on_message(std::uint64_t from, std::span<const std::byte> bytes);
   void send(std::uint64_t to, const message& m);
+  // An entry this node proposed (or forwarded) lost its leader before it committed.
+  void leadership_lost(std::uint64_t ticket);
   void resolve_failed(std::uint64_t ticket, submit_error e);
   void check_reads();
   void schedule_read_check();

@@ -103,7 +103,7 @@ struct group_glue {
     if (status == 0 || p->owner->closing_) return;
     replicator& self = *p->owner;
     if (p->origin == self.opts_.self) {
-      self.resolve_failed(p->ticket, submit_error::unknown);
+      self.leadership_lost(p->ticket);
     } else if (p->ticket != 0) {
       self.send(p->origin, forward_reject{p->ticket, reject_reason::lost, 0});
     }
