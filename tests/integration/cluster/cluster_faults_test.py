@@ -42,12 +42,25 @@ SPOT_CHECKERS = 2
 CUT_NODE = 3
 WRITE_TIMEOUT = 25.0  # a request may wait out a 10 s SIGSTOP and then the 5 s write timeout
 # Writes must come back after a leader dies: a liveness bound, not the performance figure. The failover
-# time itself (the issue asks for under 3 s; about 1 s here) is printed and recorded in docs/benchmarks.md,
-# "Cluster failover": timing goals are measured, not asserted, on this shared machine.
+# time itself (the issue asks for under 3 s; about 1 s here) is printed and recorded in docs/replication.md,
+# "Timing and failover": timing goals are measured, not asserted, on this shared machine.
 FAILOVER_LIMIT = 15.0
 
 failures = []
 failures_lock = threading.Lock()
+
+
+def create(c, node, path):
+    """PUT of a stream, as a client does it: a create is idempotent, so a 503 (no quorum yet, or a leader
+    lost mid-way: Retry-After) is retried a few times; anything else fails the test."""
+    for attempt in range(5):
+        st, _, body = c.send(node, "PUT", path, headers=CT)
+        if st in (200, 201):
+            return
+        if st != 503:
+            break
+        time.sleep(1)
+    raise RuntimeError("PUT %s: %d %r" % (path, st, body))
 
 
 def fail(what):
@@ -362,9 +375,7 @@ def phase_kill(world):
     world.extra_streams |= set(probes.values())
     c = Client(cluster)
     for g, path in probes.items():
-        st, _, body = c.send(others[0], "PUT", path, headers=CT)
-        if st not in (200, 201):
-            raise RuntimeError("PUT %s: %d %r" % (path, st, body))
+        create(c, others[0], path)
     c.close()
     print("(a) node %d leads %d groups; SIGKILL" % (victim, len(led)), flush=True)
 
@@ -608,9 +619,7 @@ def main():
         cluster.wait_healthy(timeout=30)
         c = Client(cluster)
         for k, stream in enumerate(STREAMS + ["/v1/stream/spot-%d" % s for s in range(SPOT_CHECKERS)]):
-            st, _, body = c.send(1 + k % 3, "PUT", stream, headers=CT)
-            if st not in (200, 201):
-                raise RuntimeError("PUT %s: %d %r" % (stream, st, body))
+            create(c, 1 + k % 3, stream)
         c.close()
         print("cluster of 3 ready in %.1f s (%s)" % (now() - t_start, cluster.workdir), flush=True)
 
