@@ -5,14 +5,10 @@
 #include <span>
 #include <string_view>
 
+#include "cluster/key_value_text.h"
+
 namespace weir::cluster {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 error corrupt(std::string reason) {
   return make_error(identity_errc::corrupt, std::move(reason));
@@ -62,32 +58,28 @@ result<cluster_identity> parse_identity(std::string_view text) {
   cluster_identity id;
   bool has_node = false;
   bool has_groups = false;
-  while (!text.empty()) {
-    const std::size_t nl = text.find('\n');
-    const std::string_view line = trim(text.substr(0, nl));
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    if (line.empty() || line.front() == '#') continue;
-    const std::size_t eq = line.find('=');
-    if (eq == std::string_view::npos) return corrupt("'" + std::string(line) + "' is not KEY = VALUE");
-    const std::string_view key = trim(line.substr(0, eq));
-    const std::string_view value = trim(line.substr(eq + 1));
-    std::uint64_t v = 0;
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (value.empty() || ec != std::errc{} || end != value.data() + value.size()) {
-      return corrupt("'" + std::string(line) + "': the value is not a whole number");
-    }
-    if (key == "node-id" && !has_node) {
-      if (v == 0) return corrupt("node-id 0");
-      id.node_id = v;
-      has_node = true;
-    } else if (key == "groups" && !has_groups) {
-      if (v == 0 || v > max_groups) return corrupt("groups " + std::to_string(v));
-      id.groups = static_cast<std::uint32_t>(v);
-      has_groups = true;
-    } else {
-      return corrupt("unknown or repeated key '" + std::string(key) + "'");
-    }
-  }
+  auto failed = for_each_key_value(
+      text,
+      [&](std::string_view key, std::string_view value, std::string_view line) -> std::optional<std::string> {
+        std::uint64_t v = 0;
+        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+        if (value.empty() || ec != std::errc{} || end != value.data() + value.size()) {
+          return "'" + std::string(line) + "': the value is not a whole number";
+        }
+        if (key == "node-id" && !has_node) {
+          if (v == 0) return "node-id 0";
+          id.node_id = v;
+          has_node = true;
+        } else if (key == "groups" && !has_groups) {
+          if (v == 0 || v > max_groups) return "groups " + std::to_string(v);
+          id.groups = static_cast<std::uint32_t>(v);
+          has_groups = true;
+        } else {
+          return "unknown or repeated key '" + std::string(key) + "'";
+        }
+        return std::nullopt;
+      });
+  if (failed) return corrupt(std::move(*failed));
   if (!has_node || !has_groups) return corrupt(has_node ? "groups missing" : "node-id missing");
   return id;
 }

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "cluster/cluster_options.h"
+#include "cluster/key_value_text.h"
 
 namespace weir::cluster {
 namespace {
@@ -21,12 +22,6 @@ error corrupt(std::string reason) {
 
 error io(const std::string& path, const error& e) {
   return make_error(membership_errc::io_error, "members file " + path + ": " + e.reason);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
 }
 
 std::string id_list(const membership& m) {
@@ -129,30 +124,26 @@ result<membership> parse_membership(std::string_view text) {
   membership m;
   bool has_epoch = false;
   bool has_members = false;
-  while (!text.empty()) {
-    const std::size_t nl = text.find('\n');
-    const std::string_view line = trim(text.substr(0, nl));
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    if (line.empty() || line.front() == '#') continue;
-    const std::size_t eq = line.find('=');
-    if (eq == std::string_view::npos) return corrupt("'" + std::string(line) + "' is not KEY = VALUE");
-    const std::string_view key = trim(line.substr(0, eq));
-    const std::string_view value = trim(line.substr(eq + 1));
-    if (key == "epoch" && !has_epoch) {
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), m.epoch);
-      if (value.empty() || ec != std::errc{} || end != value.data() + value.size()) {
-        return corrupt("'" + std::string(line) + "': the epoch is not a whole number");
-      }
-      has_epoch = true;
-    } else if (key == "members" && !has_members) {
-      auto peers = parse_peers(value);
-      if (!peers) return corrupt("members: " + peers.err().reason);
-      for (const auto& [id, a] : *peers) m.members.emplace(id, format_peer_address(a));
-      has_members = true;
-    } else {
-      return corrupt("unknown or repeated key '" + std::string(key) + "'");
-    }
-  }
+  auto failed = for_each_key_value(
+      text,
+      [&](std::string_view key, std::string_view value, std::string_view line) -> std::optional<std::string> {
+        if (key == "epoch" && !has_epoch) {
+          auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), m.epoch);
+          if (value.empty() || ec != std::errc{} || end != value.data() + value.size()) {
+            return "'" + std::string(line) + "': the epoch is not a whole number";
+          }
+          has_epoch = true;
+        } else if (key == "members" && !has_members) {
+          auto peers = parse_peers(value);
+          if (!peers) return "members: " + peers.err().reason;
+          for (const auto& [id, a] : *peers) m.members.emplace(id, format_peer_address(a));
+          has_members = true;
+        } else {
+          return "unknown or repeated key '" + std::string(key) + "'";
+        }
+        return std::nullopt;
+      });
+  if (failed) return corrupt(std::move(*failed));
   if (!has_epoch || !has_members) return corrupt(has_epoch ? "members missing" : "epoch missing");
   if (auto st = check_membership(m); !st) return corrupt(st.err().reason);
   return m;
