@@ -9,6 +9,7 @@
 
 #include "auth/authorizer.h"
 #include "auth/listen_policy.h"
+#include "base/fnv.h"
 #include "base/log.h"
 #include "cluster/cluster_identity.h"
 #include "http/server.h"
@@ -30,12 +31,7 @@
 namespace weir::server {
 
 unsigned owner_index(std::string_view path, unsigned shards) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (char c : path) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return static_cast<unsigned>(h % shards);
+  return static_cast<unsigned>(fnv1a64(path) % shards);
 }
 
 node::node(serve_config cfg, storage::env* storage_env)

@@ -1,5 +1,6 @@
 #include "server/replication.h"
 
+#include "base/fnv.h"
 #include "base/json_writer.h"
 #include "base/log.h"
 #include "server/stream_shard.h"
@@ -15,12 +16,7 @@ std::string address_of(const cluster::peer_address& a) {
 
 // FNV-1a of the path, like the cores' hash, but salted so that groups and cores do not line up.
 std::uint32_t hash_group(std::string_view path, std::uint32_t groups) {
-  std::uint64_t h = 14695981039346656037ull ^ 0x67726f7570ull;
-  for (char c : path) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return static_cast<std::uint32_t>(h % groups);
+  return static_cast<std::uint32_t>(fnv1a64(path, fnv1a64_basis ^ 0x67726f7570ull) % groups);
 }
 
 }  // namespace
