@@ -320,6 +320,7 @@ struct group_io_methods {
       return RAFT_NOCONNECTION;
     }
     wire::message w{g.id, {}};
+    std::vector<std::byte> expanded;  // an InstallSnapshot's self-contained data (expander_)
     switch (m->type) {
       case RAFT_IO_APPEND_ENTRIES: {
         const auto& a = m->append_entries;
@@ -349,13 +350,21 @@ struct group_io_methods {
       }
       case RAFT_IO_INSTALL_SNAPSHOT: {
         const auto& a = m->install_snapshot;
-        w.payload = wire::install_snapshot{
-            term_id(a.term),
-            log_index(a.last_index),
-            term_id(a.last_term),
-            servers_of(a.conf),
-            log_index(a.conf_index),
-            std::span<const std::byte>(static_cast<const std::byte*>(a.data.base), a.data.len)};
+        std::span<const std::byte> data(static_cast<const std::byte*>(a.data.base), a.data.len);
+        if (n.expander_) {
+          auto full = n.expander_(g.id, data);
+          if (!full) {
+            log::warn("raft node {}: group {}: snapshot {} not sent to node {}: {}", n.opts_.self.value(),
+                      g.id.value(), a.last_index, to.value(), full.err().reason);
+            ++n.stats_.snapshots_unsent;
+            return RAFT_IOERR;
+          }
+          expanded = std::move(*full);
+          data = expanded;
+        }
+        ++n.stats_.snapshots_sent;
+        w.payload = wire::install_snapshot{term_id(a.term),    log_index(a.last_index), term_id(a.last_term),
+                                           servers_of(a.conf), log_index(a.conf_index), data};
         break;
       }
       case RAFT_IO_TIMEOUT_NOW: {

@@ -19,9 +19,11 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "raft/executor.h"
 #include "raft/node_log.h"
 #include "raft/transport.h"
@@ -51,6 +53,8 @@ class node_io {
     std::uint64_t appends = 0;
     std::uint64_t append_results_clamped = 0;  // see clamp_append_result in node_io.cc
     std::uint64_t append_entries_trimmed = 0;  // see trim_below_snapshot in node_io.cc
+    std::uint64_t snapshots_sent = 0;          // InstallSnapshot messages sent (after expansion)
+    std::uint64_t snapshots_unsent = 0;        // dropped because the expansion failed
   };
 
   node_io(executor& ex, transport& t, node_log& log, options o);
@@ -69,6 +73,12 @@ class node_io {
   // Called after libraft took in an AppendEntries result for group `g` (a follower's match index may
   // have moved): where a leader learns that a follower can now be told of a commit index.
   void set_after_append_result(std::function<void(group_id)> fn) { after_append_result_ = std::move(fn); }
+  // What a group's snapshot becomes on its way to a peer: the stored form may reference this node's own
+  // data files, which the peer lacks, so the sender makes it self-contained. An error drops the message
+  // (libraft sends the snapshot again after its install timeout). Unset: sent as stored.
+  using snapshot_expander =
+      std::function<result<std::vector<std::byte>>(group_id, std::span<const std::byte> stored)>;
+  void set_snapshot_expander(snapshot_expander fn) { expander_ = std::move(fn); }
 
   node_id self() const { return opts_.self; }
   // Membership changes at run time: a node that joins gets an address (its frames are taken from then
@@ -104,6 +114,7 @@ class node_io {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   stats stats_;
   std::function<void(group_id)> after_append_result_;
+  snapshot_expander expander_;
 };
 
 }  // namespace weir::raft
