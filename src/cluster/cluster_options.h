@@ -30,6 +30,11 @@ struct cluster_options {
   // Start without bootstrapping the groups: a new node that waits to be added to a running cluster
   // (POST /cluster/members on one of its nodes) and then catches up from the others' logs.
   bool join = false;
+  // Group snapshots (docs/replication.md, "Snapshots"): a group snapshots its state once it applied this
+  // many entries, or this many bytes of entries, since its last snapshot; 0 entries: never (the node
+  // log and memory then keep every entry).
+  std::uint32_t snapshot_entries = 4096;
+  std::uint64_t snapshot_bytes = 16u << 20;
   bool enabled() const { return node_id != 0; }
 };
 

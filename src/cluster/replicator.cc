@@ -65,6 +65,18 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   s.io_ = std::make_unique<raft::node_io>(
       ex, l.raft_transport(), *s.log_,
       raft::node_io::options{raft::node_id(s.opts_.self), addresses, s.opts_.self});
+  if (s.cb_.expand) {
+    s.io_->set_snapshot_expander(
+        [p = &s](raft::group_id g, std::span<const std::byte> stored) -> result<std::vector<std::byte>> {
+          auto parts = group_glue::split(stored);
+          if (!parts) return make_error(raft::errc::malformed, "snapshot too short");
+          auto state = p->cb_.expand(static_cast<std::uint32_t>(g.value()), parts->second);
+          if (!state) return state.err();
+          std::vector<std::byte> out(stored.begin(), stored.begin() + 8);
+          out.insert(out.end(), state->begin(), state->end());
+          return out;
+        });
+  }
   s.io_->set_after_append_result([p = &s](raft::group_id g) {
     if (g.value() < p->groups_.size()) p->notify_commit(*p->groups_[g.value()]);
   });
@@ -79,14 +91,20 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
     g->fsm.version = 1;
     g->fsm.data = g.get();
     g->fsm.apply = &group_glue::apply;
+    const bool snapshots = s.opts_.snapshot_threshold != 0 && s.cb_.snapshot && s.cb_.restore;
+    if (snapshots) {
+      g->fsm.snapshot = &group_glue::snapshot;
+      g->fsm.restore = &group_glue::restore;
+    }
     if (int rv = raft_init(&g->r, s.io_->io_of(raft::group_id(i)), &g->fsm, s.opts_.self, my_address.c_str());
         rv != 0) {
       return error{rv, "raft_init of group " + std::to_string(i) + ": " + raft_strerror(rv)};
     }
     raft_set_election_timeout(&g->r, s.opts_.election_timeout_ms);
     raft_set_heartbeat_timeout(&g->r, s.opts_.heartbeat_ms);
-    // No snapshots yet: the node log keeps every entry (docs/replication.md, "What remains").
-    raft_set_snapshot_threshold(&g->r, UINT_MAX);
+    // Without snapshots libraft and the node log keep every entry.
+    raft_set_snapshot_threshold(&g->r, snapshots ? s.opts_.snapshot_threshold : UINT_MAX);
+    raft_set_snapshot_trailing(&g->r, s.opts_.snapshot_trailing);
     int rv = 0;
     if (bootstrap) {
       raft_configuration conf;

@@ -88,6 +88,13 @@ class replicator {
     bool join = false;
     // Where the desired membership is kept (<data-dir>/raft/members); empty: in memory only.
     std::string members_path;
+    // Group snapshots (callbacks::snapshot): a group takes one once it applied snapshot_threshold
+    // entries or snapshot_bytes of entries since its last; libraft then drops the entries it covers
+    // except the last snapshot_trailing (kept for followers a little behind). 0 threshold: no snapshots
+    // (libraft and the node log keep every entry).
+    unsigned snapshot_threshold = 0;
+    unsigned snapshot_trailing = 512;
+    std::size_t snapshot_bytes = 16u << 20;
   };
   struct callbacks {
     // A committed command of `group` at `index`; `ticket` != 0 when this node proposed it and waits.
@@ -101,6 +108,15 @@ class replicator {
     std::function<void(std::uint32_t group, std::span<const std::byte> request,
                        std::function<void(std::optional<std::vector<std::byte>>)> reply)>
         serve;
+    // Group snapshots (with options::snapshot_threshold > 0). `snapshot`: the state of `group` after its
+    // entry `index` was applied (called right after that apply; an error skips this snapshot). `restore`:
+    // replace the group's state with one made by `snapshot` at `index` (at start, from the node log, or
+    // installed from the leader); an error stops the group. `expand`: the state as sent to a peer, which
+    // may lack this node's data files (empty: sent as is).
+    std::function<result<std::vector<std::byte>>(std::uint32_t group, std::uint64_t index)> snapshot;
+    std::function<status(std::uint32_t group, std::uint64_t index, std::span<const std::byte> state)> restore;
+    std::function<result<std::vector<std::byte>>(std::uint32_t group, std::span<const std::byte> state)>
+        expand;
   };
 
   // `flusher` writes and syncs the node log's batches (raft::thread_flusher in production).
@@ -156,6 +172,9 @@ class replicator {
   // Every group has a leader this node can reach (itself or a peer with a live link), and this node
   // reaches a majority of the group's voters.
   bool has_quorum() const;
+  // Group snapshots taken, and restored (at start or installed from a leader), since open.
+  std::uint64_t snapshots_taken() const { return snapshots_taken_; }
+  std::uint64_t snapshots_restored() const { return snapshots_restored_; }
 
   struct group;  // replicator.cc
 
@@ -249,6 +268,8 @@ class replicator {
   membership desired_;
   std::map<std::uint64_t, std::string> known_;  // linked peers -> address
   std::int64_t next_share_ms_ = 0;
+  std::uint64_t snapshots_taken_ = 0;
+  std::uint64_t snapshots_restored_ = 0;
 };
 
 }  // namespace weir::cluster

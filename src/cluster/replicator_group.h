@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -55,6 +58,8 @@ struct replicator::group {
   std::map<std::uint64_t, std::uint64_t> told;
   std::uint64_t told_term = 0;
   bool notify_posted = false;
+  // Entry bytes applied since the group's last snapshot (options::snapshot_bytes).
+  std::size_t bytes_since_snapshot = 0;
   // Leadership hand-over (balance()).
   struct ::raft_transfer transfer {};
   bool transferring = false;
@@ -88,6 +93,71 @@ struct group_glue {
     self.cb_.apply(g->id, index, header.kind, command, ticket);
     self.schedule_read_check();
     self.notify_commit(*g);
+    g->bytes_since_snapshot += buf->len;
+    if (self.opts_.snapshot_threshold != 0 && g->bytes_since_snapshot >= self.opts_.snapshot_bytes) {
+      // libraft counts entries only: a threshold of 1 makes it snapshot after this apply.
+      raft_set_snapshot_threshold(&g->r, 1);
+    }
+    return 0;
+  }
+
+  // A snapshot's buffer: u64 index (little-endian) then the state the callback made.
+  static int snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs) {
+    auto* g = static_cast<replicator::group*>(fsm->data);
+    replicator& self = *g->owner;
+    const std::uint64_t index = g->r.last_applied;
+    auto state = self.cb_.snapshot(g->id, index);
+    if (!state) {
+      log::warn("weir cluster: group {}: no snapshot at {}: {}", g->id, index, state.err().reason);
+      return RAFT_IOERR;
+    }
+    auto* b = static_cast<raft_buffer*>(raft_malloc(sizeof(raft_buffer)));
+    if (b == nullptr) return RAFT_NOMEM;
+    b->len = sizeof(std::uint64_t) + state->size();
+    b->base = raft_malloc(b->len);
+    if (b->base == nullptr) {
+      raft_free(b);
+      return RAFT_NOMEM;
+    }
+    auto* out = static_cast<std::byte*>(b->base);
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<std::byte>(index >> (8 * i));
+    if (!state->empty()) std::memcpy(out + 8, state->data(), state->size());
+    *bufs = b;
+    *n_bufs = 1;
+    g->bytes_since_snapshot = 0;
+    raft_set_snapshot_threshold(&g->r, self.opts_.snapshot_threshold);
+    ++self.snapshots_taken_;
+    return 0;
+  }
+
+  // Splits a snapshot buffer into its index and state; nullopt when too short.
+  static std::optional<std::pair<std::uint64_t, std::span<const std::byte>>> split(
+      std::span<const std::byte> data) {
+    if (data.size() < 8) return std::nullopt;
+    std::uint64_t index = 0;
+    for (int i = 0; i < 8; ++i)
+      index |= static_cast<std::uint64_t>(data[static_cast<std::size_t>(i)]) << (8 * i);
+    return std::make_pair(index, data.subspan(8));
+  }
+
+  static int restore(raft_fsm* fsm, raft_buffer* buf) {
+    auto* g = static_cast<replicator::group*>(fsm->data);
+    replicator& self = *g->owner;
+    // libraft hands the buffer over when the restore succeeds, and frees it itself when it fails.
+    auto parts = split(std::span<const std::byte>(static_cast<const std::byte*>(buf->base), buf->len));
+    if (!parts) {
+      log::error("weir cluster: group {}: snapshot of {} bytes is malformed", g->id, buf->len);
+      return RAFT_MALFORMED;
+    }
+    if (auto st = self.cb_.restore(g->id, parts->first, parts->second); !st) {
+      log::error("weir cluster: group {}: snapshot at {} not restored: {}", g->id, parts->first,
+                 st.err().reason);
+      return RAFT_MALFORMED;
+    }
+    raft_free(buf->base);
+    g->bytes_since_snapshot = 0;
+    ++self.snapshots_restored_;
+    self.schedule_read_check();
     return 0;
   }
 

@@ -343,6 +343,15 @@ const std::array table{
             "/cluster/members?id=N&address=HOST:PORT on a node of the cluster), then catch up from the "
             "others. peers lists every node, this one included; with node-id only",
             field<&serve_config::cluster, &cluster::cluster_options::join>()},
+    setting{"raft-snapshot-entries", "N",
+            "A raft group snapshots its state (metadata and references to the data log) after this many "
+            "entries since its last snapshot, and then forgets the entries it covers; 0: never (memory and "
+            "the node log keep every entry)",
+            field<&serve_config::cluster, &cluster::cluster_options::snapshot_entries>(), 0, 1u << 30},
+    setting{"raft-snapshot-bytes", "BYTES",
+            "A raft group also snapshots after this many bytes of entries since its last snapshot",
+            field<&serve_config::cluster, &cluster::cluster_options::snapshot_bytes>(), 1 << 16,
+            std::uint64_t{1} << 40},
 };
 
 std::string name_of(const setting& s) {
