@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,6 +32,11 @@
 #include "streams/types.h"
 
 namespace weir::streams {
+
+namespace wire {
+class writer;
+class reader;
+}  // namespace wire
 
 enum class errc : std::uint8_t {
   ok = 0,
@@ -201,6 +207,12 @@ class state_machine {
   // hot), ascending. What the log's reclaim must keep. A fork's inherited records are its source's:
   // the source (kept, soft-deleted if need be, while forks reference it) lists their segments.
   std::vector<std::uint64_t> referenced_segments(std::uint32_t core) const;
+  // Calls `fn` with every own record that is in memory with no known location (a fork's inherited
+  // records are its source's), with its stream's path and generation: records restored with their bytes
+  // inlined, which a cluster node writes to its data log so that they may leave memory. `fn` must not
+  // change this machine.
+  void for_each_unlocated(
+      const std::function<void(std::string_view path, std::uint64_t generation, const record& r)>& fn) const;
 
   // Checkpoints (state_snapshot.cc).
   //
@@ -216,6 +228,52 @@ class state_machine {
   // (codec_errc::bad_value or truncated, with a reason) for a damaged or unknown-version blob, leaving the
   // machine empty; never crashes on garbage.
   status restore(std::span<const std::byte> blob);
+
+  // Per-part checkpoints (state_snapshot.cc, state_restore_part.cc; a cluster's raft group snapshot:
+  // the part is the streams whose path hashes to one group). Blob layout: docs/log-format.md,
+  // "Checkpoint blob of a stream state machine", version 4.
+  using path_predicate = std::function<bool(std::string_view path)>;
+  using location_predicate = std::function<bool(const disk_location& at)>;
+  // The streams (soft-deleted ones too) and held deleted paths whose path satisfies `in_part`, each
+  // stream as snapshot() writes it. No next generation: in a cluster it comes from the raft index of each
+  // command (set_next_generation), and restore_part leaves it alone. A record is written as a reference
+  // (kind 0) only if its location is known and `referencable(at)` (the data log holds it durably);
+  // otherwise its bytes are inlined. A cold record (bytes dropped) that is not referencable cannot be
+  // written: codec_errc::bad_value naming it, and the caller does not snapshot now. Deterministic.
+  result<std::vector<std::byte>> snapshot_part(const path_predicate& in_part,
+                                               const location_predicate& referencable) const;
+  // Replaces the part (streams and held paths satisfying `in_part`) by the blob's content; the rest of
+  // the machine is untouched, next_generation_ too. The whole blob is decoded and checked first: on a
+  // damaged blob (codec_errc::truncated or bad_value; also a blob stream outside the part, or one whose
+  // generation belongs to a stream outside the part) nothing changes. Restored records are cold (location
+  // only) or hot (inlined bytes, no location: the caller writes them to its own data log and locates).
+  //
+  // A stream of the part that is the same incarnation before and after (same path and generation)
+  // keeps its log object with the blob's records (memory_log::take_records), so every fork linked to
+  // it, in any part, keeps reading through it. Then every unlinked fork, of the part or whose source is
+  // in the part, is linked to its source's log if the source exists (in any part; never into a cycle).
+  // A fork linked to an incarnation that the restore replaced by another (or removed) keeps that link:
+  // its inherited records are immutable, and the new incarnation is not what it forked (the blob does
+  // not name the source generation; a fork of a new incarnation whose source part is behind gets the
+  // same treatment as apply-time stitching: whatever stream is at the path). Linking happens here, on
+  // the owner core: valid only while no other core reads these logs (cluster mode: every stream of the
+  // node is on core 0, as in stream_shard::apply_committed).
+  //
+  // Fork references (the source's ref_count) across parts: the parts come from committed states of
+  // different groups at different log indexes, and a release is applied where the fork's erase is
+  // applied (stream_shard::release). So: (1) a fork of the part that existed before and is not in the
+  // blob (its delete was applied by the snapshot's node, not here) releases its source if that source
+  // is outside the part (fork_release: may erase a soft-deleted source, cascading); a source inside the
+  // part comes from the blob, which already counts the release. (2) A source of the part gets
+  // ref_count = max(blob's count, forks on this machine that name it): the blob's node may have applied
+  // releases of forks that still exist here (this node will release them again when it applies their
+  // deletes), and a count below the forks present would erase a source that a fork still reads. Leaks
+  // (a count too high, e.g. a rejected fork create applied only by the blob's node) are preferred to
+  // early erasure; ref_counts() shows them. `removed` (optional) gets the paths whose stream ceased to
+  // exist or became another incarnation (live readers must be told), cascades included; removals()
+  // moves when a generation stops existing, so the hot tier forgets it.
+  status restore_part(std::span<const std::byte> blob, const path_predicate& in_part,
+                      std::vector<std::string>* removed = nullptr);
 
  private:
   struct producer_state {
@@ -256,6 +314,31 @@ class state_machine {
   // Drops the holds that ended by `now_ms`.
   void release_holds(std::int64_t now_ms);
 
+  // One stream's entry in a blob (state_snapshot.cc). `referencable` null: every located record is
+  // written as a reference (snapshot()); otherwise see snapshot_part. Fails only on a cold record that
+  // cannot be referenced.
+  static status write_stream(wire::writer& w, const std::string& path, const stream_state& s,
+                             const location_predicate* referencable);
+  // Reads one stream entry of a blob of `version`, checking its log (contiguous from the fork point).
+  static status read_stream(wire::reader& in, std::uint64_t version, std::string& path, stream_state& s);
+  // A decoded per-part blob (state_snapshot.cc).
+  struct part_content {
+    string_map<stream_state> streams;
+    std::map<std::string, std::int64_t, std::less<>> held;
+  };
+  // Decodes and checks a version-4 blob; every path must satisfy `in_part` when given.
+  static result<part_content> decode_part(std::span<const std::byte> blob, const path_predicate* in_part);
+  // Encodes streams (sorted by path) and held paths as a version-4 blob.
+  static result<std::vector<std::byte>> encode_part(
+      const std::vector<const std::pair<const std::string, stream_state>*>& streams,
+      const std::map<std::string, std::int64_t, std::less<>>& held, const location_predicate& referencable);
+  // Links the fork at `fork` (a stream of this machine) to `source` unless that would close a cycle.
+  static bool link_if_acyclic(stream_state& fork, const std::shared_ptr<memory_log>& source);
+  friend result<std::vector<std::byte>> expand_snapshot_part(
+      std::span<const std::byte> blob,
+      const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
+          fetch);
+
   string_map<stream_state> streams_;
   std::unordered_set<std::string> expiring_;  // streams with a TTL or Expires-At (what the sweeper scans)
   std::uint64_t next_generation_ = 1;
@@ -266,6 +349,15 @@ class state_machine {
   std::set<std::pair<std::int64_t, std::string>> hold_ends_;
   std::uint64_t removals_ = 0;  // see removals()
 };
+
+// A per-part blob (state_machine::snapshot_part) with every referenced record (kind 0) replaced by its
+// bytes, inlined (kind 1): what a node sends a peer that lacks its data files. `fetch(at, begin, size)`
+// returns bytes [begin, begin + size) of the record at `at` (chunk_slice semantics); its error, or bytes of
+// another size (codec_errc::bad_value), is returned. A damaged blob: as restore_part. Deterministic.
+result<std::vector<std::byte>> expand_snapshot_part(
+    std::span<const std::byte> blob,
+    const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
+        fetch);
 
 // Producer state a stream keeps (PROTOCOL.md 5.2.1, "Producer State Cleanup": servers MAY expire it).
 // A producer idle this long is forgotten and treated as new; and a stream keeps at most this many

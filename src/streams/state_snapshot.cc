@@ -14,10 +14,12 @@ namespace weir::streams {
 namespace {
 
 constexpr std::string_view snapshot_magic = "weirsnap";
+// 4: one part of the machine (snapshot_part): no next generation; otherwise as 3.
 // 3: the held paths of deleted streams follow the streams (delete_command::hold_ms); producers carry
 //    their last use (idle expiry).
 // 2: a fork lists its own records only (it reads the rest from its source); no "to stitch" flag.
 // 1: a fork listed its inherited records too (still read: they are dropped on restore).
+constexpr std::uint64_t snapshot_version_part = 4;
 constexpr std::uint64_t snapshot_version = 3;
 constexpr std::uint64_t snapshot_version_no_holds = 2;
 constexpr std::uint64_t snapshot_version_copied_forks = 1;
@@ -25,11 +27,15 @@ constexpr std::uint64_t snapshot_version_copied_forks = 1;
 // How a record's bytes are written.
 enum class record_kind : std::uint8_t { on_disk = 0, inline_bytes = 1 };
 
-void write_record(wire::writer& w, const record& r) {
+// Writes `r`, as a reference when its location is known (and `referencable` accepts it, when given),
+// else with its bytes. False for a cold record that cannot be written either way.
+bool write_record(wire::writer& w, const record& r, const state_machine::location_predicate* referencable) {
+  const bool reference = r.data.at.known() && (!referencable || (*referencable)(r.data.at));
+  if (!reference && r.data.cold()) return false;
   w.var(r.end);
   w.var(r.data.size);
   w.var(r.messages);
-  if (r.data.at.known()) {
+  if (reference) {
     w.u8(static_cast<std::uint8_t>(record_kind::on_disk));
     w.var(r.data.at.segment);
     w.var(r.data.at.offset);
@@ -37,10 +43,22 @@ void write_record(wire::writer& w, const record& r) {
     w.var(r.data.at.data_offset);
     w.var(r.data.begin);
   } else {
-    WEIR_ASSERT(!r.data.cold(), "cold record ending at {} has no location", r.end);
     w.u8(static_cast<std::uint8_t>(record_kind::inline_bytes));
     w.raw(r.data.view());
   }
+  return true;
+}
+
+std::vector<std::byte> to_bytes(const std::string& bytes) {
+  const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
+  return std::vector<std::byte>(first, first + bytes.size());
+}
+
+error truncated() {
+  return make_error(codec_errc::truncated, "snapshot truncated or malformed");
+}
+error bad(std::string reason) {
+  return make_error(codec_errc::bad_value, "snapshot: " + reason);
 }
 
 // A varint that must fit in 32 bits.
@@ -84,6 +102,136 @@ bool read_record(wire::reader& in, record& out, std::string& reason) {
 
 }  // namespace
 
+status state_machine::write_stream(wire::writer& w, const std::string& path, const stream_state& s,
+                                   const location_predicate* referencable) {
+  w.str(path);
+  w.var(s.meta.generation);
+  w.str(s.meta.content_type);
+  w.exp(s.meta.expiry);
+  w.exp(s.requested_expiry);
+  w.boolean(s.meta.closed);
+  w.svar(s.last_access_ms);
+  w.boolean(s.soft_deleted);
+  w.var(s.ref_count);
+  w.opt(s.fork, [&](const fork_spec& f) {
+    w.str(f.source);
+    w.opt(f.offset, [&](stream_offset o) { w.var(o.value()); });
+    w.var(f.sub_offset);
+    w.var(f.resolved.point.value());
+    w.str(f.resolved.source_content_type);
+    w.exp(f.resolved.source_expiry);
+    w.boolean(f.resolved.retained);
+  });
+  w.opt(s.closed_by, [&](const producer_ref& p) {
+    w.str(p.id);
+    w.var(p.epoch);
+    w.var(p.seq);
+  });
+  w.opt(s.last_seq, [&](const std::string& v) { w.str(v); });
+  w.var(s.producers.size());
+  for (const auto& [id, p] : s.producers) {
+    w.str(id);
+    w.var(p.epoch);
+    w.var(p.last_seq);
+    w.svar(p.last_used_ms);
+  }
+  std::size_t count = 0;
+  s.log->for_each_record([&](const record&) { ++count; });
+  w.var(count);
+  std::optional<std::uint64_t> unwritable;
+  s.log->for_each_record([&](const record& r) {
+    if (!write_record(w, r, referencable) && !unwritable) unwritable = r.end;
+  });
+  if (unwritable) {
+    // snapshot() has no predicate: every cold record has a known location (drop_bytes needs one).
+    WEIR_ASSERT(referencable, "cold record of {} ending at {} has no location", path, *unwritable);
+    return make_error(codec_errc::bad_value, "snapshot: record of " + path + " ending at " +
+                                                 std::to_string(*unwritable) +
+                                                 " is cold and its location is not referencable");
+  }
+  return {};
+}
+
+status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::string& path,
+                                  stream_state& s) {
+  const bool copied_forks = version == snapshot_version_copied_forks;
+  path = in.str();
+  s.meta.path = path;
+  s.meta.generation = in.var();
+  s.meta.content_type = in.str();
+  s.meta.json = normalize_content_type(s.meta.content_type) == "application/json";
+  s.meta.expiry = in.exp();
+  s.requested_expiry = in.exp();
+  s.meta.closed = in.boolean();
+  s.last_access_ms = in.svar();
+  s.soft_deleted = in.boolean();
+  s.ref_count = read_u32(in);
+  s.fork = in.opt<fork_spec>([&] {
+    fork_spec f;
+    f.source = in.str();
+    f.offset = in.opt<stream_offset>([&] { return stream_offset(in.var()); });
+    f.sub_offset = in.var();
+    f.resolved.point = stream_offset(in.var());
+    f.resolved.source_content_type = in.str();
+    f.resolved.source_expiry = in.exp();
+    f.resolved.retained = in.boolean();
+    if (copied_forks) (void)in.boolean();  // "to stitch": every restored fork is linked anew
+    return f;
+  });
+  s.closed_by = in.opt<producer_ref>([&] {
+    producer_ref p;
+    p.id = in.str();
+    p.epoch = in.var();
+    p.seq = in.var();
+    return p;
+  });
+  s.last_seq = in.opt<std::string>([&] { return in.str(); });
+  const std::uint64_t producers = in.var();
+  for (std::uint64_t k = 0; k < producers && in.ok(); ++k) {
+    std::string id = in.str();
+    producer_state p;
+    p.epoch = in.var();
+    p.last_seq = in.var();
+    // Before version 3 no last use was kept: the stream's last access is the closest known.
+    p.last_used_ms = version >= snapshot_version ? in.svar() : s.last_access_ms;
+    if (!s.producers.emplace(std::move(id), p).second) return bad("producer listed twice in " + path);
+  }
+  if (!in.ok()) return truncated();
+  if (s.fork && s.fork->source == path) return bad("stream " + path + " is a fork of itself");
+
+  // The log, checked exactly as memory_log would assert: own records contiguous from the fork point
+  // (0 for a stream that is not a fork). Version 1 listed a fork's inherited records first (contiguous,
+  // ending at the fork point); they are checked and dropped: the fork reads them from its source once
+  // linked (forks_to_stitch).
+  const std::uint64_t base = s.fork ? s.fork->resolved.point.value() : 0;
+  const std::uint64_t records = in.var();
+  auto log = std::make_shared<memory_log>(nullptr, stream_offset(base));
+  std::optional<std::uint64_t> inherited_end;
+  for (std::uint64_t k = 0; k < records && in.ok(); ++k) {
+    record r;
+    std::string reason;
+    if (!read_record(in, r, reason)) return bad(reason + " in " + path);
+    if (!in.ok()) break;
+    if (copied_forks && r.end <= base && log->record_count() == 0) {
+      if (inherited_end && r.begin() != *inherited_end)
+        return bad("records of " + path + " are not contiguous");
+      inherited_end = r.end;
+      continue;
+    }
+    if (r.begin() != log->tail().value()) {
+      return bad(log->record_count() == 0 ? "records of " + path + " do not start at the fork point"
+                                          : "records of " + path + " are not contiguous");
+    }
+    log->append(std::move(r));
+  }
+  if (!in.ok()) return truncated();
+  if (inherited_end && *inherited_end != base) {
+    return bad("inherited records of " + path + " do not end at the fork point");
+  }
+  s.log = std::move(log);
+  return {};
+}
+
 std::vector<std::byte> state_machine::snapshot() const {
   std::vector<const std::pair<const std::string, stream_state>*> sorted;
   sorted.reserve(streams_.size());
@@ -96,69 +244,31 @@ std::vector<std::byte> state_machine::snapshot() const {
   w.var(next_generation_);
   w.var(sorted.size());
   for (const auto* entry : sorted) {
-    const stream_state& s = entry->second;
-    w.str(entry->first);
-    w.var(s.meta.generation);
-    w.str(s.meta.content_type);
-    w.exp(s.meta.expiry);
-    w.exp(s.requested_expiry);
-    w.boolean(s.meta.closed);
-    w.svar(s.last_access_ms);
-    w.boolean(s.soft_deleted);
-    w.var(s.ref_count);
-    w.opt(s.fork, [&](const fork_spec& f) {
-      w.str(f.source);
-      w.opt(f.offset, [&](stream_offset o) { w.var(o.value()); });
-      w.var(f.sub_offset);
-      w.var(f.resolved.point.value());
-      w.str(f.resolved.source_content_type);
-      w.exp(f.resolved.source_expiry);
-      w.boolean(f.resolved.retained);
-    });
-    w.opt(s.closed_by, [&](const producer_ref& p) {
-      w.str(p.id);
-      w.var(p.epoch);
-      w.var(p.seq);
-    });
-    w.opt(s.last_seq, [&](const std::string& v) { w.str(v); });
-    w.var(s.producers.size());
-    for (const auto& [id, p] : s.producers) {
-      w.str(id);
-      w.var(p.epoch);
-      w.var(p.last_seq);
-      w.svar(p.last_used_ms);
-    }
-    std::size_t count = 0;
-    s.log->for_each_record([&](const record&) { ++count; });
-    w.var(count);
-    s.log->for_each_record([&](const record& r) { write_record(w, r); });
+    status st = write_stream(w, entry->first, entry->second, nullptr);
+    WEIR_ASSERT(st.has_value(), "snapshot: {}", st.err().reason);
   }
   w.var(held_until_.size());  // in path order (a std::map): the same state gives the same bytes
   for (const auto& [path, until] : held_until_) {
     w.str(path);
     w.svar(until);
   }
-  std::string bytes = w.take();
-  const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
-  return std::vector<std::byte>(first, first + bytes.size());
+  return to_bytes(w.take());
 }
 
 status state_machine::restore(std::span<const std::byte> blob) {
   WEIR_ASSERT(streams_.empty() && next_generation_ == 1, "restore into a state machine that holds {} streams",
               streams_.size());
   wire::reader in(std::string_view(reinterpret_cast<const char*>(blob.data()), blob.size()));
-  auto truncated = [] { return make_error(codec_errc::truncated, "snapshot truncated or malformed"); };
-  auto bad = [](std::string reason) { return make_error(codec_errc::bad_value, "snapshot: " + reason); };
 
   if (blob.size() < snapshot_magic.size()) return truncated();
   if (!in.expect(snapshot_magic)) return bad("not a state machine snapshot (magic)");
   std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
+  if (version == snapshot_version_part) return bad("a part snapshot (version 4): use restore_part");
   if (version != snapshot_version && version != snapshot_version_no_holds &&
       version != snapshot_version_copied_forks) {
     return bad("unknown version " + std::to_string(version));
   }
-  const bool copied_forks = version == snapshot_version_copied_forks;
   const std::uint64_t next_generation = in.var();
   const std::uint64_t count = in.var();
   if (in.ok() && next_generation == 0) return bad("next generation 0");
@@ -166,49 +276,9 @@ status state_machine::restore(std::span<const std::byte> blob) {
   string_map<stream_state> streams;
   std::unordered_set<std::uint64_t> generations;
   for (std::uint64_t i = 0; i < count && in.ok(); ++i) {
-    std::string path = in.str();
+    std::string path;
     stream_state s;
-    s.meta.path = path;
-    s.meta.generation = in.var();
-    s.meta.content_type = in.str();
-    s.meta.json = normalize_content_type(s.meta.content_type) == "application/json";
-    s.meta.expiry = in.exp();
-    s.requested_expiry = in.exp();
-    s.meta.closed = in.boolean();
-    s.last_access_ms = in.svar();
-    s.soft_deleted = in.boolean();
-    s.ref_count = read_u32(in);
-    s.fork = in.opt<fork_spec>([&] {
-      fork_spec f;
-      f.source = in.str();
-      f.offset = in.opt<stream_offset>([&] { return stream_offset(in.var()); });
-      f.sub_offset = in.var();
-      f.resolved.point = stream_offset(in.var());
-      f.resolved.source_content_type = in.str();
-      f.resolved.source_expiry = in.exp();
-      f.resolved.retained = in.boolean();
-      if (copied_forks) (void)in.boolean();  // "to stitch": every restored fork is linked anew
-      return f;
-    });
-    s.closed_by = in.opt<producer_ref>([&] {
-      producer_ref p;
-      p.id = in.str();
-      p.epoch = in.var();
-      p.seq = in.var();
-      return p;
-    });
-    s.last_seq = in.opt<std::string>([&] { return in.str(); });
-    const std::uint64_t producers = in.var();
-    for (std::uint64_t k = 0; k < producers && in.ok(); ++k) {
-      std::string id = in.str();
-      producer_state p;
-      p.epoch = in.var();
-      p.last_seq = in.var();
-      // Before version 3 no last use was kept: the stream's last access is the closest known.
-      p.last_used_ms = version >= snapshot_version ? in.svar() : s.last_access_ms;
-      if (!s.producers.emplace(std::move(id), p).second) return bad("producer listed twice in " + path);
-    }
-    if (!in.ok()) return truncated();
+    if (status st = read_stream(in, version, path, s); !st) return st;
     if (s.meta.generation == 0 || s.meta.generation >= next_generation) {
       return bad("stream " + path + " has generation " + std::to_string(s.meta.generation) +
                  ", next generation is " + std::to_string(next_generation));
@@ -216,37 +286,6 @@ status state_machine::restore(std::span<const std::byte> blob) {
     if (!generations.insert(s.meta.generation).second) {
       return bad("generation " + std::to_string(s.meta.generation) + " is listed twice");
     }
-
-    // The log, checked exactly as memory_log would assert: own records contiguous from the fork point
-    // (0 for a stream that is not a fork). Version 1 listed a fork's inherited records first (contiguous,
-    // ending at the fork point); they are checked and dropped: the fork reads them from its source once
-    // linked (forks_to_stitch).
-    const std::uint64_t base = s.fork ? s.fork->resolved.point.value() : 0;
-    const std::uint64_t records = in.var();
-    auto log = std::make_shared<memory_log>(nullptr, stream_offset(base));
-    std::optional<std::uint64_t> inherited_end;
-    for (std::uint64_t k = 0; k < records && in.ok(); ++k) {
-      record r;
-      std::string reason;
-      if (!read_record(in, r, reason)) return bad(reason + " in " + path);
-      if (!in.ok()) break;
-      if (copied_forks && r.end <= base && log->record_count() == 0) {
-        if (inherited_end && r.begin() != *inherited_end)
-          return bad("records of " + path + " are not contiguous");
-        inherited_end = r.end;
-        continue;
-      }
-      if (r.begin() != log->tail().value()) {
-        return bad(log->record_count() == 0 ? "records of " + path + " do not start at the fork point"
-                                            : "records of " + path + " are not contiguous");
-      }
-      log->append(std::move(r));
-    }
-    if (!in.ok()) return truncated();
-    if (inherited_end && *inherited_end != base) {
-      return bad("inherited records of " + path + " do not end at the fork point");
-    }
-    s.log = std::move(log);
     if (!streams.emplace(std::move(path), std::move(s)).second) return bad("a stream is listed twice");
   }
   std::map<std::string, std::int64_t, std::less<>> held;
@@ -270,6 +309,108 @@ status state_machine::restore(std::span<const std::byte> blob) {
     by_generation_[s.meta.generation] = &s;
   }
   return {};
+}
+
+// Per-part blobs (version 4).
+
+result<std::vector<std::byte>> state_machine::encode_part(
+    const std::vector<const std::pair<const std::string, stream_state>*>& streams,
+    const std::map<std::string, std::int64_t, std::less<>>& held, const location_predicate& referencable) {
+  wire::writer w;
+  w.raw(snapshot_magic);
+  w.var(snapshot_version_part);
+  w.var(streams.size());
+  for (const auto* entry : streams) {
+    if (status st = write_stream(w, entry->first, entry->second, &referencable); !st) return st.err();
+  }
+  w.var(held.size());
+  for (const auto& [path, until] : held) {
+    w.str(path);
+    w.svar(until);
+  }
+  return to_bytes(w.take());
+}
+
+result<std::vector<std::byte>> state_machine::snapshot_part(const path_predicate& in_part,
+                                                            const location_predicate& referencable) const {
+  std::vector<const std::pair<const std::string, stream_state>*> sorted;
+  for (const auto& entry : streams_) {
+    if (in_part(entry.first)) sorted.push_back(&entry);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  std::map<std::string, std::int64_t, std::less<>> held;
+  for (const auto& [path, until] : held_until_) {
+    if (in_part(path)) held.emplace(path, until);
+  }
+  return encode_part(sorted, held, referencable);
+}
+
+result<state_machine::part_content> state_machine::decode_part(std::span<const std::byte> blob,
+                                                               const path_predicate* in_part) {
+  wire::reader in(std::string_view(reinterpret_cast<const char*>(blob.data()), blob.size()));
+  if (blob.size() < snapshot_magic.size()) return truncated();
+  if (!in.expect(snapshot_magic)) return bad("not a state machine snapshot (magic)");
+  const std::uint64_t version = in.var();
+  if (!in.ok()) return truncated();
+  if (version != snapshot_version_part) {
+    return bad("version " + std::to_string(version) + " is not a part snapshot (version 4)");
+  }
+  part_content out;
+  std::unordered_set<std::uint64_t> generations;
+  const std::uint64_t count = in.var();
+  for (std::uint64_t i = 0; i < count && in.ok(); ++i) {
+    std::string path;
+    stream_state s;
+    if (status st = read_stream(in, version, path, s); !st) return st.err();
+    if (s.meta.generation == 0) return bad("stream " + path + " has generation 0");
+    if (!generations.insert(s.meta.generation).second) {
+      return bad("generation " + std::to_string(s.meta.generation) + " is listed twice");
+    }
+    if (in_part && !(*in_part)(path)) return bad("stream " + path + " is not in the part");
+    if (!out.streams.emplace(std::move(path), std::move(s)).second) return bad("a stream is listed twice");
+  }
+  const std::uint64_t holds = in.var();
+  for (std::uint64_t i = 0; i < holds && in.ok(); ++i) {
+    std::string path = in.str();
+    const std::int64_t until = in.svar();
+    if (!in.ok()) break;
+    if (in_part && !(*in_part)(path)) return bad("held path " + path + " is not in the part");
+    if (!out.held.emplace(std::move(path), until).second) return bad("a held path is listed twice");
+  }
+  if (!in.ok()) return truncated();
+  if (!in.at_end()) return bad("trailing bytes");
+  return out;
+}
+
+result<std::vector<std::byte>> expand_snapshot_part(
+    std::span<const std::byte> blob,
+    const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
+        fetch) {
+  auto decoded = state_machine::decode_part(blob, nullptr);
+  if (!decoded) return decoded.err();
+  std::vector<const std::pair<const std::string, state_machine::stream_state>*> sorted;
+  for (auto& entry : decoded->streams) {
+    // Each log is this function's own (fresh from the decode): replace its cold records in place.
+    std::vector<record> records;
+    entry.second.log->for_each_record([&](const record& r) { records.push_back(r); });
+    auto log = std::make_shared<memory_log>(nullptr, entry.second.log->base());
+    for (record& r : records) {
+      if (r.data.cold()) {
+        auto bytes = fetch(r.data.at, r.data.begin, r.data.size);
+        if (!bytes) return bytes.err();
+        if (bytes->size() != r.data.size) {
+          return bad("fetched " + std::to_string(bytes->size()) + " bytes for a record of " +
+                     std::to_string(r.data.size) + " of " + entry.first);
+        }
+        r.data = chunk_slice{make_chunk(std::move(*bytes)), 0, r.data.size, disk_location{}};
+      }
+      log->append(std::move(r));
+    }
+    entry.second.log = std::move(log);
+    sorted.push_back(&entry);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  return state_machine::encode_part(sorted, decoded->held, [](const disk_location&) { return false; });
 }
 
 }  // namespace weir::streams
