@@ -496,6 +496,15 @@ std::vector<std::uint64_t> state_machine::referenced_segments(std::uint32_t core
   return out;
 }
 
+void state_machine::for_each_unlocated(
+    const std::function<void(std::string_view path, std::uint64_t generation, const record& r)>& fn) const {
+  for (const auto& [path, s] : streams_) {
+    s.log->for_each_record([&](const record& r) {
+      if (!r.data.cold() && !r.data.at.known()) fn(path, s.meta.generation, r);
+    });
+  }
+}
+
 std::vector<std::pair<std::string, std::uint32_t>> state_machine::ref_counts() const {
   std::vector<std::pair<std::string, std::uint32_t>> out;
   for (const auto& [path, s] : streams_) {
