@@ -66,7 +66,7 @@ result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, lo
   w->last_sync_ = std::chrono::steady_clock::now();
   w->publish_segments();
   w->thread_ = std::thread([raw = w.get()] { raw->run(); });
-  if (opts.sync.mode == sync_mode::interval) {
+  if (opts.sync.mode != sync_mode::always) {
     w->flusher_thread_ = std::thread([raw = w.get()] { raw->flusher_run(); });
   }
   return w;
@@ -129,6 +129,19 @@ void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, std::vecto
   cv_.notify_one();
 }
 
+void log_writer::sync(sync_callback done) {
+  {
+    std::unique_lock lock(mu_);
+    if (stop_) {
+      lock.unlock();
+      exec_([done = std::move(done)] { done(make_error(errc::closed, "log is closing")); });
+      return;
+    }
+    pending_.syncs.push_back(std::move(done));
+  }
+  cv_.notify_one();
+}
+
 void log_writer::resume() {
   std::lock_guard lock(mu_);
   fence_.reset();
@@ -168,7 +181,9 @@ void log_writer::run() {
   std::size_t answered = 0;  // appends the last batch completed: writers that may append again
   std::chrono::microseconds last_batch_time{0};
   for (;;) {
-    auto has_work = [&] { return stop_ || !pending_.records.empty() || !pending_.checkpoints.empty(); };
+    auto has_work = [&] {
+      return stop_ || !pending_.records.empty() || !pending_.checkpoints.empty() || !pending_.syncs.empty();
+    };
     if (opts_.sync.mode == sync_mode::always && opts_.gather.count() > 0 && answered > 0) {
       // Gather: the writers just answered, plus those already waiting.
       const std::size_t target = answered + pending_.records.size();
@@ -184,7 +199,7 @@ void log_writer::run() {
     } else {
       cv_.wait(lock, has_work);
     }
-    if (stop_ && pending_.records.empty() && pending_.checkpoints.empty()) break;
+    if (stop_ && pending_.records.empty() && pending_.checkpoints.empty() && pending_.syncs.empty()) break;
 
     batch b;
     std::swap(b, pending_);
@@ -207,6 +222,7 @@ void log_writer::run() {
         std::chrono::steady_clock::now() >= last_sync_ + opts_.sync.interval) {
       request_background_sync();
     }
+    handle_syncs(b.syncs);
     for (auto& c : b.checkpoints) do_checkpoint(c);
 
     lock.lock();
@@ -225,27 +241,30 @@ status log_writer::sync_active() {
   return st;
 }
 
+void log_writer::poison_after_background_failure() {
+  if (opts_.sync.mode == sync_mode::always || poisoned_) return;
+  std::optional<error> failed;
+  {
+    std::lock_guard lock(flusher_.mu);
+    failed = flusher_.failure;
+  }
+  if (!failed) return;
+  // Records were already acknowledged in this mode; the page cache may have dropped them (and a later
+  // fdatasync may succeed without writing them). Stop taking writes rather than build on a log of unknown
+  // content.
+  log::error("storage: {}: background fdatasync failed ({}); the log is read-only until restart", dir_,
+             failed->reason);
+  poisoned_ =
+      make_error(errc::poisoned, fmt::format("log {} needs a restart after: {}", dir_, failed->reason));
+}
+
 void log_writer::write_batch(batch& b) {
   std::optional<error> fenced;
   {
     std::lock_guard lock(mu_);
     fenced = fence_;
   }
-  if (opts_.sync.mode == sync_mode::interval && !poisoned_) {
-    std::optional<error> failed;
-    {
-      std::lock_guard lock(flusher_.mu);
-      failed = flusher_.failure;
-    }
-    if (failed) {
-      // Records were already acknowledged in this mode; the page cache may have dropped them. Stop
-      // taking writes rather than build on a log of unknown content.
-      log::error("storage: {}: periodic fdatasync failed ({}); the log is read-only until restart", dir_,
-                 failed->reason);
-      poisoned_ =
-          make_error(errc::poisoned, fmt::format("log {} needs a restart after: {}", dir_, failed->reason));
-    }
-  }
+  poison_after_background_failure();
   if (poisoned_ || fenced) {
     exec_([recs = std::move(b.records), err = poisoned_ ? *poisoned_ : *fenced]() mutable {
       for (auto& r : recs) r.done(err);
@@ -386,11 +405,40 @@ void log_writer::request_background_sync() {
   last_sync_ = std::chrono::steady_clock::now();  // also when busy: try again one interval later
   {
     std::lock_guard lock(flusher_.mu);
-    if (flusher_.busy) return;  // the previous sync is slow; dirty_ stays set
+    if (flusher_.running || flusher_.file) return;  // the previous sync is slow; dirty_ stays set
     flusher_.file = active_;
-    flusher_.busy = true;
   }
   dirty_ = false;
+  flusher_.cv.notify_one();
+}
+
+void log_writer::handle_syncs(std::vector<sync_callback>& syncs) {
+  if (syncs.empty()) return;
+  poison_after_background_failure();
+  if (poisoned_) {
+    exec_([syncs = std::move(syncs), err = *poisoned_]() mutable {
+      for (auto& s : syncs) s(err);
+    });
+    return;
+  }
+  if (opts_.sync.mode == sync_mode::always) {
+    // Every batch written so far was synced before its completions (a failed one was cut back, the cut
+    // synced): nothing written is unsynced.
+    exec_([syncs = std::move(syncs)]() mutable {
+      for (auto& s : syncs) s(status{});
+    });
+    return;
+  }
+  // A sync of the active segment that starts after now covers every record written so far (a roll synced
+  // the segments before it). If the flusher is busy with an older sync, this one runs right after it.
+  {
+    std::lock_guard lock(flusher_.mu);
+    flusher_.file = active_;
+    for (auto& s : syncs) flusher_.waiters.push_back(std::move(s));
+  }
+  syncs.clear();
+  dirty_ = false;
+  last_sync_ = std::chrono::steady_clock::now();
   flusher_.cv.notify_one();
 }
 
@@ -400,16 +448,37 @@ void log_writer::flusher_run() {
     flusher_.cv.wait(lock, [&] { return flusher_.stop || flusher_.file; });
     if (!flusher_.file) return;  // stopping with nothing requested
     std::shared_ptr<writable_file> file = std::move(flusher_.file);
+    std::vector<sync_callback> waiters = std::move(flusher_.waiters);
+    flusher_.waiters.clear();
+    flusher_.running = true;
+    // After a failed fdatasync a later one may succeed without the pages the kernel dropped: never report
+    // a sync as done once one failed.
+    const std::optional<error> failed_before = flusher_.failure;
     lock.unlock();
-    syncs_.fetch_add(1, std::memory_order_relaxed);
-    const auto began = std::chrono::steady_clock::now();
-    status st = file->sync();
-    sync_us_.observe_shared(micros_since(began));
+    status st;
+    if (failed_before) {
+      st = *failed_before;
+    } else {
+      syncs_.fetch_add(1, std::memory_order_relaxed);
+      const auto began = std::chrono::steady_clock::now();
+      st = file->sync();
+      sync_us_.observe_shared(micros_since(began));
+    }
     file.reset();
     lock.lock();
-    if (!st && !flusher_.failure) flusher_.failure = st.err();
-    if (!st) failed_periodic_syncs_.fetch_add(1, std::memory_order_relaxed);
-    flusher_.busy = false;
+    // Recorded before the waiters learn of it, so that an append they make next is refused.
+    if (!st && !failed_before) {
+      if (!flusher_.failure) flusher_.failure = st.err();
+      failed_periodic_syncs_.fetch_add(1, std::memory_order_relaxed);
+    }
+    flusher_.running = false;
+    if (!waiters.empty()) {
+      lock.unlock();  // the executor may run inline
+      exec_([waiters = std::move(waiters), st]() mutable {
+        for (auto& w : waiters) w(st);
+      });
+      lock.lock();
+    }
   }
 }
 

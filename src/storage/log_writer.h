@@ -12,7 +12,8 @@
 // `interval:MS` and `never` modes it completes after the write() reached the page cache (survives a
 // process crash, not a power loss); `interval` syncs every MS milliseconds, on a second thread (the
 // flusher), so that the batches written meanwhile never wait for that fdatasync (it takes 60-110 ms
-// on a busy device: done inline it stalled every append for that long).
+// on a busy device: done inline it stalled every append for that long). In those modes sync() asks the
+// flusher for an fdatasync and reports when the records appended before it are durable.
 //
 // Failures. A batch that fails to write or sync (ENOSPC, EIO) is undone: the files are cut back to where
 // the batch began (and that cut synced), lsns are handed out again, every append of the batch completes
@@ -79,6 +80,8 @@ struct append_ack {
 using append_callback = std::function<void(result<append_ack>)>;
 // A checkpoint's outcome: the ids of the segments it reclaimed (possibly none), or why it was not written.
 using checkpoint_callback = std::function<void(result<std::vector<segment_id>>)>;
+// A requested sync's outcome: ok once every record appended before the request is durable.
+using sync_callback = std::function<void(status)>;
 // Runs a completion on the caller's thread (io::event_loop::post in the server).
 using executor = std::function<void(std::function<void()>)>;
 
@@ -119,6 +122,16 @@ class log_writer {
   void checkpoint(lsn covered, std::vector<std::byte> blob, std::vector<segment_id> keep,
                   checkpoint_callback done);
 
+  // Makes every record appended before this call durable (fdatasync), then runs `done` through the
+  // executor with the outcome. Never blocks the caller: it is queued like an append, and the fdatasync
+  // runs on the flusher thread (interval and never modes), so appends made meanwhile are written and
+  // complete without waiting for it. In `always` mode those records are durable once their batch is
+  // written, so it completes right after them. For a user of `interval:MS` / `never` that must know which
+  // records are on disk: the appends that completed before sync() was called are, once `done` gets ok.
+  // Records whose append failed are not covered (they are not in the log). A failed fdatasync completes
+  // with the error and poisons the log (errc::poisoned for later appends), as a failed periodic sync does.
+  void sync(sync_callback done);
+
   log_stats stats() const;
 
   // Ends the fence a failed batch raised (log_options::fence_after_failure). Call it only while no
@@ -141,6 +154,7 @@ class log_writer {
     std::vector<std::byte> bytes;
     std::vector<pending_record> records;
     std::vector<pending_checkpoint> checkpoints;
+    std::vector<sync_callback> syncs;
   };
 
   log_writer(env& e, std::string dir, log_options opts, executor exec);
@@ -148,6 +162,9 @@ class log_writer {
   // Sync thread only, from here on.
   void run();
   void write_batch(batch& b);
+  // Interval / never modes: a failed background fdatasync poisons the log (checked before each batch and
+  // each sync request).
+  void poison_after_background_failure();
   status roll(std::vector<std::shared_ptr<writable_file>>& retired);
   // Returns the error to complete the batch's appends with: `cause`, or errc::poisoned if the undo failed.
   error undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
@@ -156,6 +173,8 @@ class log_writer {
   void periodic_sync();
   // Interval mode: hands the active segment to the flusher thread (unless its previous sync still runs).
   void request_background_sync();
+  // sync() requests: completed at once in `always` mode, else handed to the flusher with the active segment.
+  void handle_syncs(std::vector<sync_callback>& syncs);
   void flusher_run();
   void do_checkpoint(pending_checkpoint& c);
   std::vector<segment_id> reclaim(lsn covered, const std::vector<segment_id>& keep);
@@ -196,15 +215,17 @@ class log_writer {
   std::size_t wake_at_ = 1;
   std::optional<error> fence_;  // set by a failed batch when fencing; cleared by resume()
 
-  // The interval mode's background fdatasync. The file is synced while the sync thread may append to it
-  // (env.h allows sync() concurrently with append()).
+  // The background fdatasync (interval mode's periodic one, and sync() requests in interval and never
+  // modes). The file is synced while the sync thread may append to it (env.h allows sync() concurrently
+  // with append()).
   struct flusher {
     std::mutex mu;
     std::condition_variable cv;
     std::shared_ptr<writable_file> file;  // requested, not yet taken
-    bool busy = false;                    // a sync is requested or running
+    std::vector<sync_callback> waiters;   // sync() requests the requested sync completes
+    bool running = false;                 // a sync is running
     bool stop = false;
-    std::optional<error> failure;  // a failed periodic sync: the sync thread poisons the log
+    std::optional<error> failure;  // a failed background sync: the sync thread poisons the log
   };
   flusher flusher_;
 
@@ -217,7 +238,7 @@ class log_writer {
   metrics::histogram batch_records_{metrics::count_bounds};
   metrics::histogram batch_bytes_{metrics::byte_bounds};
   std::thread thread_;
-  std::thread flusher_thread_;  // interval mode only
+  std::thread flusher_thread_;  // interval and never modes
 };
 
 }  // namespace weir::storage

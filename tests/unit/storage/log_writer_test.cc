@@ -392,5 +392,107 @@ TEST(log_writer, fsync_always_with_gather_completes_a_closed_loop_of_writers) {
   EXPECT_EQ(recover_all(e).size(), static_cast<std::size_t>(writers * rounds));
 }
 
+// log_writer::sync() in `never` mode: the records appended before it are durable once it reports ok; those
+// appended after it (and never synced) are lost by a crash.
+TEST(log_writer, sync_request_makes_the_records_before_it_durable_in_never_mode) {
+  mem_env e;
+  completion_queue q;
+  log_options opts;
+  opts.sync = *parse_sync_policy("never");
+  auto w = open_log(e, q, opts);
+  outcome out;
+  for (int i = 0; i < 10; ++i) append_str(*w, "before", out);
+  std::optional<status> synced;
+  w->sync([&](status st) { synced = st; });
+  ASSERT_TRUE(q.run_until([&] { return synced.has_value(); }));
+  ASSERT_TRUE(*synced) << synced->err().reason;
+  ASSERT_EQ(out.done(), 10u);  // their completions ran before the sync's
+  for (int i = 0; i < 5; ++i) append_str(*w, "after", out);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 15; }));
+  e.crash();  // no clean stop: only what was synced survives
+  w.reset();
+  e.restart();
+  auto got = recover_all(e);
+  ASSERT_EQ(got.size(), 10u);
+  for (const auto& r : got) EXPECT_EQ(r.payload, "before");
+}
+
+// In interval mode the requested fdatasync runs on the flusher thread: appends made while it is stuck
+// complete at once, and the request completes once it is done.
+TEST(log_writer, sync_request_never_makes_appends_wait_in_interval_mode) {
+  mem_env inner;
+  gated_env e(inner);
+  completion_queue q;
+  log_options opts;
+  opts.sync = *parse_sync_policy("interval:1000000");  // no periodic sync during the test
+  auto w = open_log(e, q, opts);
+  outcome out;
+  for (int i = 0; i < 10; ++i) append_str(*w, "before", out);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 10; }));
+  e.close_gate();
+  std::optional<status> synced;
+  w->sync([&](status st) { synced = st; });
+  ASSERT_TRUE(e.wait_blocked(1)) << "the requested fdatasync did not begin";
+  for (int i = 0; i < 20; ++i) append_str(*w, "during", out);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 30; })) << "appends waited for the requested sync";
+  EXPECT_FALSE(synced.has_value());
+  e.open_gate();
+  ASSERT_TRUE(q.run_until([&] { return synced.has_value(); }));
+  ASSERT_TRUE(*synced) << synced->err().reason;
+  inner.crash();
+  w.reset();
+  inner.restart();
+  auto got = recover_all(inner);
+  ASSERT_GE(got.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(got[i].payload, "before");
+}
+
+// In `always` mode every completed append is already durable: a sync completes right after them.
+TEST(log_writer, sync_request_completes_after_the_appends_before_it_in_always_mode) {
+  mem_env e;
+  completion_queue q;
+  auto w = open_log(e, q);
+  outcome out;
+  std::size_t appends_done_at_sync = 0;
+  for (int i = 0; i < 10; ++i) append_str(*w, "a", out);
+  std::optional<status> synced;
+  w->sync([&](status st) {
+    appends_done_at_sync = out.done();
+    synced = st;
+  });
+  ASSERT_TRUE(q.run_until([&] { return synced.has_value(); }));
+  ASSERT_TRUE(*synced) << synced->err().reason;
+  EXPECT_EQ(appends_done_at_sync, 10u);
+}
+
+// A requested fdatasync that fails reports the error and poisons the log, as a failed periodic one does:
+// the page cache may have dropped records that were acknowledged.
+TEST(log_writer, sync_request_failure_is_reported_and_poisons_later_appends) {
+  mem_env e;
+  completion_queue q;
+  log_options opts;
+  opts.sync = *parse_sync_policy("never");
+  auto w = open_log(e, q, opts);
+  outcome out;
+  append_str(*w, "a", out);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 1; }));
+  e.fail_next_syncs(1);
+  std::optional<status> synced;
+  w->sync([&](status st) { synced = st; });
+  ASSERT_TRUE(q.run_until([&] { return synced.has_value(); }));
+  ASSERT_FALSE(*synced);
+  EXPECT_EQ(errc_of(synced->err()), errc::io_error);
+  append_str(*w, "b", out);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 2; }));
+  ASSERT_FALSE(out.acks[1]) << "an append went on after a requested fdatasync failed";
+  EXPECT_EQ(errc_of(out.acks[1].err()), errc::poisoned);
+  // A later sync request fails too (a second fdatasync could succeed without the dropped pages).
+  std::optional<status> again;
+  w->sync([&](status st) { again = st; });
+  ASSERT_TRUE(q.run_until([&] { return again.has_value(); }));
+  ASSERT_FALSE(*again);
+  EXPECT_EQ(errc_of(again->err()), errc::poisoned);
+}
+
 }  // namespace
 }  // namespace weir::storage
