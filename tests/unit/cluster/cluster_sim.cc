@@ -131,6 +131,18 @@ struct cluster {
   static std::string path_of(int stream) { return fmt::format("/s{}", stream); }
   std::uint32_t group_of(int stream) const { return static_cast<std::uint32_t>(stream % o.groups); }
   static std::string token_of(std::uint64_t op) { return fmt::format("[{}]", op); }
+  // Whether `path` (a stream's, "/sN") belongs to group g: the part of the state a group's snapshot holds.
+  std::function<bool(std::string_view)> in_group(std::uint32_t g) const {
+    return [g, groups = o.groups](std::string_view path) {
+      int s = 0;
+      if (path.size() < 3 || path.substr(0, 2) != "/s") return false;
+      for (char c : path.substr(2)) {
+        if (c < '0' || c > '9') return false;
+        s = s * 10 + (c - '0');
+      }
+      return static_cast<std::uint32_t>(s % groups) == g;
+    };
+  }
 
   bool reaches_majority(const node& n) const {
     if (!n.up) return false;
@@ -167,6 +179,17 @@ struct cluster {
     cb.apply = [this, &n](std::uint32_t g, std::uint64_t index, entry_kind, std::span<const std::byte> c,
                           std::uint64_t t) { on_apply(n, g, index, c, t); };
     cb.failed = [this, &n](std::uint64_t ticket, submit_error e) { on_failed(n, ticket, e); };
+    if (o.snapshot_threshold != 0) {
+      ro.snapshot_threshold = o.snapshot_threshold;
+      ro.snapshot_trailing = o.snapshot_trailing;
+      cb.snapshot = [this, &n](std::uint32_t g, std::uint64_t) -> result<std::vector<std::byte>> {
+        // No data log here: every record goes inline.
+        return n.sm->snapshot_part(in_group(g), [](const streams::disk_location&) { return false; });
+      };
+      cb.restore = [this, &n](std::uint32_t g, std::uint64_t index, std::span<const std::byte> state) {
+        return on_restore(n, g, index, state);
+      };
+    }
     auto flusher = std::make_unique<raft::delayed_flusher>(
         *n.ex, [this, &n] { return milliseconds(sched.uniform(0, n.disk_max_ms)); });
     auto r = replicator::open(*n.ex, std::move(flusher), *n.env, *n.links, std::move(ro), std::move(cb));
@@ -196,6 +219,7 @@ struct cluster {
     note("node {} {}", n.id, power_loss ? "loses power" : "is killed");
     n.up = false;
     n.ex->halt();
+    report.snapshots_taken += n.repl->snapshots_taken();
     n.repl.reset();
     n.links.reset();
     n.sm.reset();
@@ -253,6 +277,27 @@ struct cluster {
       n.writes.erase(found);
       end_write(done, ending::answered, &out);
     });
+  }
+
+  // A snapshot of group g at `index` replaces the node's part of the state: made by a node that applied
+  // every committed entry up to `index`, so those entries are all in `canonical`.
+  status on_restore(node& n, std::uint32_t g, std::uint64_t index, std::span<const std::byte> state) {
+    const auto& committed = canonical[g];
+    if (auto st = n.sm->restore_part(state, in_group(g)); !st) {
+      fail(fmt::format("group {}: node {} cannot restore the snapshot at {}: {}", g, n.id, index,
+                       st.err().reason));
+      return st;
+    }
+    auto& mine = n.applied[g];
+    if (!mine.empty() && mine.back() > index)
+      fail(fmt::format("group {}: node {} restored a snapshot at {} after applying {}", g, n.id, index,
+                       mine.back()));
+    mine.clear();
+    for (const auto& [i, cmd] : committed)
+      if (i <= index) mine.push_back(i);
+    ++report.snapshots_restored;
+    note("node {} restores group {} at {}", n.id, g, index);
+    return {};
   }
 
   void on_failed(node& n, std::uint64_t ticket, submit_error e) {
@@ -793,6 +838,8 @@ struct cluster {
     report.recovery_ms = sched.now_ms() - recovery_start;
     if (report.ok) check_final();
     report.tasks = sched.tasks_run();
+    for (const auto& n : nodes)
+      if (n->up) report.snapshots_taken += n->repl->snapshots_taken();
     for (auto& n : nodes) {
       n->up = false;
       if (n->ex) n->ex->halt();

@@ -14,6 +14,10 @@
 // with a fresh replicator and an empty state machine that replays the node log. Then the recovery
 // phase: heal, reliable links, restart every node, finish every client, run until quiet.
 //
+// With snapshot_threshold, groups snapshot their part of the state machine (state_machine::snapshot_part)
+// and libraft drops the entries they cover: restarted nodes restore them from the node log, and nodes
+// that fell behind get them installed by the leader (state_machine::restore_part).
+//
 // Checked while running and at the end:
 //   1. committed entries identical: the command any node applies at (group, index), in any incarnation,
 //      is the same everywhere, indexes rise; after recovery every node applied exactly the committed
@@ -50,6 +54,10 @@ struct sim_options {
   std::int64_t recovery_limit_ms = 30000;
   bool faults = true;
   bool verbose = false;  // print the run's events (what a failing seed is rerun with)
+  // Group snapshots (replicator::options::snapshot_threshold; 0: none) and the entries kept after one.
+  // Snapshots here hold every record inline (a simulated node has no data log).
+  unsigned snapshot_threshold = 0;
+  unsigned snapshot_trailing = 4;
 };
 
 struct sim_report {
@@ -69,8 +77,10 @@ struct sim_report {
   std::uint64_t torn_crashes = 0;      // of which kept a torn prefix of the unsynced bytes
   std::uint64_t kills = 0;             // process kills (unsynced bytes survive)
   std::uint64_t partitions = 0;
-  std::uint64_t entries_applied = 0;  // commands applied, all nodes, all incarnations
-  std::uint64_t final_entries = 0;    // committed commands at the end, all groups
+  std::uint64_t entries_applied = 0;     // commands applied, all nodes, all incarnations
+  std::uint64_t final_entries = 0;       // committed commands at the end, all groups
+  std::uint64_t snapshots_taken = 0;     // group snapshots, all nodes, all incarnations
+  std::uint64_t snapshots_restored = 0;  // at start from the node log, or installed from a leader
   std::uint64_t tasks = 0;
   std::int64_t recovery_ms = -1;  // simulated time from the end of the faults to quiet
 };

@@ -46,17 +46,19 @@ TEST(cluster_sim, a_seed_reproduces_its_run) {
   EXPECT_EQ(a.entries_applied, b.entries_applied);
 }
 
-sim_report run_seeds(std::uint64_t first, std::uint64_t count) {
+sim_report run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_threshold = 0) {
   log::set_level("error");  // not the torn tails every crash leaves (one_seed shows them)
   sim_report total;
   std::uint64_t failed = 0;
   for (std::uint64_t seed = first; seed < first + count; ++seed) {
     sim_options o;
     o.seed = seed;
+    o.snapshot_threshold = snapshot_threshold;
     const sim_report r = run_cluster_sim(o);
     if (!r.ok) {
       ++failed;
       ADD_FAILURE() << r.failure << "\n  reproduce: WEIR_CLUSTER_SIM_SEED=" << seed
+                    << " WEIR_CLUSTER_SIM_SNAPSHOTS=" << snapshot_threshold
                     << " build/dev/tests/unit/cluster/cluster_sim_test --gtest_filter=cluster_sim.one_seed";
       if (failed >= 3) break;
     }
@@ -76,16 +78,20 @@ sim_report run_seeds(std::uint64_t first, std::uint64_t count) {
     total.partitions += r.partitions;
     total.entries_applied += r.entries_applied;
     total.final_entries += r.final_entries;
+    total.snapshots_taken += r.snapshots_taken;
+    total.snapshots_restored += r.snapshots_restored;
   }
   fmt::print(
       "{} seeds from {}: {} writes submitted, {} appends acknowledged ({} by producers, {} duplicates), "
       "failed "
       "{} unknown, {} no leader, {} lost with their node; reads {} served, {} refused; minority attempts {}; "
-      "crashes {} (torn {}), kills {}, partitions {}; {} commands applied, {} committed\n",
+      "crashes {} (torn {}), kills {}, partitions {}; {} commands applied, {} committed; snapshots {} taken, "
+      "{} "
+      "restored\n",
       count, first, total.submits, total.acked, total.producer_acked, total.duplicates, total.failed_unknown,
       total.failed_no_leader, total.lost_with_node, total.reads, total.reads_refused, total.minority_checks,
       total.crashes, total.torn_crashes, total.kills, total.partitions, total.entries_applied,
-      total.final_entries);
+      total.final_entries, total.snapshots_taken, total.snapshots_restored);
   return total;
 }
 
@@ -106,13 +112,26 @@ TEST(cluster_sim, seeds) {
   EXPECT_GT(total.partitions, count);
 }
 
-// One seed, for reproducing a failure: WEIR_CLUSTER_SIM_SEED=N [WEIR_CLUSTER_SIM_NODES=5] prints the run's
+// The same with group snapshots every few entries: restarted nodes restore them, nodes that fell behind
+// get them installed, and the final states must still agree byte for byte.
+TEST(cluster_sim, seeds_with_snapshots) {
+  const std::uint64_t count = env_u64("WEIR_CLUSTER_SIM_SNAPSHOT_SEEDS", 60);
+  const sim_report total = run_seeds(env_u64("WEIR_CLUSTER_SIM_FIRST_SEED", 5001), count, 8);
+  EXPECT_GT(total.acked, count * 100);
+  EXPECT_GT(total.snapshots_taken, count * 10);
+  EXPECT_GT(total.snapshots_restored, count);
+  EXPECT_GT(total.crashes, count);
+}
+
+// One seed, for reproducing a failure: WEIR_CLUSTER_SIM_SEED=N [WEIR_CLUSTER_SIM_NODES=5]
+// [WEIR_CLUSTER_SIM_SNAPSHOTS=8] prints the run's
 // events; without it, seed 1 quietly, so the test always runs.
 TEST(cluster_sim, one_seed) {
   const char* seed = std::getenv("WEIR_CLUSTER_SIM_SEED");
   sim_options o;
   o.seed = seed != nullptr ? std::strtoull(seed, nullptr, 10) : 1;
   o.nodes = static_cast<int>(env_u64("WEIR_CLUSTER_SIM_NODES", 3));
+  o.snapshot_threshold = static_cast<unsigned>(env_u64("WEIR_CLUSTER_SIM_SNAPSHOTS", 0));
   o.verbose = seed != nullptr;
   const sim_report r = run_cluster_sim(o);
   EXPECT_TRUE(r.ok) << r.failure;
