@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -54,6 +55,25 @@ class subscription_replica {
   // change to an unknown subscription), are an error: every node fails alike on the same bytes, and the
   // records before the bad one stay applied everywhere.
   status apply(std::span<const std::byte> payload);
+
+  // Per-group snapshots (a cluster's raft group snapshot). The part: the subscriptions whose key
+  // (root + id) satisfies `in_part` (the caller passes "group_of(key) == g", as subscription_cluster
+  // routes a subscription's entries). Node keys are not tied to a subscription: subscription_cluster
+  // commits them all in group 0 (publish_key), so that group's snapshot carries them (`with_keys`) and
+  // the other groups' do not. Blob, integers little-endian:
+  //
+  //   8 bytes "weirsubp" | u8 version = 1 | u8 flags (bit 0: node keys follow; other bits 0)
+  //   [u32 key count | per key, ascending node id: u64 node | u16 kid length | kid | u16 x length | x]
+  //   u64 length | subscription_log records: the part's subscriptions in key order (encode_image)
+  //
+  // Deterministic: the same state gives the same bytes.
+  std::vector<std::byte> snapshot_part(const std::function<bool(std::string_view key)>& in_part,
+                                       bool with_keys) const;
+  // Replaces the part's subscriptions by the blob's, and every node key if the blob carries keys (else
+  // the keys stay). The blob is decoded and checked whole first: a damaged one (store_errc::corrupt),
+  // or one holding a subscription outside the part, changes nothing.
+  status restore_part(std::span<const std::byte> blob,
+                      const std::function<bool(std::string_view key)>& in_part);
 
   // By key (root + id).
   const std::map<std::string, persisted_subscription>& subscriptions() const { return subs_; }
