@@ -76,6 +76,8 @@ node::node(serve_config cfg, storage::env* storage_env)
   so.max_streams = cfg_.max_streams;
   for (unsigned i = 0; i < http_->threads(); ++i) {
     so.core = i;
+    // A cluster node keeps every stream on core 0 (owner_of): the whole budget is its.
+    if (cfg_.cluster.enabled()) so.hot_bytes = i == 0 ? std::max<std::size_t>(1, cfg_.hot_bytes) : 1;
     shards_.push_back(std::make_unique<stream_shard>(*this, http_->loop(i), clock_, so));
   }
   subs_ = make_subscriptions(*this, http_->loop(0), clock_, cfg_.data_dir);
@@ -432,15 +434,23 @@ status node::start() {
   // A cluster node's directory names its node id and group count; single-node data is never taken over.
   if (auto id = cluster::claim_identity(*env_, cfg_.data_dir, cfg_.cluster); !id) return id.err();
   if (cfg_.cluster.enabled()) {
-    // One node of a cluster: raft's node log is the write-ahead log; every stream lives on core 0.
+    // One node of a cluster: raft's node log is the write-ahead log; every stream lives on core 0. Its
+    // stream bytes also go to a data log, so that they can leave memory (data_log.h); opened before raft
+    // applies anything.
+    const std::string data_dir = storage::join_path(cfg_.data_dir, "data");
+    segments_.clear();
+    segments_.push_back(std::make_unique<storage::segment_reader>(*env_, data_dir));
+    if (auto st = shards_[0]->open_data_log(*env_, data_dir, cfg_.segment_bytes, segments_[0].get()); !st) {
+      return st.err();
+    }
     auto repl = replication::open(*shards_[0], *env_, cfg_.data_dir, cfg_.cluster);
     if (!repl) return repl.err();
     shards_[0]->attach_replication(std::move(*repl));
     // Subscriptions are replicated too: their changes are entries of the groups (subscriptions.md).
     if (subs_) subs_->attach_cluster(*shards_[0]->replicated());
-    log::info("weir serve: node {} of a cluster of {} ({} raft groups), peers on {}:{}", cfg_.cluster.node_id,
-              cfg_.cluster.peers.size(), cfg_.cluster.groups, cfg_.cluster.peer_listen.host,
-              cfg_.cluster.peer_listen.port);
+    log::info("weir serve: node {} of a cluster of {} ({} raft groups), peers on {}:{}, hot budget {} MiB",
+              cfg_.cluster.node_id, cfg_.cluster.peers.size(), cfg_.cluster.groups,
+              cfg_.cluster.peer_listen.host, cfg_.cluster.peer_listen.port, cfg_.hot_bytes >> 20);
   } else if (cfg_.durable) {
     // Before any loop runs: replay the logs into the shards, then log every command from now on.
     wal_options wo;

@@ -242,6 +242,24 @@ std::string replication::status_json() const {
   w.end_array();
   w.key("membership");
   write_membership(w, repl_->desired_membership());
+  // Stream data on this node (data_log.h): in memory (the hot tier) and in the data log.
+  w.key("stream_data").begin_object();
+  w.key("hot_bytes").value(std::int64_t(shard_.hot().bytes()));
+  w.key("hot_budget").value(std::int64_t(shard_.hot().budget()));
+  w.key("hot_evicted").value(std::int64_t(shard_.hot().evicted()));
+  if (const data_log* d = shard_.data()) {
+    const data_log_stats st = d->stats();
+    w.key("data_log_records").value(std::int64_t(st.records));
+    w.key("data_log_bytes_written").value(std::int64_t(st.bytes));
+    w.key("data_log_unsynced_bytes").value(std::int64_t(st.unsynced_bytes));
+    w.key("data_log_syncs").value(std::int64_t(st.syncs));
+    w.key("data_log_reclaims").value(std::int64_t(st.reclaims));
+    w.key("data_log_segments_removed").value(std::int64_t(st.segments_removed));
+    w.key("data_log_write_failures").value(std::int64_t(st.write_failures));
+    w.key("data_log_segments").value(std::int64_t(st.log.segments));
+    w.key("data_log_disk_bytes").value(std::int64_t(st.log.segment_bytes));
+  }
+  w.end_object();
   w.end_object();
   return w.take();
 }

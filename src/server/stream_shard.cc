@@ -1,5 +1,7 @@
 #include "server/stream_shard.h"
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "protocol/cursor.h"
 #include "protocol/json_mode.h"
@@ -456,8 +458,54 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
                  create->path, create->fork->source);
     }
   }
+  // The record it added goes to the data log; nobody waits for it (raft made the command durable).
+  if (data_log_ && o.code == streams::errc::ok && o.mutated && o.meta) {
+    data_log_->write(c, o.meta->generation, o.meta->tail.value());
+  }
   effects(o);
   return o;
+}
+
+status stream_shard::open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
+                                   storage::segment_reader* reader) {
+  attach_segments(e, dir, {reader});
+  data_log_options o;
+  o.core = opts_.core;
+  o.segment_bytes = segment_bytes;
+  // Memory holds the hot budget plus what waits for a sync: keep the latter a fraction of the budget.
+  o.sync_bytes = std::clamp<std::uint64_t>(opts_.hot_bytes / 4, 64u << 10, 8u << 20);
+  o.reclaim_bytes = std::max<std::uint64_t>(segment_bytes / 2, 1);
+  data_log::hooks h;
+  h.locate = [this](std::uint64_t generation, std::uint64_t end, const streams::disk_location& at) {
+    return sm_.locate(generation, end, at);
+  };
+  h.admit = [this](std::uint64_t generation, std::uint64_t end, std::uint32_t size,
+                   const streams::disk_location& at) { hot_->admit(sm_, generation, end, size, at); };
+  h.referenced = [this] { return sm_.referenced_segments(opts_.core); };
+  io::event_loop* loop = loop_;
+  auto d = data_log::open(
+      e, dir, o, [loop](std::function<void()> fn) { loop->post(std::move(fn)); }, reader, std::move(h));
+  if (!d) return d.err();
+  data_log_ = std::move(*d);
+  return {};
+}
+
+void stream_shard::pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments) {
+  if (data_log_) data_log_->pin(group, std::move(segments));
+}
+
+void stream_shard::persist_unlocated() {
+  if (!data_log_) return;
+  struct found {
+    std::string path;
+    std::uint64_t generation;
+    streams::record r;
+  };
+  std::vector<found> all;  // collected first: writing does not touch the logs being walked
+  sm_.for_each_unlocated([&](std::string_view path, std::uint64_t generation, const streams::record& r) {
+    all.push_back(found{std::string(path), generation, r});
+  });
+  for (const found& f : all) data_log_->write_record(f.path, f.generation, f.r);
 }
 
 void stream_shard::effects(const streams::outcome& o) {
@@ -542,6 +590,7 @@ void stream_shard::start() {
 void stream_shard::sweep() {
   if (stopped_) return;
   const std::int64_t now = now_ms();
+  if (data_log_) data_log_->tick(now);
   for (const std::string& path : sm_.expired(now)) {
     if (repl_ && !repl_->leads(path)) continue;  // the group's leader proposes its expiries
     (void)execute(streams::expire_command{path, now});

@@ -23,6 +23,7 @@
 #include "io/event_loop.h"
 #include "protocol/stream_request.h"
 #include "server/checkpointer.h"
+#include "server/data_log.h"
 #include "server/hot_tier.h"
 #include "server/shard_wal.h"
 #include "streams/state_machine.h"
@@ -78,6 +79,23 @@ class stream_shard {
   replication* replicated() { return repl_.get(); }
   // A committed command of a cluster; `generation`: what a stream it creates is called (same on all nodes).
   streams::outcome apply_committed(const streams::command& c, std::uint64_t generation);
+
+  // Cluster mode, start-up, before the loop runs (and before raft applies anything): the data log in
+  // `dir` (data_log.h), read back through `reader` (owned by the caller, outliving the shard). Stream
+  // bytes applied from then on are written there and may leave memory (hot tier) once it is synced.
+  status open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
+                       storage::segment_reader* reader);
+  data_log* data() { return data_log_.get(); }
+  // Whether a record's place `at` is in the data log and synced: a snapshot may reference it rather than
+  // inline its bytes. False without a data log.
+  bool data_durable(const streams::disk_location& at) const { return data_log_ && data_log_->durable(at); }
+  // The data-log segments group `group`'s latest snapshot references (replaces its previous set): they
+  // stay on disk (reclaim keeps them) until the group's next snapshot pins others.
+  void pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments);
+  // Writes every record held in memory without a place on disk (a snapshot installed from a peer
+  // inlines them) to the data log, so that they may leave memory like the others. Call after a
+  // snapshot was restored.
+  void persist_unlocated();
 
   // Start-up, before the log is replayed: where this core's log lives (`dir` in `e`) and where the
   // cold data of every core can be read back.
@@ -142,6 +160,7 @@ class stream_shard {
   std::unique_ptr<hot_tier> hot_;
   std::unique_ptr<checkpointer> checkpointer_;
   std::unique_ptr<replication> repl_;
+  std::unique_ptr<data_log> data_log_;  // cluster mode: where applied stream bytes go (data_log.h)
   storage::segment_reader* own_segments_ = nullptr;
   storage::env* env_ = nullptr;
   std::string log_dir_;
