@@ -498,9 +498,12 @@ std::vector<std::uint64_t> state_machine::referenced_segments(std::uint32_t core
 
 void state_machine::for_each_unlocated(
     const std::function<void(std::string_view path, std::uint64_t generation, const record& r)>& fn) const {
-  for (const auto& [path, s] : streams_) {
-    s.log->for_each_record([&](const record& r) {
-      if (!r.data.cold() && !r.data.at.known()) fn(path, s.meta.generation, r);
+  for (const auto& entry : streams_) {
+    // Not a structured binding: clang (the fuzz build) does not let a lambda capture one before C++20 P1091.
+    const std::string& path = entry.first;
+    const std::uint64_t generation = entry.second.meta.generation;
+    entry.second.log->for_each_record([&](const record& r) {
+      if (!r.data.cold() && !r.data.at.known()) fn(path, generation, r);
     });
   }
 }
