@@ -18,15 +18,24 @@ constexpr std::size_t min_entry_size = 8 + 1 + 4;
 
 struct body_encoder {
   byte_writer& w;
-  void operator()(const entries& r) {
-    w.u64(r.first.value());
-    w.u32(static_cast<std::uint32_t>(r.items.size()));
-    for (const wire::entry& e : r.items) {
+  void items(log_index first, const std::vector<wire::entry>& items) {
+    w.u64(first.value());
+    w.u32(static_cast<std::uint32_t>(items.size()));
+    for (const wire::entry& e : items) {
       w.u64(e.term.value());
       w.u8(e.type);
       w.u32(static_cast<std::uint32_t>(e.data.size()));
       w.bytes(e.data);
     }
+  }
+  void operator()(const entries& r) { items(r.first, r.items); }
+  void operator()(const carry& r) { items(r.first, r.items); }
+  void operator()(const state& r) {
+    w.u64(r.term.value());
+    w.u64(r.vote.value());
+    w.u64(r.next.value());
+    w.u8(r.snap ? 1 : 0);
+    if (r.snap) (*this)(*r.snap);
   }
   void operator()(const term& r) { w.u64(r.value.value()); }
   void operator()(const vote& r) { w.u64(r.value.value()); }
@@ -50,25 +59,35 @@ bool get_id(byte_reader& r, Id& out) {
   return true;
 }
 
+template <class Rec>
+result<body> decode_items(byte_reader& r) {
+  Rec rec;
+  std::uint32_t n = 0;
+  if (!get_id(r, rec.first) || !r.u32(n)) return malformed("entries: short header");
+  if (rec.first.value() == 0) return malformed("entries: first index 0");
+  if (n == 0 || n > r.remaining() / min_entry_size) return malformed(fmt::format("entries: count {}", n));
+  rec.items.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    wire::entry e;
+    std::uint32_t len = 0;
+    if (!get_id(r, e.term) || !r.u8(e.type) || !r.u32(len) || !r.bytes(len, e.data))
+      return malformed(fmt::format("entries: entry {} is short", i));
+    if (e.type < 1 || e.type > 3) return malformed(fmt::format("entries: entry type {}", e.type));
+    rec.items.push_back(e);
+  }
+  return body(std::move(rec));
+}
+
+bool decode_snapshot(byte_reader& r, snapshot& rec) {
+  std::uint32_t len = 0;
+  return get_id(r, rec.index) && get_id(r, rec.term) && get_id(r, rec.conf_index) &&
+         wire::decode_servers(r, rec.conf) && r.u32(rec.trailing) && r.u32(len) && r.bytes(len, rec.data);
+}
+
 result<body> decode_payload(std::uint8_t type, byte_reader& r) {
   switch (type) {
-    case 1: {
-      entries rec;
-      std::uint32_t n = 0;
-      if (!get_id(r, rec.first) || !r.u32(n)) return malformed("entries: short header");
-      if (rec.first.value() == 0) return malformed("entries: first index 0");
-      if (n == 0 || n > r.remaining() / min_entry_size) return malformed(fmt::format("entries: count {}", n));
-      rec.items.reserve(n);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        wire::entry e;
-        std::uint32_t len = 0;
-        if (!get_id(r, e.term) || !r.u8(e.type) || !r.u32(len) || !r.bytes(len, e.data))
-          return malformed(fmt::format("entries: entry {} is short", i));
-        if (e.type < 1 || e.type > 3) return malformed(fmt::format("entries: entry type {}", e.type));
-        rec.items.push_back(e);
-      }
-      return body(std::move(rec));
-    }
+    case 1:
+      return decode_items<entries>(r);
     case 2: {
       term rec;
       if (!get_id(r, rec.value)) return malformed("term: short");
@@ -86,13 +105,23 @@ result<body> decode_payload(std::uint8_t type, byte_reader& r) {
     }
     case 5: {
       snapshot rec;
-      std::uint32_t len = 0;
-      if (!get_id(r, rec.index) || !get_id(r, rec.term) || !get_id(r, rec.conf_index) ||
-          !wire::decode_servers(r, rec.conf) || !r.u32(rec.trailing) || !r.u32(len) ||
-          !r.bytes(len, rec.data))
-        return malformed("snapshot: short or bad configuration");
+      if (!decode_snapshot(r, rec)) return malformed("snapshot: short or bad configuration");
       return body(std::move(rec));
     }
+    case 6: {
+      state rec;
+      std::uint8_t has_snapshot = 0;
+      if (!get_id(r, rec.term) || !get_id(r, rec.vote) || !get_id(r, rec.next) || !r.u8(has_snapshot))
+        return malformed("state: short");
+      if (rec.next.value() == 0 || has_snapshot > 1)
+        return malformed(
+            fmt::format("state: next index {}, snapshot flag {}", rec.next.value(), has_snapshot));
+      if (has_snapshot == 1 && !decode_snapshot(r, rec.snap.emplace()))
+        return malformed("state: short or bad snapshot");
+      return body(std::move(rec));
+    }
+    case 7:
+      return decode_items<carry>(r);
     default:
       return malformed(fmt::format("record type {}", type));
   }
@@ -112,9 +141,20 @@ std::array<std::byte, file_header_size> encode_file_header() {
 }
 
 bool file_header_ok(std::span<const std::byte> in) {
-  if (in.size() < file_header_size) return false;
-  const auto want = encode_file_header();
-  return std::memcmp(in.data(), want.data(), file_header_size) == 0;
+  return file_header_version(in) == file_version;
+}
+
+std::optional<std::uint32_t> file_header_version(std::span<const std::byte> in) {
+  if (in.size() < file_header_size) return std::nullopt;
+  byte_reader r(in.first(file_header_size));
+  std::span<const std::byte> magic;
+  std::uint32_t version = 0;
+  std::uint32_t crc = 0;
+  if (!r.bytes(file_magic.size(), magic) || !r.u32(version) || !r.u32(crc)) return std::nullopt;
+  if (std::memcmp(magic.data(), file_magic.data(), file_magic.size()) != 0) return std::nullopt;
+  if (storage::crc32c(in.first(file_magic.size() + 4)) != crc) return std::nullopt;
+  if (version < min_file_version || version > file_version) return std::nullopt;
+  return version;
 }
 
 void encode_record(const log_record& r, std::vector<std::byte>& out) {

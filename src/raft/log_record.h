@@ -1,8 +1,11 @@
-// The record format of the node log: the one file per node (per core, later) that holds the entries,
-// terms, votes, truncations and snapshots of every group on it (docs/replication.md, "Node log").
+// The record format of the node log: the segment files of one node (per core, later) that hold the
+// entries, terms, votes, truncations and snapshots of every group on it (docs/replication.md, "Node log").
 //
-//   file   := header (16 bytes) | record*
+//   file   := header (16 bytes) | record*        (one segment)
 //   header := "weirraft" | u32 version | u32 crc32c(magic, version)
+//
+// Version 2 added the `state` and `carry` records that let older segments be deleted; a version-1 file
+// (the single file of weir before segments) holds only the first five kinds and is read as segment 0.
 //   record := u32 body_len | u32 crc32c(body) | body                 (little-endian)
 //   body   := u8 type | u32 group | payload
 //
@@ -24,7 +27,8 @@
 namespace weir::raft::record {
 
 inline constexpr std::array<char, 8> file_magic = {'w', 'e', 'i', 'r', 'r', 'a', 'f', 't'};
-inline constexpr std::uint32_t file_version = 1;
+inline constexpr std::uint32_t file_version = 2;
+inline constexpr std::uint32_t min_file_version = 1;  // still read
 inline constexpr std::size_t file_header_size = 16;
 inline constexpr std::size_t record_header_size = 8;
 inline constexpr std::uint32_t max_record_body = 64u << 20;
@@ -58,7 +62,24 @@ struct snapshot {
   std::span<const std::byte> data;
 };
 
-using body = std::variant<entries, term, vote, truncate, snapshot>;
+// A segment's preamble: the group's term, vote, next index and latest snapshot as they were when the
+// segment began, so that no older segment is needed for them. Leaves the group's entries alone (the
+// snapshot's trailing is only kept for the record; it drops nothing here).
+struct state {
+  term_id term;
+  node_id vote;
+  log_index next;  // where the group's next entry goes
+  std::optional<snapshot> snap;
+};
+// Entries copied forward from an older segment that is about to be deleted: the group's entries at
+// these indexes, which cuts nothing after them (unlike `entries`, which ends the group's log).
+struct carry {
+  log_index first;
+  std::vector<wire::entry> items;
+};
+
+// The type byte of a record is its index here plus one: never reorder.
+using body = std::variant<entries, term, vote, truncate, snapshot, state, carry>;
 
 struct log_record {
   group_id group;
@@ -66,7 +87,10 @@ struct log_record {
 };
 
 std::array<std::byte, file_header_size> encode_file_header();
+// True for a header of this version.
 bool file_header_ok(std::span<const std::byte> in);
+// The version of a well-formed header (magic and checksum right, version one this code reads).
+std::optional<std::uint32_t> file_header_version(std::span<const std::byte> in);
 
 // Appends one record to `out`.
 void encode_record(const log_record& r, std::vector<std::byte>& out);

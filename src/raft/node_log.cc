@@ -5,80 +5,60 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
-#include "raft/byte_codec.h"
 
 namespace weir::raft {
 namespace {
 
-std::string parent_dir(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+// A carry record holds at most this much entry data, far below record::max_record_body.
+constexpr std::uint64_t max_carry_record = 1u << 20;
+
+using wanted_ranges = std::map<group_id, std::vector<std::pair<std::uint64_t, std::uint64_t>>>;
+
+bool wanted(const wanted_ranges& w, group_id g, std::uint64_t index) {
+  auto it = w.find(g);
+  if (it == w.end()) return false;
+  for (const auto& [lo, hi] : it->second)
+    if (index >= lo && index < hi) return true;
+  return false;
 }
 
-error corruption(std::string reason) {
-  return make_error(errc::corruption, std::move(reason));
-}
+}  // namespace
 
-std::vector<std::byte> copy_of(std::span<const std::byte> b) {
-  return {b.begin(), b.end()};
-}
+// The live entries of one segment, read back on the flusher's thread: the last write of each wanted index
+// in the segment (a later write of the same index in the same segment supersedes an earlier one; one in a
+// newer segment would have made the index not wanted).
+struct node_log::carried {
+  std::map<group_id, std::map<std::uint64_t, stored_entry>> entries;
 
-struct record_applier {
-  group_state& g;
-
-  status operator()(const record::entries& r) {
-    if (r.first < g.start || r.first > g.next_index())
-      return corruption(fmt::format("entries at {} but the group holds [{}, {})", r.first.value(),
-                                    g.start.value(), g.next_index().value()));
-    g.entries.resize(r.first.value() - g.start.value());
-    for (const wire::entry& e : r.items) g.entries.push_back(stored_entry{e.term, e.type, copy_of(e.data)});
-    return {};
-  }
-  status operator()(const record::term& r) {
-    g.term = r.value;
-    g.vote = node_id(0);
-    return {};
-  }
-  status operator()(const record::vote& r) {
-    g.vote = r.value;
-    return {};
-  }
-  status operator()(const record::truncate& r) {
-    if (r.from <= g.start) {
-      g.entries.clear();
-    } else if (r.from < g.next_index()) {
-      g.entries.resize(r.from.value() - g.start.value());
-    }
-    return {};
-  }
-  status operator()(const record::snapshot& r) {
-    std::vector<std::byte> conf;
-    byte_writer w(conf);
-    wire::encode_servers(r.conf, w);
-    g.snapshot = stored_snapshot{r.index, r.term, r.conf_index, std::move(conf), copy_of(r.data)};
-    if (r.trailing == 0) {
-      // An installed snapshot replaces the whole log (Raft 5.3, InstallSnapshot step 7).
-      g.entries.clear();
-      g.start = log_index(r.index.value() + 1);
-      return {};
-    }
-    if (r.index.value() > r.trailing) {
-      const std::uint64_t keep_from = r.index.value() - r.trailing + 1;
-      if (keep_from > g.start.value()) {
-        const std::size_t drop = std::min<std::uint64_t>(g.entries.size(), keep_from - g.start.value());
-        g.entries.erase(g.entries.begin(), g.entries.begin() + static_cast<std::ptrdiff_t>(drop));
-        g.start = log_index(g.start.value() + drop);
-      }
+  status read(storage::env& env, const std::string& path, const wanted_ranges& w) {
+    auto content = storage::read_whole_file(env, path);
+    if (!content) return content.err();
+    const std::span<const std::byte> all(*content);
+    if (!record::file_header_version(all))
+      return make_error(errc::corruption, fmt::format("{}: not a weir raft log segment", path));
+    std::size_t pos = record::file_header_size;
+    while (pos < all.size()) {
+      auto d = record::decode_record(all.subspan(pos));
+      if (!d || !d->has_value())
+        return make_error(errc::corruption,
+                          fmt::format("{} at byte {}: {}", path, pos,
+                                      d ? std::string("record cut short") : d.err().reason));
+      const record::log_record& rec = (*d)->rec;
+      auto take = [&](log_index first, const std::vector<wire::entry>& items) {
+        std::uint64_t i = first.value();
+        for (const wire::entry& e : items) {
+          if (wanted(w, rec.group, i))
+            entries[rec.group][i] = stored_entry{e.term, e.type, {e.data.begin(), e.data.end()}};
+          ++i;
+        }
+      };
+      if (const auto* e = std::get_if<record::entries>(&rec.payload)) take(e->first, e->items);
+      if (const auto* c = std::get_if<record::carry>(&rec.payload)) take(c->first, c->items);
+      pos += (*d)->consumed;
     }
     return {};
   }
 };
-
-}  // namespace
-
-status apply_record(group_state& g, const record::body& r) {
-  return std::visit(record_applier{g}, r);
-}
 
 void delayed_flusher::flush(storage::writable_file& f, std::vector<std::byte> bytes,
                             std::function<void(status)> done) {
@@ -89,62 +69,31 @@ void delayed_flusher::flush(storage::writable_file& f, std::vector<std::byte> by
   });
 }
 
-node_log::node_log(log_flusher& f, std::unique_ptr<storage::writable_file> file)
-    : flusher_(f), file_(std::move(file)) {}
+void delayed_flusher::run(std::function<status()> work, std::function<void(status)> done) {
+  ex_.add_timer(latency_(), [work = std::move(work), done = std::move(done)]() mutable { done(work()); });
+}
+
+node_log::node_log(storage::env& env, log_flusher& f, std::string path, node_log_options opts)
+    : env_(env), flusher_(f), path_(std::move(path)), opts_(opts) {
+  const auto slash = path_.rfind('/');
+  dir_ = slash == std::string::npos ? std::string(".") : path_.substr(0, slash);
+}
 
 node_log::~node_log() {
   *alive_ = false;
 }
 
-result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher& flusher, std::string path) {
-  const std::string dir = parent_dir(path);
-  std::vector<std::byte> content;
-  if (env.file_exists(path)) {
-    auto r = storage::read_whole_file(env, path);
-    if (!r) return r.err();
-    content = std::move(r).value();
-  }
-  if (content.size() < record::file_header_size) {
-    // Missing, or torn while it was being created (nothing in it was ever acknowledged).
-    if (env.file_exists(path)) {
-      if (auto st = env.remove_file(path); !st) return st.err();
-    }
-    if (auto st = env.create_dirs(dir); !st) return st.err();
-    auto f = env.open_writable(path, storage::open_mode::create_new);
-    if (!f) return f.err();
-    const auto header = record::encode_file_header();
-    if (auto st = (*f)->append(header); !st) return st.err();
-    if (auto st = (*f)->sync(); !st) return st.err();
-    if (auto st = env.sync_dir(dir); !st) return st.err();
-    return std::unique_ptr<node_log>(new node_log(flusher, std::move(f).value()));
-  }
-  if (!record::file_header_ok(content)) return corruption(fmt::format("{}: not a weir raft log", path));
+std::string node_log::segment_path(const std::string& path, std::uint32_t no) {
+  // Segment 0 is the single file of weir before segments.
+  return no == 0 ? path : fmt::format("{}.{:08}", path, no);
+}
 
-  std::map<group_id, group_state> groups;
-  std::size_t pos = record::file_header_size;
-  while (pos < content.size()) {
-    auto d = record::decode_record(std::span<const std::byte>(content).subspan(pos));
-    if (!d || !d->has_value()) break;  // a torn or half-written tail: cut below
-    const record::log_record& rec = (*d)->rec;
-    if (auto st = apply_record(groups[rec.group], rec.payload); !st)
-      return corruption(
-          fmt::format("{} at byte {}: group {}: {}", path, pos, rec.group.value(), st.err().reason));
-    pos += (*d)->consumed;
-  }
-  auto f = env.open_writable(path, storage::open_mode::open_existing);
-  if (!f) return f.err();
-  std::uint64_t cut = 0;
-  if (pos < content.size()) {
-    // Only the last batch can be torn; everything before it was synced whole.
-    cut = content.size() - pos;
-    log::warn("raft node log {}: cutting {} bytes of torn tail at byte {}", path, cut, pos);
-    if (auto st = (*f)->truncate(pos); !st) return st.err();
-    if (auto st = (*f)->sync(); !st) return st.err();
-  }
-  auto nl = std::unique_ptr<node_log>(new node_log(flusher, std::move(f).value()));
-  nl->recovered_ = std::move(groups);
-  nl->tail_cut_ = cut;
-  return nl;
+std::vector<std::byte> node_log::preamble() const {
+  std::vector<std::byte> out;
+  std::vector<wire::server> scratch;
+  for (const auto& [g, live] : live_)
+    record::encode_record(record::log_record{g, live.state_record(scratch)}, out);
+  return out;
 }
 
 group_state node_log::take_group_state(group_id g) {
@@ -157,7 +106,35 @@ group_state node_log::take_group_state(group_id g) {
 
 std::uint64_t node_log::add(const record::log_record& r) {
   record::encode_record(r, pending_);
+  live_[r.group].apply(r.payload, open_);
   return open_;
+}
+
+std::uint64_t node_log::disk_bytes() const {
+  std::uint64_t n = 0;
+  for (const segment& s : segs_) n += s.bytes;
+  return n;
+}
+
+std::uint64_t node_log::live_bytes() const {
+  std::uint64_t n = record::file_header_size;
+  for (const auto& [g, live] : live_) n += live.live_bytes();
+  return n;
+}
+
+status node_log::start_segment(std::uint64_t batch, std::vector<std::byte>& out) {
+  const std::uint32_t no = segs_.back().no + 1;
+  std::string p = segment_path(path_, no);
+  auto f = env_.open_writable(p, storage::open_mode::create_new);
+  if (!f) return f.err();
+  file_ = std::move(f).value();
+  segs_.push_back(segment{no, std::move(p), 0, batch});
+  batch_segment_[batch] = no;
+  const auto header = record::encode_file_header();
+  out.assign(header.begin(), header.end());
+  const auto pre = preamble();
+  out.insert(out.end(), pre.begin(), pre.end());
+  return {};
 }
 
 void node_log::flush() {
@@ -169,15 +146,38 @@ void node_log::flush() {
     return;
   }
   flushing_ = true;
-  bytes_written_ += pending_.size();
-  std::vector<std::byte> bytes = std::move(pending_);
+  std::vector<std::byte> bytes;
+  const bool roll = segs_.back().bytes >= opts_.segment_bytes;
+  if (roll) {
+    if (auto st = start_segment(batch, bytes); !st) {
+      pending_.clear();
+      return finish_batch(batch, st);
+    }
+    bytes.insert(bytes.end(), pending_.begin(), pending_.end());
+  } else {
+    bytes = std::move(pending_);
+  }
   pending_ = {};
-  flusher_.flush(*file_, std::move(bytes), [this, batch, alive = alive_](status st) {
-    if (*alive) on_flushed(batch, std::move(st));
+  bytes_written_ += bytes.size();
+  segs_.back().bytes += bytes.size();
+  flusher_.flush(*file_, std::move(bytes), [this, batch, roll, alive = alive_](status st) {
+    if (*alive) on_flushed(batch, roll, std::move(st));
   });
 }
 
-void node_log::on_flushed(std::uint64_t batch, status st) {
+void node_log::on_flushed(std::uint64_t batch, bool new_segment, status st) {
+  if (st && new_segment) {
+    // Nothing in a new file counts until its directory entry is durable.
+    flusher_.run([&env = env_, dir = dir_] { return env.sync_dir(dir); },
+                 [this, batch, alive = alive_](status s) {
+                   if (*alive) finish_batch(batch, std::move(s));
+                 });
+    return;
+  }
+  finish_batch(batch, std::move(st));
+}
+
+void node_log::finish_batch(std::uint64_t batch, status st) {
   flushing_ = false;
   if (!st && !poisoned_) {
     log::error("raft node log: batch {} failed: {}; the log is poisoned until restart", batch,
@@ -189,7 +189,120 @@ void node_log::on_flushed(std::uint64_t batch, status st) {
     ++batches_synced_;
   }
   if (on_synced_) on_synced_(batch, poisoned_ ? status(*poisoned_) : status());
+  maybe_delete();
+  maybe_compact();
   flush();  // records added during the flush form the next batch
+}
+
+std::uint32_t node_log::segment_of(const entry_run& r) const {
+  if (r.seg != no_segment) return r.seg;
+  if (r.batch >= open_) return no_segment;  // not flushed yet
+  auto it = batch_segment_.upper_bound(r.batch);
+  if (it == batch_segment_.begin()) return no_segment;
+  return std::prev(it)->second;
+}
+
+// Compacts the oldest segment when the log holds more than twice its live bytes plus two segments: its
+// live entries are read back (on the flusher) and carried into the open batch; once that batch is durable
+// the segment is deleted. One segment at a time, oldest first (recovery reads a suffix of the segments).
+void node_log::maybe_compact() {
+  if (compaction_ || poisoned_ || compaction_failed_ || segs_.size() < 2) return;
+  const std::uint64_t disk = disk_bytes();
+  if (disk <= next_check_) return;
+  next_check_ = 2 * live_bytes() + 2 * opts_.segment_bytes;
+  if (disk <= next_check_) return;
+  const segment& oldest = segs_.front();
+  compaction_ = compaction{oldest.no};
+  auto w = std::make_shared<wanted_ranges>();
+  for (const auto& [g, live] : live_)
+    for (const entry_run& r : live.runs())
+      if (segment_of(r) == oldest.no) (*w)[g].emplace_back(r.first.value(), r.end().value());
+  if (w->empty()) {
+    // The next segment's preamble holds all the rest.
+    compaction_->delete_after = segs_[1].preamble_batch;
+    return maybe_delete();
+  }
+  auto c = std::make_shared<carried>();
+  flusher_.run([&env = env_, path = oldest.path, w, c] { return c->read(env, path, *w); },
+               [this, seg = oldest.no, c, alive = alive_](status st) {
+                 if (!*alive) return;
+                 if (!st) return give_up_compaction(st.err());
+                 on_carried_read(seg, *c);
+               });
+}
+
+void node_log::give_up_compaction(const error& e) {
+  log::error("raft node log: compaction stopped until restart: {}", e.reason);
+  compaction_failed_ = true;
+  compaction_.reset();
+}
+
+void node_log::on_carried_read(std::uint32_t seg, const carried& c) {
+  if (!compaction_ || compaction_->seg != seg || poisoned_) return;
+  // What is still live of the segment now (records added during the read may have cut some).
+  std::vector<record::log_record> recs;
+  std::uint64_t n = 0;
+  for (const auto& [g, live] : live_) {
+    auto have = c.entries.find(g);
+    record::carry cur;
+    std::uint64_t cur_bytes = 0;
+    auto close = [&] {
+      if (!cur.items.empty()) recs.push_back(record::log_record{g, std::move(cur)});
+      cur = record::carry{};
+      cur_bytes = 0;
+    };
+    for (const entry_run& r : live.runs()) {
+      if (segment_of(r) != seg) continue;
+      for (std::uint64_t i = r.first.value(); i < r.end().value(); ++i) {
+        const stored_entry* e = nullptr;
+        if (have != c.entries.end()) {
+          auto it = have->second.find(i);
+          if (it != have->second.end()) e = &it->second;
+        }
+        if (e == nullptr)
+          return give_up_compaction(
+              make_error(errc::corruption, fmt::format("group {}: live entry {} not found in {}", g.value(),
+                                                       i, segment_path(path_, seg))));
+        if (!cur.items.empty() && (cur.first.value() + cur.items.size() != i || cur_bytes > max_carry_record))
+          close();
+        if (cur.items.empty()) cur.first = log_index(i);
+        cur.items.push_back(wire::entry{e->term, e->type, e->data});
+        cur_bytes += e->data.size();
+        ++n;
+      }
+    }
+    close();
+  }
+  for (const auto& r : recs) add(r);
+  entries_carried_ += n;
+  compaction_->delete_after = recs.empty() ? segs_[1].preamble_batch : open_;
+  flush();
+  maybe_delete();
+}
+
+void node_log::maybe_delete() {
+  if (!compaction_ || !compaction_->delete_after || compaction_->deleting || poisoned_) return;
+  if (synced_ < *compaction_->delete_after) return;
+  compaction_->deleting = true;
+  WEIR_ASSERT(segs_.front().no == compaction_->seg, "node log: compacting segment {} but the oldest is {}",
+              compaction_->seg, segs_.front().no);
+  flusher_.run(
+      [&env = env_, path = segs_.front().path, dir = dir_] {
+        if (auto st = env.remove_file(path); !st) return st;
+        return env.sync_dir(dir);
+      },
+      [this, alive = alive_](status st) {
+        if (!*alive) return;
+        if (!st) return give_up_compaction(st.err());
+        const segment& s = segs_.front();
+        bytes_reclaimed_ += s.bytes;
+        ++segments_deleted_;
+        for (auto it = batch_segment_.begin(); it != batch_segment_.end();)
+          it = it->second == s.no ? batch_segment_.erase(it) : std::next(it);
+        segs_.pop_front();
+        compaction_.reset();
+        maybe_compact();
+      });
 }
 
 }  // namespace weir::raft

@@ -1,17 +1,33 @@
 // node_log: the one log a node keeps for all its raft groups (one per core, later), with group commit:
 // the entries, terms, votes, truncations and snapshots of every group go into one batch, written and
 // synced together; a caller learns through on_synced() which batch became durable. Record format:
-// log_record.h and docs/replication.md.
+// log_record.h and docs/replication.md ("Node log").
 //
-// At open, the file is scanned once and each group's state (term, vote, snapshot, entries) rebuilt; a
-// group takes its state once, when libraft calls load(). A torn record at the tail (a crash during a
-// write) is cut off; records are never rewritten (compaction is future work: docs/replication.md).
+// On disk the log is a series of segment files, `<path>.00000001`, `<path>.00000002`, ... A segment is
+// closed once it holds options::segment_bytes; the next batch opens a new one, which begins with a
+// preamble: each group's term, vote, next index and latest snapshot (`state` records), so no older
+// segment is needed for those. A segment is deleted once nothing in it is live: every entry it holds is
+// dead (cut by a truncate, dropped below a snapshot's trailing window) or was carried forward (copied into
+// a newer batch as a `carry` record), and the segments after it begin with preambles. Carrying forward
+// the oldest segment's live entries happens when the log's bytes exceed twice its live bytes plus two
+// segments (live: what live_group counts), so disk use stays within a small factor of the live state plus
+// one segment, whatever the history: a group that never writes again does not pin its old segment.
+// The file `<path>` itself, weir's log before segments (version 1), is read as segment 0.
+//
+// At open, the segments are scanned in order and each group's state (term, vote, snapshot, entries)
+// rebuilt; a group takes its state once, when libraft calls load(). A torn record can only sit at the end
+// of the last segment (a crash during a write): it is cut off. Anything else that does not decode is
+// corruption, reported with the file and offset. Every open starts a new segment.
 //
 // Owned by node_io; runs on the node's executor. At most one batch is being flushed at a time; records
-// added meanwhile form the next batch.
+// added meanwhile form the next batch. I/O off the executor goes through the log_flusher: the batches,
+// the directory sync after a new segment, the read of a segment whose live entries are carried forward,
+// and the deletion of a segment (unlink + directory sync). Creating a segment file (open with O_CREAT,
+// no sync) is the one file-system call made on the executor after open.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,69 +37,57 @@
 
 #include "base/result.h"
 #include "raft/executor.h"
+#include "raft/live_state.h"
 #include "raft/log_record.h"
 #include "raft/types.h"
 #include "storage/env.h"
 
 namespace weir::raft {
 
-// Writes a batch and makes it durable (append, then fdatasync), then calls `done` on the node's
-// executor. Production will run this on a sync thread; delayed_flusher runs it on the executor after a
-// chosen disk latency (tests and the simulation).
+// Where the node log's disk work runs. Production runs it on a sync thread (thread_flusher);
+// delayed_flusher runs it on the executor after a chosen disk latency (tests and the simulation).
+// Jobs run in the order they were handed over.
 class log_flusher {
  public:
   virtual ~log_flusher() = default;
+  // Writes a batch and makes it durable (append, then fdatasync), then calls `done` on the node's
+  // executor. `f` stays open until then.
   virtual void flush(storage::writable_file& f, std::vector<std::byte> bytes,
                      std::function<void(status)> done) = 0;
+  // Runs `work` (file-system calls that may block: a directory sync, an unlink, a read of an old
+  // segment), then calls `done` with its outcome on the node's executor.
+  virtual void run(std::function<status()> work, std::function<void(status)> done) = 0;
 };
 
 // Appends at once (the bytes reach the "page cache": a crash may still drop them), syncs after
-// latency() milliseconds on the executor.
+// latency() milliseconds on the executor; run() runs its work after latency() too.
 class delayed_flusher final : public log_flusher {
  public:
   delayed_flusher(executor& ex, std::function<std::chrono::milliseconds()> latency)
       : ex_(ex), latency_(std::move(latency)) {}
   void flush(storage::writable_file& f, std::vector<std::byte> bytes,
              std::function<void(status)> done) override;
+  void run(std::function<status()> work, std::function<void(status)> done) override;
 
  private:
   executor& ex_;
   std::function<std::chrono::milliseconds()> latency_;
 };
 
-// One stored entry as recovered from the file.
-struct stored_entry {
-  term_id term;
-  std::uint8_t type = 0;
-  std::vector<std::byte> data;
-};
-
-struct stored_snapshot {
-  log_index index;
-  term_id term;
-  log_index conf_index;
-  std::vector<std::byte> conf;  // wire::encode_servers bytes
-  std::vector<std::byte> data;
-};
-
-// What the file says about one group.
-struct group_state {
-  term_id term;
-  node_id vote;
-  std::optional<stored_snapshot> snapshot;
-  log_index start{1};  // index of entries[0]
-  std::vector<stored_entry> entries;
-
-  log_index next_index() const { return log_index(start.value() + entries.size()); }
+struct node_log_options {
+  // A segment is closed once it holds this many bytes (a batch is never split: it may end past this).
+  std::uint64_t segment_bytes = 64u << 20;
 };
 
 class node_log {
  public:
-  // Opens `path` through `env` (creating it if missing) and recovers every group's state.
-  static result<std::unique_ptr<node_log>> open(storage::env& env, log_flusher& flusher, std::string path);
+  // Opens the log named `path` through `env` (creating its directory and first segment if missing),
+  // recovers every group's state and starts a new segment. Blocking.
+  static result<std::unique_ptr<node_log>> open(storage::env& env, log_flusher& flusher, std::string path,
+                                                node_log_options opts = {});
   ~node_log();
 
-  // The recovered state of `g` (empty if the file never mentioned it). Callable once per group.
+  // The recovered state of `g` (empty if the log never mentioned it). Callable once per group.
   group_state take_group_state(group_id g);
 
   // Adds a record to the open batch; returns the number of the batch it will be durable with.
@@ -104,26 +108,68 @@ class node_log {
   std::uint64_t batches_synced() const { return batches_synced_; }
   std::uint64_t tail_bytes_cut() const { return tail_cut_; }
 
- private:
-  node_log(log_flusher& f, std::unique_ptr<storage::writable_file> file);
-  void on_flushed(std::uint64_t batch, status st);
+  // Disk use and compaction.
+  std::uint64_t disk_bytes() const;  // all segments, the batch being flushed included
+  std::size_t segments() const { return segs_.size(); }
+  std::uint64_t live_bytes() const;  // what the groups need (an estimate; see live_group)
+  std::uint64_t bytes_reclaimed() const { return bytes_reclaimed_; }
+  std::uint64_t segments_deleted() const { return segments_deleted_; }
+  std::uint64_t entries_carried() const { return entries_carried_; }
+  bool compacting() const { return compaction_.has_value(); }
 
+ private:
+  struct segment {
+    std::uint32_t no = 0;
+    std::string path;
+    std::uint64_t bytes = 0;
+    // The batch whose sync makes this segment's preamble durable (0: written at open).
+    std::uint64_t preamble_batch = 0;
+  };
+  struct compaction {
+    std::uint32_t seg = 0;
+    std::optional<std::uint64_t> delete_after;  // set once the carried entries are in a batch
+    bool deleting = false;
+  };
+  struct carried;  // a segment's live entries read back (node_log.cc)
+
+  node_log(storage::env& env, log_flusher& f, std::string path, node_log_options opts);
+  static std::string segment_path(const std::string& path, std::uint32_t no);
+  std::vector<std::byte> preamble() const;
+  status start_segment(std::uint64_t batch, std::vector<std::byte>& out);
+  void on_flushed(std::uint64_t batch, bool new_segment, status st);
+  void finish_batch(std::uint64_t batch, status st);
+  std::uint32_t segment_of(const entry_run& r) const;
+  void maybe_compact();
+  void on_carried_read(std::uint32_t seg, const carried& c);
+  void maybe_delete();
+  void give_up_compaction(const error& e);
+
+  storage::env& env_;
   log_flusher& flusher_;
-  std::unique_ptr<storage::writable_file> file_;
+  std::string path_;
+  std::string dir_;
+  node_log_options opts_;
+  std::unique_ptr<storage::writable_file> file_;          // the newest segment's
+  std::deque<segment> segs_;                              // oldest first; back() is written
+  std::map<std::uint64_t, std::uint32_t> batch_segment_;  // first batch flushed into each segment
+  std::map<group_id, live_group> live_;
   std::map<group_id, group_state> recovered_;
   std::vector<std::byte> pending_;
   std::uint64_t open_ = 1;    // batch that add() fills
   std::uint64_t synced_ = 0;  // highest durable batch
   bool flushing_ = false;
   std::optional<error> poisoned_;
+  std::optional<compaction> compaction_;
+  bool compaction_failed_ = false;  // a read or delete failed: no more compaction until restart
+  std::uint64_t next_check_ = 0;    // disk bytes above which live bytes are counted again
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::function<void(std::uint64_t, status)> on_synced_;
   std::uint64_t bytes_written_ = 0;
   std::uint64_t batches_synced_ = 0;
   std::uint64_t tail_cut_ = 0;
+  std::uint64_t bytes_reclaimed_ = 0;
+  std::uint64_t segments_deleted_ = 0;
+  std::uint64_t entries_carried_ = 0;
 };
-
-// Applies one record to a group's state (recovery and tests). Fails on a gap in the entries.
-status apply_record(group_state& g, const record::body& r);
 
 }  // namespace weir::raft

@@ -16,9 +16,19 @@ thread_flusher::~thread_flusher() {
 
 void thread_flusher::flush(storage::writable_file& f, std::vector<std::byte> bytes,
                            std::function<void(status)> done) {
+  run(
+      [file = &f, bytes = std::move(bytes)] {
+        status st = file->append(bytes);
+        if (st) st = file->sync();
+        return st;
+      },
+      std::move(done));
+}
+
+void thread_flusher::run(std::function<status()> work, std::function<void(status)> done) {
   {
     std::lock_guard lock(mu_);
-    jobs_.push_back(job{&f, std::move(bytes), std::move(done)});
+    jobs_.push_back(job{std::move(work), std::move(done)});
   }
   cv_.notify_one();
 }
@@ -33,8 +43,7 @@ void thread_flusher::run() {
       j = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    status st = j.file->append(j.bytes);
-    if (st) st = j.file->sync();
+    status st = j.work();
     post_back_([done = std::move(j.done), st = std::move(st)]() mutable { done(std::move(st)); });
   }
 }

@@ -1,6 +1,7 @@
 // thread_flusher: the production log_flusher. The node log's batches are written and fdatasync'ed on a
-// thread of their own, so the event loop never blocks on the disk; each completion is handed back to
-// the loop through `post_back`, which must be thread-safe (io::event_loop::post is).
+// thread of their own, and its other disk work (directory syncs, segment reads and deletions) runs there
+// too, so the event loop never blocks on the disk; each completion is handed back to the loop through
+// `post_back`, which must be thread-safe (io::event_loop::post is).
 //
 // One flush at a time is all node_log asks for; the queue still takes several (they run in order).
 // Destroying the flusher finishes the flushes already queued and posts their completions: destroy it
@@ -29,11 +30,12 @@ class thread_flusher final : public log_flusher {
   // Called on the loop; `f` must stay open until `done` has run.
   void flush(storage::writable_file& f, std::vector<std::byte> bytes,
              std::function<void(status)> done) override;
+  // Called on the loop; `work` runs on the flusher's thread.
+  void run(std::function<status()> work, std::function<void(status)> done) override;
 
  private:
   struct job {
-    storage::writable_file* file;
-    std::vector<std::byte> bytes;
+    std::function<status()> work;
     std::function<void(status)> done;
   };
   void run();

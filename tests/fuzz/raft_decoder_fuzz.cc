@@ -44,12 +44,20 @@ void check_views(const wire::message& m, std::span<const std::byte> whole) {
   }
 }
 
+void check_views(const record::snapshot& s, std::span<const std::byte> whole) {
+  FUZZ_CHECK(inside(s.data, whole));
+  for (const auto& x : s.conf) FUZZ_CHECK(inside(std::as_bytes(std::span(x.address)), whole));
+}
+
 void check_views(const record::log_record& r, std::span<const std::byte> whole) {
   if (const auto* e = std::get_if<record::entries>(&r.payload)) {
     for (const auto& x : e->items) FUZZ_CHECK(inside(x.data, whole));
+  } else if (const auto* c = std::get_if<record::carry>(&r.payload)) {
+    for (const auto& x : c->items) FUZZ_CHECK(inside(x.data, whole));
   } else if (const auto* s = std::get_if<record::snapshot>(&r.payload)) {
-    FUZZ_CHECK(inside(s->data, whole));
-    for (const auto& x : s->conf) FUZZ_CHECK(inside(std::as_bytes(std::span(x.address)), whole));
+    check_views(*s, whole);
+  } else if (const auto* st = std::get_if<record::state>(&r.payload); st != nullptr && st->snap) {
+    check_views(*st->snap, whole);
   }
 }
 

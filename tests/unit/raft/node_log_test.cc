@@ -186,11 +186,18 @@ TEST(raft_node_log, a_torn_tail_is_cut_and_the_log_goes_on) {
 }
 
 TEST(raft_node_log, a_gap_in_a_groups_entries_is_corruption) {
-  group_state g;
-  EXPECT_TRUE(apply_record(g, entries_of(0, 1, 1, bytes_of("a")).payload).has_value());
-  auto st = apply_record(g, entries_of(0, 3, 1, bytes_of("b")).payload);
-  ASSERT_FALSE(st.has_value());
-  EXPECT_EQ(st.err().as<errc>(), errc::corruption);
+  fixture f;
+  {
+    auto log = f.open();
+    log->add(entries_of(0, 1, 1, bytes_of("a")));
+    log->add(entries_of(0, 3, 1, bytes_of("b")));
+    log->flush();
+    f.sched.run_until(10);
+  }
+  auto l = node_log::open(f.env, *f.flusher, "/data/raft.log");
+  ASSERT_FALSE(l.has_value());
+  EXPECT_EQ(l.err().as<errc>(), errc::corruption);
+  EXPECT_NE(l.err().reason.find("group 0"), std::string::npos) << l.err().reason;
 }
 
 }  // namespace

@@ -1,0 +1,126 @@
+// node_log::open: recovery of the node log's segments (the rest of node_log is in node_log.cc).
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "raft/node_log.h"
+
+namespace weir::raft {
+namespace {
+
+error corruption(std::string reason) {
+  return make_error(errc::corruption, std::move(reason));
+}
+
+// The segment numbers of log `base` among the names of its directory: "<base>.NNNNNNNN".
+std::vector<std::uint32_t> segment_numbers(const std::vector<std::string>& names, const std::string& base) {
+  std::vector<std::uint32_t> out;
+  for (const std::string& n : names) {
+    if (n.size() != base.size() + 9 || n.compare(0, base.size(), base) != 0 || n[base.size()] != '.')
+      continue;
+    const std::string digits = n.substr(base.size() + 1);
+    if (!std::all_of(digits.begin(), digits.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      continue;
+    out.push_back(static_cast<std::uint32_t>(std::stoul(digits)));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher& flusher, std::string path,
+                                                 node_log_options opts) {
+  auto nl = std::unique_ptr<node_log>(new node_log(env, flusher, std::move(path), opts));
+  const std::string& p0 = nl->path_;
+  const std::string& dir = nl->dir_;
+  if (auto st = env.create_dirs(dir); !st) return st.err();
+  auto names = env.list_dir(dir);
+  if (!names) return names.err();
+  const std::string base = p0.substr(p0.rfind('/') == std::string::npos ? 0 : p0.rfind('/') + 1);
+  std::vector<std::uint32_t> nos = segment_numbers(*names, base);
+  if (env.file_exists(p0)) nos.insert(nos.begin(), 0);
+  // Segments are deleted oldest first, each deletion durable before the next: a hole is not a crash's.
+  for (std::size_t i = 1; i < nos.size(); ++i)
+    if (nos[i] != nos[i - 1] + 1)
+      return corruption(fmt::format("{}: segment {} is missing (found {} and {})", p0, nos[i - 1] + 1,
+                                    segment_path(p0, nos[i - 1]), segment_path(p0, nos[i])));
+
+  std::map<group_id, recovering_group> groups;
+  std::uint32_t next_no = nos.empty() ? 1 : nos.back() + 1;
+  for (std::size_t i = 0; i < nos.size(); ++i) {
+    const bool last = i + 1 == nos.size();
+    const std::string p = segment_path(p0, nos[i]);
+    auto content = storage::read_whole_file(env, p);
+    if (!content) return content.err();
+    const std::span<const std::byte> all(*content);
+    if (all.size() < record::file_header_size) {
+      if (!last) return corruption(fmt::format("{}: {} bytes, shorter than a segment header", p, all.size()));
+      // Created, but torn before its first sync: nothing in it was ever acknowledged.
+      if (auto st = env.remove_file(p); !st) return st.err();
+      nl->tail_cut_ += all.size();
+      next_no = std::max<std::uint32_t>(1, nos[i]);
+      continue;
+    }
+    if (!record::file_header_version(all))
+      return corruption(fmt::format("{}: not a weir raft log segment", p));
+    std::size_t pos = record::file_header_size;
+    while (pos < all.size()) {
+      auto d = record::decode_record(all.subspan(pos));
+      if (!d || !d->has_value()) {
+        // Only the last batch of the last segment can be torn: every segment before it was closed after
+        // its last batch had synced whole.
+        if (!last)
+          return corruption(
+              fmt::format("{} at byte {}: {}", p, pos, d ? std::string("record cut short") : d.err().reason));
+        break;
+      }
+      const record::log_record& rec = (*d)->rec;
+      groups[rec.group].apply(rec.payload, nos[i]);
+      pos += (*d)->consumed;
+    }
+    if (last) {
+      // The last segment may hold bytes a killed process wrote but never synced (the page cache kept
+      // them): they were read as part of the log, so they must be durable before anything follows them
+      // in a new segment. A torn tail is cut first.
+      auto f = env.open_writable(p, storage::open_mode::open_existing);
+      if (!f) return f.err();
+      if (pos < all.size()) {
+        const std::uint64_t cut = all.size() - pos;
+        log::warn("raft node log {}: cutting {} bytes of torn tail at byte {}", p, cut, pos);
+        if (auto st = (*f)->truncate(pos); !st) return st.err();
+        nl->tail_cut_ += cut;
+      }
+      if (auto st = (*f)->sync(); !st) return st.err();
+    }
+    nl->segs_.push_back(segment{nos[i], p, pos, 0});
+  }
+  for (auto& [g, rg] : groups) {
+    auto done = std::move(rg).finish();
+    if (!done) return corruption(fmt::format("{}: group {}: {}", p0, g.value(), done.err().reason));
+    nl->recovered_.emplace(g, std::move(done->first));
+    nl->live_.emplace(g, std::move(done->second));
+  }
+
+  // A new segment for this run, beginning with every group's state: whatever the last one ended with
+  // (a cut tail, a missing preamble) is never appended to.
+  const std::string p = segment_path(p0, next_no);
+  auto f = env.open_writable(p, storage::open_mode::create_new);
+  if (!f) return f.err();
+  const auto header = record::encode_file_header();
+  std::vector<std::byte> bytes(header.begin(), header.end());
+  const auto pre = nl->preamble();
+  bytes.insert(bytes.end(), pre.begin(), pre.end());
+  if (auto st = (*f)->append(bytes); !st) return st.err();
+  if (auto st = (*f)->sync(); !st) return st.err();
+  if (auto st = env.sync_dir(dir); !st) return st.err();
+  nl->file_ = std::move(f).value();
+  nl->segs_.push_back(segment{next_no, p, bytes.size(), 0});
+  nl->batch_segment_[1] = next_no;
+  return nl;
+}
+
+}  // namespace weir::raft
