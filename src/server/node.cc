@@ -448,9 +448,9 @@ status node::start() {
     shards_[0]->attach_replication(std::move(*repl));
     // Subscriptions are replicated too: their changes are entries of the groups (subscriptions.md).
     if (subs_) subs_->attach_cluster(*shards_[0]->replicated());
-    log::info("weir serve: node {} of a cluster of {} ({} raft groups), peers on {}:{}, hot budget {} MiB",
+    log::info("weir serve: node {} of a cluster of {} ({} raft groups), peers on {}:{}, hot budget {} KiB",
               cfg_.cluster.node_id, cfg_.cluster.peers.size(), cfg_.cluster.groups,
-              cfg_.cluster.peer_listen.host, cfg_.cluster.peer_listen.port, cfg_.hot_bytes >> 20);
+              cfg_.cluster.peer_listen.host, cfg_.cluster.peer_listen.port, cfg_.hot_bytes >> 10);
   } else if (cfg_.durable) {
     // Before any loop runs: replay the logs into the shards, then log every command from now on.
     wal_options wo;

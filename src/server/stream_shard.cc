@@ -454,9 +454,14 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
     if (auto log = sm_.log_of(create->fork->source)) {
       sm_.stitch_fork(create->path, std::move(log));
     } else {
-      log::error("weir cluster: fork {}: source {} not applied here yet; inherited data missing",
-                 create->path, create->fork->source);
+      // The source's group is behind the fork's here (groups replay independently after a restart):
+      // linked when the source's create is applied.
+      unlinked_forks_.emplace(create->fork->source, create->path);
     }
+  }
+  if (const auto* create = std::get_if<streams::create_command>(&c);
+      create && o.created && !unlinked_forks_.empty()) {
+    link_waiting_forks(create->path);
   }
   // The record it added goes to the data log; nobody waits for it (raft made the command durable).
   if (data_log_ && o.code == streams::errc::ok && o.mutated && o.meta) {
@@ -464,6 +469,20 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
   }
   effects(o);
   return o;
+}
+
+void stream_shard::link_waiting_forks(const std::string& source) {
+  auto [b, e] = unlinked_forks_.equal_range(source);
+  if (b == e) return;
+  std::vector<std::string> waiting;
+  for (auto it = b; it != e; ++it) waiting.push_back(it->second);
+  unlinked_forks_.erase(b, e);
+  auto log = sm_.log_of(source);
+  for (const auto& link : sm_.forks_to_stitch()) {
+    if (link.source == source && std::find(waiting.begin(), waiting.end(), link.path) != waiting.end()) {
+      sm_.stitch_fork(link.path, log);
+    }
+  }
 }
 
 status stream_shard::open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,

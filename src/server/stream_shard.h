@@ -143,6 +143,8 @@ class stream_shard {
   void serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   // Cluster mode: waits for a read index, renews a sliding TTL through raft, then serve_read.
   void handle_replicated_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
+  // Cluster mode: links the forks applied before their source `source` was created here.
+  void link_waiting_forks(const std::string& source);
   void effects(const streams::outcome& o);
   // A durable command's new record: into the hot tier, with its place in the log.
   void admit(const durable_result& r);
@@ -161,6 +163,8 @@ class stream_shard {
   std::unique_ptr<checkpointer> checkpointer_;
   std::unique_ptr<replication> repl_;
   std::unique_ptr<data_log> data_log_;  // cluster mode: where applied stream bytes go (data_log.h)
+  // Cluster mode: forks applied before their source (source path -> fork path), until it is created.
+  std::unordered_multimap<std::string, std::string> unlinked_forks_;
   storage::segment_reader* own_segments_ = nullptr;
   storage::env* env_ = nullptr;
   std::string log_dir_;
