@@ -35,6 +35,9 @@ struct cluster_options {
   // log and memory then keep every entry).
   std::uint32_t snapshot_entries = 4096;
   std::uint64_t snapshot_bytes = 16u << 20;
+  // Entries a group keeps after a snapshot, for followers a little behind (further behind, they get the
+  // snapshot installed).
+  std::uint32_t snapshot_trailing = 512;
   bool enabled() const { return node_id != 0; }
 };
 

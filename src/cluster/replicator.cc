@@ -145,6 +145,10 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   return self;
 }
 
+std::uint64_t replicator::snapshots_sent() const {
+  return io_->counters().snapshots_sent;
+}
+
 replicator::~replicator() {
   closing_ = true;
   *alive_ = false;

@@ -175,6 +175,8 @@ class replicator {
   // Group snapshots taken, and restored (at start or installed from a leader), since open.
   std::uint64_t snapshots_taken() const { return snapshots_taken_; }
   std::uint64_t snapshots_restored() const { return snapshots_restored_; }
+  // InstallSnapshot messages sent to peers that were too far behind.
+  std::uint64_t snapshots_sent() const;
 
   struct group;  // replicator.cc
 

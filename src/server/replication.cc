@@ -1,8 +1,11 @@
 #include "server/replication.h"
 
+#include <set>
+
 #include "base/fnv.h"
 #include "base/json_writer.h"
 #include "base/log.h"
+#include "server/group_snapshot.h"
 #include "server/stream_shard.h"
 #include "streams/command_codec.h"
 
@@ -54,6 +57,14 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
     p->subscriptions_->serve(g, request, std::move(reply));
   };
   cb.failed = [p](std::uint64_t ticket, cluster::submit_error e) { p->failed(ticket, e); };
+  ro.snapshot_threshold = o.snapshot_entries;
+  ro.snapshot_bytes = o.snapshot_bytes;
+  ro.snapshot_trailing = o.snapshot_trailing;
+  cb.snapshot = [p](std::uint32_t g, std::uint64_t index) { return p->take_snapshot(g, index); };
+  cb.restore = [p](std::uint32_t g, std::uint64_t index, std::span<const std::byte> state) {
+    return p->restore_snapshot(g, index, state);
+  };
+  cb.expand = [p](std::uint32_t g, std::span<const std::byte> state) { return p->expand_snapshot(g, state); };
   io::event_loop& loop = shard.loop();
   self->executor_ = std::make_unique<raft::loop_executor>(loop);
   // The node log is written and synced on a thread of its own; completions come back to the loop.
@@ -73,6 +84,61 @@ replication::~replication() {
 
 std::uint32_t replication::group_of(std::string_view path) const {
   return hash_group(path, opts_.groups);
+}
+
+streams::state_machine::path_predicate replication::in_group(std::uint32_t group) const {
+  return [group, groups = opts_.groups](std::string_view path) { return hash_group(path, groups) == group; };
+}
+
+result<std::vector<std::byte>> replication::take_snapshot(std::uint32_t group, std::uint64_t index) {
+  std::set<std::uint64_t> segments;  // of the data log, that the snapshot references
+  auto streams = shard_.machine().snapshot_part(in_group(group), [&](const streams::disk_location& at) {
+    if (!shard_.data_durable(at)) return false;
+    segments.insert(at.segment);
+    return true;
+  });
+  if (!streams) return streams.err();
+  const std::vector<std::byte> subs =
+      subscriptions_ != nullptr ? subscriptions_->snapshot_part(group) : std::vector<std::byte>{};
+  // Pinned from now on: a snapshot that does not become durable leaves the previous one in the node
+  // log, whose references the state still holds or a later snapshot pinned (docs/replication.md).
+  shard_.pin_snapshot_segments(group, std::vector<std::uint64_t>(segments.begin(), segments.end()));
+  log::debug("weir cluster: group {} snapshot at {}: {} bytes of streams, {} of subscriptions", group, index,
+             streams->size(), subs.size());
+  return encode_group_snapshot(*streams, subs);
+}
+
+status replication::restore_snapshot(std::uint32_t group, std::uint64_t index,
+                                     std::span<const std::byte> state) {
+  auto parts = decode_group_snapshot(state);
+  if (!parts) return parts.err();
+  if (auto st = shard_.restore_part(parts->streams, in_group(group)); !st) return st;
+  // What the snapshot references stays on disk until the group's next snapshot, as when it was taken:
+  // this node may send it to a peer (expand_snapshot reads every record) after the state moved on.
+  shard_.pin_snapshot_segments(group, shard_.machine().referenced_segments(0, in_group(group)));
+  if (subscriptions_ != nullptr) {
+    if (auto st = subscriptions_->restore_part(group, parts->subscriptions); !st) return st;
+  }
+  log::info("weir cluster: group {} restored from its snapshot at {} ({} bytes)", group, index, state.size());
+  return {};
+}
+
+result<std::vector<std::byte>> replication::expand_snapshot(std::uint32_t group,
+                                                            std::span<const std::byte> state) {
+  auto parts = decode_group_snapshot(state);
+  if (!parts) return parts.err();
+  auto streams = streams::expand_snapshot_part(parts->streams,
+                                               [this](const streams::disk_location& at, std::uint64_t begin,
+                                                      std::uint32_t size) -> result<std::string> {
+                                                 streams::chunk_slice s;
+                                                 s.at = at;
+                                                 s.begin = static_cast<std::uint32_t>(begin);
+                                                 s.size = size;
+                                                 return shard_.bytes_of(s);
+                                               });
+  if (!streams) return streams.err();
+  log::info("weir cluster: group {} snapshot sent whole to a peer ({} bytes)", group, streams->size());
+  return encode_group_snapshot(*streams, parts->subscriptions);
 }
 
 void replication::submit(const streams::command& c, shard_wal::completion done) {
@@ -242,6 +308,12 @@ std::string replication::status_json() const {
   w.end_array();
   w.key("membership");
   write_membership(w, repl_->desired_membership());
+  // Group snapshots since start (docs/replication.md, "Snapshots").
+  w.key("snapshots").begin_object();
+  w.key("taken").value(std::int64_t(repl_->snapshots_taken()));
+  w.key("restored").value(std::int64_t(repl_->snapshots_restored()));
+  w.key("sent").value(std::int64_t(repl_->snapshots_sent()));
+  w.end_object();
   // Stream data on this node (data_log.h): in memory (the hot tier) and in the data log.
   w.key("stream_data").begin_object();
   w.key("hot_bytes").value(std::int64_t(shard_.hot().bytes()));

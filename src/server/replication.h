@@ -43,6 +43,10 @@ class subscription_entries {
   // A leader call for `group` (replicator::callbacks::serve).
   virtual void serve(std::uint32_t group, std::span<const std::byte> request,
                      std::function<void(std::optional<std::vector<std::byte>>)> reply) = 0;
+  // Group snapshots (docs/replication.md, "Snapshots"): the part of the subscriptions `group`'s entries
+  // made, and its restore (a damaged part changes nothing).
+  virtual std::vector<std::byte> snapshot_part(std::uint32_t group) const = 0;
+  virtual status restore_part(std::uint32_t group, std::span<const std::byte> part) = 0;
 };
 
 class replication {
@@ -98,6 +102,13 @@ class replication {
   void apply(std::uint32_t group, std::uint64_t index, cluster::entry_kind kind,
              std::span<const std::byte> command, std::uint64_t ticket);
   void failed(std::uint64_t ticket, cluster::submit_error e);
+  // Group snapshots (cluster::replicator::callbacks; server/group_snapshot.h): the group's part of the
+  // streams (records the data log holds durably as references, the others inline) and of the
+  // subscriptions; its restore; and the self-contained form sent to a peer (every record inline).
+  result<std::vector<std::byte>> take_snapshot(std::uint32_t group, std::uint64_t index);
+  status restore_snapshot(std::uint32_t group, std::uint64_t index, std::span<const std::byte> state);
+  result<std::vector<std::byte>> expand_snapshot(std::uint32_t group, std::span<const std::byte> state);
+  streams::state_machine::path_predicate in_group(std::uint32_t group) const;
 
   stream_shard& shard_;
   cluster::cluster_options opts_;

@@ -352,6 +352,10 @@ const std::array table{
             "A raft group also snapshots after this many bytes of entries since its last snapshot",
             field<&serve_config::cluster, &cluster::cluster_options::snapshot_bytes>(), 1 << 16,
             std::uint64_t{1} << 40},
+    setting{"raft-snapshot-trailing", "N",
+            "Entries a raft group keeps after a snapshot for followers a little behind; a follower further "
+            "behind gets the snapshot installed (its data sent whole over the peer link)",
+            field<&serve_config::cluster, &cluster::cluster_options::snapshot_trailing>(), 0, 1u << 30},
 };
 
 std::string name_of(const setting& s) {

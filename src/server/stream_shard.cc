@@ -513,7 +513,7 @@ void stream_shard::pin_snapshot_segments(std::uint32_t group, std::vector<std::u
   if (data_log_) data_log_->pin(group, std::move(segments));
 }
 
-void stream_shard::persist_unlocated() {
+void stream_shard::persist_unlocated(const streams::state_machine::path_predicate& in_part) {
   if (!data_log_) return;
   struct found {
     std::string path;
@@ -522,9 +522,25 @@ void stream_shard::persist_unlocated() {
   };
   std::vector<found> all;  // collected first: writing does not touch the logs being walked
   sm_.for_each_unlocated([&](std::string_view path, std::uint64_t generation, const streams::record& r) {
-    all.push_back(found{std::string(path), generation, r});
+    if (in_part(path)) all.push_back(found{std::string(path), generation, r});
   });
   for (const found& f : all) data_log_->write_record(f.path, f.generation, f.r);
+}
+
+status stream_shard::restore_part(std::span<const std::byte> blob,
+                                  const streams::state_machine::path_predicate& in_part) {
+  std::vector<std::string> removed;
+  if (auto st = sm_.restore_part(blob, in_part, &removed); !st) return st;
+  stream_count_.store(sm_.size(), std::memory_order_relaxed);
+  for (const std::string& path : removed) node_->report_deleted(path);
+  // Every live reader of the part looks again (its stream may have grown, closed, or gone).
+  std::vector<std::string> paths;
+  for (const auto& [path, reader] : readers_)
+    if (in_part(path) && (paths.empty() || paths.back() != path)) paths.push_back(path);
+  for (const std::string& path : paths)
+    wake(path, std::find(removed.begin(), removed.end(), path) != removed.end());
+  persist_unlocated(in_part);
+  return {};
 }
 
 void stream_shard::effects(const streams::outcome& o) {

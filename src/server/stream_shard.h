@@ -92,10 +92,15 @@ class stream_shard {
   // The data-log segments group `group`'s latest snapshot references (replaces its previous set): they
   // stay on disk (reclaim keeps them) until the group's next snapshot pins others.
   void pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments);
-  // Writes every record held in memory without a place on disk (a snapshot installed from a peer
-  // inlines them) to the data log, so that they may leave memory like the others. Call after a
-  // snapshot was restored.
-  void persist_unlocated();
+  // Writes every record of the streams `in_part` accepts that is held in memory without a place on disk
+  // (a snapshot installed from a peer inlines them) to the data log, so that they may leave memory like
+  // the others. Call after a snapshot was restored.
+  void persist_unlocated(const streams::state_machine::path_predicate& in_part);
+  // Cluster mode: a raft group's snapshot replaces the group's part of the state (`in_part`: the paths
+  // of the group), at start from the node log or installed from the group's leader. Live readers of
+  // the part are woken (or told their stream is gone), and records restored inline go to the data log.
+  // A damaged blob changes nothing.
+  status restore_part(std::span<const std::byte> blob, const streams::state_machine::path_predicate& in_part);
 
   // Start-up, before the log is replayed: where this core's log lives (`dir` in `e`) and where the
   // cold data of every core can be read back.

@@ -153,6 +153,12 @@ class service_glue final : public subscriptions_glue, public subscription_entrie
              std::function<void(std::optional<std::vector<std::byte>>)> reply) override {
     service_.serve_leader_call(group, request, std::move(reply));
   }
+  std::vector<std::byte> snapshot_part(std::uint32_t group) const override {
+    return service_.snapshot_part(group);
+  }
+  status restore_part(std::uint32_t group, std::span<const std::byte> part) override {
+    return service_.restore_part(group, part);
+  }
   bool active() const override { return service_.has_subscriptions(); }
   figures stats() const override {
     const auto s = service_.figures();

@@ -482,11 +482,13 @@ std::size_t state_machine::evict(std::uint64_t generation, std::uint64_t end) {
   return s ? s->log->drop_bytes(end) : 0;
 }
 
-std::vector<std::uint64_t> state_machine::referenced_segments(std::uint32_t core) const {
+std::vector<std::uint64_t> state_machine::referenced_segments(std::uint32_t core,
+                                                              const path_predicate& in_part) const {
   // Soft-deleted streams are included: they keep their records while forks reference them (a fork's
   // inherited records are its source's, listed there).
   std::unordered_set<std::uint64_t> seen;
   for (const auto& [path, s] : streams_) {
+    if (in_part && !in_part(path)) continue;
     s.log->for_each_record([&](const record& r) {
       if (r.data.at.known() && r.data.at.core == core) seen.insert(r.data.at.segment);
     });

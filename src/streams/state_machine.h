@@ -206,7 +206,10 @@ class state_machine {
   // The segment ids of core `core`'s log that some record of this state machine points at (cold or
   // hot), ascending. What the log's reclaim must keep. A fork's inherited records are its source's:
   // the source (kept, soft-deleted if need be, while forks reference it) lists their segments.
-  std::vector<std::uint64_t> referenced_segments(std::uint32_t core) const;
+  // With `in_part`: only the records of the streams it accepts (a cluster group's part).
+  using path_predicate = std::function<bool(std::string_view path)>;
+  std::vector<std::uint64_t> referenced_segments(std::uint32_t core,
+                                                 const path_predicate& in_part = {}) const;
   // Calls `fn` with every own record that is in memory with no known location (a fork's inherited
   // records are its source's), with its stream's path and generation: records restored with their bytes
   // inlined, which a cluster node writes to its data log so that they may leave memory. `fn` must not
@@ -232,7 +235,6 @@ class state_machine {
   // Per-part checkpoints (state_snapshot.cc, state_restore_part.cc; a cluster's raft group snapshot:
   // the part is the streams whose path hashes to one group). Blob layout: docs/log-format.md,
   // "Checkpoint blob of a stream state machine", version 4.
-  using path_predicate = std::function<bool(std::string_view path)>;
   using location_predicate = std::function<bool(const disk_location& at)>;
   // The streams (soft-deleted ones too) and held deleted paths whose path satisfies `in_part`, each
   // stream as snapshot() writes it. No next generation: in a cluster it comes from the raft index of each

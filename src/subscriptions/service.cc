@@ -231,6 +231,15 @@ void service::apply_entry(std::uint32_t group, std::span<const std::byte> payloa
   if (impl_->cluster) impl_->cluster->apply(group, payload);
 }
 
+std::vector<std::byte> service::snapshot_part(std::uint32_t group) const {
+  return impl_->cluster ? impl_->cluster->snapshot_part(group) : std::vector<std::byte>{};
+}
+
+status service::restore_part(std::uint32_t group, std::span<const std::byte> blob) {
+  if (!impl_->cluster) return {};
+  return impl_->cluster->restore_part(group, blob);
+}
+
 void service::serve_leader_call(std::uint32_t group, std::span<const std::byte> request,
                                 std::function<void(std::optional<std::vector<std::byte>>)> reply) {
   if (!impl_->cluster) return reply(std::nullopt);

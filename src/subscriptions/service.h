@@ -111,6 +111,10 @@ class service {
   void attach_cluster(cluster_port& port);
   // On the home loop: a committed subscription entry of raft group `group` (every node, log order).
   void apply_entry(std::uint32_t group, std::span<const std::byte> payload);
+  // On the home loop: group snapshots (subscription_cluster::snapshot_part / restore_part); empty /
+  // nothing restored without a cluster.
+  std::vector<std::byte> snapshot_part(std::uint32_t group) const;
+  status restore_part(std::uint32_t group, std::span<const std::byte> blob);
   // On the home loop: a leader call (subscription_cluster::serve). `reply(nullopt)`: not the leader.
   void serve_leader_call(std::uint32_t group, std::span<const std::byte> request,
                          std::function<void(std::optional<std::vector<std::byte>>)> reply);

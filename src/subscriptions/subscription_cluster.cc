@@ -238,6 +238,15 @@ void subscription_cluster::apply(std::uint32_t group, std::span<const std::byte>
   }
 }
 
+std::vector<std::byte> subscription_cluster::snapshot_part(std::uint32_t group) const {
+  return replica_.snapshot_part([&](std::string_view key) { return port_.group_of(key) == group; },
+                                group == key_group);
+}
+
+status subscription_cluster::restore_part(std::uint32_t group, std::span<const std::byte> blob) {
+  return replica_.restore_part(blob, [&](std::string_view key) { return port_.group_of(key) == group; });
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Signing keys
 
@@ -249,7 +258,7 @@ bool subscription_cluster::key_published() const {
 void subscription_cluster::publish_key() {
   if (key_in_flight_) return;
   key_in_flight_ = true;
-  port_.propose(0, encode_key_entry(port_.node_id(), node_public_key{key_->kid(), key_->public_x()}),
+  port_.propose(key_group, encode_key_entry(port_.node_id(), node_public_key{key_->kid(), key_->public_x()}),
                 [this, alive = std::weak_ptr<bool>(alive_)](bool) {
                   auto a = alive.lock();
                   if (a && *a) key_in_flight_ = false;  // the next poll sends it again if it is not there

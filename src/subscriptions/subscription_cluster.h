@@ -35,6 +35,9 @@
 
 namespace weir::subscriptions {
 
+// The raft group whose entries publish the nodes' signing keys.
+inline constexpr std::uint32_t key_group = 0;
+
 class subscription_cluster {
  public:
   struct options {
@@ -65,6 +68,12 @@ class subscription_cluster {
 
   // A committed subscription entry of `group` (every node, in the group's log order).
   void apply(std::uint32_t group, std::span<const std::byte> payload);
+  // Group snapshots (docs/subscriptions.md, "Cluster"): the part of the replica that `group`'s entries
+  // made (its subscriptions; group 0 also carries the node keys, which are published there), and the
+  // restore of such a part (at start from the node log, or installed from the group's leader; a node
+  // only installs snapshots of groups it does not lead, and loads a group again when it leads it).
+  std::vector<std::byte> snapshot_part(std::uint32_t group) const;
+  status restore_part(std::uint32_t group, std::span<const std::byte> blob);
   // A leader call for a subscription of `group`, from this node or another. `reply(nullopt)`: this node
   // does not lead the group (the caller asks the leader it then knows).
   void serve(std::uint32_t group, std::span<const std::byte> request,
