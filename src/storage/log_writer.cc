@@ -63,6 +63,7 @@ result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, lo
     }
     w->active_ = std::move(*file);
   }
+  w->preallocate_active();
   w->last_sync_ = std::chrono::steady_clock::now();
   w->publish_segments();
   w->thread_ = std::thread([raw = w.get()] { raw->run(); });
@@ -350,7 +351,17 @@ status log_writer::roll(std::vector<std::shared_ptr<writable_file>>& retired) {
   retired.push_back(std::move(active_));
   active_ = std::move(*file);
   segments_.push_back(segment_info{id, next_lsn_, lsn{next_lsn_.value() - 1}, format::segment_header_size});
+  preallocate_active();
   return {};
+}
+
+void log_writer::preallocate_active() {
+  if (!opts_.preallocate) return;
+  if (auto st = active_->preallocate(opts_.segment_bytes); !st && !preallocate_failed_) {
+    preallocate_failed_ = true;
+    log::warn("storage: {}: cannot preallocate segments ({}); appends allocate as they go", dir_,
+              st.err().reason);
+  }
 }
 
 error log_writer::undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,

@@ -70,6 +70,11 @@ struct log_options {
   // log either. The caller rebuilds its state from the log, then resumes. false: the next batch is
   // written as usual.
   bool fence_after_failure = false;
+  // Reserve each segment's disk blocks (up to segment_bytes) when it becomes the active one
+  // (writable_file::preallocate), so that appends never allocate blocks: in interval mode a write that
+  // allocated waited for the flusher's fdatasync, which holds ext4's block-map lock while it allocates
+  // (docs/storage.md, "Preallocation"). The file's size stays what was written.
+  bool preallocate = true;
 };
 
 struct append_ack {
@@ -166,6 +171,9 @@ class log_writer {
   // each sync request).
   void poison_after_background_failure();
   status roll(std::vector<std::shared_ptr<writable_file>>& retired);
+  // log_options::preallocate: reserves the active segment's blocks up to segment_bytes (a hint: a failure
+  // is logged once and changes nothing else).
+  void preallocate_active();
   // Returns the error to complete the batch's appends with: `cause`, or errc::poisoned if the undo failed.
   error undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
              std::vector<std::shared_ptr<writable_file>>& retired);
@@ -191,7 +199,8 @@ class log_writer {
   std::deque<segment_info> segments_;
   lsn next_lsn_{1};
   std::optional<error> poisoned_;
-  bool dirty_ = false;  // written but not synced (interval / never modes)
+  bool dirty_ = false;               // written but not synced (interval / never modes)
+  bool preallocate_failed_ = false;  // logged once
   std::chrono::steady_clock::time_point last_sync_;
 
   // Counts the completion tasks the executor has run (for linger); shared with those tasks, which may

@@ -68,6 +68,17 @@ class posix_writable_file final : public writable_file {
 
   std::uint64_t size() const override { return size_; }
 
+  status preallocate(std::uint64_t end) override {
+    if (end <= size_) return {};
+    // KEEP_SIZE: the file's size stays what was written, so recovery never sees the reserved blocks
+    // (they read as zeros only if a crash persisted a size the data never reached: a torn tail).
+    while (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(size_),
+                       static_cast<off_t>(end - size_)) != 0) {
+      if (errno != EINTR) return errno_error(errno, "fallocate " + path_);
+    }
+    return {};
+  }
+
  private:
   std::string path_;
   int fd_;
