@@ -44,16 +44,41 @@ std::uint64_t entry_bytes(std::size_t data_size) {
 // ---- live_group ----
 
 void live_group::cut_from(log_index i) {
-  while (!runs_.empty() && runs_.back().first >= i) runs_.pop_back();
+  while (!runs_.empty() && runs_.back().first >= i) {
+    run_bytes_ -= runs_.back().bytes;
+    runs_.pop_back();
+  }
   if (!runs_.empty() && runs_.back().end() > i) {
     entry_run& b = runs_.back();
+    const std::uint64_t before = b.bytes;
     b = split(b, i);
+    run_bytes_ -= before - b.bytes;
   }
 }
 
 void live_group::drop_below(log_index i) {
-  while (!runs_.empty() && runs_.front().end() <= i) runs_.pop_front();
-  if (!runs_.empty() && runs_.front().first < i) split(runs_.front(), i);
+  while (!runs_.empty() && runs_.front().end() <= i) {
+    run_bytes_ -= runs_.front().bytes;
+    runs_.pop_front();
+  }
+  if (!runs_.empty() && runs_.front().first < i) run_bytes_ -= split(runs_.front(), i).bytes;
+}
+
+void live_group::push_run(const entry_run& r) {
+  if (!runs_.empty() && runs_.back().seg == r.seg && runs_.back().batch == r.batch &&
+      runs_.back().end() == r.first) {
+    // Appended by the same batch (or found in the same segment): one run.
+    runs_.back().count += r.count;
+    runs_.back().bytes += r.bytes;
+  } else {
+    runs_.push_back(r);
+  }
+  run_bytes_ += r.bytes;
+}
+
+void live_group::clear_runs() {
+  runs_.clear();
+  run_bytes_ = 0;
 }
 
 void live_group::place(entry_run r) {
@@ -75,6 +100,8 @@ void live_group::place(entry_run r) {
   while (at != out.end() && at->first < r.first) ++at;
   out.insert(at, r);
   runs_ = std::move(out);
+  run_bytes_ = 0;
+  for (const entry_run& x : runs_) run_bytes_ += x.bytes;
 }
 
 void live_group::apply(const record::body& body, std::uint64_t batch) {
@@ -87,7 +114,7 @@ void live_group::apply(const record::body& body, std::uint64_t batch) {
           entry_run run{r.first, r.items.size(), bytes, batch, no_segment};
           if constexpr (std::is_same_v<T, record::entries>) {
             cut_from(r.first);
-            runs_.push_back(run);
+            push_run(run);
             next_ = run.end();
           } else {
             place(run);
@@ -104,7 +131,7 @@ void live_group::apply(const record::body& body, std::uint64_t batch) {
           snapshot_ = stored_of(r);
           trailing_ = r.trailing;
           if (r.trailing == 0) {
-            runs_.clear();
+            clear_runs();
             next_ = log_index(r.index.value() + 1);
           } else {
             drop_below(log_index(keep_from(r)));
@@ -146,8 +173,7 @@ record::state live_group::state_record(std::vector<wire::server>& conf_scratch) 
 std::uint64_t live_group::live_bytes() const {
   std::uint64_t n = record::record_header_size + 5 + 25;
   if (snapshot_) n += 24 + 8 + snapshot_->conf.size() + snapshot_->data.size();
-  for (const entry_run& r : runs_) n += r.bytes;
-  return n;
+  return n + run_bytes_;
 }
 
 // ---- recovering_group ----
@@ -208,13 +234,8 @@ result<std::pair<group_state, live_group>> recovering_group::finish() && {
                                                       want, g.start.value(), entries_.rbegin()->first));
     ++want;
     const std::uint64_t bytes = entry_bytes(loc.e.data.size());
-    auto& runs = live.runs();
-    if (!runs.empty() && runs.back().seg == loc.seg) {
-      ++runs.back().count;
-      runs.back().bytes += bytes;
-    } else {
-      runs.push_back(entry_run{log_index(index), 1, items_record_overhead + bytes, 0, loc.seg});
-    }
+    const bool joins = !live.runs().empty() && live.runs().back().seg == loc.seg;
+    live.push_run(entry_run{log_index(index), 1, joins ? bytes : items_record_overhead + bytes, 0, loc.seg});
     g.entries.push_back(std::move(loc.e));
   }
   if (want != next_.value())

@@ -76,11 +76,10 @@ class live_group {
 
   // The preamble record of this group; views into *this.
   record::state state_record(std::vector<wire::server>& conf_scratch) const;
-  // Bytes this group needs on disk: its preamble and its live entries (an estimate).
+  // Bytes this group needs on disk: its preamble and its live entries (an estimate). O(1).
   std::uint64_t live_bytes() const;
 
   const std::deque<entry_run>& runs() const { return runs_; }
-  std::deque<entry_run>& runs() { return runs_; }
   log_index next() const { return next_; }
 
   // Recovery sets the registers directly.
@@ -88,8 +87,11 @@ class live_group {
                      std::uint32_t trailing);
 
  private:
+  friend class recovering_group;
   void cut_from(log_index i);
   void drop_below(log_index i);
+  void push_run(const entry_run& r);
+  void clear_runs();
 
   term_id term_;
   node_id vote_;
@@ -97,6 +99,7 @@ class live_group {
   std::optional<stored_snapshot> snapshot_;
   std::uint32_t trailing_ = 0;
   std::deque<entry_run> runs_;
+  std::uint64_t run_bytes_ = 0;  // sum of runs_[i].bytes
 };
 
 class recovering_group {

@@ -105,8 +105,17 @@ group_state node_log::take_group_state(group_id g) {
 }
 
 std::uint64_t node_log::add(const record::log_record& r) {
+  if (pending_.empty() && !roll_preamble_ && segs_.back().bytes >= opts_.segment_bytes) {
+    // The next flush starts a segment. Its preamble is the state before this batch, so that the batch's
+    // records follow it as they follow the older segments: a torn prefix of the batch then recovers a
+    // state the log really passed through.
+    roll_preamble_ = preamble();
+  }
   record::encode_record(r, pending_);
-  live_[r.group].apply(r.payload, open_);
+  live_group& live = live_[r.group];
+  live_total_ -= live.live_bytes();
+  live.apply(r.payload, open_);
+  live_total_ += live.live_bytes();
   return open_;
 }
 
@@ -117,9 +126,7 @@ std::uint64_t node_log::disk_bytes() const {
 }
 
 std::uint64_t node_log::live_bytes() const {
-  std::uint64_t n = record::file_header_size;
-  for (const auto& [g, live] : live_) n += live.live_bytes();
-  return n;
+  return record::file_header_size + live_total_;
 }
 
 status node_log::start_segment(std::uint64_t batch, std::vector<std::byte>& out) {
@@ -132,8 +139,7 @@ status node_log::start_segment(std::uint64_t batch, std::vector<std::byte>& out)
   batch_segment_[batch] = no;
   const auto header = record::encode_file_header();
   out.assign(header.begin(), header.end());
-  const auto pre = preamble();
-  out.insert(out.end(), pre.begin(), pre.end());
+  out.insert(out.end(), roll_preamble_->begin(), roll_preamble_->end());
   return {};
 }
 
@@ -142,14 +148,17 @@ void node_log::flush() {
   const std::uint64_t batch = open_++;
   if (poisoned_) {
     pending_.clear();
+    roll_preamble_.reset();
     if (on_synced_) on_synced_(batch, *poisoned_);
     return;
   }
   flushing_ = true;
   std::vector<std::byte> bytes;
-  const bool roll = segs_.back().bytes >= opts_.segment_bytes;
+  const bool roll = roll_preamble_.has_value();
   if (roll) {
-    if (auto st = start_segment(batch, bytes); !st) {
+    auto st = start_segment(batch, bytes);
+    roll_preamble_.reset();
+    if (!st) {
       pending_.clear();
       return finish_batch(batch, st);
     }
@@ -205,12 +214,10 @@ std::uint32_t node_log::segment_of(const entry_run& r) const {
 // Compacts the oldest segment when the log holds more than twice its live bytes plus two segments: its
 // live entries are read back (on the flusher) and carried into the open batch; once that batch is durable
 // the segment is deleted. One segment at a time, oldest first (recovery reads a suffix of the segments).
+// Checked after every batch and every deletion, so once the log is idle it holds at most that much.
 void node_log::maybe_compact() {
   if (compaction_ || poisoned_ || compaction_failed_ || segs_.size() < 2) return;
-  const std::uint64_t disk = disk_bytes();
-  if (disk <= next_check_) return;
-  next_check_ = 2 * live_bytes() + 2 * opts_.segment_bytes;
-  if (disk <= next_check_) return;
+  if (disk_bytes() <= 2 * live_bytes() + 2 * opts_.segment_bytes) return;
   const segment& oldest = segs_.front();
   compaction_ = compaction{oldest.no};
   auto w = std::make_shared<wanted_ranges>();
@@ -218,8 +225,7 @@ void node_log::maybe_compact() {
     for (const entry_run& r : live.runs())
       if (segment_of(r) == oldest.no) (*w)[g].emplace_back(r.first.value(), r.end().value());
   if (w->empty()) {
-    // The next segment's preamble holds all the rest.
-    compaction_->delete_after = segs_[1].preamble_batch;
+    compaction_->delete_after = last_record_batch();
     return maybe_delete();
   }
   auto c = std::make_shared<carried>();
@@ -275,9 +281,15 @@ void node_log::on_carried_read(std::uint32_t seg, const carried& c) {
   }
   for (const auto& r : recs) add(r);
   entries_carried_ += n;
-  compaction_->delete_after = recs.empty() ? segs_[1].preamble_batch : open_;
+  compaction_->delete_after = last_record_batch();
   flush();
   maybe_delete();
+}
+
+// The segment may go once every record added so far is durable: the carried entries, the records that
+// killed its other entries (a snapshot or a truncate still in a batch), and the next segment's preamble.
+std::uint64_t node_log::last_record_batch() const {
+  return pending_.empty() ? open_ - 1 : open_;
 }
 
 void node_log::maybe_delete() {

@@ -5,11 +5,11 @@
 //
 // On disk the log is a series of segment files, `<path>.00000001`, `<path>.00000002`, ... A segment is
 // closed once it holds options::segment_bytes; the next batch opens a new one, which begins with a
-// preamble: each group's term, vote, next index and latest snapshot (`state` records), so no older
-// segment is needed for those. A segment is deleted once nothing in it is live: every entry it holds is
-// dead (cut by a truncate, dropped below a snapshot's trailing window) or was carried forward (copied into
-// a newer batch as a `carry` record), and the segments after it begin with preambles. Carrying forward
-// the oldest segment's live entries happens when the log's bytes exceed twice its live bytes plus two
+// preamble: each group's term, vote, next index and latest snapshot before that batch (`state` records),
+// so no older segment is needed for those. A segment is deleted once nothing in it is live: every entry it
+// holds is dead (cut by a truncate, dropped below a snapshot's trailing window) or was carried forward
+// (copied into a newer batch as a `carry` record), and the segments after it begin with preambles. Carrying
+// forward the oldest segment's live entries happens when the log's bytes exceed twice its live bytes plus two
 // segments (live: what live_group counts), so disk use stays within a small factor of the live state plus
 // one segment, whatever the history: a group that never writes again does not pin its old segment.
 // The file `<path>` itself, weir's log before segments (version 1), is read as segment 0.
@@ -142,6 +142,7 @@ class node_log {
   void maybe_compact();
   void on_carried_read(std::uint32_t seg, const carried& c);
   void maybe_delete();
+  std::uint64_t last_record_batch() const;
   void give_up_compaction(const error& e);
 
   storage::env& env_;
@@ -153,15 +154,16 @@ class node_log {
   std::deque<segment> segs_;                              // oldest first; back() is written
   std::map<std::uint64_t, std::uint32_t> batch_segment_;  // first batch flushed into each segment
   std::map<group_id, live_group> live_;
+  std::uint64_t live_total_ = 0;  // sum of live_[g].live_bytes()
   std::map<group_id, group_state> recovered_;
   std::vector<std::byte> pending_;
-  std::uint64_t open_ = 1;    // batch that add() fills
-  std::uint64_t synced_ = 0;  // highest durable batch
+  std::optional<std::vector<std::byte>> roll_preamble_;  // set: the open batch starts a new segment
+  std::uint64_t open_ = 1;                               // batch that add() fills
+  std::uint64_t synced_ = 0;                             // highest durable batch
   bool flushing_ = false;
   std::optional<error> poisoned_;
   std::optional<compaction> compaction_;
   bool compaction_failed_ = false;  // a read or delete failed: no more compaction until restart
-  std::uint64_t next_check_ = 0;    // disk bytes above which live bytes are counted again
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::function<void(std::uint64_t, status)> on_synced_;
   std::uint64_t bytes_written_ = 0;

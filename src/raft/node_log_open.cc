@@ -102,6 +102,7 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
     auto done = std::move(rg).finish();
     if (!done) return corruption(fmt::format("{}: group {}: {}", p0, g.value(), done.err().reason));
     nl->recovered_.emplace(g, std::move(done->first));
+    nl->live_total_ += done->second.live_bytes();
     nl->live_.emplace(g, std::move(done->second));
   }
 
