@@ -105,7 +105,8 @@ group_state node_log::take_group_state(group_id g) {
 }
 
 std::uint64_t node_log::add(const record::log_record& r) {
-  if (pending_.empty() && !roll_preamble_ && segs_.back().bytes >= opts_.segment_bytes) {
+  if (pending_.empty() && !roll_preamble_ &&
+      segs_.back().bytes - segs_.back().preamble_bytes >= opts_.segment_bytes) {
     // The next flush starts a segment. Its preamble is the state before this batch, so that the batch's
     // records follow it as they follow the older segments: a torn prefix of the batch then recovers a
     // state the log really passed through.
@@ -135,11 +136,11 @@ status node_log::start_segment(std::uint64_t batch, std::vector<std::byte>& out)
   auto f = env_.open_writable(p, storage::open_mode::create_new);
   if (!f) return f.err();
   file_ = std::move(f).value();
-  segs_.push_back(segment{no, std::move(p), 0, batch});
-  batch_segment_[batch] = no;
   const auto header = record::encode_file_header();
   out.assign(header.begin(), header.end());
   out.insert(out.end(), roll_preamble_->begin(), roll_preamble_->end());
+  segs_.push_back(segment{no, std::move(p), 0, batch, out.size()});
+  batch_segment_[batch] = no;
   return {};
 }
 

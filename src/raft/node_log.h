@@ -4,15 +4,15 @@
 // log_record.h and docs/replication.md ("Node log").
 //
 // On disk the log is a series of segment files, `<path>.00000001`, `<path>.00000002`, ... A segment is
-// closed once it holds options::segment_bytes; the next batch opens a new one, which begins with a
-// preamble: each group's term, vote, next index and latest snapshot before that batch (`state` records),
-// so no older segment is needed for those. A segment is deleted once nothing in it is live: every entry it
-// holds is dead (cut by a truncate, dropped below a snapshot's trailing window) or was carried forward
-// (copied into a newer batch as a `carry` record), and the segments after it begin with preambles. Carrying
-// forward the oldest segment's live entries happens when the log's bytes exceed twice its live bytes plus two
-// segments (live: what live_group counts), so disk use stays within a small factor of the live state plus
-// one segment, whatever the history: a group that never writes again does not pin its old segment.
-// The file `<path>` itself, weir's log before segments (version 1), is read as segment 0.
+// closed once it holds options::segment_bytes past its preamble; the next batch opens a new one, which begins
+// with a preamble: each group's term, vote, next index and latest snapshot before that batch (`state`
+// records), so no older segment is needed for those. A segment is deleted once nothing in it is live: every
+// entry it holds is dead (cut by a truncate, dropped below a snapshot's trailing window) or was carried
+// forward (copied into a newer batch as a `carry` record), and the segments after it begin with preambles.
+// Carrying forward the oldest segment's live entries happens when the log's bytes exceed twice its live bytes
+// plus two segments (live: what live_group counts), so disk use stays within a small factor of the live state
+// plus one segment, whatever the history: a group that never writes again does not pin its old segment. The
+// file `<path>` itself, weir's log before segments (version 1), is read as segment 0.
 //
 // At open, the segments are scanned in order and each group's state (term, vote, snapshot, entries)
 // rebuilt; a group takes its state once, when libraft calls load(). A torn record can only sit at the end
@@ -75,7 +75,9 @@ class delayed_flusher final : public log_flusher {
 };
 
 struct node_log_options {
-  // A segment is closed once it holds this many bytes (a batch is never split: it may end past this).
+  // A segment is closed once it holds this many bytes after its preamble (a batch is never split: it
+  // may end past this). Counting past the preamble keeps a log whose preamble is large (many groups,
+  // big snapshots) from rolling after every batch.
   std::uint64_t segment_bytes = 64u << 20;
 };
 
@@ -124,6 +126,7 @@ class node_log {
     std::uint64_t bytes = 0;
     // The batch whose sync makes this segment's preamble durable (0: written at open).
     std::uint64_t preamble_batch = 0;
+    std::uint64_t preamble_bytes = 0;  // header and preamble
   };
   struct compaction {
     std::uint32_t seg = 0;

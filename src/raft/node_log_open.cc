@@ -119,7 +119,7 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
   if (auto st = (*f)->sync(); !st) return st.err();
   if (auto st = env.sync_dir(dir); !st) return st.err();
   nl->file_ = std::move(f).value();
-  nl->segs_.push_back(segment{next_no, p, bytes.size(), 0});
+  nl->segs_.push_back(segment{next_no, p, bytes.size(), 0, bytes.size()});
   nl->batch_segment_[1] = next_no;
   return nl;
 }

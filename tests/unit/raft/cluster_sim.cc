@@ -147,7 +147,7 @@ struct cluster {
     n.ex = std::make_unique<sim_executor>(sched);
     n.flusher = std::make_unique<delayed_flusher>(
         *n.ex, [this, &n] { return milliseconds(sched.uniform(0, n.disk_max_ms)); });
-    auto log = node_log::open(*n.env, *n.flusher, log_path);
+    auto log = node_log::open(*n.env, *n.flusher, log_path, node_log_options{o.log_segment_bytes});
     if (!log) {
       fail(fmt::format("node {}: node log does not open: {}", n.id.value(), log.err().reason));
       return;
@@ -226,7 +226,11 @@ struct cluster {
       report.entries_trimmed += n.io->counters().append_entries_trimmed;
       report.appends += n.io->counters().appends;
     }
-    if (n.log) report.syncs += n.log->batches_synced();
+    if (n.log) {
+      report.syncs += n.log->batches_synced();
+      report.log_segments_deleted += n.log->segments_deleted();
+      report.log_entries_carried += n.log->entries_carried();
+    }
     n.reps.clear();
     n.io.reset();
     n.link.reset();
@@ -518,7 +522,40 @@ struct cluster {
     report.tasks = sched.tasks_run();
     for (auto& n : nodes)
       if (n->up) stop_node(*n);
+    for (auto& n : nodes)
+      if (report.ok) check_log_bound(*n);
     return report;
+  }
+
+  // The node log's bytes (everything in the node's env) are bounded by what it recovers: at most twice
+  // the live state plus two segments, and one more segment (with its preamble) for the compaction that
+  // may have been under way when the node stopped. Live state as recovered: each group's registers and
+  // snapshot (its preamble record), and its entries, each counted as if it had a record of its own.
+  void check_log_bound(node& n) {
+    const std::uint64_t disk = n.env->used_bytes();
+    sim_executor ex(sched);
+    delayed_flusher flusher(ex, [] { return milliseconds(0); });
+    auto log = node_log::open(*n.env, flusher, log_path, node_log_options{o.log_segment_bytes});
+    if (!log)
+      return fail(fmt::format("node {}: node log does not reopen: {}", n.id.value(), log.err().reason));
+    std::uint64_t preamble = record::file_header_size;
+    std::uint64_t entries = 0;
+    for (int g = 0; g < o.groups; ++g) {
+      const group_state s = (*log)->take_group_state(group_id(static_cast<std::uint32_t>(g)));
+      preamble += 64;
+      if (s.snapshot) preamble += 32 + s.snapshot->conf.size() + s.snapshot->data.size();
+      for (const stored_entry& e : s.entries) entries += 38 + e.data.size();
+    }
+    ex.halt();
+    const std::uint64_t live = preamble + entries;
+    report.log_bytes += disk;
+    report.log_live_bytes += live;
+    const std::uint64_t bound = 2 * live + 3 * o.log_segment_bytes + preamble;
+    if (disk > bound)
+      fail(
+          fmt::format("node {}: node log holds {} bytes, more than twice its live {} plus three segments and "
+                      "a preamble ({})",
+                      n.id.value(), disk, live, bound));
   }
 };
 

@@ -33,6 +33,9 @@ struct sim_options {
   // 0 disables them.
   unsigned snapshot_threshold = 0;
   unsigned snapshot_trailing = 8;
+  // Small node log segments, so that compaction (segment roll, carry forward, deletion) runs in every
+  // seed with snapshots; at the end each node's log must be bounded by its live state.
+  std::uint64_t log_segment_bytes = 4096;
   // libraft's pre-vote. Off: libraft 0.15's pre-vote can live-lock a group (docs/replication.md, bug 4);
   // on, seed 201349 shows it.
   bool pre_vote = false;
@@ -56,9 +59,13 @@ struct sim_report {
   std::uint64_t entries_trimmed = 0;
   std::uint64_t snapshots_restored = 0;
   std::uint64_t tasks = 0;
-  std::uint64_t appends = 0;     // raft_io append calls, all nodes
-  std::uint64_t syncs = 0;       // node log batches synced, all nodes
-  std::int64_t all_led_ms = -1;  // simulated time when every group had had a leader
+  std::uint64_t appends = 0;               // raft_io append calls, all nodes
+  std::uint64_t syncs = 0;                 // node log batches synced, all nodes
+  std::uint64_t log_segments_deleted = 0;  // node log compaction, all nodes
+  std::uint64_t log_entries_carried = 0;
+  std::uint64_t log_bytes = 0;       // node logs at the end, all nodes
+  std::uint64_t log_live_bytes = 0;  // what they recover at the end, all nodes
+  std::int64_t all_led_ms = -1;      // simulated time when every group had had a leader
 };
 
 sim_report run_cluster_sim(const sim_options& o);

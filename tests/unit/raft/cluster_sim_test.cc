@@ -87,6 +87,10 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     total.entries_trimmed += r.entries_trimmed;
     total.elections += r.elections;
     total.snapshots_restored += r.snapshots_restored;
+    total.log_segments_deleted += r.log_segments_deleted;
+    total.log_entries_carried += r.log_entries_carried;
+    total.log_bytes += r.log_bytes;
+    total.log_live_bytes += r.log_live_bytes;
   }
   // The runs must have exercised what they claim to check.
   EXPECT_GT(total.acked, count * 100);
@@ -99,15 +103,20 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
   EXPECT_GT(total.frames_held, 0u);
   if (snapshot_threshold != 0) {
     EXPECT_GT(total.snapshots_restored, 0u);
+    // Node log compaction ran: segments went, live entries were carried forward.
+    EXPECT_GT(total.log_segments_deleted, count);
+    EXPECT_GT(total.log_entries_carried, 0u);
   }
   fmt::print(
       "{} seeds from {}: acked {}, crashes {} (torn {}, right after a vote {}, tail bytes cut {}), "
       "partitions {}, elections {}, "
       "minority proposals {}, held frames {}, snapshots restored {}, heartbeat replies clamped {}, appends "
-      "trimmed to a snapshot {}\n",
+      "trimmed to a snapshot {}; node logs: {} segments deleted, {} entries carried forward, {} bytes at the "
+      "end for {} live\n",
       count, first, total.acked, total.crashes, total.torn_crashes, total.vote_crashes, total.tail_bytes_cut,
       total.partitions, total.elections, total.minority_checks, total.frames_held, total.snapshots_restored,
-      total.results_clamped, total.entries_trimmed);
+      total.results_clamped, total.entries_trimmed, total.log_segments_deleted, total.log_entries_carried,
+      total.log_bytes, total.log_live_bytes);
 }
 
 TEST(raft_cluster_sim, seeds) {
