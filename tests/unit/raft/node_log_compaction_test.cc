@@ -5,11 +5,17 @@
 // plain model of a group's log).
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
 #include <random>
+
+#include <unistd.h>
 
 #include "raft/byte_codec.h"
 #include "raft/node_log.h"
 #include "raft/sim_scheduler.h"
+#include "raft/thread_flusher.h"
 #include "storage/crc32c.h"
 #include "storage/mem_env.h"
 
@@ -394,6 +400,71 @@ TEST(raft_node_log_compaction, random_crashes_recover_every_synced_record) {
     total_carried += carried;
   }
   EXPECT_GT(total_carried, 0u);  // the quiet group's entries
+}
+
+// The production path: thread_flusher (batches, directory syncs, the segment read and the unlink on its
+// own thread) over the real file system.
+TEST(raft_node_log_compaction, compacts_on_a_real_disk_through_the_thread_flusher) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "weir-node-log-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const std::string path = tmpl + "/raft/node.log";
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::function<void()>> posted;  // the "loop": completions run on the test's thread
+  auto run_posted = [&] {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, milliseconds(50), [&] { return !posted.empty(); });
+    auto fns = std::move(posted);
+    posted.clear();
+    lock.unlock();
+    for (auto& fn : fns) fn();
+  };
+  model_group quiet;
+  model_group busy;
+  {
+    auto flusher = std::make_unique<thread_flusher>([&](std::function<void()> fn) {
+      std::lock_guard lock(mu);
+      posted.push_back(std::move(fn));
+      cv.notify_one();
+    });
+    auto l = node_log::open(storage::default_posix_env(), *flusher, path, node_log_options{4096});
+    ASSERT_TRUE(l.has_value()) << l.err().reason;
+    auto log = std::move(l).value();
+    const auto q = entries_rec(0, 1, 1, {"quiet"});
+    add(*log, q);
+    quiet.apply(q);
+    std::uint64_t next = 1;
+    for (int round = 0; round < 200; ++round) {
+      const auto e = entries_rec(1, next, 1, {std::string(200, char('a' + round % 26))});
+      add(*log, e);
+      busy.apply(e);
+      const auto s = snapshot_rec(1, next, 2, "snap");
+      add(*log, s);
+      busy.apply(s);
+      ++next;
+      log->flush();
+      for (int i = 0; i < 100 && (log->flushing() || log->compacting()); ++i) run_posted();
+    }
+    EXPECT_GT(log->segments_deleted(), 3u);
+    EXPECT_GE(log->entries_carried(), 1u);
+    std::uint64_t on_disk = 0;
+    for (const auto& f : std::filesystem::directory_iterator(tmpl + "/raft")) on_disk += f.file_size();
+    EXPECT_EQ(on_disk, log->disk_bytes());
+    EXPECT_LE(on_disk, 2 * log->live_bytes() + 2 * 4096 + 512);
+    flusher.reset();  // before the log whose files it writes (thread_flusher.h)
+  }
+  run_posted();
+  {
+    sim_scheduler sched(1);
+    sim_executor ex(sched);
+    delayed_flusher flusher(ex, [] { return milliseconds(0); });
+    auto l = node_log::open(storage::default_posix_env(), flusher, path, node_log_options{4096});
+    ASSERT_TRUE(l.has_value()) << l.err().reason;
+    std::string why;
+    EXPECT_TRUE(quiet.matches((*l)->take_group_state(group_id(0)), why)) << why;
+    EXPECT_TRUE(busy.matches((*l)->take_group_state(group_id(1)), why)) << why;
+  }
+  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace
