@@ -110,6 +110,7 @@ void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, a
     // The lsn and CRC are filled in on the sync thread, which alone knows the next lsn.
     format::encode_record_unsealed(std::span<std::byte>(pending_.bytes).subspan(offset, size), type, payload);
     pending_.records.push_back(pending_record{offset, size, std::move(done)});
+    work_posted_.store(true, std::memory_order_release);
     wake = pending_.records.size() == wake_at_;
   }
   if (wake) cv_.notify_one();
@@ -126,6 +127,7 @@ void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, std::vecto
     }
     pending_.checkpoints.push_back(
         pending_checkpoint{covered, std::move(blob), std::move(keep), std::move(done)});
+    work_posted_.store(true, std::memory_order_release);
   }
   cv_.notify_one();
 }
@@ -139,6 +141,7 @@ void log_writer::sync(sync_callback done) {
       return;
     }
     pending_.syncs.push_back(std::move(done));
+    work_posted_.store(true, std::memory_order_release);
   }
   cv_.notify_one();
 }
@@ -167,6 +170,12 @@ void log_writer::publish_segments() {
 }
 
 namespace {
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 std::uint64_t micros_since(std::chrono::steady_clock::time_point t) {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t).count());
@@ -195,11 +204,23 @@ void log_writer::run() {
       });
       wake_at_ = 1;
     }
+    if (opts_.sync.mode == sync_mode::always && opts_.idle_spin.count() > 0 && answered <= spin_batch_max &&
+        !has_work()) {
+      // Poll for the next append a little before sleeping: waking a sleeping thread costs tens of
+      // microseconds on this VM, a good part of one connection's round trip.
+      lock.unlock();
+      const auto deadline = std::chrono::steady_clock::now() + opts_.idle_spin;
+      while (!work_posted_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline) {
+        spin_pause();
+      }
+      lock.lock();
+    }
     if (opts_.sync.mode == sync_mode::interval && dirty_) {
       cv_.wait_until(lock, last_sync_ + opts_.sync.interval, has_work);
     } else {
       cv_.wait(lock, has_work);
     }
+    work_posted_.store(false, std::memory_order_relaxed);
     if (stop_ && pending_.records.empty() && pending_.checkpoints.empty() && pending_.syncs.empty()) break;
 
     batch b;
@@ -214,7 +235,10 @@ void log_writer::run() {
       write_batch(b);
       last_batch_time =
           std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began);
-      if (opts_.sync.mode == sync_mode::always && opts_.linger.count() > 0) {
+      // A lone writer's batch: its completion cannot bring the next append (that needs a round trip to
+      // the client), so waiting for it to run only costs two thread wake-ups; idle_spin catches the append.
+      const bool lone = opts_.idle_spin.count() > 0 && b.records.size() == 1;
+      if (opts_.sync.mode == sync_mode::always && opts_.linger.count() > 0 && !lone) {
         std::unique_lock tl(tracker_->mu);
         tracker_->cv.wait_for(tl, opts_.linger, [&] { return tracker_->ran >= posted_; });
       }

@@ -75,6 +75,12 @@ struct log_options {
   // allocated waited for the flusher's fdatasync, which holds ext4's block-map lock while it allocates
   // (docs/storage.md, "Preallocation"). The file's size stays what was written.
   bool preallocate = true;
+  // In `always` mode, after a small batch (at most 4 records: a few writers, not a crowd) the sync thread
+  // polls this long for the next append before it sleeps on the condition variable, and after a batch of
+  // one record it skips the linger, so that a lone writer's next append costs no thread wake-up
+  // (docs/benchmarks.md, issue 13: the 1-connection latency). Big batches never spin, so a loaded core
+  // loses no CPU to it. 0: sleep at once.
+  std::chrono::microseconds idle_spin{200};
 };
 
 struct append_ack {
@@ -164,6 +170,8 @@ class log_writer {
 
   log_writer(env& e, std::string dir, log_options opts, executor exec);
 
+  static constexpr std::size_t spin_batch_max = 4;  // log_options::idle_spin: batches this small spin
+
   // Sync thread only, from here on.
   void run();
   void write_batch(batch& b);
@@ -223,6 +231,9 @@ class log_writer {
   // sync thread gathers for).
   std::size_t wake_at_ = 1;
   std::optional<error> fence_;  // set by a failed batch when fencing; cleared by resume()
+  // Set (under mu_) when work is queued, cleared by the sync thread when it takes it: what idle_spin polls
+  // without the lock.
+  std::atomic<bool> work_posted_{false};
 
   // The background fdatasync (interval mode's periodic one, and sync() requests in interval and never
   // modes). The file is synced while the sync thread may append to it (env.h allows sync() concurrently
