@@ -77,6 +77,7 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
           return out;
         });
   }
+  if (s.cb_.log_failed) s.io_->set_on_log_failure(s.cb_.log_failed);
   s.io_->set_after_append_result([p = &s](raft::group_id g) {
     if (g.value() < p->groups_.size()) p->notify_commit(*p->groups_[g.value()]);
   });

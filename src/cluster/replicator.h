@@ -117,6 +117,9 @@ class replicator {
     std::function<status(std::uint32_t group, std::uint64_t index, std::span<const std::byte> state)> restore;
     std::function<result<std::vector<std::byte>>(std::uint32_t group, std::span<const std::byte> state)>
         expand;
+    // The node log failed to write or sync a batch (raft::node_io::set_on_log_failure): no group can
+    // make progress on this node any more; stop it (a restart recovers). Called once.
+    std::function<void(const error&)> log_failed;
   };
 
   // `flusher` writes and syncs the node log's batches (raft::thread_flusher in production).

@@ -581,6 +581,15 @@ void node_io::turn_end() {
 
 void node_io::on_synced(std::uint64_t batch, status st) {
   const int rv = st ? 0 : RAFT_IOERR;
+  if (!st && !log_failed_) {
+    log_failed_ = true;
+    log::error("raft node {}: the node log failed: {}", opts_.self.value(), st.err().reason);
+    if (on_log_failure_) {
+      ex_.post([this, alive = alive_, e = st.err()] {
+        if (*alive && on_log_failure_) on_log_failure_(e);
+      });
+    }
+  }
   for (auto& [id, gp] : groups_) {
     group& g = *gp;
     if (g.closed) continue;

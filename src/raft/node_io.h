@@ -79,6 +79,10 @@ class node_io {
   using snapshot_expander =
       std::function<result<std::vector<std::byte>>(group_id, std::span<const std::byte> stored)>;
   void set_snapshot_expander(snapshot_expander fn) { expander_ = std::move(fn); }
+  // Called once (posted to the executor) when a batch of the node log fails to be written or synced:
+  // the log is poisoned from then on (every later batch fails, every group's pending appends fail), and
+  // the node cannot go on; the caller stops it (a restart recovers from what is on disk).
+  void set_on_log_failure(std::function<void(const error&)> fn) { on_log_failure_ = std::move(fn); }
 
   node_id self() const { return opts_.self; }
   // Membership changes at run time: a node that joins gets an address (its frames are taken from then
@@ -115,6 +119,8 @@ class node_io {
   stats stats_;
   std::function<void(group_id)> after_append_result_;
   snapshot_expander expander_;
+  std::function<void(const error&)> on_log_failure_;
+  bool log_failed_ = false;
 };
 
 }  // namespace weir::raft

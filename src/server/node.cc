@@ -372,6 +372,12 @@ void node::reload() {
   log::info("weir serve: SIGHUP: reloaded {} ({} keys)", cfg_.jwks_file, auth_->jwks_key_count());
 }
 
+void node::fail(const std::string& why) {
+  log::error("weir serve: {}; stopping (exit status 1): restart the node once the cause is fixed", why);
+  exit_code_.store(1);
+  stop();
+}
+
 void node::stop() {
   if (stopping_.exchange(true)) return;
   if (access_log_) {

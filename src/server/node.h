@@ -63,6 +63,11 @@ class node {
   void run(bool handle_signals);
   // Thread-safe: begin a graceful stop.
   void stop();
+  // Thread-safe: the node cannot go on (a cluster node's raft log failed on disk): logs `why`, stops
+  // as stop() does, and exit_code() becomes 1 so that a supervisor restarts it (recovery then starts
+  // from what is on disk).
+  void fail(const std::string& why);
+  int exit_code() const { return exit_code_.load(); }
   // Thread-safe: re-read what can change without a restart (SIGHUP): the JWKS file and the TLS
   // certificate and key. A file that cannot be read leaves the previous keys in force (logged).
   void reload();
@@ -115,6 +120,7 @@ class node {
   std::shared_ptr<io::tls_context> tls_;    // null: plain HTTP; the certificate is loaded by start()
   std::atomic<std::uint64_t> next_live_id_{1};
   std::atomic<bool> stopping_{false};
+  std::atomic<int> exit_code_{0};
   wal_recovery_stats recovery_;
 };
 

@@ -6,6 +6,7 @@
 #include "base/json_writer.h"
 #include "base/log.h"
 #include "server/group_snapshot.h"
+#include "server/node.h"
 #include "server/stream_shard.h"
 #include "streams/command_codec.h"
 
@@ -35,6 +36,11 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   lo.self = o.node_id;
   lo.listen = o.peer_listen;
   lo.peers = o.peers;
+  if (o.peer_tls()) {  // mutual TLS on every peer connection (docs/replication.md, "Peer links")
+    auto tls = cluster::load_peer_tls(o);
+    if (!tls) return tls.err();
+    lo.tls = std::move(*tls);
+  }
   auto links = cluster::peer_links::open(shard.loop(), lo);
   if (!links) return links.err();
   self->links_ = std::move(*links);
@@ -65,6 +71,8 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
     return p->restore_snapshot(g, index, state);
   };
   cb.expand = [p](std::uint32_t g, std::span<const std::byte> state) { return p->expand_snapshot(g, state); };
+  // A node whose raft log cannot be written stops rather than limp on (docs/replication.md).
+  cb.log_failed = [p](const error& e) { p->shard_.owner().fail("the raft node log failed: " + e.reason); };
   io::event_loop& loop = shard.loop();
   self->executor_ = std::make_unique<raft::loop_executor>(loop);
   // The node log is written and synced on a thread of its own; completions come back to the loop.
@@ -285,9 +293,15 @@ std::string replication::status_json() const {
     w.key("bytes_received").value(std::int64_t(l.bytes_received));
     w.key("connects").value(std::int64_t(l.connects));
     w.key("drops").value(std::int64_t(l.drops));
+    if (links_->tls()) w.key("tls_refused").value(std::int64_t(l.tls_refused));
     w.end_object();
   }
   w.end_array();
+  // Peer-link TLS: refusals in all, those of connections that never said which node they were included.
+  w.key("peer_tls").begin_object();
+  w.key("enabled").value(links_->tls());
+  w.key("refused").value(std::int64_t(links_->tls_refused()));
+  w.end_object();
   w.key("raft_groups").begin_array();
   for (const auto& g : groups) {
     w.begin_object();

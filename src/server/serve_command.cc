@@ -82,6 +82,7 @@ void register_command(CLI::App& app) {
         code = 1;
       } else {
         n.run(true);
+        code = n.exit_code();
       }
     }
     std::exit(code);

@@ -58,6 +58,7 @@ class stream_shard {
   io::event_loop& loop() { return *loop_; }
   const shard_options& options() const { return opts_; }
   streams::state_machine& machine() { return sm_; }
+  node& owner() { return *node_; }
   std::int64_t now_ms() const { return clock_->wall_ms(); }
 
   // Serves one stream request (the stream's path hashes to this shard). `live_id` names a long-poll or

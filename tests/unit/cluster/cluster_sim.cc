@@ -155,6 +155,7 @@ struct cluster {
   // --- nodes ------------------------------------------------------------------------------------
   void start_node(node& n) {
     n.env->restart();
+    n.env->fail_next_syncs(0);  // a disk error that did not strike before the node went down
     ++n.incarnation;
     ++epoch;
     n.ex = std::make_unique<raft::sim_executor>(sched);
@@ -179,6 +180,17 @@ struct cluster {
     cb.apply = [this, &n](std::uint32_t g, std::uint64_t index, entry_kind, std::span<const std::byte> c,
                           std::uint64_t t) { on_apply(n, g, index, c, t); };
     cb.failed = [this, &n](std::uint64_t ticket, submit_error e) { on_failed(n, ticket, e); };
+    cb.log_failed = [this, &n, inc = n.incarnation](const error& e) {
+      // What the server does (node::fail): the process stops; a supervisor starts it again. Not from
+      // inside the node's own executor, which stop_node destroys.
+      sched.at(milliseconds(0), [this, &n, inc, reason = e.reason] {
+        if (!n.up || n.incarnation != inc || !report.ok) return;
+        ++report.disk_failures;
+        note("node {}: node log failed ({}): it stops", n.id, reason);
+        stop_node(n, true);
+        if (!recovering) restart_later(n, 100, 2500);
+      });
+    };
     if (o.snapshot_threshold != 0) {
       ro.snapshot_threshold = o.snapshot_threshold;
       ro.snapshot_trailing = o.snapshot_trailing;
@@ -553,6 +565,13 @@ struct cluster {
         stop_node(victim, power_loss);
         restart_later(victim, 100, 2500);
       }
+    } else if (pick >= 12 && sched.chance(0.3)) {
+      // A disk error: the node's next sync fails. Its node log is poisoned; the node must stop (it
+      // does: log_failed) and recover from what is on disk when it starts again.
+      node& n = *nodes[static_cast<std::size_t>(sched.uniform(0, o.nodes - 1))];
+      if (!n.up) return;
+      n.env->fail_next_syncs(1);
+      note("node {}: its next sync fails", n.id);
     } else if (pick >= 12) {
       // A slow disk widens every window between a write and its sync (where a crash loses it).
       static constexpr std::int64_t latencies[] = {1, 4, 30, 80};

@@ -9,7 +9,8 @@
 // (read_index on a node, then that node's state machine), each through a random node. Every appended
 // body is a unique token, so the final streams say which append landed where.
 //
-// The faults: partitions, packet loss, delays and reordering, slow disks, power losses of one or two
+// The faults: partitions, packet loss, delays and reordering, slow disks, failed syncs (the node stops,
+// as node::fail makes a server do, and starts again), power losses of one or two
 // nodes (unsynced bytes lost, half of them torn), process kills (the page cache survives), and restarts
 // with a fresh replicator and an empty state machine that replays the node log. Then the recovery
 // phase: heal, reliable links, restart every node, finish every client, run until quiet.
@@ -76,6 +77,7 @@ struct sim_report {
   std::uint64_t crashes = 0;           // power losses
   std::uint64_t torn_crashes = 0;      // of which kept a torn prefix of the unsynced bytes
   std::uint64_t kills = 0;             // process kills (unsynced bytes survive)
+  std::uint64_t disk_failures = 0;     // nodes stopped because a sync of their node log failed
   std::uint64_t partitions = 0;
   std::uint64_t entries_applied = 0;     // commands applied, all nodes, all incarnations
   std::uint64_t final_entries = 0;       // committed commands at the end, all groups

@@ -75,6 +75,7 @@ sim_report run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot
     total.crashes += r.crashes;
     total.torn_crashes += r.torn_crashes;
     total.kills += r.kills;
+    total.disk_failures += r.disk_failures;
     total.partitions += r.partitions;
     total.entries_applied += r.entries_applied;
     total.final_entries += r.final_entries;
@@ -85,13 +86,14 @@ sim_report run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot
       "{} seeds from {}: {} writes submitted, {} appends acknowledged ({} by producers, {} duplicates), "
       "failed "
       "{} unknown, {} no leader, {} lost with their node; reads {} served, {} refused; minority attempts {}; "
-      "crashes {} (torn {}), kills {}, partitions {}; {} commands applied, {} committed; snapshots {} taken, "
+      "crashes {} (torn {}), kills {}, disk failures {}, partitions {}; {} commands applied, {} committed; "
+      "snapshots {} taken, "
       "{} "
       "restored\n",
       count, first, total.submits, total.acked, total.producer_acked, total.duplicates, total.failed_unknown,
       total.failed_no_leader, total.lost_with_node, total.reads, total.reads_refused, total.minority_checks,
-      total.crashes, total.torn_crashes, total.kills, total.partitions, total.entries_applied,
-      total.final_entries, total.snapshots_taken, total.snapshots_restored);
+      total.crashes, total.torn_crashes, total.kills, total.disk_failures, total.partitions,
+      total.entries_applied, total.final_entries, total.snapshots_taken, total.snapshots_restored);
   return total;
 }
 
@@ -109,6 +111,7 @@ TEST(cluster_sim, seeds) {
   EXPECT_GT(total.crashes, count);
   EXPECT_GT(total.torn_crashes, 0u);
   EXPECT_GT(total.kills, 0u);
+  EXPECT_GT(total.disk_failures, 0u);
   EXPECT_GT(total.partitions, count);
 }
 
