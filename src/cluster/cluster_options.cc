@@ -91,9 +91,29 @@ std::string format_peers(const std::map<std::uint64_t, peer_address>& peers) {
   return out;
 }
 
+// peer-tls-cert, -key and -ca go together: a node with only some of them would dial in plain TCP (or
+// fail every handshake) while its operator believes the links encrypted.
+static status validate_peer_tls(const cluster_options& o) {
+  const bool cert = !o.peer_tls_cert.empty(), key = !o.peer_tls_key.empty(), ca = !o.peer_tls_ca.empty();
+  if (cert == key && key == ca) return {};
+  std::string missing;
+  for (auto [set, name] : {std::pair{cert, "peer-tls-cert"}, {key, "peer-tls-key"}, {ca, "peer-tls-ca"}}) {
+    if (!set) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  }
+  return invalid(
+      "peer-tls-cert, peer-tls-key and peer-tls-ca go together (mutual TLS on the peer links); "
+      "missing: " +
+      missing);
+}
+
 status validate(const cluster_options& o) {
   if (!o.enabled()) {
     if (o.join) return invalid("join: set without node-id; a node joins a cluster as --node-id N");
+    if (!o.peer_tls_cert.empty() || !o.peer_tls_key.empty() || !o.peer_tls_ca.empty()) {
+      return invalid(
+          "peer-tls-cert, peer-tls-key, peer-tls-ca: set without node-id (they secure the links "
+          "between the nodes of a cluster)");
+    }
     if (o.peers.empty() && o.peer_listen.empty()) return {};
     const char* what = o.peers.empty() ? "peer-listen" : "peers";
     return invalid(std::string(what) +
@@ -139,7 +159,7 @@ status validate(const cluster_options& o) {
     return invalid("raft-groups: between 1 and " + std::to_string(max_groups) + ", got " +
                    std::to_string(o.groups));
   }
-  return {};
+  return validate_peer_tls(o);
 }
 
 }  // namespace weir::cluster

@@ -38,7 +38,11 @@ struct cluster_options {
   // Entries a group keeps after a snapshot, for followers a little behind (further behind, they get the
   // snapshot installed).
   std::uint32_t snapshot_trailing = 512;
+  // Mutual TLS on the peer links (docs/replication.md, "Peer links"): this node's PEM certificate chain
+  // and key, and the cluster CA that signs every node's certificate. All three or none; none: plain TCP.
+  std::string peer_tls_cert, peer_tls_key, peer_tls_ca;
   bool enabled() const { return node_id != 0; }
+  bool peer_tls() const { return !peer_tls_cert.empty(); }
 };
 
 // The limits validate() enforces.
@@ -55,8 +59,9 @@ std::string format_peers(const std::map<std::uint64_t, peer_address>& peers);
 std::string format_peer_address(const peer_address& a);
 
 // Checks a whole configuration: the node id is one of the peers, ids > 0, at most 7 nodes, ports set,
-// IPv4 hosts (or localhost), no address twice, groups in [1, 4096]. A configuration without a node id
-// is valid only without peers and peer_listen. Errors (std::errc::invalid_argument) speak of the
+// IPv4 hosts (or localhost), no address twice, groups in [1, 4096], peer-tls-cert, -key and -ca all
+// three or none. A configuration without a node id is valid only without peers, peer_listen and the
+// peer-tls files. Errors (std::errc::invalid_argument) speak of the
 // settings by their flag names (node-id, peers, peer-listen, raft-groups).
 status validate(const cluster_options& o);
 

@@ -28,6 +28,9 @@ class links {
     std::uint64_t connects = 0;                        // successful outgoing connects
     std::uint64_t drops = 0;                           // outgoing connections lost after they were up
     std::uint64_t dropped_frames = 0;                  // frames lost: queue full, too large, cut by a drop
+    // Peer-link TLS: connections to or from this peer closed because a certificate did not verify, named
+    // another node, or the handshake failed on a TLS error.
+    std::uint64_t tls_refused = 0;
   };
 
   virtual ~links() = default;

@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "io/socket.h"
 #include "io/tcp_stream.h"
+#include "io/tls.h"
 #include "storage/crc32c.h"
 
 namespace weir::cluster {
@@ -36,6 +37,9 @@ constexpr std::chrono::milliseconds user_timeout = 10s;
 constexpr std::chrono::milliseconds stale_connect = 1s;
 constexpr int max_iov = 128;                   // iovecs per writev: 64 frames
 constexpr std::size_t read_chunk = 64u << 10;  // free space asked of every recv
+// TLS: pieces smaller than a record (RFC 8446 5.1: at most 2^14 bytes of plaintext) are gathered into
+// one; a larger piece is written directly. Each SSL_write sends its records at once (a write(2) each).
+constexpr std::size_t tls_record = 16u << 10;
 constexpr std::array<char, 8> magic = {'w', 'e', 'i', 'r', 'p', 'e', 'e', 'r'};
 
 void put_u32(std::byte* p, std::uint32_t v) {
@@ -123,6 +127,9 @@ struct peer_links::peer {
   peer_address addr;
   // Outgoing. out_gen tells a callback of a retired stream (an event of this turn) from the current one.
   std::unique_ptr<io::tcp_stream> out;
+  // TLS: the session over `out` (declared after it: destroyed first, while the descriptor is open).
+  std::unique_ptr<io::tls_transport> tls;
+  bool up = false;  // connected, and with TLS the handshake done and the acceptor's identity checked
   std::uint64_t out_gen = 0;
   std::array<std::byte, hello_size> hello{};
   std::size_t hello_sent = hello_size;  // < hello_size: the hello goes out before any frame
@@ -138,6 +145,7 @@ struct peer_links::peer {
   in_conn* in = nullptr;
   // Counters (link_status).
   std::uint64_t bytes_sent = 0, bytes_received = 0, connects = 0, drops = 0, dropped_frames = 0;
+  std::uint64_t tls_refused = 0;
 };
 
 class peer_links::listener final : public io::io_handler {
@@ -163,7 +171,13 @@ class peer_links::in_conn final : public io::io_handler {
   ~in_conn() { close(); }
 
   bool start() {
-    if (!owner_.loop_.add_fd(fd_, EPOLLIN | EPOLLRDHUP, this)) return false;
+    if (owner_.opts_.tls) {
+      tls_ = owner_.opts_.tls->accept(fd_);
+      if (!tls_) return false;
+    }
+    // TLS: the acceptor writes its part of the handshake, which may wait for room in the send buffer.
+    const std::uint32_t events = tls_ ? EPOLLIN | EPOLLOUT | EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
+    if (!owner_.loop_.add_fd(fd_, events, this)) return false;
     hello_timer_ = owner_.loop_.add_timer(hello_timeout, [this] {
       hello_timer_ = 0;
       owner_.warn_limited(fmt::format("peer_links: node {}: {} sent no hello in {} ms; closing",
@@ -176,6 +190,7 @@ class peer_links::in_conn final : public io::io_handler {
     if (fd_ < 0) return;
     if (hello_timer_ != 0) owner_.loop_.cancel_timer(hello_timer_);
     hello_timer_ = 0;
+    tls_.reset();  // before the descriptor closes
     owner_.loop_.remove_fd(fd_);
     ::close(fd_);
     fd_ = -1;
@@ -184,12 +199,30 @@ class peer_links::in_conn final : public io::io_handler {
 
   void on_io(std::uint32_t) override {
     if (fd_ < 0) return;  // retired earlier in this turn; the loop still had its event
-    // Edge-triggered: read until the socket says would-block (or closes).
+    if (tls_ && !tls_->established()) {
+      const auto r = tls_->handshake();
+      if (r == io::transport::would_block) return;
+      if (r == io::transport::failed) {
+        fail_tls();
+        return;
+      }
+    }
+    // Edge-triggered: read until the socket (TLS: the session) says would-block (or closes).
     for (;;) {
       // While a frame's tail is due, read just into the room it needs; otherwise ask for a whole chunk.
       const std::size_t room = buf_.size() - end_;
       if (room == 0 || (need_ == 0 && room < read_chunk) || need_ > buf_.size() - begin_) make_room();
-      auto n = io::recv_bytes(fd_, buf_.data() + end_, buf_.size() - end_, 0);
+      std::ptrdiff_t n;
+      if (tls_) {
+        n = tls_->read(reinterpret_cast<char*>(buf_.data() + end_), buf_.size() - end_);
+        if (n == io::transport::would_block) return;
+        if (n == io::transport::failed) {
+          fail_tls();
+          return;
+        }
+      } else {
+        n = io::recv_bytes(fd_, buf_.data() + end_, buf_.size() - end_, 0);
+      }
       if (n > 0) {
         end_ += static_cast<std::size_t>(n);
         if (!parse()) return;
@@ -233,6 +266,18 @@ class peer_links::in_conn final : public io::io_handler {
             get_u32(p + 20) != storage::crc32c(std::span(p, 20))) {
           return refuse(fmt::format("a bad hello from {}", remote_));
         }
+        // TLS: the hello's id must be one the certificate names (a node's certificate cannot stand for
+        // another node).
+        if (tls_ && id != owner_.opts_.self && !names_node(tls_->peer_names(), id)) {
+          std::string names;
+          for (const auto& n : tls_->peer_names()) names += (names.empty() ? "" : ", ") + n;
+          owner_.refused_tls(owner_.find_peer(id),
+                             fmt::format("closing the connection from {}: its hello says node {} but its "
+                                         "certificate names [{}], not {}",
+                                         remote_, id, names, node_name(id)));
+          owner_.retire(this);
+          return false;
+        }
         if (!owner_.identify(this, id)) {
           return refuse(fmt::format("{} says it is node {}, not one of its peers", remote_, id));
         }
@@ -272,6 +317,20 @@ class peer_links::in_conn final : public io::io_handler {
     return true;
   }
 
+  // The session failed: a certificate that did not verify (or none), an alert, bytes that are not TLS
+  // (a plain-TCP peer's hello) are refusals; a connection closed or reset mid-way is not.
+  void fail_tls() {
+    if (tls_->protocol_failure()) {
+      owner_.refused_tls(peer_ != 0 ? owner_.find_peer(peer_) : nullptr,
+                         fmt::format("closing the connection from {}{}: {}", remote_,
+                                     peer_ != 0 ? fmt::format(" (node {})", peer_) : "", tls_->error()));
+    } else {
+      log::debug("peer_links: node {}: TLS connection from {}: {}", owner_.opts_.self, remote_,
+                 tls_->error());
+    }
+    owner_.retire(this);
+  }
+
   bool refuse(std::string why) {
     owner_.warn_limited(fmt::format("peer_links: node {}: closing a connection: {}", owner_.opts_.self, why));
     owner_.retire(this);
@@ -284,8 +343,9 @@ class peer_links::in_conn final : public io::io_handler {
   std::uint64_t peer_ = 0;  // 0 until the hello is accepted
   io::event_loop::timer_id hello_timer_ = 0;
   std::vector<std::byte> buf_;
-  std::size_t begin_ = 0, end_ = 0;  // unparsed bytes
-  std::size_t need_ = 0;             // the size of the frame being received, once its header is in
+  std::size_t begin_ = 0, end_ = 0;         // unparsed bytes
+  std::size_t need_ = 0;                    // the size of the frame being received, once its header is in
+  std::unique_ptr<io::tls_transport> tls_;  // TLS: the session over fd_
 };
 
 class peer_links::raft_adapter final : public raft::transport {
@@ -338,6 +398,7 @@ peer_links::~peer_links() {
   if (turn_end_timer_ != 0) loop_.cancel_timer(turn_end_timer_);
   for (auto& [id, p] : peers_) {
     if (p->retry_timer != 0) loop_.cancel_timer(p->retry_timer);
+    p->tls.reset();  // before its descriptor closes
     p->out.reset();
   }
   conns_.clear();
@@ -395,11 +456,14 @@ void peer_links::dial(peer& p) {
           },
       .on_readable =
           [this, pp, gen] {
-            if (pp->out_gen == gen) drain_out(*pp);
+            if (pp->out_gen != gen) return;
+            if (pp->tls && !pp->up) return step_handshake(*pp);
+            drain_out(*pp);
           },
       .on_writable =
           [this, pp, gen] {
             if (pp->out_gen != gen) return;
+            if (pp->tls && !pp->up) return step_handshake(*pp);
             pp->blocked = false;
             flush(*pp);
           },
@@ -434,6 +498,43 @@ void peer_links::on_connected(peer& p, int err) {
     lose(p, "connect failed", err);
     return;
   }
+  if (!opts_.tls) return link_up(p);
+  p.tls = opts_.tls->connect(p.out->fd());
+  if (!p.tls) {
+    lose(p, "TLS session setup failed", 0);
+    return;
+  }
+  step_handshake(p);
+}
+
+void peer_links::step_handshake(peer& p) {
+  const auto r = p.tls->handshake();
+  if (r == io::transport::would_block) return;  // every readiness of the stream steps it again
+  if (r == io::transport::failed) {
+    if (p.tls->protocol_failure()) {
+      refused_tls(&p, fmt::format("the TLS handshake with node {} ({}:{}) failed: {}", p.id, p.addr.host,
+                                  p.addr.port, p.tls->error()));
+    } else {
+      log::debug("peer_links: node {}: TLS handshake with node {}: {}", opts_.self, p.id, p.tls->error());
+    }
+    lose(p, "TLS handshake failed", 0);
+    return;
+  }
+  // The CA vouched for the certificate; it must also be the certificate of the node we meant to reach
+  // (peers maps ids to addresses, and an address may now be another node's).
+  if (auto names = p.tls->peer_names(); !names_node(names, p.id)) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    refused_tls(&p, fmt::format("node {} ({}:{}) presented a certificate naming [{}], not {}", p.id,
+                                p.addr.host, p.addr.port, list, node_name(p.id)));
+    lose(p, "wrong certificate", 0);
+    return;
+  }
+  link_up(p);
+}
+
+void peer_links::link_up(peer& p) {
+  p.up = true;
   ++p.connects;
   p.backoff = min_backoff;
   p.hello_sent = 0;
@@ -445,17 +546,19 @@ void peer_links::on_connected(peer& p, int err) {
 // keep the rest of the queue for the next connection, and redial after the backoff.
 void peer_links::lose(peer& p, const char* why, int err) {
   if (p.out) {
-    if (p.out->connected()) {
+    if (p.up) {
       ++p.drops;
       warn_limited(fmt::format("peer_links: node {}: lost the connection to node {} ({}:{}): {}{}{}",
                                opts_.self, p.id, p.addr.host, p.addr.port, why, err != 0 ? ": " : "",
                                err != 0 ? std::strerror(err) : ""));
     }
+    p.tls.reset();  // before the descriptor closes
     p.out->close();
     retired_streams_.push_back(std::move(p.out));
     schedule_turn_end();
   }
   ++p.out_gen;
+  p.up = false;
   if (p.front_sent > 0) {
     p.queued_bytes -= p.queue.front().size();
     p.queue.pop_front();
@@ -471,9 +574,29 @@ void peer_links::lose(peer& p, const char* why, int err) {
 }
 
 // The acceptor never writes; anything it does send is ignored. End of stream or an error: the link is down.
+// TLS: the acceptor's alert, when it refused our certificate, arrives here (TLS 1.3 finishes the
+// dialer's handshake before the acceptor has checked the dialer's certificate).
 void peer_links::drain_out(peer& p) {
   char buf[256];
   for (;;) {
+    if (p.tls) {
+      auto n = p.tls->read(buf, sizeof buf);
+      if (n > 0) continue;
+      if (n == io::transport::would_block) {
+        // A write that waited for the session to read (a key update) can go on.
+        if (p.blocked && p.tls->write_needs_readable()) {
+          p.blocked = false;
+          flush(p);
+        }
+        return;
+      }
+      if (n == io::transport::failed && p.tls->protocol_failure()) {
+        refused_tls(&p, fmt::format("node {} ({}:{}) ended the TLS session: {}", p.id, p.addr.host,
+                                    p.addr.port, p.tls->error()));
+      }
+      lose(p, n == 0 ? "closed by the peer" : "TLS read failed", 0);
+      return;
+    }
     auto n = p.out->read(buf, sizeof buf);
     if (n > 0) continue;
     if (n == io::tcp_stream::would_block) return;
@@ -485,7 +608,8 @@ void peer_links::drain_out(peer& p) {
 // Writes the hello (if due) and queued frames, many per writev, until the queue is empty or the socket is
 // full.
 void peer_links::flush(peer& p) {
-  if (!p.out || !p.out->connected() || p.blocked) return;
+  if (!p.out || !p.up || p.blocked) return;
+  if (p.tls) return flush_tls(p);
   for (;;) {
     std::array<iovec, max_iov> iov;
     int n = 0;
@@ -520,6 +644,58 @@ void peer_links::flush(peer& p) {
       p.blocked = true;  // the send buffer is full: on_writable resumes
       return;
     }
+  }
+}
+
+// TLS: the same bytes as flush, from the same queue, through SSL_write. A write that would block must be
+// retried with the same bytes (and no fewer: SSL_write's retry rule), which the queue gives back: it is
+// gathered again from the same position, only longer if frames were queued meanwhile. A piece of at
+// least a record goes out directly (no copy of large payloads); smaller ones are gathered into one
+// record.
+void peer_links::flush_tls(peer& p) {
+  for (;;) {
+    const std::byte* direct = nullptr;
+    std::size_t direct_len = 0;
+    scratch_.clear();
+    // false: the record is full (or the piece goes out alone).
+    auto add = [&](const std::byte* data, std::size_t len) {
+      if (scratch_.empty() && len >= tls_record) {
+        direct = data;
+        direct_len = len;
+        return false;
+      }
+      const std::size_t take = std::min(len, tls_record - scratch_.size());
+      scratch_.insert(scratch_.end(), data, data + take);
+      return scratch_.size() < tls_record;
+    };
+    bool more = true;
+    if (p.hello_sent < hello_size) more = add(p.hello.data() + p.hello_sent, hello_size - p.hello_sent);
+    std::size_t skip = p.front_sent;
+    for (auto it = p.queue.begin(); more && it != p.queue.end(); ++it) {
+      if (skip < header_size) more = add(it->header.data() + skip, header_size - skip);
+      const std::size_t off = skip > header_size ? skip - header_size : 0;
+      if (more && off < it->payload.size()) more = add(it->payload.data() + off, it->payload.size() - off);
+      skip = 0;
+    }
+    const std::byte* data = direct != nullptr ? direct : scratch_.data();
+    const std::size_t len = direct != nullptr ? direct_len : scratch_.size();
+    if (len == 0) return;
+    auto w = p.tls->write(reinterpret_cast<const char*>(data), len);
+    if (w == io::transport::would_block) {
+      p.blocked = true;  // on_writable (or on_readable, write_needs_readable) resumes
+      return;
+    }
+    if (w < 0) {
+      if (p.tls->protocol_failure()) {
+        refused_tls(&p, fmt::format("node {} ({}:{}) ended the TLS session: {}", p.id, p.addr.host,
+                                    p.addr.port, p.tls->error()));
+      }
+      lose(p, "TLS write failed", 0);
+      return;
+    }
+    const auto written = static_cast<std::size_t>(w);
+    p.bytes_sent += written;
+    advance(p, written);
   }
 }
 
@@ -606,6 +782,8 @@ void peer_links::remove_peer(std::uint64_t id) {
   if (p.retry_timer != 0) loop_.cancel_timer(p.retry_timer);
   p.retry_timer = 0;
   ++p.out_gen;  // callbacks of its stream, still due this turn, do nothing
+  p.tls.reset();
+  p.up = false;
   if (p.out) {
     p.out->close();
     retired_streams_.push_back(std::move(p.out));
@@ -692,15 +870,62 @@ std::vector<peer_links::link_status> peer_links::status() const {
   out.reserve(peers_.size());
   for (const auto& [id, p] : peers_) {
     out.push_back(link_status{.peer = id,
-                              .out_connected = p->out && p->out->connected(),
+                              .out_connected = p->up,
                               .in_connected = p->in != nullptr,
                               .bytes_sent = p->bytes_sent,
                               .bytes_received = p->bytes_received,
                               .connects = p->connects,
                               .drops = p->drops,
-                              .dropped_frames = p->dropped_frames});
+                              .dropped_frames = p->dropped_frames,
+                              .tls_refused = p->tls_refused});
   }
   return out;
+}
+
+peer_links::peer* peer_links::find_peer(std::uint64_t id) {
+  auto it = peers_.find(id);
+  return it != peers_.end() ? it->second.get() : nullptr;
+}
+
+void peer_links::refused_tls(peer* p, const std::string& why) {
+  ++tls_refused_;
+  if (p != nullptr) ++p->tls_refused;
+  warn_limited(fmt::format("peer_links: node {}: TLS: {}", opts_.self, why));
+}
+
+std::string peer_links::node_name(std::uint64_t id) {
+  return "weir-node-" + std::to_string(id);
+}
+
+bool peer_links::names_node(const std::vector<std::string>& names, std::uint64_t id) {
+  const std::string want = node_name(id);
+  return std::find(names.begin(), names.end(), want) != names.end();
+}
+
+status reload_peer_tls(io::tls_peer_context& ctx, const cluster_options& o) {
+  // Checked on a scratch context first: a certificate for another node must not replace a good one.
+  io::tls_peer_context probe;
+  auto info = probe.load(o.peer_tls_cert, o.peer_tls_key, o.peer_tls_ca);
+  if (!info) return info.err();
+  if (!peer_links::names_node(probe.own_names(), o.node_id)) {
+    std::string names;
+    for (const auto& n : probe.own_names()) names += (names.empty() ? "" : ", ") + n;
+    return make_error(std::errc::invalid_argument,
+                      fmt::format("peer-tls-cert {}: the certificate names [{}], not {} (this node's "
+                                  "node-id is {}): its peers would refuse it",
+                                  o.peer_tls_cert, names, peer_links::node_name(o.node_id), o.node_id));
+  }
+  auto loaded = ctx.load(o.peer_tls_cert, o.peer_tls_key, o.peer_tls_ca);
+  if (!loaded) return loaded.err();
+  log::info("peer_links: node {}: peer TLS certificate {} (serial {}), valid until {}", o.node_id,
+            loaded->subject, loaded->serial, loaded->not_after);
+  return {};
+}
+
+result<std::shared_ptr<io::tls_peer_context>> load_peer_tls(const cluster_options& o) {
+  auto ctx = std::make_shared<io::tls_peer_context>();
+  if (status st = reload_peer_tls(*ctx, o); !st) return st.err();
+  return ctx;
 }
 
 void peer_links::warn_limited(std::string msg) {

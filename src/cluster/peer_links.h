@@ -20,6 +20,15 @@
 // doubling to 1 s, reset by a successful connect; at once when the peer's own connection arrives (it is
 // up again). TCP_NODELAY; TCP_USER_TIMEOUT 10 s on outgoing connections (a dead host fails the link).
 //
+// Mutual TLS (options::tls, from load_peer_tls): every connection, dialed and accepted, is a TLS 1.3
+// session in which both ends present a certificate that the cluster CA verifies; the hello and the
+// frames then travel inside it, unchanged. A certificate stands for node N when one of its names (the
+// subject CN, or a subjectAltName DNS name or URI) is exactly `weir-node-N`: the dialer checks that the
+// acceptor's certificate names the node it dialed, the acceptor that the dialer's names the id its hello
+// claims. A connection that fails either check, or the handshake on a TLS error, is closed, logged
+// (rate-limited) and counted (link_status::tls_refused when the peer is known, tls_refused() in all).
+// Without options::tls the links are plain TCP, and neither end speaks to the other kind.
+//
 // Do not destroy a peer_links from inside its own receiver (the loop may still hold events for its
 // connections): destroy it from a timer or a posted task.
 #pragma once
@@ -41,9 +50,17 @@
 
 namespace weir::io {
 class tcp_stream;
-}
+class tls_peer_context;
+class tls_transport;
+}  // namespace weir::io
 
 namespace weir::cluster {
+
+// Mutual TLS for the peer links from the peer-tls-* settings (all three set): the context, after checking
+// that this node's own certificate names it (weir-node-<node_id>) and passes the CA, as the peers will
+// check it. Errors name the setting and the file. Call again to reload (SIGHUP): into the same context.
+result<std::shared_ptr<io::tls_peer_context>> load_peer_tls(const cluster_options& o);
+status reload_peer_tls(io::tls_peer_context& ctx, const cluster_options& o);
 
 class peer_links final : public links {
  public:
@@ -52,6 +69,7 @@ class peer_links final : public links {
     peer_address listen;                          // where to accept (port 0 = ephemeral, for tests)
     std::map<std::uint64_t, peer_address> peers;  // every node, self included (self is skipped for dialing)
     std::size_t max_pending_bytes = 64u << 20;    // per peer; beyond: drop newest
+    std::shared_ptr<io::tls_peer_context> tls;    // null: plain TCP; else mutual TLS (load_peer_tls)
   };
   // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
   // writes, read-index). Other channel numbers pass through untouched.
@@ -83,6 +101,15 @@ class peer_links final : public links {
   // A node that left: its connections are closed, its queue dropped, its hellos refused from now on.
   void remove_peer(std::uint64_t id) override;
 
+  // Peer-link TLS: on or off, and every connection closed for its certificate or a TLS error since
+  // open (including those from connections that never said which node they were).
+  bool tls() const { return opts_.tls != nullptr; }
+  std::uint64_t tls_refused() const { return tls_refused_; }
+  // The certificate name that stands for node `id` ("weir-node-<id>"), and whether `names` (a
+  // certificate's names, io::tls_transport::peer_names) hold it.
+  static std::string node_name(std::uint64_t id);
+  static bool names_node(const std::vector<std::string>& names, std::uint64_t id);
+
  private:
   struct frame;
   struct peer;
@@ -107,6 +134,13 @@ class peer_links final : public links {
   void deliver(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload);
   void count_received(std::uint64_t from, std::size_t bytes);
   void warn_limited(std::string msg);
+  // Outgoing TLS: the handshake steps on every readiness until it is done; then the identity check.
+  void step_handshake(peer& p);
+  void link_up(peer& p);
+  void flush_tls(peer& p);
+  // A connection closed for its certificate or a TLS error: counted and logged (rate-limited).
+  void refused_tls(peer* p, const std::string& why);
+  peer* find_peer(std::uint64_t id);  // nullptr: not a peer
 
   io::event_loop& loop_;
   options opts_;
@@ -123,6 +157,8 @@ class peer_links final : public links {
   io::event_loop::timer_id turn_end_timer_ = 0;
   receiver receiver_;
   std::unique_ptr<raft_adapter> raft_;
+  std::vector<std::byte> scratch_;  // TLS: small pieces gathered into one record (flush_tls)
+  std::uint64_t tls_refused_ = 0;
   std::int64_t last_warn_ms_ = -1'000'000;
   std::uint64_t suppressed_warnings_ = 0;
 };

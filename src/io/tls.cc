@@ -6,6 +6,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -72,6 +73,67 @@ tls_cert_info describe(X509* x) {
   return info;
 }
 
+// Loads the certificate chain and the key into `ctx` and checks them (pair, expiry). `cert_setting` and
+// `key_setting` name the settings in errors.
+result<tls_cert_info> use_identity(SSL_CTX* ctx, const std::string& cert_file, const std::string& key_file,
+                                   const std::string& cert_setting, const std::string& key_setting) {
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
+    return make_error(tls_errc::cert, cert_setting + " " + cert_file + ": not a PEM certificate chain (" +
+                                          openssl_reason() + ")");
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    std::string why = openssl_reason();
+    // OpenSSL checks the pair as it loads the key: a valid key for another certificate fails here.
+    if (why.find("values mismatch") != std::string::npos || why.find("key values") != std::string::npos) {
+      return make_error(tls_errc::mismatch, key_setting + " " + key_file +
+                                                " does not match the certificate in " + cert_file + " (" +
+                                                why + ")");
+    }
+    return make_error(tls_errc::key, key_setting + " " + key_file + ": not a PEM private key (" + why + ")");
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    return make_error(tls_errc::mismatch, key_setting + " " + key_file +
+                                              " does not match the certificate in " + cert_file + " (" +
+                                              openssl_reason() + ")");
+  }
+  X509* leaf = SSL_CTX_get0_certificate(ctx);
+  if (leaf == nullptr) return make_error(tls_errc::cert, cert_setting + " " + cert_file + ": no certificate");
+  tls_cert_info info = describe(leaf);
+  // Every client would refuse an expired certificate: say so at start (or refuse the reload) instead of
+  // serving handshakes that all fail.
+  if (X509_cmp_current_time(X509_get0_notAfter(leaf)) <= 0) {
+    return make_error(tls_errc::expired, cert_setting + " " + cert_file + ": the certificate expired on " +
+                                             info.not_after + " (serial " + info.serial + ")");
+  }
+  return info;
+}
+
+// The names a certificate carries, for peer identity checks: the subject CN, then the subjectAltName DNS
+// names and URIs.
+std::vector<std::string> names_of(X509* x) {
+  std::vector<std::string> out;
+  if (x == nullptr) return out;
+  X509_NAME* subject = X509_get_subject_name(x);
+  for (int i = X509_NAME_get_index_by_NID(subject, NID_commonName, -1); i >= 0;
+       i = X509_NAME_get_index_by_NID(subject, NID_commonName, i)) {
+    ASN1_STRING* d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
+    unsigned char* utf8 = nullptr;
+    int n = ASN1_STRING_to_UTF8(&utf8, d);
+    if (n >= 0) out.emplace_back(reinterpret_cast<char*>(utf8), static_cast<std::size_t>(n));
+    OPENSSL_free(utf8);
+  }
+  auto* sans = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(x, NID_subject_alt_name, nullptr, nullptr));
+  for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
+    const GENERAL_NAME* g = sk_GENERAL_NAME_value(sans, i);
+    if (g->type != GEN_DNS && g->type != GEN_URI) continue;
+    const ASN1_IA5STRING* v = g->type == GEN_DNS ? g->d.dNSName : g->d.uniformResourceIdentifier;
+    out.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(v)),
+                     static_cast<std::size_t>(ASN1_STRING_length(v)));
+  }
+  GENERAL_NAMES_free(sans);
+  return out;
+}
+
 }  // namespace
 
 tls_context::tls_context(tls_options o) : opts_(o) {
@@ -120,35 +182,11 @@ result<tls_cert_info> tls_context::load(const std::string& cert_file, const std:
   SSL_CTX_set_num_tickets(ctx, 1);
   SSL_CTX_set_alpn_select_cb(ctx, select_alpn, nullptr);
 
-  if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
-    return make_error(tls_errc::cert,
-                      "tls-cert " + cert_file + ": not a PEM certificate chain (" + openssl_reason() + ")");
-  }
-  if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-    std::string why = openssl_reason();
-    // OpenSSL checks the pair as it loads the key: a valid key for another certificate fails here.
-    if (why.find("values mismatch") != std::string::npos || why.find("key values") != std::string::npos) {
-      return make_error(tls_errc::mismatch, "tls-key " + key_file + " does not match the certificate in " +
-                                                cert_file + " (" + why + ")");
-    }
-    return make_error(tls_errc::key, "tls-key " + key_file + ": not a PEM private key (" + why + ")");
-  }
-  if (SSL_CTX_check_private_key(ctx) != 1) {
-    return make_error(tls_errc::mismatch, "tls-key " + key_file + " does not match the certificate in " +
-                                              cert_file + " (" + openssl_reason() + ")");
-  }
-  X509* leaf = SSL_CTX_get0_certificate(ctx);
-  if (leaf == nullptr) return make_error(tls_errc::cert, "tls-cert " + cert_file + ": no certificate");
-  tls_cert_info info = describe(leaf);
-  // Every client would refuse an expired certificate: say so at start (or refuse the reload) instead of
-  // serving handshakes that all fail.
-  if (X509_cmp_current_time(X509_get0_notAfter(leaf)) <= 0) {
-    return make_error(tls_errc::expired, "tls-cert " + cert_file + ": the certificate expired on " +
-                                             info.not_after + " (serial " + info.serial + ")");
-  }
+  auto info = use_identity(ctx, cert_file, key_file, "tls-cert", "tls-key");
+  if (!info) return info.err();
   std::lock_guard lock(mu_);
   std::swap(ctx_, g.c);  // the guard frees the previous context; live sessions hold their own reference
-  info_ = info;
+  info_ = *info;
   return info;
 }
 
@@ -175,6 +213,133 @@ std::unique_ptr<transport> tls_context::accept(int fd) {
     return nullptr;
   }
   SSL_set_accept_state(ssl);
+  return std::make_unique<tls_transport>(ssl, fd);
+}
+
+tls_peer_context::tls_peer_context() {
+  ::signal(SIGPIPE, SIG_IGN);  // as tls_context: a write to a closed peer is EPIPE, not a signal
+}
+
+tls_peer_context::~tls_peer_context() {
+  SSL_CTX_free(ctx_);
+}
+
+result<tls_cert_info> tls_peer_context::load(const std::string& cert_file, const std::string& key_file,
+                                             const std::string& ca_file) {
+  ERR_clear_error();
+  if (std::string why = file_problem(cert_file); !why.empty()) {
+    return make_error(tls_errc::cert, "peer-tls-cert " + cert_file + ": " + why);
+  }
+  if (std::string why = file_problem(key_file); !why.empty()) {
+    return make_error(tls_errc::key, "peer-tls-key " + key_file + ": " + why);
+  }
+  if (std::string why = file_problem(ca_file); !why.empty()) {
+    return make_error(tls_errc::ca, "peer-tls-ca " + ca_file + ": " + why);
+  }
+  // One context for both ends: a node dials (client sessions) and accepts (server sessions).
+  SSL_CTX* ctx = SSL_CTX_new(TLS_method());
+  if (ctx == nullptr) return make_error(tls_errc::setup, "SSL_CTX_new: " + openssl_reason());
+  struct guard {
+    SSL_CTX* c;
+    ~guard() { SSL_CTX_free(c); }
+  } g{ctx};
+  // Both ends are weir: TLS 1.3 only (RFC 8446), whose suites are all AEAD with forward secrecy.
+  SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+  SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+  // Partial writes: each record that leaves counts as progress (peer_links advances its queue by it).
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_read_ahead(ctx, 1);
+  // Links are long-lived and redial rarely: no resumption, so no tickets for the acceptor to send (the
+  // dialer never reads application data and would only have to drain them).
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_num_tickets(ctx, 0);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+
+  auto info = use_identity(ctx, cert_file, key_file, "peer-tls-cert", "peer-tls-key");
+  if (!info) return info.err();
+  if (SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr) != 1) {
+    return make_error(tls_errc::ca,
+                      "peer-tls-ca " + ca_file + ": not a PEM certificate (" + openssl_reason() + ")");
+  }
+  // The server asks for a client certificate and fails the handshake without one (RFC 8446 4.4.2.4:
+  // certificate_required); both ends verify the other's chain against the CA only (no default paths).
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  if (STACK_OF(X509_NAME)* cas = SSL_load_client_CA_file(ca_file.c_str()))
+    SSL_CTX_set_client_CA_list(ctx, cas);
+  ERR_clear_error();
+
+  // Our own certificate must pass what the peers will check: a chain to the CA, valid for TLS server
+  // and client use (extendedKeyUsage). Otherwise every handshake would fail later, on both ends.
+  X509* leaf = SSL_CTX_get0_certificate(ctx);
+  STACK_OF(X509)* chain = nullptr;
+  SSL_CTX_get0_chain_certs(ctx, &chain);
+  for (int purpose : {X509_PURPOSE_SSL_SERVER, X509_PURPOSE_SSL_CLIENT}) {
+    X509_STORE_CTX* vc = X509_STORE_CTX_new();
+    if (vc == nullptr || X509_STORE_CTX_init(vc, SSL_CTX_get_cert_store(ctx), leaf, chain) != 1) {
+      X509_STORE_CTX_free(vc);
+      return make_error(tls_errc::setup, "X509_STORE_CTX_init: " + openssl_reason());
+    }
+    X509_STORE_CTX_set_purpose(vc, purpose);
+    const int ok = X509_verify_cert(vc);
+    const int err = X509_STORE_CTX_get_error(vc);
+    X509_STORE_CTX_free(vc);
+    ERR_clear_error();
+    if (ok != 1) {
+      return make_error(tls_errc::untrusted,
+                        "peer-tls-cert " + cert_file + " does not verify against peer-tls-ca " + ca_file +
+                            " for TLS " + (purpose == X509_PURPOSE_SSL_SERVER ? "server" : "client") +
+                            " use: " + X509_verify_cert_error_string(err));
+    }
+  }
+  std::vector<std::string> names = names_of(leaf);
+  std::lock_guard lock(mu_);
+  std::swap(ctx_, g.c);
+  info_ = *info;
+  own_names_ = std::move(names);
+  return info;
+}
+
+bool tls_peer_context::loaded() const {
+  std::lock_guard lock(mu_);
+  return ctx_ != nullptr;
+}
+
+tls_cert_info tls_peer_context::info() const {
+  std::lock_guard lock(mu_);
+  return info_;
+}
+
+std::vector<std::string> tls_peer_context::own_names() const {
+  std::lock_guard lock(mu_);
+  return own_names_;
+}
+
+std::unique_ptr<tls_transport> tls_peer_context::connect(int fd) {
+  return session(fd, true);
+}
+
+std::unique_ptr<tls_transport> tls_peer_context::accept(int fd) {
+  return session(fd, false);
+}
+
+std::unique_ptr<tls_transport> tls_peer_context::session(int fd, bool client) {
+  SSL* ssl;
+  {
+    std::lock_guard lock(mu_);
+    if (ctx_ == nullptr) return nullptr;
+    ssl = SSL_new(ctx_);
+  }
+  if (ssl == nullptr || SSL_set_fd(ssl, fd) != 1) {
+    SSL_free(ssl);
+    ERR_clear_error();
+    return nullptr;
+  }
+  if (client) {
+    SSL_set_connect_state(ssl);
+  } else {
+    SSL_set_accept_state(ssl);
+  }
   return std::make_unique<tls_transport>(ssl, fd);
 }
 
@@ -205,7 +370,8 @@ std::ptrdiff_t tls_transport::write(const char* buf, std::size_t len) {
 }
 
 std::ptrdiff_t tls_transport::failure(int ret, bool reading) {
-  switch (SSL_get_error(ssl_, ret)) {
+  const int code = SSL_get_error(ssl_, ret);
+  switch (code) {
     case SSL_ERROR_WANT_READ:
       (reading ? read_wants_write_ : write_wants_read_) = !reading;
       return would_block;
@@ -214,13 +380,45 @@ std::ptrdiff_t tls_transport::failure(int ret, bool reading) {
       return would_block;
     case SSL_ERROR_ZERO_RETURN:  // close_notify: the peer's end of stream
       return reading ? 0 : failed;
-    default:
+    default: {
       // SSL_ERROR_SSL (a bad record, plaintext on the TLS port, a refused version or certificate) or
       // SSL_ERROR_SYSCALL (reset): the session cannot go on.
+      const int saved_errno = errno;
       fatal_ = true;
-      ERR_clear_error();
+      protocol_failure_ = code == SSL_ERROR_SSL;
+      error_ = ERR_peek_last_error() != 0 ? openssl_reason()
+               : saved_errno != 0         ? std::strerror(saved_errno)
+                                          : "connection closed";
+      if (long v = SSL_get_verify_result(ssl_); v != X509_V_OK) {
+        error_ += std::string(" (certificate: ") + X509_verify_cert_error_string(v) + ")";
+      }
+      errno = saved_errno;
       return failed;
+    }
   }
+}
+
+std::ptrdiff_t tls_transport::handshake() {
+  if (ssl_ == nullptr || fatal_) return failed;
+  if (SSL_is_init_finished(ssl_) == 1) return 1;
+  errno = 0;
+  int r = SSL_do_handshake(ssl_);
+  if (r == 1) {
+    read_wants_write_ = false;
+    return 1;
+  }
+  std::ptrdiff_t f = failure(r, true);
+  if (f == 0) {  // the peer closed (or sent close_notify) before the handshake finished
+    fatal_ = true;
+    error_ = "connection closed during the handshake";
+    return failed;
+  }
+  return f;
+}
+
+std::vector<std::string> tls_transport::peer_names() const {
+  if (ssl_ == nullptr) return {};
+  return names_of(SSL_get0_peer_certificate(ssl_));
 }
 
 bool tls_transport::established() const {

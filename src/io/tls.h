@@ -4,14 +4,19 @@
 // (the handshake runs inside the first reads; WANT_READ/WANT_WRITE become would_block with the
 // readiness to wait for). TLS 1.2 and 1.3 only, ALPN "http/1.1", no renegotiation.
 //
-// tls_context is thread-safe (every core takes the current context per accepted connection; the signal
-// thread reloads). A tls_transport belongs to one connection on one core.
+// `tls_peer_context` is the other use: mutual TLS between the nodes of a cluster (cluster/peer_links).
+// One certificate and key per node, one cluster CA; both ends of every connection present a certificate
+// and verify the other's against the CA. TLS 1.3 only (both ends are weir), no ALPN, no session tickets.
+//
+// tls_context and tls_peer_context are thread-safe (every core takes the current context per accepted
+// connection; the signal thread reloads). A tls_transport belongs to one connection on one core.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "io/transport.h"
@@ -21,7 +26,9 @@ using SSL = struct ssl_st;
 
 namespace weir::io {
 
-enum class tls_errc { cert = 1, key = 2, mismatch = 3, expired = 4, setup = 5 };
+class tls_transport;
+
+enum class tls_errc { cert = 1, key = 2, mismatch = 3, expired = 4, setup = 5, ca = 6, untrusted = 7 };
 
 // What was loaded, for the log and for tests.
 struct tls_cert_info {
@@ -61,7 +68,46 @@ class tls_context {
   tls_cert_info info_;
 };
 
-// One server-side TLS session over `fd` (not owned).
+// Mutual TLS for cluster peer links: the node's certificate and key, and the cluster CA that every peer's
+// certificate must chain to. Sessions made from it require a certificate from the other end (a client
+// without one is refused by the server with certificate_required) and fail the handshake when it does
+// not verify. Which node a verified certificate stands for is the caller's rule (tls_transport::
+// peer_names). load() may be called again to replace all three (new handshakes only).
+class tls_peer_context {
+ public:
+  tls_peer_context();
+  ~tls_peer_context();
+  tls_peer_context(const tls_peer_context&) = delete;
+  tls_peer_context& operator=(const tls_peer_context&) = delete;
+
+  // Reads the PEM certificate chain, the PEM key and the PEM CA bundle. Errors name the file and the
+  // setting (peer-tls-cert, peer-tls-key, peer-tls-ca): unreadable or not PEM, a key that does not match,
+  // an expired certificate, a certificate that the CA does not verify for both TLS client and server use
+  // (extendedKeyUsage, when present, must include serverAuth and clientAuth). On error the context in
+  // force (if any) is kept.
+  result<tls_cert_info> load(const std::string& cert_file, const std::string& key_file,
+                             const std::string& ca_file);
+  bool loaded() const;
+  tls_cert_info info() const;
+  // The names of this node's own certificate (tls_transport::peer_names' rule), from the last load.
+  std::vector<std::string> own_names() const;
+
+  // A session over a connected (dialed) / accepted non-blocking socket; nullptr if nothing is loaded or
+  // OpenSSL fails. The handshake runs in tls_transport::handshake() (or inside the first read/write).
+  std::unique_ptr<tls_transport> connect(int fd);
+  std::unique_ptr<tls_transport> accept(int fd);
+
+ private:
+  std::unique_ptr<tls_transport> session(int fd, bool client);
+
+  mutable std::mutex mu_;
+  SSL_CTX* ctx_ = nullptr;  // guarded by mu_; sessions hold their own reference
+  tls_cert_info info_;
+  std::vector<std::string> own_names_;
+};
+
+// One TLS session over `fd` (not owned): a server session (tls_context::accept), or either end of a
+// peer link (tls_peer_context).
 class tls_transport final : public transport {
  public:
   tls_transport(SSL* ssl, int fd);
@@ -79,6 +125,19 @@ class tls_transport final : public transport {
   bool ktls_send() const;
   bool ktls_recv() const;
 
+  // Drives the handshake without moving application data: 1 once established, would_block (wait for
+  // read_needs_writable() ? writable : readable), failed (error() says why).
+  std::ptrdiff_t handshake();
+  // Why the session failed: OpenSSL's reason, and the certificate verification error when there was
+  // one ("certificate verify failed: unable to get local issuer certificate"). Empty before a failure.
+  const std::string& error() const { return error_; }
+  // The session failed on a TLS error (a certificate that did not verify or was refused, an alert, bytes
+  // that are not TLS) rather than on a closed or reset connection.
+  bool protocol_failure() const { return protocol_failure_; }
+  // The names of the other end's certificate, once established: the subject CN, then every
+  // subjectAltName DNS name and URI, in certificate order. Empty without a certificate.
+  std::vector<std::string> peer_names() const;
+
  private:
   std::ptrdiff_t failure(int ret, bool reading);
 
@@ -88,6 +147,8 @@ class tls_transport final : public transport {
   bool write_wants_read_ = false;
   bool fatal_ = false;  // no SSL_shutdown after a fatal error (RFC 8446 6.2: the session is gone)
   bool shut_ = false;
+  std::string error_;
+  bool protocol_failure_ = false;
 };
 
 }  // namespace weir::io

@@ -356,6 +356,19 @@ const std::array table{
             "Entries a raft group keeps after a snapshot for followers a little behind; a follower further "
             "behind gets the snapshot installed (its data sent whole over the peer link)",
             field<&serve_config::cluster, &cluster::cluster_options::snapshot_trailing>(), 0, 1u << 30},
+    // Mutual TLS on the peer links (docs/operations.md, "Cluster"): all three or none.
+    setting{"peer-tls-cert", "FILE",
+            "PEM certificate chain (leaf first) this node presents on its peer links; with peer-tls-key "
+            "and peer-tls-ca every peer connection is mutual TLS 1.3. The certificate must name this node "
+            "as weir-node-N (N its node-id) in a subjectAltName DNS name or its subject CN; empty: plain "
+            "TCP",
+            field<&serve_config::cluster, &cluster::cluster_options::peer_tls_cert>()},
+    setting{"peer-tls-key", "FILE", "PEM private key of peer-tls-cert",
+            field<&serve_config::cluster, &cluster::cluster_options::peer_tls_key>()},
+    setting{"peer-tls-ca", "FILE",
+            "PEM certificate(s) of the cluster CA: a peer's certificate must chain to it (and name the node "
+            "id the peer claims) or its connection is closed",
+            field<&serve_config::cluster, &cluster::cluster_options::peer_tls_ca>()},
 };
 
 std::string name_of(const setting& s) {

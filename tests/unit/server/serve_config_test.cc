@@ -135,6 +135,15 @@ const std::map<std::string, sample>& samples() {
       {"raft-groups", {"16", "16"}},
       {"balance-leaders", {"false", "false"}},
       {"join", {"true", "true", {"node-id", "peer-listen", "peers"}}},
+      {"peer-tls-cert",
+       {"/etc/weir/peer/node.crt", "\"/etc/weir/peer/node.crt\"",
+        {"node-id", "peer-listen", "peers", "peer-tls-key", "peer-tls-ca"}}},
+      {"peer-tls-key",
+       {"/etc/weir/peer/node.key", "\"/etc/weir/peer/node.key\"",
+        {"node-id", "peer-listen", "peers", "peer-tls-cert", "peer-tls-ca"}}},
+      {"peer-tls-ca",
+       {"/etc/weir/peer/ca.pem", "\"/etc/weir/peer/ca.pem\"",
+        {"node-id", "peer-listen", "peers", "peer-tls-cert", "peer-tls-key"}}},
   };
   return m;
 }
