@@ -104,6 +104,12 @@ class peer_links final : public links {
   // Peer-link TLS: on or off, and every connection closed for its certificate or a TLS error since
   // open (including those from connections that never said which node they were).
   bool tls() const { return opts_.tls != nullptr; }
+  // SIGHUP: re-reads the peer-tls files of `o` (reload_peer_tls) into the context in force: new
+  // handshakes take them, established links keep their sessions; on error the previous certificate
+  // stays. Any thread (the context locks; opts_.tls never changes after open). Without TLS: nothing.
+  weir::status reload_tls(const cluster_options& o) {
+    return opts_.tls ? reload_peer_tls(*opts_.tls, o) : weir::status{};
+  }
   std::uint64_t tls_refused() const { return tls_refused_; }
   // The certificate name that stands for node `id` ("weir-node-<id>"), and whether `names` (a
   // certificate's names, io::tls_transport::peer_names) hold it.

@@ -361,8 +361,16 @@ void node::reload_tls() {
 
 void node::reload() {
   if (tls_) reload_tls();
+  // Peer-link TLS (docs/operations.md, "Cluster"): new peer connections take the new files.
+  replication* repl = shards_.empty() ? nullptr : shards_[0]->replicated();
+  const bool peer_tls = repl != nullptr && cfg_.cluster.peer_tls();
+  if (peer_tls) {
+    if (status st = repl->reload_peer_tls(); !st) {
+      log::error("weir serve: SIGHUP: {}; the previous peer certificate stays in force", st.err().reason);
+    }
+  }
   if (!auth_ || cfg_.jwks_file.empty()) {
-    if (!tls_) log::info("weir serve: SIGHUP: nothing to reload");
+    if (!tls_ && !peer_tls) log::info("weir serve: SIGHUP: nothing to reload");
     return;
   }
   if (status st = auth_->reload_jwks(); !st) {

@@ -78,6 +78,8 @@ class replication {
     repl_->call_leader(group, std::move(request), std::move(done));
   }
   std::uint64_t node_id() const { return opts_.node_id; }
+  // SIGHUP: re-reads the peer-tls files for new peer connections (peer_links::reload_tls); any thread.
+  status reload_peer_tls() { return links_->reload_tls(opts_); }
   bool leads_group(std::uint32_t group) const { return repl_->leads(group); }
   // Every group: whether this node leads it, and its term.
   std::vector<std::pair<bool, std::uint64_t>> group_views() const;

@@ -11,7 +11,9 @@ client use. Then:
   4. the peer port refuses a plain TCP hello, `openssl s_client` without a client certificate (the
      node's certificate_required alert), and a client certificate from another CA; each refusal is
      counted in GET /cluster (peer_tls.refused);
-  5. the cluster still serves afterwards, and every node stops cleanly on SIGTERM.
+  5. the cluster still serves afterwards;
+  6. SIGHUP makes node 1 load a new certificate (logged with its serial), and a restarted peer links up
+     with it; every node stops cleanly on SIGTERM.
 
 Usage: cluster_peer_tls_test.py WEIR_BINARY
 """
@@ -226,6 +228,31 @@ def main():
         check(st in (200, 204), "append after the refusals: %d" % st)
         for i, n in sorted(cluster.nodes.items()):
             check(read_all(n, path) == expected[path] + b"after;", "%s on node %d after the refusals" % (path, i))
+
+        # 6. SIGHUP: node 1 takes a new certificate (new key, same CA) for new peer connections; node 2,
+        # restarted, links up with it.
+        make_node_cert(d, "ca", "node1-new", 1)
+        for ext in ("crt", "key"):
+            os.replace(os.path.join(d, "node1-new." + ext), os.path.join(d, "node1." + ext))
+        r = subprocess.run(["openssl", "x509", "-in", os.path.join(d, "node1.crt"), "-noout", "-serial"],
+                           capture_output=True, text=True, check=True)
+        serial = r.stdout.strip().split("=", 1)[1]
+        n1.signal(signal.SIGHUP)
+        cs.wait_for("node 1 to load its new peer certificate",
+                    lambda: any("peer TLS certificate" in line and serial in line
+                                for _, text in n1.logs() for line in text.splitlines()), 10)
+        n2 = cluster.node(2)
+        check(n2.stop() == 0, "node 2 did not stop cleanly")
+        n2.start(extra=tls_args(d, "node2"))
+        cluster.wait_healthy(timeout=30)
+
+        def linked():
+            st = n1.status()
+            return st is not None and all(p["out_connected"] and p["in_connected"] for p in st["peers"])
+
+        cs.wait_for("node 1's links up after the reload", linked, 15)
+        check(read_all(n2, path) == expected[path] + b"after;", "%s on node 2 after the reload" % path)
+        print("SIGHUP: new certificate, node 2 linked again: %.1f s" % (time.monotonic() - t0), flush=True)
 
         codes = cluster.stop_all()
         check(all(c == 0 for c in codes.values()), "SIGTERM: exit statuses %s (None: killed)" % codes)

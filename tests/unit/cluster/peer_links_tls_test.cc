@@ -124,6 +124,7 @@ class tls_fixture : public ::testing::Test {
     ca.leaf("node2", "node two", "DNS:weir-node-2");
     ca.leaf("node3", "weir-node-3", "");
     other_ca.leaf("stranger2", "stranger", "DNS:weir-node-2");
+    other_ca.leaf("stranger1", "stranger", "DNS:weir-node-1");
   }
   cluster_options config(std::uint64_t id, const test_ca& issuer, const std::string& leaf,
                          const test_ca& trusted) const {
@@ -322,6 +323,31 @@ TEST_F(tls_fixture, a_client_without_a_certificate_is_refused) {
   ASSERT_TRUE(c.lt.wait_for([&] { return c.links(1).tls_refused() >= 1; }));
   EXPECT_FALSE(c.status(1, 2).in_connected);
   EXPECT_TRUE(c.received(1).empty());
+}
+
+// A reload (SIGHUP) changes what new handshakes present and trust; established links keep their
+// sessions. Node 1 moves to another CA: node 2's new connections are refused; back: accepted again.
+TEST_F(tls_fixture, a_reload_applies_to_new_connections) {
+  cluster c(2);
+  c.start(node(c, 1));
+  c.start(node(c, 2));
+  c.send(2, 1, 1, "before");
+  ASSERT_TRUE(c.wait_received(1, 1));
+  ASSERT_TRUE(c.lt.call([&] { return c.links(1).reload_tls(config(1, other_ca, "stranger1", other_ca)); }));
+  c.send(2, 1, 1, "on the established link");
+  ASSERT_TRUE(c.wait_received(1, 2));
+  EXPECT_EQ(c.lt.call([&] { return c.links(1).tls_refused(); }), 0u);
+  c.stop(2);
+  c.start(node(c, 2));
+  c.send(2, 1, 1, "after node 1 moved to another CA");
+  ASSERT_TRUE(c.lt.wait_for([&] { return c.links(1).tls_refused() >= 1 && c.links(2).tls_refused() >= 1; }));
+  EXPECT_EQ(c.received(1).size(), 2u);
+  // A reload that fails (a certificate for another node) keeps the context in force; a good one
+  // brings node 2 back (it redials within its backoff).
+  EXPECT_FALSE(c.lt.call([&] { return c.links(1).reload_tls(config(1, ca, "node2", ca)); }));
+  ASSERT_TRUE(c.lt.call([&] { return c.links(1).reload_tls(config(1, ca, "node1", ca)); }));
+  ASSERT_TRUE(c.wait_received(1, 3));
+  EXPECT_EQ(c.received(1)[2].text, "after node 1 moved to another CA");
 }
 
 TEST_F(tls_fixture, load_peer_tls_checks_the_node_s_own_certificate) {
