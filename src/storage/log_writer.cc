@@ -235,8 +235,8 @@ void log_writer::run() {
       write_batch(b);
       last_batch_time =
           std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began);
-      // A lone writer's batch: its completion cannot bring the next append (that needs a round trip to
-      // the client), so waiting for it to run only costs two thread wake-ups; idle_spin catches the append.
+      // With idle_spin, a lone writer's batch: its completion cannot bring the next append (that needs a
+      // round trip to the client), so waiting for it to run only costs two thread wake-ups.
       const bool lone = opts_.idle_spin.count() > 0 && b.records.size() == 1;
       if (opts_.sync.mode == sync_mode::always && opts_.linger.count() > 0 && !lone) {
         std::unique_lock tl(tracker_->mu);

@@ -77,10 +77,12 @@ struct log_options {
   bool preallocate = true;
   // In `always` mode, after a small batch (at most 4 records: a few writers, not a crowd) the sync thread
   // polls this long for the next append before it sleeps on the condition variable, and after a batch of
-  // one record it skips the linger, so that a lone writer's next append costs no thread wake-up
-  // (docs/benchmarks.md, issue 13: the 1-connection latency). Big batches never spin, so a loaded core
-  // loses no CPU to it. 0: sleep at once.
-  std::chrono::microseconds idle_spin{200};
+  // one record it skips the linger, so that a lone writer's next append costs no thread wake-up. Big
+  // batches never spin. Off by default: on this 2-CPU VM it cut the p50 of the software path of a
+  // 1-connection append (data on tmpfs) but showed no gain on the disk, within the noise, while the
+  // polling raised the server's CPU per append by ~60% and the tmpfs p99 4x (it competes with the loop
+  // and the client for two CPUs; docs/benchmarks.md, issue 13). 0: sleep at once.
+  std::chrono::microseconds idle_spin{0};
 };
 
 struct append_ack {
