@@ -150,6 +150,12 @@ std::uint64_t replicator::snapshots_sent() const {
   return io_->counters().snapshots_sent;
 }
 
+replicator::log_figures replicator::node_log_figures() const {
+  return log_figures{log_->disk_bytes(),       log_->live_bytes(),     log_->segments(),
+                     log_->bytes_written(),    log_->batches_synced(), log_->bytes_reclaimed(),
+                     log_->segments_deleted(), log_->entries_carried()};
+}
+
 replicator::~replicator() {
   closing_ = true;
   *alive_ = false;

@@ -180,6 +180,18 @@ class replicator {
   std::uint64_t snapshots_restored() const { return snapshots_restored_; }
   // InstallSnapshot messages sent to peers that were too far behind.
   std::uint64_t snapshots_sent() const;
+  // The node log (raft::node_log): what it holds on disk, what the groups need of it, and compaction.
+  struct log_figures {
+    std::uint64_t disk_bytes = 0;
+    std::uint64_t live_bytes = 0;
+    std::uint64_t segments = 0;
+    std::uint64_t bytes_written = 0;
+    std::uint64_t batches_synced = 0;
+    std::uint64_t bytes_reclaimed = 0;
+    std::uint64_t segments_deleted = 0;
+    std::uint64_t entries_carried = 0;
+  };
+  log_figures node_log_figures() const;
 
   struct group;  // replicator.cc
 

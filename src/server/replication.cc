@@ -328,6 +328,18 @@ std::string replication::status_json() const {
   w.key("restored").value(std::int64_t(repl_->snapshots_restored()));
   w.key("sent").value(std::int64_t(repl_->snapshots_sent()));
   w.end_object();
+  // The raft node log: on disk, needed by the groups, compaction (docs/replication.md, "Node log format").
+  const auto nl = repl_->node_log_figures();
+  w.key("node_log").begin_object();
+  w.key("disk_bytes").value(std::int64_t(nl.disk_bytes));
+  w.key("live_bytes").value(std::int64_t(nl.live_bytes));
+  w.key("segments").value(std::int64_t(nl.segments));
+  w.key("bytes_written").value(std::int64_t(nl.bytes_written));
+  w.key("batches_synced").value(std::int64_t(nl.batches_synced));
+  w.key("bytes_reclaimed").value(std::int64_t(nl.bytes_reclaimed));
+  w.key("segments_deleted").value(std::int64_t(nl.segments_deleted));
+  w.key("entries_carried").value(std::int64_t(nl.entries_carried));
+  w.end_object();
   // Stream data on this node (data_log.h): in memory (the hot tier) and in the data log.
   w.key("stream_data").begin_object();
   w.key("hot_bytes").value(std::int64_t(shard_.hot().bytes()));
