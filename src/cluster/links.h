@@ -22,12 +22,13 @@ class links {
       std::function<void(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload)>;
   struct link_status {
     std::uint64_t peer = 0;
-    bool out_connected = false;                        // our connection to the peer is up
-    bool in_connected = false;                         // the peer's connection to us is up
-    std::uint64_t bytes_sent = 0, bytes_received = 0;  // wire bytes (hello and headers included)
-    std::uint64_t connects = 0;                        // successful outgoing connects
-    std::uint64_t drops = 0;                           // outgoing connections lost after they were up
-    std::uint64_t dropped_frames = 0;                  // frames lost: queue full, too large, cut by a drop
+    bool out_connected = false;  // our connection to the peer is up
+    bool in_connected = false;   // the peer's connection to us is up
+    // Wire bytes (hello and headers included; with TLS, before encryption).
+    std::uint64_t bytes_sent = 0, bytes_received = 0;
+    std::uint64_t connects = 0;        // successful outgoing connects
+    std::uint64_t drops = 0;           // outgoing connections lost after they were up
+    std::uint64_t dropped_frames = 0;  // frames lost: queue full, too large, cut by a drop
     // Peer-link TLS: connections to or from this peer closed because a certificate did not verify, named
     // another node, or the handshake failed on a TLS error.
     std::uint64_t tls_refused = 0;

@@ -139,6 +139,7 @@ struct peer_links::peer {
   bool blocked = false;        // the send buffer is full: wait for on_writable
   bool dirty = false;          // in dirty_: written at the end of this turn
   io::event_loop::timer_id retry_timer = 0;
+  io::event_loop::timer_id handshake_timer = 0;  // TLS: a handshake not done by then is given up
   std::chrono::milliseconds backoff = min_backoff;
   std::int64_t dial_ms = 0;  // when the pending connect started
   // Incoming.
@@ -398,6 +399,7 @@ peer_links::~peer_links() {
   if (turn_end_timer_ != 0) loop_.cancel_timer(turn_end_timer_);
   for (auto& [id, p] : peers_) {
     if (p->retry_timer != 0) loop_.cancel_timer(p->retry_timer);
+    if (p->handshake_timer != 0) loop_.cancel_timer(p->handshake_timer);
     p->tls.reset();  // before its descriptor closes
     p->out.reset();
   }
@@ -504,6 +506,13 @@ void peer_links::on_connected(peer& p, int err) {
     lose(p, "TLS session setup failed", 0);
     return;
   }
+  // A peer that accepted the connection but never answers the handshake (its host died after the SYN
+  // was answered: nothing unacknowledged, so TCP_USER_TIMEOUT does not fire) would hold the link.
+  peer* pp = &p;
+  p.handshake_timer = loop_.add_timer(opts_.tls_handshake_timeout, [this, pp] {
+    pp->handshake_timer = 0;
+    if (!pp->up) lose(*pp, "TLS handshake timed out", 0);
+  });
   step_handshake(p);
 }
 
@@ -534,6 +543,8 @@ void peer_links::step_handshake(peer& p) {
 }
 
 void peer_links::link_up(peer& p) {
+  if (p.handshake_timer != 0) loop_.cancel_timer(p.handshake_timer);
+  p.handshake_timer = 0;
   p.up = true;
   ++p.connects;
   p.backoff = min_backoff;
@@ -559,6 +570,8 @@ void peer_links::lose(peer& p, const char* why, int err) {
   }
   ++p.out_gen;
   p.up = false;
+  if (p.handshake_timer != 0) loop_.cancel_timer(p.handshake_timer);
+  p.handshake_timer = 0;
   if (p.front_sent > 0) {
     p.queued_bytes -= p.queue.front().size();
     p.queue.pop_front();
@@ -781,6 +794,8 @@ void peer_links::remove_peer(std::uint64_t id) {
   peer& p = *gone;
   if (p.retry_timer != 0) loop_.cancel_timer(p.retry_timer);
   p.retry_timer = 0;
+  if (p.handshake_timer != 0) loop_.cancel_timer(p.handshake_timer);
+  p.handshake_timer = 0;
   ++p.out_gen;  // callbacks of its stream, still due this turn, do nothing
   p.tls.reset();
   p.up = false;
@@ -830,11 +845,11 @@ bool peer_links::identify(in_conn* c, std::uint64_t id) {
   if (p.in != nullptr && p.in != c) retire(p.in);
   p.in = c;
   // The peer is up: if our own link to it waits out a backoff, or a connect that has been pending for a
-  // while (SYNs to a host that was down), dial now.
+  // while (SYNs to a host that was down; with TLS, a handshake the old process never answered), dial now.
   if (!p.out && p.retry_timer != 0) {
     loop_.cancel_timer(p.retry_timer);
     dial(p);
-  } else if (p.out && !p.out->connected() && loop_.now_ms() - p.dial_ms > stale_connect.count()) {
+  } else if (p.out && !p.up && loop_.now_ms() - p.dial_ms > stale_connect.count()) {
     lose(p, "connect pending", 0);
     loop_.cancel_timer(p.retry_timer);
     dial(p);

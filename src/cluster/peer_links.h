@@ -33,6 +33,7 @@
 // connections): destroy it from a timer or a posted task.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -70,6 +71,8 @@ class peer_links final : public links {
     std::map<std::uint64_t, peer_address> peers;  // every node, self included (self is skipped for dialing)
     std::size_t max_pending_bytes = 64u << 20;    // per peer; beyond: drop newest
     std::shared_ptr<io::tls_peer_context> tls;    // null: plain TCP; else mutual TLS (load_peer_tls)
+    // TLS: an outgoing handshake not done by then is given up and redialled.
+    std::chrono::milliseconds tls_handshake_timeout{10'000};
   };
   // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
   // writes, read-index). Other channel numbers pass through untouched.

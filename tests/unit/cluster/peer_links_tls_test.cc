@@ -350,6 +350,40 @@ TEST_F(tls_fixture, a_reload_applies_to_new_connections) {
   EXPECT_EQ(c.received(1)[2].text, "after node 1 moved to another CA");
 }
 
+// A peer port that accepts connections and never answers (a hung process): the dialer gives its
+// handshake up after tls_handshake_timeout and dials again, instead of waiting forever.
+TEST_F(tls_fixture, a_handshake_that_is_never_answered_is_given_up) {
+  cluster c(2);
+  int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(silent, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(c.port(2));
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(silent, 16), 0);
+  auto o = node(c, 1);
+  o.tls_handshake_timeout = 100ms;
+  c.start(std::move(o));
+  c.send(1, 2, 1, "waits");
+  // Connections the silent port has taken: a second one means the first handshake was given up.
+  timeval tv{5, 0};
+  ::setsockopt(silent, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::vector<int> taken;
+  for (int i = 0; i < 2; ++i) {
+    int fd = ::accept(silent, nullptr, nullptr);
+    ASSERT_GE(fd, 0) << "connection " << i << " did not come";
+    taken.push_back(fd);
+  }
+  auto s = c.status(1, 2);
+  EXPECT_FALSE(s.out_connected);
+  EXPECT_EQ(s.connects, 0u);
+  EXPECT_EQ(s.dropped_frames, 0u);  // the frame still waits for node 2
+  for (int fd : taken) ::close(fd);
+  ::close(silent);
+}
+
 TEST_F(tls_fixture, load_peer_tls_checks_the_node_s_own_certificate) {
   ca.leaf("server-only", "x", "DNS:weir-node-1", "serverAuth");
   auto expect_error = [&](const cluster_options& o, const std::string& words) {
