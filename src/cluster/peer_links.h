@@ -27,6 +27,7 @@
 // acceptor's certificate names the node it dialed, the acceptor that the dialer's names the id its hello
 // claims. A connection that fails either check, or the handshake on a TLS error, is closed, logged
 // (rate-limited) and counted (link_status::tls_refused when the peer is known, tls_refused() in all).
+// An outgoing handshake not done within options::tls_handshake_timeout is given up and redialled.
 // Without options::tls the links are plain TCP, and neither end speaks to the other kind.
 //
 // Do not destroy a peer_links from inside its own receiver (the loop may still hold events for its
