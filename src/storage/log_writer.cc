@@ -380,7 +380,10 @@ status log_writer::roll(std::vector<std::shared_ptr<writable_file>>& retired) {
 }
 
 void log_writer::preallocate_active() {
-  if (!opts_.preallocate) return;
+  // In `always` mode the sync thread writes and syncs by itself, so no concurrent sync holds the block-map
+  // lock against its writes; writes into reserved (unwritten) blocks would only add the extent conversion
+  // to every fdatasync.
+  if (!opts_.preallocate || opts_.sync.mode == sync_mode::always) return;
   if (auto st = active_->preallocate(opts_.segment_bytes); !st && !preallocate_failed_) {
     preallocate_failed_ = true;
     log::warn("storage: {}: cannot preallocate segments ({}); appends allocate as they go", dir_,

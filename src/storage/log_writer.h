@@ -70,10 +70,11 @@ struct log_options {
   // log either. The caller rebuilds its state from the log, then resumes. false: the next batch is
   // written as usual.
   bool fence_after_failure = false;
-  // Reserve each segment's disk blocks (up to segment_bytes) when it becomes the active one
-  // (writable_file::preallocate), so that appends never allocate blocks: in interval mode a write that
-  // allocated waited for the flusher's fdatasync, which holds ext4's block-map lock while it allocates
-  // (docs/storage.md, "Preallocation"). The file's size stays what was written.
+  // In `interval` and `never` modes, reserve each segment's disk blocks (up to segment_bytes) when it
+  // becomes the active one (writable_file::preallocate), so that appends never allocate blocks: in
+  // interval mode a write that allocated waited for the flusher's fdatasync, which holds ext4's block-map
+  // lock while it allocates (docs/storage.md, "Preallocation"). The file's size stays what was written.
+  // Not in `always` mode: there no sync runs beside the writes, so it could only cost.
   bool preallocate = true;
   // In `always` mode, after a small batch (at most 4 records: a few writers, not a crowd) the sync thread
   // polls this long for the next append before it sleeps on the condition variable, and after a batch of

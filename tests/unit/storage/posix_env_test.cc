@@ -118,8 +118,12 @@ TEST_F(posix_env_test, preallocated_segments_keep_their_written_size_and_a_zero_
     auto rec = testing::recover_into(e, dir, ignored);
     ASSERT_TRUE(rec) << rec.err().reason;
     completion_queue q;
-    auto w = log_writer::open(e, dir, log_options{.segment_bytes = segment_bytes, .preallocate = true}, *rec,
-                              q.exec());
+    // interval mode: preallocation is for the modes whose syncs run beside the writes
+    auto w = log_writer::open(
+        e, dir,
+        log_options{
+            .segment_bytes = segment_bytes, .sync = *parse_sync_policy("interval:1000"), .preallocate = true},
+        *rec, q.exec());
     ASSERT_TRUE(w) << w.err().reason;
     for (int i = from; i < to; ++i) {
       (*w)->append(2, bytes_of(std::string(1000, 'a' + i % 26)), [&](result<append_ack> r) {
