@@ -59,15 +59,16 @@ void hot_tier::forget_removed(const streams::state_machine& sm) {
   fifo_.shrink_to_fit();
 }
 
-result<streams::chunk> hot_tier::load(const streams::chunk_slice& s) const {
+result<streams::chunk> hot_tier::load(const std::vector<storage::segment_reader*>& readers,
+                                      const streams::chunk_slice& s) {
   const streams::disk_location& at = s.at;
-  if (!at.known() || at.core >= readers_.size()) {
+  if (!at.known() || at.core >= readers.size()) {
     return make_error(
         storage::errc::not_found,
         fmt::format("cold data with no readable place (core {}, segment {})", at.core, at.segment));
   }
-  auto data = readers_[at.core]->read_data(storage::log_position{storage::segment_id{at.segment}, at.offset},
-                                           std::uint64_t{at.data_offset} + s.begin, s.size);
+  auto data = readers[at.core]->read_data(storage::log_position{storage::segment_id{at.segment}, at.offset},
+                                          std::uint64_t{at.data_offset} + s.begin, s.size);
   if (!data) return data.err();
   if (data->size() != s.size) {
     return make_error(storage::errc::corruption,
@@ -77,7 +78,14 @@ result<streams::chunk> hot_tier::load(const streams::chunk_slice& s) const {
   return streams::make_chunk(std::move(*data));
 }
 
-status hot_tier::resolve(streams::read_plan& plan) const {
+bool hot_tier::has_cold(const streams::read_plan& plan) {
+  for (const streams::chunk_slice& s : plan.slices)
+    if (s.cold()) return true;
+  return false;
+}
+
+status hot_tier::resolve_slices(const std::vector<storage::segment_reader*>& readers,
+                                streams::read_plan& plan) {
   // Cold slices come in runs from one core's log (a stream's records, or a fork's inherited ones from
   // its source's core): each run is read with read_data_many, one pread per span of nearby records
   // rather than two per record, so a catch-up read of many small cold records stays cheap.
@@ -92,7 +100,7 @@ status hot_tier::resolve(streams::read_plan& plan) const {
     }
     std::size_t j = i;
     std::vector<storage::data_piece> pieces;
-    const bool readable = s.at.known() && s.at.core < readers_.size();
+    const bool readable = s.at.known() && s.at.core < readers.size();
     while (readable && j < plan.slices.size() && plan.slices[j].cold() && plan.slices[j].at.known() &&
            plan.slices[j].at.core == s.at.core) {
       const streams::chunk_slice& c = plan.slices[j];
@@ -102,12 +110,12 @@ status hot_tier::resolve(streams::read_plan& plan) const {
       ++j;
     }
     std::vector<result<std::string>> got;
-    if (pieces.size() > 1) got = readers_[s.at.core]->read_data_many(pieces);
+    if (pieces.size() > 1) got = readers[s.at.core]->read_data_many(pieces);
     for (std::size_t k = i; k < std::max(j, i + 1); ++k) {
       streams::chunk_slice& c = plan.slices[k];
       result<streams::chunk> loaded = make_error(storage::errc::not_found, "");
       if (got.empty()) {
-        loaded = load(c);
+        loaded = load(readers, c);
       } else if (!got[k - i]) {
         loaded = got[k - i].err();
       } else if (got[k - i]->size() != c.size) {
@@ -136,7 +144,7 @@ status hot_tier::resolve(streams::read_plan& plan) const {
 
 result<std::string> hot_tier::bytes_of(const streams::chunk_slice& s) const {
   if (!s.cold()) return std::string(s.view());
-  auto c = load(s);
+  auto c = load(readers_, s);
   if (!c) return c.err();
   return std::string(**c);
 }

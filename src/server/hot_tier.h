@@ -12,8 +12,10 @@
 // streams that are gone at once and drops their entries once they are half the FIFO, so that neither
 // the FIFO nor bytes() grows with the streams created and deleted over the node's life.
 //
-// Reads of cold data block the event loop for a pread: data that is not in the page cache costs a disk
-// read on the loop. A read plan is bounded by the server's read chunk (64 KiB by default, or one record).
+// Reads of client data do not run here on the loop: stream_shard hands a plan with cold slices to the
+// node's cold_reader threads, which call resolve_slices (thread-safe: it only uses the segment readers).
+// resolve and bytes_of read on the calling thread (start-up, tests, a snapshot sent to a peer). A read
+// plan is bounded by the server's read chunk (64 KiB by default, or one record).
 //
 // Lives on its shard's core; not thread-safe (the segment readers it uses are).
 #pragma once
@@ -45,7 +47,13 @@ class hot_tier {
 
   // Reads every cold slice of `plan` from disk. On an error the plan is cut before the failing slice
   // (it never holds bytes out of order) and the error is returned.
-  status resolve(streams::read_plan& plan) const;
+  status resolve(streams::read_plan& plan) const { return resolve_slices(readers_, plan); }
+  // resolve with the given readers; safe on any thread (the cold_reader's).
+  static status resolve_slices(const std::vector<storage::segment_reader*>& readers,
+                               streams::read_plan& plan);
+  // Whether `plan` holds a slice that must be read from disk.
+  static bool has_cold(const streams::read_plan& plan);
+  const std::vector<storage::segment_reader*>& readers() const { return readers_; }
   // The bytes of one slice, read from memory or from disk.
   result<std::string> bytes_of(const streams::chunk_slice& s) const;
 
@@ -72,7 +80,8 @@ class hot_tier {
     std::size_t entries = 0;
   };
 
-  result<streams::chunk> load(const streams::chunk_slice& s) const;
+  static result<streams::chunk> load(const std::vector<storage::segment_reader*>& readers,
+                                     const streams::chunk_slice& s);
   // Forgets the streams `sm` removed since the last look (amortized: a look costs O(tallies_)), then
   // drops the FIFO entries of forgotten streams once they are half of it.
   void forget_removed(const streams::state_machine& sm);

@@ -6,6 +6,7 @@
 #include "protocol/offset_token.h"
 #include "protocol/sse_format.h"
 #include "protocol/stream_responses.h"
+#include "server/hot_tier.h"
 #include "server/reply.h"
 #include "server/stream_shard.h"
 
@@ -29,8 +30,27 @@ class long_poll final : public live_reader {
   }
 
   void wake() override {
+    // A read in flight answers with what it finds (its plan has data).
+    if (done_ || reading_) return;
+    streams::read_result rr = shard_.read_planned(req_.path, at_, shard_.options().read_chunk_bytes);
+    if (rr.code == streams::errc::ok && hot_tier::has_cold(rr.plan)) {
+      reading_ = true;
+      std::weak_ptr<live_reader> weak = weak_from_this();
+      // After the hop the reader may be done (timeout, cancelled, gone): then the answer is dropped.
+      shard_.read_cold(
+          req_.path, std::move(rr),
+          [weak](streams::read_result& r, status) {
+            if (auto self = weak.lock()) static_cast<long_poll*>(self.get())->answer(r);
+          },
+          false);
+      return;
+    }
+    answer(rr);
+  }
+
+  void answer(streams::read_result& rr) {
+    reading_ = false;
     if (done_) return;
-    streams::read_result rr = shard_.read_visible(req_.path, at_, shard_.options().read_chunk_bytes);
     if (rr.code != streams::errc::ok) return gone();
     if (rr.plan.bytes > 0) {
       done_ = true;
@@ -78,6 +98,7 @@ class long_poll final : public live_reader {
   std::uint64_t live_id_;
   io::event_loop::timer_id timer_ = 0;
   bool done_ = false;
+  bool reading_ = false;  // a cold read is in flight (stream_shard::read_cold)
 };
 
 // One SSE data event and its control event while they are being written: the read they come from
@@ -195,7 +216,8 @@ class sse_session final : public live_reader {
   // Writes what the stream has past at_ until a window is full, then waits for the connection to
   // drain (send_window).
   void pump(bool first) {
-    if (done_ || waiting_) return;
+    // One read at a time: a cold read in flight continues the pump when it is back (on_read).
+    if (done_ || waiting_ || reading_) return;
     std::string out;
     // A browser's EventSource reconnects by itself when weir ends the response (the lifetime, a
     // restart): within about a second, at the id of the last event it dispatched (Last-Event-ID).
@@ -204,18 +226,26 @@ class sse_session final : public live_reader {
     bool finished = false;
     while (out.size() < window_bytes) {
       if (!cur_) {
-        streams::read_result rr = shard_.read_visible(req_.path, at_, shard_.options().read_chunk_bytes);
+        streams::read_result rr = shard_.read_planned(req_.path, at_, shard_.options().read_chunk_bytes);
         if (rr.code != streams::errc::ok) {
           if (!out.empty()) send_stream_chunk(ex_, std::move(out), false);
           return gone();
         }
-        const streams::stream_meta& m = *rr.meta;
+        if (hot_tier::has_cold(rr.plan)) {
+          // Read off the loop; what this pump wrote so far goes out now, the event when it is back.
+          reading_ = true;
+          std::weak_ptr<live_reader> weak = weak_from_this();
+          shard_.read_cold(
+              req_.path, std::move(rr),
+              [weak](streams::read_result& r, status) {
+                if (auto self = weak.lock()) static_cast<sse_session*>(self.get())->on_read(r);
+              },
+              false);
+          break;
+        }
         // The first pump always sends a control event (upToDate at once for a reader at the tail).
-        if (rr.plan.bytes == 0 && (any || !first) && !(m.closed && rr.plan.up_to_date)) break;
-        cur_.emplace(base64_);
-        cur_->json = m.json;
-        cur_->closed = m.closed && rr.plan.up_to_date;
-        cur_->plan = std::move(rr.plan);
+        if (rr.plan.bytes == 0 && (any || !first) && !(rr.meta->closed && rr.plan.up_to_date)) break;
+        take(rr);
       }
       if (!cur_->write_data(out, window_bytes)) break;  // the window is full inside the event
       protocol::control_fields cf;
@@ -237,6 +267,27 @@ class sse_session final : public live_reader {
     }
     if (finished) return end(std::move(out));
     if (!out.empty()) send_window(std::move(out));
+  }
+
+  // The read becomes the event being written.
+  void take(streams::read_result& rr) {
+    const streams::stream_meta& m = *rr.meta;
+    cur_.emplace(base64_);
+    cur_->json = m.json;
+    cur_->closed = m.closed && rr.plan.up_to_date;
+    cur_->plan = std::move(rr.plan);
+  }
+
+  // A cold read is back (on the loop). The session may have ended meanwhile (gone, cancelled, its
+  // lifetime over): then it is dropped. Its plan starts at at_: nothing was sent past at_ since.
+  void on_read(streams::read_result& rr) {
+    reading_ = false;
+    if (done_) return;
+    if (rr.code != streams::errc::ok) return gone();
+    // A read that failed at its first slice (logged) has nothing to send: the next wake tries again.
+    if (rr.plan.bytes == 0) return;
+    take(rr);
+    pump(false);
   }
 
   void send_window(std::string out) {
@@ -284,6 +335,7 @@ class sse_session final : public live_reader {
   bool base64_ = false;
   bool done_ = false;
   bool waiting_ = false;  // a window is with the connection, not yet drained
+  bool reading_ = false;  // a cold read is in flight (stream_shard::read_cold)
   bool expire_after_event_ = false;
   std::optional<pending_event> cur_;
   io::event_loop::timer_id lifetime_ = 0;

@@ -19,6 +19,7 @@
 #include "protocol/header_values.h"
 #include "protocol/stream_request.h"
 #include "server/access_log.h"
+#include "server/cold_reader.h"
 #include "server/node_metrics.h"
 #include "server/owned_request.h"
 #include "server/replication.h"
@@ -487,6 +488,11 @@ status node::start() {
         "bytes cut), fsync {}, hot budget {} MiB",
         secs, rec->checkpoints, rec->checkpoint_streams, rec->records, rec->forks_stitched,
         rec->truncated_bytes, cfg_.fsync, cfg_.hot_bytes >> 20);
+  }
+  if (!segments_.empty()) {
+    // Reads of data evicted from memory run on the cold_reader's threads, not on the loops.
+    cold_reads_ = std::make_unique<cold_reader>(2);
+    for (auto& s : shards_) s->attach_cold_reader(cold_reads_.get());
   }
   if (!cfg_.access_log.empty()) {
     auto opened = access_log::open(cfg_.access_log, cfg_.log_format == "json", http_->threads());

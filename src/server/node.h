@@ -43,6 +43,7 @@ class tls_context;
 namespace weir::server {
 
 class stream_shard;
+class cold_reader;
 class replication;
 struct subscriptions_glue;
 class node_metrics;
@@ -115,6 +116,8 @@ class node {
   std::unique_ptr<http::server> http_;
   std::vector<std::unique_ptr<storage::segment_reader>> segments_;  // before shards_: outlives them
   std::vector<std::unique_ptr<stream_shard>> shards_;
+  // After shards_ and segments_: its threads stop (and drop the reads not yet done) before either goes.
+  std::unique_ptr<cold_reader> cold_reads_;  // null without segment files (nothing is ever cold)
   std::unique_ptr<subscriptions_glue> subs_;
   std::unique_ptr<auth::authorizer> auth_;  // null: access control off; set by start()
   std::shared_ptr<io::tls_context> tls_;    // null: plain HTTP; the certificate is loaded by start()

@@ -6,6 +6,7 @@
 #include "protocol/cursor.h"
 #include "protocol/json_mode.h"
 #include "protocol/stream_responses.h"
+#include "server/cold_reader.h"
 #include "server/live_reader.h"
 #include "server/node.h"
 #include "server/replication.h"
@@ -22,7 +23,8 @@ stream_shard::stream_shard(node& owner, io::event_loop& loop, const clock_source
       clock_(&clock),
       opts_(opts),
       hot_(std::make_unique<hot_tier>(opts.hot_bytes, std::vector<storage::segment_reader*>{})),
-      rng_(std::random_device{}()) {}
+      rng_(std::random_device{}()),
+      cold_latency_(metrics::latency_us_bounds) {}
 
 stream_shard::~stream_shard() = default;
 
@@ -104,6 +106,66 @@ streams::read_result stream_shard::read_visible(const std::string& path,
     if (io) *io = st;
   }
   return rr;
+}
+
+streams::read_result stream_shard::read_planned(const std::string& path,
+                                                std::optional<streams::stream_offset> from,
+                                                std::size_t max_bytes) const {
+  streams::read_result rr = sm_.read(path, from, max_bytes);
+  wal_->clamp(path, rr);
+  return rr;
+}
+
+bool stream_shard::read_cold(std::string path, streams::read_result rr, read_done done, bool may_refuse) {
+  if (may_refuse && cold_waiting_.size() >= opts_.max_cold_waiting) return false;
+  cold_waiting_.push_back(
+      cold_job{std::move(path), std::move(rr), std::move(done), std::chrono::steady_clock::now()});
+  dispatch_cold();
+  return true;
+}
+
+void stream_shard::dispatch_cold() {
+  while (cold_in_flight_ < std::max<std::size_t>(1, opts_.max_cold_reads) && !cold_waiting_.empty()) {
+    cold_job j = std::move(cold_waiting_.front());
+    cold_waiting_.pop_front();
+    ++cold_in_flight_;
+    streams::read_plan plan = std::move(j.rr.plan);
+    j.rr.plan = {};
+    auto back = [this, j = std::move(j)](streams::read_plan p, status io) mutable {
+      j.rr.plan = std::move(p);
+      finish_cold(j, std::move(io));
+    };
+    if (cold_) {
+      // The segment readers are the node's and outlive the read; a segment reclaimed meanwhile was
+      // either still open (its file stays readable until closed) or fails to open: the read then fails
+      // like any other (the plan is cut, 503 or a shorter answer).
+      cold_->submit(hot_->readers(), std::move(plan), *loop_, std::move(back));
+    } else {
+      loop_->post([readers = hot_->readers(), plan = std::move(plan), back = std::move(back)]() mutable {
+        status io = hot_tier::resolve_slices(readers, plan);
+        back(std::move(plan), std::move(io));
+      });
+    }
+  }
+}
+
+void stream_shard::finish_cold(cold_job& j, status io) {
+  --cold_in_flight_;
+  ++cold_done_;
+  cold_latency_.observe(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - j.began)
+          .count()));
+  if (!io) log::error("weir serve: {}: reading stored data failed: {}", j.path, io.err().reason);
+  // The state moved on while the read was in flight. The bytes read are immutable, but the stream may
+  // be gone, or gone and created again at the same path: then its old bytes are not served.
+  streams::read_result now = sm_.head(j.path, now_ms());
+  if (now.code != streams::errc::ok || !now.meta || !j.rr.meta ||
+      now.meta->generation != j.rr.meta->generation) {
+    j.rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
+    j.rr.plan = {};
+  }
+  j.done(j.rr, io);
+  dispatch_cold();
 }
 
 streams::read_result stream_shard::head_visible(const std::string& path) const {
@@ -396,8 +458,30 @@ void stream_shard::serve_read(protocol::stream_request req, http::exchange ex, s
     send_response(ex, protocol::now_response(meta), req.cors);
     return;
   }
-  status io;
-  streams::read_result rr = read_visible(req.path, from, opts_.read_chunk_bytes, &io);
+  streams::read_result rr = read_planned(req.path, from, opts_.read_chunk_bytes);
+  if (hot_tier::has_cold(rr.plan)) {
+    // Off the loop (cold_reader); answered when the bytes are back.
+    std::string path = req.path;
+    const protocol::cors_grant cors = req.cors;
+    auto answer = [this, req = std::move(req), ex, live_id](streams::read_result& r, status io) mutable {
+      if (r.code != streams::errc::ok || !r.meta) {  // deleted while its cold data was being read
+        send_response(ex, protocol::error_response(protocol::status_for(r.code)), req.cors);
+        return;
+      }
+      const streams::stream_meta m = *r.meta;
+      answer_read(std::move(req), ex, live_id, m, r, io);
+    };
+    if (!read_cold(std::move(path), std::move(rr), std::move(answer), true)) {
+      // Too many cold reads wait on this core already: the client retries (Retry-After).
+      send_response(ex, storage_failure(protocol::errc::storage_unavailable), cors);
+    }
+    return;
+  }
+  answer_read(std::move(req), ex, live_id, meta, rr, status{});
+}
+
+void stream_shard::answer_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id,
+                               const streams::stream_meta& meta, streams::read_result& rr, const status& io) {
   if (!io && rr.plan.bytes == 0) {
     send_response(ex, storage_failure(protocol::errc::storage_unavailable), req.cors);
     return;

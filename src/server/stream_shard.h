@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/metrics.h"
 #include "http/exchange.h"
 #include "io/event_loop.h"
 #include "protocol/stream_request.h"
@@ -31,6 +32,7 @@
 namespace weir::server {
 
 class node;
+class cold_reader;
 class live_reader;
 class replication;
 
@@ -46,6 +48,11 @@ struct shard_options {
   std::size_t max_in_flight_bytes = 256ull << 20;  // and their bytes
   std::int64_t deleted_path_hold_ms = 0;           // a deleted stream's path cannot be re-created this long
   std::size_t max_streams = 0;                     // streams the node holds before creates get 403; 0: any
+  // Cold reads (plans with slices to read from disk) this core has with the cold_reader at once, and
+  // how many more may wait here before new catch-up reads get 503 (Retry-After). A read in flight holds
+  // at most a read chunk (or one record) of bytes; a waiting one only its plan.
+  std::size_t max_cold_reads = 8;
+  std::size_t max_cold_waiting = 1024;
 };
 
 class stream_shard {
@@ -113,13 +120,37 @@ class stream_shard {
   // Reads the bytes of one record slice, from memory or from disk (fork sub-offset prefixes).
   result<std::string> bytes_of(const streams::chunk_slice& s) const { return hot_->bytes_of(s); }
   // Reads as live readers and clients may see them: only what is durable (shard_wal::clamp).
-  // Cold data is read back from disk; when that fails the plan is cut before the failing slice, the
-  // error is logged and stored in `*io` (when given).
+  // Cold data is read back from disk on this thread; when that fails the plan is cut before the failing
+  // slice, the error is logged and stored in `*io` (when given). Client reads use read_planned and
+  // read_cold instead, so that a disk read never blocks the loop.
   streams::read_result read_visible(const std::string& path, std::optional<streams::stream_offset> from,
                                     std::size_t max_bytes, status* io = nullptr) const;
+  // read_visible without reading anything from disk: the plan may hold cold slices
+  // (hot_tier::has_cold); then hand the result to read_cold. A plan without them is complete as is.
+  streams::read_result read_planned(const std::string& path, std::optional<streams::stream_offset> from,
+                                    std::size_t max_bytes) const;
+  // Runs on this loop once a plan's cold slices were read (the plan is cut before a failing slice; the
+  // error was logged and is in `io`). rr.code is not_found when the stream was deleted (or deleted and
+  // created again) while the read was in flight: its old bytes are never served.
+  using read_done = std::function<void(streams::read_result& rr, status io)>;
+  // Reads the cold slices of `rr` (read_planned of `path`) on the node's cold_reader threads; `done`
+  // runs later on this loop, never before read_cold returns. At most max_cold_reads per core are in
+  // flight, the others wait here in order. `may_refuse` (a new request): returns false, and `done`
+  // never runs, when max_cold_waiting reads wait already; the caller answers 503. Live readers already
+  // admitted pass false: each has at most one read outstanding, bounded by its connection.
+  bool read_cold(std::string path, streams::read_result rr, read_done done, bool may_refuse);
+  // Start-up, before the loop runs: the node's cold read threads (null: cold slices are read on this
+  // loop, after read_cold returned).
+  void attach_cold_reader(cold_reader* r) { cold_ = r; }
+  // Cold reads done, and those in flight or waiting (this loop only; metrics and tests).
+  std::uint64_t cold_reads_done() const { return cold_done_; }
+  std::size_t cold_reads_pending() const { return cold_in_flight_ + cold_waiting_.size(); }
+  // The latency of cold reads, microseconds from read_cold to `done` (written on this loop).
+  const metrics::histogram& cold_read_latency() const { return cold_latency_; }
   streams::read_result head_visible(const std::string& path) const;
 
   // Live readers.
+  std::size_t live_readers() const { return readers_.size(); }  // this loop only (tests)
   void add_reader(const std::string& path, std::shared_ptr<live_reader> r, std::uint64_t live_id);
   void remove_reader(const std::string& path, const live_reader* r, std::uint64_t live_id);
 
@@ -145,6 +176,18 @@ class stream_shard {
   void schedule_rebuild(std::chrono::milliseconds delay);
   void rebuild();
   void handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
+  // The answer of a catch-up or long-poll read once its plan is complete (`meta`: the stream as read).
+  void answer_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id,
+                   const streams::stream_meta& meta, streams::read_result& rr, const status& io);
+  struct cold_job {
+    std::string path;
+    streams::read_result rr;
+    read_done done;
+    std::chrono::steady_clock::time_point began;
+  };
+  // Hands waiting cold reads to the cold_reader while fewer than max_cold_reads are in flight.
+  void dispatch_cold();
+  void finish_cold(cold_job& j, status io);
   // The read itself, once the stream's TTL was renewed (and, in a cluster, the read linearized).
   void serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   // Cluster mode: waits for a read index, renews a sliding TTL through raft, then serve_read.
@@ -182,6 +225,11 @@ class stream_shard {
   io::event_loop::timer_id sweep_timer_ = 0;
   bool stopped_ = false;
   std::atomic<std::size_t> stream_count_{0};  // sm_.size() after the last command (stream_count())
+  cold_reader* cold_ = nullptr;
+  std::deque<cold_job> cold_waiting_;
+  std::size_t cold_in_flight_ = 0;
+  std::uint64_t cold_done_ = 0;
+  metrics::histogram cold_latency_;
 };
 
 }  // namespace weir::server
