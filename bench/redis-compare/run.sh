@@ -46,7 +46,8 @@ for tool in "$weir_bin" redis-server redis-benchmark redis-cli c++; do
   command -v "$tool" >/dev/null || [[ -x "$tool" ]] || { echo "redis-compare: $tool is missing" >&2; exit 1; }
 done
 
-client="$out/http_closed_loop"
+client_dir=$(mktemp -d /tmp/redis-compare-client.XXXXXX)
+client="$client_dir/http_closed_loop"
 c++ -O2 -std=c++20 -o "$client" bench/redis-compare/http_closed_loop.cc
 
 free_port() {
@@ -60,7 +61,7 @@ stop_server() {
   [[ -n "$tmp" ]] && rm -rf "$tmp"
   tmp=""
 }
-trap stop_server EXIT
+trap 'stop_server; rm -rf "$client_dir"' EXIT
 raw="$out/raw.tsv"
 printf 'round\tcase\ttarget\treq_s\tp50_ms\tp99_ms\tcpu_us_per_req\n' >"$raw"
 
