@@ -283,8 +283,11 @@ std::string node_metrics::render(const node_figures& f) const {
   t.sample("weir_http_streams_dropped_total", {}, h.streams_dropped);
 
   shard_figures sum;
-  metrics::histogram_counts fsync, batch_records, batch_bytes;
+  metrics::histogram_counts fsync, batch_records, batch_bytes, cold_read;
   for (const shard_figures& s : f.shards) {
+    sum.cold_reads += s.cold_reads;
+    sum.cold_reads_pending += s.cold_reads_pending;
+    cold_read.merge(s.cold_read_us);
     sum.streams += s.streams;
     sum.producers += s.producers;
     sum.hot_bytes += s.hot_bytes;
@@ -316,6 +319,16 @@ std::string node_metrics::render(const node_figures& f) const {
   t.family("weir_hot_evicted_records_total", metric_type::counter,
            "Records whose bytes left memory for the log's segment files only.");
   t.sample("weir_hot_evicted_records_total", {}, sum.hot_evicted);
+  t.family("weir_cold_reads_total", metric_type::counter,
+           "Reads whose data had left memory, read back from the segment files off the event loops.");
+  t.sample("weir_cold_reads_total", {}, sum.cold_reads);
+  t.family("weir_cold_reads_pending", metric_type::gauge,
+           "Cold reads in flight or waiting for a reader thread.");
+  t.sample("weir_cold_reads_pending", {}, sum.cold_reads_pending);
+  t.family(
+      "weir_cold_read_duration_seconds", metric_type::histogram,
+      "Time of each cold read, from the request's plan to its bytes back on the core (queueing included).");
+  t.histogram("weir_cold_read_duration_seconds", {}, metrics::latency_us_bounds, cold_read, 1'000'000);
   t.family("weir_log_commands_in_flight", metric_type::gauge, "Commands applied and waiting for the log.");
   t.sample("weir_log_commands_in_flight", {}, sum.commands_in_flight);
   t.family("weir_log_bytes_in_flight", metric_type::gauge, "Bytes of the commands waiting for the log.");

@@ -64,6 +64,9 @@ struct shard_figures {
   std::uint64_t hot_evicted = 0;
   std::uint64_t commands_in_flight = 0;
   std::uint64_t bytes_in_flight = 0;
+  std::uint64_t cold_reads = 0;          // reads of evicted data done (stream_shard::read_cold)
+  std::uint64_t cold_reads_pending = 0;  // in flight on the cold_reader or waiting for it
+  metrics::histogram_counts cold_read_us;
   bool durable = false;
   storage::log_stats log;
 };

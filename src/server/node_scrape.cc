@@ -54,6 +54,9 @@ void node::serve_metrics(http::exchange ex) {
       f.hot_evicted = sh->hot().evicted();
       f.commands_in_flight = sh->wal().in_flight();
       f.bytes_in_flight = sh->wal().in_flight_bytes();
+      f.cold_reads = sh->cold_reads_done();
+      f.cold_reads_pending = sh->cold_reads_pending();
+      f.cold_read_us = sh->cold_read_latency().read();
       if (storage::log_writer* w = sh->wal().writer()) {
         f.durable = true;
         f.log = w->stats();

@@ -260,6 +260,12 @@ TEST_F(cold_read_test, a_cold_catch_up_is_read_off_the_loop_while_the_core_serve
   EXPECT_TRUE(read_all(cold) == want + "+more");
   EXPECT_GT(on_core([](stream_shard& s) { return s.cold_reads_done(); }), 1u);
   EXPECT_EQ(on_core([](stream_shard& s) { return s.cold_reads_pending(); }), 0u);
+  reply m = http(port_, "GET", "/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_EQ(m.body.find("weir_cold_reads_total 0\n"), std::string::npos);
+  EXPECT_NE(m.body.find("weir_cold_reads_total "), std::string::npos);
+  EXPECT_NE(m.body.find("weir_cold_reads_pending 0\n"), std::string::npos);
+  EXPECT_NE(m.body.find("weir_cold_read_duration_seconds_count "), std::string::npos);
 }
 
 TEST_F(cold_read_test, sse_over_cold_data_sends_every_event_once_in_order) {
