@@ -34,10 +34,10 @@ struct cluster_options {
   // many entries, or this many bytes of entries, since its last snapshot; 0 entries: never (the node
   // log and memory then keep every entry).
   std::uint32_t snapshot_entries = 4096;
-  std::uint64_t snapshot_bytes = 16u << 20;
+  std::uint64_t snapshot_bytes = 4u << 20;
   // Entries a group keeps after a snapshot, for followers a little behind (further behind, they get the
   // snapshot installed).
-  std::uint32_t snapshot_trailing = 512;
+  std::uint32_t snapshot_trailing = 128;
   // Mutual TLS on the peer links (docs/replication.md, "Peer links"): this node's PEM certificate chain
   // and key, and the cluster CA that signs every node's certificate. All three or none; none: plain TCP.
   std::string peer_tls_cert, peer_tls_key, peer_tls_ca;
