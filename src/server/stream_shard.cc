@@ -118,10 +118,28 @@ streams::read_result stream_shard::read_planned(const std::string& path,
 
 bool stream_shard::read_cold(std::string path, streams::read_result rr, read_done done, bool may_refuse) {
   if (may_refuse && cold_waiting_.size() >= opts_.max_cold_waiting) return false;
-  cold_waiting_.push_back(
-      cold_job{std::move(path), std::move(rr), std::move(done), std::chrono::steady_clock::now()});
-  dispatch_cold();
+  streams::read_plan plan = std::move(rr.plan);
+  rr.plan = {};
+  read_slices(std::move(plan), [this, path = std::move(path), rr = std::move(rr), done = std::move(done)](
+                                   streams::read_plan p, status io) mutable {
+    if (!io) log::error("weir serve: {}: reading stored data failed: {}", path, io.err().reason);
+    rr.plan = std::move(p);
+    // The state moved on while the read was in flight. The bytes read are immutable, but the stream
+    // may be gone, or gone and created again at the same path: then its old bytes are not served.
+    streams::read_result now = sm_.head(path, now_ms());
+    if (now.code != streams::errc::ok || !now.meta || !rr.meta ||
+        now.meta->generation != rr.meta->generation) {
+      rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
+      rr.plan = {};
+    }
+    done(rr, io);
+  });
   return true;
+}
+
+void stream_shard::read_slices(streams::read_plan plan, cold_reader::completion done) {
+  cold_waiting_.push_back(cold_job{std::move(plan), std::move(done), std::chrono::steady_clock::now()});
+  dispatch_cold();
 }
 
 void stream_shard::dispatch_cold() {
@@ -129,11 +147,10 @@ void stream_shard::dispatch_cold() {
     cold_job j = std::move(cold_waiting_.front());
     cold_waiting_.pop_front();
     ++cold_in_flight_;
-    streams::read_plan plan = std::move(j.rr.plan);
-    j.rr.plan = {};
+    streams::read_plan plan = std::move(j.plan);
+    j.plan = {};
     auto back = [this, j = std::move(j)](streams::read_plan p, status io) mutable {
-      j.rr.plan = std::move(p);
-      finish_cold(j, std::move(io));
+      finish_cold(j, std::move(p), std::move(io));
     };
     if (cold_) {
       // The segment readers are the node's and outlive the read; a segment reclaimed meanwhile was
@@ -149,22 +166,13 @@ void stream_shard::dispatch_cold() {
   }
 }
 
-void stream_shard::finish_cold(cold_job& j, status io) {
+void stream_shard::finish_cold(cold_job& j, streams::read_plan plan, status io) {
   --cold_in_flight_;
   ++cold_done_;
   cold_latency_.observe(static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - j.began)
           .count()));
-  if (!io) log::error("weir serve: {}: reading stored data failed: {}", j.path, io.err().reason);
-  // The state moved on while the read was in flight. The bytes read are immutable, but the stream may
-  // be gone, or gone and created again at the same path: then its old bytes are not served.
-  streams::read_result now = sm_.head(j.path, now_ms());
-  if (now.code != streams::errc::ok || !now.meta || !j.rr.meta ||
-      now.meta->generation != j.rr.meta->generation) {
-    j.rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
-    j.rr.plan = {};
-  }
-  j.done(j.rr, io);
+  j.done(std::move(plan), std::move(io));
   dispatch_cold();
 }
 
@@ -350,6 +358,32 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
     send_response(ex, protocol::outcome_error(retained), req.cors);
     return;
   }
+  if (retained.sub_record && retained.sub_record->data.cold()) {
+    // The record the sub-offset cuts left memory: read it off the loop, then create the fork. The
+    // retain keeps the source's records, and so their segments, while the read is in flight.
+    streams::read_plan p;
+    p.slices.push_back(retained.sub_record->data);
+    p.bytes = p.slices[0].size;
+    p.next = streams::stream_offset(p.bytes);
+    read_slices(std::move(p), [this, req = std::move(req), ex, d = std::move(d)](streams::read_plan got,
+                                                                                 status io) mutable {
+      if (io && got.slices.size() == 1 && !got.slices[0].cold()) {
+        d.o.sub_record->data = std::move(got.slices[0]);
+        create_fork(std::move(req), ex, std::move(d));
+        return;
+      }
+      log::error("weir serve: fork {}: reading the source record failed: {}", req.path,
+                 io ? std::string("no data") : io.err().reason);
+      release(req.fork->source);
+      send_response(ex, storage_failure(protocol::errc::storage_unavailable), req.cors);
+    });
+    return;
+  }
+  create_fork(std::move(req), ex, std::move(d));
+}
+
+void stream_shard::create_fork(protocol::stream_request req, http::exchange ex, durable_result d) {
+  streams::outcome& retained = d.o;
   streams::create_command c;
   c.path = req.path;
   c.content_type = req.content_type;

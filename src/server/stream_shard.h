@@ -24,6 +24,7 @@
 #include "io/event_loop.h"
 #include "protocol/stream_request.h"
 #include "server/checkpointer.h"
+#include "server/cold_reader.h"
 #include "server/data_log.h"
 #include "server/hot_tier.h"
 #include "server/shard_wal.h"
@@ -32,7 +33,6 @@
 namespace weir::server {
 
 class node;
-class cold_reader;
 class live_reader;
 class replication;
 
@@ -165,6 +165,8 @@ class stream_shard {
  private:
   void handle_create(protocol::stream_request req, http::exchange ex);
   void finish_fork(protocol::stream_request req, http::exchange ex, durable_result retained);
+  // The fork's create, once the prefix's record (if any) is in memory.
+  void create_fork(protocol::stream_request req, http::exchange ex, durable_result retained);
   // Answers 507/503 when the log failed earlier (writes are refused until a restart), or 503 when too
   // many commands wait for the log.
   bool refuse_write(http::exchange ex, const protocol::cors_grant& cors);
@@ -180,14 +182,16 @@ class stream_shard {
   void answer_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id,
                    const streams::stream_meta& meta, streams::read_result& rr, const status& io);
   struct cold_job {
-    std::string path;
-    streams::read_result rr;
-    read_done done;
+    streams::read_plan plan;
+    cold_reader::completion done;
     std::chrono::steady_clock::time_point began;
   };
+  // Queues the cold slices of `plan` for the cold_reader (read_cold without the stream's checks);
+  // `done` runs later on this loop.
+  void read_slices(streams::read_plan plan, cold_reader::completion done);
   // Hands waiting cold reads to the cold_reader while fewer than max_cold_reads are in flight.
   void dispatch_cold();
-  void finish_cold(cold_job& j, status io);
+  void finish_cold(cold_job& j, streams::read_plan plan, status io);
   // The read itself, once the stream's TTL was renewed (and, in a cluster, the read linearized).
   void serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   // Cluster mode: waits for a read index, renews a sliding TTL through raft, then serve_read.

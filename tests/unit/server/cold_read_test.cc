@@ -340,5 +340,24 @@ TEST_F(cold_read_test, a_stream_deleted_during_its_cold_read_is_not_served) {
   EXPECT_EQ(fresh.body, "new life");
 }
 
+TEST_F(cold_read_test, a_fork_inside_a_cold_record_reads_its_prefix_off_the_loop) {
+  ASSERT_TRUE(start().has_value());
+  const std::string src = "/v1/stream/source", fork = "/v1/stream/fork";
+  std::string want = fill(src, 40);
+
+  gate_.arm();
+  auto created = std::async(std::launch::async, [&] {
+    return http(port_, "PUT", fork,
+                {{"Stream-Forked-From", src},
+                 {"Stream-Fork-Offset", "0000000000000000_0000000000000000"},
+                 {"Stream-Fork-Sub-Offset", "100"}});
+  });
+  ASSERT_TRUE(gate_.wait_blocked());
+  EXPECT_EQ(http(port_, "HEAD", src).status, 200);
+  gate_.release();
+  EXPECT_EQ(created.get().status, 201);
+  EXPECT_TRUE(read_all(fork) == want.substr(0, 100));
+}
+
 }  // namespace
 }  // namespace weir::server
