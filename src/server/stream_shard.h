@@ -142,6 +142,11 @@ class stream_shard {
   // Start-up, before the loop runs: the node's cold read threads (null: cold slices are read on this
   // loop, after read_cold returned).
   void attach_cold_reader(cold_reader* r) { cold_ = r; }
+  // Replaces max_cold_reads and max_cold_waiting (tests: a small bound to reach).
+  void set_cold_limits(std::size_t in_flight, std::size_t waiting) {
+    opts_.max_cold_reads = in_flight;
+    opts_.max_cold_waiting = waiting;
+  }
   // Cold reads done, and those in flight or waiting (this loop only; metrics and tests).
   std::uint64_t cold_reads_done() const { return cold_done_; }
   std::size_t cold_reads_pending() const { return cold_in_flight_ + cold_waiting_.size(); }

@@ -359,5 +359,37 @@ TEST_F(cold_read_test, a_fork_inside_a_cold_record_reads_its_prefix_off_the_loop
   EXPECT_TRUE(read_all(fork) == want.substr(0, 100));
 }
 
+TEST_F(cold_read_test, cold_reads_beyond_the_bound_get_503_with_retry_after) {
+  ASSERT_TRUE(start().has_value());
+  const std::string p = "/v1/stream/busy";
+  std::string want = fill(p, 40);
+  on_core([](stream_shard& s) {
+    s.set_cold_limits(1, 1);
+    return 0;
+  });
+
+  gate_.arm();
+  auto first = std::async(std::launch::async, [&] { return http(port_, "GET", p + "?offset=-1"); });
+  ASSERT_TRUE(gate_.wait_blocked());
+  // The next one waits on the core (one may); the one after it is refused.
+  const std::string second_offset = "0000000000000000_0000000000008192";
+  auto second =
+      std::async(std::launch::async, [&] { return http(port_, "GET", p + "?offset=" + second_offset); });
+  EXPECT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 2; }));
+  reply refused = http(port_, "GET", p + "?offset=-1");
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.headers["retry-after"], "1");
+  // Hot reads are not bounded.
+  EXPECT_EQ(http(port_, "GET", p + "?offset=now").status, 200);
+  gate_.release();
+
+  reply a = first.get(), b = second.get();
+  ASSERT_EQ(a.status, 200);
+  ASSERT_EQ(b.status, 200);
+  EXPECT_TRUE(a.body == want.substr(0, a.body.size()));
+  EXPECT_TRUE(b.body == want.substr(8192, b.body.size()));
+  EXPECT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 0; }));
+}
+
 }  // namespace
 }  // namespace weir::server
