@@ -41,12 +41,19 @@ class read_gate {
     armed_ = false;
     cv_.notify_all();
   }
-  void pass() {
+  void fail(bool on) {
+    std::lock_guard lock(mu_);
+    failing_ = on;
+  }
+  // False: the read fails (EIO).
+  bool pass() {
     std::unique_lock lock(mu_);
-    if (!armed_) return;
+    if (failing_) return false;
+    if (!armed_) return true;
     ++blocked_;
     cv_.notify_all();
     cv_.wait(lock, [this] { return !armed_; });
+    return !failing_;
   }
   // Whether a read is held (gives up after 30 s so that a broken build fails instead of hanging).
   bool wait_blocked() {
@@ -58,6 +65,7 @@ class read_gate {
   std::mutex mu_;
   std::condition_variable cv_;
   bool armed_ = false;
+  bool failing_ = false;
   int blocked_ = 0;
 };
 
@@ -65,7 +73,7 @@ class gated_file final : public storage::random_access_file {
  public:
   gated_file(std::unique_ptr<storage::random_access_file> f, read_gate& g) : f_(std::move(f)), gate_(g) {}
   result<std::size_t> read(std::uint64_t offset, std::span<std::byte> out) const override {
-    gate_.pass();
+    if (!gate_.pass()) return storage::errno_error(EIO, "read (test)");
     return f_->read(offset, out);
   }
   result<std::uint64_t> size() const override { return f_->size(); }
@@ -389,6 +397,24 @@ TEST_F(cold_read_test, cold_reads_beyond_the_bound_get_503_with_retry_after) {
   EXPECT_TRUE(a.body == want.substr(0, a.body.size()));
   EXPECT_TRUE(b.body == want.substr(8192, b.body.size()));
   EXPECT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 0; }));
+}
+
+TEST_F(cold_read_test, a_failing_cold_read_answers_503_and_the_core_goes_on) {
+  ASSERT_TRUE(start().has_value());
+  const std::string p = "/v1/stream/failing";
+  std::string want = fill(p, 40);
+
+  gate_.arm();
+  auto failed = std::async(std::launch::async, [&] { return http(port_, "GET", p + "?offset=-1"); });
+  ASSERT_TRUE(gate_.wait_blocked());
+  gate_.fail(true);  // the held read fails when released
+  gate_.release();
+  reply r = failed.get();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.headers["retry-after"], "1");
+  gate_.fail(false);
+  EXPECT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 0; }));
+  EXPECT_TRUE(read_all(p) == want);
 }
 
 }  // namespace
