@@ -29,11 +29,6 @@ void cold_reader::submit(std::vector<storage::segment_reader*> readers, streams:
   cv_.notify_one();
 }
 
-std::size_t cold_reader::pending() const {
-  std::lock_guard lock(mu_);
-  return queue_.size() + running_;
-}
-
 void cold_reader::run() {
   for (;;) {
     job j;
@@ -43,7 +38,6 @@ void cold_reader::run() {
       if (stopping_) return;
       j = std::move(queue_.front());
       queue_.pop_front();
-      ++running_;
     }
     status st = hot_tier::resolve_slices(j.readers, j.plan);
     // The completion and the plan's buffers go back to the loop: what they hold (an exchange, a live
@@ -51,8 +45,6 @@ void cold_reader::run() {
     j.home->post([done = std::move(j.done), plan = std::move(j.plan), st = std::move(st)]() mutable {
       done(std::move(plan), std::move(st));
     });
-    std::lock_guard lock(mu_);
-    --running_;
   }
 }
 

@@ -46,9 +46,6 @@ class cold_reader {
   void submit(std::vector<storage::segment_reader*> readers, streams::read_plan plan, io::event_loop& home,
               completion done);
 
-  // Jobs queued or being read, over every shard (any thread; for tests and metrics).
-  std::size_t pending() const;
-
  private:
   struct job {
     std::vector<storage::segment_reader*> readers;
@@ -58,10 +55,9 @@ class cold_reader {
   };
   void run();
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::deque<job> queue_;
-  std::size_t running_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
