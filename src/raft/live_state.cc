@@ -119,11 +119,8 @@ void live_group::apply(const record::body& body, std::uint64_t batch) {
           } else {
             place(run);
           }
-        } else if constexpr (std::is_same_v<T, record::term>) {
-          term_ = r.value;
-          vote_ = node_id(0);
-        } else if constexpr (std::is_same_v<T, record::vote>) {
-          vote_ = r.value;
+        } else if constexpr (std::is_same_v<T, record::term> || std::is_same_v<T, record::vote>) {
+          apply_register(r);
         } else if constexpr (std::is_same_v<T, record::truncate>) {
           cut_from(r.from);
           next_ = r.from;
@@ -137,12 +134,7 @@ void live_group::apply(const record::body& body, std::uint64_t batch) {
             drop_below(log_index(keep_from(r)));
           }
         } else if constexpr (std::is_same_v<T, record::state>) {
-          term_ = r.term;
-          vote_ = r.vote;
-          next_ = r.next;
-          snapshot_.reset();
-          if (r.snap) snapshot_ = stored_of(*r.snap);
-          trailing_ = r.snap ? r.snap->trailing : 0;
+          apply_register(r);
         }
       },
       body);
@@ -178,6 +170,15 @@ std::uint64_t live_group::live_bytes() const {
 
 // ---- recovering_group ----
 
+void group_registers::apply_register(const record::state& r) {
+  term_ = r.term;
+  vote_ = r.vote;
+  next_ = r.next;
+  snapshot_.reset();
+  if (r.snap) snapshot_ = stored_of(*r.snap);
+  trailing_ = r.snap ? r.snap->trailing : 0;
+}
+
 void recovering_group::apply(const record::body& body, std::uint32_t seg) {
   std::visit(
       [&](const auto& r) {
@@ -190,11 +191,8 @@ void recovering_group::apply(const record::body& body, std::uint32_t seg) {
           std::uint64_t i = r.first.value();
           for (const wire::entry& e : r.items)
             entries_[i++] = located{stored_entry{e.term, e.type, copy_of(e.data)}, seg};
-        } else if constexpr (std::is_same_v<T, record::term>) {
-          term_ = r.value;
-          vote_ = node_id(0);
-        } else if constexpr (std::is_same_v<T, record::vote>) {
-          vote_ = r.value;
+        } else if constexpr (std::is_same_v<T, record::term> || std::is_same_v<T, record::vote>) {
+          apply_register(r);
         } else if constexpr (std::is_same_v<T, record::truncate>) {
           entries_.erase(entries_.lower_bound(r.from.value()), entries_.end());
           next_ = r.from;
@@ -209,12 +207,7 @@ void recovering_group::apply(const record::body& body, std::uint32_t seg) {
             entries_.erase(entries_.begin(), entries_.lower_bound(keep_from(r)));
           }
         } else if constexpr (std::is_same_v<T, record::state>) {
-          term_ = r.term;
-          vote_ = r.vote;
-          next_ = r.next;
-          snapshot_.reset();
-          if (r.snap) snapshot_ = stored_of(*r.snap);
-          trailing_ = r.snap ? r.snap->trailing : 0;
+          apply_register(r);
         }
       },
       body);

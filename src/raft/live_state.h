@@ -67,7 +67,25 @@ struct entry_run {
 std::uint64_t entry_bytes(std::size_t data_size);
 inline constexpr std::uint64_t items_record_overhead = record::record_header_size + 5 + 12;
 
-class live_group {
+// A group's registers as the node log's records set them: term, vote, next index, latest snapshot and
+// the entries it keeps below itself. What live_group and recovering_group both track.
+class group_registers {
+ protected:
+  void apply_register(const record::term& r) {
+    term_ = r.value;
+    vote_ = node_id(0);
+  }
+  void apply_register(const record::vote& r) { vote_ = r.value; }
+  void apply_register(const record::state& r);
+
+  term_id term_;
+  node_id vote_;
+  log_index next_{1};
+  std::optional<stored_snapshot> snapshot_;
+  std::uint32_t trailing_ = 0;
+};
+
+class live_group : private group_registers {
  public:
   // Applies a record added to the log in batch `batch`.
   void apply(const record::body& r, std::uint64_t batch);
@@ -93,16 +111,11 @@ class live_group {
   void push_run(const entry_run& r);
   void clear_runs();
 
-  term_id term_;
-  node_id vote_;
-  log_index next_{1};
-  std::optional<stored_snapshot> snapshot_;
-  std::uint32_t trailing_ = 0;
   std::deque<entry_run> runs_;
   std::uint64_t run_bytes_ = 0;  // sum of runs_[i].bytes
 };
 
-class recovering_group {
+class recovering_group : private group_registers {
  public:
   // Applies a record read from segment `seg`.
   void apply(const record::body& r, std::uint32_t seg);
@@ -115,11 +128,6 @@ class recovering_group {
     stored_entry e;
     std::uint32_t seg = no_segment;
   };
-  term_id term_;
-  node_id vote_;
-  log_index next_{1};
-  std::optional<stored_snapshot> snapshot_;
-  std::uint32_t trailing_ = 0;
   std::map<std::uint64_t, located> entries_;
 };
 
