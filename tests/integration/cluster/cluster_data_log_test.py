@@ -21,7 +21,6 @@ import signal
 import socket
 import sys
 import time
-import urllib.parse
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -37,20 +36,6 @@ TEXT = {"Content-Type": "text/plain"}
 
 def req(node, method, path, body=None, headers=None):
     return cs.request(node.port, method, path, body=body, headers=headers, timeout=20)
-
-
-def read_all(node, path):
-    """The bytes of a catch-up read from -1, following Stream-Next-Offset until Stream-Up-To-Date."""
-    data, offset = b"", "-1"
-    for _ in range(100000):
-        st, hdrs, body = req(node, "GET", "%s?offset=%s" % (path, urllib.parse.quote(offset)))
-        if st != 200:
-            raise RuntimeError("GET %s on node %d: %d %r" % (path, node.id, st, body[:200]))
-        data += body
-        if hdrs.get("stream-up-to-date") == "true":
-            return data
-        offset = hdrs["stream-next-offset"]
-    raise RuntimeError("GET %s never reached the tail" % path)
 
 
 def append(node, path, body, headers):
@@ -90,7 +75,7 @@ def wait_evicted(cluster, ids, what):
 def check_reads(cluster, expected, what):
     for path, want in sorted(expected.items()):
         for i, n in sorted(cluster.nodes.items()):
-            got = read_all(n, path)
+            got = cs.read_stream(n, path)[0]
             check(got == want, "%s: %s on node %d reads %d bytes, expected %d%s"
                   % (what, path, i, len(got), len(want), "" if len(got) != len(want) else " (different)"))
 
@@ -134,6 +119,7 @@ def main():
                                 str(SEGMENT_BYTES)], prefix="weir-cluster-data-")
     rng = random.Random(11)
     ok = False
+    error = None
     try:
         cluster.start()
         cluster.wait_healthy(timeout=30)
@@ -178,7 +164,7 @@ def main():
         # 1. Everything reads back from every node, most of it from the data logs.
         json_reads = {}
         for i, n in sorted(cluster.nodes.items()):
-            json_reads[i] = read_all(n, json_path)
+            json_reads[i] = cs.read_stream(n, json_path)[0]
         check_reads(cluster, {p: v for p, v in expected.items() if p != json_path}, "cold reads")
         for i, got in json_reads.items():
             check(got.startswith(b"[") and got.count(b'"round"') == 64 and b'"round":0,' in got,
@@ -234,7 +220,7 @@ def main():
         wait_evicted(cluster, [2, 3], "after the restarts")
         check_reads(cluster, {p: v for p, v in expected.items() if p != json_path}, "after the restarts")
         for i, n in sorted(cluster.nodes.items()):
-            check(read_all(n, json_path) == json_reads[1], "JSON stream on node %d after the restarts" % i)
+            check(cs.read_stream(n, json_path)[0] == json_reads[1], "JSON stream on node %d after the restarts" % i)
         for i in (2, 3):
             d = stream_data(cluster.node(i))
             check(d["hot_bytes"] <= HOT_BYTES, "node %d holds %d hot bytes after the reads" % (i, d["hot_bytes"]))
@@ -249,20 +235,10 @@ def main():
         check(all(c == 0 for c in codes.values()), "final SIGTERM: exit statuses %s (None: killed)" % codes)
         ok = not failures
     except (RuntimeError, TimeoutError, OSError, http.client.HTTPException, KeyError) as e:
-        check(False, "%s: %s" % (type(e).__name__, e))
-        for line in cluster.unexpected_exits():
-            check(False, "a node exited on its own: %s" % line)
+        error = e
     finally:
-        cluster.kill_all()
-        if not ok:
-            cluster.dump_logs()
-        cluster.remove()
-    print("cluster_data_log: %.0f s" % (time.monotonic() - t0))
-    if failures:
-        print("cluster_data_log: %d failures" % len(failures))
-        return 1
-    print("cluster_data_log: all checks passed")
-    return 0
+        status = cs.conclude("cluster_data_log", cluster, ok, t0, error)
+    return status
 
 
 def offset_token(position):

@@ -148,6 +148,7 @@ def main():
     d = os.path.join(cluster.workdir, "certs")
     os.makedirs(d)
     ok = False
+    error = None
     try:
         make_ca(d, "ca")
         make_ca(d, "other-ca")
@@ -258,20 +259,10 @@ def main():
         check(all(c == 0 for c in codes.values()), "SIGTERM: exit statuses %s (None: killed)" % codes)
         ok = not failures
     except (RuntimeError, TimeoutError, OSError, KeyError, TypeError, http.client.HTTPException) as e:
-        check(False, "%s: %s" % (type(e).__name__, e))
-        for line in cluster.unexpected_exits():
-            check(False, "a node exited on its own: %s" % line)
+        error = e
     finally:
-        cluster.kill_all()
-        if not ok:
-            cluster.dump_logs()
-        cluster.remove()
-    print("cluster_peer_tls: %.0f s" % (time.monotonic() - t0))
-    if failures:
-        print("cluster_peer_tls: %d failures" % len(failures))
-        return 1
-    print("cluster_peer_tls: all checks passed")
-    return 0
+        status = cs.conclude("cluster_peer_tls", cluster, ok, t0, error)
+    return status
 
 
 if __name__ == "__main__":

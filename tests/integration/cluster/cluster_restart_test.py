@@ -15,7 +15,6 @@ import random
 import signal
 import sys
 import time
-import urllib.parse
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,28 +29,13 @@ def req(node, method, path, body=None, headers=None):
     return cs.request(node.port, method, path, body=body, headers=headers, timeout=20)
 
 
-def read_all(node, path):
-    """(bytes, last headers) of a catch-up read from -1, following Stream-Next-Offset until
-    Stream-Up-To-Date."""
-    data, offset = b"", "-1"
-    for _ in range(10000):
-        st, hdrs, body = req(node, "GET", "%s?offset=%s" % (path, urllib.parse.quote(offset)))
-        if st != 200:
-            raise RuntimeError("GET %s on node %d: %d %r" % (path, node.id, st, body[:200]))
-        data += body
-        if hdrs.get("stream-up-to-date") == "true":
-            return data, hdrs
-        offset = hdrs["stream-next-offset"]
-    raise RuntimeError("GET %s never reached the tail" % path)
-
-
 def snapshot(cluster, paths):
     """path -> (bytes, next offset, closed) as every node answers it; a mismatch between nodes fails."""
     out = {}
     for path in paths:
         views = {}
         for i, n in sorted(cluster.nodes.items()):
-            data, hdrs = read_all(n, path)
+            data, hdrs = cs.read_stream(n, path)
             st, head, _ = req(n, "HEAD", path)
             check(st == 200, "HEAD %s on node %d: %d" % (path, i, st))
             views[i] = (data, head.get("stream-next-offset"), head.get("stream-closed") == "true")
@@ -117,6 +101,7 @@ def main():
     cluster = cs.Cluster(weir, ["--threads", "2"], prefix="weir-cluster-restart-")
     rng = random.Random(7)
     ok = False
+    error = None
     try:
         cluster.start()
         cluster.wait_healthy(timeout=30)
@@ -174,20 +159,10 @@ def main():
         check(all(c == 0 for c in codes.values()), "final SIGTERM: exit statuses %s (None: killed)" % codes)
         ok = not failures
     except (RuntimeError, TimeoutError, OSError, http.client.HTTPException) as e:
-        check(False, "%s: %s" % (type(e).__name__, e))
-        for line in cluster.unexpected_exits():
-            check(False, "a node exited on its own: %s" % line)
+        error = e
     finally:
-        cluster.kill_all()
-        if not ok:
-            cluster.dump_logs()
-        cluster.remove()
-    print("cluster_restart: %.0f s" % (time.monotonic() - t0))
-    if failures:
-        print("cluster_restart: %d failures" % len(failures))
-        return 1
-    print("cluster_restart: all checks passed")
-    return 0
+        status = cs.conclude("cluster_restart", cluster, ok, t0, error)
+    return status
 
 
 if __name__ == "__main__":

@@ -18,10 +18,8 @@ Usage: cluster_snapshot_test.py WEIR_BINARY   (WEIR_KEEP_TEST_DIR=1 keeps the lo
 import os
 import random
 import shutil
-import signal
 import sys
 import time
-import urllib.parse
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -37,19 +35,6 @@ SETTINGS = ["--threads", "1", "--raft-groups", str(GROUPS), "--raft-snapshot-ent
 
 def req(node, method, path, body=None, headers=None):
     return cs.request(node.port, method, path, body=body, headers=headers, timeout=20)
-
-
-def read_all(node, path):
-    data, offset = b"", "-1"
-    for _ in range(100000):
-        st, hdrs, body = req(node, "GET", "%s?offset=%s" % (path, urllib.parse.quote(offset)))
-        if st != 200:
-            raise RuntimeError("GET %s on node %d: %d %r" % (path, node.id, st, body[:200]))
-        data += body
-        if hdrs.get("stream-up-to-date") == "true":
-            return data
-        offset = hdrs["stream-next-offset"]
-    raise RuntimeError("GET %s never reached the tail" % path)
 
 
 class Writer:
@@ -76,7 +61,7 @@ class Writer:
                 self.expected[path] += rec
 
     def verify(self, node, when):
-        bad = [p for p, want in sorted(self.expected.items()) if read_all(node, p) != want]
+        bad = [p for p, want in sorted(self.expected.items()) if cs.read_stream(node, p)[0] != want]
         check(not bad, "%s: node %d reads every stream as written (differs: %s)" % (when, node.id, bad[:5]))
 
 

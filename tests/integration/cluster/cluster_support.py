@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 
 HOST = "127.0.0.1"
 
@@ -185,6 +186,43 @@ class Node:
                 with open(p, errors="replace") as f:
                     out.append((p, f.read()))
         return out
+
+
+def read_stream(node, path, timeout=20.0):
+    """(bytes, last headers) of a catch-up read of `path` on `node` from -1, following
+    Stream-Next-Offset until Stream-Up-To-Date. Raises RuntimeError on any status but 200."""
+    data, offset = b"", "-1"
+    for _ in range(100000):
+        st, hdrs, body = request(node.port, "GET", "%s?offset=%s" % (path, urllib.parse.quote(offset)),
+                                 timeout=timeout)
+        if st != 200:
+            raise RuntimeError("GET %s on node %d: %d %r" % (path, node.id, st, body[:200]))
+        data += body
+        if hdrs.get("stream-up-to-date") == "true":
+            return data, hdrs
+        offset = hdrs["stream-next-offset"]
+    raise RuntimeError("GET %s never reached the tail" % path)
+
+
+def conclude(name, cluster, ok, t0, error=None):
+    """The end of a cluster test: records `error` (an exception that ended it early) and any node that
+    exited on its own, stops every node by PID, prints the logs of a failed run, removes its directory,
+    prints the outcome; returns the exit status."""
+    if error is not None:
+        check(False, "%s: %s" % (type(error).__name__, error))
+        for line in cluster.unexpected_exits():
+            check(False, "a node exited on its own: %s" % line)
+        ok = False
+    cluster.kill_all()
+    if not ok:
+        cluster.dump_logs()
+    cluster.remove()
+    print("%s: %.0f s" % (name, time.monotonic() - t0))
+    if failures:
+        print("%s: %d failures" % (name, len(failures)))
+        return 1
+    print("%s: all checks passed" % name)
+    return 0
 
 
 def wait_for(what, cond, timeout, interval=0.05):
