@@ -3,6 +3,7 @@
 # run on one machine and one disk (issue 13; docs/benchmarks.md, section "Append path against Redis").
 #
 #   bench/redis-compare/run.sh [--secs N] [--rounds N] [--threads N] [--size BYTES] [--streams N] [--out DIR]
+#                              [--cases fsync-64,fsync-1,relaxed-64]
 #
 # Each round starts both servers fresh (new data directories under /tmp, on the same disk) and measures,
 # in turns, weir then Redis:
@@ -18,12 +19,13 @@
 # Medians over the rounds go to DIR/redis-compare.md with the ratios (weir / Redis), and weir's
 # interval-mode p99 beside its always-mode p99 of the same run (issue 13: no worse).
 # Env: WEIR_BIN (default build/release/src/server/weir), WEIR_FLAGS (more `weir serve` flags, e.g.
-# "--group-commit-gather-us 500").
+# "--group-commit-gather-us 500"). WEIR_ALT_BIN: a second weir binary (e.g. built with another default)
+# measured in every round right after the first, reported as target `weir-alt` (WEIR_ALT_FLAGS: its flags).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$repo"
 
-secs=10 rounds=3 threads="" size=1024 streams=64 out=""
+secs=10 rounds=3 threads="" size=1024 streams=64 out="" cases="fsync-64,fsync-1,relaxed-64"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --secs) secs="$2"; shift ;;
@@ -32,7 +34,8 @@ while [[ $# -gt 0 ]]; do
     --size) size="$2"; shift ;;
     --streams) streams="$2"; shift ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --cases) cases="$2"; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "redis-compare: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -73,11 +76,11 @@ wait_port() {
   echo "redis-compare: nothing listens on $1" >&2; return 1
 }
 
-start_weir() {  # fsync mode
+start_weir() {  # fsync mode [binary [flags]]
   tmp=$(mktemp -d /tmp/weir-redis-compare.XXXXXX)
   port=$(free_port)
-  "$weir_bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" --threads "$threads" --fsync "$1" \
-    --log-level warn ${WEIR_FLAGS:-} >"$tmp/serve.log" 2>&1 &
+  "${2:-$weir_bin}" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" --threads "$threads" --fsync "$1" \
+    --log-level warn ${3-${WEIR_FLAGS:-}} >"$tmp/serve.log" 2>&1 &
   pid=$!
   wait_port "$port"
   for i in $(seq 0 $((streams - 1))); do
@@ -122,13 +125,18 @@ run_redis() {  # conns secs -> "req_s p50 p99 cpu"
 }
 
 for round in $(seq 1 "$rounds"); do
-  for case in fsync-64 fsync-1 relaxed-64; do
+  for case in ${cases//,/ }; do
     conns=64; weir_mode=always; redis_mode=always
     [[ $case == fsync-1 ]] && conns=1
     [[ $case == relaxed-64 ]] && { weir_mode=interval:1000; redis_mode=everysec; }
     echo "redis-compare: round $round/$rounds, $case, weir" >&2
     start_weir "$weir_mode"; r=$(run_weir "$conns"); stop_server
     printf '%s\t%s\tweir\t%s\n' "$round" "$case" "$(tr ' ' '\t' <<<"$r")" >>"$raw"
+    if [[ -n "${WEIR_ALT_BIN:-}" ]]; then
+      echo "redis-compare: round $round/$rounds, $case, weir-alt" >&2
+      start_weir "$weir_mode" "$WEIR_ALT_BIN" "${WEIR_ALT_FLAGS:-}"; r=$(run_weir "$conns"); stop_server
+      printf '%s\t%s\tweir-alt\t%s\n' "$round" "$case" "$(tr ' ' '\t' <<<"$r")" >>"$raw"
+    fi
     echo "redis-compare: round $round/$rounds, $case, redis" >&2
     start_redis "$redis_mode"; r=$(run_redis "$conns"); stop_server
     printf '%s\t%s\tredis\t%s\n' "$round" "$case" "$(tr ' ' '\t' <<<"$r")" >>"$raw"
@@ -145,11 +153,27 @@ def med(case, target, key):
 out = [f"# weir against Redis Streams ({rounds} rounds of {secs} s, medians; {size}-byte appends over {streams} streams; weir --threads {threads})", "",
        "| case | weir req/s | Redis req/s | ratio | weir p50 / p99 ms | Redis p50 / p99 ms | weir / Redis CPU us per req |",
        "|---|---|---|---|---|---|---|"]
-for case in ["fsync-64", "fsync-1", "relaxed-64"]:
+cases = [c for c in ["fsync-64", "fsync-1", "relaxed-64"] if any(r["case"] == c for r in rows)]
+alt = any(r["target"] == "weir-alt" for r in rows)
+for case in cases:
     w, r = med(case, "weir", "req_s"), med(case, "redis", "req_s")
     out.append(f"| {case} | {w:,.0f} | {r:,.0f} | {w / r:.2f}x | {med(case, 'weir', 'p50_ms'):.2f} / {med(case, 'weir', 'p99_ms'):.2f} | "
                f"{med(case, 'redis', 'p50_ms'):.2f} / {med(case, 'redis', 'p99_ms'):.2f} | "
                f"{med(case, 'weir', 'cpu_us_per_req'):.1f} / {med(case, 'redis', 'cpu_us_per_req'):.1f} |")
+if alt:
+    out += ["", "Second weir binary (WEIR_ALT_BIN), same rounds:", "",
+            "| case | weir-alt req/s | ratio to Redis | weir-alt p50 / p99 ms | p50 gap to Redis ms (weir, weir-alt) | weir-alt CPU us per req |",
+            "|---|---|---|---|---|---|"]
+    for case in cases:
+        w, r = med(case, "weir-alt", "req_s"), med(case, "redis", "req_s")
+        rp = med(case, "redis", "p50_ms")
+        out.append(f"| {case} | {w:,.0f} | {w / r:.2f}x | {med(case, 'weir-alt', 'p50_ms'):.2f} / {med(case, 'weir-alt', 'p99_ms'):.2f} | "
+                   f"{med(case, 'weir', 'p50_ms') - rp:+.3f}, {med(case, 'weir-alt', 'p50_ms') - rp:+.3f} | "
+                   f"{med(case, 'weir-alt', 'cpu_us_per_req'):.1f} |")
+if "fsync-64" not in cases or "relaxed-64" not in cases:
+    open(md, "w").write("\n".join(out) + "\n")
+    print("\n".join(out))
+    sys.exit(0)
 a, i = med("fsync-64", "weir", "p99_ms"), med("relaxed-64", "weir", "p99_ms")
 out += ["", f"weir at 64 connections, same run: p99 {i:.2f} ms with --fsync interval:1000 against {a:.2f} ms with "
         f"--fsync always ({'no worse' if i <= a else 'WORSE'}); appends/s {med('relaxed-64', 'weir', 'req_s'):,.0f} "
