@@ -187,7 +187,8 @@ std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> co
   s.group = gi;
   s.entry = encode_entry(entry_header{opts_.self, ticket, kind}, command);
   s.here_only = here_only;
-  s.deadline_ms = ex_.now_ms() + opts_.submit_timeout.count();
+  s.started_ms = ex_.now_ms();
+  s.deadline_ms = s.started_ms + opts_.submit_timeout.count();
   try_submit(ticket);
   return ticket;
 }
@@ -212,6 +213,7 @@ void replicator::try_submit(std::uint64_t ticket) {
   const std::uint64_t leader = leader_of(s.group);
   if (leader == opts_.self) {
     s.proposed = true;
+    s.proposed_to = leader;
     propose(s.group, s.entry, opts_.self, ticket);  // may resolve or re-arm the ticket
     return;
   }
@@ -225,6 +227,7 @@ void replicator::try_submit(std::uint64_t ticket) {
   }
   if (leader != 0) {
     s.proposed = true;
+    s.proposed_to = leader;
     send(leader, forward{s.group, s.entry});
     return;
   }
@@ -583,8 +586,15 @@ void replicator::sweep() {
   watch_links();
   std::vector<std::pair<std::uint64_t, submit_error>> late;
   for (auto& [ticket, s] : submits_) {
-    if (s.deadline_ms <= now)
-      late.emplace_back(ticket, s.proposed ? submit_error::unknown : submit_error::no_leader);
+    if (s.deadline_ms > now) continue;
+    // Still led by the node it went to, and still committing: it waits in that leader's backlog. (A
+    // leader that changed may have lost it: the deadline stands.)
+    if (s.proposed && s.group < groups_.size() && leader_of(s.group) == s.proposed_to &&
+        now - groups_[s.group]->last_apply_ms < 1000 && now - s.started_ms < opts_.backlog_timeout.count()) {
+      s.deadline_ms = now + 1000;
+      continue;
+    }
+    late.emplace_back(ticket, s.proposed ? submit_error::unknown : submit_error::no_leader);
   }
   for (auto [ticket, e] : late) resolve_failed(ticket, e);
   std::vector<std::function<void(bool)>> expired;

@@ -73,6 +73,9 @@ class replicator {
     unsigned election_timeout_ms = 1000;
     unsigned heartbeat_ms = 100;
     std::chrono::milliseconds submit_timeout{5000};
+    // A proposal still waiting at submit_timeout keeps waiting, a second at a time, while its group keeps
+    // applying entries on this node (a backlog of large writes, not a lost quorum), up to this in all.
+    std::chrono::milliseconds backlog_timeout{30000};
     std::chrono::milliseconds read_timeout{5000};
     // Hand leaderships over so that group g is led by the g-th node (of the ids in order, modulo their
     // count) whenever that node is connected: every node then leads about as many groups.
@@ -202,8 +205,10 @@ class replicator {
   struct pending_submit {
     std::uint32_t group = 0;
     std::vector<std::byte> entry;
-    std::int64_t deadline_ms = 0;  // executor time
-    bool proposed = false;         // handed to a leader that accepted it (a retry could apply it twice)
+    std::int64_t deadline_ms = 0;   // executor time
+    std::int64_t started_ms = 0;    // executor time of submit()
+    bool proposed = false;          // handed to a leader that accepted it (a retry could apply it twice)
+    std::uint64_t proposed_to = 0;  // that leader (this node, or the one it was forwarded to)
     bool retry_armed = false;
     bool here_only = false;  // submit(here_only): never forwarded
   };

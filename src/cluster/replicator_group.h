@@ -60,6 +60,9 @@ struct replicator::group {
   bool notify_posted = false;
   // Entry bytes applied since the group's last snapshot (options::snapshot_bytes).
   std::size_t bytes_since_snapshot = 0;
+  // When this node last applied one of the group's entries (executor time): a group that applies
+  // is committing, so a proposal waiting in it is in a backlog, not cut off (replicator::sweep).
+  std::int64_t last_apply_ms = 0;
   // Leadership hand-over (balance()).
   struct ::raft_transfer transfer {};
   bool transferring = false;
@@ -90,6 +93,7 @@ struct group_glue {
     if (header.origin == self.opts_.self && header.ticket != 0 && self.submits_.erase(header.ticket) != 0) {
       ticket = header.ticket;
     }
+    g->last_apply_ms = self.ex_.now_ms();
     self.cb_.apply(g->id, index, header.kind, command, ticket);
     self.schedule_read_check();
     self.notify_commit(*g);
