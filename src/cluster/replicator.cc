@@ -78,6 +78,9 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
         });
   }
   if (s.cb_.log_failed) s.io_->set_on_log_failure(s.cb_.log_failed);
+  s.io_->set_commit_index_source([p = &s](raft::group_id g) -> std::uint64_t {
+    return g.value() < p->groups_.size() ? p->groups_[g.value()]->r.commit_index : 0;
+  });
   s.io_->set_after_append_result([p = &s](raft::group_id g) {
     if (g.value() < p->groups_.size()) p->notify_commit(*p->groups_[g.value()]);
   });
@@ -584,6 +587,7 @@ void replicator::watch_links() {
 void replicator::sweep() {
   const std::int64_t now = ex_.now_ms();
   watch_links();
+  open_terms();
   std::vector<std::pair<std::uint64_t, submit_error>> late;
   for (auto& [ticket, s] : submits_) {
     if (s.deadline_ms > now) continue;
@@ -613,6 +617,22 @@ void replicator::sweep() {
   }
   for (std::uint64_t id : late_calls) {
     finish_call(id, error{static_cast<int>(submit_error::no_leader), "no leader answered in time"});
+  }
+}
+
+// A new leader proposes a barrier at once: entries of earlier terms commit only with an entry of its
+// own term (raft::node_io::clamp_old_term_result; Raft 5.4.2, and libraft >= 0.17 does the same), so
+// without one, writes left by the previous leader would wait for the next client write or read.
+void replicator::open_terms() {
+  for (auto& g : groups_) {
+    if (raft_state(&g->r) != RAFT_LEADER || g->opened_term == g->r.current_term) continue;
+    using barrier_req = struct ::raft_barrier;
+    auto* req = new barrier_req();
+    if (raft_barrier(&g->r, req, [](barrier_req* r, int) { delete r; }) != 0) {
+      delete req;
+      continue;  // tried again at the next sweep
+    }
+    g->opened_term = g->r.current_term;
   }
 }
 

@@ -249,6 +249,7 @@ class replicator {
   void notify_commit(group& g);  // once per loop turn in which something was applied
   void arm_sweep();
   void sweep();
+  void open_terms();
   void balance();
   // Followers of a leader whose connection closed stand for election within 50-500 ms.
   void watch_links();

@@ -63,6 +63,8 @@ struct replicator::group {
   // When this node last applied one of the group's entries (executor time): a group that applies
   // is committing, so a proposal waiting in it is in a backlog, not cut off (replicator::sweep).
   std::int64_t last_apply_ms = 0;
+  // The term in which this node, leading the group, proposed its opening barrier (sweep()).
+  std::uint64_t opened_term = 0;
   // Leadership hand-over (balance()).
   struct ::raft_transfer transfer {};
   bool transferring = false;

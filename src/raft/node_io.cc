@@ -40,6 +40,10 @@ struct node_io::group {
   // While libraft handles an AppendEntries of this group: prev_log_index + n_entries of it (see
   // clamp_append_result).
   std::optional<std::uint64_t> answering_up_to;
+  // The group's current term, and the index of the first entry this node appended in it (0: none yet):
+  // see clamp_old_term_result.
+  std::uint64_t term = 0;
+  std::uint64_t first_of_term = 0;
 
   struct held_frame {
     std::uint64_t fence;
@@ -256,6 +260,7 @@ struct group_io_methods {
     *n_entries = n;
     *start_index = s.start.value();
     g.next_index = s.next_index();
+    g.term = s.term.value();
     g.snapshot = std::move(s.snapshot);
     return 0;
   }
@@ -299,6 +304,8 @@ struct group_io_methods {
 
   static int set_term(::raft_io* io, raft_term term) {
     group& g = group_of(io);
+    g.term = term;
+    g.first_of_term = 0;
     g.fence = g.owner->log_.add(record::log_record{g.id, record::term{term_id(term)}});
     g.owner->schedule_turn_end();
     return 0;
@@ -411,6 +418,8 @@ struct group_io_methods {
                     raft_io_append_cb cb) {
     group& g = group_of(io);
     WEIR_ASSERT(n > 0, "group {}: append of no entries", g.id.value());
+    for (unsigned k = 0; k < n && g.first_of_term == 0; ++k)
+      if (entries[k].term == g.term) g.first_of_term = g.next_index.value() + k;
     record::entries rec{g.next_index, entries_of(entries, n)};
     const std::uint64_t batch = g.owner->log_.add(record::log_record{g.id, std::move(rec)});
     g.next_index = log_index(g.next_index.value() + n);
@@ -426,6 +435,7 @@ struct group_io_methods {
                 g.id.value(), index, g.next_index.value());
     g.owner->log_.add(record::log_record{g.id, record::truncate{log_index(index)}});
     g.next_index = log_index(index);
+    if (g.first_of_term >= index) g.first_of_term = 0;
     g.owner->schedule_turn_end();
     return 0;
   }
@@ -446,7 +456,10 @@ struct group_io_methods {
     byte_writer w(conf);
     wire::encode_servers(servers, w);
     g.snapshot = stored_snapshot{rec.index, rec.term, rec.conf_index, std::move(conf), std::move(data)};
-    if (trailing == 0) g.next_index = log_index(s->index + 1);
+    if (trailing == 0) {
+      g.next_index = log_index(s->index + 1);
+      g.first_of_term = 0;
+    }
     g.puts.push_back(group::pending_put{batch, req, cb, trailing == 0 ? s->bufs : nullptr});
     g.owner->schedule_turn_end();
     return 0;
@@ -689,6 +702,7 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
       ++stats_.frames_dropped;
       continue;
     }
+    if (m.type == RAFT_IO_APPEND_ENTRIES_RESULT) clamp_old_term_result(g, m.append_entries_result);
     // libraft owns the message's allocations from here on (recv.c frees or keeps them).
     if (m.type == RAFT_IO_APPEND_ENTRIES)
       g.answering_up_to = m.append_entries.prev_log_index + m.append_entries.n_entries;
@@ -722,6 +736,26 @@ void node_io::trim_below_snapshot(group& g, wire::append_entries& ae) {
   ae.prev_log_index = g.snapshot->index;
   ae.prev_log_term = g.snapshot->term;
   ++stats_.append_entries_trimmed;
+}
+
+// libraft 0.15 lets a leader commit an entry of an earlier term by counting the followers that hold it
+// (replicationQuorum; fixed in libraft 0.17.1, "Don't commit entries from old terms by counting"): the
+// unsafe commit of Raft's Figure 8, where such an entry can still be overwritten by a later leader after
+// every node applied it. The cluster simulation found it (seed 101709 of the slow run: a group's entry 7,
+// written in term 4 and committed by counting in term 10, was overwritten in term 16). So a leader never
+// learns that a follower holds entries above its commit index that are older than its own term: a
+// success result whose last index lies below the first entry this node appended in its term (or that
+// arrives before it appended any) is reported as reaching at most the leader's commit index. libraft
+// then sends those entries again, the new leader's barrier among them (cluster::replicator), and the
+// result that covers the barrier commits everything before it, as Raft 5.4.2 prescribes. (Holding such
+// results back instead stalls a follower whose InstallSnapshot result names an index below the barrier.)
+void node_io::clamp_old_term_result(const group& g, raft_append_entries_result& r) {
+  if (!commit_index_of_ || r.rejected != 0 || r.term != g.term) return;
+  if (g.first_of_term != 0 && r.last_log_index >= g.first_of_term) return;
+  const std::uint64_t commit = commit_index_of_(g.id);
+  if (r.last_log_index <= commit) return;
+  r.last_log_index = commit;
+  ++stats_.append_results_clamped_to_commit;
 }
 
 void node_io::ensure_tick(unsigned msecs) {

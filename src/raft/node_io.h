@@ -31,6 +31,7 @@
 #include "raft/wire_format.h"
 
 struct raft_io;
+struct raft_append_entries_result;
 
 namespace weir::raft {
 
@@ -51,10 +52,11 @@ class node_io {
     std::uint64_t frames_received = 0;
     std::uint64_t frames_dropped = 0;  // malformed, unknown group or sender, group not running
     std::uint64_t appends = 0;
-    std::uint64_t append_results_clamped = 0;  // see clamp_append_result in node_io.cc
-    std::uint64_t append_entries_trimmed = 0;  // see trim_below_snapshot in node_io.cc
-    std::uint64_t snapshots_sent = 0;          // InstallSnapshot messages sent (after expansion)
-    std::uint64_t snapshots_unsent = 0;        // dropped because the expansion failed
+    std::uint64_t append_results_clamped = 0;            // see clamp_append_result in node_io.cc
+    std::uint64_t append_entries_trimmed = 0;            // see trim_below_snapshot in node_io.cc
+    std::uint64_t append_results_clamped_to_commit = 0;  // see clamp_old_term_result in node_io.cc
+    std::uint64_t snapshots_sent = 0;                    // InstallSnapshot messages sent (after expansion)
+    std::uint64_t snapshots_unsent = 0;                  // dropped because the expansion failed
   };
 
   node_io(executor& ex, transport& t, node_log& log, options o);
@@ -73,6 +75,12 @@ class node_io {
   // Called after libraft took in an AppendEntries result for group `g` (a follower's match index may
   // have moved): where a leader learns that a follower can now be told of a commit index.
   void set_after_append_result(std::function<void(group_id)> fn) { after_append_result_ = std::move(fn); }
+  // The group's commit index as libraft knows it: with it, a leader is kept from committing entries of
+  // earlier terms by counting (libraft 0.15's Figure 8 bug; see clamp_old_term_result in node_io.cc).
+  // Unset: results reach libraft as they came.
+  void set_commit_index_source(std::function<std::uint64_t(group_id)> fn) {
+    commit_index_of_ = std::move(fn);
+  }
   // What a group's snapshot becomes on its way to a peer: the stored form may reference this node's own
   // data files, which the peer lacks, so the sender makes it self-contained. An error drops the message
   // (libraft sends the snapshot again after its install timeout). Unset: sent as stored.
@@ -102,6 +110,7 @@ class node_io {
   void on_packet(node_id from, std::span<const std::byte> packet);
   void queue_frame(group& g, node_id to, std::vector<std::byte> frame);
   void trim_below_snapshot(group& g, wire::append_entries& ae);
+  void clamp_old_term_result(const group& g, raft_append_entries_result& r);
   void ensure_tick(unsigned msecs);
   void on_tick();
 
@@ -119,6 +128,7 @@ class node_io {
   stats stats_;
   std::function<void(group_id)> after_append_result_;
   snapshot_expander expander_;
+  std::function<std::uint64_t(group_id)> commit_index_of_;
   std::function<void(const error&)> on_log_failure_;
   bool log_failed_ = false;
 };
