@@ -150,6 +150,39 @@ int make_entry_batch(const std::vector<Entry>& in, DataOf data_of, raft_entry** 
   return 0;
 }
 
+// The entries load() hands libraft, each in a batch of its own (entries[i].batch = its own buffer).
+// libraft 0.15 frees a batch shared by several entries once the log holds none of them, even while a
+// send still holds one (an AppendEntries in flight, its entries since dropped by a snapshot), and the
+// send's release then frees it again: a double free that the cluster simulation hit (seed 102930 of
+// the slow run) on the batch of entries loaded at start. Received entries keep one batch per message
+// (recv_append_entries.c frees entries[0].batch on error).
+template <class Entry, class DataOf>
+int make_entry_singles(const std::vector<Entry>& in, DataOf data_of, raft_entry** out, unsigned* n_out) {
+  *out = nullptr;
+  *n_out = 0;
+  if (in.empty()) return 0;
+  auto* entries = static_cast<raft_entry*>(raft_calloc(in.size(), sizeof(raft_entry)));
+  if (entries == nullptr) return RAFT_NOMEM;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const auto d = data_of(in[i]);
+    auto* buf = static_cast<std::byte*>(raft_malloc(std::max<std::size_t>(d.size(), 1)));
+    if (buf == nullptr) {
+      for (std::size_t k = 0; k < i; ++k) raft_free(entries[k].batch);
+      raft_free(entries);
+      return RAFT_NOMEM;
+    }
+    if (!d.empty()) std::memcpy(buf, d.data(), d.size());
+    entries[i].term = in[i].term.value();
+    entries[i].type = in[i].type;
+    entries[i].buf.base = buf;
+    entries[i].buf.len = d.size();
+    entries[i].batch = buf;
+  }
+  *out = entries;
+  *n_out = static_cast<unsigned>(in.size());
+  return 0;
+}
+
 // A raft_malloc'd snapshot (with one buffer) from the stored one; nullptr on allocation failure.
 raft_snapshot* make_snapshot(const stored_snapshot& s) {
   auto* snap = static_cast<raft_snapshot*>(raft_calloc(1, sizeof(raft_snapshot)));
@@ -246,7 +279,7 @@ struct group_io_methods {
       if (*snapshot == nullptr) return RAFT_NOMEM;
     }
     unsigned n = 0;
-    int rv = make_entry_batch(
+    int rv = make_entry_singles(
         s.entries, [](const stored_entry& e) { return std::span<const std::byte>(e.data); }, entries, &n);
     if (rv != 0) {
       if (*snapshot != nullptr) {

@@ -115,10 +115,10 @@ struct node_fixture {
     if (vote != nullptr) *vote = v;
     for (size_t i = 0; i < n && entries != nullptr; ++i)
       entries->emplace_back(static_cast<const char*>(ents[i].buf.base), ents[i].buf.len);
-    if (n > 0) {
-      raft_free(ents[0].batch);
-      raft_free(ents);
-    }
+    // As libraft's entryBatchesDestroy: every distinct batch (load gives each entry its own).
+    for (size_t i = 0; i < n; ++i)
+      if (i == 0 || ents[i].batch != ents[i - 1].batch) raft_free(ents[i].batch);
+    if (n > 0) raft_free(ents);
     EXPECT_EQ(rio->start(rio, 50, callbacks::on_tick, callbacks::on_recv), 0);
     return rio;
   }
