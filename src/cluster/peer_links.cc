@@ -18,6 +18,7 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "cluster/peer_links_state.h"
 #include "io/socket.h"
 #include "io/tcp_stream.h"
 #include "io/tls.h"
@@ -27,7 +28,7 @@ namespace weir::cluster {
 namespace {
 using namespace std::chrono_literals;
 
-constexpr std::chrono::milliseconds min_backoff = 50ms;
+using peer_links_internal::min_backoff;
 constexpr std::chrono::milliseconds max_backoff = 1s;
 // An accepted connection that has not said hello by then is closed (a port scanner, a stuck client).
 constexpr std::chrono::milliseconds hello_timeout = 10s;
@@ -37,9 +38,6 @@ constexpr std::chrono::milliseconds user_timeout = 10s;
 constexpr std::chrono::milliseconds stale_connect = 1s;
 constexpr int max_iov = 128;                   // iovecs per writev: 64 frames
 constexpr std::size_t read_chunk = 64u << 10;  // free space asked of every recv
-// TLS: pieces smaller than a record (RFC 8446 5.1: at most 2^14 bytes of plaintext) are gathered into
-// one; a larger piece is written directly. Each SSL_write sends its records at once (a write(2) each).
-constexpr std::size_t tls_record = 16u << 10;
 constexpr std::array<char, 8> magic = {'w', 'e', 'i', 'r', 'p', 'e', 'e', 'r'};
 
 void put_u32(std::byte* p, std::uint32_t v) {
@@ -112,42 +110,6 @@ bool connected_to_itself(int fd) {
   return local.sin_port == remote.sin_port && local.sin_addr.s_addr == remote.sin_addr.s_addr;
 }
 }  // namespace
-
-// One queued frame: its header and its payload, written with two iovecs.
-struct peer_links::frame {
-  std::array<std::byte, header_size> header;
-  std::vector<std::byte> payload;
-  std::size_t size() const { return header_size + payload.size(); }
-};
-
-// Everything about one other node: the outgoing connection and its queue, the accepted connection, the
-// counters.
-struct peer_links::peer {
-  std::uint64_t id = 0;
-  peer_address addr;
-  // Outgoing. out_gen tells a callback of a retired stream (an event of this turn) from the current one.
-  std::unique_ptr<io::tcp_stream> out;
-  // TLS: the session over `out` (declared after it: destroyed first, while the descriptor is open).
-  std::unique_ptr<io::tls_transport> tls;
-  bool up = false;  // connected, and with TLS the handshake done and the acceptor's identity checked
-  std::uint64_t out_gen = 0;
-  std::array<std::byte, hello_size> hello{};
-  std::size_t hello_sent = hello_size;  // < hello_size: the hello goes out before any frame
-  std::deque<frame> queue;
-  std::size_t queued_bytes = 0;
-  std::size_t front_sent = 0;  // bytes of queue.front() already written
-  bool blocked = false;        // the send buffer is full: wait for on_writable
-  bool dirty = false;          // in dirty_: written at the end of this turn
-  io::event_loop::timer_id retry_timer = 0;
-  io::event_loop::timer_id handshake_timer = 0;  // TLS: a handshake not done by then is given up
-  std::chrono::milliseconds backoff = min_backoff;
-  std::int64_t dial_ms = 0;  // when the pending connect started
-  // Incoming.
-  in_conn* in = nullptr;
-  // Counters (link_status).
-  std::uint64_t bytes_sent = 0, bytes_received = 0, connects = 0, drops = 0, dropped_frames = 0;
-  std::uint64_t tls_refused = 0;
-};
 
 class peer_links::listener final : public io::io_handler {
  public:
@@ -516,32 +478,6 @@ void peer_links::on_connected(peer& p, int err) {
   step_handshake(p);
 }
 
-void peer_links::step_handshake(peer& p) {
-  const auto r = p.tls->handshake();
-  if (r == io::transport::would_block) return;  // every readiness of the stream steps it again
-  if (r == io::transport::failed) {
-    if (p.tls->protocol_failure()) {
-      refused_tls(&p, fmt::format("the TLS handshake with node {} ({}:{}) failed: {}", p.id, p.addr.host,
-                                  p.addr.port, p.tls->error()));
-    } else {
-      log::debug("peer_links: node {}: TLS handshake with node {}: {}", opts_.self, p.id, p.tls->error());
-    }
-    lose(p, "TLS handshake failed", 0);
-    return;
-  }
-  // The CA vouched for the certificate; it must also be the certificate of the node we meant to reach
-  // (peers maps ids to addresses, and an address may now be another node's).
-  if (auto names = p.tls->peer_names(); !names_node(names, p.id)) {
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    refused_tls(&p, fmt::format("node {} ({}:{}) presented a certificate naming [{}], not {}", p.id,
-                                p.addr.host, p.addr.port, list, node_name(p.id)));
-    lose(p, "wrong certificate", 0);
-    return;
-  }
-  link_up(p);
-}
-
 void peer_links::link_up(peer& p) {
   if (p.handshake_timer != 0) loop_.cancel_timer(p.handshake_timer);
   p.handshake_timer = 0;
@@ -665,53 +601,6 @@ void peer_links::flush(peer& p) {
 // gathered again from the same position, only longer if frames were queued meanwhile. A piece of at
 // least a record goes out directly (no copy of large payloads); smaller ones are gathered into one
 // record.
-void peer_links::flush_tls(peer& p) {
-  for (;;) {
-    const std::byte* direct = nullptr;
-    std::size_t direct_len = 0;
-    scratch_.clear();
-    // false: the record is full (or the piece goes out alone).
-    auto add = [&](const std::byte* data, std::size_t len) {
-      if (scratch_.empty() && len >= tls_record) {
-        direct = data;
-        direct_len = len;
-        return false;
-      }
-      const std::size_t take = std::min(len, tls_record - scratch_.size());
-      scratch_.insert(scratch_.end(), data, data + take);
-      return scratch_.size() < tls_record;
-    };
-    bool more = true;
-    if (p.hello_sent < hello_size) more = add(p.hello.data() + p.hello_sent, hello_size - p.hello_sent);
-    std::size_t skip = p.front_sent;
-    for (auto it = p.queue.begin(); more && it != p.queue.end(); ++it) {
-      if (skip < header_size) more = add(it->header.data() + skip, header_size - skip);
-      const std::size_t off = skip > header_size ? skip - header_size : 0;
-      if (more && off < it->payload.size()) more = add(it->payload.data() + off, it->payload.size() - off);
-      skip = 0;
-    }
-    const std::byte* data = direct != nullptr ? direct : scratch_.data();
-    const std::size_t len = direct != nullptr ? direct_len : scratch_.size();
-    if (len == 0) return;
-    auto w = p.tls->write(reinterpret_cast<const char*>(data), len);
-    if (w == io::transport::would_block) {
-      p.blocked = true;  // on_writable (or on_readable, write_needs_readable) resumes
-      return;
-    }
-    if (w < 0) {
-      if (p.tls->protocol_failure()) {
-        refused_tls(&p, fmt::format("node {} ({}:{}) ended the TLS session: {}", p.id, p.addr.host,
-                                    p.addr.port, p.tls->error()));
-      }
-      lose(p, "TLS write failed", 0);
-      return;
-    }
-    const auto written = static_cast<std::size_t>(w);
-    p.bytes_sent += written;
-    advance(p, written);
-  }
-}
-
 void peer_links::advance(peer& p, std::size_t written) {
   if (p.hello_sent < hello_size) {
     const std::size_t h = std::min(written, hello_size - p.hello_sent);
@@ -900,47 +789,6 @@ std::vector<peer_links::link_status> peer_links::status() const {
 peer_links::peer* peer_links::find_peer(std::uint64_t id) {
   auto it = peers_.find(id);
   return it != peers_.end() ? it->second.get() : nullptr;
-}
-
-void peer_links::refused_tls(peer* p, const std::string& why) {
-  ++tls_refused_;
-  if (p != nullptr) ++p->tls_refused;
-  warn_limited(fmt::format("peer_links: node {}: TLS: {}", opts_.self, why));
-}
-
-std::string peer_links::node_name(std::uint64_t id) {
-  return "weir-node-" + std::to_string(id);
-}
-
-bool peer_links::names_node(const std::vector<std::string>& names, std::uint64_t id) {
-  const std::string want = node_name(id);
-  return std::find(names.begin(), names.end(), want) != names.end();
-}
-
-status reload_peer_tls(io::tls_peer_context& ctx, const cluster_options& o) {
-  // Checked on a scratch context first: a certificate for another node must not replace a good one.
-  io::tls_peer_context probe;
-  auto info = probe.load(o.peer_tls_cert, o.peer_tls_key, o.peer_tls_ca);
-  if (!info) return info.err();
-  if (!peer_links::names_node(probe.own_names(), o.node_id)) {
-    std::string names;
-    for (const auto& n : probe.own_names()) names += (names.empty() ? "" : ", ") + n;
-    return make_error(std::errc::invalid_argument,
-                      fmt::format("peer-tls-cert {}: the certificate names [{}], not {} (this node's "
-                                  "node-id is {}): its peers would refuse it",
-                                  o.peer_tls_cert, names, peer_links::node_name(o.node_id), o.node_id));
-  }
-  auto loaded = ctx.load(o.peer_tls_cert, o.peer_tls_key, o.peer_tls_ca);
-  if (!loaded) return loaded.err();
-  log::info("peer_links: node {}: peer TLS certificate {} (serial {}), valid until {}", o.node_id,
-            loaded->subject, loaded->serial, loaded->not_after);
-  return {};
-}
-
-result<std::shared_ptr<io::tls_peer_context>> load_peer_tls(const cluster_options& o) {
-  auto ctx = std::make_shared<io::tls_peer_context>();
-  if (status st = reload_peer_tls(*ctx, o); !st) return st.err();
-  return ctx;
 }
 
 void peer_links::warn_limited(std::string msg) {

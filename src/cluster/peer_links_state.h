@@ -1,0 +1,63 @@
+// peer_links_state: what peer_links.cc and peer_links_tls.cc share of a peer_links object's insides:
+// a queued frame and everything about one peer. Internal to src/cluster.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "cluster/peer_links.h"
+#include "io/event_loop.h"
+#include "io/tcp_stream.h"
+#include "io/tls.h"
+
+namespace weir::cluster {
+
+namespace peer_links_internal {
+inline constexpr std::chrono::milliseconds min_backoff{50};
+// TLS: pieces smaller than a record (RFC 8446 5.1: at most 2^14 bytes of plaintext) are gathered into
+// one; a larger piece is written directly. Each SSL_write sends its records at once (a write(2) each).
+inline constexpr std::size_t tls_record = 16u << 10;
+}  // namespace peer_links_internal
+
+// One queued frame: its header and its payload, written with two iovecs.
+struct peer_links::frame {
+  std::array<std::byte, header_size> header;
+  std::vector<std::byte> payload;
+  std::size_t size() const { return header_size + payload.size(); }
+};
+
+// Everything about one other node: the outgoing connection and its queue, the accepted connection, the
+// counters.
+struct peer_links::peer {
+  std::uint64_t id = 0;
+  peer_address addr;
+  // Outgoing. out_gen tells a callback of a retired stream (an event of this turn) from the current one.
+  std::unique_ptr<io::tcp_stream> out;
+  // TLS: the session over `out` (declared after it: destroyed first, while the descriptor is open).
+  std::unique_ptr<io::tls_transport> tls;
+  bool up = false;  // connected, and with TLS the handshake done and the acceptor's identity checked
+  std::uint64_t out_gen = 0;
+  std::array<std::byte, hello_size> hello{};
+  std::size_t hello_sent = hello_size;  // < hello_size: the hello goes out before any frame
+  std::deque<frame> queue;
+  std::size_t queued_bytes = 0;
+  std::size_t front_sent = 0;  // bytes of queue.front() already written
+  bool blocked = false;        // the send buffer is full: wait for on_writable
+  bool dirty = false;          // in dirty_: written at the end of this turn
+  io::event_loop::timer_id retry_timer = 0;
+  io::event_loop::timer_id handshake_timer = 0;  // TLS: a handshake not done by then is given up
+  std::chrono::milliseconds backoff = peer_links_internal::min_backoff;
+  std::int64_t dial_ms = 0;  // when the pending connect started
+  // Incoming.
+  in_conn* in = nullptr;
+  // Counters (link_status).
+  std::uint64_t bytes_sent = 0, bytes_received = 0, connects = 0, drops = 0, dropped_frames = 0;
+  std::uint64_t tls_refused = 0;
+};
+
+}  // namespace weir::cluster
