@@ -107,6 +107,27 @@ status check_membership(const membership& m) {
   return {};
 }
 
+result<membership> apply_change(const std::optional<membership>& committed, const membership_change& c) {
+  if (committed && c.base != *committed) {
+    std::string why = c.base.epoch == committed->epoch
+                          ? "another membership of epoch " + std::to_string(c.base.epoch)
+                          : "epoch " + std::to_string(c.base.epoch);
+    return make_error(membership_errc::stale,
+                      "the membership changed while this change was on its way (it was made against " + why +
+                          ", the cluster decided epoch " + std::to_string(committed->epoch) +
+                          " first): check GET /cluster/members and send it again if it still applies");
+  }
+  // Nothing decided through raft yet: the proposer's view (the bootstrap configuration, or a membership
+  // an older version spread by messages) is the starting point, the same on every node that applies it.
+  if (!committed) {
+    if (c.base.members.empty()) return invalid("no membership to change (the proposing node knew none)");
+    if (auto st = check_membership(c.base); !st) return invalid("the change's base: " + st.err().reason);
+  }
+  const membership& current = committed ? *committed : c.base;
+  return c.what == membership_change::op::add ? with_member(current, c.id, c.address)
+                                              : without_member(current, c.id);
+}
+
 std::string format_membership(const membership& m) {
   std::string out =
       "# weir: the membership this cluster was asked to have (docs/operations.md, \"Cluster\")\n"

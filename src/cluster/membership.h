@@ -1,8 +1,10 @@
 // membership: the nodes a cluster was asked to consist of (POST and DELETE /cluster/members,
-// docs/operations.md "Cluster"), as opposed to what each raft group's configuration says right now. The
-// node that takes a change sends the new membership to every peer; every node keeps it in
-// `<data-dir>/raft/members`, and the leader of each group brings the group's configuration to it one
-// change at a time (replicator.h).
+// docs/operations.md "Cluster"), as opposed to what each raft group's configuration says right now. A
+// change is an entry of group 0 (membership_change, entry kind membership): every node applies it in log
+// order with apply_change, which accepts it only if it was made against the membership group 0 had
+// committed at that point, so two changes made at once are decided one after the other, never lost.
+// Every node keeps the result in `<data-dir>/raft/members`, and the leader of each group brings the
+// group's configuration to it one change at a time (replicator.h).
 //
 // On disk, a small text file (temp file, fsync, rename, directory fsync):
 //
@@ -17,11 +19,14 @@
 // replicator's loop).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "storage/env.h"
@@ -29,10 +34,13 @@
 namespace weir::cluster {
 
 enum class membership_errc : int {
-  invalid = 1,  // a change that cannot be made (bad id or address, too many nodes, not a member...)
-  unknown,      // this node does not know the membership yet (it waits to be added)
-  io_error,     // the members file could not be read or written
-  corrupt,      // the members file does not read as a membership
+  invalid = 1,      // a change that cannot be made (bad id or address, too many nodes, not a member...)
+  unknown,          // this node does not know the membership yet (it waits to be added)
+  io_error,         // the members file could not be read or written
+  corrupt,          // the members file does not read as a membership
+  stale,            // group 0 decided another change first: the change was made against an older membership
+  no_quorum,        // group 0 could not be reached: nothing was changed
+  outcome_unknown,  // proposed, then group 0's leader was lost: the change may or may not be made
 };
 
 struct membership {
@@ -59,6 +67,33 @@ result<membership> without_member(const membership& base, std::uint64_t id);
 // A membership from another node is usable: ids from 1, normalised IPv4 (or localhost) addresses, no
 // address twice, at most max_nodes members, and some members unless the epoch is 0.
 status check_membership(const membership& m);
+
+// A membership change as group 0's log carries it (docs/replication.md, "Cluster messages"): what to do,
+// and the membership the proposing node saw, which the change is made against when it is applied.
+struct membership_change {
+  enum class op : std::uint8_t { add = 1, remove = 2 };
+  op what = op::add;
+  std::uint64_t id = 0;
+  std::string address;  // add: the normalised "HOST:PORT"; remove: empty
+  membership base;
+  bool operator==(const membership_change&) const = default;
+};
+
+// Canonical and strict: decode(encode(c)) == c, and a decoded change re-encodes to its bytes.
+std::vector<std::byte> encode_membership_change(const membership_change& c);
+result<membership_change> decode_membership_change(std::span<const std::byte> bytes);
+
+// The apply rule, run by every node on every membership entry of group 0 in log order. `committed` is
+// what group 0 has decided so far (nullopt: nothing yet, on a cluster whose membership never changed
+// through raft; the change's own base then stands for it). A change made against anything else than
+// `committed` is refused as stale (the client gets 409 and sends it again); otherwise with_member or
+// without_member decides (invalid: 400), and the result is the next membership.
+result<membership> apply_change(const std::optional<membership>& committed, const membership_change& c);
+
+// The binary form of a membership (u64 epoch, u16 count, then per member u64 id, u16 length, address),
+// as group 0's snapshot carries the committed one. Strict, as decode_membership_change.
+std::vector<std::byte> encode_membership(const membership& m);
+result<membership> decode_membership(std::span<const std::byte> bytes);
 
 std::string format_membership(const membership& m);
 result<membership> parse_membership(std::string_view text);

@@ -42,7 +42,8 @@ result<std::pair<entry_header, std::span<const std::byte>>> decode_entry(std::sp
   if (!r.u64(h.origin) || !r.u64(h.ticket) || !r.u8(what)) return malformed("entry shorter than its header");
   // Only kinds this node knows: an unknown one is malformed (and skipped alike on every node).
   if (what != static_cast<std::uint8_t>(entry_kind::streams) &&
-      what != static_cast<std::uint8_t>(entry_kind::subscriptions)) {
+      what != static_cast<std::uint8_t>(entry_kind::subscriptions) &&
+      what != static_cast<std::uint8_t>(entry_kind::membership)) {
     return malformed("unknown entry kind");
   }
   h.kind = static_cast<entry_kind>(what);

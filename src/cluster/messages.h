@@ -9,8 +9,9 @@
 //   leader_call    a request for what a group's leader serves (a subscription's control request), sent to
 //                  the node believed to lead the group
 //   leader_reply   its answer, or "not the leader" (nothing ran: ask the leader it names)
-//   membership     the membership the cluster was asked to have (POST/DELETE /cluster/members), sent by
-//                  the node that took the request to every peer, and again every few seconds
+//   membership     the membership group 0 committed (POST/DELETE /cluster/members), sent to every peer
+//                  every few seconds: how a node that is no voter of group 0 (one started with --join)
+//                  learns its peers' addresses
 //
 // Decoding is a pure function over bytes from another node: malformed input is an error, never a crash
 // (fuzzed by tests/fuzz/cluster_message_fuzz.cc).
@@ -32,6 +33,7 @@ namespace weir::cluster {
 enum class entry_kind : std::uint8_t {
   streams = 1,        // a streams command (streams/command_codec)
   subscriptions = 2,  // a subscription change (subscriptions/subscription_replica.h)
+  membership = 3,     // group 0 only: a membership change (cluster/membership.h), applied by the replicator
 };
 
 // The header of every command entry in a group's raft log: which node proposed it, the ticket that node

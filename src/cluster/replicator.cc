@@ -70,9 +70,11 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
         [p = &s](raft::group_id g, std::span<const std::byte> stored) -> result<std::vector<std::byte>> {
           auto parts = group_glue::split(stored);
           if (!parts) return make_error(raft::errc::malformed, "snapshot too short");
-          auto state = p->cb_.expand(static_cast<std::uint32_t>(g.value()), parts->second);
+          auto state = p->cb_.expand(static_cast<std::uint32_t>(g.value()), parts->state);
           if (!state) return state.err();
-          std::vector<std::byte> out(stored.begin(), stored.begin() + 8);
+          // The replicator's part (index, group 0's membership) as is, then the expanded state.
+          std::vector<std::byte> out(stored.begin(),
+                                     stored.begin() + static_cast<std::ptrdiff_t>(parts->state_offset));
           out.insert(out.end(), state->begin(), state->end());
           return out;
         });
@@ -284,7 +286,17 @@ void replicator::leadership_lost(std::uint64_t ticket) {
 }
 
 void replicator::resolve_failed(std::uint64_t ticket, submit_error e) {
-  if (submits_.erase(ticket) != 0 && cb_.failed) cb_.failed(ticket, e);
+  if (submits_.erase(ticket) == 0) return;
+  if (changes_.contains(ticket)) {
+    finish_change(ticket, e == submit_error::no_leader
+                              ? make_error(membership_errc::no_quorum,
+                                           "group 0 had no leader within the deadline; nothing was changed")
+                              : make_error(membership_errc::outcome_unknown,
+                                           "group 0 lost its leader before the change committed: it may or "
+                                           "may not be made; check GET /cluster/members"));
+    return;
+  }
+  if (cb_.failed) cb_.failed(ticket, e);
 }
 
 void replicator::call_leader(std::uint32_t gi, std::vector<std::byte> request,
@@ -497,16 +509,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
       send(from, read_reply{id, ok, index, ok ? 0 : leader_of(g)});
     });
   } else if (auto* mu = std::get_if<membership_update>(&*m)) {
-    membership theirs{mu->epoch, std::move(mu->members)};
-    if (supersedes(theirs, desired_)) {
-      if (auto ok = check_membership(theirs); !ok) {
-        log::warn("weir cluster: node {} sent a membership this node cannot use: {}", from, ok.err().reason);
-      } else if (auto st = adopt(theirs); !st) {
-        log::error("weir cluster: membership epoch {} from node {}: {}", theirs.epoch, from, st.err().reason);
-      }
-    } else if (desired_.epoch > 0 && supersedes(desired_, theirs)) {
-      send(from, to_message(desired_));  // it missed a change: catch it up now
-    }
+    on_membership_message(from, membership{mu->epoch, std::move(mu->members)});
   } else if (auto* lc = std::get_if<leader_call>(&*m)) {
     const std::uint32_t g = lc->group;
     if (g >= groups_.size() || !cb_.serve) {
@@ -548,6 +551,7 @@ void replicator::arm_sweep() {
     if (ex_.now_ms() >= next_balance_ms_) {
       next_balance_ms_ = ex_.now_ms() + 1000;
       sync_peers();
+      follow_committed();
       reconcile();
       if (ex_.now_ms() >= next_share_ms_) share_membership();
       balance();

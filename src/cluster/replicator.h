@@ -16,9 +16,13 @@
 //     over the peer link as a leader_call) for state only the leader holds (a subscription's delivery
 //     state); a node that does not lead the group answers "not the leader" and the caller tries again
 //     with the leader it then knows, until submit_timeout.
-//   * membership (add_member, remove_member): the nodes the cluster should consist of. The node that
-//     takes a change keeps it (members_path), sends it to every peer (and again every few seconds, so a
-//     node that missed it learns it), and every node links to the new nodes. The leader of each group
+//   * membership (add_member, remove_member): the nodes the cluster should consist of. A change is an
+//     entry of group 0 (entry_kind::membership): every node applies it in log order against the
+//     membership group 0 committed before it (cluster/membership.h, apply_change: a change made against
+//     an older one is refused), and the proposing node answers once it applied it. Every node adopts
+//     what group 0 committed (members_path, links to the new nodes) and sends it to its peers every few
+//     seconds, which is how a node that is no voter of group 0 yet (started with `join`) learns its
+//     peers; a voter of group 0 never adopts a membership from a message. The leader of each group
 //     then brings the group's configuration there one change at a time (a few groups at once): a new
 //     node is added as a spare, made a standby (it receives the log from index 1, without a vote), and
 //     made a voter once it has caught up; a node that left is removed (a leader that is to be removed
@@ -148,13 +152,20 @@ class replicator {
   // confirmed in time (the read must not be served).
   void read_index(std::uint32_t group, std::function<void(bool)> ready);
 
-  // Membership changes (cluster/membership.h), taken by any node that knows the membership: the new
-  // desired membership once recorded and sent to the peers; membership_errc::invalid for a change that
-  // cannot be made, unknown on a node that has not joined yet, io_error when the file cannot be written.
-  result<membership> add_member(std::uint64_t id, std::string_view address);
-  result<membership> remove_member(std::uint64_t id);
-  // Epoch 0: no change was ever asked for (the groups keep their bootstrap configuration).
+  // Membership changes (cluster/membership.h), taken by any node that knows the membership. `done` is
+  // called once, on the executor, never inside the call: with the membership the change made, once this
+  // node applied its group 0 entry; or with membership_errc::invalid (a change that cannot be made),
+  // stale (group 0 decided another change first: nothing was changed), unknown (this node has not
+  // joined yet), no_quorum (group 0 unreachable: nothing was changed) or outcome_unknown.
+  using membership_done = std::function<void(result<membership>)>;
+  void add_member(std::uint64_t id, std::string_view address, membership_done done);
+  void remove_member(std::uint64_t id, membership_done done);
+  // What this node acts on. Epoch 0: no change was ever asked for (the groups keep their bootstrap
+  // configuration).
   const membership& desired_membership() const { return desired_; }
+  // What group 0's log has decided, as far as this node applied it (restored with group 0's snapshot);
+  // nullopt: no change went through raft yet.
+  const std::optional<membership>& committed_membership() const { return committed_; }
   // The nodes this node links to (self excluded) and their peer addresses.
   const std::map<std::uint64_t, std::string>& peer_addresses() const { return known_; }
 
@@ -257,7 +268,14 @@ class replicator {
   std::map<std::uint64_t, bool> links_up() const;  // peer -> both connections up
   // Membership (see the class comment).
   result<membership> current_membership() const;
-  result<membership> change_membership(result<membership> next);
+  void propose_change(membership_change c, membership_done done);
+  // A membership entry of group 0, applied (every node, log order).
+  void apply_membership(std::uint32_t group, std::uint64_t index, std::span<const std::byte> command,
+                        std::uint64_t ticket);
+  void finish_change(std::uint64_t ticket, result<membership> outcome);
+  void follow_committed();  // adopts committed_ when it is newer than desired_
+  bool votes_in_group0() const;
+  void on_membership_message(std::uint64_t from, membership theirs);
   weir::status adopt(const membership& m);
   void share_membership();
   void link_peer(std::uint64_t id, const std::string& address);
@@ -289,7 +307,9 @@ class replicator {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for tasks posted to the executor
   storage::env* env_ = nullptr;
   membership desired_;
-  std::map<std::uint64_t, std::string> known_;  // linked peers -> address
+  std::optional<membership> committed_;  // group 0's membership state (see committed_membership())
+  std::unordered_map<std::uint64_t, membership_done> changes_;  // ticket -> its client, on this node
+  std::map<std::uint64_t, std::string> known_;                  // linked peers -> address
   std::int64_t next_share_ms_ = 0;
   std::uint64_t snapshots_taken_ = 0;
   std::uint64_t snapshots_restored_ = 0;

@@ -96,7 +96,11 @@ struct group_glue {
       ticket = header.ticket;
     }
     g->last_apply_ms = self.ex_.now_ms();
-    self.cb_.apply(g->id, index, header.kind, command, ticket);
+    if (header.kind == entry_kind::membership) {
+      self.apply_membership(g->id, index, command, ticket);  // the replicator's own state machine
+    } else {
+      self.cb_.apply(g->id, index, header.kind, command, ticket);
+    }
     self.schedule_read_check();
     self.notify_commit(*g);
     g->bytes_since_snapshot += buf->len;
@@ -107,7 +111,12 @@ struct group_glue {
     return 0;
   }
 
-  // A snapshot's buffer: u64 index (little-endian) then the state the callback made.
+  // A snapshot's buffer (little-endian): u64 index, then the state the callback made. Group 0's also
+  // carries the membership group 0 committed, when there is one: the index word then has its top bit set
+  // (an index never does) and is followed by u32 length, membership (encode_membership). Snapshots
+  // without it (older ones, or none committed yet) restore as "no membership recorded".
+  static constexpr std::uint64_t has_membership = std::uint64_t(1) << 63;
+
   static int snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs) {
     auto* g = static_cast<replicator::group*>(fsm->data);
     replicator& self = *g->owner;
@@ -117,17 +126,26 @@ struct group_glue {
       log::warn("weir cluster: group {}: no snapshot at {}: {}", g->id, index, state.err().reason);
       return RAFT_IOERR;
     }
+    std::vector<std::byte> members;
+    if (g->id == 0 && self.committed_) members = encode_membership(*self.committed_);
+    const std::size_t head = members.empty() ? 8 : 12 + members.size();
     auto* b = static_cast<raft_buffer*>(raft_malloc(sizeof(raft_buffer)));
     if (b == nullptr) return RAFT_NOMEM;
-    b->len = sizeof(std::uint64_t) + state->size();
+    b->len = head + state->size();
     b->base = raft_malloc(b->len);
     if (b->base == nullptr) {
       raft_free(b);
       return RAFT_NOMEM;
     }
     auto* out = static_cast<std::byte*>(b->base);
-    for (int i = 0; i < 8; ++i) out[i] = static_cast<std::byte>(index >> (8 * i));
-    if (!state->empty()) std::memcpy(out + 8, state->data(), state->size());
+    const std::uint64_t word = index | (members.empty() ? 0 : has_membership);
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<std::byte>(word >> (8 * i));
+    if (!members.empty()) {
+      const auto len = static_cast<std::uint32_t>(members.size());
+      for (int i = 0; i < 4; ++i) out[8 + i] = static_cast<std::byte>(len >> (8 * i));
+      std::memcpy(out + 12, members.data(), members.size());
+    }
+    if (!state->empty()) std::memcpy(out + head, state->data(), state->size());
     *bufs = b;
     *n_bufs = 1;
     g->bytes_since_snapshot = 0;
@@ -136,14 +154,32 @@ struct group_glue {
     return 0;
   }
 
-  // Splits a snapshot buffer into its index and state; nullopt when too short.
-  static std::optional<std::pair<std::uint64_t, std::span<const std::byte>>> split(
-      std::span<const std::byte> data) {
-    if (data.size() < 8) return std::nullopt;
+  struct snapshot_parts {
     std::uint64_t index = 0;
+    std::optional<std::span<const std::byte>> membership;  // group 0's, when recorded
+    std::size_t state_offset = 0;  // where the callbacks' state starts: what precedes it is the replicator's
+    std::span<const std::byte> state;
+  };
+  // Splits a snapshot buffer into its parts; nullopt when malformed.
+  static std::optional<snapshot_parts> split(std::span<const std::byte> data) {
+    if (data.size() < 8) return std::nullopt;
+    std::uint64_t word = 0;
     for (int i = 0; i < 8; ++i)
-      index |= static_cast<std::uint64_t>(data[static_cast<std::size_t>(i)]) << (8 * i);
-    return std::make_pair(index, data.subspan(8));
+      word |= static_cast<std::uint64_t>(data[static_cast<std::size_t>(i)]) << (8 * i);
+    snapshot_parts p;
+    p.index = word & ~has_membership;
+    p.state_offset = 8;
+    if ((word & has_membership) != 0) {
+      if (data.size() < 12) return std::nullopt;
+      std::uint32_t len = 0;
+      for (int i = 0; i < 4; ++i)
+        len |= static_cast<std::uint32_t>(data[8 + static_cast<std::size_t>(i)]) << (8 * i);
+      if (len > data.size() - 12) return std::nullopt;
+      p.membership = data.subspan(12, len);
+      p.state_offset = 12 + std::size_t(len);
+    }
+    p.state = data.subspan(p.state_offset);
+    return p;
   }
 
   static int restore(raft_fsm* fsm, raft_buffer* buf) {
@@ -151,16 +187,30 @@ struct group_glue {
     replicator& self = *g->owner;
     // libraft hands the buffer over when the restore succeeds, and frees it itself when it fails.
     auto parts = split(std::span<const std::byte>(static_cast<const std::byte*>(buf->base), buf->len));
+    std::optional<membership> members;
+    if (parts && parts->membership) {
+      auto m = decode_membership(*parts->membership);
+      if (!m) {
+        log::error("weir cluster: group {}: snapshot's membership: {}", g->id, m.err().reason);
+        return RAFT_MALFORMED;
+      }
+      members = std::move(*m);
+    }
     if (!parts) {
       log::error("weir cluster: group {}: snapshot of {} bytes is malformed", g->id, buf->len);
       return RAFT_MALFORMED;
     }
-    if (auto st = self.cb_.restore(g->id, parts->first, parts->second); !st) {
-      log::error("weir cluster: group {}: snapshot at {} not restored: {}", g->id, parts->first,
+    if (auto st = self.cb_.restore(g->id, parts->index, parts->state); !st) {
+      log::error("weir cluster: group {}: snapshot at {} not restored: {}", g->id, parts->index,
                  st.err().reason);
       return RAFT_MALFORMED;
     }
     raft_free(buf->base);
+    if (g->id == 0) {
+      // Group 0's membership state is the snapshot's, as the rest of its state.
+      self.committed_ = std::move(members);
+      self.soon([p = &self] { p->follow_committed(); });  // not from inside libraft (see apply)
+    }
     g->bytes_since_snapshot = 0;
     ++self.snapshots_restored_;
     self.schedule_read_check();

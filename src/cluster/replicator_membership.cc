@@ -1,6 +1,7 @@
-// The replicator's membership changes (docs/operations.md, "Adding, removing and replacing nodes"): the
-// desired membership, kept in <data-dir>/raft/members and shared with every peer, and each group's
-// configuration brought there by its leader one change at a time.
+// The replicator's membership changes (docs/operations.md, "Adding, removing and replacing nodes"):
+// changes decided by group 0's log, the desired membership that follows them (kept in
+// <data-dir>/raft/members and shared with every peer), and each group's configuration brought there by
+// its leader one change at a time.
 #include "cluster/replicator.h"
 
 #include "cluster/links.h"
@@ -23,21 +24,21 @@ std::map<std::uint64_t, bool> replicator::links_up() const {
 
 // ---- Membership ----
 
-result<membership> replicator::add_member(std::uint64_t id, std::string_view address) {
-  auto base = current_membership();
-  if (!base) return base.err();
-  return change_membership(with_member(*base, id, address));
+void replicator::add_member(std::uint64_t id, std::string_view address, membership_done done) {
+  propose_change(membership_change{membership_change::op::add, id, std::string(address), {}},
+                 std::move(done));
 }
 
-result<membership> replicator::remove_member(std::uint64_t id) {
-  auto base = current_membership();
-  if (!base) return base.err();
-  return change_membership(without_member(*base, id));
+void replicator::remove_member(std::uint64_t id, membership_done done) {
+  propose_change(membership_change{membership_change::op::remove, id, {}, {}}, std::move(done));
 }
 
+// What a change is made against: group 0's decision; before any, the membership spread by messages (an
+// older version's changes, or one this node learnt before it voted in group 0); before any change, the
+// configuration group 0 was bootstrapped with.
 result<membership> replicator::current_membership() const {
+  if (committed_) return *committed_;
   if (desired_.epoch > 0) return desired_;
-  // No change asked for yet: every group still has the configuration it was bootstrapped with.
   membership m;
   const raft_configuration& c = groups_[0]->r.configuration;
   for (unsigned i = 0; i < c.n; ++i) m.members.emplace(c.servers[i].id, c.servers[i].address);
@@ -49,11 +50,100 @@ result<membership> replicator::current_membership() const {
   return m;
 }
 
-result<membership> replicator::change_membership(result<membership> next) {
-  if (!next) return next.err();
-  if (auto st = adopt(*next); !st) return st.err();
+// A change goes to group 0 as an entry holding the membership it is made against. That base is read
+// after a ReadIndex of group 0, so it holds every change committed before the request arrived: a client
+// that sends one change after another (each after the previous answer) never sees a stale refusal.
+void replicator::propose_change(membership_change c, membership_done done) {
+  auto finish_soon = [this](membership_done d, result<membership> r) {
+    soon([d = std::move(d), r = std::move(r)]() mutable { d(std::move(r)); });
+  };
+  if (auto known = current_membership(); !known) return finish_soon(std::move(done), known.err());
+  read_index(0, [this, c = std::move(c), done = std::move(done), finish_soon](bool ok) mutable {
+    if (!ok) {
+      return finish_soon(std::move(done),
+                         make_error(membership_errc::no_quorum,
+                                    "group 0 cannot reach a quorum (it decides membership changes); nothing "
+                                    "was changed"));
+    }
+    auto base = current_membership();
+    if (!base) return finish_soon(std::move(done), base.err());
+    // Checked here for a quick answer; apply_change decides again when the entry is applied.
+    auto next = c.what == membership_change::op::add ? with_member(*base, c.id, c.address)
+                                                     : without_member(*base, c.id);
+    if (!next) return finish_soon(std::move(done), next.err());
+    if (c.what == membership_change::op::add) c.address = next->members.at(c.id);  // normalised
+    c.base = std::move(*base);
+    const std::uint64_t ticket = submit(0, encode_membership_change(c), entry_kind::membership);
+    changes_.emplace(ticket, std::move(done));
+  });
+}
+
+void replicator::apply_membership(std::uint32_t gi, std::uint64_t index, std::span<const std::byte> command,
+                                  std::uint64_t ticket) {
+  result<membership> outcome = membership{};
+  if (gi != 0) {
+    // Every node skips it alike: only group 0 decides the membership.
+    outcome = make_error(membership_errc::invalid, "a membership change outside group 0");
+  } else if (auto c = decode_membership_change(command); !c) {
+    outcome = c.err();
+  } else {
+    outcome = apply_change(committed_, *c);
+  }
+  if (outcome) {
+    committed_ = *outcome;
+    log::info("weir cluster: node {}: group 0 entry {}: membership epoch {} committed", opts_.self, index,
+              committed_->epoch);
+    // Adopted on the next turn: adopting reconciles configurations, never from inside libraft's apply.
+    soon([this] { follow_committed(); });
+  } else {
+    log::info("weir cluster: node {}: group 0 entry {}: membership change refused: {}", opts_.self, index,
+              outcome.err().reason);
+  }
+  if (ticket != 0) finish_change(ticket, std::move(outcome));
+}
+
+// Answered on a later turn: `apply` runs inside libraft.
+void replicator::finish_change(std::uint64_t ticket, result<membership> outcome) {
+  auto it = changes_.find(ticket);
+  if (it == changes_.end()) return;
+  soon([done = std::move(it->second), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
+  changes_.erase(it);
+}
+
+// desired_ follows group 0's decisions forward (a restarted node replays older ones after its members
+// file gave it the latest: those are not adopted). A decision wins over a membership of the same epoch
+// that came by message. Called after every membership apply and restore, and every second (a members
+// file that could not be written is tried again).
+void replicator::follow_committed() {
+  if (!committed_ || committed_->epoch < desired_.epoch || *committed_ == desired_) return;
+  if (auto st = adopt(*committed_); !st) {
+    log::error("weir cluster: node {}: membership epoch {}: {}", opts_.self, committed_->epoch,
+               st.err().reason);
+    return;
+  }
   share_membership();
-  return desired_;
+}
+
+bool replicator::votes_in_group0() const {
+  const raft_server* s = find_server(groups_[0]->r.configuration, opts_.self);
+  return s != nullptr && s->role == RAFT_VOTER;
+}
+
+// A membership from a peer's message. A voter of group 0 takes memberships from group 0's log only: it
+// learns every decision through raft (replay after a restart, or a snapshot), and what it acts on (its
+// groups' configurations, its links) is then always a decision, never a message's view. Other nodes
+// (started with `join` and not added to group 0 yet) adopt a newer one: it tells them their peers.
+void replicator::on_membership_message(std::uint64_t from, membership theirs) {
+  if (supersedes(theirs, desired_)) {
+    if (votes_in_group0()) return;
+    if (auto ok = check_membership(theirs); !ok) {
+      log::warn("weir cluster: node {} sent a membership this node cannot use: {}", from, ok.err().reason);
+    } else if (auto st = adopt(theirs); !st) {
+      log::error("weir cluster: membership epoch {} from node {}: {}", theirs.epoch, from, st.err().reason);
+    }
+  } else if (desired_.epoch > 0 && supersedes(desired_, theirs)) {
+    send(from, to_message(desired_));  // it missed a change: catch it up now
+  }
 }
 
 // Keeps `m` (members file first: a change acknowledged is not lost by a crash), links to its new nodes

@@ -229,6 +229,12 @@ protocol::response membership_error(const error& e) {
       return protocol::error_response({400, "membership change refused"}, e.reason);
     case cluster::membership_errc::unknown:
       return protocol::error_response({409, "this node is not a member yet"}, e.reason);
+    case cluster::membership_errc::stale:
+      return protocol::error_response({409, "another membership change came first"}, e.reason);
+    case cluster::membership_errc::no_quorum:
+      return protocol::error_response({503, "cannot reach a quorum", {}, "1"}, e.reason);
+    case cluster::membership_errc::outcome_unknown:
+      return protocol::error_response({503, "the change may or may not have been made", {}, "1"}, e.reason);
     default:
       return protocol::error_response({500, "membership change not recorded"}, e.reason);
   }
@@ -246,8 +252,9 @@ replication* node::cluster_route(http::exchange& ex, const protocol::cors_grant&
 }
 
 // GET: the desired membership. POST ?id=N&address=HOST:PORT: add node N as a voter. DELETE ?id=N: remove
-// node N. A change answers 202 once this node recorded it and sent it to its peers; the leaders of the
-// groups then carry it out (GET /cluster shows every group's configuration).
+// node N. A change answers 202 with the membership it made once group 0 decided it and this node applied
+// it (409 when another change was decided first); the leaders of the groups then carry it out (GET
+// /cluster shows every group's configuration).
 void node::route_members(const http::request& r, http::exchange ex, const protocol::cors_grant& cors) {
   replication* repl = cluster_route(ex, cors);
   if (!repl) return;
@@ -282,19 +289,25 @@ void node::route_members(const http::request& r, http::exchange ex, const protoc
     send_response(ex, protocol::error_response({400, "membership change refused"}, bad), cors);
     return;
   }
-  shards_[0]->loop().post([repl, ex, cors, m, id, address = std::move(address)] {
-    result<std::string> body = m == http::method::post  ? repl->add_member(id, address)
-                               : m == http::method::del ? repl->remove_member(id)
-                                                        : result<std::string>(repl->membership_json());
-    if (!body) {
-      send_response(ex, membership_error(body.err()), cors);
-      return;
+  shards_[0]->loop().post([repl, ex, cors, m, read, id, address = std::move(address)] {
+    auto answer = [ex, cors, status = read ? 200 : 202](result<std::string> body) {
+      if (!body) {
+        send_response(ex, membership_error(body.err()), cors);
+        return;
+      }
+      protocol::response resp;
+      resp.status = status;
+      resp.add_static("Content-Type", "application/json");
+      resp.body = std::move(*body);
+      send_response(ex, std::move(resp), cors);
+    };
+    if (m == http::method::post) {
+      repl->add_member(id, address, std::move(answer));
+    } else if (m == http::method::del) {
+      repl->remove_member(id, std::move(answer));
+    } else {
+      answer(repl->membership_json());
     }
-    protocol::response resp;
-    resp.status = m == http::method::post || m == http::method::del ? 202 : 200;
-    resp.add_static("Content-Type", "application/json");
-    resp.body = std::move(*body);
-    send_response(ex, std::move(resp), cors);
   });
 }
 

@@ -258,16 +258,23 @@ std::string replication::membership_json() const {
   return w.take();
 }
 
-result<std::string> replication::add_member(std::uint64_t id, std::string_view address) {
-  auto m = repl_->add_member(id, address);
-  if (!m) return m.err();
-  return membership_json();
+namespace {
+cluster::replicator::membership_done as_json(replication::membership_done done) {
+  return [done = std::move(done)](result<cluster::membership> m) {
+    if (!m) return done(m.err());
+    json_writer w;
+    write_membership(w, *m);
+    done(w.take());
+  };
+}
+}  // namespace
+
+void replication::add_member(std::uint64_t id, std::string_view address, membership_done done) {
+  repl_->add_member(id, address, as_json(std::move(done)));
 }
 
-result<std::string> replication::remove_member(std::uint64_t id) {
-  auto m = repl_->remove_member(id);
-  if (!m) return m.err();
-  return membership_json();
+void replication::remove_member(std::uint64_t id, membership_done done) {
+  repl_->remove_member(id, as_json(std::move(done)));
 }
 
 std::string replication::status_json() const {

@@ -92,10 +92,12 @@ class replication {
   // This node's view, as JSON: groups (with their configurations), leaders, terms, indexes, peer links,
   // the desired membership.
   std::string status_json() const;
-  // POST and DELETE /cluster/members (docs/operations.md, "Cluster"): the new desired membership as
-  // JSON, or cluster::membership_errc.
-  result<std::string> add_member(std::uint64_t id, std::string_view address);
-  result<std::string> remove_member(std::uint64_t id);
+  // POST and DELETE /cluster/members (docs/operations.md, "Cluster"): `done` gets the membership the
+  // change made, as JSON, once group 0 decided it and this node applied it, or cluster::membership_errc;
+  // called later, on this loop.
+  using membership_done = std::function<void(result<std::string>)>;
+  void add_member(std::uint64_t id, std::string_view address, membership_done done);
+  void remove_member(std::uint64_t id, membership_done done);
   // GET /cluster/members.
   std::string membership_json() const;
 

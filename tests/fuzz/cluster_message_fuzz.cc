@@ -3,7 +3,9 @@
 //   - a cluster message (channel 1 of peer_links, replicator::on_message): cluster::decode; for a forward,
 //     cluster::decode_entry of its entry, then streams::decode of the entry's command;
 //   - a group's log entry as raft applies it (group_glue::apply): cluster::decode_entry of the whole
-//     input, then, for an entry of kind streams, streams::decode of its command. (An entry of kind
+//     input, then, for an entry of kind streams, streams::decode of its command, and for one of kind
+//     membership, cluster::decode_membership_change (canonical); the input alone also goes through
+//     cluster::decode_membership (group 0's snapshot part, canonical). (An entry of kind
 //     subscriptions is decoded by subscriptions::decode_replica_entry and the journal's record replay,
 //     which tests/unit/subscriptions covers; they are not linked here.)
 // Invariants:
@@ -28,6 +30,7 @@
 #include <variant>
 #include <vector>
 
+#include "cluster/membership.h"
 #include "cluster/messages.h"
 #include "streams/command_codec.h"
 
@@ -81,7 +84,8 @@ void check_entry(std::span<const std::byte> entry) {
   const bool known_kind =
       entry.size() >= cluster::entry_header_size &&
       (entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::streams)} ||
-       entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::subscriptions)});
+       entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::subscriptions)} ||
+       entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::membership)});
   FUZZ_CHECK(e.has_value() == known_kind);
   if (!e) return;
   const auto& [header, command] = *e;
@@ -89,6 +93,17 @@ void check_entry(std::span<const std::byte> entry) {
   FUZZ_CHECK(command.size() == entry.size() - cluster::entry_header_size);
   FUZZ_CHECK(same_bytes(cluster::encode_entry(header, command), entry));
   if (header.kind == cluster::entry_kind::streams) check_command(command);
+  if (header.kind == cluster::entry_kind::membership) {
+    if (auto c = cluster::decode_membership_change(command)) {
+      FUZZ_CHECK(same_bytes(cluster::encode_membership_change(*c), command));
+      FUZZ_CHECK(c->id != 0 && (c->what == cluster::membership_change::op::add) == !c->address.empty());
+    }
+  }
+}
+
+// Group 0's snapshot part: the committed membership.
+void check_membership(std::span<const std::byte> in) {
+  if (auto m = cluster::decode_membership(in)) FUZZ_CHECK(same_bytes(cluster::encode_membership(*m), in));
 }
 
 // cluster::decode of a channel 1 message.
@@ -120,5 +135,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto in = std::as_bytes(std::span<const std::uint8_t>(data, size));
   check_message(in);
   check_entry(in);
+  check_membership(in);
   return 0;
 }

@@ -1,7 +1,8 @@
 // Writes the seed corpus of cluster_message_fuzz: one valid cluster message per file (a forward for
 // every kind of streams command and one of a subscription change, both forward_reject reasons, a
 // read_request, both read_reply forms, a membership and the empty one, a leader_call, both leader_reply
-// forms) and three bare log entries (two streams commands, a subscription change). Rerun when an
+// forms), five bare log entries (two streams commands, a subscription change, a membership addition and
+// a removal) and group 0's snapshot part (a membership). Rerun when an
 // encoding changes:
 //   build/fuzz/tests/fuzz/cluster_message_seeds tests/fuzz/corpus/cluster_message_fuzz
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cluster/membership.h"
 #include "cluster/messages.h"
 #include "streams/command_codec.h"
 
@@ -110,6 +112,16 @@ int main(int argc, char** argv) {
   ok &= write(dir, "entry-append", entry(3, 7, append));
   ok &= write(dir, "entry-subscriptions", subscription_entry(1, 0));
   ok &= write(dir, "entry-unticketed", entry(1, 0, streams::touch_command{"/v1/stream/t", 5}));
+  const cluster::membership three{2, {{1, "10.0.0.1:5437"}, {2, "10.0.0.2:5437"}, {3, "10.0.0.3:5437"}}};
+  ok &= write(dir, "entry-membership-add",
+              cluster::encode_entry({2, 11, cluster::entry_kind::membership},
+                                    cluster::encode_membership_change(
+                                        {cluster::membership_change::op::add, 4, "10.0.0.4:5437", three})));
+  ok &= write(dir, "entry-membership-remove",
+              cluster::encode_entry(
+                  {1, 12, cluster::entry_kind::membership},
+                  cluster::encode_membership_change({cluster::membership_change::op::remove, 3, "", three})));
+  ok &= write(dir, "snapshot-membership", cluster::encode_membership(three));
   ok &= write(dir, "forward_reject-not_leader",
               cluster::encode(cluster::forward_reject{104, cluster::reject_reason::not_leader, 3}));
   ok &= write(dir, "forward_reject-lost",

@@ -8,7 +8,11 @@ processes on 127.0.0.1:
   3. DELETE /cluster/members?id=3 on node 2 removes node 3 while it runs (the groups it leads are handed
      over first); every group ends up with voters {1,2,4}; node 3 is stopped; writes go on and node 4
      reads everything;
-  4. node 4 restarts without --join: its members file brings it back with the same membership.
+  4. node 4 restarts without --join: its members file brings it back with the same membership;
+  5. two changes sent at the same moment to two different nodes (node 3 added back, a node 5 that never
+     starts added): group 0 decides them one after the other, so each client gets either 202 with a
+     membership that the final one (the same on every node) reflects, or 409 (another change came
+     first); the epoch counts exactly the 202s. Writes go on.
 
 Bad requests get 400. Every wait polls /cluster with a deadline (a child process offers no event to wait
 on). Processes are stopped by PID, on failure too. The binary is copied first: the build tree's may be
@@ -20,6 +24,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -178,6 +183,54 @@ def main():
         cluster.wait_caught_up(4)  # from nodes 1 and 2: node 3 is stopped
         w.verify(n4, "after node 4's restart")
         w.verify(nodes[1], "at the end")
+
+        # 5. Two changes at once, through two nodes.
+        _, _, body = request(nodes[1].port, "GET", "/cluster/members")
+        before = json.loads(body)
+        port5 = cs.free_port()
+        changes = [(nodes[1], "/cluster/members?id=3&address=127.0.0.1:%d" % ports[3], 3),
+                   (nodes[2], "/cluster/members?id=5&address=127.0.0.1:%d" % port5, 5)]
+        answers = {}
+        go = threading.Barrier(len(changes))
+
+        def change(k, node, path):
+            go.wait()
+            answers[k] = request(node.port, "POST", path)
+
+        threads = [threading.Thread(target=change, args=(k, n, p)) for k, (n, p, _) in enumerate(changes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        successes = []
+        for k, (node, path, added) in enumerate(changes):
+            code, _, body = answers[k]
+            print("POST %s on node %d at once: %d %s" % (path, node.id, code, body.decode()[:200]), flush=True)
+            check(code in (202, 409), "a change made at once with another: 202 or 409, got %d %r" % (code, body))
+            if code == 202:
+                m = json.loads(body)
+                check(added in [x["node_id"] for x in m["members"]], "the answer holds node %d: %r" % (added, m))
+                successes.append((added, m["epoch"]))
+            elif code == 409:
+                check(b"another membership change came first" in body, "the 409 says why: %r" % body)
+        check(len(successes) >= 1, "at least one of two valid changes is made")
+        check(sorted(e for _, e in successes) == list(range(before["epoch"] + 1, before["epoch"] + 1 + len(successes))),
+              "one epoch per success, after %d: %r" % (before["epoch"], successes))
+
+        def settled():
+            views = []
+            for i in (1, 2, 4):
+                code, _, body = request(nodes[i].port, "GET", "/cluster/members")
+                if code != 200:
+                    return False
+                views.append(json.loads(body))
+            return all(v == views[0] for v in views) and views[0]["epoch"] == before["epoch"] + len(successes) and views[0]
+        final = wait_for("nodes 1, 2 and 4 to agree on the membership", settled, 30)
+        got = [x["node_id"] for x in final["members"]]
+        for added, _ in successes:
+            check(added in got, "the final membership reflects the success that added node %d: %r" % (added, got))
+        w.append_round([nodes[1], nodes[2], n4], "f")  # the voters are still 1, 2 and 4
+        w.verify(n4, "after the changes at once")
         ok = not failures
     except Exception as e:  # noqa: BLE001 -- reported with the nodes' logs below
         failures.append("%s: %s" % (type(e).__name__, e))

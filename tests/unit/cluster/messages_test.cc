@@ -20,7 +20,7 @@ std::vector<std::byte> bytes(std::string_view s) {
 
 TEST(messages, an_entry_carries_its_kind) {
   const auto command = bytes("payload");
-  for (entry_kind kind : {entry_kind::streams, entry_kind::subscriptions}) {
+  for (entry_kind kind : {entry_kind::streams, entry_kind::subscriptions, entry_kind::membership}) {
     auto e = encode_entry(entry_header{7, 42, kind}, command);
     ASSERT_EQ(e.size(), entry_header_size + command.size());
     auto d = decode_entry(view(e));
@@ -40,7 +40,7 @@ TEST(messages, an_entry_of_an_unknown_kind_or_cut_short_is_malformed) {
   auto e = encode_entry(entry_header{7, 42, entry_kind::subscriptions}, bytes("x"));
   for (std::size_t n = 0; n < entry_header_size; ++n)
     EXPECT_FALSE(decode_entry(view(e).first(n)).has_value());
-  for (int kind : {0, 3, 255}) {
+  for (int kind : {0, 4, 255}) {
     e[16] = std::byte{static_cast<std::uint8_t>(kind)};
     EXPECT_FALSE(decode_entry(view(e)).has_value()) << kind;
   }
