@@ -53,8 +53,10 @@ struct membership {
 
 inline constexpr std::string_view members_file_name = "members";
 
-// `a` replaces `b`: a higher epoch, or, at the same epoch (two changes taken by two nodes at once), the
-// greater member list, so that every node settles on the same one.
+// `a` replaces `b` (a membership from a peer's message, for a node that is no voter of group 0): a
+// higher epoch, or, at the same epoch, the greater member list, so that every node settles on the same
+// one. (Since changes are decided by group 0, one epoch has one member list; an older version's message
+// changes could give two.)
 bool supersedes(const membership& a, const membership& b);
 
 // `base` with node `id` at `address` (normalised "HOST:PORT", IPv4 or localhost), as the next epoch.
