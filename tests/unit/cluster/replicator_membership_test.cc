@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cluster/messages.h"
 #include "cluster/replicator.h"
 #include "mem_links.h"
 #include "raft/mem_network.h"
@@ -38,9 +39,10 @@ struct sim_node {
 
 class membership_cluster {
  public:
-  explicit membership_cluster(std::uint64_t seed, unsigned snapshot_threshold = 0)
+  // Nodes 1-3 bootstrap the cluster; with `joining`, node 4 starts as with --join (in no group).
+  explicit membership_cluster(std::uint64_t seed, unsigned snapshot_threshold = 0, bool joining = false)
       : sched_(seed), net_(sched_), snapshot_threshold_(snapshot_threshold) {
-    for (std::uint64_t id = 1; id <= 3; ++id) {
+    for (std::uint64_t id = 1; id <= (joining ? 4u : 3u); ++id) {
       nodes_.push_back(std::make_unique<sim_node>());
       nodes_.back()->id = id;
     }
@@ -49,6 +51,7 @@ class membership_cluster {
 
   void start(sim_node& n) {
     n.env.restart();
+    ASSERT_TRUE(n.env.create_dirs("/raft"));  // as the server's data directory has it
     n.ex = std::make_unique<raft::sim_executor>(sched_);
     std::vector<std::uint64_t> peers;
     for (const auto& m : nodes_)
@@ -57,7 +60,9 @@ class membership_cluster {
         net_, n.id, peers, [this](std::uint64_t p) { return nodes_[p - 1]->repl != nullptr; });
     replicator::options o;
     o.self = n.id;
-    for (const auto& m : nodes_) o.addresses.emplace(m->id, address_of(m->id));
+    for (const auto& m : nodes_)
+      if (m->id <= 3 || m->id == n.id) o.addresses.emplace(m->id, address_of(m->id));
+    o.join = n.id == 4;
     o.groups = 2;
     o.log_path = "/raft/node.log";
     o.members_path = "/raft/members";
@@ -106,7 +111,7 @@ class membership_cluster {
 
   bool every_group_led() {
     for (const auto& n : nodes_) {
-      if (!n->repl) continue;
+      if (!n->repl || n->id > 3) continue;
       for (const auto& g : n->repl->status())
         if (g.leader == 0) return false;
     }
@@ -254,6 +259,32 @@ TEST(replicator_membership, group_0s_snapshot_carries_the_membership) {
   ASSERT_TRUE(restored.has_value());
   EXPECT_EQ(*restored, *a.r);
   EXPECT_TRUE(c.run_until([&] { return c.agree_on(*a.r); }));
+}
+
+TEST(replicator_membership, only_a_node_that_is_no_voter_of_group_0_adopts_a_membership_from_a_message) {
+  membership_cluster c(31, 0, /*joining=*/true);
+  ASSERT_TRUE(c.run_until([&] { return c.every_group_led(); }));
+  // A membership group 0 never decided (epoch 9), as a message from node 1 to node 2 (a voter of group 0)
+  // and to node 4 (started with --join: in no group's configuration).
+  membership made_up = initial();
+  made_up.epoch = 9;
+  made_up.members.emplace(4, address_of(4));
+  const std::vector<std::byte> message = encode(membership_update{made_up.epoch, made_up.members});
+  c.node(1).links->send(2, 1, message);
+  c.node(1).links->send(4, 1, message);
+  ASSERT_TRUE(c.run_until([&] { return c.node(4).repl->desired_membership() == made_up; }, 2000))
+      << "node 4 learns its peers from the message";
+  EXPECT_EQ(c.node(2).repl->desired_membership().epoch, 0u) << "a voter of group 0 takes decisions only";
+  EXPECT_FALSE(c.node(2).repl->committed_membership().has_value());
+  EXPECT_FALSE(c.node(4).repl->committed_membership().has_value()) << "a message decides nothing";
+  // A real change, through node 3, is decided from the bootstrap membership, whatever node 2 was told,
+  // and node 2 acts on it.
+  answer a;
+  c.node(3).repl->add_member(4, address_of(4), keep(a));
+  ASSERT_TRUE(c.run_until([&] { return a.done; }));
+  ASSERT_TRUE(a.r) << a.r.err().reason;
+  EXPECT_EQ(a.r->epoch, 1u);
+  EXPECT_TRUE(c.run_until([&] { return c.node(2).repl->desired_membership() == *a.r; }));
 }
 
 }  // namespace
