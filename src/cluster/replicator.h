@@ -269,6 +269,7 @@ class replicator {
   // Membership (see the class comment).
   result<membership> current_membership() const;
   void propose_change(membership_change c, membership_done done);
+  void propose_after_read(bool read, membership_change c, membership_done done);
   // A membership entry of group 0, applied (every node, log order).
   void apply_membership(std::uint32_t group, std::uint64_t index, std::span<const std::byte> command,
                         std::uint64_t ticket);
@@ -309,7 +310,10 @@ class replicator {
   membership desired_;
   std::optional<membership> committed_;  // group 0's membership state (see committed_membership())
   std::unordered_map<std::uint64_t, membership_done> changes_;  // ticket -> its client, on this node
-  std::map<std::uint64_t, std::string> known_;                  // linked peers -> address
+  // This run's group 0 applied every decision made before one ReadIndex (reconcile() waits for it).
+  bool membership_current_ = false;
+  bool membership_checking_ = false;
+  std::map<std::uint64_t, std::string> known_;  // linked peers -> address
   std::int64_t next_share_ms_ = 0;
   std::uint64_t snapshots_taken_ = 0;
   std::uint64_t snapshots_restored_ = 0;

@@ -54,28 +54,34 @@ result<membership> replicator::current_membership() const {
 // after a ReadIndex of group 0, so it holds every change committed before the request arrived: a client
 // that sends one change after another (each after the previous answer) never sees a stale refusal.
 void replicator::propose_change(membership_change c, membership_done done) {
-  auto finish_soon = [this](membership_done d, result<membership> r) {
-    soon([d = std::move(d), r = std::move(r)]() mutable { d(std::move(r)); });
-  };
-  if (auto known = current_membership(); !known) return finish_soon(std::move(done), known.err());
-  read_index(0, [this, c = std::move(c), done = std::move(done), finish_soon](bool ok) mutable {
-    if (!ok) {
-      return finish_soon(std::move(done),
-                         make_error(membership_errc::no_quorum,
-                                    "group 0 cannot reach a quorum (it decides membership changes); nothing "
-                                    "was changed"));
-    }
-    auto base = current_membership();
-    if (!base) return finish_soon(std::move(done), base.err());
-    // Checked here for a quick answer; apply_change decides again when the entry is applied.
-    auto next = c.what == membership_change::op::add ? with_member(*base, c.id, c.address)
-                                                     : without_member(*base, c.id);
-    if (!next) return finish_soon(std::move(done), next.err());
-    if (c.what == membership_change::op::add) c.address = next->members.at(c.id);  // normalised
-    c.base = std::move(*base);
-    const std::uint64_t ticket = submit(0, encode_membership_change(c), entry_kind::membership);
-    changes_.emplace(ticket, std::move(done));
+  if (auto known = current_membership(); !known) {
+    soon([done = std::move(done), e = known.err()] { done(e); });  // never inside the call
+    return;
+  }
+  read_index(0, [this, c = std::move(c), done = std::move(done)](bool ok) mutable {
+    // On the next turn: a leader's read ends inside libraft (its barrier callback), no place to propose.
+    soon([this, ok, c = std::move(c), done = std::move(done)]() mutable {
+      propose_after_read(ok, std::move(c), std::move(done));
+    });
   });
+}
+
+void replicator::propose_after_read(bool read, membership_change c, membership_done done) {
+  if (!read) {
+    return done(
+        make_error(membership_errc::no_quorum,
+                   "group 0 cannot reach a quorum (it decides membership changes); nothing was changed"));
+  }
+  auto base = current_membership();
+  if (!base) return done(base.err());
+  // Checked here for a quick answer; apply_change decides again when the entry is applied.
+  auto next = c.what == membership_change::op::add ? with_member(*base, c.id, c.address)
+                                                   : without_member(*base, c.id);
+  if (!next) return done(next.err());
+  if (c.what == membership_change::op::add) c.address = next->members.at(c.id);  // normalised
+  c.base = std::move(*base);
+  const std::uint64_t ticket = submit(0, encode_membership_change(c), entry_kind::membership);
+  changes_.emplace(ticket, std::move(done));
 }
 
 void replicator::apply_membership(std::uint32_t gi, std::uint64_t index, std::span<const std::byte> command,
@@ -220,8 +226,27 @@ bool replicator::settled(const group& g) const {
   return true;
 }
 
+// Before this node changes any group's configuration, its group 0 must have applied every decision made
+// before this run checked (one ReadIndex of group 0 per run): a node restarted with an older members file
+// (it was down while a change was made) would otherwise lead a group toward the membership it had,
+// undoing the change there until its group 0 caught up. It does not take a newer membership from a
+// message (on_membership_message), so raft is where it learns it.
 void replicator::reconcile() {
   if (desired_.epoch == 0) return;
+  if (!membership_current_) {
+    if (membership_checking_) return;
+    membership_checking_ = true;
+    read_index(0, [this](bool ok) {
+      membership_checking_ = false;
+      if (!ok) return;  // asked again at the next reconcile (every second)
+      membership_current_ = true;
+      soon([this] {  // not from inside libraft (a leader's read ends in its barrier callback)
+        follow_committed();
+        reconcile();
+      });
+    });
+    return;
+  }
   int in_flight = 0;
   for (const auto& g : groups_) in_flight += g->changing ? 1 : 0;
   for (auto& g : groups_) {
