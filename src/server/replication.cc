@@ -75,6 +75,8 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   cb.log_failed = [p](const error& e) { p->shard_.owner().fail("the raft node log failed: " + e.reason); };
   io::event_loop& loop = shard.loop();
   self->executor_ = std::make_unique<raft::loop_executor>(loop);
+  // A fork's read waits for its source's group as long as a read waits for its read index.
+  self->applied_ = std::make_unique<cluster::applied_waits>(*self->executor_, o.groups, ro.read_timeout);
   // The node log is written and synced on a thread of its own; completions come back to the loop.
   auto flusher =
       std::make_unique<raft::thread_flusher>([&loop](std::function<void()> fn) { loop.post(std::move(fn)); });
@@ -87,6 +89,7 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
 
 replication::~replication() {
   repl_.reset();  // before the links it sends on
+  applied_.reset();
   links_.reset();
 }
 
@@ -127,6 +130,7 @@ status replication::restore_snapshot(std::uint32_t group, std::uint64_t index,
   if (subscriptions_ != nullptr) {
     if (auto st = subscriptions_->restore_part(group, parts->subscriptions); !st) return st;
   }
+  applied_->applied(group, index);
   log::info("weir cluster: group {} restored from its snapshot at {} ({} bytes)", group, index, state.size());
   return {};
 }
@@ -159,7 +163,26 @@ void replication::submit(const streams::command& c, shard_wal::completion done) 
 }
 
 void replication::linearize(std::string_view path, std::function<void(bool)> ready) {
-  repl_->read_index(group_of(path), std::move(ready));
+  repl_->read_index(group_of(path),
+                    [this, path = std::string(path), ready = std::move(ready)](bool ok) mutable {
+                      if (!ok) return ready(false);
+                      wait_for_sources(std::move(path), std::move(ready));
+                    });
+}
+
+void replication::wait_for_sources(std::string path, std::function<void(bool)> ready) {
+  // Most reads are of streams that are not forks (or forks made before origins were recorded).
+  if (!shard_.machine().fork_wait_of(path)) return ready(true);
+  // One link at a time: a source's own origin is known here only once its group applied its create,
+  // which the wait for the link before it covers (the fork's retain came after the source's create).
+  applied_->wait_chain(
+      [this, at = std::move(path)]() mutable -> std::optional<cluster::applied_waits::position> {
+        auto w = shard_.machine().fork_wait_of(at);
+        if (!w) return std::nullopt;
+        at = w->source;
+        return cluster::applied_waits::position{w->origin.group, w->origin.index};
+      },
+      std::move(ready));
 }
 
 void replication::linearize_group(std::uint32_t group, std::function<void(bool)> ready) {
@@ -184,6 +207,8 @@ std::vector<std::pair<bool, std::uint64_t>> replication::group_views() const {
 
 void replication::apply(std::uint32_t group, std::uint64_t index, cluster::entry_kind kind,
                         std::span<const std::byte> bytes, std::uint64_t ticket) {
+  // Reads of forks waiting for this group go on once this apply returned (applied_waits posts them).
+  applied_->applied(group, index);
   if (kind == cluster::entry_kind::subscriptions) {
     if (subscriptions_ != nullptr) subscriptions_->apply(group, bytes);
     if (ticket == 0) return;
@@ -198,7 +223,15 @@ void replication::apply(std::uint32_t group, std::uint64_t index, cluster::entry
                c.err().reason);
     r.failure = protocol::errc::storage_unavailable;
   } else {
-    r.o = shard_.apply_committed(*c, (std::uint64_t(group) + 1) << 40 | index);
+    // The node that proposed it (and waits for it here, in this run) proposes the fork releases it
+    // causes (stream_shard::propose_release): one node, once, not every node nor every replay.
+    const bool proposed_here = ticket != 0 && waiting_.contains(ticket);
+    r.o = shard_.apply_committed(*c, (std::uint64_t(group) + 1) << 40 | index, proposed_here);
+    // A retain's place: the fork's create records it (fork_resolution::origin), and every node reads
+    // the fork only once this group applied this far there.
+    if (r.o.resolution && std::holds_alternative<streams::fork_retain_command>(*c)) {
+      r.o.resolution->origin = streams::fork_origin{group, index};
+    }
   }
   if (ticket == 0) return;
   auto it = waiting_.find(ticket);

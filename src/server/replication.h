@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "cluster/applied_waits.h"
 #include "cluster/cluster_options.h"
 #include "cluster/peer_links.h"
 #include "cluster/replicator.h"
@@ -60,7 +61,10 @@ class replication {
   // Proposes `c` in its stream's group; `done` runs on this loop once this node applied it (with the
   // outcome of that apply) or once it failed (durable_result::failure: cluster_unavailable).
   void submit(const streams::command& c, shard_wal::completion done);
-  // `ready(true)` once this node applied every command committed in `path`'s group before the call.
+  // `ready(true)` once this node applied every command committed in `path`'s group before the call and,
+  // when `path` is a fork, its source's group through the fork's retain (and so on up a chain of forks:
+  // wait_for_sources). `ready(false)`: no read index, or a source's group stayed behind for the read
+  // timeout (the read gets 503).
   void linearize(std::string_view path, std::function<void(bool)> ready);
   void linearize_group(std::uint32_t group, std::function<void(bool)> ready);
   std::uint32_t group_of(std::string_view path) const;
@@ -106,6 +110,11 @@ class replication {
   void apply(std::uint32_t group, std::uint64_t index, cluster::entry_kind kind,
              std::span<const std::byte> command, std::uint64_t ticket);
   void failed(std::uint64_t ticket, cluster::submit_error e);
+  // Forks across groups (docs/replication.md, "Forks"): groups apply independently, so a fork's create
+  // may be applied here before its source's group applied the source's data up to the fork point. A
+  // read of `path` waits until the group of each source up its fork chain applied the retain its fork
+  // recorded (fork_resolution::origin; forks without one wait for nothing).
+  void wait_for_sources(std::string path, std::function<void(bool)> ready);
   // Group snapshots (cluster::replicator::callbacks; server/group_snapshot.h): the group's part of the
   // streams (records the data log holds durably as references, the others inline) and of the
   // subscriptions; its restore; and the self-contained form sent to a peer (every record inline).
@@ -118,6 +127,7 @@ class replication {
   cluster::cluster_options opts_;
   std::unique_ptr<cluster::peer_links> links_;
   std::unique_ptr<raft::loop_executor> executor_;
+  std::unique_ptr<cluster::applied_waits> applied_;  // how far each group applied here (fork reads wait)
   std::unique_ptr<cluster::replicator> repl_;
   struct waiter {
     shard_wal::completion done;

@@ -561,7 +561,8 @@ void stream_shard::attach_replication(std::unique_ptr<replication> r) {
   repl_ = std::move(r);
 }
 
-streams::outcome stream_shard::apply_committed(const streams::command& c, std::uint64_t generation) {
+streams::outcome stream_shard::apply_committed(const streams::command& c, std::uint64_t generation,
+                                               bool proposed_here) {
   sm_.set_next_generation(generation);
   streams::outcome o = sm_.apply(c);
   if (o.mutated) stream_count_.store(sm_.size(), std::memory_order_relaxed);
@@ -585,7 +586,7 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
   if (data_log_ && o.code == streams::errc::ok && o.mutated && o.meta) {
     data_log_->write(c, o.meta->generation, o.meta->tail.value());
   }
-  effects(o);
+  effects(o, proposed_here);
   return o;
 }
 
@@ -661,7 +662,7 @@ status stream_shard::restore_part(std::span<const std::byte> blob,
   return {};
 }
 
-void stream_shard::effects(const streams::outcome& o) {
+void stream_shard::effects(const streams::outcome& o, bool releases) {
   if (o.code == streams::errc::ok && o.meta) {
     if (o.created) node_->report_created(*o.meta);
     if (o.appended && !o.created) node_->report_appended(*o.meta);
@@ -671,14 +672,15 @@ void stream_shard::effects(const streams::outcome& o) {
     wake(path, true);
     node_->report_deleted(path);
   }
+  if (!releases) return;
   for (const std::string& source : o.release) release(source);
 }
 
 void stream_shard::release(const std::string& source) {
   if (repl_) {
-    // Applied where the delete was applied, on every node alike: the release is part of the delete's
-    // effect on this machine, not a command of its own.
-    effects(sm_.apply(streams::fork_release_command{source}));
+    // A command of the source's group, applied by every node there: the source's count is that group's
+    // state, so the group's snapshots carry it exactly (docs/replication.md, "Forks").
+    propose_release(source);
     return;
   }
   stream_shard& s = node_->owner_of(source);
@@ -687,6 +689,27 @@ void stream_shard::release(const std::string& source) {
   } else {
     s.loop().post([&s, source] { (void)s.execute(streams::fork_release_command{source}); });
   }
+}
+
+void stream_shard::propose_release(const std::string& source) {
+  if (stopped_) return;
+  (void)execute(streams::fork_release_command{source}, [this, source](durable_result& r) {
+    if (r.failure == protocol::errc::ok) return;
+    if (r.failure == protocol::errc::cluster_unavailable && !stopped_) {
+      // No leader took it: nothing was proposed.
+      auto id = std::make_shared<io::event_loop::timer_id>(0);
+      *id = loop_->add_timer(std::chrono::milliseconds(1000), [this, source, id] {
+        release_retries_.erase(*id);
+        propose_release(source);
+      });
+      release_retries_.insert(*id);
+      return;
+    }
+    log::warn(
+        "weir cluster: the release of fork source {} may be lost (no answer in time); if it is, the "
+        "source keeps one reference too many",
+        source);
+  });
 }
 
 void stream_shard::admit(const durable_result& r) {
@@ -755,6 +778,8 @@ void stream_shard::stop() {
   stopped_ = true;
   if (sweep_timer_ != 0) loop_->cancel_timer(sweep_timer_);
   if (rebuild_timer_ != 0) loop_->cancel_timer(rebuild_timer_);
+  for (io::event_loop::timer_id id : release_retries_) loop_->cancel_timer(id);
+  release_retries_.clear();
   std::vector<std::shared_ptr<live_reader>> all;
   for (auto& [path, r] : readers_) all.push_back(r);
   for (auto& r : all) r->stop();

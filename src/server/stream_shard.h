@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -86,7 +87,11 @@ class stream_shard {
   void attach_replication(std::unique_ptr<replication> r);
   replication* replicated() { return repl_.get(); }
   // A committed command of a cluster; `generation`: what a stream it creates is called (same on all nodes).
-  streams::outcome apply_committed(const streams::command& c, std::uint64_t generation);
+  // `proposed_here`: this node proposed it in this run (its answer waits here). Only that node proposes
+  // the fork releases the command causes (a fork deleted or expired, a fork create that gave its
+  // reference back, a cascade), each as a fork_release entry of the source's group (propose_release).
+  streams::outcome apply_committed(const streams::command& c, std::uint64_t generation,
+                                   bool proposed_here = false);
 
   // Cluster mode, start-up, before the loop runs (and before raft applies anything): the data log in
   // `dir` (data_log.h), read back through `reader` (owned by the caller, outliving the shard). Stream
@@ -203,11 +208,17 @@ class stream_shard {
   void handle_replicated_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   // Cluster mode: links the forks applied before their source `source` was created here.
   void link_waiting_forks(const std::string& source);
-  void effects(const streams::outcome& o);
+  // `releases`: carry out o.release (always on a single node; in a cluster only on the proposing node).
+  void effects(const streams::outcome& o, bool releases = true);
   // A durable command's new record: into the hot tier, with its place in the log.
   void admit(const durable_result& r);
-  // Drops a fork's reference on its source (on the source's core).
+  // Drops a fork's reference on its source (on the source's core; in a cluster, propose_release).
   void release(const std::string& source);
+  // Cluster mode: proposes fork_release of `source` in the source's group, again a second later while no
+  // leader takes it. A proposal whose outcome is unknown is not sent again (it may apply, and twice
+  // would free a source that forks still read); if it was lost the count stays one too high, which only
+  // keeps the source (soft-deleted) longer. Lost too when this node stops first.
+  void propose_release(const std::string& source);
   void wake(const std::string& path, bool removed);
   void sweep();
 
@@ -223,6 +234,7 @@ class stream_shard {
   std::unique_ptr<data_log> data_log_;  // cluster mode: where applied stream bytes go (data_log.h)
   // Cluster mode: forks applied before their source (source path -> fork path), until it is created.
   std::unordered_multimap<std::string, std::string> unlinked_forks_;
+  std::unordered_set<io::event_loop::timer_id> release_retries_;  // propose_release's, cancelled by stop()
   storage::segment_reader* own_segments_ = nullptr;
   storage::env* env_ = nullptr;
   std::string log_dir_;

@@ -17,6 +17,16 @@ namespace weir::streams {
 
 class memory_log;
 
+// Cluster mode: where a fork's source stood when the fork was made: the source's raft group and the
+// index at which its fork_retain was applied there (the source's data before the fork point is at or
+// below it). A node serves a read of the fork only once that group has applied that far on it
+// (docs/replication.md, "Forks"). Written by the proposing node into the fork's create.
+struct fork_origin {
+  std::uint32_t group = 0;
+  std::uint64_t index = 0;
+  bool operator==(const fork_origin&) const = default;
+};
+
 // What the fork's core learned from the source's core (fork_retain) before creating the fork.
 struct fork_resolution {
   stream_offset point{};  // divergence point in the source's offset space
@@ -27,6 +37,9 @@ struct fork_resolution {
   std::string source_content_type;
   expiry_config source_expiry;
   bool retained = false;  // the source's reference count was taken for this fork (fork_retain)
+  // Cluster mode: the retain's place (set by the proposing node from the retain's apply). Absent on a
+  // single node, and in creates written before it existed: such a fork's reads wait for nothing more.
+  std::optional<fork_origin> origin;
 };
 
 struct fork_spec {
@@ -90,7 +103,9 @@ struct fork_retain_command {
 };
 
 // Applied on the source's core when a fork went away (or its creation failed): drop the reference,
-// and clean up a soft-deleted source whose last fork is gone (PROTOCOL.md 4.2, cascading GC).
+// and clean up a soft-deleted source whose last fork is gone (PROTOCOL.md 4.2, cascading GC). In a
+// cluster it is an entry of the source's group, proposed by the node that applied the fork's delete as
+// its own proposal (stream_shard::release), so the count is part of the source group's state.
 struct fork_release_command {
   std::string source;
 };

@@ -44,7 +44,12 @@ void encode_into(const command& c, std::string& out, std::uint32_t* data_offset)
   // A delete with a hold has a kind of its own (8), so that every other delete keeps the old encoding.
   const auto* del = std::get_if<delete_command>(&c);
   const bool held_delete = del && del->hold_ms > 0;
-  w.u8(held_delete ? std::uint8_t{8} : static_cast<std::uint8_t>(c.index() + 1));
+  // Likewise a fork's create with an origin (cluster mode) is kind 9: kind 1 plus the origin.
+  const auto* cr = std::get_if<create_command>(&c);
+  const bool with_origin = cr && cr->fork && cr->fork->resolved.origin;
+  w.u8(held_delete   ? std::uint8_t{8}
+       : with_origin ? std::uint8_t{9}
+                     : static_cast<std::uint8_t>(c.index() + 1));
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
@@ -65,6 +70,10 @@ void encode_into(const command& c, std::string& out, std::uint32_t* data_offset)
             w.boolean(f.resolved.retained);
           });
           w.svar(v.now_ms);
+          if (with_origin) {
+            w.var(v.fork->resolved.origin->group);
+            w.var(v.fork->resolved.origin->index);
+          }
         } else if constexpr (std::is_same_v<T, append_command>) {
           w.str(v.path);
           w.opt(v.content_type, [&](const std::string& s) { w.str(s); });
@@ -103,7 +112,8 @@ result<command> decode(std::string_view bytes) {
   std::optional<command> out;
   auto offset = [&] { return stream_offset(r.var()); };
   switch (kind) {
-    case 1: {
+    case 1:
+    case 9: {
       create_command v;
       v.path = r.str();
       v.content_type = r.str();
@@ -123,6 +133,15 @@ result<command> decode(std::string_view bytes) {
         return f;
       });
       v.now_ms = r.svar();
+      if (kind == 9) {
+        if (r.ok() && !v.fork) return make_error(codec_errc::bad_value, "fork origin without a fork");
+        fork_origin o;
+        const std::uint64_t group = r.var();
+        if (group > 0xffffffffu) r.fail();
+        o.group = static_cast<std::uint32_t>(group);
+        o.index = r.var();
+        if (v.fork) v.fork->resolved.origin = o;
+      }
       out = std::move(v);
       break;
     }

@@ -2,7 +2,9 @@
 // primitives of wire.h): u8 kind, then the fields in declaration order: strings and byte blobs as
 // varint length + bytes, integers as varints (signed: zigzag), optionals as a u8 presence flag then the
 // value, bools as u8. Kind 8 is a delete_command with hold_ms > 0 (path, now_ms, hold_ms); a delete
-// without a hold keeps kind 3.
+// without a hold keeps kind 3. Kind 9 is a create_command whose fork has an origin
+// (fork_resolution::origin): kind 1's fields, then the origin's group and index (varints); any other
+// create keeps kind 1, so entries written before kind 9 existed decode as forks without an origin.
 // fork_resolution.source_log is not encoded (recovery links the fork to its source again).
 #pragma once
 

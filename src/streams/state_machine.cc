@@ -428,6 +428,12 @@ std::vector<state_machine::fork_link> state_machine::forks() const {
   return out;
 }
 
+std::optional<state_machine::fork_wait> state_machine::fork_wait_of(std::string_view path) const {
+  auto it = streams_.find(path);
+  if (it == streams_.end() || !it->second.fork || !it->second.fork->resolved.origin) return std::nullopt;
+  return fork_wait{it->second.fork->source, *it->second.fork->resolved.origin};
+}
+
 std::vector<state_machine::fork_link> state_machine::forks_to_stitch() const {
   std::vector<fork_link> out;
   for (const auto& [path, s] : streams_) {

@@ -170,6 +170,14 @@ class state_machine {
   };
   // Every fork (soft-deleted ones too), linked or not: what counts fork references.
   std::vector<fork_link> forks() const;
+  // Cluster mode: the source and origin of the fork at `path` (soft-deleted ones too), or nothing when
+  // there is no such stream, it is not a fork, or its create carried no origin: what a read of the fork
+  // waits for on a node (the source's group applied through the origin's index; docs/replication.md).
+  struct fork_wait {
+    std::string source;
+    fork_origin origin;
+  };
+  std::optional<fork_wait> fork_wait_of(std::string_view path) const;
   // Forks whose fork point is > 0 and that are not linked to their source's log yet (see stitch_fork).
   std::vector<fork_link> forks_to_stitch() const;
   // The log of `path` (soft-deleted streams included), or null: what a fork of it links to.
@@ -261,17 +269,13 @@ class state_machine {
   // the owner core: valid only while no other core reads these logs (cluster mode: every stream of the
   // node is on core 0, as in stream_shard::apply_committed).
   //
-  // Fork references (the source's ref_count) across parts: the parts come from committed states of
-  // different groups at different log indexes, and a release is applied where the fork's erase is
-  // applied (stream_shard::release). So: (1) a fork of the part that existed before and is not in the
-  // blob (its delete was applied by the snapshot's node, not here) releases its source if that source
-  // is outside the part (fork_release: may erase a soft-deleted source, cascading); a source inside the
-  // part comes from the blob, which already counts the release. (2) A source of the part gets
-  // ref_count = max(blob's count, forks on this machine that name it): the blob's node may have applied
-  // releases of forks that still exist here (this node will release them again when it applies their
-  // deletes), and a count below the forks present would erase a source that a fork still reads. Leaks
-  // (a count too high, e.g. a rejected fork create applied only by the blob's node) are preferred to
-  // early erasure; ref_counts() shows them. `removed` (optional) gets the paths whose stream ceased to
+  // Fork references (the source's ref_count): a cluster makes both the retain and the release entries
+  // of the source's group (stream_shard::propose_release), so a source's count is part of its group's
+  // state and the blob's count is taken as is; a fork that vanishes with the restore releases nothing
+  // (its release is an entry of its source's group). A source may thus be erased while a fork whose
+  // delete this node has not applied yet still links to its log: that fork is never read again here
+  // (its own group's read index covers the delete), and the log object lives on with the link.
+  // `removed` (optional) gets the paths whose stream ceased to
   // exist or became another incarnation (live readers must be told), cascades included; removals()
   // moves when a generation stops existing, so the hot tier forgets it.
   status restore_part(std::span<const std::byte> blob, const path_predicate& in_part,
@@ -318,9 +322,9 @@ class state_machine {
 
   // One stream's entry in a blob (state_snapshot.cc). `referencable` null: every located record is
   // written as a reference (snapshot()); otherwise see snapshot_part. Fails only on a cold record that
-  // cannot be referenced.
+  // cannot be referenced. `with_origins`: each fork's origin too (part blobs, version 5).
   static status write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                             const location_predicate* referencable);
+                             const location_predicate* referencable, bool with_origins = false);
   // Reads one stream entry of a blob of `version`, checking its log (contiguous from the fork point).
   static status read_stream(wire::reader& in, std::uint64_t version, std::string& path, stream_state& s);
   // A decoded per-part blob (state_snapshot.cc).

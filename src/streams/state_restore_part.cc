@@ -1,7 +1,6 @@
 // state_machine::restore_part: swaps one part of the machine (a cluster's raft group) for a decoded
 // version-4 blob (state_snapshot.cc decodes it), keeping forks linked and fork references sound across
 // parts. The rules are in state_machine.h, above restore_part.
-#include <unordered_map>
 
 #include "streams/command_codec.h"
 #include "streams/state_machine.h"
@@ -50,8 +49,8 @@ status state_machine::restore_part(std::span<const std::byte> blob, const path_p
   std::erase_if(held_until_, [&](const auto& h) { return in_part(h.first); });
 
   // The same incarnation keeps its log object (forks anywhere point at it); the rest of the old part
-  // ceases to exist.
-  std::vector<std::string> releases;  // sources outside the part of forks that vanished
+  // ceases to exist. A fork that vanished releases nothing here: its release is an entry of its
+  // source's group (stream_shard::propose_release), which that group's log or snapshot brings.
   for (auto& [path, was] : old) {
     auto now = fresh.streams.find(path);
     const bool same = now != fresh.streams.end() && now->second.meta.generation == was.meta.generation &&
@@ -64,7 +63,6 @@ status state_machine::restore_part(std::span<const std::byte> blob, const path_p
     }
     ++removals_;
     if (removed && !was.soft_deleted) removed->push_back(path);
-    if (was.fork && !in_part(was.fork->source)) releases.push_back(was.fork->source);
   }
 
   for (auto& [path, s] : fresh.streams) {
@@ -78,29 +76,15 @@ status state_machine::restore_part(std::span<const std::byte> blob, const path_p
     held_until_.emplace(path, until);
   }
 
-  // Links, and the forks each source of the part has on this machine.
-  std::unordered_map<std::string, std::uint32_t> forks_of;
+  // Links. A source's reference count is the blob's as is: retains and releases are both entries of the
+  // source's group, so the count at the snapshot's index is exact (forks of other groups on this node
+  // may be ahead or behind it; they do not change it).
   for (auto& [path, s] : streams_) {
     if (!s.fork) continue;
-    const bool source_in_part = in_part(s.fork->source);
-    if (source_in_part) ++forks_of[s.fork->source];
-    if (s.fork->resolved.point.value() == 0 || s.log->source() || !(source_in_part || in_part(path)))
+    if (s.fork->resolved.point.value() == 0 || s.log->source() || !(in_part(s.fork->source) || in_part(path)))
       continue;
     auto src = streams_.find(s.fork->source);
     if (src != streams_.end()) (void)link_if_acyclic(s, src->second.log);
-  }
-  for (const auto& [source, n] : forks_of) {
-    auto it = streams_.find(source);
-    if (it != streams_.end() && it->second.ref_count < n) it->second.ref_count = n;
-  }
-
-  // Releases the snapshot's node applied and this one never will (cascading through erased sources).
-  while (!releases.empty()) {
-    std::string source = std::move(releases.back());
-    releases.pop_back();
-    outcome o = fork_release(fork_release_command{source});
-    if (removed) removed->insert(removed->end(), o.removed.begin(), o.removed.end());
-    releases.insert(releases.end(), o.release.begin(), o.release.end());
   }
   return {};
 }

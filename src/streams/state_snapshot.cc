@@ -14,11 +14,14 @@ namespace weir::streams {
 namespace {
 
 constexpr std::string_view snapshot_magic = "weirsnap";
+// 5: one part, as 4, with each fork's origin (fork_resolution::origin: a u8 presence flag, then the
+//    source's group and the retain's index as varints) after its `retained` flag.
 // 4: one part of the machine (snapshot_part): no next generation; otherwise as 3.
 // 3: the held paths of deleted streams follow the streams (delete_command::hold_ms); producers carry
 //    their last use (idle expiry).
 // 2: a fork lists its own records only (it reads the rest from its source); no "to stitch" flag.
 // 1: a fork listed its inherited records too (still read: they are dropped on restore).
+constexpr std::uint64_t snapshot_version_part_origins = 5;
 constexpr std::uint64_t snapshot_version_part = 4;
 constexpr std::uint64_t snapshot_version = 3;
 constexpr std::uint64_t snapshot_version_no_holds = 2;
@@ -103,7 +106,7 @@ bool read_record(wire::reader& in, record& out, std::string& reason) {
 }  // namespace
 
 status state_machine::write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                                   const location_predicate* referencable) {
+                                   const location_predicate* referencable, bool with_origins) {
   w.str(path);
   w.var(s.meta.generation);
   w.str(s.meta.content_type);
@@ -121,6 +124,12 @@ status state_machine::write_stream(wire::writer& w, const std::string& path, con
     w.str(f.resolved.source_content_type);
     w.exp(f.resolved.source_expiry);
     w.boolean(f.resolved.retained);
+    if (with_origins) {
+      w.opt(f.resolved.origin, [&](const fork_origin& o) {
+        w.var(o.group);
+        w.var(o.index);
+      });
+    }
   });
   w.opt(s.closed_by, [&](const producer_ref& p) {
     w.str(p.id);
@@ -176,6 +185,9 @@ status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::
     f.resolved.source_expiry = in.exp();
     f.resolved.retained = in.boolean();
     if (copied_forks) (void)in.boolean();  // "to stitch": every restored fork is linked anew
+    if (version == snapshot_version_part_origins) {
+      f.resolved.origin = in.opt<fork_origin>([&] { return fork_origin{read_u32(in), in.var()}; });
+    }
     return f;
   });
   s.closed_by = in.opt<producer_ref>([&] {
@@ -264,7 +276,9 @@ status state_machine::restore(std::span<const std::byte> blob) {
   if (!in.expect(snapshot_magic)) return bad("not a state machine snapshot (magic)");
   std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
-  if (version == snapshot_version_part) return bad("a part snapshot (version 4): use restore_part");
+  if (version == snapshot_version_part || version == snapshot_version_part_origins) {
+    return bad("a part snapshot (version " + std::to_string(version) + "): use restore_part");
+  }
   if (version != snapshot_version && version != snapshot_version_no_holds &&
       version != snapshot_version_copied_forks) {
     return bad("unknown version " + std::to_string(version));
@@ -318,10 +332,10 @@ result<std::vector<std::byte>> state_machine::encode_part(
     const std::map<std::string, std::int64_t, std::less<>>& held, const location_predicate& referencable) {
   wire::writer w;
   w.raw(snapshot_magic);
-  w.var(snapshot_version_part);
+  w.var(snapshot_version_part_origins);
   w.var(streams.size());
   for (const auto* entry : streams) {
-    if (status st = write_stream(w, entry->first, entry->second, &referencable); !st) return st.err();
+    if (status st = write_stream(w, entry->first, entry->second, &referencable, true); !st) return st.err();
   }
   w.var(held.size());
   for (const auto& [path, until] : held) {
@@ -352,8 +366,8 @@ result<state_machine::part_content> state_machine::decode_part(std::span<const s
   if (!in.expect(snapshot_magic)) return bad("not a state machine snapshot (magic)");
   const std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
-  if (version != snapshot_version_part) {
-    return bad("version " + std::to_string(version) + " is not a part snapshot (version 4)");
+  if (version != snapshot_version_part && version != snapshot_version_part_origins) {
+    return bad("version " + std::to_string(version) + " is not a part snapshot (version 4 or 5)");
   }
   part_content out;
   std::unordered_set<std::uint64_t> generations;

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cluster/applied_waits.h"
 #include "cluster/replicator.h"
 #include "mem_links.h"
 #include "raft/mem_network.h"
@@ -31,7 +32,7 @@ constexpr const char* content_type = "application/octet-stream";
 constexpr unsigned election_timeout_ms = 300;
 constexpr unsigned heartbeat_ms = 50;
 
-enum class op_kind : std::uint8_t { create, plain, producer, read };
+enum class op_kind : std::uint8_t { create, plain, producer, read, fork };
 enum class ending : std::uint8_t { answered, unknown, no_leader, node_lost };
 
 // One client request; a producer append or a create is sent again (same op, same bytes) until answered.
@@ -47,6 +48,7 @@ struct op {
   std::int64_t ack_ms = -1;
   bool no_leader = false;  // an attempt failed with submit_error::no_leader
   int attempts = 0;
+  int stage = 0;  // a fork: 0 while its retain is sent, 1 once its create is (`command` then holds it)
 };
 
 // One attempt of an op on one node: a ticket (writes) or a read_index call (reads).
@@ -75,6 +77,7 @@ struct node {
   std::unique_ptr<raft::sim_executor> ex;
   std::unique_ptr<mem_links> links;
   std::unique_ptr<streams::state_machine> sm;
+  std::unique_ptr<applied_waits> waits;  // how far each group applied here; fork reads wait on it
   std::unique_ptr<replicator> repl;
   std::vector<std::vector<std::uint64_t>> applied;  // per group: the indexes this incarnation applied
   std::map<std::uint64_t, attempt> writes;          // ticket -> attempt
@@ -96,6 +99,7 @@ struct client {
   bool busy = false;
   int final_ops = 0;  // recovery phase: one append, one read, then done
   bool done = false;
+  int read_next = -1;  // a fork it just created: its next op reads it (on a random node)
 };
 
 struct cluster {
@@ -108,6 +112,7 @@ struct cluster {
   std::vector<client> clients;
   std::deque<op> ops;                      // by id (ops[0] unused)
   std::vector<bool> ready;                 // per stream: its create was acknowledged
+  std::vector<bool> forking;               // per fork: a client makes it (only one ever does)
   std::vector<std::uint64_t> created_seq;  // per stream: event order of the first acknowledged create
   std::vector<std::map<std::uint64_t, std::string>> canonical;  // per group: index -> command
   std::vector<read_record> reads;
@@ -129,6 +134,13 @@ struct cluster {
   }
 
   static std::string path_of(int stream) { return fmt::format("/s{}", stream); }
+  int all_streams() const { return o.streams + o.forks; }
+  bool is_fork(int stream) const { return stream >= o.streams; }
+  // The last fork (of several) is a fork of the first: reads of it wait along the chain.
+  int source_of(int fork) const {
+    if (o.forks >= 2 && fork == all_streams() - 1) return o.streams;
+    return (fork - o.streams + 1) % o.streams;
+  }
   std::uint32_t group_of(int stream) const { return static_cast<std::uint32_t>(stream % o.groups); }
   static std::string token_of(std::uint64_t op) { return fmt::format("[{}]", op); }
   // Whether `path` (a stream's, "/sN") belongs to group g: the part of the state a group's snapshot holds.
@@ -165,6 +177,8 @@ struct cluster {
     n.links =
         std::make_unique<mem_links>(net, n.id, peers, [this](std::uint64_t p) { return nodes[p - 1]->up; });
     n.sm = std::make_unique<streams::state_machine>();
+    n.waits =
+        std::make_unique<applied_waits>(*n.ex, static_cast<std::uint32_t>(o.groups), milliseconds(1000));
     n.applied.assign(static_cast<std::size_t>(o.groups), {});
     replicator::options ro;
     ro.self = n.id;
@@ -233,6 +247,7 @@ struct cluster {
     n.ex->halt();
     report.snapshots_taken += n.repl->snapshots_taken();
     n.repl.reset();
+    n.waits.reset();
     n.links.reset();
     n.sm.reset();
     n.ex.reset();
@@ -268,6 +283,12 @@ struct cluster {
     // What server/replication.cc does: the generation of a created stream comes from its log position.
     n.sm->set_next_generation((std::uint64_t(g) + 1) << 40 | index);
     streams::outcome out = n.sm->apply(*c);
+    link_forks(n, *c, out);
+    // What server/replication.cc does: reads of forks waiting for this group go on after this apply, and
+    // a retain's answer carries its place for the fork's create.
+    n.waits->applied(g, index);
+    if (out.resolution && std::holds_alternative<streams::fork_retain_command>(*c))
+      out.resolution->origin = streams::fork_origin{g, index};
     if (ticket == 0) return;
     auto w = n.writes.find(ticket);
     if (w == n.writes.end() || w->second.answered)
@@ -291,6 +312,17 @@ struct cluster {
     });
   }
 
+  // What stream_shard::apply_committed does: a fork's create links it to its source's log when the source
+  // is here, and a source's create links the forks applied before it (its group was behind).
+  void link_forks(node& n, const streams::command& c, const streams::outcome& out) {
+    const auto* create = std::get_if<streams::create_command>(&c);
+    if (create == nullptr || !out.created) return;
+    for (const auto& link : n.sm->forks_to_stitch()) {
+      if (link.path != create->path && link.source != create->path) continue;
+      if (auto log = n.sm->log_of(link.source)) n.sm->stitch_fork(link.path, std::move(log));
+    }
+  }
+
   // A snapshot of group g at `index` replaces the node's part of the state: made by a node that applied
   // every committed entry up to `index`, so those entries are all in `canonical`.
   status on_restore(node& n, std::uint32_t g, std::uint64_t index, std::span<const std::byte> state) {
@@ -307,6 +339,7 @@ struct cluster {
     mine.clear();
     for (const auto& [i, cmd] : committed)
       if (i <= index) mine.push_back(i);
+    n.waits->applied(g, index);
     ++report.snapshots_restored;
     note("node {} restores group {} at {}", n.id, g, index);
     return {};
@@ -336,6 +369,14 @@ struct cluster {
       cc.content_type = content_type;
       cc.now_ms = now;
       p.command = streams::encode(cc);
+      c.again = p.id;
+    } else if (kind == op_kind::fork) {
+      // Step 1, in the source's group; the create follows once it is answered (end_write).
+      streams::fork_retain_command r;
+      r.source = path_of(source_of(stream));
+      r.now_ms = now;
+      p.command = streams::encode(r);
+      forking[static_cast<std::size_t>(stream)] = true;
       c.again = p.id;
     } else if (kind != op_kind::read) {
       streams::append_command ac;
@@ -380,11 +421,23 @@ struct cluster {
           ++c.final_ops;
           id = new_op(c, c.final_ops == 1 ? op_kind::plain : op_kind::read, s).id;
         }
+      } else if (c.read_next >= 0) {
+        id = new_op(c, op_kind::read, c.read_next).id;
+        c.read_next = -1;
       } else {
         const auto pick = sched.uniform(0, 99);
         int s = pick < 35 ? c.home : static_cast<int>(sched.uniform(0, o.streams - 1));
+        if (pick >= 35 && o.forks > 0 && sched.chance(0.1))
+          s = o.streams + static_cast<int>(sched.uniform(0, o.forks - 1));
         op_kind k = pick < 35 ? op_kind::producer : pick < 65 ? op_kind::plain : op_kind::read;
-        if (!ready[static_cast<std::size_t>(s)] && k != op_kind::read) k = op_kind::create;
+        if (is_fork(s)) {
+          // Forks are made once and only read (their content is their source's prefix).
+          const auto f = static_cast<std::size_t>(s);
+          const bool can_fork = !forking[f] && ready[static_cast<std::size_t>(source_of(s))];
+          k = can_fork && k != op_kind::read ? op_kind::fork : op_kind::read;
+        } else if (!ready[static_cast<std::size_t>(s)] && k != op_kind::read) {
+          k = op_kind::create;
+        }
         id = new_op(c, k, s).id;
       }
     }
@@ -407,16 +460,21 @@ struct cluster {
       p.start_seq = a.start_seq;
       p.start_ms = sched.now_ms();
     }
-    const std::uint32_t g = group_of(p.stream);
+    const std::uint32_t g =
+        p.kind == op_kind::fork && p.stage == 0 ? group_of(source_of(p.stream)) : group_of(p.stream);
     if (p.kind == op_kind::read) {
       const std::uint64_t serial = n.next_read++;
       n.reads.emplace(serial, a);
-      n.repl->read_index(g, [this, &n, serial](bool ok) {
+      auto finish = [this, &n, serial](bool ok) {
         auto it = n.reads.find(serial);
         if (it == n.reads.end()) return fail(fmt::format("node {}: read {} answered twice", n.id, serial));
         attempt done = it->second;
         n.reads.erase(it);
         end_read(done, n, ok, false);
+      };
+      n.repl->read_index(g, [this, &n, path = path_of(p.stream), finish](bool ok) {
+        if (!ok) return finish(false);
+        wait_for_sources(n, path, finish);
       });
       return;
     }
@@ -425,6 +483,22 @@ struct cluster {
         n.repl->submit(g, std::as_bytes(std::span(p.command.data(), p.command.size())));
     if (!n.writes.emplace(ticket, a).second)
       fail(fmt::format("node {}: ticket {} given twice", n.id, ticket));
+  }
+
+  // What server/replication.cc's wait_for_sources does after a read index: a fork is read once its
+  // source's group applied the retain its create recorded, up the chain of forks.
+  void wait_for_sources(node& n, const std::string& path, std::function<void(bool)> done) {
+    auto first = n.sm->fork_wait_of(path);
+    if (!first) return done(true);
+    if (n.waits->applied_index(first->origin.group) < first->origin.index) ++report.fork_waits;
+    n.waits->wait_chain(
+        [&n, at = path]() mutable -> std::optional<applied_waits::position> {
+          auto w = n.sm->fork_wait_of(at);
+          if (!w) return std::nullopt;
+          at = w->source;
+          return applied_waits::position{w->origin.group, w->origin.index};
+        },
+        std::move(done));
   }
 
   void end_write(const attempt& a, ending e, const streams::outcome* out) {
@@ -460,15 +534,41 @@ struct cluster {
       return fail(fmt::format("op {} (client {}, stream {}) answered with streams error {}", p.id, p.client,
                               p.stream, static_cast<int>(out->code)));
     }
+    if (p.kind == op_kind::fork && p.stage == 0) {
+      // The retain is applied on this node: the fork's create, with the retain's place, as the server
+      // builds it (stream_shard::create_fork), sent again until answered.
+      if (!out->resolution || !out->resolution->origin)
+        return fail(fmt::format("fork op {}: its retain was answered without a resolution or origin", p.id));
+      streams::create_command cc;
+      cc.path = path_of(p.stream);
+      cc.now_ms = sched.now_ms();
+      streams::fork_spec f;
+      f.source = path_of(source_of(p.stream));
+      f.resolved = *out->resolution;
+      f.resolved.source_log.reset();
+      f.resolved.retained = true;
+      cc.fork = std::move(f);
+      p.command = streams::encode(cc);
+      p.stage = 1;
+      note("fork op {}: retain of stream {} applied at group {} index {}, point {}", p.id,
+           source_of(p.stream), out->resolution->origin->group, out->resolution->origin->index,
+           out->resolution->point.value());
+      schedule_client(c, 0, 10);
+      return;
+    }
     if (p.ack_seq == 0) {
       p.ack_seq = ++events;
       p.ack_ms = sched.now_ms();
     }
     if (c.again == p.id) c.again = 0;
-    if (p.kind == op_kind::create) {
+    if (p.kind == op_kind::create || p.kind == op_kind::fork) {
       if (!ready[static_cast<std::size_t>(p.stream)])
         created_seq[static_cast<std::size_t>(p.stream)] = p.ack_seq;
       ready[static_cast<std::size_t>(p.stream)] = true;
+      if (p.kind == op_kind::fork) {
+        ++report.forks;
+        c.read_next = p.stream;
+      }
     } else {
       ++report.acked;
       if (p.kind == op_kind::producer) ++report.producer_acked;
@@ -493,6 +593,7 @@ struct cluster {
       ++report.reads_refused;
     } else {
       ++report.reads;
+      if (is_fork(p.stream)) ++report.fork_reads;
       read_record r;
       r.op = p.id;
       r.stream = p.stream;
@@ -727,12 +828,63 @@ struct cluster {
         }
       }
     }
+    if (!check_forks(finals)) return;
     check_reads(pos, finals);
+  }
+
+  // Forks: the same on every node, existing exactly when their create was acknowledged, each holding its
+  // source's first bytes (the fork point's); every read of one returned exactly that.
+  bool check_forks(const std::vector<std::string>& finals) {
+    std::vector<std::string> forks(static_cast<std::size_t>(o.forks));  // final content, by fork number
+    for (int f = o.streams; f < all_streams(); ++f) {
+      std::string content;
+      const bool exists = read_stream(*nodes[0]->sm, f, content);
+      for (const auto& n : nodes) {
+        std::string other;
+        if (read_stream(*n->sm, f, other) != exists || other != content) {
+          fail(fmt::format("fork {}: node {} and node {} hold different content", f, n->id, nodes[0]->id));
+          return false;
+        }
+      }
+      if (exists != ready[static_cast<std::size_t>(f)]) {
+        fail(fmt::format("fork {}: exists {} at the end, but its create was {}acknowledged", f, exists,
+                         ready[static_cast<std::size_t>(f)] ? "" : "never "));
+        return false;
+      }
+      const int from = source_of(f);
+      const std::string& source = is_fork(from) ? forks[static_cast<std::size_t>(from - o.streams)]
+                                                : finals[static_cast<std::size_t>(from)];
+      forks[static_cast<std::size_t>(f - o.streams)] = content;
+      if (source.compare(0, content.size(), content) != 0) {
+        fail(fmt::format("fork {}: its {} bytes are not a prefix of its source {}'s {}", f, content.size(),
+                         source_of(f), source.size()));
+        return false;
+      }
+      for (const read_record& r : reads) {
+        if (r.stream != f) continue;
+        const std::string where = fmt::format("read op {} of fork {} (of stream {}) on node {} (t={}..{}ms)",
+                                              r.op, f, source_of(f), r.node, r.start_ms, r.end_ms);
+        if (!r.exists) {
+          if (created_seq[static_cast<std::size_t>(f)] != 0 &&
+              created_seq[static_cast<std::size_t>(f)] < r.start_seq) {
+            fail(where + ": no such stream, though its create was acknowledged before");
+            return false;
+          }
+          continue;
+        }
+        if (r.content != content) {
+          fail(where + fmt::format(": saw {} bytes, the fork holds {} (its source's prefix)",
+                                   r.content.size(), content.size()));
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
   void check_reads(const std::vector<std::map<std::uint64_t, std::size_t>>& pos,
                    const std::vector<std::string>& finals) {
-    std::vector<std::vector<const read_record*>> by_stream(static_cast<std::size_t>(o.streams));
+    std::vector<std::vector<const read_record*>> by_stream(static_cast<std::size_t>(all_streams()));
     for (const auto& r : reads) by_stream[static_cast<std::size_t>(r.stream)].push_back(&r);
     for (int s = 0; s < o.streams; ++s) {
       const auto& where = pos[static_cast<std::size_t>(s)];
@@ -803,8 +955,9 @@ struct cluster {
       nodes.push_back(std::move(n));
     }
     canonical.resize(static_cast<std::size_t>(o.groups));
-    ready.assign(static_cast<std::size_t>(o.streams), false);
-    created_seq.assign(static_cast<std::size_t>(o.streams), 0);
+    ready.assign(static_cast<std::size_t>(all_streams()), false);
+    forking.assign(static_cast<std::size_t>(all_streams()), false);
+    created_seq.assign(static_cast<std::size_t>(all_streams()), 0);
     ops.emplace_back();
     raft::link_faults base;
     base.drop = o.faults ? 0.01 : 0.0;
@@ -863,6 +1016,7 @@ struct cluster {
       n->up = false;
       if (n->ex) n->ex->halt();
       n->repl.reset();
+      n->waits.reset();
       n->links.reset();
       n->ex.reset();
     }

@@ -7,7 +7,11 @@
 // The workload: clients that create streams, append to them (plain appends, and idempotent producers
 // that send the same Producer-Seq again after every failure until it is acknowledged) and read them
 // (read_index on a node, then that node's state machine), each through a random node. Every appended
-// body is a unique token, so the final streams say which append landed where.
+// body is a unique token, so the final streams say which append landed where. Clients also fork streams
+// into other groups as the server does (fork_retain in the source's group; once it is applied, the
+// fork's create with the retain's place, fork_resolution::origin, in the fork's group) and read a new
+// fork at once on a random node: a read of a fork waits, after its read index, until the source's group
+// applied the retain on that node (cluster::applied_waits, as server/replication.cc does).
 //
 // The faults: partitions, packet loss, delays and reordering, slow disks, failed syncs (the node stops,
 // as node::fail makes a server do, and starts again), power losses of one or two
@@ -32,7 +36,9 @@
 //   4. reads linearizable: every read returns a prefix of the stream's final content that holds every
 //      append acknowledged before the read began and nothing begun after it ended; a read that began
 //      after another ended returns at least as much; appends acknowledged before another began come
-//      first in the stream;
+//      first in the stream; a fork (never appended to) holds its source's first bytes up to its fork
+//      point, and every read of it returns exactly that (a node whose source group lags would return
+//      less without the wait), and finds it once its create was acknowledged before the read began;
 //   5. a minority never acknowledges: a write or read on a node that could not reach a majority (cut
 //      off, or the others down) from its start to its answer, with nothing changed in between, is a
 //      failure;
@@ -50,6 +56,9 @@ struct sim_options {
   int nodes = 3;
   int groups = 4;
   int streams = 8;  // stream s lives in group s % groups
+  // Forks: stream streams + k is a fork of stream (k + 1) % streams, made once (in another group than
+  // its source's whenever groups > 1), except the last, which is a fork of the first fork (a chain).
+  int forks = 4;
   int clients = 8;
   std::int64_t fault_phase_ms = 8000;  // faults and workload; then the recovery phase
   std::int64_t recovery_limit_ms = 30000;
@@ -73,6 +82,9 @@ struct sim_report {
   std::uint64_t lost_with_node = 0;    // attempts in flight on a node that went down
   std::uint64_t reads = 0;             // served: read_index ready(true), then the state machine
   std::uint64_t reads_refused = 0;     // ready(false)
+  std::uint64_t forks = 0;             // forks created (create acknowledged)
+  std::uint64_t fork_reads = 0;        // reads of a fork served
+  std::uint64_t fork_waits = 0;        // of which found the source's group behind the retain at first
   std::uint64_t minority_checks = 0;   // attempts made and answered in one minority epoch
   std::uint64_t crashes = 0;           // power losses
   std::uint64_t torn_crashes = 0;      // of which kept a torn prefix of the unsynced bytes

@@ -27,6 +27,8 @@ TEST(cluster_sim, without_faults_every_write_and_read_succeeds) {
   EXPECT_GT(r.acked, 200u);
   EXPECT_GT(r.producer_acked, 50u);
   EXPECT_GT(r.reads, 100u);
+  EXPECT_EQ(r.forks, 4u);
+  EXPECT_GT(r.fork_reads, 4u);
   EXPECT_EQ(r.crashes + r.kills, 0u);
   EXPECT_EQ(r.reads_refused, 0u);
   EXPECT_EQ(r.failed_no_leader, 0u);
@@ -81,6 +83,9 @@ sim_report run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot
     total.final_entries += r.final_entries;
     total.snapshots_taken += r.snapshots_taken;
     total.snapshots_restored += r.snapshots_restored;
+    total.forks += r.forks;
+    total.fork_reads += r.fork_reads;
+    total.fork_waits += r.fork_waits;
   }
   fmt::print(
       "{} seeds from {}: {} writes submitted, {} appends acknowledged ({} by producers, {} duplicates), "
@@ -89,11 +94,12 @@ sim_report run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot
       "crashes {} (torn {}), kills {}, disk failures {}, partitions {}; {} commands applied, {} committed; "
       "snapshots {} taken, "
       "{} "
-      "restored\n",
+      "restored; forks {} created, {} reads of them ({} waited for their source's group)\n",
       count, first, total.submits, total.acked, total.producer_acked, total.duplicates, total.failed_unknown,
       total.failed_no_leader, total.lost_with_node, total.reads, total.reads_refused, total.minority_checks,
       total.crashes, total.torn_crashes, total.kills, total.disk_failures, total.partitions,
-      total.entries_applied, total.final_entries, total.snapshots_taken, total.snapshots_restored);
+      total.entries_applied, total.final_entries, total.snapshots_taken, total.snapshots_restored,
+      total.forks, total.fork_reads, total.fork_waits);
   return total;
 }
 
@@ -113,6 +119,10 @@ TEST(cluster_sim, seeds) {
   EXPECT_GT(total.kills, 0u);
   EXPECT_GT(total.disk_failures, 0u);
   EXPECT_GT(total.partitions, count);
+  // Forks across groups, and reads of them on nodes whose source group was behind (what the wait is for).
+  EXPECT_GT(total.forks, count);
+  EXPECT_GT(total.fork_reads, count * 2);
+  EXPECT_GT(total.fork_waits, 0u);
 }
 
 // The same with group snapshots every few entries: restarted nodes restore them, nodes that fell behind
@@ -124,6 +134,7 @@ TEST(cluster_sim, seeds_with_snapshots) {
   EXPECT_GT(total.snapshots_taken, count * 10);
   EXPECT_GT(total.snapshots_restored, count);
   EXPECT_GT(total.crashes, count);
+  EXPECT_GT(total.forks, count);
 }
 
 // One seed, for reproducing a failure: WEIR_CLUSTER_SIM_SEED=N [WEIR_CLUSTER_SIM_NODES=5]

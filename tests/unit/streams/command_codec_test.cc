@@ -103,6 +103,64 @@ TEST(command_codec, a_delete_carries_its_hold_and_an_unheld_one_keeps_the_old_en
   EXPECT_EQ(std::get<delete_command>(*decode(plain)).hold_ms, 0);
 }
 
+// A fork's create with an origin (cluster mode) is kind 9 and keeps it; one without keeps kind 1, the
+// encoding of entries written before origins existed, which decode as forks without one.
+TEST(command_codec, a_fork_carries_its_origin_and_one_without_keeps_the_old_encoding) {
+  create_command c;
+  c.path = "/f";
+  c.content_type = "text/plain";
+  c.initial = bytes("own");
+  fork_spec f;
+  f.source = "/src";
+  f.resolved.point = stream_offset(7);
+  f.resolved.retained = true;
+  c.fork = f;
+  c.now_ms = 3;
+  const std::string plain = encode(command{c});
+  EXPECT_EQ(static_cast<std::uint8_t>(plain[0]), 1);
+  result<command> old = decode(plain);
+  ASSERT_TRUE(old.has_value()) << old.err().reason;
+  EXPECT_FALSE(std::get<create_command>(*old).fork->resolved.origin.has_value());
+
+  c.fork->resolved.origin = fork_origin{63, (1ull << 40) + 5};
+  std::uint32_t off = 0;
+  const std::string with = encode(command{c}, &off);
+  EXPECT_EQ(static_cast<std::uint8_t>(with[0]), 9);
+  EXPECT_EQ(with.substr(off, 3), "own");
+  result<command> back = decode(with);
+  ASSERT_TRUE(back.has_value()) << back.err().reason;
+  const auto& d = std::get<create_command>(*back);
+  ASSERT_TRUE(d.fork.has_value());
+  EXPECT_EQ(d.fork->resolved.origin, c.fork->resolved.origin);
+  EXPECT_EQ(d.fork->source, "/src");
+  EXPECT_EQ(d.fork->resolved.point, stream_offset(7));
+  EXPECT_TRUE(d.fork->resolved.retained);
+  EXPECT_EQ(*d.initial.bytes, "own");
+  EXPECT_EQ(d.now_ms, 3);
+  EXPECT_EQ(encode(*back), with);
+  for (std::size_t n = 0; n < with.size(); ++n) {
+    EXPECT_FALSE(decode(std::string_view(with).substr(0, n)).has_value()) << "prefix " << n;
+  }
+
+  // Kind 9 names a fork: a create without one is damaged, as is a group beyond 32 bits.
+  create_command plain_create;
+  plain_create.path = "/p";
+  std::string no_fork = encode(command{plain_create});
+  no_fork[0] = 9;
+  no_fork += std::string("\x01\x02", 2);
+  EXPECT_FALSE(decode(no_fork).has_value());
+  std::string wide = plain;
+  wide[0] = 9;
+  wide += std::string("\x80\x80\x80\x80\x10\x01", 6);  // 2^32, then index 1
+  EXPECT_FALSE(decode(wide).has_value());
+  wide = plain;
+  wide[0] = 9;
+  wide += std::string("\xff\xff\xff\xff\x0f\x01", 6);  // 2^32 - 1
+  result<command> widest = decode(wide);
+  ASSERT_TRUE(widest.has_value()) << widest.err().reason;
+  EXPECT_EQ(std::get<create_command>(*widest).fork->resolved.origin, (fork_origin{0xffffffffu, 1}));
+}
+
 TEST(command_codec, rejects_truncated_and_unknown_input) {
   append_command a;
   a.path = "/p";
@@ -111,7 +169,7 @@ TEST(command_codec, rejects_truncated_and_unknown_input) {
   for (std::size_t n = 0; n < wire.size(); ++n) {
     EXPECT_FALSE(decode(std::string_view(wire).substr(0, n)).has_value()) << "prefix " << n;
   }
-  EXPECT_FALSE(decode(std::string("\x09", 1)).has_value());
+  EXPECT_FALSE(decode(std::string("\x0a", 1)).has_value());
   EXPECT_FALSE(decode(wire + "x").has_value());
 }
 

@@ -232,13 +232,14 @@ TEST(snapshot_part, a_soft_deleted_source_restored_still_serves_its_fork_and_cas
   EXPECT_EQ(y.size(), 0u);
 }
 
-TEST(snapshot_part, a_fork_that_vanished_from_its_part_releases_its_source_elsewhere) {
+TEST(snapshot_part, a_fork_that_vanished_from_its_part_leaves_its_release_to_the_sources_group) {
   state_machine x, y;
   make_fork_pair(x);
   make_fork_pair(y);
   ASSERT_EQ(x.remove(delete_command{"/a/src", t0}).code, errc::ok);
   ASSERT_TRUE(y.restore_part(as_span(part_of(x, in_a)), in_a).has_value());
-  // x applies the fork's delete (and its release: the source goes); y gets B's snapshot instead.
+  // x applies the fork's delete, then the release its proposer sent to A (the source goes); y gets B's
+  // snapshot instead, and the release as an entry of A.
   outcome del = x.remove(delete_command{"/b/fork", t0});
   ASSERT_EQ(del.release, std::vector<std::string>{"/a/src"});
   (void)x.fork_release(fork_release_command{"/a/src"});
@@ -246,16 +247,19 @@ TEST(snapshot_part, a_fork_that_vanished_from_its_part_releases_its_source_elsew
   std::vector<std::string> removed;
   const std::uint64_t removals = y.removals();
   ASSERT_TRUE(y.restore_part(as_span(part_of(x, in_b)), in_b, &removed).has_value());
-  std::sort(removed.begin(), removed.end());
-  // The cascade is reported as fork_release reports it.
-  EXPECT_EQ(removed, (std::vector<std::string>{"/a/src", "/b/fork"}));
+  EXPECT_EQ(removed, (std::vector<std::string>{"/b/fork"}));
+  EXPECT_EQ(y.size(), 1u);
+  EXPECT_EQ(refs_of(y, "/a/src"), 1u);  // A's count is A's: the release has not reached A here yet
+  EXPECT_EQ(y.removals(), removals + 1);
+  // A's release entry, applied here: the cascade goes as on x.
+  EXPECT_EQ(y.fork_release(fork_release_command{"/a/src"}).removed, std::vector<std::string>{"/a/src"});
   EXPECT_EQ(y.size(), 0u);
-  EXPECT_EQ(y.removals(), removals + 2);
   EXPECT_FALSE(y.holds_generation(10));
+  EXPECT_EQ(y.snapshot(), x.snapshot());
 }
 
-TEST(snapshot_part, a_source_part_ahead_of_the_fork_part_keeps_the_source_while_the_fork_exists) {
-  // x deleted the fork (releasing the source, then the source); y still has the fork (its part B is
+TEST(snapshot_part, a_source_part_ahead_of_the_fork_part_takes_the_blobs_count) {
+  // x deleted the fork and applied its release (an entry of A); y still has the fork (its part B is
   // behind) and restores part A from x.
   state_machine x, y;
   make_fork_pair(x);
@@ -264,14 +268,16 @@ TEST(snapshot_part, a_source_part_ahead_of_the_fork_part_keeps_the_source_while_
   (void)x.fork_release(fork_release_command{"/a/src"});
   ASSERT_EQ(refs_of(x, "/a/src"), 0u);
   ASSERT_TRUE(y.restore_part(as_span(part_of(x, in_a)), in_a).has_value());
-  // The blob counts no fork, but one is here: the count never goes below the forks present.
-  EXPECT_EQ(refs_of(y, "/a/src"), 1u);
+  // The count is A's, exact at the snapshot's index, whatever forks of B this node still has: every
+  // node that restores this snapshot holds the same count.
+  EXPECT_EQ(refs_of(y, "/a/src"), 0u);
+  EXPECT_EQ(part_of(y, in_a), part_of(x, in_a));
+  // The fork, whose delete y has not applied yet, keeps the log it links to.
   EXPECT_EQ(y.remove(delete_command{"/a/src", t0}).removed, std::vector<std::string>{"/a/src"});
-  EXPECT_EQ(y.head("/a/src", t0).code, errc::gone);  // soft-deleted, not erased under the fork
+  EXPECT_EQ(y.head("/a/src", t0).code, errc::not_found);
   EXPECT_EQ(read_all(y, "/b/fork"), "abcdXY");
-  // When y applies B's delete of the fork, the source goes.
+  // y applies B's delete of the fork: its release was x's to propose (and is in A already).
   ASSERT_EQ(y.remove(delete_command{"/b/fork", t0}).release, std::vector<std::string>{"/a/src"});
-  EXPECT_EQ(y.fork_release(fork_release_command{"/a/src"}).removed, std::vector<std::string>{"/a/src"});
   EXPECT_EQ(y.size(), 0u);
 }
 
@@ -290,7 +296,7 @@ TEST(snapshot_part, a_fork_of_a_replaced_or_vanished_source_keeps_reading_what_i
   ASSERT_EQ(create_at(x, 30, make_create("/a/src", "text/plain", "NEWNEWNEW")).code, errc::ok);
   ASSERT_TRUE(y.restore_part(as_span(part_of(x, in_a)), in_a).has_value());
   EXPECT_EQ(read_all(y, "/b/fork"), "abcdXY");  // still linked to what it forked
-  EXPECT_EQ(refs_of(y, "/a/src"), 1u);          // conservative: a fork here names the path
+  EXPECT_EQ(refs_of(y, "/a/src"), 0u);          // the new incarnation's count: no fork of it
 }
 
 TEST(snapshot_part, forks_within_one_part_are_linked_and_counted_as_the_blob_says) {
@@ -394,6 +400,55 @@ TEST(snapshot_part, random_mutations_never_crash_and_a_failure_changes_nothing) 
       for (const auto& l : y.forks()) (void)y.read(l.path, std::nullopt, 1 << 20);
     }
   }
+}
+
+}  // namespace
+}  // namespace weir::streams
+
+namespace weir::streams {
+namespace {
+
+using namespace testing;
+
+// A fork's origin (cluster mode: its source's group and the retain's index) is part of the fork's state:
+// a node that restores the fork's group from a snapshot still makes the fork's reads wait for its source.
+TEST(snapshot_part, a_forks_origin_survives_its_parts_snapshot) {
+  state_machine x;
+  x.set_next_generation(100);
+  ASSERT_EQ(x.create(make_create("/a/src", "text/plain", "abc")).code, errc::ok);
+  fork_spec f = resolve_fork(x, "/a/src", std::nullopt);
+  f.resolved.origin = fork_origin{7, 1234};
+  create_command fc = make_create("/b/fork", "");
+  fc.fork = f;
+  x.set_next_generation(101);
+  ASSERT_EQ(x.create(fc).code, errc::ok);
+  fork_spec old = resolve_fork(x, "/a/src", std::nullopt);  // a fork whose create carried no origin
+  create_command oc = make_create("/b/old", "");
+  oc.fork = old;
+  x.set_next_generation(102);
+  ASSERT_EQ(x.create(oc).code, errc::ok);
+  ASSERT_TRUE(x.fork_wait_of("/b/fork").has_value());
+  EXPECT_EQ(x.fork_wait_of("/b/fork")->source, "/a/src");
+  EXPECT_FALSE(x.fork_wait_of("/b/old").has_value());
+  EXPECT_FALSE(x.fork_wait_of("/a/src").has_value());
+  EXPECT_FALSE(x.fork_wait_of("/nope").has_value());
+
+  auto blob = x.snapshot_part([](std::string_view p) { return p.starts_with("/b/"); },
+                              [](const disk_location&) { return false; });
+  ASSERT_TRUE(blob.has_value()) << blob.err().reason;
+  state_machine y;
+  ASSERT_TRUE(y.restore_part({blob->data(), blob->size()}, [](std::string_view p) {
+                 return p.starts_with("/b/");
+               }).has_value());
+  auto w = y.fork_wait_of("/b/fork");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->source, "/a/src");
+  EXPECT_EQ(w->origin, (fork_origin{7, 1234}));
+  EXPECT_FALSE(y.fork_wait_of("/b/old").has_value());
+  // The whole-machine checkpoint (single node) keeps its version-3 layout: no origins there.
+  state_machine z;
+  ASSERT_TRUE(z.restore(x.snapshot()).has_value());
+  EXPECT_FALSE(z.fork_wait_of("/b/fork").has_value());
 }
 
 }  // namespace
