@@ -2,8 +2,10 @@
 // (replicator::group) and the C callbacks libraft calls (group_glue). Internal to src/cluster.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -60,6 +62,9 @@ struct replicator::group {
   bool notify_posted = false;
   // Entry bytes applied since the group's last snapshot (options::snapshot_bytes).
   std::size_t bytes_since_snapshot = 0;
+  // The sizes of the last entries applied (at most options::snapshot_trailing of them): a snapshot keeps
+  // only as many trailing entries as fit in a quarter of options::snapshot_bytes (trailing_entries()).
+  std::deque<std::uint32_t> recent_sizes;
   // When this node last applied one of the group's entries (executor time): a group that applies
   // is committing, so a proposal waiting in it is in a backlog, not cut off (replicator::sweep).
   std::int64_t last_apply_ms = 0;
@@ -75,6 +80,28 @@ struct replicator::group {
   bool changing = false;
   std::int64_t next_change_ms = 0;
 };
+
+namespace detail {
+inline constexpr unsigned max_recent_sizes = 8192;  // sizes kept per group (replicator::group::recent_sizes)
+
+// How many entries libraft keeps below a snapshot (for followers a little behind): `trailing` (the
+// setting), but no more of the latest entries (`recent`, oldest first) than fit in `budget` bytes, and
+// at least one. libraft keeps them in memory and the node log on disk, and counts entries only: with
+// 512 KiB appends, 128 trailing entries held 64 MiB per group. With fewer sizes known than `trailing`
+// (a group that applied few entries since it started, or a setting above max_recent_sizes) and all
+// within budget, `trailing`.
+inline unsigned trailing_entries(const std::deque<std::uint32_t>& recent, unsigned trailing,
+                                 std::uint64_t budget) {
+  std::uint64_t sum = 0;
+  unsigned keep = 0;
+  for (auto it = recent.rbegin(); it != recent.rend() && keep < trailing; ++it) {
+    if (keep > 0 && sum + *it > budget) return keep;
+    sum += *it;
+    ++keep;
+  }
+  return recent.size() < trailing ? trailing : keep;
+}
+}  // namespace detail
 
 // The C callbacks libraft calls.
 struct group_glue {
@@ -104,6 +131,10 @@ struct group_glue {
     self.schedule_read_check();
     self.notify_commit(*g);
     g->bytes_since_snapshot += buf->len;
+    g->recent_sizes.push_back(static_cast<std::uint32_t>(buf->len));
+    if (g->recent_sizes.size() > std::min(self.opts_.snapshot_trailing, detail::max_recent_sizes)) {
+      g->recent_sizes.pop_front();
+    }
     if (self.opts_.snapshot_threshold != 0 && g->bytes_since_snapshot >= self.opts_.snapshot_bytes) {
       // libraft counts entries only: a threshold of 1 makes it snapshot after this apply.
       raft_set_snapshot_threshold(&g->r, 1);
@@ -150,6 +181,9 @@ struct group_glue {
     *n_bufs = 1;
     g->bytes_since_snapshot = 0;
     raft_set_snapshot_threshold(&g->r, self.opts_.snapshot_threshold);
+    // Read by libraft when this snapshot is stored (snapshot_put, then its log's trim).
+    raft_set_snapshot_trailing(&g->r, detail::trailing_entries(g->recent_sizes, self.opts_.snapshot_trailing,
+                                                               self.opts_.snapshot_bytes / 4));
     ++self.snapshots_taken_;
     return 0;
   }

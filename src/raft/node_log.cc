@@ -105,7 +105,10 @@ group_state node_log::take_group_state(group_id g) {
 }
 
 std::uint64_t node_log::add(const record::log_record& r) {
-  if (pending_.empty() && !roll_preamble_ &&
+  if (opts_.max_batch_bytes != 0 && pending_.size() >= opts_.max_batch_bytes) seal();
+  const bool sealed_roll = std::any_of(sealed_.begin(), sealed_.end(),
+                                       [](const sealed_batch& b) { return b.roll_preamble.has_value(); });
+  if (pending_.empty() && !roll_preamble_ && !sealed_roll &&
       segs_.back().bytes - segs_.back().preamble_bytes >= opts_.segment_bytes) {
     // The next flush starts a segment. Its preamble is the state before this batch, so that the batch's
     // records follow it as they follow the older segments: a torn prefix of the batch then recovers a
@@ -130,7 +133,14 @@ std::uint64_t node_log::live_bytes() const {
   return record::file_header_size + live_total_;
 }
 
-status node_log::start_segment(std::uint64_t batch, std::vector<std::byte>& out) {
+void node_log::seal() {
+  sealed_.push_back(sealed_batch{open_++, std::move(pending_), std::move(roll_preamble_)});
+  pending_ = {};
+  roll_preamble_.reset();
+}
+
+status node_log::start_segment(std::uint64_t batch, const std::vector<std::byte>& preamble,
+                               std::vector<std::byte>& out) {
   const std::uint32_t no = segs_.back().no + 1;
   std::string p = segment_path(path_, no);
   auto f = env_.open_writable(p, storage::open_mode::create_new);
@@ -138,36 +148,37 @@ status node_log::start_segment(std::uint64_t batch, std::vector<std::byte>& out)
   file_ = std::move(f).value();
   const auto header = record::encode_file_header();
   out.assign(header.begin(), header.end());
-  out.insert(out.end(), roll_preamble_->begin(), roll_preamble_->end());
+  out.insert(out.end(), preamble.begin(), preamble.end());
   segs_.push_back(segment{no, std::move(p), 0, batch, out.size()});
   batch_segment_[batch] = no;
   return {};
 }
 
 void node_log::flush() {
-  if (flushing_ || pending_.empty()) return;
-  const std::uint64_t batch = open_++;
+  if (flushing_ || (pending_.empty() && sealed_.empty())) return;
+  if (!pending_.empty()) seal();  // the open batch goes after the full ones
   if (poisoned_) {
-    pending_.clear();
-    roll_preamble_.reset();
-    if (on_synced_) on_synced_(batch, *poisoned_);
+    while (!sealed_.empty()) {
+      started_ = sealed_.front().no;
+      sealed_.pop_front();
+      if (on_synced_) on_synced_(started_, *poisoned_);
+    }
     return;
   }
+  sealed_batch next = std::move(sealed_.front());
+  sealed_.pop_front();
+  const std::uint64_t batch = next.no;
+  started_ = batch;
   flushing_ = true;
   std::vector<std::byte> bytes;
-  const bool roll = roll_preamble_.has_value();
+  const bool roll = next.roll_preamble.has_value();
   if (roll) {
-    auto st = start_segment(batch, bytes);
-    roll_preamble_.reset();
-    if (!st) {
-      pending_.clear();
-      return finish_batch(batch, st);
-    }
-    bytes.insert(bytes.end(), pending_.begin(), pending_.end());
+    auto st = start_segment(batch, *next.roll_preamble, bytes);
+    if (!st) return finish_batch(batch, st);
+    bytes.insert(bytes.end(), next.bytes.begin(), next.bytes.end());
   } else {
-    bytes = std::move(pending_);
+    bytes = std::move(next.bytes);
   }
-  pending_ = {};
   bytes_written_ += bytes.size();
   segs_.back().bytes += bytes.size();
   flusher_.flush(*file_, std::move(bytes), [this, batch, roll, alive = alive_](status st) {
@@ -206,7 +217,7 @@ void node_log::finish_batch(std::uint64_t batch, status st) {
 
 std::uint32_t node_log::segment_of(const entry_run& r) const {
   if (r.seg != no_segment) return r.seg;
-  if (r.batch >= open_) return no_segment;  // not flushed yet
+  if (r.batch > started_) return no_segment;  // not flushed yet
   auto it = batch_segment_.upper_bound(r.batch);
   if (it == batch_segment_.begin()) return no_segment;
   return std::prev(it)->second;

@@ -22,10 +22,11 @@
 // corruption, reported with the file and offset. Every open starts a new segment.
 //
 // Owned by node_io; runs on the node's executor. At most one batch is being flushed at a time; records
-// added meanwhile form the next batch. I/O off the executor goes through the log_flusher: the batches,
-// the directory sync after a new segment, the read of a segment whose live entries are carried forward,
-// and the deletion of a segment (unlink + directory sync). Creating a segment file (open with O_CREAT,
-// no sync) is the one file-system call made on the executor after open.
+// added meanwhile form the next batch, sealed at options::max_batch_bytes (the next one then begins). I/O off
+// the executor goes through the log_flusher: the batches, the directory sync after a new segment, the read of
+// a segment whose live entries are carried forward, and the deletion of a segment (unlink + directory sync).
+// Creating a segment file (open with O_CREAT, no sync) is the one file-system call made on the executor after
+// open.
 #pragma once
 
 #include <cstdint>
@@ -81,6 +82,12 @@ struct node_log_options {
   // may end past this). Counting past the preamble keeps a log whose preamble is large (many groups,
   // big snapshots) from rolling after every batch.
   std::uint64_t segment_bytes = 64u << 20;
+  // A batch is sealed once it holds this many bytes (0: never): the records added after it form the next
+  // batch, flushed after it. Without a bound, a burst of large entries piles up behind a running flush
+  // into one batch of tens of MiB whose write and sync take a second or more, and no entry of it is
+  // acknowledged meanwhile: followers answer their leader only after that sync, and a leader that hears
+  // from no majority for an election timeout steps down (docs/replication.md, "Node log format").
+  std::uint64_t max_batch_bytes = 4u << 20;
 };
 
 class node_log {
@@ -106,7 +113,9 @@ class node_log {
   std::uint64_t synced_batch() const { return synced_; }
   std::uint64_t open_batch() const { return open_; }
   bool flushing() const { return flushing_; }
-  bool has_pending() const { return !pending_.empty(); }
+  // The batch being flushed (meaningful while flushing()).
+  std::uint64_t flushing_batch() const { return started_; }
+  bool has_pending() const { return !pending_.empty() || !sealed_.empty(); }
 
   std::uint64_t bytes_written() const { return bytes_written_; }
   std::uint64_t batches_synced() const { return batches_synced_; }
@@ -136,11 +145,19 @@ class node_log {
     bool deleting = false;
   };
   struct carried;  // a segment's live entries read back (node_log.cc)
+  // A full batch waiting for the flush before it to finish.
+  struct sealed_batch {
+    std::uint64_t no = 0;
+    std::vector<std::byte> bytes;
+    std::optional<std::vector<std::byte>> roll_preamble;  // set: it starts a new segment
+  };
 
   node_log(storage::env& env, log_flusher& f, std::string path, node_log_options opts);
   static std::string segment_path(const std::string& path, std::uint32_t no);
   std::vector<std::byte> preamble() const;
-  status start_segment(std::uint64_t batch, std::vector<std::byte>& out);
+  void seal();
+  status start_segment(std::uint64_t batch, const std::vector<std::byte>& preamble,
+                       std::vector<std::byte>& out);
   void on_flushed(std::uint64_t batch, bool new_segment, status st);
   void finish_batch(std::uint64_t batch, status st);
   std::uint32_t segment_of(const entry_run& r) const;
@@ -163,7 +180,9 @@ class node_log {
   std::map<group_id, group_state> recovered_;
   std::vector<std::byte> pending_;
   std::optional<std::vector<std::byte>> roll_preamble_;  // set: the open batch starts a new segment
+  std::deque<sealed_batch> sealed_;                      // full batches, oldest first, none started
   std::uint64_t open_ = 1;                               // batch that add() fills
+  std::uint64_t started_ = 0;                            // highest batch handed to the flusher
   std::uint64_t synced_ = 0;                             // highest durable batch
   bool flushing_ = false;
   std::optional<error> poisoned_;

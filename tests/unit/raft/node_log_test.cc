@@ -81,6 +81,39 @@ TEST(raft_node_log, records_of_many_groups_share_one_batch_and_one_sync) {
   EXPECT_EQ(log->synced_batch(), 2u);
 }
 
+TEST(raft_node_log, a_full_batch_is_sealed_and_the_ones_after_it_are_synced_in_order) {
+  fixture f;
+  auto l = node_log::open(f.env, *f.flusher, "/data/raft.log", node_log_options{64u << 20, 100});
+  ASSERT_TRUE(l.has_value());
+  auto log = std::move(l).value();
+  log->set_on_synced([&](std::uint64_t b, status st) { f.synced.emplace_back(b, st.has_value()); });
+  const auto d = bytes_of(std::string(40, 'x'));
+  EXPECT_EQ(log->add(entries_of(0, 1, 1, d)), 1u);
+  log->flush();
+  // While batch 1 syncs, records pile up: a batch takes records until it holds 100 bytes (the record
+  // that crosses the bound included), then the next begins.
+  std::vector<std::uint64_t> batch_of;
+  for (std::uint64_t i = 2; i < 12; ++i) batch_of.push_back(log->add(entries_of(0, i, 1, d)));
+  EXPECT_EQ(batch_of.front(), 2u);
+  EXPECT_GT(batch_of.back(), 3u);
+  EXPECT_TRUE(std::is_sorted(batch_of.begin(), batch_of.end()));
+  EXPECT_TRUE(log->has_pending());
+  const auto syncs = f.env.sync_count();
+  for (int i = 0; i < 100 && (log->flushing() || log->has_pending()); ++i) {
+    f.sched.run_until(f.sched.now_ms() + 5);
+    log->flush();
+  }
+  // One sync per batch, in batch order, none skipped.
+  ASSERT_EQ(f.synced.size(), batch_of.back());
+  for (std::size_t i = 0; i < f.synced.size(); ++i) EXPECT_EQ(f.synced[i], std::make_pair(i + 1, true));
+  EXPECT_EQ(f.env.sync_count() - syncs, batch_of.back());
+  log.reset();
+  // Every entry is there after a reopen.
+  auto again = f.open();
+  const group_state s = again->take_group_state(group_id(0));
+  ASSERT_EQ(s.entries.size(), 11u);
+}
+
 TEST(raft_node_log, reopening_rebuilds_every_groups_state) {
   fixture f;
   {
