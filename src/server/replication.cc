@@ -380,6 +380,17 @@ std::string replication::status_json() const {
   w.key("segments_deleted").value(std::int64_t(nl.segments_deleted));
   w.key("entries_carried").value(std::int64_t(nl.entries_carried));
   w.end_object();
+  // Fork references on this node (docs/replication.md, "Forks"): the streams forks hold (soft-deleted
+  // ones included) and their references, which every node's state must agree on once it applied the same.
+  std::int64_t fork_sources = 0, fork_references = 0;
+  for (const auto& [path, count] : shard_.machine().ref_counts()) {
+    ++fork_sources;
+    fork_references += count;
+  }
+  w.key("fork_references").begin_object();
+  w.key("sources").value(fork_sources);
+  w.key("references").value(fork_references);
+  w.end_object();
   // Stream data on this node (data_log.h): in memory (the hot tier) and in the data log.
   w.key("stream_data").begin_object();
   w.key("hot_bytes").value(std::int64_t(shard_.hot().bytes()));

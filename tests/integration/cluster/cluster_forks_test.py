@@ -1,0 +1,160 @@
+"""Forks across raft groups on a 3-node weir cluster (label: integration; docs/replication.md, "Forks").
+
+A source and its forks live in different groups (their paths hash apart), which commit and apply
+independently. Checked:
+  1. a fork created on one node reads, right after its create was acknowledged, as its source's prefix
+     on each of the other nodes (catch-up read and HEAD): a node serves a read of a fork only once the
+     source's group applied the fork's retain there; also for a fork of a fork (a chain of three groups);
+  2. every node counts the same fork references (GET /cluster `fork_references`) once it applied the
+     same entries: one per fork;
+  3. deleting the forks (on another node than the one that made them) takes the references back on
+     every node: each release is an entry of the source's group; a source deleted while forks held it
+     (soft-deleted, its forks still read) is gone on every node once its last fork is (cascading across
+     groups, through a fork of a fork).
+
+Usage: cluster_forks_test.py WEIR_BINARY
+"""
+import os
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster_support as cs  # noqa: E402
+from cluster_support import check  # noqa: E402
+
+OCTET = {"Content-Type": "application/octet-stream"}
+
+
+def req(node, method, path, body=None, headers=None):
+    return cs.request(node.port, method, path, body=body, headers=headers, timeout=20)
+
+
+def paths_in_distinct_groups(prefix, count, taken):
+    """`count` paths "<prefix>-K", each in a group none of `taken` (and none of the others) is in."""
+    out, groups, k = [], set(cs.fnv_group(p) for p in taken), 0
+    while len(out) < count:
+        p = "%s-%d" % (prefix, k)
+        g = cs.fnv_group(p)
+        if g not in groups:
+            out.append(p)
+            groups.add(g)
+        k += 1
+    return out
+
+
+def fork_refs(node):
+    st = node.status()
+    return None if st is None else (st["fork_references"]["sources"], st["fork_references"]["references"])
+
+
+def wait_refs(cluster, want, what):
+    """Every node reports `want` (sources, references)."""
+    def ok():
+        return all(fork_refs(n) == want for n in cluster.nodes.values())
+
+    try:
+        cs.wait_for(what, ok, 15)
+    except TimeoutError:
+        check(False, "%s: nodes report %s, want %s"
+              % (what, {i: fork_refs(n) for i, n in sorted(cluster.nodes.items())}, want))
+
+
+def read_everywhere_but(cluster, creator, path, want, what):
+    """A catch-up read and a HEAD of `path` on every node but `creator`, at once, in turn."""
+    for i, n in sorted(cluster.nodes.items()):
+        if i == creator:
+            continue
+        try:
+            data, _ = cs.read_stream(n, path)
+        except RuntimeError as e:
+            check(False, "%s: %s" % (what, e))
+            continue
+        check(data == want, "%s: node %d reads %d bytes right after the create on node %d, the source's "
+              "prefix is %d" % (what, i, len(data), creator, len(want)))
+        st, hdrs, _ = req(n, "HEAD", path)
+        check(st == 200, "%s: HEAD on node %d: %d" % (what, i, st))
+
+
+def main():
+    weir = sys.argv[1]
+    t0 = time.monotonic()
+    cluster = cs.Cluster(weir, ["--threads", "2"], prefix="weir-cluster-forks-")
+    ok = False
+    error = None
+    try:
+        cluster.start()
+        cluster.wait_healthy(timeout=30)
+        source = "/v1/stream/fork-source"
+        forks = paths_in_distinct_groups("/v1/stream/fork-of-source", 6, [source])
+        chained = paths_in_distinct_groups("/v1/stream/fork-of-fork", 1, [source] + forks)[0]
+        print("source in group %d, forks in groups %s, the fork of a fork in group %d"
+              % (cs.fnv_group(source), [cs.fnv_group(f) for f in forks], cs.fnv_group(chained)), flush=True)
+
+        st, _, body = req(cluster.node(1), "PUT", source, headers=OCTET)
+        check(st == 201, "PUT %s: %d %r" % (source, st, body[:200]))
+        content = b""
+        at_fork = []  # the source's content when each fork was made
+        # Each fork comes after more appends (made through every node), and is created through another
+        # node than the appends just before it: the source's group has entries the readers must apply.
+        for k, fork in enumerate(forks):
+            for r in range(20):
+                rec = b"%d.%d;" % (k, r) + bytes(1000)
+                n = cluster.node(1 + (k + r) % 3)
+                st, _, body = req(n, "POST", source, body=rec, headers=OCTET)
+                if check(st in (200, 204), "append %d.%d on node %d: %d %r" % (k, r, n.id, st, body[:200])):
+                    content += rec
+            creator = 1 + k % 3
+            at_fork.append(content)
+            st, _, body = req(cluster.node(creator), "PUT", fork,
+                              headers=dict(OCTET, **{"Stream-Forked-From": source}))
+            if check(st == 201, "fork %s on node %d: %d %r" % (fork, creator, st, body[:200])):
+                read_everywhere_but(cluster, creator, fork, content, "fork %d" % k)
+        # A fork of a fork, made on node 3: its reads wait for two groups.
+        chain_want = at_fork[0]
+        st, _, body = req(cluster.node(3), "PUT", chained,
+                          headers=dict(OCTET, **{"Stream-Forked-From": forks[0]}))
+        if check(st == 201, "fork of a fork on node 3: %d %r" % (st, body[:200])):
+            read_everywhere_but(cluster, 3, chained, chain_want, "the fork of a fork")
+        print("forks read on every other node at once: %.1f s" % (time.monotonic() - t0), flush=True)
+
+        # 2. The same counts everywhere: the source holds 6, forks[0] holds 1.
+        wait_refs(cluster, (2, len(forks) + 1), "after the forks")
+
+        # 3. The source is deleted while forks hold it: soft-deleted, its forks still read.
+        st, _, _ = req(cluster.node(2), "DELETE", source)
+        check(st in (200, 204), "DELETE %s: %d" % (source, st))
+        for i, n in sorted(cluster.nodes.items()):
+            st, _, _ = req(n, "HEAD", source)
+            check(st in (404, 410), "HEAD of the deleted source on node %d: %d" % (i, st))
+            data, _ = cs.read_stream(n, forks[-1])
+            check(data == content, "fork of the deleted source on node %d: %d bytes" % (i, len(data)))
+        # Forks deleted through another node than the one that made them; forks[0] first, which the
+        # fork of a fork still holds (soft-deleted).
+        for k, fork in enumerate(forks):
+            n = cluster.node(1 + (k + 1) % 3)
+            st, _, _ = req(n, "DELETE", fork)
+            check(st in (200, 204), "DELETE %s on node %d: %d" % (fork, n.id, st))
+        wait_refs(cluster, (2, 2), "after deleting the forks but forks[0]'s fork")
+        for i, n in sorted(cluster.nodes.items()):
+            data, _ = cs.read_stream(n, chained)
+            check(data == chain_want, "the fork of a fork on node %d after its sources were deleted: %d bytes"
+                  % (i, len(data)))
+        st, _, _ = req(cluster.node(1), "DELETE", chained)
+        check(st in (200, 204), "DELETE %s: %d" % (chained, st))
+        # Its release frees forks[0], whose release frees the source: on every node.
+        wait_refs(cluster, (0, 0), "after the last fork")
+        for i, n in sorted(cluster.nodes.items()):
+            for path in [source, forks[0]]:
+                st, _, _ = req(n, "PUT", path, headers=OCTET)
+                check(st == 201, "%s re-created on node %d after the cascade: %d (still held?)" % (path, i, st))
+                st, _, _ = req(n, "DELETE", path)
+                check(st in (200, 204), "DELETE of the re-created %s on node %d: %d" % (path, i, st))
+        ok = True
+    except Exception as e:  # noqa: BLE001 - any error ends the test with a report
+        error = e
+    return cs.conclude("cluster_forks", cluster, ok, t0, error)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
