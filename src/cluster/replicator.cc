@@ -155,6 +155,12 @@ std::uint64_t replicator::snapshots_sent() const {
   return io_->counters().snapshots_sent;
 }
 
+std::optional<std::size_t> replicator::snapshot_state_offset(std::span<const std::byte> data) {
+  auto parts = group_glue::split(data);
+  if (!parts) return std::nullopt;
+  return parts->state_offset;
+}
+
 replicator::log_figures replicator::node_log_figures() const {
   return log_figures{log_->disk_bytes(),       log_->live_bytes(),     log_->segments(),
                      log_->bytes_written(),    log_->batches_synced(), log_->bytes_reclaimed(),

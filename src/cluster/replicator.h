@@ -194,6 +194,12 @@ class replicator {
   std::uint64_t snapshots_restored() const { return snapshots_restored_; }
   // InstallSnapshot messages sent to peers that were too far behind.
   std::uint64_t snapshots_sent() const;
+  // The I/O of this node's groups: where chunked snapshot transfers plug in
+  // (raft::node_io::set_snapshot_transfers, server/snapshot_transfer.h).
+  raft::node_io& io() { return *io_; }
+  // Where the callbacks' state (callbacks::snapshot's) starts in a snapshot buffer libraft holds; what
+  // precedes it is the replicator's own. nullopt when malformed.
+  static std::optional<std::size_t> snapshot_state_offset(std::span<const std::byte> data);
   // The node log (raft::node_log): what it holds on disk, what the groups need of it, and compaction.
   struct log_figures {
     std::uint64_t disk_bytes = 0;

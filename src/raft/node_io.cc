@@ -107,6 +107,25 @@ int fill_configuration(raft_configuration& c, std::span<const wire::server> serv
   return 0;
 }
 
+// libraft's InstallSnapshot from a decoded one (raft_malloc'd data: libraft owns it from recv on); false
+// when an allocation failed (nothing left allocated).
+bool fill_install(raft_install_snapshot& a, const wire::install_snapshot& p) {
+  a.term = p.term.value();
+  a.last_index = p.last_index.value();
+  a.last_term = p.last_term.value();
+  a.conf_index = p.conf_index.value();
+  raft_configuration_init(&a.conf);
+  a.data.len = p.data.size();
+  a.data.base = raft_malloc(std::max<std::size_t>(p.data.size(), 1));
+  if (fill_configuration(a.conf, p.conf) != 0 || a.data.base == nullptr) {
+    raft_configuration_close(&a.conf);
+    raft_free(a.data.base);
+    return false;
+  }
+  if (!p.data.empty()) std::memcpy(a.data.base, p.data.data(), p.data.size());
+  return true;
+}
+
 std::vector<wire::entry> entries_of(const raft_entry* entries, unsigned n) {
   std::vector<wire::entry> out;
   out.reserve(n);
@@ -391,6 +410,25 @@ struct group_io_methods {
       case RAFT_IO_INSTALL_SNAPSHOT: {
         const auto& a = m->install_snapshot;
         std::span<const std::byte> data(static_cast<const std::byte*>(a.data.base), a.data.len);
+        if (n.transfers_ != nullptr) {
+          // The transfer copies the records the snapshot references first, then sends the install
+          // (send_install). libraft's callback completes at the end of this turn: the message is copied,
+          // and a lost transfer is like a lost message (libraft sends again after its install timeout).
+          node_io::snapshot_install s;
+          s.group = g.id;
+          s.peer = to;
+          s.term = term_id(a.term);
+          s.last_index = log_index(a.last_index);
+          s.last_term = term_id(a.last_term);
+          s.conf_index = log_index(a.conf_index);
+          byte_writer cw(s.conf);
+          wire::encode_servers(servers_of(a.conf), cw);
+          s.data.assign(data.begin(), data.end());
+          n.transfers_->send(std::move(s));
+          g.sends.push_back(group::done_send{req, cb});
+          n.schedule_turn_end();
+          return 0;
+        }
         if (n.expander_) {
           auto full = n.expander_(g.id, data);
           if (!full) {
@@ -410,8 +448,14 @@ struct group_io_methods {
           return RAFT_IOERR;
         }
         ++n.stats_.snapshots_sent;
-        w.payload = wire::install_snapshot{term_id(a.term),    log_index(a.last_index), term_id(a.last_term),
-                                           servers_of(a.conf), log_index(a.conf_index), data};
+        w.payload = wire::install_snapshot{term_id(a.term),
+                                           log_index(a.last_index),
+                                           term_id(a.last_term),
+                                           servers_of(a.conf),
+                                           log_index(a.conf_index),
+                                           0,
+                                           0,
+                                           data};
         break;
       }
       case RAFT_IO_TIMEOUT_NOW: {
@@ -686,6 +730,7 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
       continue;
     }
     group& g = *git->second;
+    if (handle_transfer_frame(from, f.msg)) continue;
     raft_message m{};
     m.type = static_cast<unsigned short>(wire::type_of(f.msg.payload));
     m.server_id = from.value();
@@ -711,23 +756,11 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
           } else if constexpr (std::is_same_v<T, wire::request_vote_result>) {
             m.request_vote_result = {p.term.value(), p.vote_granted, static_cast<raft_tribool>(p.pre_vote)};
           } else if constexpr (std::is_same_v<T, wire::install_snapshot>) {
-            auto& a = m.install_snapshot;
-            a.term = p.term.value();
-            a.last_index = p.last_index.value();
-            a.last_term = p.last_term.value();
-            a.conf_index = p.conf_index.value();
-            raft_configuration_init(&a.conf);
-            a.data.len = p.data.size();
-            a.data.base = raft_malloc(std::max<std::size_t>(p.data.size(), 1));
-            if (fill_configuration(a.conf, p.conf) != 0 || a.data.base == nullptr) {
-              raft_configuration_close(&a.conf);
-              raft_free(a.data.base);
-              ok = false;
-            } else if (!p.data.empty()) {
-              std::memcpy(a.data.base, p.data.data(), p.data.size());
-            }
-          } else {
+            ok = fill_install(m.install_snapshot, p);
+          } else if constexpr (std::is_same_v<T, wire::timeout_now>) {
             m.timeout_now = {p.term.value(), p.last_log_index.value(), p.last_log_term.value()};
+          } else {
+            ok = false;  // transfer frames went to handle_transfer_frame
           }
         },
         f.msg.payload);
@@ -789,6 +822,103 @@ void node_io::clamp_old_term_result(const group& g, raft_append_entries_result& 
   if (r.last_log_index <= commit) return;
   r.last_log_index = commit;
   ++stats_.append_results_clamped_to_commit;
+}
+
+// Frames of snapshot transfers (weir's own types, and an InstallSnapshot naming a transfer) go to the
+// handler; true when the frame was one of them (handled or dropped).
+bool node_io::handle_transfer_frame(node_id from, const wire::message& msg) {
+  const auto* install = std::get_if<wire::install_snapshot>(&msg.payload);
+  const bool transfer_frame = std::holds_alternative<wire::snapshot_chunk>(msg.payload) ||
+                              std::holds_alternative<wire::snapshot_chunk_ack>(msg.payload) ||
+                              (install != nullptr && install->transfer != 0);
+  if (!transfer_frame) return false;
+  if (transfers_ == nullptr) {
+    ++stats_.transfer_frames_dropped;
+    ++stats_.frames_dropped;
+    return true;
+  }
+  if (const auto* c = std::get_if<wire::snapshot_chunk>(&msg.payload)) {
+    transfers_->on_chunk(from, msg.group, *c);
+  } else if (const auto* a = std::get_if<wire::snapshot_chunk_ack>(&msg.payload)) {
+    transfers_->on_chunk_ack(from, msg.group, *a);
+  } else {
+    snapshot_install s;
+    s.group = msg.group;
+    s.peer = from;
+    s.term = install->term;
+    s.last_index = install->last_index;
+    s.last_term = install->last_term;
+    s.conf_index = install->conf_index;
+    byte_writer cw(s.conf);
+    wire::encode_servers(install->conf, cw);
+    s.transfer = install->transfer;
+    s.chunks = install->chunks;
+    s.data.assign(install->data.begin(), install->data.end());
+    transfers_->on_install(std::move(s));
+  }
+  return true;
+}
+
+void node_io::send_chunk(node_id to, group_id g, wire::snapshot_chunk c) {
+  send_chunk_frame(to, wire::message{g, std::move(c)});
+}
+
+void node_io::send_chunk_ack(node_id to, group_id g, wire::snapshot_chunk_ack a) {
+  send_chunk_frame(to, wire::message{g, a});
+}
+
+void node_io::send_chunk_frame(node_id to, const wire::message& m) {
+  std::vector<std::byte> frame;
+  wire::encode_frame(m, frame);
+  ++stats_.frames_sent;
+  auto& out = outbox_[to];
+  out.insert(out.end(), frame.begin(), frame.end());
+  schedule_turn_end();
+}
+
+bool node_io::send_install(const snapshot_install& s) {
+  auto it = groups_.find(s.group);
+  if (it == groups_.end() || !it->second->started || it->second->closed) return false;
+  if (s.data.size() + s.conf.size() > wire::max_frame_body - 4096) {
+    // The records went in chunks: what is left is metadata, references and the records not yet synced
+    // to the sender's data log (about a second of the group's appends).
+    log::error("raft node {}: group {}: snapshot {} of {} bytes is too large to send to node {}",
+               opts_.self.value(), s.group.value(), s.last_index.value(), s.data.size(), s.peer.value());
+    ++stats_.snapshots_unsent;
+    return false;
+  }
+  std::vector<wire::server> servers;
+  byte_reader cr(s.conf);
+  WEIR_ASSERT(wire::decode_servers(cr, servers), "group {}: bad configuration in a snapshot install",
+              s.group.value());
+  wire::message w{s.group, wire::install_snapshot{s.term, s.last_index, s.last_term, std::move(servers),
+                                                  s.conf_index, s.transfer, s.chunks, s.data}};
+  std::vector<std::byte> frame;
+  wire::encode_frame(w, frame);
+  ++stats_.snapshots_sent;
+  queue_frame(*it->second, s.peer, std::move(frame));
+  schedule_turn_end();
+  return true;
+}
+
+bool node_io::deliver_install(const snapshot_install& s) {
+  auto it = groups_.find(s.group);
+  auto addr = opts_.addresses.find(s.peer);
+  if (it == groups_.end() || !it->second->started || it->second->closed || addr == opts_.addresses.end())
+    return false;
+  std::vector<wire::server> servers;
+  byte_reader cr(s.conf);
+  if (!wire::decode_servers(cr, servers)) return false;
+  const wire::install_snapshot p{s.term, s.last_index, s.last_term, std::move(servers), s.conf_index, 0,
+                                 0,      s.data};
+  group& g = *it->second;
+  raft_message m{};
+  m.type = RAFT_IO_INSTALL_SNAPSHOT;
+  m.server_id = s.peer.value();
+  m.server_address = addr->second.c_str();
+  if (!fill_install(m.install_snapshot, p)) return false;
+  g.recv(&g.io, &m);
+  return true;
 }
 
 void node_io::ensure_tick(unsigned msecs) {

@@ -56,7 +56,8 @@ class node_io {
     std::uint64_t append_entries_trimmed = 0;            // see trim_below_snapshot in node_io.cc
     std::uint64_t append_results_clamped_to_commit = 0;  // see clamp_old_term_result in node_io.cc
     std::uint64_t snapshots_sent = 0;                    // InstallSnapshot messages sent (after expansion)
-    std::uint64_t snapshots_unsent = 0;                  // dropped because the expansion failed
+    std::uint64_t snapshots_unsent = 0;                  // dropped: expansion failed or frame too large
+    std::uint64_t transfer_frames_dropped = 0;           // chunks, acks, installs with no handler
   };
 
   node_io(executor& ex, transport& t, node_log& log, options o);
@@ -87,6 +88,46 @@ class node_io {
   using snapshot_expander =
       std::function<result<std::vector<std::byte>>(group_id, std::span<const std::byte> stored)>;
   void set_snapshot_expander(snapshot_expander fn) { expander_ = std::move(fn); }
+
+  // Chunked snapshot transfers (docs/replication.md, "Snapshots"). An InstallSnapshot, owned: what
+  // libraft sends (peer: the receiver) or what arrived naming a transfer (peer: the sender).
+  struct snapshot_install {
+    group_id group;
+    node_id peer;
+    term_id term;
+    log_index last_index;
+    term_id last_term;
+    log_index conf_index;
+    std::vector<std::byte> conf;  // wire::encode_servers form
+    std::uint64_t transfer = 0;   // 0: `data` is self-contained
+    std::uint32_t chunks = 0;
+    std::vector<std::byte> data;  // libraft's snapshot buffer
+  };
+  // Who moves a snapshot's data-log records to a peer (server/snapshot_transfer.h). With one set, libraft's
+  // InstallSnapshot goes to `send` instead of the wire (its send callback completes at once, the message
+  // being copied); the handler sends chunks (send_chunk) and then the install (send_install). Chunks,
+  // acks and installs that name a transfer arrive at `on_chunk`, `on_chunk_ack`, `on_install`; the
+  // handler hands a relocated install to libraft with deliver_install. All on the executor's thread.
+  class snapshot_transfers {
+   public:
+    virtual ~snapshot_transfers() = default;
+    virtual void send(snapshot_install install) = 0;
+    virtual void on_chunk(node_id from, group_id g, const wire::snapshot_chunk& c) = 0;
+    virtual void on_chunk_ack(node_id from, group_id g, const wire::snapshot_chunk_ack& a) = 0;
+    virtual void on_install(snapshot_install install) = 0;
+  };
+  // Set before the groups start; null: InstallSnapshot goes out as one frame (expanded if an expander
+  // is set), and frames of transfers are dropped.
+  void set_snapshot_transfers(snapshot_transfers* t) { transfers_ = t; }
+  // Queue a frame of a transfer for `to` (sent at the end of this loop turn, after anything queued before).
+  void send_chunk(node_id to, group_id g, wire::snapshot_chunk c);
+  void send_chunk_ack(node_id to, group_id g, wire::snapshot_chunk_ack a);
+  // The install that ends a transfer (or a snapshot without references: transfer 0), to install.peer;
+  // false when the group does not run or the frame would be too large (logged, snapshots_unsent).
+  bool send_install(const snapshot_install& s);
+  // Hands an install (its data relocated to this node, transfer 0) to libraft as if it had just
+  // arrived from install.peer; false when the group does not run here or the sender is unknown.
+  bool deliver_install(const snapshot_install& s);
   // Called once (posted to the executor) when a batch of the node log fails to be written or synced:
   // the log is poisoned from then on (every later batch fails, every group's pending appends fail), and
   // the node cannot go on; the caller stops it (a restart recovers from what is on disk).
@@ -109,6 +150,9 @@ class node_io {
   void on_synced(std::uint64_t batch, status st);
   void on_packet(node_id from, std::span<const std::byte> packet);
   void queue_frame(group& g, node_id to, std::vector<std::byte> frame);
+  // Frames of snapshot transfers go to transfers_ (true: the frame was one; handled or dropped).
+  bool handle_transfer_frame(node_id from, const wire::message& msg);
+  void send_chunk_frame(node_id to, const wire::message& m);
   void trim_below_snapshot(group& g, wire::append_entries& ae);
   void clamp_old_term_result(const group& g, raft_append_entries_result& r);
   void ensure_tick(unsigned msecs);
@@ -128,6 +172,7 @@ class node_io {
   stats stats_;
   std::function<void(group_id)> after_append_result_;
   snapshot_expander expander_;
+  snapshot_transfers* transfers_ = nullptr;
   std::function<std::uint64_t(group_id)> commit_index_of_;
   std::function<void(const error&)> on_log_failure_;
   bool log_failed_ = false;

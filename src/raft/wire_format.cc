@@ -15,6 +15,7 @@ error malformed(std::string reason) {
 // allocation (a hostile count cannot make the decoder reserve gigabytes).
 constexpr std::size_t min_entry_size = 8 + 1 + 4;
 constexpr std::size_t min_server_size = 8 + 1 + 2;
+constexpr std::size_t min_piece_size = 8 + 8 + 4 * 4 + 4 + 4;
 
 struct body_encoder {
   byte_writer& w;
@@ -55,8 +56,30 @@ struct body_encoder {
     w.u64(m.last_term.value());
     w.u64(m.conf_index.value());
     encode_servers(m.conf, w);
+    w.u64(m.transfer);
+    w.u32(m.chunks);
     w.u32(static_cast<std::uint32_t>(m.data.size()));
     w.bytes(m.data);
+  }
+  void operator()(const snapshot_chunk& m) {
+    w.u64(m.transfer);
+    w.u32(m.seq);
+    w.u32(static_cast<std::uint32_t>(m.pieces.size()));
+    for (const record_piece& p : m.pieces) {
+      w.u64(p.key.segment);
+      w.u64(p.key.offset);
+      w.u32(p.key.core);
+      w.u32(p.key.data_offset);
+      w.u32(p.key.begin);
+      w.u32(p.key.size);
+      w.u32(p.piece_offset);
+      w.u32(static_cast<std::uint32_t>(p.bytes.size()));
+      w.bytes(p.bytes);
+    }
+  }
+  void operator()(const snapshot_chunk_ack& m) {
+    w.u64(m.transfer);
+    w.u32(m.seq);
   }
   void operator()(const timeout_now& m) {
     w.u64(m.term.value());
@@ -123,9 +146,38 @@ result<body> decode_fields(message_type type, byte_reader& r) {
       install_snapshot m;
       std::uint32_t len = 0;
       if (!get_id(r, m.term) || !get_id(r, m.last_index) || !get_id(r, m.last_term) ||
-          !get_id(r, m.conf_index) || !decode_servers(r, m.conf) || !r.u32(len) || !r.bytes(len, m.data))
+          !get_id(r, m.conf_index) || !decode_servers(r, m.conf) || !r.u64(m.transfer) || !r.u32(m.chunks) ||
+          !r.u32(len) || !r.bytes(len, m.data))
         return malformed("install_snapshot: short or bad configuration");
+      if (m.transfer == 0 && m.chunks != 0) return malformed("install_snapshot: chunks without a transfer");
       return body(std::move(m));
+    }
+    case message_type::snapshot_chunk: {
+      snapshot_chunk m;
+      std::uint32_t n = 0;
+      if (!r.u64(m.transfer) || !r.u32(m.seq) || !r.u32(n)) return malformed("snapshot_chunk: short header");
+      if (m.transfer == 0) return malformed("snapshot_chunk: transfer 0");
+      if (n > r.remaining() / min_piece_size) return malformed(fmt::format("snapshot_chunk: {} pieces", n));
+      m.pieces.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        record_piece p;
+        std::uint32_t len = 0;
+        if (!r.u64(p.key.segment) || !r.u64(p.key.offset) || !r.u32(p.key.core) ||
+            !r.u32(p.key.data_offset) || !r.u32(p.key.begin) || !r.u32(p.key.size) ||
+            !r.u32(p.piece_offset) || !r.u32(len) || !r.bytes(len, p.bytes))
+          return malformed(fmt::format("snapshot_chunk: piece {} is short", i));
+        // A piece lies inside its record, holds bytes, and the record is somewhere (segment 0 is none).
+        if (p.key.segment == 0 || p.key.size == 0 || len == 0 || p.piece_offset > p.key.size ||
+            len > p.key.size - p.piece_offset)
+          return malformed(fmt::format("snapshot_chunk: piece {} outside its record", i));
+        m.pieces.push_back(p);
+      }
+      return body(std::move(m));
+    }
+    case message_type::snapshot_chunk_ack: {
+      snapshot_chunk_ack m;
+      if (!r.u64(m.transfer) || !r.u32(m.seq)) return malformed("snapshot_chunk_ack: short");
+      return body(m);
     }
     case message_type::timeout_now: {
       timeout_now m;
@@ -190,7 +242,7 @@ result<message> decode_body(std::span<const std::byte> in) {
   std::uint32_t group = 0;
   std::uint8_t type = 0;
   if (!r.u32(group) || !r.u8(type)) return malformed("short message body");
-  if (type < 1 || type > 6) return malformed(fmt::format("message type {}", type));
+  if (type < 1 || type > std::variant_size_v<body>) return malformed(fmt::format("message type {}", type));
   auto fields = decode_fields(static_cast<message_type>(type), r);
   if (!fields) return fields.err();
   if (r.remaining() != 0) return malformed(fmt::format("{} trailing bytes in message", r.remaining()));

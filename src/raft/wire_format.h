@@ -25,8 +25,12 @@
 namespace weir::raft::wire {
 
 inline constexpr std::size_t frame_header_size = 8;
-// Larger frames are refused (a corrupt length must not make a reader wait for 4 GiB).
+// Larger frames are refused (a corrupt length must not make a reader wait for 4 GiB). A snapshot's
+// records travel in snapshot_chunk frames, so this caps only its metadata, references and the records
+// it still holds inline (not yet synced to the sender's data log).
 inline constexpr std::uint32_t max_frame_body = 64u << 20;
+// What a snapshot_chunk's pieces carry at most (a little more with their keys).
+inline constexpr std::uint32_t max_chunk_bytes = 1u << 20;
 
 // The codes equal libraft's RAFT_IO_* values (checked in the glue).
 enum class message_type : std::uint8_t {
@@ -36,6 +40,10 @@ enum class message_type : std::uint8_t {
   request_vote_result = 4,
   install_snapshot = 5,
   timeout_now = 6,
+  // weir's own (no libraft message): a snapshot's data-log records copied ahead of its InstallSnapshot
+  // (docs/replication.md, "Snapshots").
+  snapshot_chunk = 7,
+  snapshot_chunk_ack = 8,
 };
 
 struct entry {
@@ -85,7 +93,46 @@ struct install_snapshot {
   term_id last_term;
   std::vector<server> conf;
   log_index conf_index;
+  // 0: `data` is self-contained. Otherwise the snapshot_chunk frames of this transfer (`chunks` of them,
+  // sequence 0..chunks-1) came first and `data` references their records by the sender's places.
+  std::uint64_t transfer = 0;
+  std::uint32_t chunks = 0;
   std::span<const std::byte> data;
+};
+
+// Where a record sits in the sender's data log, and which bytes of it a snapshot references: the key a
+// transferred record is known by (streams::disk_location plus the slice's begin and size).
+struct record_key {
+  std::uint64_t segment = 0;
+  std::uint64_t offset = 0;
+  std::uint32_t core = 0;
+  std::uint32_t data_offset = 0;
+  std::uint32_t begin = 0;
+  std::uint32_t size = 0;  // > 0
+  friend bool operator==(const record_key&, const record_key&) = default;
+  friend auto operator<=>(const record_key&, const record_key&) = default;
+};
+
+// Bytes [piece_offset, piece_offset + bytes.size()) of the record `key` (a record larger than a chunk
+// spans several pieces, in order).
+struct record_piece {
+  record_key key;
+  std::uint32_t piece_offset = 0;
+  std::span<const std::byte> bytes;
+};
+
+// One frame of a snapshot transfer: `seq` counts from 0 within the transfer.
+struct snapshot_chunk {
+  std::uint64_t transfer = 0;
+  std::uint32_t seq = 0;
+  std::vector<record_piece> pieces;
+};
+
+// The receiver wrote every piece of chunks 0..seq of the transfer to its data log (flow control: the
+// sender keeps a few chunks unacknowledged at most).
+struct snapshot_chunk_ack {
+  std::uint64_t transfer = 0;
+  std::uint32_t seq = 0;
 };
 
 struct timeout_now {
@@ -94,8 +141,9 @@ struct timeout_now {
   term_id last_log_term;
 };
 
+// The variant's order is the type code's (index + 1).
 using body = std::variant<append_entries, append_entries_result, request_vote, request_vote_result,
-                          install_snapshot, timeout_now>;
+                          install_snapshot, timeout_now, snapshot_chunk, snapshot_chunk_ack>;
 
 struct message {
   group_id group;

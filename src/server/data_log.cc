@@ -42,6 +42,7 @@ result<std::unique_ptr<data_log>> data_log::open(storage::env& e, const std::str
   storage::log_options lo;
   lo.segment_bytes = o.segment_bytes;
   lo.sync.mode = storage::sync_mode::never;  // durability comes from raft; synced explicitly (sync_now)
+  self->exec_ = exec;
   auto w = storage::log_writer::open(e, dir, lo, *rec, std::move(exec));
   if (!w) return w.err();
   self->writer_ = std::move(*w);
@@ -67,6 +68,75 @@ void data_log::write_record(std::string_view path, std::uint64_t generation, con
   std::uint32_t data_offset = 0;
   streams::encode_into(c, scratch_, &data_offset);
   append(generation, r.end, r.data.size, data_offset);
+}
+
+void data_log::write_raw(std::uint64_t transfer, std::string bytes, raw_done done) {
+  if (bytes.empty()) {
+    exec_([done = std::move(done)] { done(make_error(storage::errc::invalid_argument, "an empty record")); });
+    return;
+  }
+  const auto size = static_cast<std::uint32_t>(bytes.size());
+  // An append record like the others (its path is unknown here and not needed: the log is never
+  // replayed, and the snapshot's reference names the stream).
+  streams::append_command c;
+  c.body.bytes = streams::make_chunk(std::move(bytes));
+  std::uint32_t data_offset = 0;
+  streams::encode_into(c, scratch_, &data_offset);
+  std::weak_ptr<bool> alive = alive_;
+  writer_->append(
+      command_record_type, std::as_bytes(std::span(scratch_.data(), scratch_.size())),
+      [this, alive, transfer, size, data_offset, done = std::move(done)](result<storage::append_ack> r) {
+        auto a = alive.lock();
+        if (!a || !*a) return;
+        if (!r) {
+          ++stats_.write_failures;
+          done(r.err());
+          return;
+        }
+        last_lsn_ = std::max(last_lsn_, r->seq);
+        ++stats_.records;
+        stats_.bytes += size;
+        bytes_since_reclaim_ += size;
+        streams::disk_location at;
+        at.core = opts_.core;
+        at.segment = r->pos.segment.value();
+        at.offset = r->pos.offset;
+        at.data_offset = data_offset;
+        // Pinned before anything else runs: a reclaim covers every record written so far.
+        transfer_pins_[transfer].insert(at.segment);
+        if (unsynced_.empty()) oldest_unsynced_ms_ = now_ms_;
+        unsynced_.push_back(written{0, 0, size, at});
+        unsynced_bytes_ += size;
+        if (unsynced_bytes_ >= opts_.sync_bytes) sync_now();
+        done(at);
+      });
+  if (scratch_.capacity() > (1u << 20)) std::string().swap(scratch_);
+}
+
+void data_log::unpin_transfer(std::uint64_t transfer) {
+  if (transfer_pins_.erase(transfer) != 0) pins_changed_ = true;
+}
+
+void data_log::when_durable(const streams::disk_location& at, std::function<void()> fn) {
+  durable_waiters_.emplace_back(at, std::move(fn));
+  if (durable(at)) {
+    std::weak_ptr<bool> alive = alive_;
+    exec_([this, alive] {
+      if (auto a = alive.lock(); a && *a) fire_durable_waiters();
+    });
+    return;
+  }
+  sync_now();
+}
+
+void data_log::fire_durable_waiters() {
+  std::vector<std::function<void()>> ready;
+  std::erase_if(durable_waiters_, [&](auto& w) {
+    if (!durable(w.first)) return false;
+    ready.push_back(std::move(w.second));
+    return true;
+  });
+  for (auto& fn : ready) fn();
 }
 
 void data_log::append(std::uint64_t generation, std::uint64_t end, std::uint32_t size,
@@ -131,8 +201,9 @@ void data_log::on_synced(const status& st, std::size_t count) {
     unsynced_bytes_ -= w.size;
     durable_segment_ = w.at.segment;
     durable_offset_ = w.at.offset + 1;
-    hooks_.admit(w.generation, w.end, w.size, w.at);
+    if (w.generation != 0) hooks_.admit(w.generation, w.end, w.size, w.at);
   }
+  fire_durable_waiters();
   oldest_unsynced_ms_ = now_ms_;  // those left were written while the sync ran
   reclaim(now_ms_);
   if (unsynced_bytes_ >= opts_.sync_bytes) sync_now();
@@ -169,6 +240,7 @@ void data_log::reclaim(std::int64_t now_ms) {
   std::set<std::uint64_t> keep_ids;
   for (std::uint64_t s : hooks_.referenced()) keep_ids.insert(s);
   for (const auto& [group, segments] : pins_) keep_ids.insert(segments.begin(), segments.end());
+  for (const auto& [transfer, segments] : transfer_pins_) keep_ids.insert(segments.begin(), segments.end());
   std::vector<storage::segment_id> keep;
   keep.reserve(keep_ids.size());
   for (std::uint64_t s : keep_ids) keep.emplace_back(s);

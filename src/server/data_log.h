@@ -32,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,18 @@ class data_log {
   // bytes inlined), as an append of its bytes to `path`.
   void write_record(std::string_view path, std::uint64_t generation, const streams::record& r);
 
+  // Snapshot transfers (server/snapshot_transfer.h): writes `bytes`, a record a peer's snapshot
+  // references, as an append record of its own and calls `done` (on this loop, never inside) with its
+  // place here (data_offset set, the bytes start there) or the write's error. The record's segment is
+  // pinned under `transfer` (every reclaim keeps it) from the moment its place is known until
+  // unpin_transfer(transfer): the restore of the snapshot pins it for the group before that.
+  using raw_done = std::function<void(result<streams::disk_location>)>;
+  void write_raw(std::uint64_t transfer, std::string bytes, raw_done done);
+  void unpin_transfer(std::uint64_t transfer);
+  // `fn` once a completed sync covers `at` (a place in this log): at once (posted) when it does already.
+  // Starts a sync when needed. Dropped, not called, when the log is destroyed first.
+  void when_durable(const streams::disk_location& at, std::function<void()> fn);
+
   // Syncs or reclaims when due (the shard calls it a few times a second).
   void tick(std::int64_t now_ms);
   // Starts a sync now (unless one runs or nothing is written since the last).
@@ -114,11 +127,12 @@ class data_log {
   data_log(storage::env& e, std::string dir, data_log_options o, storage::segment_reader* reader, hooks h);
 
   struct written {
-    std::uint64_t generation;
+    std::uint64_t generation;  // 0: a transferred record (write_raw), which the state does not hold yet
     std::uint64_t end;
     std::uint32_t size;
     streams::disk_location at;
   };
+  void fire_durable_waiters();
   void append(std::uint64_t generation, std::uint64_t end, std::uint32_t size, std::uint32_t data_offset);
   void on_written(const result<storage::append_ack>& r, std::uint64_t generation, std::uint64_t end,
                   std::uint32_t size, std::uint32_t data_offset);
@@ -130,6 +144,7 @@ class data_log {
   data_log_options opts_;
   storage::segment_reader* reader_;
   hooks hooks_;
+  storage::executor exec_;  // posts to this log's loop
   std::unique_ptr<storage::log_writer> writer_;
   std::string scratch_;
   std::deque<written> unsynced_;  // written, in log order, not yet covered by a completed sync
@@ -146,6 +161,8 @@ class data_log {
   std::int64_t last_reclaim_ms_ = 0;
   std::int64_t now_ms_ = 0;  // as of the last tick
   std::map<std::uint32_t, std::vector<std::uint64_t>> pins_;
+  std::map<std::uint64_t, std::set<std::uint64_t>> transfer_pins_;  // write_raw's, by transfer
+  std::vector<std::pair<streams::disk_location, std::function<void()>>> durable_waiters_;
   data_log_stats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -1,12 +1,15 @@
 #include "server/replication.h"
 
+#include <random>
 #include <set>
 
 #include "base/fnv.h"
 #include "base/json_writer.h"
 #include "base/log.h"
+#include "server/cold_reader.h"
 #include "server/group_snapshot.h"
 #include "server/node.h"
+#include "server/snapshot_transfer.h"
 #include "server/stream_shard.h"
 #include "streams/command_codec.h"
 
@@ -70,7 +73,6 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   cb.restore = [p](std::uint32_t g, std::uint64_t index, std::span<const std::byte> state) {
     return p->restore_snapshot(g, index, state);
   };
-  cb.expand = [p](std::uint32_t g, std::span<const std::byte> state) { return p->expand_snapshot(g, state); };
   // A node whose raft log cannot be written stops rather than limp on (docs/replication.md).
   cb.log_failed = [p](const error& e) { p->shard_.owner().fail("the raft node log failed: " + e.reason); };
   io::event_loop& loop = shard.loop();
@@ -84,13 +86,75 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
                                         std::move(ro), std::move(cb));
   if (!repl) return repl.err();
   self->repl_ = std::move(*repl);
+  self->open_snapshot_transfers();
   return self;
 }
 
 replication::~replication() {
-  repl_.reset();  // before the links it sends on
+  repl_.reset();  // before the links it sends on, and the transfers its node_io calls
+  transfers_.reset();
+  transfer_reads_.reset();
   applied_.reset();
   links_.reset();
+}
+
+void replication::open_snapshot_transfers() {
+  // One thread: a transfer reads a chunk at a time (a few ahead), and client cold reads keep the node's
+  // own cold_reader threads.
+  transfer_reads_ = std::make_unique<cold_reader>(1);
+  raft::node_io& io = repl_->io();
+  snapshot_transfers::ports p;
+  p.send_chunk = [&io](raft::node_id to, raft::group_id g, raft::wire::snapshot_chunk c) {
+    io.send_chunk(to, g, std::move(c));
+  };
+  p.send_ack = [&io](raft::node_id to, raft::group_id g, raft::wire::snapshot_chunk_ack a) {
+    io.send_chunk_ack(to, g, a);
+  };
+  p.send_install = [&io](const snapshot_transfers::install& s) { return io.send_install(s); };
+  p.deliver = [&io](const snapshot_transfers::install& s) { return io.deliver_install(s); };
+  p.read = [this](std::vector<snapshot_transfers::piece_read> pieces, snapshot_transfers::read_done done) {
+    streams::read_plan plan;
+    for (const auto& r : pieces) {
+      streams::chunk_slice s;
+      s.at = streams::disk_location{r.key.segment, r.key.offset, r.key.core, r.key.data_offset};
+      s.begin = r.key.begin + r.offset;
+      s.size = r.length;
+      plan.slices.push_back(s);
+      plan.bytes += r.length;
+    }
+    plan.next = streams::stream_offset(plan.bytes);
+    // The segments stay while the group's snapshot pins them; one reclaimed meanwhile (a newer
+    // snapshot pinned others) fails the read, and the transfer with it (libraft sends the newer one).
+    transfer_reads_->submit(shard_.hot().readers(), std::move(plan), shard_.loop(),
+                            [done = std::move(done), n = pieces.size()](streams::read_plan got, status st) {
+                              if (!st) return done(st.err());
+                              std::vector<std::string> out;
+                              for (const auto& s : got.slices) out.emplace_back(s.view());
+                              if (out.size() != n)
+                                return done(make_error(storage::errc::io_error, "short read"));
+                              done(std::move(out));
+                            });
+  };
+  p.write = [this](std::uint64_t transfer, std::string bytes, data_log::raw_done done) {
+    if (data_log* d = shard_.data()) return d->write_raw(transfer, std::move(bytes), std::move(done));
+    shard_.loop().post([done = std::move(done)] {
+      done(make_error(storage::errc::invalid_argument, "this node has no data log"));
+    });
+  };
+  p.unpin = [this](std::uint64_t transfer) {
+    if (data_log* d = shard_.data()) d->unpin_transfer(transfer);
+  };
+  p.when_durable = [this](const streams::disk_location& at, std::function<void()> fn) {
+    if (data_log* d = shard_.data()) d->when_durable(at, std::move(fn));
+  };
+  p.state_offset = [](std::span<const std::byte> data) {
+    return cluster::replicator::snapshot_state_offset(data);
+  };
+  snapshot_transfers::options o;
+  // Transfer ids differ from an earlier run's (a receiver may still hold one of those).
+  o.first_id = ((std::uint64_t(std::random_device{}()) << 32 | std::random_device{}()) >> 1) | 1;
+  transfers_ = std::make_unique<snapshot_transfers>(*executor_, std::move(p), o);
+  io.set_snapshot_transfers(transfers_.get());
 }
 
 std::uint32_t replication::group_of(std::string_view path) const {
@@ -125,32 +189,16 @@ status replication::restore_snapshot(std::uint32_t group, std::uint64_t index,
   if (!parts) return parts.err();
   if (auto st = shard_.restore_part(parts->streams, in_group(group)); !st) return st;
   // What the snapshot references stays on disk until the group's next snapshot, as when it was taken:
-  // this node may send it to a peer (expand_snapshot reads every record) after the state moved on.
+  // this node may send it to a peer (a transfer reads every record) after the state moved on.
   shard_.pin_snapshot_segments(group, shard_.machine().referenced_segments(0, in_group(group)));
+  // A snapshot that came in a transfer: its copies are pinned through the state from now on.
+  if (transfers_) transfers_->restored(raft::group_id(group));
   if (subscriptions_ != nullptr) {
     if (auto st = subscriptions_->restore_part(group, parts->subscriptions); !st) return st;
   }
   applied_->applied(group, index);
   log::info("weir cluster: group {} restored from its snapshot at {} ({} bytes)", group, index, state.size());
   return {};
-}
-
-result<std::vector<std::byte>> replication::expand_snapshot(std::uint32_t group,
-                                                            std::span<const std::byte> state) {
-  auto parts = decode_group_snapshot(state);
-  if (!parts) return parts.err();
-  auto streams = streams::expand_snapshot_part(parts->streams,
-                                               [this](const streams::disk_location& at, std::uint64_t begin,
-                                                      std::uint32_t size) -> result<std::string> {
-                                                 streams::chunk_slice s;
-                                                 s.at = at;
-                                                 s.begin = static_cast<std::uint32_t>(begin);
-                                                 s.size = size;
-                                                 return shard_.bytes_of(s);
-                                               });
-  if (!streams) return streams.err();
-  log::info("weir cluster: group {} snapshot sent whole to a peer ({} bytes)", group, streams->size());
-  return encode_group_snapshot(*streams, parts->subscriptions);
 }
 
 void replication::submit(const streams::command& c, shard_wal::completion done) {
@@ -367,6 +415,16 @@ std::string replication::status_json() const {
   w.key("taken").value(std::int64_t(repl_->snapshots_taken()));
   w.key("restored").value(std::int64_t(repl_->snapshots_restored()));
   w.key("sent").value(std::int64_t(repl_->snapshots_sent()));
+  // Chunked transfers (server/snapshot_transfer.h): record bytes in chunks, transfers either side.
+  const snapshot_transfer_stats& ts = transfers_->stats();
+  w.key("chunks_sent").value(std::int64_t(ts.chunks_sent));
+  w.key("chunk_bytes_sent").value(std::int64_t(ts.bytes_sent));
+  w.key("chunks_received").value(std::int64_t(ts.chunks_received));
+  w.key("chunk_bytes_received").value(std::int64_t(ts.bytes_received));
+  w.key("transfers_sent").value(std::int64_t(ts.transfers_sent));
+  w.key("transfers_completed").value(std::int64_t(ts.transfers_completed));
+  w.key("transfers_dropped").value(std::int64_t(ts.transfers_dropped));
+  w.key("transfers_replaced").value(std::int64_t(ts.transfers_replaced));
   w.end_object();
   // The raft node log: on disk, needed by the groups, compaction (docs/replication.md, "Node log format").
   const auto nl = repl_->node_log_figures();

@@ -33,6 +33,8 @@
 namespace weir::server {
 
 class stream_shard;
+class cold_reader;
+class snapshot_transfers;
 
 // What a cluster node's subscription service takes from the raft groups (subscription_host.cc implements
 // it over subscriptions::service). Called on the replication's loop (core 0, the service's home).
@@ -117,10 +119,12 @@ class replication {
   void wait_for_sources(std::string path, std::function<void(bool)> ready);
   // Group snapshots (cluster::replicator::callbacks; server/group_snapshot.h): the group's part of the
   // streams (records the data log holds durably as references, the others inline) and of the
-  // subscriptions; its restore; and the self-contained form sent to a peer (every record inline).
+  // subscriptions; and its restore. A snapshot goes to a peer through transfers_ (its referenced records
+  // in chunks first, server/snapshot_transfer.h).
   result<std::vector<std::byte>> take_snapshot(std::uint32_t group, std::uint64_t index);
   status restore_snapshot(std::uint32_t group, std::uint64_t index, std::span<const std::byte> state);
-  result<std::vector<std::byte>> expand_snapshot(std::uint32_t group, std::span<const std::byte> state);
+  // Wires transfers_ to the node: node_io, the data log, a reader thread.
+  void open_snapshot_transfers();
   streams::state_machine::path_predicate in_group(std::uint32_t group) const;
 
   stream_shard& shard_;
@@ -129,6 +133,10 @@ class replication {
   std::unique_ptr<raft::loop_executor> executor_;
   std::unique_ptr<cluster::applied_waits> applied_;  // how far each group applied here (fork reads wait)
   std::unique_ptr<cluster::replicator> repl_;
+  // Snapshot transfers: the thread that reads the records a snapshot sent to a peer references (off the
+  // loop), and the transfers themselves. Destroyed after repl_ (node_io calls transfers_).
+  std::unique_ptr<cold_reader> transfer_reads_;
+  std::unique_ptr<snapshot_transfers> transfers_;
   struct waiter {
     shard_wal::completion done;
     std::function<void(bool)> entry_done;  // submit_entry's

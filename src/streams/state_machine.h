@@ -33,6 +33,8 @@
 
 namespace weir::streams {
 
+struct part_reference;  // below
+
 namespace wire {
 class writer;
 class reader;
@@ -344,6 +346,10 @@ class state_machine {
       std::span<const std::byte> blob,
       const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
           fetch);
+  friend result<std::vector<part_reference>> snapshot_part_references(std::span<const std::byte> blob);
+  friend result<std::vector<std::byte>> relocate_snapshot_part(
+      std::span<const std::byte> blob,
+      const std::function<std::optional<part_reference>(const part_reference&)>& to);
 
   string_map<stream_state> streams_;
   std::unordered_set<std::string> expiring_;  // streams with a TTL or Expires-At (what the sweeper scans)
@@ -364,6 +370,27 @@ result<std::vector<std::byte>> expand_snapshot_part(
     std::span<const std::byte> blob,
     const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
         fetch);
+
+// A record a per-part blob references (kind 0): its place in a data log and the slice of it.
+struct part_reference {
+  disk_location at;
+  std::uint32_t begin = 0;
+  std::uint32_t size = 0;
+  friend bool operator==(const part_reference&, const part_reference&) = default;
+};
+
+// Every reference of a per-part blob, in the blob's order (a record referenced twice is listed twice).
+// What a node copies to a peer ahead of the blob (docs/replication.md, "Snapshots"). A damaged blob: as
+// restore_part.
+result<std::vector<part_reference>> snapshot_part_references(std::span<const std::byte> blob);
+
+// The blob with every reference replaced by `to(reference)`: the same record in another data log (a
+// peer's copy). Records held inline stay inline; nothing else changes. A reference `to` does not know
+// (nullopt), or one that changes the record's size, fails (codec_errc::bad_value, naming the stream).
+// Deterministic.
+result<std::vector<std::byte>> relocate_snapshot_part(
+    std::span<const std::byte> blob,
+    const std::function<std::optional<part_reference>(const part_reference&)>& to);
 
 // Producer state a stream keeps (PROTOCOL.md 5.2.1, "Producer State Cleanup": servers MAY expire it).
 // A producer idle this long is forgotten and treated as new; and a stream keeps at most this many

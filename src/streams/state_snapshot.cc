@@ -427,4 +427,53 @@ result<std::vector<std::byte>> expand_snapshot_part(
   return state_machine::encode_part(sorted, decoded->held, [](const disk_location&) { return false; });
 }
 
+result<std::vector<part_reference>> snapshot_part_references(std::span<const std::byte> blob) {
+  auto decoded = state_machine::decode_part(blob, nullptr);
+  if (!decoded) return decoded.err();
+  std::vector<const std::pair<const std::string, state_machine::stream_state>*> sorted;
+  for (const auto& entry : decoded->streams) sorted.push_back(&entry);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  std::vector<part_reference> out;
+  for (const auto* entry : sorted) {
+    entry->second.log->for_each_record([&](const record& r) {
+      if (r.data.cold()) out.push_back(part_reference{r.data.at, r.data.begin, r.data.size});
+    });
+  }
+  return out;
+}
+
+result<std::vector<std::byte>> relocate_snapshot_part(
+    std::span<const std::byte> blob,
+    const std::function<std::optional<part_reference>(const part_reference&)>& to) {
+  auto decoded = state_machine::decode_part(blob, nullptr);
+  if (!decoded) return decoded.err();
+  std::vector<const std::pair<const std::string, state_machine::stream_state>*> sorted;
+  for (auto& entry : decoded->streams) {
+    // Each log is this function's own (fresh from the decode): rewrite its cold records in place.
+    std::vector<record> records;
+    entry.second.log->for_each_record([&](const record& r) { records.push_back(r); });
+    auto log = std::make_shared<memory_log>(nullptr, entry.second.log->base());
+    for (record& r : records) {
+      if (r.data.cold()) {
+        const part_reference from{r.data.at, r.data.begin, r.data.size};
+        const std::optional<part_reference> moved = to(from);
+        if (!moved) {
+          return bad("no copy of the record at segment " + std::to_string(from.at.segment) + " offset " +
+                     std::to_string(from.at.offset) + " of " + entry.first);
+        }
+        if (moved->size != r.data.size || !moved->at.known()) {
+          return bad("record of " + entry.first + " relocated to another size or nowhere");
+        }
+        r.data.at = moved->at;
+        r.data.begin = moved->begin;
+      }
+      log->append(std::move(r));
+    }
+    entry.second.log = std::move(log);
+    sorted.push_back(&entry);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  return state_machine::encode_part(sorted, decoded->held, [](const disk_location&) { return true; });
+}
+
 }  // namespace weir::streams

@@ -41,6 +41,11 @@ void check_views(const wire::message& m, std::span<const std::byte> whole) {
   } else if (const auto* is = std::get_if<wire::install_snapshot>(&m.payload)) {
     FUZZ_CHECK(inside(is->data, whole));
     for (const auto& s : is->conf) FUZZ_CHECK(inside(std::as_bytes(std::span(s.address)), whole));
+  } else if (const auto* c = std::get_if<wire::snapshot_chunk>(&m.payload)) {
+    for (const auto& p : c->pieces) {
+      FUZZ_CHECK(inside(p.bytes, whole));
+      FUZZ_CHECK(!p.bytes.empty() && p.piece_offset + p.bytes.size() <= p.key.size);
+    }
   }
 }
 

@@ -5,9 +5,11 @@ budget (so most records are cold, in the data log, and snapshots reference them 
 them). Then:
   1. streams written through all three nodes read back the same on every node; every node took
      snapshots;
-  2. node 3 is SIGKILLed and the others write on: the groups forget the entries node 3 lacks, so when
-     it starts again the leaders must install their snapshots on it (sent whole: node 3 cannot read
-     their data logs); it then reads every stream as the others do;
+  2. node 3 is SIGKILLed and the others write on, among it records of 100-300 KiB (several MiB per
+     group): the groups forget the entries node 3 lacks, so when it starts again the leaders must
+     install their snapshots on it; node 3 cannot read their data logs, so the records the snapshots
+     reference cross in chunks (at most 1 MiB each; a group's take several) into node 3's own data
+     log before each install; it then reads every stream as the others do;
   3. every node is stopped and started: each restores its groups from the snapshots in its node log
      (referencing its own data log) plus the entries after them, and reads the same;
   4. a node 4 joins (--join; POST /cluster/members) after the entries were forgotten: it can only catch
@@ -60,6 +62,17 @@ class Writer:
             if check(st in (200, 204), "append %s.%d to %s on node %d: %d %r" % (tag, k, path, node.id, st, body[:200])):
                 self.expected[path] += rec
 
+    def big_round(self, nodes, tag, count):
+        """Appends of 100-300 KiB: what makes a group's snapshot data span several chunks."""
+        paths = sorted(self.expected)
+        for k in range(count):
+            path = paths[(k * 5) % len(paths)]
+            rec = (b"%s.%d:" % (tag.encode(), k)) + bytes([97 + k % 26]) * self.rng.randint(100 << 10, 300 << 10)
+            node = nodes[k % len(nodes)]
+            st, _, body = req(node, "POST", path, body=rec, headers=OCTET)
+            if check(st in (200, 204), "append %s.%d to %s on node %d: %d %r" % (tag, k, path, node.id, st, body[:200])):
+                self.expected[path] += rec
+
     def verify(self, node, when):
         bad = [p for p, want in sorted(self.expected.items()) if cs.read_stream(node, p)[0] != want]
         check(not bad, "%s: node %d reads every stream as written (differs: %s)" % (when, node.id, bad[:5]))
@@ -103,7 +116,13 @@ def main():
         nodes[3].kill()
         nodes[3].stop()
         cluster.wait_healthy([1, 2])
-        w.round([nodes[1], nodes[2]], "b", 600)
+        w.round([nodes[1], nodes[2]], "b", 300)
+        w.big_round([nodes[1], nodes[2]], "big", 60)
+        w.round([nodes[1], nodes[2]], "b2", 300)  # the big records synced and cold by the last snapshots
+        # Once the data logs synced (every second), the snapshots taken after reference the big records.
+        wait_for("the data logs of nodes 1 and 2 to sync",
+                 lambda: all(nodes[i].status()["stream_data"]["data_log_unsynced_bytes"] == 0 for i in (1, 2)), 30)
+        w.round([nodes[1], nodes[2]], "b3", 100)
         nodes[3].start()
         cluster.wait_healthy([1, 2, 3], timeout=60)
         cluster.wait_caught_up(3, timeout=60)
@@ -111,6 +130,16 @@ def main():
         sent = sum(snapshots(nodes[i])["sent"] for i in (1, 2))
         check(s3["restored"] > 0, "node 3 restored snapshots installed by the leaders: %r" % s3)
         check(sent > 0, "the leaders sent snapshots to node 3 (%d)" % sent)
+        # The installs came as chunked transfers into node 3's data log, some of several chunks.
+        chunks_sent = sum(snapshots(nodes[i])["chunks_sent"] for i in (1, 2))
+        check(s3["transfers_completed"] > 0, "node 3 completed snapshot transfers: %r" % s3)
+        check(s3["chunks_received"] > s3["transfers_completed"],
+              "some transfer to node 3 took more than one chunk: %r" % s3)
+        check(s3["chunk_bytes_received"] > (1 << 20), "more than 1 MiB of records crossed in chunks: %r" % s3)
+        check(chunks_sent >= s3["chunks_received"], "the leaders sent the chunks node 3 took (%d)" % chunks_sent)
+        d3 = nodes[3].status()["stream_data"]
+        check(d3["data_log_bytes_written"] >= s3["chunk_bytes_received"],
+              "node 3 wrote the records it received to its data log: %r" % d3)
         for i in (1, 2, 3):
             w.verify(nodes[i], "after node 3 caught up from snapshots")
 

@@ -12,13 +12,22 @@ std::vector<std::byte> bytes_of(std::string_view s) {
   return {b.begin(), b.end()};
 }
 
+snapshot_chunk chunk_sample(const std::vector<std::byte>& data) {
+  snapshot_chunk c{77, 1, {}};
+  const auto n = static_cast<std::uint32_t>(data.size());
+  c.pieces.push_back(record_piece{record_key{3, 4096, 0, 40, 0, n}, 0, data});
+  // The last piece of a larger record.
+  c.pieces.push_back(record_piece{record_key{4, 12, 0, 40, 8, n + 100}, 100, data});
+  return c;
+}
+
 std::vector<message> samples(const std::vector<std::byte>& data) {
   append_entries ae{term_id(7), log_index(41), term_id(6), log_index(40), {}};
   ae.entries.push_back(entry{term_id(7), 1, data});
   ae.entries.push_back(entry{term_id(7), 2, {}});
   ae.entries.push_back(
       entry{term_id(7), 3, std::span<const std::byte>(data).first(std::min<std::size_t>(3, data.size()))});
-  install_snapshot is{term_id(9), log_index(100), term_id(8), {}, log_index(50), data};
+  install_snapshot is{term_id(9), log_index(100), term_id(8), {}, log_index(50), 0, 0, data};
   is.conf.push_back(server{node_id(1), 1, "n1"});
   is.conf.push_back(server{node_id(2), 0, "10.0.0.2:7000"});
   is.conf.push_back(server{node_id(3), 2, ""});
@@ -32,6 +41,11 @@ std::vector<message> samples(const std::vector<std::byte>& data) {
       message{group_id(6), request_vote_result{term_id(4), false, 2}},
       message{group_id(0xffffffff), std::move(is)},
       message{group_id(1), timeout_now{term_id(12), log_index(99), term_id(11)}},
+      message{group_id(2),
+              install_snapshot{term_id(9), log_index(100), term_id(8), {}, log_index(50), 77, 3, data}},
+      message{group_id(2), chunk_sample(data)},
+      message{group_id(2), snapshot_chunk{77, 0, {}}},
+      message{group_id(2), snapshot_chunk_ack{77, 2}},
   };
 }
 
@@ -86,6 +100,54 @@ TEST(raft_wire_format, fields_survive_exactly) {
   EXPECT_EQ(is.conf[1].address, "10.0.0.2:7000");
   EXPECT_EQ(is.conf_index, log_index(50));
   EXPECT_EQ(is.data.size(), data.size());
+  EXPECT_EQ(is.transfer, 0u);
+
+  frame.clear();
+  encode_frame(all[9], frame);
+  d = decode_frame(frame);
+  ASSERT_TRUE(d && d->has_value());
+  const auto& it = std::get<install_snapshot>((*d)->msg.payload);
+  EXPECT_EQ(it.transfer, 77u);
+  EXPECT_EQ(it.chunks, 3u);
+
+  frame.clear();
+  encode_frame(all[10], frame);
+  d = decode_frame(frame);
+  ASSERT_TRUE(d && d->has_value());
+  EXPECT_EQ(type_of((*d)->msg.payload), message_type::snapshot_chunk);
+  const auto& c = std::get<snapshot_chunk>((*d)->msg.payload);
+  EXPECT_EQ(c.transfer, 77u);
+  EXPECT_EQ(c.seq, 1u);
+  ASSERT_EQ(c.pieces.size(), 2u);
+  EXPECT_EQ(c.pieces[1].key, (record_key{4, 12, 0, 40, 8, static_cast<std::uint32_t>(data.size()) + 100}));
+  EXPECT_EQ(c.pieces[1].piece_offset, 100u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(c.pieces[1].bytes.data()), c.pieces[1].bytes.size()),
+            "abcdef");
+}
+
+TEST(raft_wire_format, chunk_pieces_outside_their_record_are_refused) {
+  const auto data = bytes_of("abcdef");
+  auto refused = [&](record_piece p) {
+    snapshot_chunk c{5, 0, {p}};
+    std::vector<std::byte> frame;
+    encode_frame(message{group_id(1), c}, frame);
+    auto d = decode_frame(frame);
+    return !d.has_value();
+  };
+  EXPECT_FALSE(refused(record_piece{record_key{1, 0, 0, 0, 0, 6}, 0, data}));
+  EXPECT_TRUE(refused(record_piece{record_key{1, 0, 0, 0, 0, 5}, 0, data}));   // longer than the record
+  EXPECT_TRUE(refused(record_piece{record_key{1, 0, 0, 0, 0, 10}, 5, data}));  // past its end
+  EXPECT_TRUE(refused(record_piece{record_key{0, 0, 0, 0, 0, 6}, 0, data}));   // segment 0: nowhere
+  EXPECT_TRUE(refused(record_piece{record_key{1, 0, 0, 0, 0, 6}, 0, {}}));     // empty piece
+  // Transfer 0 is "none".
+  std::vector<std::byte> frame;
+  encode_frame(message{group_id(1), snapshot_chunk{0, 0, {}}}, frame);
+  EXPECT_FALSE(decode_frame(frame).has_value());
+  frame.clear();
+  encode_frame(message{group_id(1),
+                       install_snapshot{term_id(1), log_index(1), term_id(1), {}, log_index(1), 0, 2, {}}},
+               frame);
+  EXPECT_FALSE(decode_frame(frame).has_value());
 }
 
 TEST(raft_wire_format, frames_follow_each_other_in_one_packet) {
@@ -150,7 +212,10 @@ TEST(raft_wire_format, hostile_bodies_are_refused) {
   };
   EXPECT_FALSE(decode_body(body({})).has_value());
   EXPECT_FALSE(decode_body(with({0})).has_value());  // type 0
-  EXPECT_FALSE(decode_body(with({7})).has_value());  // type 7
+  EXPECT_FALSE(decode_body(with({9})).has_value());  // type 9
+  // snapshot_chunk claiming 2^32-1 pieces in a few bytes: refused before any allocation.
+  EXPECT_FALSE(
+      decode_body(with({7, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})).has_value());
   // append_entries claiming 2^32-1 entries in a few bytes: refused before any allocation.
   EXPECT_FALSE(decode_body(with({1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,    0,    0,    0,   0,
                                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}))

@@ -279,5 +279,61 @@ TEST_F(data_log_test, records_restored_inline_are_written_and_leave_memory) {
   EXPECT_EQ(read_all("/r"), pattern(200, 1) + pattern(200, 2));
 }
 
+TEST_F(data_log_test, raw_records_of_a_transfer_are_pinned_until_unpinned_and_readable_where_reported) {
+  data_log_options o;
+  o.segment_bytes = 4096;
+  o.sync_bytes = 1ull << 30;
+  o.reclaim_bytes = 1ull << 40;  // only by time
+  o.reclaim_interval_ms = 1000;
+  open(o);
+  // Records a peer's snapshot references, copied here (snapshot_transfer.h): none is in the state.
+  std::vector<streams::disk_location> at;
+  for (int i = 0; i < 10; ++i) {
+    log->write_raw(42, pattern(1000, i), [&](result<streams::disk_location> r) {
+      ASSERT_TRUE(r) << r.err().reason;
+      at.push_back(*r);
+    });
+  }
+  ASSERT_TRUE(q.run_until([&] { return at.size() == 10; }));
+  EXPECT_EQ(admitted, 0u);  // nothing of the state's
+  EXPECT_FALSE(log->durable(at.back()));
+  bool durable = false;
+  log->when_durable(at.back(), [&] { durable = true; });  // starts a sync
+  ASSERT_TRUE(q.run_until([&] { return durable; }));
+  EXPECT_TRUE(log->durable(at.back()));
+  EXPECT_EQ(admitted, 0u);
+  // Already durable: called (posted) at once.
+  bool again = false;
+  log->when_durable(at.front(), [&] { again = true; });
+  EXPECT_FALSE(again);
+  ASSERT_TRUE(q.run_until([&] { return again; }));
+  // Each copy reads back at its place: the bytes start at data_offset.
+  for (int i = 0; i < 10; ++i) {
+    streams::chunk_slice s;
+    s.at = at[static_cast<std::size_t>(i)];
+    s.size = 1000;
+    auto b = hot->bytes_of(s);
+    ASSERT_TRUE(b) << b.err().reason;
+    EXPECT_EQ(*b, pattern(1000, i));
+  }
+  ASSERT_GE(at.back().segment - at.front().segment, 2u);
+  // Reclaim keeps the transfer's segments while it is pinned (the state references none of them) ...
+  apply(make_create("/other", "text/plain", "x"));
+  ASSERT_TRUE(q.run_until([&] { return log->stats().records == 11; }));
+  log->tick(100'000);
+  ASSERT_TRUE(q.run_until([&] { return log->stats().reclaims == 1; }));
+  EXPECT_EQ(log->stats().segments_removed, 0u);
+  // ... and deletes them once unpinned (a restore pinned what its state references instead).
+  log->unpin_transfer(42);
+  log->tick(200'000);
+  ASSERT_TRUE(q.run_until([&] { return log->stats().reclaims == 2; }));
+  EXPECT_GT(log->stats().segments_removed, 0u);
+  streams::chunk_slice first;
+  first.at = at.front();
+  first.size = 1000;
+  reader->forget(storage::segment_id{at.front().segment});
+  EXPECT_FALSE(hot->bytes_of(first).has_value());
+}
+
 }  // namespace
 }  // namespace weir::server
