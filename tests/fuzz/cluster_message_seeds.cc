@@ -110,6 +110,10 @@ int main(int argc, char** argv) {
   }
   ok &= write(dir, "forward-subscriptions", cluster::encode(cluster::forward{2, subscription_entry(2, 120)}));
   ok &= write(dir, "entry-append", entry(3, 7, append));
+  // A fork's create in a cluster names where its retain went (command kind 9).
+  streams::create_command located = create;
+  located.fork->resolved.origin = streams::fork_origin{17, 123456};
+  ok &= write(dir, "entry-fork-origin", entry(2, 8, located));
   ok &= write(dir, "entry-subscriptions", subscription_entry(1, 0));
   ok &= write(dir, "entry-unticketed", entry(1, 0, streams::touch_command{"/v1/stream/t", 5}));
   const cluster::membership three{2, {{1, "10.0.0.1:5437"}, {2, "10.0.0.2:5437"}, {3, "10.0.0.3:5437"}}};

@@ -39,6 +39,7 @@ void prepare(state_machine& sm) {
   f.fork->offset = r.offset;
   if (o.resolution) f.fork->resolved = *o.resolution;
   f.fork->resolved.retained = true;
+  f.fork->resolved.origin = fork_origin{0, 7};  // a cluster's fork: part blobs (version 5) carry it
   sm.set_next_generation(2ull << 40);
   (void)sm.create(f);
 }
