@@ -10,12 +10,19 @@ independently. Checked:
   3. deleting the forks (on another node than the one that made them) takes the references back on
      every node: each release is an entry of the source's group; a source deleted while forks held it
      (soft-deleted, its forks still read) is gone on every node once its last fork is (cascading across
-     groups, through a fork of a fork).
+     groups, through a fork of a fork);
+  4. a node that lags in the source's group only: node 1's link to node 3 runs through a proxy, which
+     stalls while the source (in a group node 1 leads) gets more data and a fork is made through node 2
+     (in a group node 2 leads, which node 3 keeps applying). A read of the fork on node 3 then must
+     wait until the source's group caught up there (the proxy lets bytes through again a little later)
+     and return the whole prefix: without the wait it answers at once with what node 3 has of the
+     source, which lacks the appends made during the stall.
 
 Usage: cluster_forks_test.py WEIR_BINARY
 """
 import os
 import sys
+import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -76,10 +83,79 @@ def read_everywhere_but(cluster, creator, path, want, what):
         check(st == 200, "%s: HEAD on node %d: %d" % (what, i, st))
 
 
+def pick_groups(cluster):
+    """A group that node 1 leads and one that node 2 leads, each the node balance-leaders gives it (group
+    g goes to node g % 3 + 1), so that neither moves during the test; as every node sees it."""
+    def ok():
+        views = [n.status() for n in cluster.nodes.values()]
+        if any(v is None for v in views):
+            return None
+        leaders = [[g["leader"] for g in v["raft_groups"]] for v in views]
+        if any(ls != leaders[0] for ls in leaders):
+            return None
+        by1 = [g for g, l in enumerate(leaders[0]) if l == 1 and g % 3 == 0]
+        by2 = [g for g, l in enumerate(leaders[0]) if l == 2 and g % 3 == 1]
+        return by1 and by2 and (by1[0], by2[0])
+
+    return cs.wait_for("a group led by node 1 and one led by node 2", ok, 60, interval=0.2)
+
+
+def path_in_group(prefix, group):
+    k = 0
+    while cs.fnv_group("%s-%d" % (prefix, k)) != group:
+        k += 1
+    return "%s-%d" % (prefix, k)
+
+
+def lagging_source_group(cluster, proxy):
+    """Part 4 (see the module comment)."""
+    g_src, g_fork = pick_groups(cluster)
+    source = path_in_group("/v1/stream/lag-source", g_src)
+    fork = path_in_group("/v1/stream/lag-fork", g_fork)
+    print("lagging node: source in group %d (node 1 leads), fork in group %d (node 2 leads)" % (g_src, g_fork),
+          flush=True)
+    st, _, body = req(cluster.node(1), "PUT", source, headers=OCTET)
+    check(st == 201, "PUT %s: %d %r" % (source, st, body[:200]))
+    want = b"before;"
+    st, _, _ = req(cluster.node(1), "POST", source, body=want, headers=OCTET)
+    check(st in (200, 204), "append before the stall: %d" % st)
+    data, _ = cs.read_stream(cluster.node(3), source)
+    check(data == want, "node 3 reads %r before the stall" % data)
+    # Node 3 hears nothing from node 1 from here on, for well under an election timeout (1-2 s).
+    proxy.stall()
+    restore = threading.Timer(0.6, proxy.restore)
+    try:
+        for k in range(8):
+            rec = b"during-the-stall-%d;" % k
+            st, _, _ = req(cluster.node(1), "POST", source, body=rec, headers=OCTET)
+            if check(st in (200, 204), "append %d during the stall: %d" % (k, st)):
+                want += rec
+        st, _, body = req(cluster.node(2), "PUT", fork, headers=dict(OCTET, **{"Stream-Forked-From": source}))
+        check(st == 201, "fork %s on node 2: %d %r" % (fork, st, body[:200]))
+        restore.start()
+        data, _ = cs.read_stream(cluster.node(3), fork)
+        check(data == want, "the fork read on node 3, which lagged in the source's group: %d bytes of %d (%r)"
+              % (len(data), len(want), data[:80]))
+    finally:
+        restore.cancel()
+        proxy.restore()
+    for path in (fork, source):
+        st, _, _ = req(cluster.node(3), "DELETE", path)
+        check(st in (200, 204), "DELETE %s: %d" % (path, st))
+
+
 def main():
     weir = sys.argv[1]
     t0 = time.monotonic()
-    cluster = cs.Cluster(weir, ["--threads", "2"], prefix="weir-cluster-forks-")
+    peer_ports = {i: cs.free_port() for i in (1, 2, 3)}
+    proxy = cs.LinkProxy(peer_ports[3])  # node 1's link to node 3 (part 4)
+
+    def peers_for(i, ports):
+        return ",".join("%d=%s:%d" % (j, cs.HOST, proxy.port if (i, j) == (1, 3) else ports[j])
+                        for j in sorted(ports))
+
+    cluster = cs.Cluster(weir, ["--threads", "2"], peers_for=peers_for, peer_ports=peer_ports,
+                         prefix="weir-cluster-forks-")
     ok = False
     error = None
     try:
@@ -150,10 +226,16 @@ def main():
                 check(st == 201, "%s re-created on node %d after the cascade: %d (still held?)" % (path, i, st))
                 st, _, _ = req(n, "DELETE", path)
                 check(st in (200, 204), "DELETE of the re-created %s on node %d: %d" % (path, i, st))
+
+        # 4. A node behind in the source's group only.
+        lagging_source_group(cluster, proxy)
+        wait_refs(cluster, (0, 0), "after the lagging node's fork and source were deleted")
         ok = True
     except Exception as e:  # noqa: BLE001 - any error ends the test with a report
         error = e
-    return cs.conclude("cluster_forks", cluster, ok, t0, error)
+    status = cs.conclude("cluster_forks", cluster, ok, t0, error)
+    proxy.close()
+    return status
 
 
 if __name__ == "__main__":
