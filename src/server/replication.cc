@@ -425,6 +425,7 @@ std::string replication::status_json() const {
   w.key("transfers_completed").value(std::int64_t(ts.transfers_completed));
   w.key("transfers_dropped").value(std::int64_t(ts.transfers_dropped));
   w.key("transfers_replaced").value(std::int64_t(ts.transfers_replaced));
+  w.key("transfers_continued").value(std::int64_t(ts.transfers_continued));
   w.end_object();
   // The raft node log: on disk, needed by the groups, compaction (docs/replication.md, "Node log format").
   const auto nl = repl_->node_log_figures();

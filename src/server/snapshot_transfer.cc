@@ -89,9 +89,19 @@ snapshot_transfers::~snapshot_transfers() {
 
 void snapshot_transfers::send(install s) {
   const key k{s.peer.value(), s.group.value()};
-  if (out_.erase(k) != 0) {
-    // libraft sent this group's snapshot again (its install timed out): the new one replaces the old,
-    // whose reads in flight are ignored when they complete; the receiver replaces it at chunk 0.
+  if (auto it = out_.find(k); it != out_.end()) {
+    const install& now = it->second->inst;
+    if (now.last_index == s.last_index && now.last_term == s.last_term &&
+        ex_.now_ms() - it->second->last_news_ms < opts_.stall_ms) {
+      // libraft sends the same snapshot again after its install timeout while this transfer still moves
+      // (a large group on a slow link): starting over would never finish. It goes on, and its install
+      // follows its chunks as libraft wants.
+      ++stats_.transfers_continued;
+      return;
+    }
+    // Another snapshot (a newer one), or the transfer stalled: the new one replaces it. Its reads in
+    // flight are ignored when they complete; the receiver replaces it at chunk 0.
+    out_.erase(it);
     ++stats_.transfers_replaced;
   }
   auto parts = split(ports_, s.data);

@@ -13,9 +13,10 @@
 //      most window x 1 MiB here, and the receiver at most that in its data log's queue;
 //   4. then the InstallSnapshot itself, as stored (references in the sender's places), naming the
 //      transfer and its chunk count. A snapshot without references goes out at once, as before.
-// A new InstallSnapshot of the same group to the same peer (libraft retries after its install timeout)
-// replaces the transfer in progress; a transfer without an acknowledgement for `stall_ms` is dropped
-// (libraft sends again).
+// A new InstallSnapshot of the same group to the same peer replaces the transfer in progress when it
+// is another snapshot (or the transfer stalled); the same snapshot again (libraft retries after its
+// install timeout, 30 s, which a large group on a slow link may need) lets the transfer go on instead of
+// starting over. A transfer without an acknowledgement for `stall_ms` is dropped (libraft sends again).
 //
 // Receiver (per sender and group, one transfer at a time: a chunk of sequence 0 of another transfer
 // replaces the one in progress, on both sides alike):
@@ -60,6 +61,7 @@ struct snapshot_transfer_stats {
   std::uint64_t transfers_completed = 0;                  // received and handed to libraft
   std::uint64_t transfers_dropped = 0;                    // either side: failed, stalled or out of order
   std::uint64_t transfers_replaced = 0;                   // either side: a newer one for the same group
+  std::uint64_t transfers_continued = 0;  // libraft sent the snapshot in transfer again: not restarted
 };
 
 class snapshot_transfers final : public raft::node_io::snapshot_transfers {

@@ -376,6 +376,27 @@ TEST_F(snapshot_transfer_test, a_second_install_replaces_the_transfer_in_progres
   EXPECT_FALSE(b->pinned.contains(first_pins));  // the first transfer's copies are garbage
 }
 
+TEST_F(snapshot_transfer_test, the_same_snapshot_sent_again_continues_the_transfer_in_progress) {
+  fill(8, 1500);
+  a->t->send(install_of(30));
+  int rounds = 0;
+  run([&](std::vector<std::vector<std::byte>>&) { return ++rounds < 3 || rounds > 3; });  // one round lost
+  // One round of a's frames was lost: no more acknowledgements, the window is full.
+  EXPECT_TRUE(b->delivered.empty());
+  const std::uint64_t sent = a->t->stats().chunks_sent;
+  a->t->send(install_of(30));  // libraft's install timeout: the same snapshot
+  EXPECT_EQ(a->t->stats().transfers_continued, 1u);
+  EXPECT_EQ(a->t->stats().transfers_replaced, 0u);
+  EXPECT_EQ(a->t->stats().chunks_sent, sent);  // nothing started over
+  // Once stalled, the same snapshot starts a new transfer, which b takes in place of the broken one.
+  sched.run_until(sched.now_ms() + opts.stall_ms + 1000);
+  EXPECT_EQ(a->t->sending(), 0u);
+  a->t->send(install_of(30));
+  run();
+  ASSERT_EQ(b->delivered.size(), 1u);
+  EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
+}
+
 TEST_F(snapshot_transfer_test, an_incomplete_transfer_or_a_missing_record_is_dropped) {
   fill(2, 100);
   const auto s = install_of(7);
