@@ -36,6 +36,10 @@ struct sim_options {
   // Small node log segments, so that compaction (segment roll, carry forward, deletion) runs in every
   // seed with snapshots; at the end each node's log must be bounded by its live state.
   std::uint64_t log_segment_bytes = 4096;
+  // Every InstallSnapshot goes through node_io's snapshot-transfer hooks (set_snapshot_transfers): the
+  // sender's handler sends it naming a transfer of no chunks, the receiver's hands it back to libraft
+  // (deliver_install), as server/snapshot_transfer does after its chunks.
+  bool relay_installs = false;
   // libraft's pre-vote. Off: libraft 0.15's pre-vote can live-lock a group (docs/replication.md, bug 4);
   // on, seed 201349 shows it.
   bool pre_vote = false;
@@ -58,6 +62,7 @@ struct sim_report {
   std::uint64_t results_clamped = 0;  // node_io's libraft 0.15 workarounds, exercised
   std::uint64_t entries_trimmed = 0;
   std::uint64_t snapshots_restored = 0;
+  std::uint64_t installs_relayed = 0;  // relay_installs: delivered through deliver_install
   std::uint64_t tasks = 0;
   std::uint64_t appends = 0;               // raft_io append calls, all nodes
   std::uint64_t syncs = 0;                 // node log batches synced, all nodes

@@ -59,19 +59,21 @@ TEST(raft_cluster_sim, a_seed_reproduces_its_run) {
   EXPECT_EQ(a.elections, b.elections);
 }
 
-void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_threshold) {
+void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_threshold, bool relay = false) {
   sim_report total;
   std::uint64_t failed = 0;
   for (std::uint64_t seed = first; seed < first + count; ++seed) {
     sim_options o;
     o.seed = seed;
     o.snapshot_threshold = snapshot_threshold;
+    o.relay_installs = relay;
     const sim_report r = run_cluster_sim(o);
     if (!r.ok) {
       ++failed;
       ADD_FAILURE()
           << r.failure << "\n  reproduce: WEIR_RAFT_SIM_SEED=" << seed
           << (snapshot_threshold != 0 ? " WEIR_RAFT_SIM_SNAPSHOTS=" + std::to_string(snapshot_threshold) : "")
+          << (relay ? " WEIR_RAFT_SIM_RELAY=1" : "")
           << " build/dev/tests/unit/raft/raft_cluster_sim_test --gtest_filter=raft_cluster_sim.one_seed";
       if (failed >= 3) return;
     }
@@ -87,6 +89,7 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     total.entries_trimmed += r.entries_trimmed;
     total.elections += r.elections;
     total.snapshots_restored += r.snapshots_restored;
+    total.installs_relayed += r.installs_relayed;
     total.log_segments_deleted += r.log_segments_deleted;
     total.log_entries_carried += r.log_entries_carried;
     total.log_bytes += r.log_bytes;
@@ -106,6 +109,9 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     // Node log compaction ran: segments went, live entries were carried forward.
     EXPECT_GT(total.log_segments_deleted, count);
     EXPECT_GT(total.log_entries_carried, 0u);
+  }
+  if (relay) {
+    EXPECT_GT(total.installs_relayed, 0u);
   }
   fmt::print(
       "{} seeds from {}: acked {}, crashes {} (torn {}, right after a vote {}, tail bytes cut {}), "
@@ -127,6 +133,13 @@ TEST(raft_cluster_sim, seeds_with_snapshots) {
   run_seeds(env_u64("WEIR_RAFT_SIM_FIRST_SEED", 10001), env_u64("WEIR_RAFT_SIM_SNAPSHOT_SEEDS", 40), 16);
 }
 
+// Installs through node_io's snapshot-transfer hooks (send -> send_install naming a transfer ->
+// on_install -> deliver_install), under the same faults.
+TEST(raft_cluster_sim, seeds_with_snapshots_through_transfer_hooks) {
+  run_seeds(env_u64("WEIR_RAFT_SIM_FIRST_SEED", 10001), env_u64("WEIR_RAFT_SIM_SNAPSHOT_SEEDS", 20), 16,
+            true);
+}
+
 // One seed, for reproducing a failure: WEIR_RAFT_SIM_SEED=N [WEIR_RAFT_SIM_SNAPSHOTS=16]
 // [WEIR_RAFT_SIM_PRE_VOTE=1].
 // WEIR_RAFT_SIM_SEED=N reruns seed N with its events printed (what a failing seed says to run); without
@@ -137,6 +150,7 @@ TEST(raft_cluster_sim, one_seed) {
   o.seed = seed != nullptr ? std::strtoull(seed, nullptr, 10) : 1;
   o.snapshot_threshold = static_cast<unsigned>(env_u64("WEIR_RAFT_SIM_SNAPSHOTS", 0));
   o.pre_vote = env_u64("WEIR_RAFT_SIM_PRE_VOTE", 0) != 0;
+  o.relay_installs = env_u64("WEIR_RAFT_SIM_RELAY", 0) != 0;
   o.verbose = seed != nullptr;
   const sim_report r = run_cluster_sim(o);
   EXPECT_TRUE(r.ok) << r.failure;
