@@ -137,6 +137,8 @@ void data_log::fire_durable_waiters() {
     return true;
   });
   for (auto& fn : ready) fn();
+  // A waiter whose record was written while that sync ran needs the next one (not the interval's).
+  if (!durable_waiters_.empty()) sync_now();
 }
 
 void data_log::append(std::uint64_t generation, std::uint64_t end, std::uint32_t size,
