@@ -121,6 +121,11 @@ class replicator {
     // installed from the leader); an error stops the group. `expand`: the state as sent to a peer, which
     // may lack this node's data files (empty: sent as is).
     std::function<result<std::vector<std::byte>>(std::uint32_t group, std::uint64_t index)> snapshot;
+    // Optional: true to put off a snapshot that is due (libraft asks again at the group's next apply),
+    // at most max_snapshot_deferral_ms from the first time it was put off. The server puts one off
+    // while its data log holds many unsynced bytes: a snapshot inlines what is not durable there, and
+    // under a burst those inline bytes doubled what the node log wrote (docs/replication.md, "Snapshots").
+    std::function<bool(std::uint32_t group)> snapshot_later;
     std::function<status(std::uint32_t group, std::uint64_t index, std::span<const std::byte> state)> restore;
     std::function<result<std::vector<std::byte>>(std::uint32_t group, std::span<const std::byte> state)>
         expand;
@@ -191,6 +196,7 @@ class replicator {
   bool has_quorum() const;
   // Group snapshots taken, and restored (at start or installed from a leader), since open.
   std::uint64_t snapshots_taken() const { return snapshots_taken_; }
+  std::uint64_t snapshots_deferred() const { return snapshots_deferred_; }  // times put off (snapshot_later)
   std::uint64_t snapshots_restored() const { return snapshots_restored_; }
   // InstallSnapshot messages sent to peers that were too far behind.
   std::uint64_t snapshots_sent() const;
@@ -322,6 +328,7 @@ class replicator {
   std::map<std::uint64_t, std::string> known_;  // linked peers -> address
   std::int64_t next_share_ms_ = 0;
   std::uint64_t snapshots_taken_ = 0;
+  std::uint64_t snapshots_deferred_ = 0;
   std::uint64_t snapshots_restored_ = 0;
 };
 

@@ -65,6 +65,8 @@ struct replicator::group {
   // The sizes of the last entries applied (at most options::snapshot_trailing of them): a snapshot keeps
   // only as many trailing entries as fit in a quarter of options::snapshot_bytes (trailing_entries()).
   std::deque<std::uint32_t> recent_sizes;
+  // When a due snapshot was first put off (callbacks::snapshot_later); -1: not put off.
+  std::int64_t snapshot_deferred_ms = -1;
   // When this node last applied one of the group's entries (executor time): a group that applies
   // is committing, so a proposal waiting in it is in a backlog, not cut off (replicator::sweep).
   std::int64_t last_apply_ms = 0;
@@ -83,6 +85,7 @@ struct replicator::group {
 
 namespace detail {
 inline constexpr unsigned max_recent_sizes = 8192;  // sizes kept per group (replicator::group::recent_sizes)
+inline constexpr std::int64_t max_snapshot_deferral_ms = 2000;  // callbacks::snapshot_later
 
 // How many entries libraft keeps below a snapshot (for followers a little behind): `trailing` (the
 // setting), but no more of the latest entries (`recent`, oldest first) than fit in `budget` bytes, and
@@ -152,6 +155,15 @@ struct group_glue {
     auto* g = static_cast<replicator::group*>(fsm->data);
     replicator& self = *g->owner;
     const std::uint64_t index = g->r.last_applied;
+    if (self.cb_.snapshot_later && self.cb_.snapshot_later(g->id)) {
+      const std::int64_t now = self.ex_.now_ms();
+      if (g->snapshot_deferred_ms < 0) g->snapshot_deferred_ms = now;
+      if (now - g->snapshot_deferred_ms < detail::max_snapshot_deferral_ms) {
+        ++self.snapshots_deferred_;
+        return RAFT_BUSY;  // libraft 0.15 takes that as "not now" and asks again at the next apply
+      }
+    }
+    g->snapshot_deferred_ms = -1;
     auto state = self.cb_.snapshot(g->id, index);
     if (!state) {
       log::warn("weir cluster: group {}: no snapshot at {}: {}", g->id, index, state.err().reason);

@@ -70,6 +70,14 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   ro.snapshot_bytes = o.snapshot_bytes;
   ro.snapshot_trailing = o.snapshot_trailing;
   cb.snapshot = [p](std::uint32_t g, std::uint64_t index) { return p->take_snapshot(g, index); };
+  // Not while the data log holds more unsynced bytes than a quarter of a snapshot's worth: they would be
+  // inlined. A sync starts now; the snapshot is taken at a later apply once it is done (or 2 s on).
+  cb.snapshot_later = [p, limit = o.snapshot_bytes / 4](std::uint32_t) {
+    data_log* d = p->shard_.data();
+    if (d == nullptr || d->stats().unsynced_bytes <= limit) return false;
+    d->sync_now();
+    return true;
+  };
   cb.restore = [p](std::uint32_t g, std::uint64_t index, std::span<const std::byte> state) {
     return p->restore_snapshot(g, index, state);
   };
@@ -413,6 +421,7 @@ std::string replication::status_json() const {
   // Group snapshots since start (docs/replication.md, "Snapshots").
   w.key("snapshots").begin_object();
   w.key("taken").value(std::int64_t(repl_->snapshots_taken()));
+  w.key("deferred").value(std::int64_t(repl_->snapshots_deferred()));
   w.key("restored").value(std::int64_t(repl_->snapshots_restored()));
   w.key("sent").value(std::int64_t(repl_->snapshots_sent()));
   // Chunked transfers (server/snapshot_transfer.h): record bytes in chunks, transfers either side.

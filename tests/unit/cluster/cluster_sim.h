@@ -94,6 +94,7 @@ struct sim_report {
   std::uint64_t entries_applied = 0;     // commands applied, all nodes, all incarnations
   std::uint64_t final_entries = 0;       // committed commands at the end, all groups
   std::uint64_t snapshots_taken = 0;     // group snapshots, all nodes, all incarnations
+  std::uint64_t snapshots_deferred = 0;  // due snapshots put off (callbacks::snapshot_later)
   std::uint64_t snapshots_restored = 0;  // at start from the node log, or installed from a leader
   std::uint64_t tasks = 0;
   std::int64_t recovery_ms = -1;  // simulated time from the end of the faults to quiet
