@@ -83,6 +83,9 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   s.io_->set_commit_index_source([p = &s](raft::group_id g) -> std::uint64_t {
     return g.value() < p->groups_.size() ? p->groups_[g.value()]->r.commit_index : 0;
   });
+  s.io_->set_on_append([p = &s](raft::group_id, std::uint64_t first, const raft_entry* entries, unsigned n) {
+    p->note_stored(first, entries, n);
+  });
   s.io_->set_after_append_result([p = &s](raft::group_id g) {
     if (g.value() < p->groups_.size()) p->notify_commit(*p->groups_[g.value()]);
   });
@@ -594,6 +597,20 @@ void replicator::watch_links() {
   }
 }
 
+// An entry this node proposed (or forwarded) reached its own log at `index`: if the group later applies
+// that index without it, the entry was overwritten by another leader's and is lost (sweep()).
+void replicator::note_stored(std::uint64_t first, const raft_entry* entries, unsigned n) {
+  if (submits_.empty()) return;
+  for (unsigned k = 0; k < n; ++k) {
+    if (entries[k].type != RAFT_COMMAND) continue;
+    auto entry = decode_entry(
+        std::span<const std::byte>(static_cast<const std::byte*>(entries[k].buf.base), entries[k].buf.len));
+    if (!entry || entry->first.origin != opts_.self) continue;
+    auto it = submits_.find(entry->first.ticket);
+    if (it != submits_.end()) it->second.index = first + k;
+  }
+}
+
 void replicator::sweep() {
   const std::int64_t now = ex_.now_ms();
   watch_links();
@@ -601,12 +618,19 @@ void replicator::sweep() {
   std::vector<std::pair<std::uint64_t, submit_error>> late;
   for (auto& [ticket, s] : submits_) {
     if (s.deadline_ms > now) continue;
-    // Still led by the node it went to, and still committing: it waits in that leader's backlog. (A
-    // leader that changed may have lost it: the deadline stands.)
-    if (s.proposed && s.group < groups_.size() && leader_of(s.group) == s.proposed_to &&
-        now - groups_[s.group]->last_apply_ms < 1000 && now - s.started_ms < opts_.backlog_timeout.count()) {
-      s.deadline_ms = now + 1000;
-      continue;
+    // Still committing, and either still led by the node it went to or stored in this node's log at an
+    // index the group has not applied yet (a new leader that has it commits it there; one that lacks it
+    // overwrites it, and the group then applies that index without it): it waits in a backlog.
+    // Otherwise the deadline stands (a leader that changed may have lost it).
+    if (s.proposed && s.group < groups_.size() && now - groups_[s.group]->last_apply_ms < 1000 &&
+        now - s.started_ms < opts_.backlog_timeout.count()) {
+      const bool same_leader = leader_of(s.group) == s.proposed_to;
+      const bool ahead = s.index != 0 && groups_[s.group]->r.last_applied < s.index;
+      const bool lost = s.index != 0 && !ahead;  // its index applied without it
+      if (!lost && (same_leader || ahead)) {
+        s.deadline_ms = now + 1000;
+        continue;
+      }
     }
     late.emplace_back(ticket, s.proposed ? submit_error::unknown : submit_error::no_leader);
   }

@@ -52,6 +52,8 @@
 #include "raft/executor.h"
 #include "storage/env.h"
 
+struct raft_entry;
+
 namespace weir::raft {
 class node_io;
 class node_log;
@@ -234,6 +236,8 @@ class replicator {
     std::uint64_t proposed_to = 0;  // that leader (this node, or the one it was forwarded to)
     bool retry_armed = false;
     bool here_only = false;  // submit(here_only): never forwarded
+    std::uint64_t index =
+        0;  // where this node's log last stored the entry (0: not seen; node_io::set_on_append)
   };
   struct pending_call {
     std::uint32_t group = 0;
@@ -272,6 +276,7 @@ class replicator {
   void notify_commit(group& g);  // once per loop turn in which something was applied
   void arm_sweep();
   void sweep();
+  void note_stored(std::uint64_t first, const ::raft_entry* entries, unsigned n);
   void open_terms();
   void balance();
   // Followers of a leader whose connection closed stand for election within 50-500 ms.

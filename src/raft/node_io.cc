@@ -497,6 +497,7 @@ struct group_io_methods {
     WEIR_ASSERT(n > 0, "group {}: append of no entries", g.id.value());
     for (unsigned k = 0; k < n && g.first_of_term == 0; ++k)
       if (entries[k].term == g.term) g.first_of_term = g.next_index.value() + k;
+    if (g.owner->on_append_) g.owner->on_append_(g.id, g.next_index.value(), entries, n);
     record::entries rec{g.next_index, entries_of(entries, n)};
     const std::uint64_t batch = g.owner->log_.add(record::log_record{g.id, std::move(rec)});
     g.next_index = log_index(g.next_index.value() + n);

@@ -32,6 +32,7 @@
 
 struct raft_io;
 struct raft_append_entries_result;
+struct raft_entry;
 
 namespace weir::raft {
 
@@ -76,6 +77,12 @@ class node_io {
   // Called after libraft took in an AppendEntries result for group `g` (a follower's match index may
   // have moved): where a leader learns that a follower can now be told of a commit index.
   void set_after_append_result(std::function<void(group_id)> fn) { after_append_result_ = std::move(fn); }
+  // Called when libraft hands group `g` entries to store (a leader's own, or a follower's from its
+  // leader), with the index of the first: where a node learns at which index an entry it proposed or
+  // forwarded sits (cluster::replicator: a proposal whose index the group applied without it was lost).
+  using append_observer =
+      std::function<void(group_id, std::uint64_t first, const raft_entry* entries, unsigned n)>;
+  void set_on_append(append_observer fn) { on_append_ = std::move(fn); }
   // The group's commit index as libraft knows it: with it, a leader is kept from committing entries of
   // earlier terms by counting (libraft 0.15's Figure 8 bug; see clamp_old_term_result in node_io.cc).
   // Unset: results reach libraft as they came.
@@ -171,6 +178,7 @@ class node_io {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   stats stats_;
   std::function<void(group_id)> after_append_result_;
+  append_observer on_append_;
   snapshot_expander expander_;
   snapshot_transfers* transfers_ = nullptr;
   std::function<std::uint64_t(group_id)> commit_index_of_;
