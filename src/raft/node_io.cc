@@ -551,7 +551,7 @@ struct group_io_methods {
   }
 
   static raft_time time(::raft_io* io) {
-    return static_cast<raft_time>(group_of(io).owner->ex_.now_ms());
+    return static_cast<raft_time>(group_of(io).owner->raft_now());
   }
 
   static int random(::raft_io* io, int min, int max) {
@@ -934,6 +934,23 @@ void node_io::ensure_tick(unsigned msecs) {
 void node_io::tick_now(group_id id) {
   auto it = groups_.find(id);
   if (it != groups_.end() && it->second->started) it->second->tick(&it->second->io);
+}
+
+// libraft's clock: the executor's, except that of a gap between two readings longer than
+// stall_allowance_ms only that much counts. libraft reads it at every tick (a heartbeat period) and
+// every message, so a longer gap means this node's loop did not run (CPU starvation, a long turn, a
+// stop): timers measured across it would blame peers for it. A follower would stand for election
+// although its leader's messages sat unread in its socket, and a leader step down although its
+// followers' answers did (seen under bursts of large appends on a loaded 2-CPU machine). Its own
+// pause then counts as stall_allowance_ms; peers that kept running still time out a node that stopped.
+std::uint64_t node_io::raft_now() {
+  const std::int64_t real = ex_.now_ms();
+  if (last_real_ms_ >= 0 && real - last_real_ms_ > stall_allowance_ms) {
+    paused_ms_ += real - last_real_ms_ - stall_allowance_ms;
+    ++stats_.stalls;
+  }
+  last_real_ms_ = std::max(last_real_ms_, real);
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(real - paused_ms_, 0));
 }
 
 void node_io::on_tick() {

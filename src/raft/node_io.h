@@ -58,7 +58,8 @@ class node_io {
     std::uint64_t append_results_clamped_to_commit = 0;  // see clamp_old_term_result in node_io.cc
     std::uint64_t snapshots_sent = 0;                    // InstallSnapshot messages sent (after expansion)
     std::uint64_t snapshots_unsent = 0;                  // dropped: expansion failed or frame too large
-    std::uint64_t transfer_frames_dropped = 0;           // chunks, acks, installs with no handler
+    std::uint64_t stalls = 0;  // gaps in libraft's clock longer than stall_allowance_ms (raft_now)
+    std::uint64_t transfer_frames_dropped = 0;  // chunks, acks, installs with no handler
   };
 
   node_io(executor& ex, transport& t, node_log& log, options o);
@@ -164,6 +165,7 @@ class node_io {
   void clamp_old_term_result(const group& g, raft_append_entries_result& r);
   void ensure_tick(unsigned msecs);
   void on_tick();
+  std::uint64_t raft_now();
 
   executor& ex_;
   transport& transport_;
@@ -184,6 +186,10 @@ class node_io {
   std::function<std::uint64_t(group_id)> commit_index_of_;
   std::function<void(const error&)> on_log_failure_;
   bool log_failed_ = false;
+  // libraft's clock (raft_now): executor time minus the part of this node's stalls beyond the allowance.
+  static constexpr std::int64_t stall_allowance_ms = 250;
+  std::int64_t last_real_ms_ = -1;
+  std::int64_t paused_ms_ = 0;
 };
 
 }  // namespace weir::raft
