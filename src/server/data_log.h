@@ -122,6 +122,7 @@ class data_log {
   void pin(std::uint32_t group, std::vector<std::uint64_t> segments);
 
   data_log_stats stats() const;
+  std::uint64_t unsynced_bytes() const { return unsynced_bytes_; }  // written, not synced yet
 
  private:
   data_log(storage::env& e, std::string dir, data_log_options o, storage::segment_reader* reader, hooks h);

@@ -74,7 +74,7 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   // inlined. A sync starts now; the snapshot is taken at a later apply once it is done (or 2 s on).
   cb.snapshot_later = [p, limit = o.snapshot_bytes / 4](std::uint32_t) {
     data_log* d = p->shard_.data();
-    if (d == nullptr || d->stats().unsynced_bytes <= limit) return false;
+    if (d == nullptr || d->unsynced_bytes() <= limit) return false;
     d->sync_now();
     return true;
   };
