@@ -7,9 +7,42 @@
 #include <optional>
 
 #include "base/assert.h"
+#include "cluster/member_list.h"
 #include "raft/byte_codec.h"
 
 namespace weir::cluster {
+
+void write_member_list(raft::byte_writer& w, std::uint64_t epoch,
+                       const std::map<std::uint64_t, std::string>& members) {
+  WEIR_ASSERT(members.size() <= UINT16_MAX, "a membership of {} nodes", members.size());
+  w.u64(epoch);
+  w.u16(static_cast<std::uint16_t>(members.size()));
+  for (const auto& [id, address] : members) {
+    WEIR_ASSERT(address.size() <= UINT16_MAX, "node {}: an address of {} bytes", id, address.size());
+    w.u64(id);
+    w.u16(static_cast<std::uint16_t>(address.size()));
+    w.text(address);
+  }
+}
+
+const char* read_member_list(raft::byte_reader& r, std::uint64_t& epoch,
+                             std::map<std::uint64_t, std::string>& members) {
+  std::uint16_t count = 0;
+  if (!r.u64(epoch) || !r.u16(count)) return "short membership";
+  std::uint64_t previous = 0;
+  for (std::uint16_t i = 0; i < count; ++i) {
+    std::uint64_t id = 0;
+    std::uint16_t len = 0;
+    std::span<const std::byte> address;
+    if (!r.u64(id) || !r.u16(len) || !r.bytes(len, address)) return "short membership";
+    if (id <= previous) return "member ids not increasing from 1";
+    if (len == 0) return "a member without an address";
+    previous = id;
+    members.emplace(id, std::string(reinterpret_cast<const char*>(address.data()), address.size()));
+  }
+  return nullptr;
+}
+
 namespace {
 
 error malformed(const char* what) {
@@ -17,30 +50,11 @@ error malformed(const char* what) {
 }
 
 void write_members(raft::byte_writer& w, const membership& m) {
-  w.u64(m.epoch);
-  w.u16(static_cast<std::uint16_t>(m.members.size()));
-  for (const auto& [id, address] : m.members) {
-    w.u64(id);
-    w.u16(static_cast<std::uint16_t>(address.size()));
-    w.text(address);
-  }
+  write_member_list(w, m.epoch, m.members);
 }
 
-// Ids increasing from 1, each with a non-empty address: the one encoding of a member list.
 std::optional<error> read_members(raft::byte_reader& r, membership& m) {
-  std::uint16_t count = 0;
-  if (!r.u64(m.epoch) || !r.u16(count)) return malformed("short membership");
-  std::uint64_t previous = 0;
-  for (std::uint16_t i = 0; i < count; ++i) {
-    std::uint64_t id = 0;
-    std::uint16_t len = 0;
-    std::span<const std::byte> address;
-    if (!r.u64(id) || !r.u16(len) || !r.bytes(len, address)) return malformed("short membership");
-    if (id <= previous) return malformed("member ids not increasing from 1");
-    if (len == 0) return malformed("a member without an address");
-    previous = id;
-    m.members.emplace(id, std::string(reinterpret_cast<const char*>(address.data()), address.size()));
-  }
+  if (const char* why = read_member_list(r, m.epoch, m.members)) return malformed(why);
   return std::nullopt;
 }
 

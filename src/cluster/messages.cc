@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "base/assert.h"
+#include "cluster/member_list.h"
 #include "raft/byte_codec.h"
 
 namespace weir::cluster {
@@ -91,15 +92,7 @@ std::vector<std::byte> encode(const message& m) {
         } else {
           static_assert(std::is_same_v<T, membership_update>);
           w.u8(static_cast<std::uint8_t>(kind::membership_update));
-          WEIR_ASSERT(v.members.size() <= UINT16_MAX, "a membership of {} nodes", v.members.size());
-          w.u64(v.epoch);
-          w.u16(static_cast<std::uint16_t>(v.members.size()));
-          for (const auto& [id, address] : v.members) {
-            WEIR_ASSERT(address.size() <= UINT16_MAX, "node {}: an address of {} bytes", id, address.size());
-            w.u64(id);
-            w.u16(static_cast<std::uint16_t>(address.size()));
-            w.text(address);
-          }
+          write_member_list(w, v.epoch, v.members);
         }
       },
       m);
@@ -148,20 +141,7 @@ result<message> decode(std::span<const std::byte> bytes) {
     }
     case kind::membership_update: {
       membership_update u;
-      std::uint16_t count = 0;
-      if (!r.u64(u.epoch) || !r.u16(count)) return malformed("short membership");
-      // Ids in increasing order, each once: the one encoding of a member list (decoding is canonical).
-      std::uint64_t previous = 0;
-      for (std::uint16_t i = 0; i < count; ++i) {
-        std::uint64_t id = 0;
-        std::uint16_t len = 0;
-        std::span<const std::byte> address;
-        if (!r.u64(id) || !r.u16(len) || !r.bytes(len, address)) return malformed("short membership");
-        if (id <= previous) return malformed("membership ids not increasing from 1");
-        if (len == 0) return malformed("a member without an address");
-        previous = id;
-        u.members.emplace(id, std::string(reinterpret_cast<const char*>(address.data()), address.size()));
-      }
+      if (const char* why = read_member_list(r, u.epoch, u.members)) return malformed(why);
       return done(std::move(u));
     }
     case kind::leader_call: {

@@ -93,15 +93,7 @@ void data_log::write_raw(std::uint64_t transfer, std::string bytes, raw_done don
           done(r.err());
           return;
         }
-        last_lsn_ = std::max(last_lsn_, r->seq);
-        ++stats_.records;
-        stats_.bytes += size;
-        bytes_since_reclaim_ += size;
-        streams::disk_location at;
-        at.core = opts_.core;
-        at.segment = r->pos.segment.value();
-        at.offset = r->pos.offset;
-        at.data_offset = data_offset;
+        const streams::disk_location at = counted(*r, size, data_offset);
         // Pinned before anything else runs: a reclaim covers every record written so far.
         transfer_pins_[transfer].insert(at.segment);
         if (unsynced_.empty()) oldest_unsynced_ms_ = now_ms_;
@@ -151,6 +143,21 @@ void data_log::append(std::uint64_t generation, std::uint64_t end, std::uint32_t
   if (scratch_.capacity() > (1u << 20)) std::string().swap(scratch_);  // keep no huge body around
 }
 
+// A record of `size` stream bytes was written: counted, and its place.
+streams::disk_location data_log::counted(const storage::append_ack& a, std::uint32_t size,
+                                         std::uint32_t data_offset) {
+  last_lsn_ = std::max(last_lsn_, a.seq);
+  ++stats_.records;
+  stats_.bytes += size;
+  bytes_since_reclaim_ += size;
+  streams::disk_location at;
+  at.core = opts_.core;
+  at.segment = a.pos.segment.value();
+  at.offset = a.pos.offset;
+  at.data_offset = data_offset;
+  return at;
+}
+
 void data_log::on_written(const result<storage::append_ack>& r, std::uint64_t generation, std::uint64_t end,
                           std::uint32_t size, std::uint32_t data_offset) {
   if (!r) {
@@ -161,15 +168,7 @@ void data_log::on_written(const result<storage::append_ack>& r, std::uint64_t ge
     }
     return;
   }
-  last_lsn_ = std::max(last_lsn_, r->seq);
-  ++stats_.records;
-  stats_.bytes += size;
-  bytes_since_reclaim_ += size;
-  streams::disk_location at;
-  at.core = opts_.core;
-  at.segment = r->pos.segment.value();
-  at.offset = r->pos.offset;
-  at.data_offset = data_offset;
+  const streams::disk_location at = counted(*r, size, data_offset);
   if (!hooks_.locate(generation, end, at)) return;  // the stream is gone
   if (unsynced_.empty()) oldest_unsynced_ms_ = now_ms_;
   unsynced_.push_back(written{generation, end, size, at});

@@ -135,6 +135,7 @@ class data_log {
   };
   void fire_durable_waiters();
   void append(std::uint64_t generation, std::uint64_t end, std::uint32_t size, std::uint32_t data_offset);
+  streams::disk_location counted(const storage::append_ack& a, std::uint32_t size, std::uint32_t data_offset);
   void on_written(const result<storage::append_ack>& r, std::uint64_t generation, std::uint64_t end,
                   std::uint32_t size, std::uint32_t data_offset);
   void on_synced(const status& st, std::size_t count);

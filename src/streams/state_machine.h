@@ -342,6 +342,12 @@ class state_machine {
       const std::map<std::string, std::int64_t, std::less<>>& held, const location_predicate& referencable);
   // Links the fork at `fork` (a stream of this machine) to `source` unless that would close a cycle.
   static bool link_if_acyclic(stream_state& fork, const std::shared_ptr<memory_log>& source);
+  // Decodes a part, hands every cold record (with its stream's path) to `rewrite`, and encodes the part
+  // again, a record still cold kept as a reference when `references` (expand_snapshot_part,
+  // relocate_snapshot_part).
+  static result<std::vector<std::byte>> rewrite_cold_records(
+      std::span<const std::byte> blob,
+      const std::function<std::optional<error>(const std::string&, record&)>& rewrite, bool references);
   friend result<std::vector<std::byte>> expand_snapshot_part(
       std::span<const std::byte> blob,
       const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&

@@ -396,27 +396,19 @@ result<state_machine::part_content> state_machine::decode_part(std::span<const s
   return out;
 }
 
-result<std::vector<std::byte>> expand_snapshot_part(
+result<std::vector<std::byte>> state_machine::rewrite_cold_records(
     std::span<const std::byte> blob,
-    const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
-        fetch) {
+    const std::function<std::optional<error>(const std::string&, record&)>& rewrite, bool references) {
   auto decoded = state_machine::decode_part(blob, nullptr);
   if (!decoded) return decoded.err();
   std::vector<const std::pair<const std::string, state_machine::stream_state>*> sorted;
   for (auto& entry : decoded->streams) {
-    // Each log is this function's own (fresh from the decode): replace its cold records in place.
     std::vector<record> records;
     entry.second.log->for_each_record([&](const record& r) { records.push_back(r); });
     auto log = std::make_shared<memory_log>(nullptr, entry.second.log->base());
     for (record& r : records) {
       if (r.data.cold()) {
-        auto bytes = fetch(r.data.at, r.data.begin, r.data.size);
-        if (!bytes) return bytes.err();
-        if (bytes->size() != r.data.size) {
-          return bad("fetched " + std::to_string(bytes->size()) + " bytes for a record of " +
-                     std::to_string(r.data.size) + " of " + entry.first);
-        }
-        r.data = chunk_slice{make_chunk(std::move(*bytes)), 0, r.data.size, disk_location{}};
+        if (auto e = rewrite(entry.first, r)) return *e;
       }
       log->append(std::move(r));
     }
@@ -424,7 +416,27 @@ result<std::vector<std::byte>> expand_snapshot_part(
     sorted.push_back(&entry);
   }
   std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-  return state_machine::encode_part(sorted, decoded->held, [](const disk_location&) { return false; });
+  return state_machine::encode_part(sorted, decoded->held,
+                                    [references](const disk_location&) { return references; });
+}
+
+result<std::vector<std::byte>> expand_snapshot_part(
+    std::span<const std::byte> blob,
+    const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
+        fetch) {
+  return state_machine::rewrite_cold_records(
+      blob,
+      [&](const std::string& path, record& r) -> std::optional<error> {
+        auto bytes = fetch(r.data.at, r.data.begin, r.data.size);
+        if (!bytes) return bytes.err();
+        if (bytes->size() != r.data.size) {
+          return bad("fetched " + std::to_string(bytes->size()) + " bytes for a record of " +
+                     std::to_string(r.data.size) + " of " + path);
+        }
+        r.data = chunk_slice{make_chunk(std::move(*bytes)), 0, r.data.size, disk_location{}};
+        return std::nullopt;
+      },
+      false);
 }
 
 result<std::vector<part_reference>> snapshot_part_references(std::span<const std::byte> blob) {
@@ -445,35 +457,23 @@ result<std::vector<part_reference>> snapshot_part_references(std::span<const std
 result<std::vector<std::byte>> relocate_snapshot_part(
     std::span<const std::byte> blob,
     const std::function<std::optional<part_reference>(const part_reference&)>& to) {
-  auto decoded = state_machine::decode_part(blob, nullptr);
-  if (!decoded) return decoded.err();
-  std::vector<const std::pair<const std::string, state_machine::stream_state>*> sorted;
-  for (auto& entry : decoded->streams) {
-    // Each log is this function's own (fresh from the decode): rewrite its cold records in place.
-    std::vector<record> records;
-    entry.second.log->for_each_record([&](const record& r) { records.push_back(r); });
-    auto log = std::make_shared<memory_log>(nullptr, entry.second.log->base());
-    for (record& r : records) {
-      if (r.data.cold()) {
+  return state_machine::rewrite_cold_records(
+      blob,
+      [&](const std::string& path, record& r) -> std::optional<error> {
         const part_reference from{r.data.at, r.data.begin, r.data.size};
         const std::optional<part_reference> moved = to(from);
         if (!moved) {
           return bad("no copy of the record at segment " + std::to_string(from.at.segment) + " offset " +
-                     std::to_string(from.at.offset) + " of " + entry.first);
+                     std::to_string(from.at.offset) + " of " + path);
         }
         if (moved->size != r.data.size || !moved->at.known()) {
-          return bad("record of " + entry.first + " relocated to another size or nowhere");
+          return bad("record of " + path + " relocated to another size or nowhere");
         }
         r.data.at = moved->at;
         r.data.begin = moved->begin;
-      }
-      log->append(std::move(r));
-    }
-    entry.second.log = std::move(log);
-    sorted.push_back(&entry);
-  }
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-  return state_machine::encode_part(sorted, decoded->held, [](const disk_location&) { return true; });
+        return std::nullopt;
+      },
+      true);
 }
 
 }  // namespace weir::streams
