@@ -352,10 +352,11 @@ const std::array table{
             "A raft group also snapshots after this many bytes of entries since its last snapshot",
             field<&serve_config::cluster, &cluster::cluster_options::snapshot_bytes>(), 1 << 16,
             std::uint64_t{1} << 40},
-    setting{"raft-snapshot-trailing", "N",
-            "Entries a raft group keeps after a snapshot for followers a little behind; a follower further "
-            "behind gets the snapshot installed (the records it references copied over the peer link in chunks)",
-            field<&serve_config::cluster, &cluster::cluster_options::snapshot_trailing>(), 0, 1u << 30},
+    setting{
+        "raft-snapshot-trailing", "N",
+        "Entries a raft group keeps after a snapshot for followers a little behind; a follower further "
+        "behind gets the snapshot installed (the records it references copied over the peer link in chunks)",
+        field<&serve_config::cluster, &cluster::cluster_options::snapshot_trailing>(), 0, 1u << 30},
     // Mutual TLS on the peer links (docs/operations.md, "Cluster"): all three or none.
     setting{"peer-tls-cert", "FILE",
             "PEM certificate chain (leaf first) this node presents on its peer links; with peer-tls-key "
