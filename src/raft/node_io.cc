@@ -12,6 +12,7 @@
 #include "base/assert.h"
 #include "base/log.h"
 #include "raft/byte_codec.h"
+#include "raft/node_io_group.h"
 #include "raft/wire_format.h"
 
 namespace weir::raft {
@@ -23,63 +24,6 @@ static_assert(static_cast<int>(wire::message_type::request_vote) == RAFT_IO_REQU
 static_assert(static_cast<int>(wire::message_type::request_vote_result) == RAFT_IO_REQUEST_VOTE_RESULT);
 static_assert(static_cast<int>(wire::message_type::install_snapshot) == RAFT_IO_INSTALL_SNAPSHOT);
 static_assert(static_cast<int>(wire::message_type::timeout_now) == RAFT_IO_TIMEOUT_NOW);
-
-struct node_io::group {
-  node_io* owner = nullptr;
-  group_id id;
-  ::raft_io io{};
-  std::optional<group_state> recovered;  // until load()
-  std::optional<stored_snapshot> snapshot;
-  log_index next_index{1};
-  bool started = false;
-  bool closed = false;
-  raft_io_tick_cb tick = nullptr;
-  raft_io_recv_cb recv = nullptr;
-  // Batch holding the group's latest term or vote record: its messages wait until it is durable.
-  std::uint64_t fence = 0;
-  // While libraft handles an AppendEntries of this group: prev_log_index + n_entries of it (see
-  // clamp_append_result).
-  std::optional<std::uint64_t> answering_up_to;
-  // The group's current term, and the index of the first entry this node appended in it (0: none yet):
-  // see clamp_old_term_result.
-  std::uint64_t term = 0;
-  std::uint64_t first_of_term = 0;
-
-  struct held_frame {
-    std::uint64_t fence;
-    node_id to;
-    std::vector<std::byte> frame;
-  };
-  struct pending_append {
-    std::uint64_t batch;
-    raft_io_append* req;
-    raft_io_append_cb cb;
-  };
-  struct pending_put {
-    std::uint64_t batch;
-    raft_io_snapshot_put* req;
-    raft_io_snapshot_put_cb cb;
-    raft_buffer* install_bufs;  // an installed snapshot's buffer array (see fail_group)
-  };
-  struct done_send {
-    raft_io_send* req;
-    raft_io_send_cb cb;
-  };
-  struct pending_get {
-    raft_io_snapshot_get* req;
-    raft_io_snapshot_get_cb cb;
-  };
-  struct pending_work {
-    raft_io_async_work* req;
-    raft_io_async_work_cb cb;
-  };
-  std::deque<held_frame> held;
-  std::deque<pending_append> appends;
-  std::deque<pending_put> puts;
-  std::vector<done_send> sends;
-  std::vector<pending_get> gets;
-  std::vector<pending_work> works;
-};
 
 namespace {
 
@@ -96,34 +40,6 @@ std::vector<wire::server> servers_of(const raft_configuration& c) {
     out.push_back(wire::server{node_id(c.servers[i].id), static_cast<std::uint8_t>(c.servers[i].role),
                                c.servers[i].address});
   return out;
-}
-
-// Fills `c` (initialised) from wire servers; 0 or a RAFT_* code.
-int fill_configuration(raft_configuration& c, std::span<const wire::server> servers) {
-  for (const wire::server& s : servers) {
-    const std::string addr(s.address);
-    if (int rv = raft_configuration_add(&c, s.id.value(), addr.c_str(), s.role); rv != 0) return rv;
-  }
-  return 0;
-}
-
-// libraft's InstallSnapshot from a decoded one (raft_malloc'd data: libraft owns it from recv on); false
-// when an allocation failed (nothing left allocated).
-bool fill_install(raft_install_snapshot& a, const wire::install_snapshot& p) {
-  a.term = p.term.value();
-  a.last_index = p.last_index.value();
-  a.last_term = p.last_term.value();
-  a.conf_index = p.conf_index.value();
-  raft_configuration_init(&a.conf);
-  a.data.len = p.data.size();
-  a.data.base = raft_malloc(std::max<std::size_t>(p.data.size(), 1));
-  if (fill_configuration(a.conf, p.conf) != 0 || a.data.base == nullptr) {
-    raft_configuration_close(&a.conf);
-    raft_free(a.data.base);
-    return false;
-  }
-  if (!p.data.empty()) std::memcpy(a.data.base, p.data.data(), p.data.size());
-  return true;
 }
 
 std::vector<wire::entry> entries_of(const raft_entry* entries, unsigned n) {
@@ -823,103 +739,6 @@ void node_io::clamp_old_term_result(const group& g, raft_append_entries_result& 
   if (r.last_log_index <= commit) return;
   r.last_log_index = commit;
   ++stats_.append_results_clamped_to_commit;
-}
-
-// Frames of snapshot transfers (weir's own types, and an InstallSnapshot naming a transfer) go to the
-// handler; true when the frame was one of them (handled or dropped).
-bool node_io::handle_transfer_frame(node_id from, const wire::message& msg) {
-  const auto* install = std::get_if<wire::install_snapshot>(&msg.payload);
-  const bool transfer_frame = std::holds_alternative<wire::snapshot_chunk>(msg.payload) ||
-                              std::holds_alternative<wire::snapshot_chunk_ack>(msg.payload) ||
-                              (install != nullptr && install->transfer != 0);
-  if (!transfer_frame) return false;
-  if (transfers_ == nullptr) {
-    ++stats_.transfer_frames_dropped;
-    ++stats_.frames_dropped;
-    return true;
-  }
-  if (const auto* c = std::get_if<wire::snapshot_chunk>(&msg.payload)) {
-    transfers_->on_chunk(from, msg.group, *c);
-  } else if (const auto* a = std::get_if<wire::snapshot_chunk_ack>(&msg.payload)) {
-    transfers_->on_chunk_ack(from, msg.group, *a);
-  } else {
-    snapshot_install s;
-    s.group = msg.group;
-    s.peer = from;
-    s.term = install->term;
-    s.last_index = install->last_index;
-    s.last_term = install->last_term;
-    s.conf_index = install->conf_index;
-    byte_writer cw(s.conf);
-    wire::encode_servers(install->conf, cw);
-    s.transfer = install->transfer;
-    s.chunks = install->chunks;
-    s.data.assign(install->data.begin(), install->data.end());
-    transfers_->on_install(std::move(s));
-  }
-  return true;
-}
-
-void node_io::send_chunk(node_id to, group_id g, wire::snapshot_chunk c) {
-  send_chunk_frame(to, wire::message{g, std::move(c)});
-}
-
-void node_io::send_chunk_ack(node_id to, group_id g, wire::snapshot_chunk_ack a) {
-  send_chunk_frame(to, wire::message{g, a});
-}
-
-void node_io::send_chunk_frame(node_id to, const wire::message& m) {
-  std::vector<std::byte> frame;
-  wire::encode_frame(m, frame);
-  ++stats_.frames_sent;
-  auto& out = outbox_[to];
-  out.insert(out.end(), frame.begin(), frame.end());
-  schedule_turn_end();
-}
-
-bool node_io::send_install(const snapshot_install& s) {
-  auto it = groups_.find(s.group);
-  if (it == groups_.end() || !it->second->started || it->second->closed) return false;
-  if (s.data.size() + s.conf.size() > wire::max_frame_body - 4096) {
-    // The records went in chunks: what is left is metadata, references and the records not yet synced
-    // to the sender's data log (about a second of the group's appends).
-    log::error("raft node {}: group {}: snapshot {} of {} bytes is too large to send to node {}",
-               opts_.self.value(), s.group.value(), s.last_index.value(), s.data.size(), s.peer.value());
-    ++stats_.snapshots_unsent;
-    return false;
-  }
-  std::vector<wire::server> servers;
-  byte_reader cr(s.conf);
-  WEIR_ASSERT(wire::decode_servers(cr, servers), "group {}: bad configuration in a snapshot install",
-              s.group.value());
-  wire::message w{s.group, wire::install_snapshot{s.term, s.last_index, s.last_term, std::move(servers),
-                                                  s.conf_index, s.transfer, s.chunks, s.data}};
-  std::vector<std::byte> frame;
-  wire::encode_frame(w, frame);
-  ++stats_.snapshots_sent;
-  queue_frame(*it->second, s.peer, std::move(frame));
-  schedule_turn_end();
-  return true;
-}
-
-bool node_io::deliver_install(const snapshot_install& s) {
-  auto it = groups_.find(s.group);
-  auto addr = opts_.addresses.find(s.peer);
-  if (it == groups_.end() || !it->second->started || it->second->closed || addr == opts_.addresses.end())
-    return false;
-  std::vector<wire::server> servers;
-  byte_reader cr(s.conf);
-  if (!wire::decode_servers(cr, servers)) return false;
-  const wire::install_snapshot p{s.term, s.last_index, s.last_term, std::move(servers), s.conf_index, 0,
-                                 0,      s.data};
-  group& g = *it->second;
-  raft_message m{};
-  m.type = RAFT_IO_INSTALL_SNAPSHOT;
-  m.server_id = s.peer.value();
-  m.server_address = addr->second.c_str();
-  if (!fill_install(m.install_snapshot, p)) return false;
-  g.recv(&g.io, &m);
-  return true;
 }
 
 void node_io::ensure_tick(unsigned msecs) {
