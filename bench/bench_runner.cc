@@ -75,9 +75,14 @@ std::string url_encode(std::string_view s) {
   return out;
 }
 
-// "status_503": the kind of a wrong status names it, so the report says what the server answered.
-std::string status_kind(int status) {
-  return fmt::format("status_{}", status);
+// "status_503": the kind of a wrong status names it, so the report says what the server answered; a 503
+// also carries the start of its text ("status_503 the write may or may not have been applied"): weir
+// answers 503 for several reasons (no quorum, outcome unknown, back-pressure).
+std::string status_kind(const http_response& resp) {
+  if (resp.status != 503 || resp.body.empty()) return fmt::format("status_{}", resp.status);
+  std::string why = resp.body.substr(0, std::min<std::size_t>(resp.body.find_first_of("(;\n"), 48));
+  while (!why.empty() && why.back() == ' ') why.pop_back();
+  return fmt::format("status_503 {}", why);
 }
 
 bool success_2xx(int status) {
@@ -164,7 +169,7 @@ class level_run {
     auto cfg = config("create");
     cfg.check = [&](const http_response& resp, std::size_t w, std::uint64_t n) -> std::string {
       ++answered[w];
-      if (resp.status != 201 && resp.status != 200) return status_kind(resp.status);
+      if (resp.status != 201 && resp.status != 200) return status_kind(resp);
       const auto& it = per_worker[w][n % per_worker[w].size()];
       if (it.sse != SIZE_MAX && !resp.next_offset.empty())
         sse_streams_[it.sse].start_offset = resp.next_offset;
@@ -185,7 +190,7 @@ class level_run {
     auto cfg = config("append");
     cfg.max_requests_per_worker = o_.latency_count;
     cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      return success_2xx(resp.status) ? "" : status_kind(resp.status);
+      return success_2xx(resp.status) ? "" : status_kind(resp);
     };
     auto out = run_request_loop(workers, cfg, r_, progress_);
     if (out.latency.count() > 0) {
@@ -207,7 +212,7 @@ class level_run {
     auto cfg = config("write");
     cfg.duration_s = o_.throughput_secs;
     cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      return success_2xx(resp.status) ? "" : status_kind(resp.status);
+      return success_2xx(resp.status) ? "" : status_kind(resp);
     };
     auto out = run_request_loop(workers, cfg, r_, progress_);
     r_.write_mib_s = static_cast<double>(out.sent_bytes) / mib / out.elapsed_s;
@@ -226,7 +231,7 @@ class level_run {
     auto prep = config("read_prepare");
     prep.max_requests_per_worker = 1;
     prep.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      return success_2xx(resp.status) ? "" : status_kind(resp.status);
+      return success_2xx(resp.status) ? "" : status_kind(resp);
     };
     run_request_loop(writers, prep, r_, progress_);
 
@@ -281,7 +286,7 @@ class level_run {
     cfg.duration_s = o_.throughput_secs;
     cfg.follow = follow;
     cfg.check = [&](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      if (resp.status != 200) return status_kind(resp.status);
+      if (resp.status != 200) return status_kind(resp);
       if (resp.body_bytes < o_.read_payload_bytes) return "short";
       if (resp.body_bytes > o_.read_payload_bytes) return "long";
       return "";
@@ -308,7 +313,7 @@ class level_run {
     auto cfg = config("small");
     cfg.duration_s = o_.throughput_secs;
     cfg.check = [](const http_response& resp, std::size_t, std::uint64_t) -> std::string {
-      return success_2xx(resp.status) ? "" : status_kind(resp.status);
+      return success_2xx(resp.status) ? "" : status_kind(resp);
     };
     auto out = run_request_loop(workers, cfg, r_, progress_);
     r_.small_req_s = static_cast<double>(out.ok) / out.elapsed_s;
@@ -356,7 +361,7 @@ class level_run {
     cfg.max_requests_per_worker = workers[0].heads.size();
     cfg.check = [&](const http_response& resp, std::size_t w, std::uint64_t) -> std::string {
       ++answered[w];
-      return success_2xx(resp.status) ? "" : status_kind(resp.status);
+      return success_2xx(resp.status) ? "" : status_kind(resp);
     };
     cfg.worker_done = [&](std::size_t w) { return answered[w] >= workers[w].heads.size(); };
     run_request_loop(workers, cfg, r_, progress_);

@@ -260,6 +260,9 @@ bool http_connection::process_input() {
           if (!*alive || state_ == state::closed) return false;
         } else if (keep_body_) {
           resp_.body.append(step.body);
+        } else if (resp_.status >= 400 && resp_.body.size() < max_error_text) {
+          // An error's text is kept (its start) even when the body was not asked for: it says why.
+          resp_.body.append(step.body.substr(0, max_error_text - resp_.body.size()));
         }
       }
       in_.consume(step.consumed);

@@ -31,11 +31,13 @@ namespace weir::client {
 // Monotonic nanoseconds (steady clock): the one clock every latency is measured on.
 std::int64_t mono_ns();
 
+inline constexpr std::size_t max_error_text = 160;
+
 struct http_response {
   int status = 0;     // 0 when no response arrived
   std::string error;  // empty when a response arrived
   std::uint64_t body_bytes = 0;
-  std::string body;  // only when asked for
+  std::string body;  // when asked for; otherwise, for a status >= 400, its first max_error_text bytes
   std::string next_offset;
   // Every header of the response, when the connection keeps them (set_keep_headers); bench does not.
   std::vector<std::pair<std::string, std::string>> headers;
