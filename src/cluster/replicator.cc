@@ -65,20 +65,6 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   s.io_ = std::make_unique<raft::node_io>(
       ex, l.raft_transport(), *s.log_,
       raft::node_io::options{raft::node_id(s.opts_.self), addresses, s.opts_.self});
-  if (s.cb_.expand) {
-    s.io_->set_snapshot_expander(
-        [p = &s](raft::group_id g, std::span<const std::byte> stored) -> result<std::vector<std::byte>> {
-          auto parts = group_glue::split(stored);
-          if (!parts) return make_error(raft::errc::malformed, "snapshot too short");
-          auto state = p->cb_.expand(static_cast<std::uint32_t>(g.value()), parts->state);
-          if (!state) return state.err();
-          // The replicator's part (index, group 0's membership) as is, then the expanded state.
-          std::vector<std::byte> out(stored.begin(),
-                                     stored.begin() + static_cast<std::ptrdiff_t>(parts->state_offset));
-          out.insert(out.end(), state->begin(), state->end());
-          return out;
-        });
-  }
   if (s.cb_.log_failed) s.io_->set_on_log_failure(s.cb_.log_failed);
   s.io_->set_commit_index_source([p = &s](raft::group_id g) -> std::uint64_t {
     return g.value() < p->groups_.size() ? p->groups_[g.value()]->r.commit_index : 0;

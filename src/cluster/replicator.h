@@ -120,8 +120,7 @@ class replicator {
     // Group snapshots (with options::snapshot_threshold > 0). `snapshot`: the state of `group` after its
     // entry `index` was applied (called right after that apply; an error skips this snapshot). `restore`:
     // replace the group's state with one made by `snapshot` at `index` (at start, from the node log, or
-    // installed from the leader); an error stops the group. `expand`: the state as sent to a peer, which
-    // may lack this node's data files (empty: sent as is).
+    // installed from the leader); an error stops the group.
     std::function<result<std::vector<std::byte>>(std::uint32_t group, std::uint64_t index)> snapshot;
     // Optional: true to put off a snapshot that is due (libraft asks again at the group's next apply),
     // at most max_snapshot_deferral_ms from the first time it was put off. The server puts one off
@@ -129,8 +128,6 @@ class replicator {
     // under a burst those inline bytes doubled what the node log wrote (docs/replication.md, "Snapshots").
     std::function<bool(std::uint32_t group)> snapshot_later;
     std::function<status(std::uint32_t group, std::uint64_t index, std::span<const std::byte> state)> restore;
-    std::function<result<std::vector<std::byte>>(std::uint32_t group, std::span<const std::byte> state)>
-        expand;
     // The node log failed to write or sync a batch (raft::node_io::set_on_log_failure): no group can
     // make progress on this node any more; stop it (a restart recovers). Called once.
     std::function<void(const error&)> log_failed;

@@ -90,12 +90,6 @@ class node_io {
   void set_commit_index_source(std::function<std::uint64_t(group_id)> fn) {
     commit_index_of_ = std::move(fn);
   }
-  // What a group's snapshot becomes on its way to a peer: the stored form may reference this node's own
-  // data files, which the peer lacks, so the sender makes it self-contained. An error drops the message
-  // (libraft sends the snapshot again after its install timeout). Unset: sent as stored.
-  using snapshot_expander =
-      std::function<result<std::vector<std::byte>>(group_id, std::span<const std::byte> stored)>;
-  void set_snapshot_expander(snapshot_expander fn) { expander_ = std::move(fn); }
 
   // Chunked snapshot transfers (docs/replication.md, "Snapshots"). An InstallSnapshot, owned: what
   // libraft sends (peer: the receiver) or what arrived naming a transfer (peer: the sender).
@@ -181,7 +175,6 @@ class node_io {
   stats stats_;
   std::function<void(group_id)> after_append_result_;
   append_observer on_append_;
-  snapshot_expander expander_;
   snapshot_transfers* transfers_ = nullptr;
   std::function<std::uint64_t(group_id)> commit_index_of_;
   std::function<void(const error&)> on_log_failure_;
