@@ -290,6 +290,7 @@ class replicator {
   void finish_change(std::uint64_t ticket, result<membership> outcome);
   void follow_committed();  // adopts committed_ when it is newer than desired_
   bool votes_in_group0() const;
+  bool in_another_group(std::uint64_t id) const;  // a group other than 0 has `id` in its configuration
   void on_membership_message(std::uint64_t from, membership theirs);
   weir::status adopt(const membership& m);
   void share_membership();

@@ -130,6 +130,12 @@ void replicator::follow_committed() {
   share_membership();
 }
 
+bool replicator::in_another_group(std::uint64_t id) const {
+  for (std::size_t i = 1; i < groups_.size(); ++i)
+    if (find_server(groups_[i]->r.configuration, id) != nullptr) return true;
+  return false;
+}
+
 bool replicator::votes_in_group0() const {
   const raft_server* s = find_server(groups_[0]->r.configuration, opts_.self);
   return s != nullptr && s->role == RAFT_VOTER;
@@ -302,6 +308,11 @@ bool replicator::start_change(group& g) {
   for (unsigned i = 0; i < c.n; ++i) {
     const std::uint64_t id = c.servers[i].id;
     if (desired_.members.contains(id)) continue;
+    // Group 0 lets a leaving node go last. Its heartbeats are how that node learns the decision that
+    // removed it (libraft stops sending to a server from the moment its removal is appended, so the
+    // commit of the decision may never reach it); until it has, the groups it leads keep it as their
+    // leader, and nothing else takes them from it while it runs.
+    if (g.id == 0 && in_another_group(id)) continue;
     if (id != opts_.self)
       return started("removing", id, raft_remove(&g.r, &g.change, id, &group_glue::changed));
     // This leader leaves: it hands the group to a connected voter that stays, which then removes it.

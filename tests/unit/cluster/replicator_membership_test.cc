@@ -5,6 +5,7 @@
 // is never stale; group 0's snapshot carries the membership to a node that restarts from it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,8 +41,10 @@ struct sim_node {
 class membership_cluster {
  public:
   // Nodes 1-3 bootstrap the cluster; with `joining`, node 4 starts as with --join (in no group).
-  explicit membership_cluster(std::uint64_t seed, unsigned snapshot_threshold = 0, bool joining = false)
-      : sched_(seed), net_(sched_), snapshot_threshold_(snapshot_threshold) {
+  // With `balance`, leaders spread over the nodes as the server's do (replicator::options::balance_leaders).
+  explicit membership_cluster(std::uint64_t seed, unsigned snapshot_threshold = 0, bool joining = false,
+                              bool balance = false)
+      : sched_(seed), net_(sched_), snapshot_threshold_(snapshot_threshold), balance_(balance) {
     for (std::uint64_t id = 1; id <= (joining ? 4u : 3u); ++id) {
       nodes_.push_back(std::make_unique<sim_node>());
       nodes_.back()->id = id;
@@ -71,7 +74,7 @@ class membership_cluster {
     o.submit_timeout = milliseconds(1500);
     o.read_timeout = milliseconds(1000);
     o.id_seed = sched_.rng()() | 1;
-    o.balance_leaders = false;
+    o.balance_leaders = balance_;
     replicator::callbacks cb;
     cb.apply = [](std::uint32_t, std::uint64_t, entry_kind, std::span<const std::byte>, std::uint64_t) {};
     cb.failed = [](std::uint64_t, submit_error) {};
@@ -128,12 +131,28 @@ class membership_cluster {
     return true;
   }
 
+  // Every running node of `m` sees exactly `m`'s nodes as the voters of every group.
+  bool voters_are(const membership& m) {
+    std::vector<std::uint64_t> want;
+    for (const auto& [id, addr] : m.members) want.push_back(id);
+    for (const auto& n : nodes_) {
+      if (!n->repl || !m.members.contains(n->id)) continue;
+      for (const auto& g : n->repl->status()) {
+        auto have = g.voters;
+        std::sort(have.begin(), have.end());
+        if (have != want || !g.non_voters.empty()) return false;
+      }
+    }
+    return true;
+  }
+
   raft::sim_scheduler& sched() { return sched_; }
 
  private:
   raft::sim_scheduler sched_;
   raft::mem_network net_;
   unsigned snapshot_threshold_;
+  bool balance_;
   std::vector<std::unique_ptr<sim_node>> nodes_;
 };
 
@@ -285,6 +304,44 @@ TEST(replicator_membership, only_a_node_that_is_no_voter_of_group_0_adopts_a_mem
   ASSERT_TRUE(a.r) << a.r.err().reason;
   EXPECT_EQ(a.r->epoch, 1u);
   EXPECT_TRUE(c.run_until([&] { return c.node(2).repl->desired_membership() == *a.r; }));
+}
+
+// A node removed while it leads a group other than 0 hands that group over and leaves every group. It
+// learns the decision that removed it only from group 0 (libraft stops sending to a server as soon as its
+// removal is appended), so group 0 lets it go last; before that, its groups could stay led by it forever.
+TEST(replicator_membership, a_node_removed_while_it_leads_a_group_leaves_every_group) {
+  int tried = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    membership_cluster c(seed, 0, /*joining=*/true, /*balance=*/true);
+    ASSERT_TRUE(c.run_until([&] { return c.every_group_led(); }));
+    answer added;
+    c.node(1).repl->add_member(4, address_of(4), keep(added));
+    ASSERT_TRUE(c.run_until([&] { return added.done; }));
+    ASSERT_TRUE(added.r) << added.r.err().reason;
+    ASSERT_TRUE(c.run_until([&] { return c.voters_are(*added.r); }, 30000)) << "node 4 joins every group";
+    // Balanced, groups 0 and 1 end up led by nodes 1 and 2: the case needs two leaders.
+    c.run_until(
+        [&] {
+          const auto st = c.node(4).repl->status();
+          return st[1].leader != 0 && st[0].leader != 0 && st[1].leader != st[0].leader;
+        },
+        30000);
+    const auto st = c.node(4).repl->status();
+    const std::uint64_t leaving = st[1].leader;
+    if (leaving == 0 || leaving == st[0].leader) continue;
+    ++tried;
+    const std::uint64_t via = leaving == 1 ? 2 : 1;
+    answer removed;
+    c.node(via).repl->remove_member(leaving, keep(removed));
+    ASSERT_TRUE(c.run_until([&] { return removed.done; }));
+    ASSERT_TRUE(removed.r) << removed.r.err().reason;
+    EXPECT_TRUE(c.run_until([&] { return c.voters_are(*removed.r); }, 30000))
+        << "node " << leaving << " still in a group's configuration";
+    EXPECT_EQ(c.node(leaving).repl->desired_membership(), *removed.r) << "the leaving node learned it left";
+  }
+  std::printf("removed a group's leader in %d seeds\n", tried);
+  EXPECT_GE(tried, 3);
 }
 
 }  // namespace
