@@ -69,9 +69,8 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   s.io_->set_commit_index_source([p = &s](raft::group_id g) -> std::uint64_t {
     return g.value() < p->groups_.size() ? p->groups_[g.value()]->r.commit_index : 0;
   });
-  s.io_->set_on_append([p = &s](raft::group_id, std::uint64_t first, const raft_entry* entries, unsigned n) {
-    p->note_stored(first, entries, n);
-  });
+  s.io_->set_on_append([p = &s](raft::group_id g, std::uint64_t first, const raft_entry* entries,
+                                unsigned n) { p->note_stored(g.value(), first, entries, n); });
   s.io_->set_after_append_result([p = &s](raft::group_id g) {
     if (g.value() < p->groups_.size()) p->notify_commit(*p->groups_[g.value()]);
   });
@@ -185,6 +184,7 @@ std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> co
   const std::uint64_t ticket = next_ticket_++;
   pending_submit& s = submits_[ticket];
   s.group = gi;
+  ++groups_[gi]->submits;
   s.entry = encode_entry(entry_header{opts_.self, ticket, kind}, command);
   s.here_only = here_only;
   s.started_ms = ex_.now_ms();
@@ -281,7 +281,7 @@ void replicator::leadership_lost(std::uint64_t ticket) {
 }
 
 void replicator::resolve_failed(std::uint64_t ticket, submit_error e) {
-  if (submits_.erase(ticket) == 0) return;
+  if (!forget_submit(ticket)) return;
   if (changes_.contains(ticket)) {
     finish_change(ticket, e == submit_error::no_leader
                               ? make_error(membership_errc::no_quorum,
@@ -583,10 +583,20 @@ void replicator::watch_links() {
   }
 }
 
+bool replicator::forget_submit(std::uint64_t ticket) {
+  auto it = submits_.find(ticket);
+  if (it == submits_.end()) return false;
+  --groups_[it->second.group]->submits;
+  submits_.erase(it);
+  return true;
+}
+
 // An entry this node proposed (or forwarded) reached its own log at `index`: if the group later applies
-// that index without it, the entry was overwritten by another leader's and is lost (sweep()).
-void replicator::note_stored(std::uint64_t first, const raft_entry* entries, unsigned n) {
-  if (submits_.empty()) return;
+// that index without it, the entry was overwritten by another leader's and is lost (sweep()). Only a
+// group with entries of this node pending can store one, so others are not parsed (every stored entry
+// comes here, and a follower stores all of them).
+void replicator::note_stored(std::uint32_t gi, std::uint64_t first, const raft_entry* entries, unsigned n) {
+  if (gi >= groups_.size() || groups_[gi]->submits == 0) return;
   for (unsigned k = 0; k < n; ++k) {
     if (entries[k].type != RAFT_COMMAND) continue;
     auto entry = decode_entry(

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <random>
@@ -170,6 +171,15 @@ class replicator {
   // What group 0's log has decided, as far as this node applied it (restored with group 0's snapshot);
   // nullopt: no change went through raft yet.
   const std::optional<membership>& committed_membership() const { return committed_; }
+  // Group 0's log, as far as this node applied it, removed this node (and it knows no later membership):
+  // it takes no request any more. Never true of a node that waits to be added (it applied no decision
+  // without it that is newer than the one it acts on).
+  // A member's farewell (on_membership_message) says so too, until a newer decision adds it back.
+  bool left() const {
+    if (told_left_epoch_ > desired_.epoch) return true;
+    return desired_.epoch > 0 && !desired_.members.contains(opts_.self) && committed_ &&
+           committed_->epoch >= desired_.epoch;
+  }
   // The nodes this node links to (self excluded) and their peer addresses.
   const std::map<std::uint64_t, std::string>& peer_addresses() const { return known_; }
 
@@ -267,13 +277,14 @@ class replicator {
   // An entry this node proposed (or forwarded) lost its leader before it committed.
   void leadership_lost(std::uint64_t ticket);
   void resolve_failed(std::uint64_t ticket, submit_error e);
+  bool forget_submit(std::uint64_t ticket);  // erases it from submits_ (and its group's count); false: none
   void check_reads();
   void schedule_read_check();
   // On a leader whose commit index moved: tell the followers at once (end of this loop turn).
   void notify_commit(group& g);  // once per loop turn in which something was applied
   void arm_sweep();
   void sweep();
-  void note_stored(std::uint64_t first, const ::raft_entry* entries, unsigned n);
+  void note_stored(std::uint32_t group, std::uint64_t first, const ::raft_entry* entries, unsigned n);
   void open_terms();
   void balance();
   // Followers of a leader whose connection closed stand for election within 50-500 ms.
@@ -329,6 +340,8 @@ class replicator {
   bool membership_current_ = false;
   bool membership_checking_ = false;
   std::map<std::uint64_t, std::string> known_;  // linked peers -> address
+  std::set<std::uint64_t> farewells_;            // gone peers told they left, unlinked at the next sync
+  std::uint64_t told_left_epoch_ = 0;            // a member's farewell: this node left at that epoch
   std::int64_t next_share_ms_ = 0;
   std::uint64_t snapshots_taken_ = 0;
   std::uint64_t snapshots_deferred_ = 0;

@@ -70,6 +70,9 @@ struct replicator::group {
   // When this node last applied one of the group's entries (executor time): a group that applies
   // is committing, so a proposal waiting in it is in a backlog, not cut off (replicator::sweep).
   std::int64_t last_apply_ms = 0;
+  // Entries of replicator::submits_ in this group: note_stored() parses what the group stores only while
+  // there are any.
+  std::size_t submits = 0;
   // The term in which this node, leading the group, proposed its opening barrier (sweep()).
   std::uint64_t opened_term = 0;
   // Leadership hand-over (balance()).
@@ -122,7 +125,7 @@ struct group_glue {
     }
     auto [header, command] = *entry;
     std::uint64_t ticket = 0;
-    if (header.origin == self.opts_.self && header.ticket != 0 && self.submits_.erase(header.ticket) != 0) {
+    if (header.origin == self.opts_.self && header.ticket != 0 && self.forget_submit(header.ticket)) {
       ticket = header.ticket;
     }
     g->last_apply_ms = self.ex_.now_ms();
