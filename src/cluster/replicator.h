@@ -37,10 +37,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -340,8 +340,8 @@ class replicator {
   bool membership_current_ = false;
   bool membership_checking_ = false;
   std::map<std::uint64_t, std::string> known_;  // linked peers -> address
-  std::set<std::uint64_t> farewells_;            // gone peers told they left, unlinked at the next sync
-  std::uint64_t told_left_epoch_ = 0;            // a member's farewell: this node left at that epoch
+  std::set<std::uint64_t> farewells_;           // gone peers told they left, unlinked at the next sync
+  std::uint64_t told_left_epoch_ = 0;           // a member's farewell: this node left at that epoch
   std::int64_t next_share_ms_ = 0;
   std::uint64_t snapshots_taken_ = 0;
   std::uint64_t snapshots_deferred_ = 0;

@@ -147,7 +147,19 @@ bool replicator::votes_in_group0() const {
 // (started with `join` and not added to group 0 yet) adopt a newer one: it tells them their peers.
 void replicator::on_membership_message(std::uint64_t from, membership theirs) {
   if (supersedes(theirs, desired_)) {
-    if (votes_in_group0()) return;
+    if (votes_in_group0()) {
+      // A voter acts on decisions only; but one that removed it may never reach it through group 0
+      // (libraft stops sending to a server once its removal is appended), and a member's farewell is
+      // how it learns it left: it then takes no request (left()), and changes nothing else.
+      if (!theirs.members.contains(opts_.self) && theirs.epoch > told_left_epoch_) {
+        told_left_epoch_ = theirs.epoch;
+        log::warn(
+            "weir cluster: node {}: node {} says the cluster removed this node (membership epoch {}): "
+            "it takes no request any more; stop it",
+            opts_.self, from, theirs.epoch);
+      }
+      return;
+    }
     if (auto ok = check_membership(theirs); !ok) {
       log::warn("weir cluster: node {} sent a membership this node cannot use: {}", from, ok.err().reason);
     } else if (auto st = adopt(theirs); !st) {
@@ -173,8 +185,8 @@ weir::status replicator::adopt(const membership& m) {
   log::info("weir cluster: node {}: membership epoch {}: {}", opts_.self, desired_.epoch, list);
   if (!desired_.members.contains(opts_.self)) {
     log::warn(
-        "weir cluster: node {} is not a member of the cluster any more (membership epoch {}): the "
-        "others stop talking to it once no group has it; stop it",
+        "weir cluster: node {} is not a member of the cluster any more (membership epoch {}): it takes "
+        "no request any more (503); stop it",
         opts_.self, desired_.epoch);
   }
   reconcile();
@@ -214,6 +226,13 @@ void replicator::sync_peers() {
   for (const auto& [id, addr] : known_)
     if (!desired_.members.contains(id) && !in_configurations.contains(id)) gone.push_back(id);
   for (std::uint64_t id : gone) {
+    // First a farewell: the decision that removed it, which group 0 may not have carried to it (see
+    // on_membership_message); unlinked at the next call, once the message went out.
+    if (farewells_.insert(id).second) {
+      send(id, to_message(desired_));
+      continue;
+    }
+    farewells_.erase(id);
     log::info("weir cluster: node {}: node {} left every group; unlinked", opts_.self, id);
     links_.remove_peer(id);
     io_->remove_address(raft::node_id(id));

@@ -83,6 +83,11 @@ http_status status_for(errc e) {
               "the write may or may not have been applied (leader lost); retry with a producer id to be safe",
               {},
               "1"};
+    // No Retry-After: asking this node again never helps.
+    case errc::cluster_left:
+      return {
+          503,
+          "this node is no longer a member of the cluster: send requests to a member (GET /cluster/members)"};
     // RFC 6750 3: the Bearer challenge, with an error attribute when a token was sent.
     case errc::token_missing:
       return {401, "unauthorized", {}, {}, R"(Bearer realm="weir")"};

@@ -41,6 +41,7 @@ enum class errc : std::uint8_t {
   writes_backlogged,        // too many writes waiting for the disk
   cluster_unavailable,      // no leader of the stream's group reachable in time (no quorum): nothing written
   cluster_outcome_unknown,  // proposed, then leadership was lost or time ran out: it may still commit
+  cluster_left,             // this node was removed from the cluster: it serves no stream any more
   // Access control (src/auth, docs/security.md; RFC 6750 3.1 names the error attributes).
   token_missing,          // no bearer token where one is needed: 401
   token_invalid,          // a token that is malformed, expired, unknown or badly signed: 401

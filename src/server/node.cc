@@ -125,9 +125,10 @@ void node::on_request(const http::request& req, http::exchange ex) {
       // 503 while this node cannot reach a quorum (the replicator lives on core 0).
       shards_[0]->loop().post([repl, ex] {
         protocol::response r;
-        r.status = repl->has_quorum() ? 200 : 503;
+        const bool left = repl->left();
+        r.status = !left && repl->has_quorum() ? 200 : 503;
         r.add_static("Content-Type", "text/plain");
-        r.body = r.status == 200 ? "ok\n" : "no quorum\n";
+        r.body = left ? "removed from the cluster\n" : r.status == 200 ? "ok\n" : "no quorum\n";
         send_response(ex, std::move(r));
       });
       return;

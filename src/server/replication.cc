@@ -372,6 +372,7 @@ std::string replication::status_json() const {
   w.key("node_id").value(std::int64_t(opts_.node_id));
   w.key("groups").value(std::int64_t(opts_.groups));
   w.key("quorum").value(repl_->has_quorum());
+  w.key("left").value(repl_->left());  // removed from the cluster: takes no request
   // Pauses of this node's loop that libraft's clock left out (raft::node_io::raft_now).
   w.key("loop_stalls").value(std::int64_t(repl_->io().counters().stalls));
   std::uint64_t led = 0;

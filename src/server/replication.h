@@ -95,6 +95,7 @@ class replication {
   std::size_t in_flight_bytes() const { return in_flight_bytes_; }
   bool leads(std::string_view path) const { return repl_->leads(group_of(path)); }
   bool has_quorum() const { return repl_->has_quorum(); }
+  bool left() const { return repl_->left(); }  // removed from the cluster (cluster::replicator::left)
   // This node's view, as JSON: groups (with their configurations), leaders, terms, indexes, peer links,
   // the desired membership.
   std::string status_json() const;

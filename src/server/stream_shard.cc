@@ -218,6 +218,11 @@ std::string stream_shard::cursor(const std::optional<std::string>& client_cursor
 }
 
 void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
+  if (repl_ && repl_->left()) {
+    // Its replicas stop where it left: reads would be stale, and no leader takes its writes.
+    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::cluster_left)), req.cors);
+    return;
+  }
   const std::int64_t now = now_ms();
   if (req.op == operation::append && req.has_body && !req.has_content_type) {
     // PROTOCOL.md 5.2: 400, answered here where the stream's own type is known.

@@ -160,6 +160,12 @@ def main():
             wait_for("node %d to see voters 1, 2, 4 in every group" % i,
                      lambda i=i: voters_everywhere(nodes[i], [1, 2, 4]), 60)
         print("node 3 left every group after %.1f s" % (time.monotonic() - t), flush=True)
+        # Node 3 knows it left: it takes no request (its replicas stop where it left).
+        wait_for("node 3 to report that it left", lambda: (nodes[3].status() or {}).get("left") is True, 15)
+        code, _, body = request(nodes[3].port, "GET", "/healthz")
+        check(code == 503 and b"removed" in body, "node 3's /healthz: %d %r" % (code, body))
+        code, _, body = request(nodes[3].port, "GET", sorted(w.expected)[0] + "?offset=-1")
+        check(code == 503 and b"no longer a member" in body, "a read on node 3: %d %r" % (code, body))
         nodes[3].stop()
         w.append_round([nodes[1], nodes[2], n4], "d")
         for i in (1, 2, 4):
