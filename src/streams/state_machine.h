@@ -343,15 +343,10 @@ class state_machine {
   // Links the fork at `fork` (a stream of this machine) to `source` unless that would close a cycle.
   static bool link_if_acyclic(stream_state& fork, const std::shared_ptr<memory_log>& source);
   // Decodes a part, hands every cold record (with its stream's path) to `rewrite`, and encodes the part
-  // again, a record still cold kept as a reference when `references` (expand_snapshot_part,
-  // relocate_snapshot_part).
+  // again with its records' locations as references (relocate_snapshot_part).
   static result<std::vector<std::byte>> rewrite_cold_records(
       std::span<const std::byte> blob,
-      const std::function<std::optional<error>(const std::string&, record&)>& rewrite, bool references);
-  friend result<std::vector<std::byte>> expand_snapshot_part(
-      std::span<const std::byte> blob,
-      const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
-          fetch);
+      const std::function<std::optional<error>(const std::string&, record&)>& rewrite);
   friend result<std::vector<part_reference>> snapshot_part_references(std::span<const std::byte> blob);
   friend result<std::vector<std::byte>> relocate_snapshot_part(
       std::span<const std::byte> blob,
@@ -367,15 +362,6 @@ class state_machine {
   std::set<std::pair<std::int64_t, std::string>> hold_ends_;
   std::uint64_t removals_ = 0;  // see removals()
 };
-
-// A per-part blob (state_machine::snapshot_part) with every referenced record (kind 0) replaced by its
-// bytes, inlined (kind 1): what a node sends a peer that lacks its data files. `fetch(at, begin, size)`
-// returns bytes [begin, begin + size) of the record at `at` (chunk_slice semantics); its error, or bytes of
-// another size (codec_errc::bad_value), is returned. A damaged blob: as restore_part. Deterministic.
-result<std::vector<std::byte>> expand_snapshot_part(
-    std::span<const std::byte> blob,
-    const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
-        fetch);
 
 // A record a per-part blob references (kind 0): its place in a data log and the slice of it.
 struct part_reference {

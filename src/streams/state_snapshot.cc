@@ -398,7 +398,7 @@ result<state_machine::part_content> state_machine::decode_part(std::span<const s
 
 result<std::vector<std::byte>> state_machine::rewrite_cold_records(
     std::span<const std::byte> blob,
-    const std::function<std::optional<error>(const std::string&, record&)>& rewrite, bool references) {
+    const std::function<std::optional<error>(const std::string&, record&)>& rewrite) {
   auto decoded = state_machine::decode_part(blob, nullptr);
   if (!decoded) return decoded.err();
   std::vector<const std::pair<const std::string, state_machine::stream_state>*> sorted;
@@ -416,27 +416,7 @@ result<std::vector<std::byte>> state_machine::rewrite_cold_records(
     sorted.push_back(&entry);
   }
   std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-  return state_machine::encode_part(sorted, decoded->held,
-                                    [references](const disk_location&) { return references; });
-}
-
-result<std::vector<std::byte>> expand_snapshot_part(
-    std::span<const std::byte> blob,
-    const std::function<result<std::string>(const disk_location&, std::uint64_t begin, std::uint32_t size)>&
-        fetch) {
-  return state_machine::rewrite_cold_records(
-      blob,
-      [&](const std::string& path, record& r) -> std::optional<error> {
-        auto bytes = fetch(r.data.at, r.data.begin, r.data.size);
-        if (!bytes) return bytes.err();
-        if (bytes->size() != r.data.size) {
-          return bad("fetched " + std::to_string(bytes->size()) + " bytes for a record of " +
-                     std::to_string(r.data.size) + " of " + path);
-        }
-        r.data = chunk_slice{make_chunk(std::move(*bytes)), 0, r.data.size, disk_location{}};
-        return std::nullopt;
-      },
-      false);
+  return state_machine::encode_part(sorted, decoded->held, [](const disk_location&) { return true; });
 }
 
 result<std::vector<part_reference>> snapshot_part_references(std::span<const std::byte> blob) {
@@ -458,8 +438,7 @@ result<std::vector<std::byte>> relocate_snapshot_part(
     std::span<const std::byte> blob,
     const std::function<std::optional<part_reference>(const part_reference&)>& to) {
   return state_machine::rewrite_cold_records(
-      blob,
-      [&](const std::string& path, record& r) -> std::optional<error> {
+      blob, [&](const std::string& path, record& r) -> std::optional<error> {
         const part_reference from{r.data.at, r.data.begin, r.data.size};
         const std::optional<part_reference> moved = to(from);
         if (!moved) {
@@ -472,8 +451,7 @@ result<std::vector<std::byte>> relocate_snapshot_part(
         r.data.at = moved->at;
         r.data.begin = moved->begin;
         return std::nullopt;
-      },
-      true);
+      });
 }
 
 }  // namespace weir::streams

@@ -1,9 +1,8 @@
-// state_machine::snapshot_part / restore_part / expand_snapshot_part: one part of a machine (a cluster's
+// state_machine::snapshot_part / restore_part: one part of a machine (a cluster's
 // raft group) round-trips into a machine in another state, leaving the rest alone; forks read their
 // inherited records whichever part is restored first; damaged blobs change nothing.
 #include <algorithm>
 #include <random>
-#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -121,46 +120,6 @@ TEST(snapshot_part, only_referencable_locations_are_references_and_a_cold_unrefe
   EXPECT_EQ(refused.err().as<codec_errc>(), codec_errc::bad_value);
   EXPECT_NE(refused.err().reason.find("/a/s"), std::string::npos) << refused.err().reason;
   EXPECT_TRUE(x.snapshot_part(in_b, durable).has_value());  // other parts are not affected
-}
-
-TEST(snapshot_part, expand_inlines_every_referenced_record) {
-  state_machine x;
-  ASSERT_EQ(create_at(x, 1, make_create("/a/s", "text/plain", "hello")).code, errc::ok);
-  ASSERT_EQ(x.append(make_append("/a/s", "world")).code, errc::ok);
-  ASSERT_TRUE(x.locate(1, 5, disk_location{4, 40, 0, 9}));
-  ASSERT_GT(x.evict(1, 5), 0u);
-  const auto blob = part_of(x, in_a);
-  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> asked;
-  auto fetch = [&](const disk_location& at, std::uint64_t begin, std::uint32_t size) -> result<std::string> {
-    asked.emplace_back(at.segment, begin, size);
-    return std::string("hello").substr(begin, size);
-  };
-  auto expanded = expand_snapshot_part(as_span(blob), fetch);
-  ASSERT_TRUE(expanded.has_value()) << expanded.err().reason;
-  EXPECT_EQ(asked, (std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>>{{4, 0, 5}}));
-  state_machine y;
-  ASSERT_TRUE(y.restore_part(as_span(*expanded), in_a).has_value());
-  EXPECT_EQ(read_all(y, "/a/s"), "helloworld");
-  EXPECT_TRUE(y.referenced_segments(0).empty());
-  // What an all-hot machine would write: expanding twice changes nothing.
-  EXPECT_EQ(part_of(y, in_a), *expanded);
-  auto again = expand_snapshot_part(as_span(*expanded), fetch);
-  ASSERT_TRUE(again.has_value());
-  EXPECT_EQ(*again, *expanded);
-  EXPECT_EQ(asked.size(), 1u);
-
-  auto failing = [](const disk_location&, std::uint64_t, std::uint32_t) -> result<std::string> {
-    return make_error(codec_errc::truncated, "segment gone");
-  };
-  auto failed = expand_snapshot_part(as_span(blob), failing);
-  ASSERT_FALSE(failed.has_value());
-  EXPECT_EQ(failed.err().reason, "segment gone");
-  auto short_read = [](const disk_location&, std::uint64_t, std::uint32_t) -> result<std::string> {
-    return std::string("hell");
-  };
-  auto wrong = expand_snapshot_part(as_span(blob), short_read);
-  ASSERT_FALSE(wrong.has_value());
-  EXPECT_EQ(wrong.err().as<codec_errc>(), codec_errc::bad_value);
 }
 
 // A source in part A (/a/src, "abcdef") and its fork at 4 in part B (/b/fork, own "XY"), as one node has
