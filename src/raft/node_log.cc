@@ -226,7 +226,9 @@ std::uint32_t node_log::segment_of(const entry_run& r) const {
 // Compacts the oldest segment when the log holds more than twice its live bytes plus two segments: its
 // live entries are read back (on the flusher) and carried into the open batch; once that batch is durable
 // the segment is deleted. One segment at a time, oldest first (recovery reads a suffix of the segments).
-// Checked after every batch and every deletion, so once the log is idle it holds at most that much.
+// Checked after every batch, every deletion and at open, so once the log is idle it holds at most that
+// much. While writes go on it may hold more: a pass costs three disk round trips (the read, the sync of
+// the carried batch, the unlink and directory sync), and segments written meanwhile wait for later passes.
 void node_log::maybe_compact() {
   if (compaction_ || poisoned_ || compaction_failed_ || segs_.size() < 2) return;
   if (disk_bytes() <= 2 * live_bytes() + 2 * opts_.segment_bytes) return;

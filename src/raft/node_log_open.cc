@@ -121,6 +121,10 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
   nl->file_ = std::move(f).value();
   nl->segs_.push_back(segment{next_no, p, bytes.size(), 0, bytes.size()});
   nl->batch_segment_[1] = next_no;
+  // The new segment is a preamble's worth of bytes more, and nothing else would check them until the next
+  // batch: a node restarted in a quiet cluster (no write, no election) would keep every segment it
+  // restarted with, one more per restart.
+  nl->maybe_compact();
   return nl;
 }
 

@@ -217,6 +217,36 @@ TEST(raft_node_log_compaction, dead_segments_go_and_a_quiet_groups_entries_are_c
   EXPECT_FALSE(f.env.file_exists(seg(1)));  // the first segment is long gone
 }
 
+// Every open starts a segment with every group's preamble. A node that restarts while its groups are quiet
+// (no entry, no term or vote) writes no batch, so compaction must also be checked at open: otherwise each
+// restart would leave one more preamble-sized segment on disk, and nothing would ever delete them.
+TEST(raft_node_log_compaction, restarts_without_writes_do_not_pile_up_segments) {
+  fixture f(5, node_log_options{1024});
+  model_group g;
+  {
+    auto log = f.open();
+    const auto e = entries_rec(0, 1, 1, {"one", "two", "three"});
+    const auto s = snapshot_rec(0, 2, 2, std::string(3000, 's'));  // a preamble of about 3 KiB
+    add(*log, e);
+    add(*log, s);
+    g.apply(e);
+    g.apply(s);
+    f.settle(*log);
+  }
+  for (int restart = 0; restart < 6; ++restart) {
+    auto log = f.open();
+    f.settle(*log);
+    // Idle: at most twice the live bytes plus two segments (node_log.h), restart after restart.
+    EXPECT_LE(log->disk_bytes(), 2 * log->live_bytes() + 2 * f.opts.segment_bytes) << "restart " << restart;
+    EXPECT_EQ(f.env.used_bytes(), log->disk_bytes()) << "restart " << restart;
+    EXPECT_LE(log->segments(), 3u) << "restart " << restart;
+  }
+  auto log = f.open();
+  std::string why;
+  EXPECT_TRUE(g.matches(log->take_group_state(group_id(0)), why)) << why;  // its entries, carried forward
+  EXPECT_FALSE(f.env.file_exists(seg(1)));
+}
+
 TEST(raft_node_log_compaction, the_single_file_of_old_weir_is_read_as_segment_0_and_compacted_away) {
   fixture f(2, node_log_options{1024});
   {
