@@ -545,6 +545,7 @@ struct cluster {
       }
       fail("no convergence after recovery:" + why);
     }
+    if (report.ok) drain_node_logs();
     report.tasks = sched.tasks_run();
     for (auto& n : nodes)
       if (n->up) stop_node(*n);
@@ -553,10 +554,38 @@ struct cluster {
     return report;
   }
 
-  // The node log's bytes (everything in the node's env) are bounded by what it recovers: at most twice
-  // the live state plus two segments, and one more segment (with its preamble) for the compaction that
-  // may have been under way when the node stopped. Live state as recovered: each group's registers and
-  // snapshot (its preamble record), and its entries, each counted as if it had a record of its own.
+  // The node log's bound holds once it is idle; while writes go on its compaction may lag by several
+  // segments. A pass takes one segment: read back on the flusher, its live entries carried into a batch
+  // that must be durable, then the file unlinked and the directory synced, three disk round trips of up to
+  // 80 ms here. With 4 KiB segments after preambles of 20-30 KiB (the groups' snapshots), a node writes a
+  // segment in about one pass, so the log stays several segments above its threshold while the workload
+  // runs, and a restart adds a preamble-sized segment to that (seed 100035: a node stopped with 145,457
+  // bytes in four segments; idle, 230 simulated ms later, 61,879 in two). The workload is off now; no batch
+  // is written once the groups have applied everything, so each log goes idle after its last passes. One
+  // that does not within 10 s (a compaction that never finishes) fails here.
+  void drain_node_logs() {
+    auto busy = [this]() -> node* {
+      for (auto& n : nodes)
+        if (n->up && (n->log->flushing() || n->log->has_pending() || n->log->compacting())) return n.get();
+      return nullptr;
+    };
+    const std::int64_t limit = sched.now_ms() + 10000;
+    while (report.ok && busy() != nullptr && sched.now_ms() < limit && sched.run_one()) check_leaders();
+    if (node* n = busy())
+      fail(fmt::format(
+          "node {}: node log still busy 10 s after the run (compacting {}, {} segments, {} bytes, "
+          "{} live)",
+          n->id.value(), n->log->compacting(), n->log->segments(), n->log->disk_bytes(),
+          n->log->live_bytes()));
+  }
+
+  // The node log's bytes (everything in the node's env), idle (drain_node_logs), are bounded by what it
+  // recovers: at most twice the live state plus two segments, node_log's own rule (it compacts after
+  // every batch, every deletion and at open while it holds more). Live state as recovered: each group's
+  // registers and snapshot (its preamble record), and its entries, each counted as if it had a record of
+  // its own: at least what the log counts (node_log::live_bytes counts a record's overhead once per run
+  // of entries; over the 3,000 slow seeds this count was above the log's by 208 bytes or more, 26 per group).
+  // Idle logs came to at most 0.97 of this bound there.
   void check_log_bound(node& n) {
     const std::uint64_t disk = n.env->used_bytes();
     sim_executor ex(sched);
@@ -576,12 +605,11 @@ struct cluster {
     const std::uint64_t live = preamble + entries;
     report.log_bytes += disk;
     report.log_live_bytes += live;
-    const std::uint64_t bound = 2 * live + 3 * o.log_segment_bytes + preamble;
+    const std::uint64_t bound = 2 * live + 2 * o.log_segment_bytes;
     if (disk > bound)
-      fail(
-          fmt::format("node {}: node log holds {} bytes, more than twice its live {} plus three segments and "
-                      "a preamble ({})",
-                      n.id.value(), disk, live, bound));
+      fail(fmt::format(
+          "node {}: idle node log holds {} bytes, more than twice its live {} plus two segments ({})",
+          n.id.value(), disk, live, bound));
   }
 };
 
