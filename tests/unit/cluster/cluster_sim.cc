@@ -563,19 +563,11 @@ void cluster::chaos_step() {
     n.env->fail_next_syncs(1);
     note("node {}: its next sync fails", n.id);
   } else if (pick >= 12) {
-    // A slow disk widens every window between a write and its sync (where a crash loses it).
-    static constexpr std::int64_t latencies[] = {1, 4, 30, 80};
     node& n = *nodes[static_cast<std::size_t>(sched.uniform(0, o.nodes - 1))];
-    n.disk_max_ms = latencies[sched.uniform(0, 3)];
+    n.disk_max_ms = raft::random_sync_latency_ms(sched);
     note("node {}: sync latency up to {} ms", n.id, n.disk_max_ms);
   } else {
-    raft::link_faults f;
-    static constexpr double drops[] = {0.0, 0.02, 0.1, 0.3};
-    static constexpr int delays[] = {2, 10, 40};
-    f.drop = drops[sched.uniform(0, 3)];
-    f.max_delay = milliseconds(delays[sched.uniform(0, 2)]);
-    f.min_delay = milliseconds(1);
-    f.reorder = sched.chance(0.5);
+    const raft::link_faults f = raft::random_link_faults(sched);
     net.set_all_links(f);
     note("links: loss {}, delay 1-{} ms, reorder {}", f.drop, f.max_delay.count(), f.reorder);
   }

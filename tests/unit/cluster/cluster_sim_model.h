@@ -23,6 +23,7 @@
 #include "cluster_sim.h"
 #include "mem_links.h"
 #include "raft/mem_network.h"
+#include "raft/sim_faults.h"
 #include "raft/sim_scheduler.h"
 #include "storage/mem_env.h"
 #include "streams/state_machine.h"
@@ -123,14 +124,10 @@ struct cluster {
 
   template <class... Args>
   void note(fmt::format_string<Args...> f, Args&&... args) {
-    if (o.verbose) fmt::print("t={:>6}ms  {}\n", sched.now_ms(), fmt::format(f, std::forward<Args>(args)...));
+    raft::sim_trace(o.verbose, sched, f, std::forward<Args>(args)...);
   }
 
-  void fail(const std::string& what) {
-    if (!report.ok) return;
-    report.ok = false;
-    report.failure = fmt::format("seed {} at t={}ms: {}", o.seed, sched.now_ms(), what);
-  }
+  void fail(const std::string& what) { raft::sim_fail(report, o.seed, sched, what); }
 
   static std::string path_of(int stream) { return fmt::format("/s{}", stream); }
   int all_streams() const { return o.streams + o.forks; }

@@ -14,6 +14,7 @@
 #include "raft/mem_network.h"
 #include "raft/node_io.h"
 #include "raft/node_log.h"
+#include "raft/sim_faults.h"
 #include "raft/sim_scheduler.h"
 #include "storage/mem_env.h"
 
@@ -109,14 +110,10 @@ struct cluster {
   // With sim_options::verbose, the run's events (faults, restarts, new leaders), for reading a failing seed.
   template <class... Args>
   void note(fmt::format_string<Args...> f, Args&&... args) {
-    if (o.verbose) fmt::print("t={:>6}ms  {}\n", sched.now_ms(), fmt::format(f, std::forward<Args>(args)...));
+    sim_trace(o.verbose, sched, f, std::forward<Args>(args)...);
   }
 
-  void fail(const std::string& what) {
-    if (!report.ok) return;
-    report.ok = false;
-    report.failure = fmt::format("seed {} at t={}ms: {}", o.seed, sched.now_ms(), what);
-  }
+  void fail(const std::string& what) { sim_fail(report, o.seed, sched, what); }
 
   int majority() const { return static_cast<int>(nodes.size()) / 2 + 1; }
   bool reaches_majority(const node& n) const {
@@ -465,18 +462,11 @@ struct cluster {
       }
     } else if (pick >= 11) {
       // A slow disk widens every window between a write and its sync (where a crash loses it).
-      static constexpr std::int64_t latencies[] = {1, 4, 30, 80};
       node& n = *nodes[sched.uniform(0, nodes.size() - 1)];
-      n.disk_max_ms = latencies[sched.uniform(0, 3)];
+      n.disk_max_ms = random_sync_latency_ms(sched);
       note("node {}: sync latency up to {} ms", n.id.value(), n.disk_max_ms);
     } else {
-      link_faults f;
-      static constexpr double drops[] = {0.0, 0.02, 0.1, 0.3};
-      static constexpr int delays[] = {2, 10, 40};
-      f.drop = drops[sched.uniform(0, 3)];
-      f.max_delay = milliseconds(delays[sched.uniform(0, 2)]);
-      f.min_delay = milliseconds(1);
-      f.reorder = sched.chance(0.5);
+      const link_faults f = random_link_faults(sched);
       net.set_all_links(f);
       note("links: loss {}, delay 1-{} ms, reorder {}", f.drop, f.max_delay.count(), f.reorder);
     }
