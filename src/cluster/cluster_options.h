@@ -38,6 +38,9 @@ struct cluster_options {
   // Entries a group keeps after a snapshot, for followers a little behind (further behind, they get the
   // snapshot installed).
   std::uint32_t snapshot_trailing = 128;
+  // Bytes of writes a node has proposed and not seen applied yet; further writes wait for their turn
+  // (server/stream_shard, "admission"); 0: no limit.
+  std::uint64_t proposal_bytes = 8u << 20;
   // Mutual TLS on the peer links (docs/replication.md, "Peer links"): this node's PEM certificate chain
   // and key, and the cluster CA that signs every node's certificate. All three or none; none: plain TCP.
   std::string peer_tls_cert, peer_tls_key, peer_tls_ca;

@@ -298,6 +298,8 @@ void replication::apply(std::uint32_t group, std::uint64_t index, cluster::entry
 
 void replication::finish(waiter_map::iterator it, durable_result r) {
   in_flight_bytes_ -= it->second.bytes;
+  // Writes waiting for admission go on once this apply returned (they propose: never inside libraft).
+  if (shard_.writes_waiting()) shard_.loop().post([s = &shard_] { s->admit_waiting(); });
   if (it->second.entry_done) {
     shard_.loop().post(
         [done = std::move(it->second.entry_done), ok = r.failure == protocol::errc::ok] { done(ok); });
@@ -375,6 +377,13 @@ std::string replication::status_json() const {
   w.key("left").value(repl_->left());  // removed from the cluster: takes no request
   // Pauses of this node's loop that libraft's clock left out (raft::node_io::raft_now).
   w.key("loop_stalls").value(std::int64_t(repl_->io().counters().stalls));
+  // Writes held back while this node's proposals in flight held raft-proposal-bytes (stream_shard).
+  const stream_shard::admission_counts held = shard_.admission();
+  w.key("admission").begin_object();
+  w.key("waiting").value(std::int64_t(held.waiting));
+  w.key("waited").value(std::int64_t(held.waited));
+  w.key("expired").value(std::int64_t(held.expired));
+  w.end_object();
   std::uint64_t led = 0;
   const auto groups = repl_->status();
   for (const auto& g : groups) led += g.leader == opts_.node_id ? 1 : 0;

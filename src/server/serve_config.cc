@@ -357,6 +357,11 @@ const std::array table{
         "Entries a raft group keeps after a snapshot for followers a little behind; a follower further "
         "behind gets the snapshot installed (the records it references copied over the peer link in chunks)",
         field<&serve_config::cluster, &cluster::cluster_options::snapshot_trailing>(), 0, 1u << 30},
+    setting{"raft-proposal-bytes", "BYTES",
+            "Bytes of writes this node has proposed to raft and not yet seen applied; further writes wait "
+            "in arrival order until some are (up to 10 s, then 503 + Retry-After, nothing written), so "
+            "that a burst of large writes reaches raft a few MiB at a time; 0: no limit",
+            field<&serve_config::cluster, &cluster::cluster_options::proposal_bytes>(), 0, UINT64_MAX},
     // Mutual TLS on the peer links (docs/operations.md, "Cluster"): all three or none.
     setting{"peer-tls-cert", "FILE",
             "PEM certificate chain (leaf first) this node presents on its peer links; with peer-tls-key "

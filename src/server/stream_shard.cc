@@ -204,6 +204,64 @@ bool stream_shard::defer_write(protocol::stream_request& req, http::exchange ex,
   return true;
 }
 
+// A burst of large writes proposed all at once reaches raft as one flood: tens of MiB copied, logged and
+// sent to every follower in the same few turns of every node's loop, long enough for followers to miss
+// heartbeats and elect again, and for proposals to run out their deadlines (503, outcome unknown). Held
+// here instead, in arrival order, they reach raft a few MiB at a time. Not a rejection: a write that
+// waits longer than admit_wait_ms gets 503 writes_backlogged (nothing was written).
+bool stream_shard::admit_later(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id) {
+  if (!repl_ || admitting_ || opts_.admit_bytes == 0) return false;
+  const std::size_t bytes = req.payload.size();
+  const std::size_t in_flight = repl_->in_flight_bytes();
+  if (admission_.empty() && (in_flight == 0 || in_flight + bytes <= opts_.admit_bytes)) return false;
+  waiting_write w;
+  w.since_ms = now_ms();
+  w.bytes = bytes;
+  w.ex = ex;
+  w.cors = req.cors;
+  w.run = [this, req = std::move(req), ex, live_id]() mutable { handle(std::move(req), ex, live_id); };
+  admission_.push_back(std::move(w));
+  if (admission_timer_ == 0) {
+    admission_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] {
+      admission_timer_ = 0;
+      expire_waiting_writes();
+    });
+  }
+  return true;
+}
+
+void stream_shard::admit_waiting() {
+  if (admitting_ || !repl_) return;
+  admitting_ = true;
+  while (!admission_.empty() && !stopped_) {
+    const std::size_t in_flight = repl_->in_flight_bytes();
+    if (in_flight != 0 && in_flight + admission_.front().bytes > opts_.admit_bytes) break;
+    std::function<void()> run = std::move(admission_.front().run);
+    admission_.pop_front();
+    ++admitted_after_wait_;
+    run();
+  }
+  admitting_ = false;
+}
+
+void stream_shard::expire_waiting_writes() {
+  const std::int64_t now = now_ms();
+  while (!admission_.empty() && now - admission_.front().since_ms >= opts_.admit_wait_ms) {
+    waiting_write w = std::move(admission_.front());
+    admission_.pop_front();
+    ++admission_expired_;
+    send_response(w.ex, protocol::error_response(protocol::status_for(protocol::errc::writes_backlogged)),
+                  w.cors);
+  }
+  admit_waiting();  // nothing in flight (proposals all failed): the next ones go now
+  if (!admission_.empty() && admission_timer_ == 0) {
+    admission_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] {
+      admission_timer_ = 0;
+      expire_waiting_writes();
+    });
+  }
+}
+
 void stream_shard::resume_deferred() {
   std::deque<std::function<void()>> held = std::move(deferred_);
   deferred_.clear();
@@ -230,7 +288,7 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
     return;
   }
   if (req.op == operation::create || req.op == operation::append || req.op == operation::remove) {
-    if (defer_write(req, ex, live_id) || refuse_write(ex, req.cors)) return;
+    if (defer_write(req, ex, live_id) || refuse_write(ex, req.cors) || admit_later(req, ex, live_id)) return;
   }
   switch (req.op) {
     case operation::create:
@@ -783,6 +841,8 @@ void stream_shard::stop() {
   stopped_ = true;
   if (sweep_timer_ != 0) loop_->cancel_timer(sweep_timer_);
   if (rebuild_timer_ != 0) loop_->cancel_timer(rebuild_timer_);
+  if (admission_timer_ != 0) loop_->cancel_timer(admission_timer_);
+  admission_timer_ = 0;
   for (io::event_loop::timer_id id : release_retries_) loop_->cancel_timer(id);
   release_retries_.clear();
   std::vector<std::shared_ptr<live_reader>> all;

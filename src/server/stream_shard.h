@@ -47,8 +47,12 @@ struct shard_options {
   std::uint64_t checkpoint_bytes = 256ull << 20;   // log growth between checkpoints; 0: never
   std::size_t max_in_flight = 16384;               // commands waiting for the log before writes get 503
   std::size_t max_in_flight_bytes = 256ull << 20;  // and their bytes
-  std::int64_t deleted_path_hold_ms = 0;           // a deleted stream's path cannot be re-created this long
-  std::size_t max_streams = 0;                     // streams the node holds before creates get 403; 0: any
+  // A cluster node's admission: writes beyond this many bytes proposed and not applied yet wait in
+  // arrival order (at most admit_wait_ms, then 503); 0: none.
+  std::size_t admit_bytes = 0;
+  std::int64_t admit_wait_ms = 10'000;
+  std::int64_t deleted_path_hold_ms = 0;  // a deleted stream's path cannot be re-created this long
+  std::size_t max_streams = 0;            // streams the node holds before creates get 403; 0: any
   // Cold reads (plans with slices to read from disk) this core has with the cold_reader at once, and
   // how many more may wait here before new catch-up reads get 503 (Retry-After). A read in flight holds
   // at most a read chunk (or one record) of bytes; a waiting one only its plan.
@@ -86,6 +90,15 @@ class stream_shard {
   // then change the state machine only in apply_committed, on every node, in each group's log order.
   void attach_replication(std::unique_ptr<replication> r);
   replication* replicated() { return repl_.get(); }
+  // Cluster mode: proposals in flight went down; writes that wait for admission go on in order.
+  void admit_waiting();
+  bool writes_waiting() const { return !admission_.empty(); }
+  struct admission_counts {
+    std::uint64_t waiting = 0;  // writes waiting now
+    std::uint64_t waited = 0;   // writes that waited, then went on
+    std::uint64_t expired = 0;  // writes that waited admit_wait_ms and got 503
+  };
+  admission_counts admission() const { return {admission_.size(), admitted_after_wait_, admission_expired_}; }
   // A committed command of a cluster; `generation`: what a stream it creates is called (same on all nodes).
   // `proposed_here`: this node proposed it in this run (its answer waits here). Only that node proposes
   // the fork releases the command causes (a fork deleted or expired, a fork create that gave its
@@ -182,6 +195,10 @@ class stream_shard {
   bool refuse_write(http::exchange ex, const protocol::cors_grant& cors);
   // Holds a write back while a checkpoint waits for the commands in flight.
   bool defer_write(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id);
+  // Admission (cluster node): queues a write while the proposals in flight hold admit_bytes, and every
+  // write behind one that waits (their order is kept).
+  bool admit_later(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id);
+  void expire_waiting_writes();
   void resume_deferred();
   // After a failed log write: once nothing is in flight, rebuild the state from the log and accept
   // writes again (docs/storage.md, "Write failures").
@@ -240,6 +257,18 @@ class stream_shard {
   std::string log_dir_;
   io::event_loop::timer_id rebuild_timer_ = 0;
   std::deque<std::function<void()>> deferred_;
+  struct waiting_write {
+    std::int64_t since_ms = 0;
+    std::size_t bytes = 0;
+    http::exchange ex;
+    protocol::cors_grant cors;
+    std::function<void()> run;
+  };
+  std::deque<waiting_write> admission_;
+  bool admitting_ = false;
+  std::uint64_t admitted_after_wait_ = 0;
+  std::uint64_t admission_expired_ = 0;
+  io::event_loop::timer_id admission_timer_ = 0;
   std::unordered_multimap<std::string, std::shared_ptr<live_reader>> readers_;
   std::unordered_map<std::uint64_t, std::shared_ptr<live_reader>> by_id_;
   std::mt19937 rng_;

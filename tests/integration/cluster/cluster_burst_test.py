@@ -13,7 +13,10 @@ the three nodes (64 MiB in flight). Checked:
      unknown ones, only whole records;
   3. no node's raft log keeps most of what was written: a snapshot keeps only the trailing entries that
      fit in a quarter of raft-snapshot-bytes (libraft counts entries only, and 128 trailing entries of
-     512 KiB each would keep everything written here).
+     512 KiB each would keep everything written here);
+  4. the nodes held writes back (admission: each node proposes at most raft-proposal-bytes, 8 MiB by
+     default, at a time, and a round brings about 21 MiB to each): their waited counts are not 0, and a
+     write that waited too long is answered 503 "too many writes waiting" (nothing written).
 
 Usage: cluster_burst_test.py WEIR_BINARY
 """
@@ -83,7 +86,8 @@ def main():
                     acked[i].add(rnd)
                 elif st is not None and st[0] == 503 and b"may or may not" in st[1]:
                     unknown[i].add(rnd)
-                elif st is not None and st[0] == 503 and b"cannot reach a quorum" in st[1]:
+                elif st is not None and st[0] == 503 and (b"cannot reach a quorum" in st[1] or
+                                                          b"too many writes waiting" in st[1]):
                     refused += 1  # not in acked nor unknown: its record must not be read back
                 else:
                     check(False, "round %d, burst-%d: %s" % (rnd, i, st))
@@ -106,6 +110,7 @@ def main():
 
         # 3. The raft logs keep a bounded part of what was written.
         written = STREAMS * ROUNDS * RECORD
+        waited = 0
         for i in (1, 2, 3):
             st = cluster.node(i).status()
             live = st["node_log"]["live_bytes"]
@@ -114,6 +119,10 @@ def main():
                   (i, live / 1e6, written / 1e6, terms, st["snapshots"], st["peers"]))
             check(live < written * 3 // 4, "node %d keeps %d of %d bytes written in its raft log" %
                   (i, live, written))
+            print("node %d: admission %s" % (i, st["admission"]))
+            waited += st["admission"]["waited"] + st["admission"]["expired"]
+        # 4. Admission held writes back.
+        check(waited > 0, "no node held a write back for admission")
         ok = not failures
     except Exception as e:  # noqa: BLE001 - any failure ends the test with the nodes stopped
         return cs.conclude("cluster_burst", cluster, False, t0, e)

@@ -138,6 +138,7 @@ const std::map<std::string, sample>& samples() {
       {"raft-snapshot-entries", {"1000", "1000"}},
       {"raft-snapshot-bytes", {"1048576", "1048576"}},
       {"raft-snapshot-trailing", {"64", "64"}},
+      {"raft-proposal-bytes", {"1048576", "1048576"}},
       {"peer-tls-cert",
        {"/etc/weir/peer/node.crt",
         "\"/etc/weir/peer/node.crt\"",
