@@ -383,6 +383,7 @@ std::string replication::status_json() const {
   w.key("waiting").value(std::int64_t(held.waiting));
   w.key("waited").value(std::int64_t(held.waited));
   w.key("expired").value(std::int64_t(held.expired));
+  w.key("in_flight_bytes").value(std::int64_t(in_flight_bytes_));
   w.end_object();
   std::uint64_t led = 0;
   const auto groups = repl_->status();

@@ -211,31 +211,31 @@ bool stream_shard::defer_write(protocol::stream_request& req, http::exchange ex,
 // waits longer than admit_wait_ms gets 503 writes_backlogged (nothing was written).
 bool stream_shard::admit_later(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id) {
   if (!repl_ || admitting_ || opts_.admit_bytes == 0) return false;
-  const std::size_t bytes = req.payload.size();
-  const std::size_t in_flight = repl_->in_flight_bytes();
-  if (admission_.empty() && (in_flight == 0 || in_flight + bytes <= opts_.admit_bytes)) return false;
+  if (admission_.empty() && repl_->in_flight_bytes() < opts_.admit_bytes) return false;
   waiting_write w;
   w.since_ms = now_ms();
-  w.bytes = bytes;
   w.ex = ex;
   w.cors = req.cors;
   w.run = [this, req = std::move(req), ex, live_id]() mutable { handle(std::move(req), ex, live_id); };
   admission_.push_back(std::move(w));
-  if (admission_timer_ == 0) {
-    admission_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] {
-      admission_timer_ = 0;
-      expire_waiting_writes();
-    });
-  }
+  arm_admission_timer();
   return true;
+}
+
+void stream_shard::arm_admission_timer() {
+  if (admission_.empty() || admission_timer_ != 0) return;
+  admission_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] {
+    admission_timer_ = 0;
+    expire_waiting_writes();
+  });
 }
 
 void stream_shard::admit_waiting() {
   if (admitting_ || !repl_) return;
   admitting_ = true;
-  while (!admission_.empty() && !stopped_) {
-    const std::size_t in_flight = repl_->in_flight_bytes();
-    if (in_flight != 0 && in_flight + admission_.front().bytes > opts_.admit_bytes) break;
+  // While there is room at all: a write larger than the limit goes once the bytes before it are under
+  // it (waiting for nothing in flight could wait for good under a steady load).
+  while (!admission_.empty() && !stopped_ && repl_->in_flight_bytes() < opts_.admit_bytes) {
     std::function<void()> run = std::move(admission_.front().run);
     admission_.pop_front();
     ++admitted_after_wait_;
@@ -254,12 +254,7 @@ void stream_shard::expire_waiting_writes() {
                   w.cors);
   }
   admit_waiting();  // nothing in flight (proposals all failed): the next ones go now
-  if (!admission_.empty() && admission_timer_ == 0) {
-    admission_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] {
-      admission_timer_ = 0;
-      expire_waiting_writes();
-    });
-  }
+  arm_admission_timer();
 }
 
 void stream_shard::resume_deferred() {

@@ -195,10 +195,11 @@ class stream_shard {
   bool refuse_write(http::exchange ex, const protocol::cors_grant& cors);
   // Holds a write back while a checkpoint waits for the commands in flight.
   bool defer_write(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id);
-  // Admission (cluster node): queues a write while the proposals in flight hold admit_bytes, and every
-  // write behind one that waits (their order is kept).
+  // Admission (cluster node): queues a write while the bytes proposed and not applied yet reach
+  // admit_bytes, and every write behind one that waits (their order is kept).
   bool admit_later(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id);
   void expire_waiting_writes();
+  void arm_admission_timer();  // every 250 ms while writes wait: expire_waiting_writes
   void resume_deferred();
   // After a failed log write: once nothing is in flight, rebuild the state from the log and accept
   // writes again (docs/storage.md, "Write failures").
@@ -259,7 +260,6 @@ class stream_shard {
   std::deque<std::function<void()>> deferred_;
   struct waiting_write {
     std::int64_t since_ms = 0;
-    std::size_t bytes = 0;
     http::exchange ex;
     protocol::cors_grant cors;
     std::function<void()> run;
