@@ -4,6 +4,8 @@
 // its leader one change at a time.
 #include "cluster/replicator.h"
 
+#include <algorithm>
+
 #include "cluster/links.h"
 #include "cluster/replicator_group.h"
 #include "raft/node_io.h"
@@ -225,6 +227,9 @@ void replicator::sync_peers() {
   std::vector<std::uint64_t> gone;
   for (const auto& [id, addr] : known_)
     if (!desired_.members.contains(id) && !in_configurations.contains(id)) gone.push_back(id);
+  // A farewell counts for a node that is still gone: one added back meanwhile gets a new one later.
+  std::erase_if(farewells_,
+                [&](std::uint64_t id) { return std::find(gone.begin(), gone.end(), id) == gone.end(); });
   for (std::uint64_t id : gone) {
     // First a farewell: the decision that removed it, which group 0 may not have carried to it (see
     // on_membership_message); unlinked at the next call, once the message went out.

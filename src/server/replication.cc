@@ -298,8 +298,7 @@ void replication::apply(std::uint32_t group, std::uint64_t index, cluster::entry
 
 void replication::finish(waiter_map::iterator it, durable_result r) {
   in_flight_bytes_ -= it->second.bytes;
-  // Writes waiting for admission go on once this apply returned (they propose: never inside libraft).
-  if (shard_.writes_waiting()) shard_.loop().post([s = &shard_] { s->admit_waiting(); });
+  shard_.in_flight_went_down();  // writes waiting for admission (they propose: never inside libraft)
   if (it->second.entry_done) {
     shard_.loop().post(
         [done = std::move(it->second.entry_done), ok = r.failure == protocol::errc::ok] { done(ok); });

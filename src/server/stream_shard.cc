@@ -230,6 +230,15 @@ void stream_shard::arm_admission_timer() {
   });
 }
 
+void stream_shard::in_flight_went_down() {
+  if (admission_.empty() || admit_posted_ || repl_->in_flight_bytes() >= opts_.admit_bytes) return;
+  admit_posted_ = true;
+  loop_->post([this] {
+    admit_posted_ = false;
+    admit_waiting();
+  });
+}
+
 void stream_shard::admit_waiting() {
   if (admitting_ || !repl_) return;
   admitting_ = true;

@@ -90,9 +90,9 @@ class stream_shard {
   // then change the state machine only in apply_committed, on every node, in each group's log order.
   void attach_replication(std::unique_ptr<replication> r);
   replication* replicated() { return repl_.get(); }
-  // Cluster mode: proposals in flight went down; writes that wait for admission go on in order.
-  void admit_waiting();
-  bool writes_waiting() const { return !admission_.empty(); }
+  // Cluster mode: proposals in flight went down (called inside libraft's apply). Writes that wait for
+  // admission go on in order on a later turn: one task queued at a time, only once there is room.
+  void in_flight_went_down();
   struct admission_counts {
     std::uint64_t waiting = 0;  // writes waiting now
     std::uint64_t waited = 0;   // writes that waited, then went on
@@ -200,6 +200,7 @@ class stream_shard {
   bool admit_later(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id);
   void expire_waiting_writes();
   void arm_admission_timer();  // every 250 ms while writes wait: expire_waiting_writes
+  void admit_waiting();
   void resume_deferred();
   // After a failed log write: once nothing is in flight, rebuild the state from the log and accept
   // writes again (docs/storage.md, "Write failures").
@@ -266,6 +267,7 @@ class stream_shard {
   };
   std::deque<waiting_write> admission_;
   bool admitting_ = false;
+  bool admit_posted_ = false;  // an admit_waiting task is queued on the loop
   std::uint64_t admitted_after_wait_ = 0;
   std::uint64_t admission_expired_ = 0;
   io::event_loop::timer_id admission_timer_ = 0;
