@@ -282,12 +282,9 @@ void replication::apply(std::uint32_t group, std::uint64_t index, cluster::entry
     // The node that proposed it (and waits for it here, in this run) proposes the fork releases it
     // causes (stream_shard::propose_release): one node, once, not every node nor every replay.
     const bool proposed_here = ticket != 0 && waiting_.contains(ticket);
-    r.o = shard_.apply_committed(*c, (std::uint64_t(group) + 1) << 40 | index, proposed_here);
-    // A retain's place: the fork's create records it (fork_resolution::origin), and every node reads
-    // the fork only once this group applied this far there.
-    if (r.o.resolution && std::holds_alternative<streams::fork_retain_command>(*c)) {
-      r.o.resolution->origin = streams::fork_origin{group, index};
-    }
+    // A retain's outcome carries its place (set_entry_place): the fork's create records it
+    // (fork_resolution::origin), and every node reads the fork only once this group applied this far.
+    r.o = shard_.apply_committed(*c, group, index, proposed_here);
   }
   if (ticket == 0) return;
   auto it = waiting_.find(ticket);

@@ -392,6 +392,8 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   }
   streams::fork_retain_command r{req.fork->source, req.fork->offset, req.fork->sub_offset, req.content_type,
                                  now};
+  // A cluster's reference names its fork, so that the fork sweep can look for it (docs/replication.md).
+  if (repl_) r.fork = req.path;
   stream_shard& source = node_->owner_of(r.source);
   // The retain is durable on the source's core before the fork's create is applied, so a replayed
   // create always finds its reference taken (docs/storage.md, "In the server").
@@ -441,7 +443,7 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
       }
       log::error("weir serve: fork {}: reading the source record failed: {}", req.path,
                  io ? std::string("no data") : io.err().reason);
-      release(req.fork->source);
+      release({req.fork->source, d.o.resolution ? d.o.resolution->origin : std::nullopt});
       send_response(ex, storage_failure(protocol::errc::storage_unavailable), req.cors);
     });
     return;
@@ -468,7 +470,7 @@ void stream_shard::create_fork(protocol::stream_request req, http::exchange ex, 
     auto bytes = hot_->bytes_of(retained.sub_record->data);
     if (!bytes) {
       log::error("weir serve: fork {}: reading the source record failed: {}", req.path, bytes.err().reason);
-      release(f.source);
+      release({f.source, f.resolved.origin});
       send_response(ex, storage_failure(protocol::errc::storage_unavailable), req.cors);
       return;
     }
@@ -628,9 +630,9 @@ void stream_shard::attach_replication(std::unique_ptr<replication> r) {
   repl_ = std::move(r);
 }
 
-streams::outcome stream_shard::apply_committed(const streams::command& c, std::uint64_t generation,
-                                               bool proposed_here) {
-  sm_.set_next_generation(generation);
+streams::outcome stream_shard::apply_committed(const streams::command& c, std::uint32_t group,
+                                               std::uint64_t index, bool proposed_here) {
+  sm_.set_entry_place(group, index);
   streams::outcome o = sm_.apply(c);
   if (o.mutated) stream_count_.store(sm_.size(), std::memory_order_relaxed);
   // A fork's link to its source's log is not in the command (like a replayed one): link it here, on
@@ -740,42 +742,43 @@ void stream_shard::effects(const streams::outcome& o, bool releases) {
     node_->report_deleted(path);
   }
   if (!releases) return;
-  for (const std::string& source : o.release) release(source);
+  for (const streams::fork_release_command& r : o.release) release(r);
 }
 
-void stream_shard::release(const std::string& source) {
+void stream_shard::release(const streams::fork_release_command& r) {
   if (repl_) {
-    // A command of the source's group, applied by every node there: the source's count is that group's
-    // state, so the group's snapshots carry it exactly (docs/replication.md, "Forks").
-    propose_release(source);
+    // A command of the source's group, applied by every node there: the source's references are that
+    // group's state, so the group's snapshots carry them exactly (docs/replication.md, "Forks").
+    propose_release(r);
     return;
   }
-  stream_shard& s = node_->owner_of(source);
+  stream_shard& s = node_->owner_of(r.source);
   if (&s == this) {
-    (void)execute(streams::fork_release_command{source});
+    (void)execute(r);
   } else {
-    s.loop().post([&s, source] { (void)s.execute(streams::fork_release_command{source}); });
+    s.loop().post([&s, r] { (void)s.execute(r); });
   }
 }
 
-void stream_shard::propose_release(const std::string& source) {
+void stream_shard::propose_release(const streams::fork_release_command& release) {
   if (stopped_) return;
-  (void)execute(streams::fork_release_command{source}, [this, source](durable_result& r) {
-    if (r.failure == protocol::errc::ok) return;
-    if (r.failure == protocol::errc::cluster_unavailable && !stopped_) {
-      // No leader took it: nothing was proposed.
+  (void)execute(release, [this, release](durable_result& r) {
+    if (r.failure == protocol::errc::ok || stopped_) return;
+    // No leader took it (nothing was proposed), or, for a release by origin (idempotent: applied twice
+    // it changes nothing), its outcome is unknown: again a second later.
+    if (r.failure == protocol::errc::cluster_unavailable || release.origin) {
       auto id = std::make_shared<io::event_loop::timer_id>(0);
-      *id = loop_->add_timer(std::chrono::milliseconds(1000), [this, source, id] {
+      *id = loop_->add_timer(std::chrono::milliseconds(1000), [this, release, id] {
         release_retries_.erase(*id);
-        propose_release(source);
+        propose_release(release);
       });
       release_retries_.insert(*id);
       return;
     }
     log::warn(
-        "weir cluster: the release of fork source {} may be lost (no answer in time); if it is, the "
-        "source keeps one reference too many",
-        source);
+        "weir cluster: the release of fork source {} (a fork without an origin) may be lost (no answer in "
+        "time); if it is, the source keeps one reference too many",
+        release.source);
   });
 }
 

@@ -99,11 +99,13 @@ class stream_shard {
     std::uint64_t expired = 0;  // writes that waited admit_wait_ms and got 503
   };
   admission_counts admission() const { return {admission_.size(), admitted_after_wait_, admission_expired_}; }
-  // A committed command of a cluster; `generation`: what a stream it creates is called (same on all nodes).
+  // A committed command of a cluster, at `index` of `group`'s log (what a stream it creates is called, and
+  // the place of a fork reference it takes: state_machine::set_entry_place; the same on all nodes).
   // `proposed_here`: this node proposed it in this run (its answer waits here). Only that node proposes
   // the fork releases the command causes (a fork deleted or expired, a fork create that gave its
-  // reference back, a cascade), each as a fork_release entry of the source's group (propose_release).
-  streams::outcome apply_committed(const streams::command& c, std::uint64_t generation,
+  // reference back, a cascade), each as a fork_release entry of the source's group (propose_release);
+  // a release lost on the way is recovered by the fork sweep of the source's group's leader.
+  streams::outcome apply_committed(const streams::command& c, std::uint32_t group, std::uint64_t index,
                                    bool proposed_here = false);
 
   // Cluster mode, start-up, before the loop runs (and before raft applies anything): the data log in
@@ -232,12 +234,13 @@ class stream_shard {
   // A durable command's new record: into the hot tier, with its place in the log.
   void admit(const durable_result& r);
   // Drops a fork's reference on its source (on the source's core; in a cluster, propose_release).
-  void release(const std::string& source);
-  // Cluster mode: proposes fork_release of `source` in the source's group, again a second later while no
-  // leader takes it. A proposal whose outcome is unknown is not sent again (it may apply, and twice
-  // would free a source that forks still read); if it was lost the count stays one too high, which only
-  // keeps the source (soft-deleted) longer. Lost too when this node stops first.
-  void propose_release(const std::string& source);
+  void release(const streams::fork_release_command& r);
+  // Cluster mode: proposes the release in the source's group, again a second later while no leader takes
+  // it, or, for a release by origin (idempotent), while its outcome is unknown. A release without an
+  // origin (a fork created before creates carried one) whose outcome is unknown is not sent again (it
+  // may apply, and twice would free a source that forks still read); if it was lost the count stays one
+  // too high. A release by origin lost with this node is recovered by the fork sweep.
+  void propose_release(const streams::fork_release_command& r);
   void wake(const std::string& path, bool removed);
   void sweep();
 

@@ -100,18 +100,38 @@ struct fork_retain_command {
   std::uint64_t sub_offset = 0;
   std::string content_type;  // the fork request's Content-Type (empty: inherit)
   std::int64_t now_ms = 0;
+  // Cluster mode: the fork's path, kept with the reference so that a sweep can look for the fork in its
+  // own group (docs/replication.md, "Forks"). Empty on a single node and in retains written before it.
+  std::string fork;
 };
 
 // Applied on the source's core when a fork went away (or its creation failed): drop the reference,
 // and clean up a soft-deleted source whose last fork is gone (PROTOCOL.md 4.2, cascading GC). In a
-// cluster it is an entry of the source's group, proposed by the node that applied the fork's delete as
-// its own proposal (stream_shard::release), so the count is part of the source group's state.
+// cluster it is an entry of the source's group (stream_shard::release, or the fork sweep), so the
+// references are part of the source group's state.
 struct fork_release_command {
   std::string source;
+  // Cluster mode: the reference given back, named by its retain's place (fork_resolution::origin, unique
+  // per fork). Applying it twice changes nothing, so a release whose outcome is unknown may be proposed
+  // again, by any node. Absent on a single node and for forks created without an origin: an anonymous
+  // reference is given back (a count, as before origins existed).
+  std::optional<fork_origin> origin;
+};
+
+// Cluster mode, an entry of the fork's group, proposed by the fork sweep (docs/replication.md, "Forks")
+// for a reference whose fork it did not find: unless a fork at `path` with `origin` exists when it is
+// applied, `origin` is recorded as dead there, and a fork create carrying it applied later is refused
+// (the same on every node), so a create still in some log cannot bring the fork back once its
+// reference is released. Tombstones are forgotten fork_tombstone_horizon_ms after they were made.
+struct fork_tombstone_command {
+  std::string path;  // the fork's (the entry goes to the fork's group)
+  fork_origin origin;
+  std::uint32_t group = 0;  // the fork's group: a tombstone's apply forgets that group's old tombstones
+  std::int64_t now_ms = 0;
 };
 
 using command = std::variant<create_command, append_command, delete_command, touch_command, expire_command,
-                             fork_retain_command, fork_release_command>;
+                             fork_retain_command, fork_release_command, fork_tombstone_command>;
 
 // The path of the stream a command addresses (which core owns it).
 const std::string& command_path(const command& c);

@@ -47,9 +47,17 @@ void encode_into(const command& c, std::string& out, std::uint32_t* data_offset)
   // Likewise a fork's create with an origin (cluster mode) is kind 9: kind 1 plus the origin.
   const auto* cr = std::get_if<create_command>(&c);
   const bool with_origin = cr && cr->fork && cr->fork->resolved.origin;
-  w.u8(held_delete   ? std::uint8_t{8}
-       : with_origin ? std::uint8_t{9}
-                     : static_cast<std::uint8_t>(c.index() + 1));
+  // And a retain naming its fork (10), a release naming its origin (11), a tombstone (12).
+  const auto* retain = std::get_if<fork_retain_command>(&c);
+  const bool with_fork = retain && !retain->fork.empty();
+  const auto* release = std::get_if<fork_release_command>(&c);
+  const bool by_origin = release && release->origin;
+  w.u8(held_delete                                         ? std::uint8_t{8}
+       : with_origin                                       ? std::uint8_t{9}
+       : with_fork                                         ? std::uint8_t{10}
+       : by_origin                                         ? std::uint8_t{11}
+       : std::holds_alternative<fork_tombstone_command>(c) ? std::uint8_t{12}
+                                                           : static_cast<std::uint8_t>(c.index() + 1));
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
@@ -92,8 +100,19 @@ void encode_into(const command& c, std::string& out, std::uint32_t* data_offset)
           w.var(v.sub_offset);
           w.str(v.content_type);
           w.svar(v.now_ms);
+          if (with_fork) w.str(v.fork);
         } else if constexpr (std::is_same_v<T, fork_release_command>) {
           w.str(v.source);
+          if (by_origin) {
+            w.var(v.origin->group);
+            w.var(v.origin->index);
+          }
+        } else if constexpr (std::is_same_v<T, fork_tombstone_command>) {
+          w.str(v.path);
+          w.var(v.origin.group);
+          w.var(v.origin.index);
+          w.var(v.group);
+          w.svar(v.now_ms);
         } else {  // delete, touch, expire: path + time (+ the hold of kind 8)
           w.str(v.path);
           w.svar(v.now_ms);
@@ -111,6 +130,11 @@ result<command> decode(std::string_view bytes) {
   std::uint8_t kind = r.u8();
   std::optional<command> out;
   auto offset = [&] { return stream_offset(r.var()); };
+  auto u32 = [&] {
+    const std::uint64_t v = r.var();
+    if (v > 0xffffffffu) r.fail();
+    return static_cast<std::uint32_t>(v);
+  };
   switch (kind) {
     case 1:
     case 9: {
@@ -136,9 +160,7 @@ result<command> decode(std::string_view bytes) {
       if (kind == 9) {
         if (r.ok() && !v.fork) return make_error(codec_errc::bad_value, "fork origin without a fork");
         fork_origin o;
-        const std::uint64_t group = r.var();
-        if (group > 0xffffffffu) r.fail();
-        o.group = static_cast<std::uint32_t>(group);
+        o.group = u32();
         o.index = r.var();
         if (v.fork) v.fork->resolved.origin = o;
       }
@@ -173,19 +195,44 @@ result<command> decode(std::string_view bytes) {
       if (kind == 5) out = expire_command{std::move(path), now};
       break;
     }
-    case 6: {
+    case 6:
+    case 10: {
       fork_retain_command v;
       v.source = r.str();
       v.offset = r.opt<stream_offset>(offset);
       v.sub_offset = r.var();
       v.content_type = r.str();
       v.now_ms = r.svar();
+      if (kind == 10) {
+        v.fork = r.str();
+        if (r.ok() && v.fork.empty()) return make_error(codec_errc::bad_value, "retain naming an empty fork");
+      }
       out = std::move(v);
       break;
     }
     case 7:
-      out = fork_release_command{r.str()};
+    case 11: {
+      fork_release_command v;
+      v.source = r.str();
+      if (kind == 11) {
+        fork_origin o;
+        o.group = u32();
+        o.index = r.var();
+        v.origin = o;
+      }
+      out = std::move(v);
       break;
+    }
+    case 12: {
+      fork_tombstone_command v;
+      v.path = r.str();
+      v.origin.group = u32();
+      v.origin.index = r.var();
+      v.group = u32();
+      v.now_ms = r.svar();
+      out = std::move(v);
+      break;
+    }
     case 8: {
       delete_command v;
       v.path = r.str();

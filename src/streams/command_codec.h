@@ -5,6 +5,10 @@
 // without a hold keeps kind 3. Kind 9 is a create_command whose fork has an origin
 // (fork_resolution::origin): kind 1's fields, then the origin's group and index (varints); any other
 // create keeps kind 1, so entries written before kind 9 existed decode as forks without an origin.
+// Likewise kind 10 is a fork_retain_command naming its fork (kind 6's fields, then the fork's path),
+// kind 11 a fork_release_command naming its origin (kind 7's source, then the origin's group and index),
+// and kind 12 a fork_tombstone_command (path, origin group, origin index, group, now_ms); a retain
+// without a fork and a release without an origin keep kinds 6 and 7.
 // fork_resolution.source_log is not encoded (recovery links the fork to its source again).
 #pragma once
 

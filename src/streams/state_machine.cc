@@ -60,6 +60,7 @@ outcome state_machine::apply(const command& c) {
         if constexpr (std::is_same_v<T, expire_command>) return expire(v);
         if constexpr (std::is_same_v<T, fork_retain_command>) return fork_retain(v);
         if constexpr (std::is_same_v<T, fork_release_command>) return fork_release(v);
+        if constexpr (std::is_same_v<T, fork_tombstone_command>) return fork_tombstone(v);
       },
       c);
 }
@@ -82,7 +83,7 @@ void state_machine::erase(const std::string& path_ref, outcome& out) {
   std::string path = path_ref;  // the reference may point into the entry being erased
   auto it = streams_.find(path);
   WEIR_ASSERT(it != streams_.end(), "erase of unknown stream {}", path);
-  if (it->second.fork) out.release.push_back(it->second.fork->source);
+  if (it->second.fork) out.release.push_back({it->second.fork->source, it->second.fork->resolved.origin});
   expiring_.erase(path);
   by_generation_.erase(it->second.meta.generation);
   streams_.erase(it);
@@ -98,7 +99,7 @@ state_machine::stream_state* state_machine::resolve(const std::string& path, std
   stream_state& s = it->second;
   if (!s.soft_deleted && is_expired(s, now_ms)) {
     // An expired stream that forks still read from is kept, soft-deleted (PROTOCOL.md 4.2).
-    if (s.ref_count > 0) {
+    if (s.references() > 0) {
       s.soft_deleted = true;
       out.mutated = true;
       out.removed.push_back(path);
@@ -135,17 +136,25 @@ void state_machine::release_holds(std::int64_t now_ms) {
 outcome state_machine::create(const create_command& c) {
   outcome out;
   release_holds(c.now_ms);
+  auto give_back_fork = [&](outcome& o) {
+    // A create that does not use its fork resolution must return the source reference it holds.
+    if (c.fork && c.fork->resolved.retained) o.release.push_back({c.fork->source, c.fork->resolved.origin});
+  };
   if (auto held = held_until_.find(c.path); held != held_until_.end()) {
     // PROTOCOL.md 1: caches keyed by URL and offset would serve the deleted stream's bytes for the new one.
-    if (c.fork && c.fork->resolved.retained) out.release.push_back(c.fork->source);
+    give_back_fork(out);
     out.code = errc::path_held;
     return out;
   }
+  if (c.fork && c.fork->resolved.origin &&
+      tombstones_.contains({c.fork->resolved.origin->group, c.fork->resolved.origin->index})) {
+    // The fork sweep found no fork with this origin and recorded it dead before releasing its reference
+    // (fork_tombstone): a create of it that commits this late must not read a source it no longer holds.
+    give_back_fork(out);
+    out.code = errc::source_gone;
+    return out;
+  }
   stream_state* existing = resolve(c.path, c.now_ms, out);
-  auto give_back_fork = [&](outcome& o) {
-    // A create that does not use its fork resolution must return the source reference it holds.
-    if (c.fork && c.fork->resolved.retained) o.release.push_back(c.fork->source);
-  };
   if (existing) {
     out.meta = meta_of(*existing);
     bool matches = !existing->soft_deleted;
@@ -347,7 +356,7 @@ outcome state_machine::remove(const delete_command& c) {
     }
     hold_ends_.emplace(until, c.path);
   }
-  if (s->ref_count > 0) {
+  if (s->references() > 0) {
     s->soft_deleted = true;
     out.mutated = true;
     out.removed.push_back(c.path);
@@ -402,8 +411,15 @@ outcome state_machine::fork_retain(const fork_retain_command& c) {
   res.source_log = s->log;  // shared, not copied: O(1) in the source's size
   res.source_content_type = s->meta.content_type;
   res.source_expiry = s->meta.expiry;
+  if (applying_) {
+    // A cluster's reference, named by the retain's place (unique per fork): the fork's create carries it,
+    // and the release that gives it back names it.
+    s->origins[applying_->index] = stream_state::origin_reference{applying_->group, c.fork, c.now_ms};
+    res.origin = applying_;
+  } else {
+    s->ref_count++;
+  }
   out.resolution = std::move(res);
-  s->ref_count++;
   out.mutated = true;
   out.meta = meta_of(*s);
   return out;
@@ -414,9 +430,44 @@ outcome state_machine::fork_release(const fork_release_command& c) {
   auto it = streams_.find(c.source);
   if (it == streams_.end()) return out;  // already gone: nothing holds the reference any more
   stream_state& s = it->second;
-  if (s.ref_count > 0) s.ref_count--;
+  if (c.origin) {
+    // By origin: idempotent. Not held (given back already, or counted anonymously by a snapshot written
+    // before origins were kept): nothing changes.
+    auto ref = s.origins.find(c.origin->index);
+    if (ref == s.origins.end() || ref->second.group != c.origin->group) return out;
+    s.origins.erase(ref);
+  } else if (s.ref_count > 0) {
+    s.ref_count--;
+  } else if (!s.origins.empty()) {
+    // A cluster's fork created without an origin whose retain was applied with one (a log written
+    // before creates carried origins, replayed): the count goes down as it did before.
+    auto ref =
+        std::find_if(s.origins.begin(), s.origins.end(), [](const auto& r) { return r.second.fork.empty(); });
+    s.origins.erase(ref != s.origins.end() ? ref : s.origins.begin());
+  }
   out.mutated = true;
-  if (s.ref_count == 0 && s.soft_deleted) erase(c.source, out);  // cascading GC (PROTOCOL.md 4.2)
+  if (s.references() == 0 && s.soft_deleted) erase(c.source, out);  // cascading GC (PROTOCOL.md 4.2)
+  return out;
+}
+
+outcome state_machine::fork_tombstone(const fork_tombstone_command& c) {
+  outcome out;
+  // Tombstones of the same group, older than the horizon: no create can still bring their forks back.
+  // Only this group's: its log orders them the same on every node.
+  for (auto it = tombstones_.begin(); it != tombstones_.end();) {
+    if (it->second.group == c.group && it->second.at_ms + fork_tombstone_horizon_ms <= c.now_ms) {
+      it = tombstones_.erase(it);
+      out.mutated = true;
+    } else {
+      ++it;
+    }
+  }
+  if (fork_exists(c.path, c.origin)) {
+    out.fork_exists = true;  // created after the sweep looked: it keeps its reference
+    return out;
+  }
+  tombstones_[{c.origin.group, c.origin.index}] = tombstone{c.path, c.group, c.now_ms};
+  out.mutated = true;
   return out;
 }
 
@@ -519,9 +570,37 @@ void state_machine::for_each_unlocated(
 std::vector<std::pair<std::string, std::uint32_t>> state_machine::ref_counts() const {
   std::vector<std::pair<std::string, std::uint32_t>> out;
   for (const auto& [path, s] : streams_) {
-    if (s.ref_count > 0) out.emplace_back(path, s.ref_count);
+    if (s.references() > 0) out.emplace_back(path, static_cast<std::uint32_t>(s.references()));
   }
   return out;
+}
+
+std::vector<state_machine::held_reference> state_machine::references_by_origin(
+    const path_predicate& in_sources, std::int64_t taken_by_ms) const {
+  std::vector<held_reference> out;
+  for (const auto& [path, s] : streams_) {
+    if (s.origins.empty() || !in_sources(path)) continue;
+    for (const auto& [index, ref] : s.origins) {
+      if (ref.fork.empty() || ref.since_ms > taken_by_ms) continue;
+      out.push_back(held_reference{path, fork_origin{ref.group, index}, ref.fork, ref.since_ms});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const held_reference& a, const held_reference& b) {
+    return a.source != b.source ? a.source < b.source : a.origin.index < b.origin.index;
+  });
+  return out;
+}
+
+bool state_machine::holds_reference(std::string_view source, const fork_origin& origin) const {
+  auto it = streams_.find(source);
+  if (it == streams_.end()) return false;
+  auto ref = it->second.origins.find(origin.index);
+  return ref != it->second.origins.end() && ref->second.group == origin.group;
+}
+
+bool state_machine::fork_exists(std::string_view path, const fork_origin& origin) const {
+  auto it = streams_.find(path);
+  return it != streams_.end() && it->second.fork && it->second.fork->resolved.origin == origin;
 }
 
 read_result state_machine::read(std::string_view path, std::optional<stream_offset> from,
@@ -546,7 +625,7 @@ read_result state_machine::head(std::string_view path, std::int64_t now_ms) cons
   read_result r;
   auto it = streams_.find(path);
   if (it == streams_.end() ||
-      (!it->second.soft_deleted && is_expired(it->second, now_ms) && it->second.ref_count == 0)) {
+      (!it->second.soft_deleted && is_expired(it->second, now_ms) && it->second.references() == 0)) {
     r.code = errc::not_found;
     return r;
   }

@@ -87,8 +87,10 @@ struct outcome {
   std::uint64_t received_seq = 0;    // seq_gap
   // Streams that ceased to exist (deleted, expired, cascaded); live readers must be told.
   std::vector<std::string> removed;
-  // Fork sources (paths, maybe on other cores) that must receive a fork_release_command.
-  std::vector<std::string> release;
+  // The fork_release_commands to carry out (sources maybe on other cores, or in other groups).
+  std::vector<fork_release_command> release;
+  // fork_tombstone: a fork with the origin exists at the path; nothing was recorded.
+  bool fork_exists = false;
   // fork_retain: what the fork inherits (the source's log and the fork point); `sub_record` is the
   // record at the fork point when a sub-offset was asked for (the caller materializes the prefix from it).
   std::optional<fork_resolution> resolution;
@@ -118,6 +120,7 @@ class state_machine {
   outcome expire(const expire_command& c);
   outcome fork_retain(const fork_retain_command& c);
   outcome fork_release(const fork_release_command& c);
+  outcome fork_tombstone(const fork_tombstone_command& c);
 
   // Reads (no state change; the caller applies a touch_command first to renew a TTL).
   // `from` absent: the stream's start. `max_bytes`: the server's chunk limit.
@@ -131,6 +134,8 @@ class state_machine {
     bool closed = false;
   };
   position position_of(std::string_view path, std::int64_t now_ms) const;
+
+  using path_predicate = std::function<bool(std::string_view path)>;
 
   // Live (not soft-deleted, not expired) streams whose path starts with `prefix`.
   std::vector<stream_meta> list(std::string_view prefix, std::int64_t now_ms) const;
@@ -154,10 +159,21 @@ class state_machine {
     held_until_.swap(other.held_until_);
     hold_ends_.swap(other.hold_ends_);
     std::swap(removals_, other.removals_);
+    tombstones_.swap(other.tombstones_);
+    std::swap(applying_, other.applying_);
   }
   // The generation the next created stream gets. A cluster sets it from the command's place in its raft
   // log before each apply, so that every node gives a stream the same generation (and ETag).
   void set_next_generation(std::uint64_t g) { next_generation_ = g; }
+  // Cluster mode, before each apply: the place of the entry about to be applied, (group, index) of its
+  // raft log. Sets the next generation from it ((group + 1) << 40 | index) and makes a fork_retain
+  // record its reference under that place (fork_resolution::origin, which the retain's outcome then
+  // carries), so that a release can name the reference it gives back. Never called on a single node:
+  // retains there take anonymous references (a count).
+  void set_entry_place(std::uint32_t group, std::uint64_t index) {
+    next_generation_ = (std::uint64_t(group) + 1) << 40 | index;
+    applying_ = fork_origin{group, index};
+  }
   // Paths of deleted streams that cannot be re-created yet, with the time their hold ends.
   std::size_t held_paths() const { return held_until_.size(); }
 
@@ -194,9 +210,26 @@ class state_machine {
   void adopt_logs(state_machine& old);
   // How many records `path`'s own log holds (0 if absent): a fork's inherited records are not counted.
   std::size_t records_held(std::string_view path) const;
-  // Streams holding fork references, with their counts (the caller compares them with the forks that
-  // exist and releases references a crash left behind).
+  // Streams holding fork references, with their counts (anonymous and by origin; the caller compares
+  // them with the forks that exist and releases references a crash left behind).
   std::vector<std::pair<std::string, std::uint32_t>> ref_counts() const;
+  // Cluster mode: a reference held by origin whose fork is known (retains of kind 10), for the fork sweep.
+  struct held_reference {
+    std::string source;
+    fork_origin origin;
+    std::string fork;
+    std::int64_t since_ms = 0;  // the retain's command time
+  };
+  // The references by origin of the sources `in_sources` accepts, taken at or before `taken_by_ms`, whose
+  // fork is known; by source path, then origin.
+  std::vector<held_reference> references_by_origin(const path_predicate& in_sources,
+                                                   std::int64_t taken_by_ms) const;
+  // Whether `source` (soft-deleted or not) holds the reference of `origin`.
+  bool holds_reference(std::string_view source, const fork_origin& origin) const;
+  // Whether a fork with `origin` exists at `path` (soft-deleted ones too: they hold their reference).
+  bool fork_exists(std::string_view path, const fork_origin& origin) const;
+  // Origins recorded dead by fork_tombstone and not forgotten yet (all parts).
+  std::size_t tombstones() const { return tombstones_.size(); }
 
   // Hot tier (the server calls these on the owner core once a command is durable).
   //
@@ -217,7 +250,6 @@ class state_machine {
   // hot), ascending. What the log's reclaim must keep. A fork's inherited records are its source's:
   // the source (kept, soft-deleted if need be, while forks reference it) lists their segments.
   // With `in_part`: only the records of the streams it accepts (a cluster group's part).
-  using path_predicate = std::function<bool(std::string_view path)>;
   std::vector<std::uint64_t> referenced_segments(std::uint32_t core,
                                                  const path_predicate& in_part = {}) const;
   // Calls `fn` with every own record that is in memory with no known location (a fork's inherited
@@ -271,9 +303,11 @@ class state_machine {
   // the owner core: valid only while no other core reads these logs (cluster mode: every stream of the
   // node is on core 0, as in stream_shard::apply_committed).
   //
-  // Fork references (the source's ref_count): a cluster makes both the retain and the release entries
-  // of the source's group (stream_shard::propose_release), so a source's count is part of its group's
-  // state and the blob's count is taken as is; a fork that vanishes with the restore releases nothing
+  // Fork references (the source's anonymous count and its references by origin): a cluster makes both the
+  // retain and the release entries of the source's group (stream_shard::propose_release), so a source's
+  // references are part of its group's state and the blob's are taken as is (a version 4 or 5 blob's
+  // count becomes anonymous references); tombstones of forks in the part (fork_tombstone) are the
+  // blob's too. A fork that vanishes with the restore releases nothing
   // (its release is an entry of its source's group). A source may thus be erased while a fork whose
   // delete this node has not applied yet still links to its log: that fork is never read again here
   // (its own group's read index covers the delete), and the log object lives on with the link.
@@ -294,7 +328,19 @@ class state_machine {
     expiry_config requested_expiry;  // as asked at creation (idempotent PUT compares this)
     std::int64_t last_access_ms = 0;
     bool soft_deleted = false;
-    std::uint32_t ref_count = 0;    // live forks that reference this stream
+    // Forks that reference this stream: a count of anonymous references (a single node's; a cluster's
+    // taken before references had origins), and a cluster's references by their retain's index in this
+    // stream's group (fork_origin::index) with the group, the fork's path (empty: not known) and the
+    // retain's time.
+    std::uint32_t ref_count = 0;
+    struct origin_reference {
+      std::uint32_t group = 0;
+      std::string fork;
+      std::int64_t since_ms = 0;
+      bool operator==(const origin_reference&) const = default;
+    };
+    std::map<std::uint64_t, origin_reference> origins;
+    std::size_t references() const { return ref_count + origins.size(); }
     std::optional<fork_spec> fork;  // origin (resolution.source_log cleared)
     std::optional<producer_ref> closed_by;
     std::optional<std::string> last_seq;
@@ -324,22 +370,34 @@ class state_machine {
 
   // One stream's entry in a blob (state_snapshot.cc). `referencable` null: every located record is
   // written as a reference (snapshot()); otherwise see snapshot_part. Fails only on a cold record that
-  // cannot be referenced. `with_origins`: each fork's origin too (part blobs, version 5).
+  // cannot be referenced. `part`: as a part blob (version 6) writes it: with each fork's origin and the
+  // references by origin; otherwise the references are one count (version 3).
   static status write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                             const location_predicate* referencable, bool with_origins = false);
+                             const location_predicate* referencable, bool part = false);
   // Reads one stream entry of a blob of `version`, checking its log (contiguous from the fork point).
   static status read_stream(wire::reader& in, std::uint64_t version, std::string& path, stream_state& s);
   // A decoded per-part blob (state_snapshot.cc).
+  // A dead origin (fork_tombstone): the fork's path and group, and when it was recorded.
+  struct tombstone {
+    std::string fork;
+    std::uint32_t group = 0;
+    std::int64_t at_ms = 0;
+    bool operator==(const tombstone&) const = default;
+  };
+  using origin_key = std::pair<std::uint32_t, std::uint64_t>;  // fork_origin's group and index
+  using tombstone_map = std::map<origin_key, tombstone>;
   struct part_content {
     string_map<stream_state> streams;
     std::map<std::string, std::int64_t, std::less<>> held;
+    tombstone_map tombstones;
   };
   // Decodes and checks a version-4 blob; every path must satisfy `in_part` when given.
   static result<part_content> decode_part(std::span<const std::byte> blob, const path_predicate* in_part);
-  // Encodes streams (sorted by path) and held paths as a version-4 blob.
+  // Encodes streams (sorted by path), held paths and tombstones as a part blob (version 6).
   static result<std::vector<std::byte>> encode_part(
       const std::vector<const std::pair<const std::string, stream_state>*>& streams,
-      const std::map<std::string, std::int64_t, std::less<>>& held, const location_predicate& referencable);
+      const std::map<std::string, std::int64_t, std::less<>>& held, const tombstone_map& tombstones,
+      const location_predicate& referencable);
   // Links the fork at `fork` (a stream of this machine) to `source` unless that would close a cycle.
   static bool link_if_acyclic(stream_state& fork, const std::shared_ptr<memory_log>& source);
   // Decodes a part, hands every cold record (with its stream's path) to `rewrite`, and encodes the part
@@ -361,7 +419,20 @@ class state_machine {
   std::map<std::string, std::int64_t, std::less<>> held_until_;
   std::set<std::pair<std::int64_t, std::string>> hold_ends_;
   std::uint64_t removals_ = 0;  // see removals()
+  // Dead origins (fork_tombstone), by origin; a part's are those whose fork path is in it.
+  tombstone_map tombstones_;
+  std::optional<fork_origin> applying_;  // set_entry_place
 };
+
+// How long a tombstone (fork_tombstone_command) is kept: a fork create carrying its origin that commits
+// later than this after the tombstone is not refused any more. Creates are built right after their
+// retain applied and proposed once; the sweep only tombstones origins whose retain is older than the
+// proposals' longest wait, so by then the create's proposer gave up on it; what can still commit it is a
+// node that holds it in its log and becomes leader of the fork's group again, which takes a partition
+// lasting as long, and such a log's entries are replaced by the first entry a newer leader commits.
+// A day is far beyond both (docs/replication.md, "Forks"). A constant, not a setting: every node and
+// every replay must forget a tombstone at the same entry.
+inline constexpr std::int64_t fork_tombstone_horizon_ms = 24ll * 3600 * 1000;
 
 // A record a per-part blob references (kind 0): its place in a data log and the slice of it.
 struct part_reference {

@@ -47,6 +47,8 @@ status state_machine::restore_part(std::span<const std::byte> blob, const path_p
     it = in_part(it->second) ? hold_ends_.erase(it) : std::next(it);
   }
   std::erase_if(held_until_, [&](const auto& h) { return in_part(h.first); });
+  std::erase_if(tombstones_, [&](const auto& t) { return in_part(t.second.fork); });
+  tombstones_.merge(fresh.tombstones);
 
   // The same incarnation keeps its log object (forks anywhere point at it); the rest of the old part
   // ceases to exist. A fork that vanished releases nothing here: its release is an entry of its
@@ -76,8 +78,8 @@ status state_machine::restore_part(std::span<const std::byte> blob, const path_p
     held_until_.emplace(path, until);
   }
 
-  // Links. A source's reference count is the blob's as is: retains and releases are both entries of the
-  // source's group, so the count at the snapshot's index is exact (forks of other groups on this node
+  // Links. A source's references are the blob's as is: retains and releases are both entries of the
+  // source's group, so its references at the snapshot's index are exact (forks of other groups on this node
   // may be ahead or behind it; they do not change it).
   for (auto& [path, s] : streams_) {
     if (!s.fork) continue;

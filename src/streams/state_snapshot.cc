@@ -14,6 +14,9 @@ namespace weir::streams {
 namespace {
 
 constexpr std::string_view snapshot_magic = "weirsnap";
+// 6: one part, as 5, with each stream's fork references by origin (a count, then per reference the
+//    retain's index and group, the fork's path and the retain's time) after its anonymous count, and the
+//    part's tombstones (fork_tombstone_command) after the held paths.
 // 5: one part, as 4, with each fork's origin (fork_resolution::origin: a u8 presence flag, then the
 //    source's group and the retain's index as varints) after its `retained` flag.
 // 4: one part of the machine (snapshot_part): no next generation; otherwise as 3.
@@ -21,6 +24,7 @@ constexpr std::string_view snapshot_magic = "weirsnap";
 //    their last use (idle expiry).
 // 2: a fork lists its own records only (it reads the rest from its source); no "to stitch" flag.
 // 1: a fork listed its inherited records too (still read: they are dropped on restore).
+constexpr std::uint64_t snapshot_version_part_references = 6;
 constexpr std::uint64_t snapshot_version_part_origins = 5;
 constexpr std::uint64_t snapshot_version_part = 4;
 constexpr std::uint64_t snapshot_version = 3;
@@ -106,7 +110,7 @@ bool read_record(wire::reader& in, record& out, std::string& reason) {
 }  // namespace
 
 status state_machine::write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                                   const location_predicate* referencable, bool with_origins) {
+                                   const location_predicate* referencable, bool part) {
   w.str(path);
   w.var(s.meta.generation);
   w.str(s.meta.content_type);
@@ -115,7 +119,19 @@ status state_machine::write_stream(wire::writer& w, const std::string& path, con
   w.boolean(s.meta.closed);
   w.svar(s.last_access_ms);
   w.boolean(s.soft_deleted);
-  w.var(s.ref_count);
+  if (part) {
+    w.var(s.ref_count);
+    w.var(s.origins.size());
+    for (const auto& [index, ref] : s.origins) {  // by index (a std::map): the same state, the same bytes
+      w.var(index);
+      w.var(ref.group);
+      w.str(ref.fork);
+      w.svar(ref.since_ms);
+    }
+  } else {
+    // A single node's blob: references are a count (a single node never has them by origin).
+    w.var(s.references());
+  }
   w.opt(s.fork, [&](const fork_spec& f) {
     w.str(f.source);
     w.opt(f.offset, [&](stream_offset o) { w.var(o.value()); });
@@ -124,7 +140,7 @@ status state_machine::write_stream(wire::writer& w, const std::string& path, con
     w.str(f.resolved.source_content_type);
     w.exp(f.resolved.source_expiry);
     w.boolean(f.resolved.retained);
-    if (with_origins) {
+    if (part) {
       w.opt(f.resolved.origin, [&](const fork_origin& o) {
         w.var(o.group);
         w.var(o.index);
@@ -175,6 +191,18 @@ status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::
   s.last_access_ms = in.svar();
   s.soft_deleted = in.boolean();
   s.ref_count = read_u32(in);
+  if (version == snapshot_version_part_references) {
+    const std::uint64_t refs = in.var();
+    for (std::uint64_t k = 0; k < refs && in.ok(); ++k) {
+      const std::uint64_t index = in.var();
+      stream_state::origin_reference ref;
+      ref.group = read_u32(in);
+      ref.fork = in.str();
+      ref.since_ms = in.svar();
+      if (in.ok() && !s.origins.emplace(index, std::move(ref)).second)
+        return bad("fork reference listed twice in " + path);
+    }
+  }
   s.fork = in.opt<fork_spec>([&] {
     fork_spec f;
     f.source = in.str();
@@ -185,7 +213,7 @@ status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::
     f.resolved.source_expiry = in.exp();
     f.resolved.retained = in.boolean();
     if (copied_forks) (void)in.boolean();  // "to stitch": every restored fork is linked anew
-    if (version == snapshot_version_part_origins) {
+    if (version == snapshot_version_part_origins || version == snapshot_version_part_references) {
       f.resolved.origin = in.opt<fork_origin>([&] { return fork_origin{read_u32(in), in.var()}; });
     }
     return f;
@@ -276,7 +304,8 @@ status state_machine::restore(std::span<const std::byte> blob) {
   if (!in.expect(snapshot_magic)) return bad("not a state machine snapshot (magic)");
   std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
-  if (version == snapshot_version_part || version == snapshot_version_part_origins) {
+  if (version == snapshot_version_part || version == snapshot_version_part_origins ||
+      version == snapshot_version_part_references) {
     return bad("a part snapshot (version " + std::to_string(version) + "): use restore_part");
   }
   if (version != snapshot_version && version != snapshot_version_no_holds &&
@@ -325,14 +354,15 @@ status state_machine::restore(std::span<const std::byte> blob) {
   return {};
 }
 
-// Per-part blobs (version 4).
+// Per-part blobs (versions 4 to 6; written as 6).
 
 result<std::vector<std::byte>> state_machine::encode_part(
     const std::vector<const std::pair<const std::string, stream_state>*>& streams,
-    const std::map<std::string, std::int64_t, std::less<>>& held, const location_predicate& referencable) {
+    const std::map<std::string, std::int64_t, std::less<>>& held, const tombstone_map& tombstones,
+    const location_predicate& referencable) {
   wire::writer w;
   w.raw(snapshot_magic);
-  w.var(snapshot_version_part_origins);
+  w.var(snapshot_version_part_references);
   w.var(streams.size());
   for (const auto* entry : streams) {
     if (status st = write_stream(w, entry->first, entry->second, &referencable, true); !st) return st.err();
@@ -341,6 +371,14 @@ result<std::vector<std::byte>> state_machine::encode_part(
   for (const auto& [path, until] : held) {
     w.str(path);
     w.svar(until);
+  }
+  w.var(tombstones.size());  // by origin (a std::map)
+  for (const auto& [origin, t] : tombstones) {
+    w.var(origin.first);
+    w.var(origin.second);
+    w.str(t.fork);
+    w.var(t.group);
+    w.svar(t.at_ms);
   }
   return to_bytes(w.take());
 }
@@ -356,7 +394,11 @@ result<std::vector<std::byte>> state_machine::snapshot_part(const path_predicate
   for (const auto& [path, until] : held_until_) {
     if (in_part(path)) held.emplace(path, until);
   }
-  return encode_part(sorted, held, referencable);
+  tombstone_map tombstones;
+  for (const auto& [origin, t] : tombstones_) {
+    if (in_part(t.fork)) tombstones.emplace(origin, t);
+  }
+  return encode_part(sorted, held, tombstones, referencable);
 }
 
 result<state_machine::part_content> state_machine::decode_part(std::span<const std::byte> blob,
@@ -366,8 +408,9 @@ result<state_machine::part_content> state_machine::decode_part(std::span<const s
   if (!in.expect(snapshot_magic)) return bad("not a state machine snapshot (magic)");
   const std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
-  if (version != snapshot_version_part && version != snapshot_version_part_origins) {
-    return bad("version " + std::to_string(version) + " is not a part snapshot (version 4 or 5)");
+  if (version != snapshot_version_part && version != snapshot_version_part_origins &&
+      version != snapshot_version_part_references) {
+    return bad("version " + std::to_string(version) + " is not a part snapshot (version 4 to 6)");
   }
   part_content out;
   std::unordered_set<std::uint64_t> generations;
@@ -390,6 +433,21 @@ result<state_machine::part_content> state_machine::decode_part(std::span<const s
     if (!in.ok()) break;
     if (in_part && !(*in_part)(path)) return bad("held path " + path + " is not in the part");
     if (!out.held.emplace(std::move(path), until).second) return bad("a held path is listed twice");
+  }
+  if (version == snapshot_version_part_references) {
+    const std::uint64_t dead = in.var();
+    for (std::uint64_t i = 0; i < dead && in.ok(); ++i) {
+      origin_key origin;
+      origin.first = read_u32(in);
+      origin.second = in.var();
+      tombstone t;
+      t.fork = in.str();
+      t.group = read_u32(in);
+      t.at_ms = in.svar();
+      if (!in.ok()) break;
+      if (in_part && !(*in_part)(t.fork)) return bad("tombstone of " + t.fork + " is not in the part");
+      if (!out.tombstones.emplace(origin, std::move(t)).second) return bad("a tombstone is listed twice");
+    }
   }
   if (!in.ok()) return truncated();
   if (!in.at_end()) return bad("trailing bytes");
@@ -416,7 +474,8 @@ result<std::vector<std::byte>> state_machine::rewrite_cold_records(
     sorted.push_back(&entry);
   }
   std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-  return state_machine::encode_part(sorted, decoded->held, [](const disk_location&) { return true; });
+  return state_machine::encode_part(sorted, decoded->held, decoded->tombstones,
+                                    [](const disk_location&) { return true; });
 }
 
 result<std::vector<part_reference>> snapshot_part_references(std::span<const std::byte> blob) {

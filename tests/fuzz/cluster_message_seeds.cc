@@ -100,6 +100,11 @@ int main(int argc, char** argv) {
                                    1'700'000'000'003},
       streams::fork_release_command{"/v1/stream/src"},
       streams::delete_command{"/v1/stream/held", 1'700'000'000'004, 60'000},
+      // Cluster forks: a retain naming its fork (kind 10), a release by origin (11), a tombstone (12).
+      streams::fork_retain_command{"/v1/stream/src", std::nullopt, 0, "", 1'700'000'000'005,
+                                   "/v1/stream/fork"},
+      streams::fork_release_command{"/v1/stream/src", streams::fork_origin{3, 4567}},
+      streams::fork_tombstone_command{"/v1/stream/fork", streams::fork_origin{3, 4567}, 1, 1'700'000'000'006},
   };
 
   bool ok = true;

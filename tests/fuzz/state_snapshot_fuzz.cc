@@ -19,20 +19,23 @@ bool in_a(std::string_view p) {
   return p.starts_with("/a/");
 }
 
-// A machine with a source in part A, its fork outside it, and a stream of each part.
+// A machine with a source in part A, its fork outside it, and a stream of each part; the source holds
+// its reference by origin (a cluster's retain), and part B a tombstone.
 void prepare(state_machine& sm) {
   create_command c;
   c.path = "/a/src";
   c.content_type = "text/plain";
   c.initial.bytes = make_chunk("abcdef");
   c.now_ms = 1;
-  sm.set_next_generation(1ull << 40);
+  sm.set_entry_place(0, 1);
   (void)sm.create(c);
   fork_retain_command r;
   r.source = "/a/src";
   r.offset = stream_offset(4);
   r.now_ms = 1;
-  outcome o = sm.fork_retain(r);
+  r.fork = "/b/fork";
+  sm.set_entry_place(0, 7);
+  outcome o = sm.fork_retain(r);  // a cluster's fork: part blobs (version 6) carry its origin
   create_command f;
   f.path = "/b/fork";
   f.now_ms = 1;
@@ -41,9 +44,10 @@ void prepare(state_machine& sm) {
   f.fork->offset = r.offset;
   if (o.resolution) f.fork->resolved = *o.resolution;
   f.fork->resolved.retained = true;
-  f.fork->resolved.origin = fork_origin{0, 7};  // a cluster's fork: part blobs (version 5) carry it
-  sm.set_next_generation(2ull << 40);
+  sm.set_entry_place(1, 1);
   (void)sm.create(f);
+  sm.set_entry_place(1, 2);
+  (void)sm.fork_tombstone(fork_tombstone_command{"/b/gone", fork_origin{0, 5}, 1, 1});
 }
 
 void check(bool ok) {
@@ -66,6 +70,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   state_machine part;
   prepare(part);
   const auto before = part.snapshot();
+  // The whole-machine blob keeps references as counts and no tombstones: a part of everything has them.
+  auto everything = [](std::string_view) { return true; };
+  auto any = [](const disk_location&) { return true; };
+  const auto before_parts = part.snapshot_part(everything, any);
   std::vector<std::string> removed;
   if (part.restore_part(blob, in_a, &removed)) {
     auto out = part.snapshot_part(in_a, [](const disk_location&) { return true; });
@@ -75,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& l : part.forks()) (void)part.read(l.path, std::nullopt, 1 << 16);
   } else {
     check(part.snapshot() == before);
+    check(part.snapshot_part(everything, any).value() == before_parts.value());
   }
 
   // What a snapshot transfer's receiver decodes (server/snapshot_transfer): a peer's part blob, whose

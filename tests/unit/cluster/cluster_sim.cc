@@ -169,15 +169,13 @@ void cluster::on_apply(node& n, std::uint32_t g, std::uint64_t index, std::span<
   mine.push_back(index);
   auto c = streams::decode(cmd);
   if (!c) return fail(fmt::format("group {} index {}: undecodable command: {}", g, index, c.err().reason));
-  // What server/replication.cc does: the generation of a created stream comes from its log position.
-  n.sm->set_next_generation((std::uint64_t(g) + 1) << 40 | index);
+  // What server/replication.cc does: the generation of a created stream, and the place of a fork
+  // reference a retain takes (which its outcome carries for the fork's create), come from its log position.
+  n.sm->set_entry_place(g, index);
   streams::outcome out = n.sm->apply(*c);
   link_forks(n, *c, out);
-  // What server/replication.cc does: reads of forks waiting for this group go on after this apply, and
-  // a retain's answer carries its place for the fork's create.
+  // What server/replication.cc does: reads of forks waiting for this group go on after this apply.
   n.waits->applied(g, index);
-  if (out.resolution && std::holds_alternative<streams::fork_retain_command>(*c))
-    out.resolution->origin = streams::fork_origin{g, index};
   if (ticket == 0) return;
   auto w = n.writes.find(ticket);
   if (w == n.writes.end() || w->second.answered)

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -12,6 +13,13 @@
 namespace weir::streams::testing {
 
 constexpr std::int64_t t0 = 1'700'000'000'000;
+
+// The sources an outcome's releases name (in order).
+inline std::vector<std::string> sources(const std::vector<fork_release_command>& releases) {
+  std::vector<std::string> out;
+  for (const auto& r : releases) out.push_back(r.source);
+  return out;
+}
 
 inline payload bytes(std::string s, std::uint32_t messages = 0) {
   payload p;

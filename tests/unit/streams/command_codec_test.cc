@@ -70,7 +70,10 @@ TEST(command_codec, every_kind_round_trips) {
                               expire_command{"/e", 3},
                               r,
                               fork_release_command{"/src"},
-                              delete_command{"/held", 4, 60'000}};
+                              delete_command{"/held", 4, 60'000},
+                              fork_retain_command{"/src", std::nullopt, 0, "", 12, "/fork"},
+                              fork_release_command{"/src", fork_origin{3, 77}},
+                              fork_tombstone_command{"/fork", fork_origin{3, 77}, 5, 13}};
   for (const command& c : all) {
     std::string wire = encode(c);
     result<command> back = decode(wire);
@@ -161,6 +164,53 @@ TEST(command_codec, a_fork_carries_its_origin_and_one_without_keeps_the_old_enco
   EXPECT_EQ(std::get<create_command>(*widest).fork->resolved.origin, (fork_origin{0xffffffffu, 1}));
 }
 
+// Cluster forks: a retain naming its fork is kind 10, a release naming its origin kind 11, a tombstone
+// kind 12; a retain without a fork and a release without an origin keep kinds 6 and 7 (single nodes,
+// and entries written before), which still decode.
+TEST(command_codec, fork_references_by_origin_and_tombstones_have_kinds_of_their_own) {
+  fork_retain_command r{"/src", stream_offset(5), 2, "text/plain", 11};
+  EXPECT_EQ(encode(command{r})[0], 6);
+  r.fork = "/fork";
+  const std::string named = encode(command{r});
+  EXPECT_EQ(named[0], 10);
+  auto back = decode(named);
+  ASSERT_TRUE(back.has_value()) << back.err().reason;
+  const auto& br = std::get<fork_retain_command>(*back);
+  EXPECT_EQ(br.fork, "/fork");
+  EXPECT_EQ(br.source, "/src");
+  EXPECT_EQ(br.offset, stream_offset(5));
+  EXPECT_EQ(br.now_ms, 11);
+  std::string empty_fork = encode(command{fork_retain_command{"/src"}});
+  empty_fork[0] = 10;
+  empty_fork += std::string("\x00", 1);
+  EXPECT_FALSE(decode(empty_fork).has_value());
+
+  const std::string old_release = encode(command{fork_release_command{"/src"}});
+  EXPECT_EQ(old_release[0], 7);
+  EXPECT_FALSE(std::get<fork_release_command>(*decode(old_release)).origin.has_value());
+  const std::string by_origin =
+      encode(command{fork_release_command{"/src", fork_origin{0xffffffffu, 1ull << 50}}});
+  EXPECT_EQ(by_origin[0], 11);
+  auto rel = decode(by_origin);
+  ASSERT_TRUE(rel.has_value()) << rel.err().reason;
+  EXPECT_EQ(std::get<fork_release_command>(*rel).origin, (fork_origin{0xffffffffu, 1ull << 50}));
+
+  const std::string tomb = encode(command{fork_tombstone_command{"/fork", fork_origin{2, 9}, 4, -3}});
+  EXPECT_EQ(tomb[0], 12);
+  auto t = decode(tomb);
+  ASSERT_TRUE(t.has_value()) << t.err().reason;
+  const auto& bt = std::get<fork_tombstone_command>(*t);
+  EXPECT_EQ(bt.path, "/fork");
+  EXPECT_EQ(bt.origin, (fork_origin{2, 9}));
+  EXPECT_EQ(bt.group, 4u);
+  EXPECT_EQ(bt.now_ms, -3);
+  EXPECT_EQ(command_path(*t), "/fork");
+  for (const std::string& wire : {named, by_origin, tomb}) {
+    for (std::size_t n = 0; n < wire.size(); ++n)
+      EXPECT_FALSE(decode(std::string_view(wire).substr(0, n)).has_value()) << "prefix " << n;
+  }
+}
+
 TEST(command_codec, rejects_truncated_and_unknown_input) {
   append_command a;
   a.path = "/p";
@@ -169,7 +219,7 @@ TEST(command_codec, rejects_truncated_and_unknown_input) {
   for (std::size_t n = 0; n < wire.size(); ++n) {
     EXPECT_FALSE(decode(std::string_view(wire).substr(0, n)).has_value()) << "prefix " << n;
   }
-  EXPECT_FALSE(decode(std::string("\x0a", 1)).has_value());
+  EXPECT_FALSE(decode(std::string("\x0d", 1)).has_value());
   EXPECT_FALSE(decode(wire + "x").has_value());
 }
 

@@ -152,10 +152,10 @@ TEST(fork_stitching, a_fork_of_a_soft_deleted_source_keeps_reading_it) {
   expect_reads_match(sm, "/c", "abBC");
 
   outcome del = sm.remove(delete_command{"/c", t0});
-  ASSERT_EQ(del.release, std::vector<std::string>{"/b"});
+  ASSERT_EQ(sources(del.release), std::vector<std::string>{"/b"});
   outcome rel_b = sm.fork_release(fork_release_command{"/b"});
   EXPECT_EQ(rel_b.removed, std::vector<std::string>{"/b"});
-  ASSERT_EQ(rel_b.release, std::vector<std::string>{"/a"});
+  ASSERT_EQ(sources(rel_b.release), std::vector<std::string>{"/a"});
   outcome rel_a = sm.fork_release(fork_release_command{"/a"});
   EXPECT_EQ(rel_a.removed, std::vector<std::string>{"/a"});
   EXPECT_EQ(sm.size(), 0u);
@@ -276,8 +276,8 @@ TEST(fork_stitching, a_chain_of_a_thousand_forks_holds_one_record_each) {
   outcome o = sm.remove(delete_command{"/c1000", t0});
   int removed = 0;
   while (!o.release.empty()) {
-    std::string next = o.release.front();
-    o = sm.fork_release(fork_release_command{next});
+    fork_release_command next = o.release.front();
+    o = sm.fork_release(next);
     removed += static_cast<int>(o.removed.size());
   }
   EXPECT_EQ(removed, 1000);

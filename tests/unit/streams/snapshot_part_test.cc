@@ -186,7 +186,7 @@ TEST(snapshot_part, a_soft_deleted_source_restored_still_serves_its_fork_and_cas
   EXPECT_EQ(read_all(y, "/b/fork"), "abcdXY");
   // The fork's delete, applied here, releases the source: gone for good.
   outcome del = y.remove(delete_command{"/b/fork", t0});
-  ASSERT_EQ(del.release, std::vector<std::string>{"/a/src"});
+  ASSERT_EQ(sources(del.release), std::vector<std::string>{"/a/src"});
   EXPECT_EQ(y.fork_release(fork_release_command{"/a/src"}).removed, std::vector<std::string>{"/a/src"});
   EXPECT_EQ(y.size(), 0u);
 }
@@ -200,7 +200,7 @@ TEST(snapshot_part, a_fork_that_vanished_from_its_part_leaves_its_release_to_the
   // x applies the fork's delete, then the release its proposer sent to A (the source goes); y gets B's
   // snapshot instead, and the release as an entry of A.
   outcome del = x.remove(delete_command{"/b/fork", t0});
-  ASSERT_EQ(del.release, std::vector<std::string>{"/a/src"});
+  ASSERT_EQ(sources(del.release), std::vector<std::string>{"/a/src"});
   (void)x.fork_release(fork_release_command{"/a/src"});
   ASSERT_EQ(x.size(), 0u);
   std::vector<std::string> removed;
@@ -223,7 +223,7 @@ TEST(snapshot_part, a_source_part_ahead_of_the_fork_part_takes_the_blobs_count) 
   state_machine x, y;
   make_fork_pair(x);
   make_fork_pair(y);
-  ASSERT_EQ(x.remove(delete_command{"/b/fork", t0}).release, std::vector<std::string>{"/a/src"});
+  ASSERT_EQ(sources(x.remove(delete_command{"/b/fork", t0}).release), std::vector<std::string>{"/a/src"});
   (void)x.fork_release(fork_release_command{"/a/src"});
   ASSERT_EQ(refs_of(x, "/a/src"), 0u);
   ASSERT_TRUE(y.restore_part(as_span(part_of(x, in_a)), in_a).has_value());
@@ -236,7 +236,7 @@ TEST(snapshot_part, a_source_part_ahead_of_the_fork_part_takes_the_blobs_count) 
   EXPECT_EQ(y.head("/a/src", t0).code, errc::not_found);
   EXPECT_EQ(read_all(y, "/b/fork"), "abcdXY");
   // y applies B's delete of the fork: its release was x's to propose (and is in A already).
-  ASSERT_EQ(y.remove(delete_command{"/b/fork", t0}).release, std::vector<std::string>{"/a/src"});
+  ASSERT_EQ(sources(y.remove(delete_command{"/b/fork", t0}).release), std::vector<std::string>{"/a/src"});
   EXPECT_EQ(y.size(), 0u);
 }
 
@@ -245,7 +245,7 @@ TEST(snapshot_part, a_fork_of_a_replaced_or_vanished_source_keeps_reading_what_i
   state_machine x, y;
   make_fork_pair(x);
   make_fork_pair(y);
-  ASSERT_EQ(x.remove(delete_command{"/b/fork", t0}).release, std::vector<std::string>{"/a/src"});
+  ASSERT_EQ(sources(x.remove(delete_command{"/b/fork", t0}).release), std::vector<std::string>{"/a/src"});
   (void)x.fork_release(fork_release_command{"/a/src"});
   ASSERT_EQ(x.remove(delete_command{"/a/src", t0}).code, errc::ok);
   ASSERT_TRUE(y.restore_part(as_span(part_of(x, in_a)), in_a).has_value());

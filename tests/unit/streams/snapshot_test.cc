@@ -80,7 +80,7 @@ std::string describe(const outcome& o) {
                   std::to_string(o.expected_seq) + " rs" + std::to_string(o.received_seq);
   if (o.meta) s += " meta " + describe(*o.meta);
   for (const auto& p : o.removed) s += " removed " + p;
-  for (const auto& p : o.release) s += " release " + p;
+  for (const auto& p : o.release) s += " release " + p.source;
   if (o.resolution) s += " point " + std::to_string(o.resolution->point.value());
   return s;
 }
@@ -189,9 +189,9 @@ class random_driver {
     for (state_machine* sm : sms) {
       outcome o = sm->apply(make(*sm));
       std::string d = describe(o);
-      std::deque<std::string> release(o.release.begin(), o.release.end());
+      std::deque<fork_release_command> release(o.release.begin(), o.release.end());
       while (!release.empty()) {
-        outcome r = sm->fork_release(fork_release_command{release.front()});
+        outcome r = sm->fork_release(release.front());
         release.pop_front();
         d += " | " + describe(r);
         release.insert(release.end(), r.release.begin(), r.release.end());
@@ -524,7 +524,7 @@ TEST(snapshot, a_soft_deleted_source_with_forks_survives_and_cascades_after_a_re
   EXPECT_EQ(b.create(f).code, errc::ok);  // the fork's origin is kept for idempotent PUTs
 
   outcome del = b.remove(delete_command{"/fork", t0});
-  ASSERT_EQ(del.release, std::vector<std::string>{"/src"});
+  ASSERT_EQ(sources(del.release), std::vector<std::string>{"/src"});
   outcome rel = b.fork_release(fork_release_command{"/src"});
   EXPECT_EQ(rel.removed, std::vector<std::string>{"/src"});
   EXPECT_EQ(b.size(), 0u);

@@ -1,0 +1,312 @@
+// Fork references in a cluster (docs/replication.md, "Forks"): a retain applied at a raft place
+// (state_machine::set_entry_place) takes a reference named by that place; a release naming it is
+// idempotent; a tombstone of an origin refuses a late create of its fork; parts carry references and
+// tombstones; older blobs and commands keep their counts (anonymous references).
+#include <gtest/gtest.h>
+
+#include "streams/command_codec.h"
+#include "streams/state_machine.h"
+#include "streams/wire.h"
+#include "unit/streams/command_builders.h"
+
+namespace weir::streams {
+namespace {
+
+using namespace testing;
+
+bool in_a(std::string_view p) {
+  return p.starts_with("/a/");
+}
+bool in_b(std::string_view p) {
+  return p.starts_with("/b/");
+}
+bool any_location(const disk_location&) {
+  return true;
+}
+
+std::uint32_t refs_of(const state_machine& sm, std::string_view path) {
+  for (const auto& [p, n] : sm.ref_counts())
+    if (p == path) return n;
+  return 0;
+}
+
+// The retain of a fork at `fork` from `source` as a cluster applies it, at (group, index) of the source's
+// group, then the fork's create (generation from its own place) carrying the origin.
+fork_spec retain_at(state_machine& sm, std::uint32_t group, std::uint64_t index, const std::string& source,
+                    const std::string& fork, std::int64_t now = t0) {
+  sm.set_entry_place(group, index);
+  fork_retain_command r;
+  r.source = source;
+  r.now_ms = now;
+  r.fork = fork;
+  outcome o = sm.fork_retain(r);
+  EXPECT_EQ(o.code, errc::ok);
+  fork_spec f;
+  f.source = source;
+  if (o.resolution) {
+    f.resolved = *o.resolution;
+    f.resolved.retained = true;
+  }
+  EXPECT_EQ(f.resolved.origin, (fork_origin{group, index}));
+  return f;
+}
+
+outcome create_fork(state_machine& sm, std::uint32_t group, std::uint64_t index, const std::string& path,
+                    const fork_spec& f) {
+  sm.set_entry_place(group, index);
+  create_command c = make_create(path, "");
+  c.fork = f;
+  return sm.create(c);
+}
+
+TEST(fork_references, a_release_by_origin_applied_twice_gives_back_one_reference) {
+  state_machine sm;
+  sm.set_entry_place(0, 1);
+  ASSERT_EQ(sm.create(make_create("/a/src", "text/plain", "abc")).code, errc::ok);
+  const fork_spec f1 = retain_at(sm, 0, 2, "/a/src", "/b/f1");
+  const fork_spec f2 = retain_at(sm, 0, 3, "/a/src", "/b/f2");
+  ASSERT_EQ(create_fork(sm, 1, 1, "/b/f1", f1).code, errc::ok);
+  ASSERT_EQ(create_fork(sm, 1, 2, "/b/f2", f2).code, errc::ok);
+  EXPECT_EQ(refs_of(sm, "/a/src"), 2u);
+  sm.set_entry_place(0, 4);
+  ASSERT_EQ(sm.remove(delete_command{"/a/src", t0}).code, errc::ok);  // soft-deleted: forks read it
+
+  // The fork's delete names its reference.
+  sm.set_entry_place(1, 3);
+  outcome del = sm.remove(delete_command{"/b/f1", t0});
+  ASSERT_EQ(del.release.size(), 1u);
+  EXPECT_EQ(del.release[0].source, "/a/src");
+  EXPECT_EQ(del.release[0].origin, (fork_origin{0, 2}));
+
+  // Applied twice (a release proposed again after an unknown outcome): the second changes nothing.
+  sm.set_entry_place(0, 5);
+  EXPECT_TRUE(sm.fork_release(del.release[0]).mutated);
+  EXPECT_EQ(refs_of(sm, "/a/src"), 1u);
+  sm.set_entry_place(0, 6);
+  outcome again = sm.fork_release(del.release[0]);
+  EXPECT_FALSE(again.mutated);
+  EXPECT_TRUE(again.removed.empty());
+  EXPECT_EQ(refs_of(sm, "/a/src"), 1u);
+  EXPECT_EQ(sm.read("/b/f2", std::nullopt, 1 << 16).code, errc::ok);
+
+  // The other fork's release frees the source; once more, nothing (the source is gone).
+  sm.set_entry_place(1, 4);
+  outcome del2 = sm.remove(delete_command{"/b/f2", t0});
+  ASSERT_EQ(del2.release.size(), 1u);
+  sm.set_entry_place(0, 7);
+  EXPECT_EQ(sm.fork_release(del2.release[0]).removed, std::vector<std::string>{"/a/src"});
+  EXPECT_EQ(sm.size(), 0u);
+  EXPECT_TRUE(sm.fork_release(del2.release[0]).removed.empty());
+}
+
+TEST(fork_references, a_release_naming_another_group_or_an_unknown_origin_changes_nothing) {
+  state_machine sm;
+  sm.set_entry_place(0, 1);
+  ASSERT_EQ(sm.create(make_create("/a/src")).code, errc::ok);
+  (void)retain_at(sm, 0, 2, "/a/src", "/b/f");
+  EXPECT_FALSE(sm.fork_release({"/a/src", fork_origin{1, 2}}).mutated);
+  EXPECT_FALSE(sm.fork_release({"/a/src", fork_origin{0, 3}}).mutated);
+  EXPECT_TRUE(sm.holds_reference("/a/src", fork_origin{0, 2}));
+  EXPECT_FALSE(sm.holds_reference("/a/src", fork_origin{0, 3}));
+}
+
+// A single node (no place set): a count, released without an origin, as before origins existed.
+TEST(fork_references, without_a_place_references_are_anonymous_and_released_by_count) {
+  state_machine sm;
+  ASSERT_EQ(sm.create(make_create("/src", "text/plain", "abc")).code, errc::ok);
+  fork_spec f = resolve_fork(sm, "/src", std::nullopt);
+  EXPECT_FALSE(f.resolved.origin.has_value());
+  create_command c = make_create("/fork", "");
+  c.fork = f;
+  ASSERT_EQ(sm.create(c).code, errc::ok);
+  EXPECT_EQ(refs_of(sm, "/src"), 1u);
+  EXPECT_TRUE(sm.references_by_origin([](std::string_view) { return true; }, t0).empty());
+  outcome del = sm.remove(delete_command{"/fork", t0});
+  ASSERT_EQ(del.release.size(), 1u);
+  EXPECT_FALSE(del.release[0].origin.has_value());
+  EXPECT_EQ(encode(command{del.release[0]})[0], 7);  // the single node's log keeps kind 7
+  (void)sm.fork_release(del.release[0]);
+  EXPECT_EQ(refs_of(sm, "/src"), 0u);
+}
+
+// A fork created without an origin (a create written before creates carried one) whose retain a cluster
+// applied with one: its release, without an origin, still gives back one reference.
+TEST(fork_references, a_release_without_an_origin_takes_an_anonymous_reference_then_one_by_origin) {
+  state_machine sm;
+  sm.set_entry_place(0, 1);
+  ASSERT_EQ(sm.create(make_create("/a/src")).code, errc::ok);
+  sm.set_entry_place(0, 2);
+  fork_retain_command old_retain;  // kind 6: no fork named
+  old_retain.source = "/a/src";
+  old_retain.now_ms = t0;
+  ASSERT_EQ(sm.fork_retain(old_retain).code, errc::ok);
+  (void)retain_at(sm, 0, 3, "/a/src", "/b/new");
+  EXPECT_EQ(refs_of(sm, "/a/src"), 2u);
+  // Only references whose fork is known are for the sweep.
+  auto held = sm.references_by_origin(in_a, t0);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].fork, "/b/new");
+  (void)sm.fork_release({"/a/src", std::nullopt});
+  EXPECT_FALSE(sm.holds_reference("/a/src", fork_origin{0, 2}));  // the one with no fork named went
+  EXPECT_TRUE(sm.holds_reference("/a/src", fork_origin{0, 3}));
+}
+
+TEST(fork_references, references_by_origin_are_filtered_by_source_and_age) {
+  state_machine sm;
+  sm.set_entry_place(0, 1);
+  ASSERT_EQ(sm.create(make_create("/a/src")).code, errc::ok);
+  sm.set_entry_place(1, 1);
+  ASSERT_EQ(sm.create(make_create("/b/src")).code, errc::ok);
+  (void)retain_at(sm, 0, 2, "/a/src", "/b/f1", t0);
+  (void)retain_at(sm, 0, 3, "/a/src", "/b/f2", t0 + 100);
+  (void)retain_at(sm, 1, 2, "/b/src", "/a/f3", t0);
+  auto old = sm.references_by_origin(in_a, t0 + 50);
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0].source, "/a/src");
+  EXPECT_EQ(old[0].origin, (fork_origin{0, 2}));
+  EXPECT_EQ(old[0].fork, "/b/f1");
+  EXPECT_EQ(old[0].since_ms, t0);
+  EXPECT_EQ(sm.references_by_origin(in_a, t0 + 100).size(), 2u);
+  EXPECT_EQ(sm.references_by_origin(in_b, t0 + 100).size(), 1u);
+}
+
+TEST(fork_references, a_tombstone_refuses_a_late_create_and_keeps_a_fork_that_exists) {
+  state_machine sm;
+  sm.set_entry_place(0, 1);
+  ASSERT_EQ(sm.create(make_create("/a/src", "text/plain", "abc")).code, errc::ok);
+  const fork_spec lost = retain_at(sm, 0, 2, "/a/src", "/b/lost");
+  const fork_spec made = retain_at(sm, 0, 3, "/a/src", "/b/made");
+  ASSERT_EQ(create_fork(sm, 1, 1, "/b/made", made).code, errc::ok);
+
+  // The fork exists: the tombstone records nothing.
+  sm.set_entry_place(1, 2);
+  outcome kept = sm.fork_tombstone({"/b/made", fork_origin{0, 3}, 1, t0});
+  EXPECT_TRUE(kept.fork_exists);
+  EXPECT_EQ(sm.tombstones(), 0u);
+
+  // No fork with that origin: recorded dead; the create still in some log is refused when it commits,
+  // and gives its reference back (by origin, so harmless after the sweep's own release).
+  sm.set_entry_place(1, 3);
+  outcome dead = sm.fork_tombstone({"/b/lost", fork_origin{0, 2}, 1, t0});
+  EXPECT_FALSE(dead.fork_exists);
+  EXPECT_TRUE(dead.mutated);
+  EXPECT_EQ(sm.tombstones(), 1u);
+  outcome late = create_fork(sm, 1, 4, "/b/lost", lost);
+  EXPECT_EQ(late.code, errc::source_gone);
+  EXPECT_FALSE(late.created);
+  ASSERT_EQ(late.release.size(), 1u);
+  EXPECT_EQ(late.release[0].origin, (fork_origin{0, 2}));
+  EXPECT_EQ(sm.read("/b/lost", std::nullopt, 1 << 16).code, errc::not_found);
+  EXPECT_FALSE(sm.fork_exists("/b/lost", fork_origin{0, 2}));
+
+  // The path itself is free: a fork of another origin (a client's new attempt) is created.
+  const fork_spec retry = retain_at(sm, 0, 4, "/a/src", "/b/lost");
+  EXPECT_EQ(create_fork(sm, 1, 5, "/b/lost", retry).code, errc::ok);
+  EXPECT_TRUE(sm.fork_exists("/b/lost", fork_origin{0, 4}));
+}
+
+TEST(fork_references, tombstones_are_forgotten_after_the_horizon_by_a_tombstone_of_their_group) {
+  state_machine sm;
+  ASSERT_EQ(sm.fork_tombstone({"/b/x", fork_origin{0, 2}, 1, t0}).code, errc::ok);
+  ASSERT_EQ(sm.fork_tombstone({"/c/y", fork_origin{0, 3}, 2, t0}).code, errc::ok);
+  EXPECT_EQ(sm.tombstones(), 2u);
+  // Within the horizon: both stay.
+  (void)sm.fork_tombstone({"/b/z", fork_origin{0, 4}, 1, t0 + fork_tombstone_horizon_ms - 1});
+  EXPECT_EQ(sm.tombstones(), 3u);
+  // Group 1's next tombstone past the horizon forgets group 1's old one, not group 2's.
+  (void)sm.fork_tombstone({"/b/w", fork_origin{0, 5}, 1, t0 + fork_tombstone_horizon_ms});
+  EXPECT_EQ(sm.tombstones(), 3u);
+  sm.set_entry_place(0, 1);
+  ASSERT_EQ(sm.create(make_create("/a/src", "text/plain", "abc")).code, errc::ok);
+  create_command c = make_create("/b/x", "");
+  c.fork = fork_spec{};
+  c.fork->source = "/a/src";
+  c.fork->resolved.origin = fork_origin{0, 2};
+  sm.set_entry_place(1, 9);
+  EXPECT_EQ(sm.create(c).code, errc::ok);  // forgotten: no longer refused
+  c.path = "/c/y";
+  c.fork->resolved.origin = fork_origin{0, 3};
+  EXPECT_EQ(sm.create(c).code, errc::source_gone);
+}
+
+TEST(fork_references, a_part_carries_its_references_and_tombstones) {
+  state_machine x;
+  x.set_entry_place(0, 1);
+  ASSERT_EQ(x.create(make_create("/a/src", "text/plain", "abc")).code, errc::ok);
+  (void)x.fork_retain(fork_retain_command{"/a/src", std::nullopt, 0, "", t0});  // anonymous (no place)
+  (void)retain_at(x, 0, 2, "/a/src", "/b/f1", t0 + 5);
+  (void)retain_at(x, 0, 3, "/a/src", "/b/f2", t0 + 6);
+  x.set_entry_place(1, 1);
+  (void)x.fork_tombstone({"/b/f1", fork_origin{0, 2}, 1, t0 + 7});
+  (void)x.fork_tombstone({"/a/other", fork_origin{0, 9}, 0, t0 + 8});  // of part A
+
+  auto a = x.snapshot_part(in_a, any_location);
+  auto b = x.snapshot_part(in_b, any_location);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  state_machine y;
+  ASSERT_TRUE(y.restore_part({a->data(), a->size()}, in_a).has_value());
+  ASSERT_TRUE(y.restore_part({b->data(), b->size()}, in_b).has_value());
+  EXPECT_EQ(y.snapshot_part(in_a, any_location).value(), *a);
+  EXPECT_EQ(y.snapshot_part(in_b, any_location).value(), *b);
+  EXPECT_EQ(refs_of(y, "/a/src"), 3u);
+  EXPECT_TRUE(y.holds_reference("/a/src", fork_origin{0, 2}));
+  auto held = y.references_by_origin(in_a, t0 + 5);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].fork, "/b/f1");
+  EXPECT_EQ(y.tombstones(), 2u);
+  // B's tombstone refuses a late create on y too.
+  create_command c = make_create("/b/f1", "");
+  c.fork = fork_spec{};
+  c.fork->source = "/a/src";
+  c.fork->resolved.origin = fork_origin{0, 2};
+  EXPECT_EQ(y.create(c).code, errc::source_gone);
+
+  // Restoring B's part again from a blob without tombstones drops B's, not A's.
+  state_machine empty;
+  auto none = empty.snapshot_part(in_b, any_location);
+  ASSERT_TRUE(y.restore_part({none->data(), none->size()}, in_b).has_value());
+  EXPECT_EQ(y.tombstones(), 1u);
+
+  // The whole-machine blob (a single node's) keeps one count.
+  state_machine z;
+  ASSERT_TRUE(z.restore(x.snapshot()).has_value());
+  EXPECT_EQ(refs_of(z, "/a/src"), 3u);
+  EXPECT_FALSE(z.holds_reference("/a/src", fork_origin{0, 2}));
+}
+
+// A part blob of version 5 (before references had origins): its count becomes anonymous references,
+// which only releases without an origin give back; a release by origin leaves them (a leak, never a
+// source freed while a fork reads it).
+TEST(fork_references, a_version_5_part_count_becomes_anonymous_references) {
+  wire::writer w;
+  w.raw("weirsnap");
+  w.var(5);
+  w.var(1);  // one stream
+  w.str("/a/src");
+  w.var(1ull << 40 | 1);  // generation
+  w.str("text/plain");
+  w.exp(expiry_config{});
+  w.exp(expiry_config{});
+  w.boolean(false);  // closed
+  w.svar(t0);        // last access
+  w.boolean(true);   // soft-deleted
+  w.var(2);          // references
+  w.u8(0);           // not a fork
+  w.u8(0);           // closed_by
+  w.u8(0);           // last_seq
+  w.var(0);          // producers
+  w.var(0);          // records
+  w.var(0);          // held paths
+  const std::string blob = w.take();
+  state_machine sm;
+  ASSERT_TRUE(sm.restore_part(std::as_bytes(std::span(blob.data(), blob.size())), in_a).has_value());
+  EXPECT_EQ(refs_of(sm, "/a/src"), 2u);
+  EXPECT_FALSE(sm.fork_release({"/a/src", fork_origin{0, 5}}).mutated);
+  EXPECT_EQ(refs_of(sm, "/a/src"), 2u);
+  (void)sm.fork_release({"/a/src", std::nullopt});
+  EXPECT_EQ(refs_of(sm, "/a/src"), 1u);
+  EXPECT_EQ(sm.fork_release({"/a/src", std::nullopt}).removed, std::vector<std::string>{"/a/src"});
+}
+
+}  // namespace
+}  // namespace weir::streams
