@@ -24,9 +24,10 @@ bool wanted(const wanted_ranges& w, group_id g, std::uint64_t index) {
 
 }  // namespace
 
-// The live entries of one segment, read back on the flusher's thread: the last write of each wanted index
-// in the segment (a later write of the same index in the same segment supersedes an earlier one; one in a
-// newer segment would have made the index not wanted).
+// The live entries of a pass's segments, read back on the flusher's thread: for each segment, the last write
+// in it of each index wanted from it (a later write of the same index in the same segment supersedes an
+// earlier one; one in a newer segment would have made the index not wanted from this one). A live index sits
+// in one segment, so the segments' wanted ranges are disjoint and one map holds them all.
 struct node_log::carried {
   std::map<group_id, std::map<std::uint64_t, stored_entry>> entries;
 
@@ -223,32 +224,54 @@ std::uint32_t node_log::segment_of(const entry_run& r) const {
   return std::prev(it)->second;
 }
 
-// Compacts the oldest segment when the log holds more than twice its live bytes plus two segments: its
-// live entries are read back (on the flusher) and carried into the open batch; once that batch is durable
-// the segment is deleted. One segment at a time, oldest first (recovery reads a suffix of the segments).
-// Checked after every batch, every deletion and at open, so once the log is idle it holds at most that
-// much. While writes go on it may hold more: a pass costs three disk round trips (the read, the sync of
-// the carried batch, the unlink and directory sync), and segments written meanwhile wait for later passes.
+// Compacts when the log holds more than twice its live bytes plus two segments. A pass takes the oldest
+// segments, as many as the check would take one after the other if no write came in between (each one's
+// bytes off, its live entries' bytes on, until the log is back under the bound; never the one being
+// written): their live entries are read back (on the flusher, one job) and carried into the open batch, and
+// once that batch is durable the segments are deleted (one job: the unlinks, oldest first, then one
+// directory sync). Taking them all at once keeps compaction up with sustained writes: a pass costs three
+// disk round trips whatever it takes, where one segment per pass left the segments written meanwhile for
+// later passes. Checked after every batch, every deletion and at open.
 void node_log::maybe_compact() {
   if (compaction_ || poisoned_ || compaction_failed_ || segs_.size() < 2) return;
-  if (disk_bytes() <= 2 * live_bytes() + 2 * opts_.segment_bytes) return;
-  const segment& oldest = segs_.front();
-  compaction_ = compaction{oldest.no};
-  auto w = std::make_shared<wanted_ranges>();
+  const std::uint64_t bound = 2 * live_bytes() + 2 * opts_.segment_bytes;
+  std::uint64_t projected = disk_bytes();
+  if (projected <= bound) return;
+  std::map<std::uint32_t, std::uint64_t> live_in;  // a segment's live entries' bytes (an estimate)
   for (const auto& [g, live] : live_)
     for (const entry_run& r : live.runs())
-      if (segment_of(r) == oldest.no) (*w)[g].emplace_back(r.first.value(), r.end().value());
+      if (const std::uint32_t s = segment_of(r); s != no_segment) live_in[s] += r.bytes;
+  std::size_t count = 0;
+  while (count + 1 < segs_.size() && projected > bound) {
+    const segment& s = segs_[count++];
+    projected += live_in[s.no];
+    projected = projected > s.bytes ? projected - s.bytes : 0;
+  }
+  compaction_ = compaction{segs_.front().no, count};
+  // What to read back from each segment of the pass.
+  auto w = std::make_shared<std::map<std::uint32_t, wanted_ranges>>();
+  for (const auto& [g, live] : live_)
+    for (const entry_run& r : live.runs())
+      if (const std::uint32_t s = segment_of(r); compaction_->takes(s))
+        (*w)[s][g].emplace_back(r.first.value(), r.end().value());
   if (w->empty()) {
     compaction_->delete_after = last_record_batch();
     return maybe_delete();
   }
+  std::vector<std::pair<std::string, wanted_ranges>> reads;  // oldest first
+  for (auto& [no, ranges] : *w) reads.emplace_back(segment_path(path_, no), std::move(ranges));
   auto c = std::make_shared<carried>();
-  flusher_.run([&env = env_, path = oldest.path, w, c] { return c->read(env, path, *w); },
-               [this, seg = oldest.no, c, alive = alive_](status st) {
-                 if (!*alive) return;
-                 if (!st) return give_up_compaction(st.err());
-                 on_carried_read(seg, *c);
-               });
+  flusher_.run(
+      [&env = env_, reads = std::move(reads), c] {
+        for (const auto& [path, ranges] : reads)
+          if (auto st = c->read(env, path, ranges); !st) return st;
+        return status();
+      },
+      [this, first = compaction_->first, c, alive = alive_](status st) {
+        if (!*alive) return;
+        if (!st) return give_up_compaction(st.err());
+        on_carried_read(first, *c);
+      });
 }
 
 void node_log::give_up_compaction(const error& e) {
@@ -257,9 +280,9 @@ void node_log::give_up_compaction(const error& e) {
   compaction_.reset();
 }
 
-void node_log::on_carried_read(std::uint32_t seg, const carried& c) {
-  if (!compaction_ || compaction_->seg != seg || poisoned_) return;
-  // What is still live of the segment now (records added during the read may have cut some).
+void node_log::on_carried_read(std::uint32_t first, const carried& c) {
+  if (!compaction_ || compaction_->first != first || poisoned_) return;
+  // What is still live of the segments now (records added during the read may have cut some).
   std::vector<record::log_record> recs;
   std::uint64_t n = 0;
   for (const auto& [g, live] : live_) {
@@ -272,7 +295,8 @@ void node_log::on_carried_read(std::uint32_t seg, const carried& c) {
       cur_bytes = 0;
     };
     for (const entry_run& r : live.runs()) {
-      if (segment_of(r) != seg) continue;
+      const std::uint32_t seg = segment_of(r);
+      if (!compaction_->takes(seg)) continue;
       for (std::uint64_t i = r.first.value(); i < r.end().value(); ++i) {
         const stored_entry* e = nullptr;
         if (have != c.entries.end()) {
@@ -300,32 +324,51 @@ void node_log::on_carried_read(std::uint32_t seg, const carried& c) {
   maybe_delete();
 }
 
-// The segment may go once every record added so far is durable: the carried entries, the records that
-// killed its other entries (a snapshot or a truncate still in a batch), and the next segment's preamble.
+// The segments may go once every record added so far is durable: the carried entries, the records that
+// killed their other entries (a snapshot or a truncate still in a batch), and the next segment's preamble.
 std::uint64_t node_log::last_record_batch() const {
   return pending_.empty() ? open_ - 1 : open_;
 }
 
+// Deletes the pass's segments: unlinks oldest first, then one directory sync. Recovery needs consecutive
+// segment numbers (node_log_open.cc); a crash before the sync may keep any number of these unlinks, and
+// since the file systems weir runs on (ext4, xfs) journal a directory's changes in the order they were
+// made, what it keeps is the oldest ones: the log left is a suffix of segments, which recovers like the
+// log after the pass (every segment begins with a preamble, and the carried entries are durable already).
 void node_log::maybe_delete() {
   if (!compaction_ || !compaction_->delete_after || compaction_->deleting || poisoned_) return;
   if (synced_ < *compaction_->delete_after) return;
   compaction_->deleting = true;
-  WEIR_ASSERT(segs_.front().no == compaction_->seg, "node log: compacting segment {} but the oldest is {}",
-              compaction_->seg, segs_.front().no);
+  WEIR_ASSERT(segs_.front().no == compaction_->first && segs_.size() > compaction_->count,
+              "node log: compacting {} segments from {} but the oldest is {} of {}", compaction_->count,
+              compaction_->first, segs_.front().no, segs_.size());
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < compaction_->count; ++i) paths.push_back(segs_[i].path);
+  auto removed = std::make_shared<std::size_t>(0);
   flusher_.run(
-      [&env = env_, path = segs_.front().path, dir = dir_] {
-        if (auto st = env.remove_file(path); !st) return st;
-        return env.sync_dir(dir);
+      [&env = env_, paths = std::move(paths), dir = dir_, removed] {
+        status st;
+        for (const std::string& p : paths) {
+          st = env.remove_file(p);
+          if (!st) break;
+          ++*removed;
+        }
+        // The unlinks made are synced even after a failed one: the log then goes on without them.
+        if (*removed == 0) return st;
+        status synced = env.sync_dir(dir);
+        return st ? synced : st;
       },
-      [this, alive = alive_](status st) {
+      [this, removed, alive = alive_](status st) {
         if (!*alive) return;
+        for (std::size_t i = 0; i < *removed; ++i) {
+          const segment& s = segs_.front();
+          bytes_reclaimed_ += s.bytes;
+          ++segments_deleted_;
+          for (auto it = batch_segment_.begin(); it != batch_segment_.end();)
+            it = it->second == s.no ? batch_segment_.erase(it) : std::next(it);
+          segs_.pop_front();
+        }
         if (!st) return give_up_compaction(st.err());
-        const segment& s = segs_.front();
-        bytes_reclaimed_ += s.bytes;
-        ++segments_deleted_;
-        for (auto it = batch_segment_.begin(); it != batch_segment_.end();)
-          it = it->second == s.no ? batch_segment_.erase(it) : std::next(it);
-        segs_.pop_front();
         compaction_.reset();
         maybe_compact();
       });

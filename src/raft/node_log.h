@@ -9,12 +9,14 @@
 // records), so no older segment is needed for those. A segment is deleted once nothing in it is live: every
 // entry it holds is dead (cut by a truncate, dropped below a snapshot's trailing window) or was carried
 // forward (copied into a newer batch as a `carry` record), and the segments after it begin with preambles.
-// Carrying forward the oldest segment's live entries happens when the log's bytes exceed twice its live bytes
-// plus two segments (live: what live_group counts), so disk use stays within a small factor of the live state
-// plus one segment, whatever the history: a group that never writes again does not pin its old segment. The
-// file `<path>` itself, weir's log before segments (version 1), is read as segment 0.
-// Memory: no entry bytes are kept (live_group holds runs of indexes); a compaction reads one segment
-// whole on the flusher's thread and keeps its live entries until they are encoded into the open batch.
+// Compaction runs when the log's bytes exceed twice its live bytes plus two segments (live: what live_group
+// counts): one pass takes the oldest segments, as many as it needs to come back under that bound, carries
+// their live entries forward (one batch) and then deletes them, so disk use stays within a small factor of
+// the live state plus one segment, whatever the history: a group that never writes again does not pin its
+// old segment. The file `<path>` itself, weir's log before segments (version 1), is read as segment 0.
+// Memory: no entry bytes are kept (live_group holds runs of indexes); a compaction reads its segments, one
+// whole at a time, on the flusher's thread and keeps their live entries until they are encoded into the
+// open batch.
 //
 // At open, the segments are scanned in order and each group's state (term, vote, snapshot, entries)
 // rebuilt; a group takes its state once, when libraft calls load(). A torn record can only sit at the end
@@ -24,9 +26,9 @@
 // Owned by node_io; runs on the node's executor. At most one batch is being flushed at a time; records
 // added meanwhile form the next batch, sealed at options::max_batch_bytes (the next one then begins). I/O off
 // the executor goes through the log_flusher: the batches, the directory sync after a new segment, the read of
-// a segment whose live entries are carried forward, and the deletion of a segment (unlink + directory sync).
-// Creating a segment file (open with O_CREAT, no sync) is the one file-system call made on the executor after
-// open.
+// the segments whose live entries are carried forward, and the deletion of segments (unlinks + directory
+// sync). Creating a segment file (open with O_CREAT, no sync) is the one file-system call made on the
+// executor after open.
 #pragma once
 
 #include <cstdint>
@@ -139,12 +141,16 @@ class node_log {
     std::uint64_t preamble_batch = 0;
     std::uint64_t preamble_bytes = 0;  // header and preamble
   };
+  // One pass: the `count` oldest segments, numbered `first`.. (consecutive), go together.
   struct compaction {
-    std::uint32_t seg = 0;
+    std::uint32_t first = 0;
+    std::size_t count = 0;
     std::optional<std::uint64_t> delete_after;  // set once the carried entries are in a batch
     bool deleting = false;
+
+    bool takes(std::uint32_t seg) const { return seg != no_segment && seg >= first && seg - first < count; }
   };
-  struct carried;  // a segment's live entries read back (node_log.cc)
+  struct carried;  // the live entries of a pass's segments, read back (node_log.cc)
   // A full batch waiting for the flush before it to finish.
   struct sealed_batch {
     std::uint64_t no = 0;
@@ -162,7 +168,7 @@ class node_log {
   void finish_batch(std::uint64_t batch, status st);
   std::uint32_t segment_of(const entry_run& r) const;
   void maybe_compact();
-  void on_carried_read(std::uint32_t seg, const carried& c);
+  void on_carried_read(std::uint32_t first, const carried& c);
   void maybe_delete();
   std::uint64_t last_record_batch() const;
   void give_up_compaction(const error& e);

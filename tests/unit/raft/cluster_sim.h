@@ -70,7 +70,12 @@ struct sim_report {
   std::uint64_t log_entries_carried = 0;
   std::uint64_t log_bytes = 0;       // node logs at the end, all nodes
   std::uint64_t log_live_bytes = 0;  // what they recover at the end, all nodes
-  std::int64_t all_led_ms = -1;      // simulated time when every group had had a leader
+  // How far a running node log was above its compaction bound (2 x live + 2 segments; node_log.h), at
+  // most, over the run (sampled after every event): the lag of compaction under writes.
+  std::uint64_t log_max_over_bound = 0;
+  std::uint64_t log_over_bound_sum = 0;  // the excess summed over samples (0 when under the bound)
+  std::uint64_t log_samples = 0;
+  std::int64_t all_led_ms = -1;  // simulated time when every group had had a leader
 };
 
 sim_report run_cluster_sim(const sim_options& o);

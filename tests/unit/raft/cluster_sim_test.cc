@@ -94,6 +94,9 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
     total.log_entries_carried += r.log_entries_carried;
     total.log_bytes += r.log_bytes;
     total.log_live_bytes += r.log_live_bytes;
+    total.log_max_over_bound = std::max(total.log_max_over_bound, r.log_max_over_bound);
+    total.log_over_bound_sum += r.log_over_bound_sum;
+    total.log_samples += r.log_samples;
   }
   // The runs must have exercised what they claim to check.
   EXPECT_GT(total.acked, count * 100);
@@ -118,11 +121,12 @@ void run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_thres
       "partitions {}, elections {}, "
       "minority proposals {}, held frames {}, snapshots restored {}, heartbeat replies clamped {}, appends "
       "trimmed to a snapshot {}; node logs: {} segments deleted, {} entries carried forward, {} bytes at the "
-      "end for {} live\n",
+      "end for {} live, above the compaction bound while running: at most {} bytes, {} on average\n",
       count, first, total.acked, total.crashes, total.torn_crashes, total.vote_crashes, total.tail_bytes_cut,
       total.partitions, total.elections, total.minority_checks, total.frames_held, total.snapshots_restored,
       total.results_clamped, total.entries_trimmed, total.log_segments_deleted, total.log_entries_carried,
-      total.log_bytes, total.log_live_bytes);
+      total.log_bytes, total.log_live_bytes, total.log_max_over_bound,
+      total.log_samples == 0 ? 0 : total.log_over_bound_sum / total.log_samples);
 }
 
 TEST(raft_cluster_sim, seeds) {

@@ -247,6 +247,134 @@ TEST(raft_node_log_compaction, restarts_without_writes_do_not_pile_up_segments) 
   EXPECT_FALSE(f.env.file_exists(seg(1)));
 }
 
+// Forwards to a mem_env; the `crash_at`-th remove_file crashes it instead (the earlier ones were made and
+// are durable: mem_env keeps a removal at once), as a power cut in the middle of a pass's unlinks would.
+class crash_on_remove_env final : public storage::env {
+ public:
+  explicit crash_on_remove_env(storage::mem_env& m) : m_(m) {}
+  int crash_at = 0;  // 0: never
+  int removes = 0;
+  bool crashed = false;
+
+  result<std::unique_ptr<storage::writable_file>> open_writable(const std::string& p,
+                                                                storage::open_mode mode) override {
+    return m_.open_writable(p, mode);
+  }
+  result<std::unique_ptr<storage::random_access_file>> open_readable(const std::string& p) override {
+    return m_.open_readable(p);
+  }
+  result<std::vector<std::string>> list_dir(const std::string& d) override { return m_.list_dir(d); }
+  status create_dirs(const std::string& d) override { return m_.create_dirs(d); }
+  status remove_file(const std::string& p) override {
+    if (++removes == crash_at) {
+      m_.crash();
+      crashed = true;
+    }
+    return m_.remove_file(p);
+  }
+  status rename_file(const std::string& from, const std::string& to) override {
+    return m_.rename_file(from, to);
+  }
+  status sync_dir(const std::string& d) override { return m_.sync_dir(d); }
+  bool file_exists(const std::string& p) override { return m_.file_exists(p); }
+
+ private:
+  storage::mem_env& m_;
+};
+
+// Three groups fill about 20 segments while everything they write stays live (so nothing is compacted):
+// a quiet one (two entries in the first segment), a trickle that adds one small entry per round and never
+// snapshots (a live entry in every segment), and a busy one with large entries. Then the busy group
+// installs a snapshot: its entries die at once and the log is 15 or more segments above its bound.
+struct backlog {
+  std::map<std::uint32_t, model_group> model;
+
+  void write(fixture& f, node_log& log) {
+    auto put = [&](const owned_record& r) {
+      add(log, r);
+      model[r.group].apply(r);
+    };
+    put(entries_rec(0, 1, 1, {"quiet one", "quiet two"}));
+    std::uint64_t next = 1;
+    for (int round = 0; round < 40; ++round) {
+      put(entries_rec(1, next, 1, {std::string(500, char('a' + round % 26))}));
+      put(entries_rec(2, model[2].next(), 1, {fmt::format("trickle {}", round)}));
+      ++next;
+      f.settle(log);
+    }
+    ASSERT_EQ(log.segments_deleted(), 0u);
+    ASSERT_GE(log.segments(), 18u);
+    put(snapshot_rec(1, next - 1, 0, "installed"));
+    log.flush();
+  }
+
+  void check(node_log& log) const {
+    std::string why;
+    for (const auto& [g, m] : model)
+      EXPECT_TRUE(m.matches(log.take_group_state(group_id(g)), why)) << "group " << g << ": " << why;
+  }
+};
+
+// Under sustained writes a one-segment pass (three disk round trips) fell behind by several segments. A
+// pass takes every segment it needs at once: the first deletion already brings the log under its bound,
+// with the live entries of all those segments carried in one go.
+TEST(raft_node_log_compaction, one_pass_takes_every_segment_above_the_bound) {
+  fixture f(6, node_log_options{1024});
+  backlog b;
+  {
+    auto log = f.open();
+    b.write(f, *log);
+    const std::uint64_t before = log->segments();
+    const std::uint64_t disk_before = log->disk_bytes();
+    while (log->segments_deleted() == 0) {
+      ASSERT_TRUE(f.sched.run_one()) << "no deletion";
+    }
+    // The first deletion is the whole pass: all but the newest few segments went at once, and the log is
+    // within a segment of its bound (the pass counts on the live entries' estimated bytes, and carrying
+    // them into one record per group shrinks that estimate: the next pass may take one more).
+    EXPECT_GE(log->segments_deleted(), before - 5) << before << " segments before";
+    EXPECT_LE(log->disk_bytes(), 2 * log->live_bytes() + 3 * f.opts.segment_bytes)
+        << disk_before << " before";
+    EXPECT_GE(log->entries_carried(), 30u);  // the quiet group's and the trickle's, from every segment
+    f.settle(*log);
+    EXPECT_LE(log->segments(), 3u);
+  }
+  auto log = f.open();
+  b.check(*log);
+  EXPECT_FALSE(f.env.file_exists(seg(1)));
+}
+
+// A crash between two unlinks of a pass: the oldest segment is gone, the others are still there. The log
+// left is a suffix of the segments and recovers every record (all of them were synced before the pass).
+TEST(raft_node_log_compaction, a_crash_in_the_middle_of_a_pass_recovers) {
+  for (int crash_at : {2, 5, 11}) {
+    fixture f(7, node_log_options{1024});
+    crash_on_remove_env env(f.env);
+    env.crash_at = crash_at;
+    backlog b;
+    {
+      auto l = node_log::open(env, *f.flusher, log_path, f.opts);
+      ASSERT_TRUE(l.has_value()) << l.err().reason;
+      auto log = std::move(l).value();
+      b.write(f, *log);
+      while (!env.crashed) {
+        ASSERT_TRUE(f.sched.run_one()) << "no crash at unlink " << crash_at;
+      }
+      f.sched.run_until(f.sched.now_ms() + 100);
+      EXPECT_EQ(log->segments_deleted(), static_cast<std::uint64_t>(crash_at - 1));
+      EXPECT_FALSE(log->compacting());  // given up: the env is down
+    }
+    f.crash(std::nullopt);
+    EXPECT_FALSE(f.env.file_exists(seg(static_cast<std::uint32_t>(crash_at - 1))));
+    EXPECT_TRUE(f.env.file_exists(seg(static_cast<std::uint32_t>(crash_at)))) << "crash at " << crash_at;
+    auto log = f.open();
+    ASSERT_TRUE(log) << "crash at " << crash_at;
+    b.check(*log);
+    f.settle(*log);  // and compaction finishes the pass's work
+    EXPECT_LE(log->disk_bytes(), 2 * log->live_bytes() + 2 * f.opts.segment_bytes);
+  }
+}
+
 TEST(raft_node_log_compaction, the_single_file_of_old_weir_is_read_as_segment_0_and_compacted_away) {
   fixture f(2, node_log_options{1024});
   {
