@@ -3,17 +3,25 @@
 // N connections on one core wait for their 200s). Completions come back through an executor that a
 // single "event loop" thread drains, as in the server. The peer measured in the same run is the disk
 // itself: a loop of write + fdatasync of one record, the ceiling without group commit.
+// With --loops N the producers are spread over N such loops, and --layout compares a log per loop (as
+// weir serve keeps one per core) with one log shared by all loops (a node-wide group commit; issue 13:
+// how many logs should share one device).
 //
 //   weir-log-bench --dir /var/tmp/weir-bench --producers 64 --seconds 5 --payload 256
+//   weir-log-bench --loops 2 --layout both --producers 2,64 --payload 1024
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -80,50 +88,94 @@ double percentile(std::vector<double>& v, double p) {
   return v[k];
 }
 
-run_result run_log(const std::string& dir, int producers, double seconds, std::size_t payload_size,
-                   const sync_policy& policy, std::chrono::microseconds linger) {
+// N producers spread round robin over `loops` stand-in event loops (one thread each). Per-core layout
+// (`shared` false): each loop has its own log in dir/log-I, its completions posted to that loop, as
+// weir serve does with one log per core. Shared layout: one log for all loops (a node-wide group
+// commit: one fdatasync covers every loop's appends); its completions are dispatched on the sync
+// thread and each producer's next append is posted to its own loop, so the log's linger (which waits
+// for its executor's tasks to run) has nothing to wait for there.
+run_result run_log(const std::string& dir, int loops, bool shared, int producers, double seconds,
+                   std::size_t payload_size, const sync_policy& policy, std::chrono::microseconds linger) {
   std::filesystem::remove_all(dir);
   env& e = default_posix_env();
-  auto rec = recover_log(e, dir, [](const record_view&) -> weir::status { return {}; });
-  if (!rec) throw std::runtime_error(rec.err().reason);
-  loop l;
+  std::vector<std::unique_ptr<loop>> ls;
+  for (int i = 0; i < loops; ++i) ls.push_back(std::make_unique<loop>());
   log_options opts;
   opts.sync = policy;
   opts.segment_bytes = 64ull << 20;
   opts.linger = linger;
-  auto w = log_writer::open(e, dir, opts, *rec, l.exec());
-  if (!w) throw std::runtime_error(w.err().reason);
+  std::vector<std::unique_ptr<log_writer>> writers;
+  for (int i = 0; i < (shared ? 1 : loops); ++i) {
+    const std::string d = dir + "/log-" + std::to_string(i);
+    auto rec = recover_log(e, d, [](const record_view&) -> weir::status { return {}; });
+    if (!rec) throw std::runtime_error(rec.err().reason);
+    executor ex =
+        shared ? executor([](std::function<void()> fn) { fn(); }) : ls[static_cast<std::size_t>(i)]->exec();
+    auto w = log_writer::open(e, d, opts, *rec, std::move(ex));
+    if (!w) throw std::runtime_error(w.err().reason);
+    writers.push_back(std::move(*w));
+  }
 
   std::vector<std::byte> payload(payload_size, std::byte{'x'});
-  std::uint64_t done = 0;
-  bool stopping = false;
-  std::vector<double> latencies_us;
-  latencies_us.reserve(1 << 20);
+  struct per_loop {
+    std::uint64_t done = 0;
+    std::vector<double> latencies_us;
+  };
+  std::vector<per_loop> counts(static_cast<std::size_t>(loops));
+  for (auto& c : counts) c.latencies_us.reserve(1 << 19);
+  std::atomic<bool> stopping{false};
   std::function<void(int)> issue = [&](int producer) {
+    const auto li = static_cast<std::size_t>(producer % loops);
+    log_writer& w = *writers[shared ? 0 : li];
     auto start = clock_type::now();
-    (*w)->append(1, payload, [&, producer, start](weir::result<append_ack> r) {
+    w.append(1, payload, [&, producer, li, start](weir::result<append_ack> r) {
       if (!r) throw std::runtime_error(r.err().reason);
-      ++done;
-      latencies_us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
-      if (!stopping) issue(producer);
+      auto account = [&, producer, li, start] {
+        ++counts[li].done;
+        counts[li].latencies_us.push_back(
+            std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
+        if (!stopping.load()) issue(producer);
+      };
+      if (shared) {
+        ls[li]->exec()(account);
+      } else {
+        account();
+      }
     });
   };
-  const auto before = (*w)->stats();
+  std::vector<log_stats> before;
+  for (auto& w : writers) before.push_back(w->stats());
   const auto t0 = clock_type::now();
-  for (int p = 0; p < producers; ++p) issue(p);
-  l.run(t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds)));
+  const auto until =
+      t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
+  for (int p = 0; p < producers; ++p)
+    ls[static_cast<std::size_t>(p % loops)]->exec()([&issue, p] { issue(p); });
+  std::vector<std::thread> threads;
+  for (auto& l : ls) threads.emplace_back([&l, until] { l->run(until); });
+  for (auto& t : threads) t.join();
   const double elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
-  const std::uint64_t counted = done;
-  const auto after = (*w)->stats();
+  std::uint64_t counted = 0;
+  std::vector<double> latencies_us;
+  for (auto& c : counts) {
+    counted += c.done;
+    latencies_us.insert(latencies_us.end(), c.latencies_us.begin(), c.latencies_us.end());
+  }
+  std::uint64_t syncs = 0, records = 0, batches = 0;
+  for (std::size_t i = 0; i < writers.size(); ++i) {
+    const auto after = writers[i]->stats();
+    syncs += after.syncs - before[i].syncs;
+    records += after.records - before[i].records;
+    batches += after.batches - before[i].batches;
+  }
   stopping = true;
-  w->reset();  // completes what is in flight
-  l.drain();
+  for (auto& w : writers) w.reset();  // completes what is in flight
+  for (auto& l : ls) l->drain();
 
   run_result r;
   r.appends_per_s = static_cast<double>(counted) / elapsed;
-  r.syncs_per_s = static_cast<double>(after.syncs - before.syncs) / elapsed;
-  r.records_per_batch = static_cast<double>(after.records - before.records) /
-                        static_cast<double>(std::max<std::uint64_t>(1, after.batches - before.batches));
+  r.syncs_per_s = static_cast<double>(syncs) / elapsed;
+  r.records_per_batch =
+      static_cast<double>(records) / static_cast<double>(std::max<std::uint64_t>(1, batches));
   r.p50_us = percentile(latencies_us, 0.50);
   r.p99_us = percentile(latencies_us, 0.99);
   std::filesystem::remove_all(dir);
@@ -164,12 +216,18 @@ int main(int argc, char** argv) {
   std::size_t payload = 256;
   std::string mode = "always";
   long linger_us = 1000;
+  int loops = 1;
+  std::string layout = "per-core";
   app.add_option("--dir", dir, "scratch directory on the disk to measure (removed afterwards)");
   app.add_option("--producers", producers, "concurrent producers (one run per value)");
   app.add_option("--seconds", seconds, "duration of each run")->check(CLI::Range(0.1, 600.0));
   app.add_option("--payload", payload, "payload bytes per record")->check(CLI::Range(0, 1 << 20));
   app.add_option("--fsync", mode, "always | interval:MS | never");
   app.add_option("--linger-us", linger_us, "log_options::linger in microseconds (0: off)");
+  app.add_option("--loops", loops, "stand-in event loops (threads) the producers are spread over")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--layout", layout, "per-core (a log per loop) | shared (one log for all loops) | both")
+      ->check(CLI::IsMember({"per-core", "shared", "both"}));
   CLI11_PARSE(app, argc, argv);
   auto policy = parse_sync_policy(mode);
   if (!policy) {
@@ -179,12 +237,16 @@ int main(int argc, char** argv) {
   try {
     double raw = run_raw_fdatasync(dir, seconds, payload + 24);
     fmt::print("peer: write+fdatasync of one {}-byte record: {:.0f} fdatasyncs/s\n", payload + 24, raw);
-    fmt::print("{:>9} {:>12} {:>14} {:>16} {:>10} {:>10}\n", "producers", "appends/s", "fdatasyncs/s",
-               "records/batch", "p50 us", "p99 us");
+    fmt::print("{:>9} {:>9} {:>12} {:>14} {:>16} {:>10} {:>10}\n", "layout", "producers", "appends/s",
+               "fdatasyncs/s", "records/batch", "p50 us", "p99 us");
     for (int p : producers) {
-      auto r = run_log(dir, p, seconds, payload, *policy, std::chrono::microseconds(linger_us));
-      fmt::print("{:>9} {:>12.0f} {:>14.0f} {:>16.1f} {:>10.0f} {:>10.0f}\n", p, r.appends_per_s,
-                 r.syncs_per_s, r.records_per_batch, r.p50_us, r.p99_us);
+      for (const char* l : {"per-core", "shared"}) {
+        if (layout != "both" && layout != l) continue;
+        auto r = run_log(dir, loops, std::string(l) == "shared", p, seconds, payload, *policy,
+                         std::chrono::microseconds(linger_us));
+        fmt::print("{:>9} {:>9} {:>12.0f} {:>14.0f} {:>16.1f} {:>10.0f} {:>10.0f}\n", l, p, r.appends_per_s,
+                   r.syncs_per_s, r.records_per_batch, r.p50_us, r.p99_us);
+      }
     }
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "weir-log-bench: %s\n", ex.what());
