@@ -467,6 +467,12 @@ std::string replication::status_json() const {
   w.key("fork_references").begin_object();
   w.key("sources").value(fork_sources);
   w.key("references").value(fork_references);
+  // The fork sweep of the groups this node leads (streams/fork_sweep.h): references it found without
+  // their fork and gave back (lost releases), and dead origins recorded (tombstones, all groups).
+  const streams::fork_sweep::counters swept = shard_.fork_sweep_counts();
+  w.key("sweeps").value(std::int64_t(swept.passes));
+  w.key("releases_recovered").value(std::int64_t(swept.recovered));
+  w.key("tombstones").value(std::int64_t(shard_.machine().tombstones()));
   w.end_object();
   // Stream data on this node (data_log.h): in memory (the hot tier) and in the data log.
   w.key("stream_data").begin_object();

@@ -628,6 +628,21 @@ streams::outcome stream_shard::execute(const streams::command& c, shard_wal::com
 
 void stream_shard::attach_replication(std::unique_ptr<replication> r) {
   repl_ = std::move(r);
+  streams::fork_sweep::ports p;
+  p.leads = [this](std::uint32_t g) { return repl_->leads_group(g); };
+  p.group_of = [this](std::string_view path) { return repl_->group_of(path); };
+  p.read_index = [this](std::uint32_t g, std::function<void(bool)> ready) {
+    // Answered on a later turn: a pass walks its references one after another through these callbacks.
+    repl_->linearize_group(g, [this, ready = std::move(ready)](bool ok) mutable {
+      loop_->post([ready = std::move(ready), ok] { ready(ok); });
+    });
+  };
+  p.propose = [this](const streams::command& c, std::function<void(const streams::outcome*)> done) {
+    (void)execute(c, [done = std::move(done)](durable_result& d) {
+      done(d.failure == protocol::errc::ok ? &d.o : nullptr);
+    });
+  };
+  fork_sweep_ = std::make_unique<streams::fork_sweep>(sm_, std::move(p), opts_.fork_sweep_min_age_ms);
 }
 
 streams::outcome stream_shard::apply_committed(const streams::command& c, std::uint32_t group,
@@ -831,6 +846,18 @@ void stream_shard::wake(const std::string& path, bool removed) {
 void stream_shard::start() {
   stream_count_.store(sm_.size(), std::memory_order_relaxed);  // what recovery restored
   sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] { sweep(); });
+  if (fork_sweep_ && opts_.fork_sweep_ms > 0) {
+    fork_sweep_timer_ =
+        loop_->add_timer(std::chrono::milliseconds(opts_.fork_sweep_ms), [this] { sweep_forks(); });
+  }
+}
+
+void stream_shard::sweep_forks() {
+  fork_sweep_timer_ = 0;
+  if (stopped_ || !fork_sweep_) return;
+  if (!repl_->left()) fork_sweep_->run(now_ms());
+  fork_sweep_timer_ =
+      loop_->add_timer(std::chrono::milliseconds(opts_.fork_sweep_ms), [this] { sweep_forks(); });
 }
 
 void stream_shard::sweep() {
@@ -850,6 +877,8 @@ void stream_shard::stop() {
   if (rebuild_timer_ != 0) loop_->cancel_timer(rebuild_timer_);
   if (admission_timer_ != 0) loop_->cancel_timer(admission_timer_);
   admission_timer_ = 0;
+  if (fork_sweep_timer_ != 0) loop_->cancel_timer(fork_sweep_timer_);
+  fork_sweep_timer_ = 0;
   for (io::event_loop::timer_id id : release_retries_) loop_->cancel_timer(id);
   release_retries_.clear();
   std::vector<std::shared_ptr<live_reader>> all;

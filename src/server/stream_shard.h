@@ -29,6 +29,7 @@
 #include "server/data_log.h"
 #include "server/hot_tier.h"
 #include "server/shard_wal.h"
+#include "streams/fork_sweep.h"
 #include "streams/state_machine.h"
 
 namespace weir::server {
@@ -58,6 +59,12 @@ struct shard_options {
   // at most a read chunk (or one record) of bytes; a waiting one only its plan.
   std::size_t max_cold_reads = 8;
   std::size_t max_cold_waiting = 1024;
+  // A cluster node's fork sweep (streams/fork_sweep.h): a pass this often over the fork references of
+  // the source groups it leads (0: none), looking at references whose retain is older than the min age:
+  // longer than the proposals' longest wait (a backlog keeps a proposal up to 30 s), so that a fork's
+  // create has had its chance to commit.
+  std::int64_t fork_sweep_ms = 30'000;
+  std::int64_t fork_sweep_min_age_ms = 120'000;
 };
 
 class stream_shard {
@@ -99,6 +106,10 @@ class stream_shard {
     std::uint64_t expired = 0;  // writes that waited admit_wait_ms and got 503
   };
   admission_counts admission() const { return {admission_.size(), admitted_after_wait_, admission_expired_}; }
+  // Cluster mode: the fork sweep's counts (what it checked, kept, recovered; nothing without a cluster).
+  streams::fork_sweep::counters fork_sweep_counts() const {
+    return fork_sweep_ ? fork_sweep_->stats() : streams::fork_sweep::counters{};
+  }
   // A committed command of a cluster, at `index` of `group`'s log (what a stream it creates is called, and
   // the place of a fork reference it takes: state_machine::set_entry_place; the same on all nodes).
   // `proposed_here`: this node proposed it in this run (its answer waits here). Only that node proposes
@@ -243,6 +254,7 @@ class stream_shard {
   void propose_release(const streams::fork_release_command& r);
   void wake(const std::string& path, bool removed);
   void sweep();
+  void sweep_forks();  // cluster mode: a pass of fork_sweep_, then the next one fork_sweep_ms later
 
   node* node_;
   io::event_loop* loop_;
@@ -257,6 +269,8 @@ class stream_shard {
   // Cluster mode: forks applied before their source (source path -> fork path), until it is created.
   std::unordered_multimap<std::string, std::string> unlinked_forks_;
   std::unordered_set<io::event_loop::timer_id> release_retries_;  // propose_release's, cancelled by stop()
+  std::unique_ptr<streams::fork_sweep> fork_sweep_;               // cluster mode: lost releases recovered
+  io::event_loop::timer_id fork_sweep_timer_ = 0;
   storage::segment_reader* own_segments_ = nullptr;
   storage::env* env_ = nullptr;
   std::string log_dir_;

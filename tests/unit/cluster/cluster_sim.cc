@@ -112,6 +112,7 @@ void cluster::start_node(node& n) {
   }
   n.repl = std::move(r).value();
   n.up = true;
+  if (sweeping) start_sweep(n);
   note("node {} starts (incarnation {})", n.id, n.incarnation);
 }
 
@@ -132,6 +133,8 @@ void cluster::stop_node(node& n, bool power_loss) {
   note("node {} {}", n.id, power_loss ? "loses power" : "is killed");
   n.up = false;
   n.ex->halt();
+  if (n.sweep) report.releases_recovered += n.sweep->stats().recovered;
+  n.sweep.reset();
   report.snapshots_taken += n.repl->snapshots_taken();
   report.snapshots_deferred += n.repl->snapshots_deferred();
   n.repl.reset();
@@ -144,6 +147,9 @@ void cluster::stop_node(node& n, bool power_loss) {
   n.writes.clear();
   n.reads.clear();
   for (auto& [ticket, a] : writes) end_write(a, ending::node_lost, nullptr);
+  auto side = std::move(n.side_writes);
+  n.side_writes.clear();
+  for (auto& [ticket, done] : side) sched.at(milliseconds(0), [done = std::move(done)] { done(nullptr); });
   for (auto& [serial, a] : waiting_reads) end_read(a, n, false, true);
 }
 
@@ -177,6 +183,12 @@ void cluster::on_apply(node& n, std::uint32_t g, std::uint64_t index, std::span<
   // What server/replication.cc does: reads of forks waiting for this group go on after this apply.
   n.waits->applied(g, index);
   if (ticket == 0) return;
+  if (auto side = n.side_writes.find(ticket); side != n.side_writes.end()) {
+    // Answered after this apply returns, like the server's.
+    sched.at(milliseconds(0), [done = std::move(side->second), out = std::move(out)] { done(&out); });
+    n.side_writes.erase(side);
+    return;
+  }
   auto w = n.writes.find(ticket);
   if (w == n.writes.end() || w->second.answered)
     return fail(fmt::format("node {}: ticket {} answered by group {} index {}, but {}", n.id, ticket, g,
@@ -233,6 +245,11 @@ status cluster::on_restore(node& n, std::uint32_t g, std::uint64_t index, std::s
 }
 
 void cluster::on_failed(node& n, std::uint64_t ticket, submit_error e) {
+  if (auto side = n.side_writes.find(ticket); side != n.side_writes.end()) {
+    sched.at(milliseconds(0), [done = std::move(side->second)] { done(nullptr); });
+    n.side_writes.erase(side);
+    return;
+  }
   auto w = n.writes.find(ticket);
   if (w == n.writes.end() || w->second.answered)
     return fail(fmt::format("node {}: ticket {} failed, but {}", n.id, ticket,
@@ -263,6 +280,7 @@ op& cluster::new_op(client& c, op_kind kind, int stream) {
     streams::fork_retain_command r;
     r.source = path_of(source_of(stream));
     r.now_ms = now;
+    r.fork = path_of(stream);  // as the server's retains name their fork (what the fork sweep looks for)
     p.command = streams::encode(r);
     forking[static_cast<std::size_t>(stream)] = true;
     c.again = p.id;
@@ -662,11 +680,13 @@ sim_report cluster::run() {
   }
   report.recovery_ms = sched.now_ms() - recovery_start;
   if (report.ok) check_final();
+  if (report.ok && o.lose_releases) release_phase();
   report.tasks = sched.tasks_run();
   for (const auto& n : nodes) {
     if (!n->up) continue;
     report.snapshots_taken += n->repl->snapshots_taken();
     report.snapshots_deferred += n->repl->snapshots_deferred();
+    if (n->sweep) report.releases_recovered += n->sweep->stats().recovered;
   }
   for (auto& n : nodes) {
     n->up = false;

@@ -68,6 +68,17 @@ struct sim_options {
   // Snapshots here hold every record inline (a simulated node has no data log).
   unsigned snapshot_threshold = 0;
   unsigned snapshot_trailing = 4;
+  // Lost fork releases (docs/replication.md, "Forks"): after the checks, a phase on a healed cluster that
+  // takes a reference on each fork's source for a fork that is never created, soft-deletes the sources
+  // and deletes the forks, and loses releases as a server can: half the releases the deletes cause are
+  // never proposed, and the node that answers the first delete causing one is killed at once (its
+  // releases go with it). Every node runs a fork sweep (streams/fork_sweep.h) every fork_sweep_ms (0:
+  // none) over references older than fork_sweep_min_age_ms. Checked: within release_phase_limit_ms every
+  // node holds no fork reference, no source is left, and every node holds the same state.
+  bool lose_releases = false;
+  std::int64_t fork_sweep_ms = 0;
+  std::int64_t fork_sweep_min_age_ms = 2000;
+  std::int64_t release_phase_limit_ms = 60000;
 };
 
 struct sim_report {
@@ -96,6 +107,9 @@ struct sim_report {
   std::uint64_t snapshots_taken = 0;     // group snapshots, all nodes, all incarnations
   std::uint64_t snapshots_deferred = 0;  // due snapshots put off (callbacks::snapshot_later)
   std::uint64_t snapshots_restored = 0;  // at start from the node log, or installed from a leader
+  std::uint64_t releases_lost = 0;       // lose_releases: releases never proposed (or failed)
+  std::uint64_t releases_recovered = 0;  // fork sweeps' releases that gave a reference back, all nodes
+  std::uint64_t tombstones = 0;          // dead origins recorded at the end (node 1)
   std::uint64_t tasks = 0;
   std::int64_t recovery_ms = -1;  // simulated time from the end of the faults to quiet
 };

@@ -26,6 +26,7 @@
 #include "raft/sim_faults.h"
 #include "raft/sim_scheduler.h"
 #include "storage/mem_env.h"
+#include "streams/fork_sweep.h"
 #include "streams/state_machine.h"
 
 namespace weir::cluster::sim {
@@ -80,6 +81,10 @@ struct node {
   std::vector<std::vector<std::uint64_t>> applied;  // per group: the indexes this incarnation applied
   std::map<std::uint64_t, attempt> writes;          // ticket -> attempt
   std::map<std::uint64_t, attempt> reads;           // read serial -> attempt
+  // Proposals that are no client's (the fork sweep's, the release phase's): ticket -> what gets this
+  // node's outcome (nullptr: failed, or the node went down).
+  std::map<std::uint64_t, std::function<void(const streams::outcome*)>> side_writes;
+  std::unique_ptr<streams::fork_sweep> sweep;  // while the release phase runs
   std::uint64_t next_read = 1;
   bool up = false;
   int incarnation = 0;
@@ -120,6 +125,9 @@ struct cluster {
   std::uint64_t epoch = 0;   // bumped by every change of who can reach whom
   bool recovering = false;
   bool quiet = false;
+  bool sweeping = false;            // the release phase: nodes run fork sweeps
+  bool killed_for_release = false;  // the release phase killed the node that answered a delete
+  bool script_done = false;
   sim_report report;
 
   template <class... Args>
@@ -163,6 +171,15 @@ struct cluster {
   void chaos_step();
   bool is_quiet() const;
   void probe_quiet();
+
+  // Lost fork releases (cluster_sim_releases.cc).
+  static std::uint32_t group_of_path(std::string_view path, int groups);
+  void start_sweep(node& n);
+  void arm_sweep(node& n);
+  void run_script(std::shared_ptr<std::vector<streams::command>> script, std::size_t i);
+  void propose_side(node& n, const streams::command& c, std::function<void(const streams::outcome*)> done);
+  void release_phase();
+  bool releases_settled(std::string& why) const;
 
   // The checks at the end of a run (cluster_sim_checks.cc).
   void check_final();

@@ -48,6 +48,49 @@ TEST(cluster_sim, a_seed_reproduces_its_run) {
   EXPECT_EQ(a.entries_applied, b.entries_applied);
 }
 
+// Lost fork releases (sim_options::lose_releases): deletes whose releases are never proposed, a node
+// killed right after answering one, retains whose fork is never created; the fork sweeps give every
+// reference back, erase the soft-deleted sources, and every node ends in the same state.
+TEST(cluster_sim, lost_fork_releases_are_recovered_by_the_fork_sweep) {
+  log::set_level("critical");
+  std::uint64_t lost = 0, recovered = 0, tombstones = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    sim_options o;
+    o.seed = seed;
+    o.lose_releases = true;
+    o.fork_sweep_ms = 1000;
+    o.snapshot_threshold = seed % 2 == 0 ? 64 : 0;  // tombstones and references cross snapshots too
+    const sim_report r = run_cluster_sim(o);
+    ASSERT_TRUE(r.ok) << r.failure << "\n  reproduce: WEIR_CLUSTER_SIM_SEED=" << seed
+                      << " WEIR_CLUSTER_SIM_SNAPSHOTS=" << o.snapshot_threshold
+                      << " WEIR_CLUSTER_SIM_RELEASES=1 build/dev/tests/unit/cluster/cluster_sim_test "
+                         "--gtest_filter=cluster_sim.one_seed";
+    lost += r.releases_lost;
+    recovered += r.releases_recovered;
+    tombstones += r.tombstones;
+  }
+  std::printf("lost releases: %llu lost, %llu recovered by sweeps, %llu tombstones left\n",
+              static_cast<unsigned long long>(lost), static_cast<unsigned long long>(recovered),
+              static_cast<unsigned long long>(tombstones));
+  EXPECT_GT(lost, 0u);
+  EXPECT_GE(recovered, lost);  // and the lost retains' references, and cascades
+  EXPECT_GT(tombstones, 0u);
+}
+
+// The same run without sweeps does not settle: what the case above checks is the sweep's doing.
+TEST(cluster_sim, without_the_fork_sweep_lost_releases_keep_their_sources) {
+  log::set_level("critical");
+  sim_options o;
+  o.seed = 1;
+  o.lose_releases = true;
+  o.fork_sweep_ms = 0;
+  o.release_phase_limit_ms = 10000;
+  const sim_report r = run_cluster_sim(o);
+  ASSERT_FALSE(r.ok);
+  EXPECT_NE(r.failure.find("still holds fork references"), std::string::npos) << r.failure;
+  EXPECT_GT(r.releases_lost, 0u);
+}
+
 sim_report run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_threshold = 0) {
   log::set_level("critical");  // not the torn tails nor the injected disk errors (one_seed shows them)
   sim_report total;
@@ -147,6 +190,8 @@ TEST(cluster_sim, one_seed) {
   o.seed = seed != nullptr ? std::strtoull(seed, nullptr, 10) : 1;
   o.nodes = static_cast<int>(env_u64("WEIR_CLUSTER_SIM_NODES", 3));
   o.snapshot_threshold = static_cast<unsigned>(env_u64("WEIR_CLUSTER_SIM_SNAPSHOTS", 0));
+  o.lose_releases = env_u64("WEIR_CLUSTER_SIM_RELEASES", 0) != 0;  // the release phase, with fork sweeps
+  o.fork_sweep_ms = o.lose_releases ? 1000 : 0;
   o.verbose = seed != nullptr;
   const sim_report r = run_cluster_sim(o);
   EXPECT_TRUE(r.ok) << r.failure;
