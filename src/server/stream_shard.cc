@@ -638,6 +638,8 @@ void stream_shard::attach_replication(std::unique_ptr<replication> r) {
     });
   };
   p.propose = [this](const streams::command& c, std::function<void(const streams::outcome*)> done) {
+    // Shutting down: the pass ends here (nothing is proposed after stop()).
+    if (stopped_) return loop_->post([done = std::move(done)] { done(nullptr); });
     (void)execute(c, [done = std::move(done)](durable_result& d) {
       done(d.failure == protocol::errc::ok ? &d.o : nullptr);
     });
