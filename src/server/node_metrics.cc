@@ -298,6 +298,7 @@ std::string node_metrics::render(const node_figures& f) const {
     sum.durable = sum.durable || s.durable;
     sum.log.records += s.log.records;
     sum.log.batches += s.log.batches;
+    sum.log.inline_batches += s.log.inline_batches;
     sum.log.syncs += s.log.syncs;
     sum.log.failed_batches += s.log.failed_batches;
     sum.log.failed_periodic_syncs += s.log.failed_periodic_syncs;
@@ -342,6 +343,9 @@ std::string node_metrics::render(const node_figures& f) const {
     t.sample("weir_log_records_total", {}, sum.log.records);
     t.family("weir_log_batches_total", metric_type::counter, "Batches (group commits) written to the log.");
     t.sample("weir_log_batches_total", {}, sum.log.batches);
+    t.family("weir_log_inline_batches_total", metric_type::counter,
+             "Batches of one record written and synced on the event loop itself (a lone writer).");
+    t.sample("weir_log_inline_batches_total", {}, sum.log.inline_batches);
     t.family("weir_log_failed_batches_total", metric_type::counter,
              "Log batches undone after a write error.");
     t.sample("weir_log_failed_batches_total", {}, sum.log.failed_batches);

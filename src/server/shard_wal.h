@@ -128,6 +128,10 @@ class shard_wal {
   std::uint64_t logged_bytes_ = 0;
   storage::lsn last_lsn_{0};
   std::vector<std::function<void()>> idle_waiters_;
+  // Consecutive logged commands that found nothing else in flight (the log's lone-writer hint:
+  // storage::log_options::inline_after).
+  static constexpr std::uint32_t lone_after = 4;
+  std::uint32_t lone_appends_ = 0;
   std::string scratch_;  // the encoding of the command being logged (the writer copies it)
   std::function<void()> on_failure_;
   bool poisoned_ = false;

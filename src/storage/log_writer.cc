@@ -88,7 +88,8 @@ log_writer::~log_writer() {
   if (flusher_thread_.joinable()) flusher_thread_.join();
 }
 
-void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, append_callback done) {
+void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, append_callback done,
+                        bool lone) {
   WEIR_ASSERT(type != 0, "record type 0 is reserved");
   if (payload.size() > format::max_record_payload) {
     exec_([done = std::move(done), n = payload.size()] {
@@ -105,6 +106,7 @@ void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, a
       exec_([done = std::move(done)] { done(make_error(errc::closed, "log is closing")); });
       return;
     }
+    if (lone && try_write_inline(lock, type, payload, done)) return;
     std::size_t offset = pending_.bytes.size();
     pending_.bytes.resize(offset + size);
     // The lsn and CRC are filled in on the sync thread, which alone knows the next lsn.
@@ -114,6 +116,32 @@ void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, a
     wake = pending_.records.size() == wake_at_;
   }
   if (wake) cv_.notify_one();
+}
+
+bool log_writer::try_write_inline(std::unique_lock<std::mutex>& lock, std::uint8_t type,
+                                  std::span<const std::byte> payload, append_callback& done) {
+  if (opts_.inline_after == 0 || opts_.sync.mode != sync_mode::always) return false;
+  if (payload.size() > opts_.inline_max_bytes) return false;
+  // The sync thread must be idle: nothing queued (the record would overtake it), nothing being written.
+  if (busy_ || !pending_.records.empty() || !pending_.checkpoints.empty() || !pending_.syncs.empty()) {
+    return false;
+  }
+  if (lone_batches_.load(std::memory_order_relaxed) < opts_.inline_after) return false;
+  // Taken while mu_ is held, so that a record appended after this one (queued for the sync thread) is
+  // written after it. try_lock: the sync thread takes write_mu_ without mu_ and may take mu_ under it.
+  std::unique_lock wl(write_mu_, std::try_to_lock);
+  if (!wl.owns_lock()) return false;
+  lock.unlock();
+  const std::size_t size = format::record_header_size + payload.size();
+  batch b;
+  b.bytes = std::move(inline_bytes_);
+  b.bytes.resize(size);
+  format::encode_record_unsealed(std::span<std::byte>(b.bytes), type, payload);
+  b.records.push_back(pending_record{0, size, std::move(done)});
+  inline_batches_.fetch_add(1, std::memory_order_relaxed);
+  write_batch(b);  // its completions go through the executor, after those of every earlier batch
+  if (b.bytes.capacity() <= (1u << 20)) inline_bytes_ = std::move(b.bytes);
+  return true;
 }
 
 void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, std::vector<segment_id> keep,
@@ -154,12 +182,18 @@ void log_writer::resume() {
 log_stats log_writer::stats() const {
   log_stats s{records_.load(), batches_.load(), syncs_.load(), failed_batches_.load(),
               failed_periodic_syncs_.load()};
+  s.inline_batches = inline_batches_.load();
   s.segments = segments_on_disk_.get();
   s.segment_bytes = segment_bytes_on_disk_.get();
   s.sync_us = sync_us_.read();
   s.batch_records = batch_records_.read();
   s.batch_bytes = batch_bytes_.read();
   return s;
+}
+
+bool log_writer::idle() const {
+  std::lock_guard lock(mu_);
+  return !busy_ && pending_.records.empty() && pending_.checkpoints.empty() && pending_.syncs.empty();
 }
 
 void log_writer::publish_segments() {
@@ -227,12 +261,16 @@ void log_writer::run() {
     std::swap(b, pending_);
     pending_.bytes = std::move(spare_);
     pending_.bytes.clear();
+    busy_ = true;
     lock.unlock();
 
     answered = b.records.size();
     if (!b.records.empty()) {
       const auto began = std::chrono::steady_clock::now();
-      write_batch(b);
+      {
+        std::lock_guard wl(write_mu_);
+        write_batch(b);
+      }
       last_batch_time =
           std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began);
       // With idle_spin, a lone writer's batch: its completion cannot bring the next append (that needs a
@@ -243,18 +281,23 @@ void log_writer::run() {
         tracker_->cv.wait_for(tl, opts_.linger, [&] { return tracker_->ran >= posted_; });
       }
     }
-    if (opts_.sync.mode == sync_mode::interval && dirty_ &&
-        std::chrono::steady_clock::now() >= last_sync_ + opts_.sync.interval) {
-      request_background_sync();
+    {
+      std::lock_guard wl(write_mu_);
+      if (opts_.sync.mode == sync_mode::interval && dirty_ &&
+          std::chrono::steady_clock::now() >= last_sync_ + opts_.sync.interval) {
+        request_background_sync();
+      }
+      handle_syncs(b.syncs);
+      for (auto& c : b.checkpoints) do_checkpoint(c);
     }
-    handle_syncs(b.syncs);
-    for (auto& c : b.checkpoints) do_checkpoint(c);
 
     lock.lock();
+    busy_ = false;
     if (spare_.capacity() < b.bytes.capacity()) spare_ = std::move(b.bytes);
   }
   lock.unlock();
   // A clean stop leaves nothing unsynced, whatever the mode.
+  std::lock_guard wl(write_mu_);
   if (dirty_ && !poisoned_) periodic_sync();
 }
 
@@ -284,6 +327,8 @@ void log_writer::poison_after_background_failure() {
 }
 
 void log_writer::write_batch(batch& b) {
+  lone_batches_.store(b.records.size() == 1 ? lone_batches_.load(std::memory_order_relaxed) + 1 : 0,
+                      std::memory_order_relaxed);
   std::optional<error> fenced;
   {
     std::lock_guard lock(mu_);

@@ -2,11 +2,12 @@
 //
 // Threads. append() and checkpoint() are called from the owning core's event loop (they are thread-safe,
 // so a benchmark or test may call them from anywhere); they only copy the record into the pending batch
-// and never touch the disk. A dedicated sync thread, owned by the writer, takes everything pending as one
-// batch, gives the records their lsns and CRCs, writes the batch with one write per segment touched and
-// (in `always` mode) one fdatasync, then hands all the batch's completions back in a single call of the
-// caller's executor (the server passes io::event_loop::post). While one fdatasync is in flight, new
-// appends queue up for the next batch.
+// and never touch the disk, except a lone writer's append in `always` mode, which the calling thread
+// writes and syncs itself when the sync thread is idle (log_options::inline_after). A dedicated sync thread,
+// owned by the writer, takes everything pending as one batch, gives the records their lsns and CRCs, writes
+// the batch with one write per segment touched and (in `always` mode) one fdatasync, then hands all the
+// batch's completions back in a single call of the caller's executor (the server passes
+// io::event_loop::post). While one fdatasync is in flight, new appends queue up for the next batch.
 //
 // Durability: in `always` mode an append completes successfully only after its record is on disk. In
 // `interval:MS` and `never` modes it completes after the write() reached the page cache (survives a
@@ -84,6 +85,17 @@ struct log_options {
   // polling raised the server's CPU per append by ~60% and the tmpfs p99 4x (it competes with the loop
   // and the client for two CPUs; docs/benchmarks.md, issue 13). 0: sleep at once.
   std::chrono::microseconds idle_spin{0};
+  // In `always` mode, an append whose caller says it is a lone writer (append's `lone`: nothing else of
+  // its in flight) is written and fdatasynced on the calling thread itself, without the two thread
+  // wake-ups of the hand-over to the sync thread and back, when the sync thread is idle (nothing pending,
+  // no batch or checkpoint being written) and the last `inline_after` batches held one record each. Its
+  // completion is still posted through the executor (on the server: to the same loop, which needs no
+  // wake-up). The caller's thread blocks for the fdatasync, as Redis's event loop does. 0: never inline
+  // (docs/storage.md, "Inline appends"; docs/benchmarks.md, issue 13, for the measurements).
+  unsigned inline_after = 2;
+  // Larger records never go inline: their write would hold the caller's thread (the event loop) for
+  // longer than a sync.
+  std::size_t inline_max_bytes = 64 << 10;
 };
 
 struct append_ack {
@@ -105,6 +117,7 @@ struct log_stats {
   std::uint64_t syncs = 0;                  // fdatasync calls on segment files
   std::uint64_t failed_batches = 0;         // batches undone after an error
   std::uint64_t failed_periodic_syncs = 0;  // interval mode: background fdatasyncs that failed
+  std::uint64_t inline_batches = 0;         // batches written on the appending thread (inline_after)
   std::uint64_t segments = 0;               // segment files on disk (as of the last batch or reclaim)
   std::uint64_t segment_bytes = 0;          // their bytes
   metrics::histogram_counts sync_us;        // fdatasync durations (metrics::latency_us_bounds)
@@ -124,8 +137,10 @@ class log_writer {
   log_writer& operator=(const log_writer&) = delete;
 
   // Queues one record (one command). `done` runs through the executor once the record's batch is durable
-  // (or failed). type must be 1..255; payload at most format::max_record_payload bytes.
-  void append(std::uint8_t type, std::span<const std::byte> payload, append_callback done);
+  // (or failed). type must be 1..255; payload at most format::max_record_payload bytes. `lone`: the caller
+  // has nothing else in flight on this log (log_options::inline_after: such an append may be written and
+  // synced on the calling thread, which then blocks for the fdatasync).
+  void append(std::uint8_t type, std::span<const std::byte> payload, append_callback done, bool lone = false);
 
   // Writes a checkpoint covering lsn `covered` (its records must have been appended), then, once it is
   // durable, deletes every segment wholly covered by it (last <= covered) except the active one and those
@@ -147,6 +162,8 @@ class log_writer {
   void sync(sync_callback done);
 
   log_stats stats() const;
+  // Nothing is queued and the sync thread is not writing: a lone append now may go inline (for tests).
+  bool idle() const;
 
   // Ends the fence a failed batch raised (log_options::fence_after_failure). Call it only while no
   // append is pending (every append made so far has completed); appends made after it are written.
@@ -175,7 +192,12 @@ class log_writer {
 
   static constexpr std::size_t spin_batch_max = 4;  // log_options::idle_spin: batches this small spin
 
-  // Sync thread only, from here on.
+  // The inline path of append(): called with mu_ held; returns false (mu_ still held) if the record must
+  // go to the sync thread, else writes it with write_mu_ and returns true (mu_ released).
+  bool try_write_inline(std::unique_lock<std::mutex>& lock, std::uint8_t type,
+                        std::span<const std::byte> payload, append_callback& done);
+
+  // Whoever holds write_mu_ (the sync thread, or append()'s inline path), from here on.
   void run();
   void write_batch(batch& b);
   // Interval / never modes: a failed background fdatasync poisons the log (checked before each batch and
@@ -204,7 +226,15 @@ class log_writer {
   const log_options opts_;
   const executor exec_;
 
-  // Owned by the sync thread once it runs (shared with the flusher while it syncs it).
+  // Held by whoever writes a batch, runs a checkpoint or handles sync requests (the sync thread, or an
+  // inline append): the file and segment state below is never touched by two threads at once. Lock order:
+  // the inline path takes it (try_lock) under mu_; the sync thread takes it without mu_.
+  std::mutex write_mu_;
+  // Consecutive batches of exactly one record, the last one included (log_options::inline_after).
+  std::atomic<unsigned> lone_batches_{0};
+  std::vector<std::byte> inline_bytes_;  // the inline path's recycled record buffer (write_mu_)
+
+  // Owned by the writer of a batch (write_mu_; shared with the flusher while it syncs it).
   std::shared_ptr<writable_file> active_;
   // Every segment on disk, in id order (ids may have gaps: reclaimed or kept ones); back() is the active one.
   std::deque<segment_info> segments_;
@@ -237,6 +267,9 @@ class log_writer {
   // Set (under mu_) when work is queued, cleared by the sync thread when it takes it: what idle_spin polls
   // without the lock.
   std::atomic<bool> work_posted_{false};
+  // The sync thread took a batch (or a checkpoint, or sync requests) and has not finished with it: no
+  // append may go inline meanwhile (its records would overtake that batch's).
+  bool busy_ = false;
 
   // The background fdatasync (interval mode's periodic one, and sync() requests in interval and never
   // modes). The file is synced while the sync thread may append to it (env.h allows sync() concurrently
@@ -253,7 +286,7 @@ class log_writer {
   flusher flusher_;
 
   std::atomic<std::uint64_t> records_{0}, batches_{0}, syncs_{0}, failed_batches_{0},
-      failed_periodic_syncs_{0};
+      failed_periodic_syncs_{0}, inline_batches_{0};
   // For stats(): written by the sync thread (sync_us by the flusher thread too), read by any.
   void publish_segments();
   metrics::counter segments_on_disk_, segment_bytes_on_disk_;

@@ -1,5 +1,7 @@
 // Disk full and I/O errors: a failed batch is not acknowledged, leaves no trace in the log, and the
 // writer serves again once the fault is gone.
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "storage/log_format.h"
@@ -96,6 +98,42 @@ TEST_F(log_faults, a_fence_fails_later_appends_until_resume) {
   EXPECT_EQ(ok->seq, lsn{2});
   w.reset();
   e.crash();
+  e.restart();
+  EXPECT_EQ(recovered(), (std::vector<std::string>{"before", "after"}));
+}
+
+// The inline path (log_options::inline_after) fails, undoes, fences and resumes like the sync thread.
+TEST_F(log_faults, a_failed_inline_append_is_undone_and_fences_later_appends) {
+  log_options opts;
+  opts.inline_after = 1;
+  opts.fence_after_failure = true;
+  open(opts);
+  auto lone_wait = [&](const std::string& payload) {
+    for (int i = 0; i < 200'000 && !w->idle(); ++i) std::this_thread::yield();
+    EXPECT_TRUE(w->idle());
+    std::size_t before = acks.size();
+    w->append(
+        1, bytes_of(payload), [this](result<append_ack> r) { acks.push_back(std::move(r)); }, true);
+    EXPECT_TRUE(q.run_until([&] { return acks.size() == before + 1; }));
+    return acks.back();
+  };
+  ASSERT_TRUE(lone_wait("before"));  // by the sync thread: the streak begins
+  const auto inline_before = w->stats().inline_batches;
+  e.fail_next_syncs(1);  // the inline batch's fdatasync fails; the undo's own sync succeeds
+  auto r = lone_wait("doomed");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(errc_of(r.err()), errc::io_error);
+  EXPECT_EQ(w->stats().inline_batches, inline_before + 1) << "the failure was on the inline path";
+  auto fenced = lone_wait("applied on top of the failed one");
+  ASSERT_FALSE(fenced);
+  EXPECT_EQ(errc_of(fenced.err()), errc::io_error) << "the fence reports the failure that raised it";
+  w->resume();
+  auto ok = lone_wait("after");
+  ASSERT_TRUE(ok) << ok.err().reason;
+  EXPECT_EQ(ok->seq, lsn{2}) << "the failed append did not consume an lsn";
+  EXPECT_EQ(w->stats().failed_batches, 1u);
+  w.reset();
+  e.crash(42);  // even keeping torn unsynced bytes, "doomed" must not come back
   e.restart();
   EXPECT_EQ(recovered(), (std::vector<std::string>{"before", "after"}));
 }

@@ -112,8 +112,10 @@ class log_fuzzer {
       fates_[id] = fate::pending;
       ++outstanding_;
       ++stats_.appends;
-      writer_->append(static_cast<std::uint8_t>(uniform(1, 255)), bytes_of(p),
-                      [this, s](result<append_ack> r) { on_ack(s, std::move(r)); });
+      // lone: the inline path (log_options::inline_after) when the sync thread happens to be idle.
+      writer_->append(
+          static_cast<std::uint8_t>(uniform(1, 255)), bytes_of(p),
+          [this, s](result<append_ack> r) { on_ack(s, std::move(r)); }, n == 1 || uniform(0, 3) == 0);
     }
     if (uniform(0, 2) == 0) queue_->run_ready();
   }
@@ -315,6 +317,7 @@ class log_fuzzer {
     queue_ = std::make_unique<completion_queue>();
     log_options opts;
     opts.segment_bytes = static_cast<std::uint64_t>(uniform(150, 4000));
+    opts.inline_after = static_cast<unsigned>(uniform(0, 2));
     auto w = log_writer::open(env_, dir_, opts, *rec, queue_->exec());
     ASSERT_TRUE(w) << where() << ": open failed: " << w.err().reason;
     writer_ = std::move(*w);

@@ -523,5 +523,162 @@ TEST(log_writer, lone_writer_with_idle_spin_appends_in_order_and_durably) {
   for (int i = 0; i < rounds; ++i) EXPECT_EQ(got[i].payload, "r" + std::to_string(i));
 }
 
+// Waits (bounded) until the sync thread has nothing to do, so that the next lone append may go inline.
+bool wait_idle(log_writer& w) {
+  for (int i = 0; i < 200'000 && !w.idle(); ++i) std::this_thread::yield();
+  return w.idle();
+}
+
+// log_options::inline_after: a lone append written on the calling thread, then appends queued for the
+// sync thread behind it, then a lone append that must queue too (the sync thread is busy): completions
+// and lsns follow the order of the appends, and every record is durable once completed.
+TEST(log_writer, inline_and_threaded_appends_alternate_in_order) {
+  mem_env e;
+  completion_queue q;
+  log_options opts;
+  opts.inline_after = 1;
+  auto w = open_log(e, q, opts);
+  std::vector<std::string> sent;
+  std::vector<std::pair<std::string, lsn>> done;
+  auto append = [&](bool lone) {
+    std::string p = "r" + std::to_string(sent.size());
+    sent.push_back(p);
+    w->append(
+        1, bytes_of(p),
+        [&done, p](result<append_ack> r) {
+          ASSERT_TRUE(r) << r.err().reason;
+          done.emplace_back(p, r->seq);
+        },
+        lone);
+  };
+  append(true);  // the sync thread writes it (no lone batch yet): the streak begins
+  ASSERT_TRUE(q.run_until([&] { return done.size() == sent.size(); }));
+  constexpr int rounds = 10;
+  for (int i = 0; i < rounds; ++i) {
+    ASSERT_TRUE(wait_idle(*w));
+    const auto inline_before = w->stats().inline_batches;
+    append(true);
+    EXPECT_EQ(w->stats().inline_batches, inline_before + 1) << "idle writer, lone batches before: inline";
+    append(false);
+    append(false);
+    append(true);  // queued behind the two above, never written before them
+    ASSERT_TRUE(q.run_until([&] { return done.size() == sent.size(); }));
+    // The batches of several records ended the streak; a lone one (two in a row here) restarts it.
+    ASSERT_TRUE(wait_idle(*w));
+    append(true);
+    ASSERT_TRUE(q.run_until([&] { return done.size() == sent.size(); }));
+  }
+  ASSERT_EQ(done.size(), sent.size());
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    EXPECT_EQ(done[i].first, sent[i]) << "completions in append order";
+    EXPECT_EQ(done[i].second, lsn{i + 1});
+  }
+  EXPECT_GE(w->stats().inline_batches, static_cast<std::uint64_t>(rounds));
+  e.crash();  // no clean stop: every completed append was synced
+  w.reset();
+  e.restart();
+  auto got = recover_all(e);
+  ASSERT_EQ(got.size(), sent.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].payload, sent[i]);
+}
+
+// With inline_after 0, or outside `always` mode, a lone append never runs on the calling thread.
+TEST(log_writer, inline_appends_only_when_enabled_and_in_always_mode) {
+  for (auto [mode, after] : {std::pair{sync_mode::always, 0u}, std::pair{sync_mode::never, 1u}}) {
+    mem_env e;
+    completion_queue q;
+    log_options opts;
+    opts.sync.mode = mode;
+    opts.inline_after = after;
+    auto w = open_log(e, q, opts);
+    outcome out;
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(wait_idle(*w));
+      w->append(
+          1, bytes_of("x"), [&out](result<append_ack> r) { out.acks.push_back(std::move(r)); }, true);
+      ASSERT_TRUE(q.run_until([&] { return out.done() == static_cast<std::size_t>(i + 1); }));
+    }
+    EXPECT_EQ(w->stats().inline_batches, 0u);
+    EXPECT_EQ(w->stats().records, 5u);
+  }
+}
+
+// A lone writer's record larger than inline_max_bytes goes to the sync thread (its write would hold the
+// caller's loop); the next small one goes inline again.
+TEST(log_writer, a_large_lone_append_is_not_written_inline) {
+  mem_env e;
+  completion_queue q;
+  log_options opts;
+  opts.inline_after = 1;
+  opts.inline_max_bytes = 100;
+  auto w = open_log(e, q, opts);
+  outcome out;
+  std::size_t sent = 0;
+  auto lone_append = [&](const std::string& s) {
+    ASSERT_TRUE(wait_idle(*w));
+    w->append(
+        1, bytes_of(s), [&out](result<append_ack> r) { out.acks.push_back(std::move(r)); }, true);
+    ++sent;
+    ASSERT_TRUE(q.run_until([&] { return out.done() == sent; }));
+  };
+  lone_append("first");  // by the sync thread: the streak begins
+  lone_append("small");
+  EXPECT_EQ(w->stats().inline_batches, 1u);
+  lone_append(std::string(101, 'L'));
+  EXPECT_EQ(w->stats().inline_batches, 1u) << "101 bytes > inline_max_bytes: the sync thread wrote it";
+  lone_append(std::string(100, 's'));
+  EXPECT_EQ(w->stats().inline_batches, 2u);
+  EXPECT_EQ(w->stats().records, 4u);
+  for (auto& a : out.acks) EXPECT_TRUE(a);
+}
+
+// A checkpoint (and a sync request) queued while an inline append is in its fdatasync runs after it, on
+// the sync thread, and covers it; the next lone append does not go inline while they are queued.
+TEST(log_writer, checkpoint_queued_during_an_inline_write_runs_after_it) {
+  mem_env inner;
+  gated_env e(inner);
+  completion_queue q;
+  log_options opts;
+  opts.inline_after = 1;
+  auto w = open_log(e, q, opts);
+  outcome out;
+  auto lone_append = [&](std::string_view s) {
+    w->append(
+        1, bytes_of(s), [&out](result<append_ack> r) { out.acks.push_back(std::move(r)); }, true);
+  };
+  lone_append("first");  // by the sync thread
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 1; }));
+  ASSERT_TRUE(wait_idle(*w));
+
+  e.close_gate();
+  std::thread appender([&] { lone_append("inline"); });  // blocks in its own fdatasync
+  ASSERT_TRUE(e.wait_blocked(1));
+  std::optional<result<std::vector<segment_id>>> cp;
+  std::optional<status> synced;
+  w->checkpoint(lsn{2}, {}, {}, [&](result<std::vector<segment_id>> r) { cp = std::move(r); });
+  w->sync([&](status st) { synced = st; });
+  q.run_ready();
+  EXPECT_FALSE(cp) << "the checkpoint waits for the inline write";
+  EXPECT_FALSE(synced);
+  e.open_gate();
+  appender.join();
+  EXPECT_EQ(w->stats().inline_batches, 1u);
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 2 && cp && synced; }));
+  ASSERT_TRUE(out.acks[1]) << out.acks[1].err().reason;
+  EXPECT_EQ(out.acks[1]->seq, lsn{2});
+  ASSERT_TRUE(*cp) << cp->err().reason << " (lsn 2 was written before the checkpoint ran)";
+  EXPECT_TRUE(*synced);
+  lone_append("after");
+  ASSERT_TRUE(q.run_until([&] { return out.done() == 3; }));
+  ASSERT_TRUE(out.acks[2]);
+  EXPECT_EQ(out.acks[2]->seq, lsn{3});
+  w.reset();
+  std::vector<replayed> got;
+  auto rec = testing::recover_into(inner, dir, got);
+  ASSERT_TRUE(rec) << rec.err().reason;
+  ASSERT_EQ(got.size(), 1u) << "the checkpoint covers lsn 2";
+  EXPECT_EQ(got[0].payload, "after");
+}
+
 }  // namespace
 }  // namespace weir::storage
