@@ -48,6 +48,11 @@ class links {
   // call back inside. The defaults suit links that reach every node by id alone (the simulation's).
   virtual weir::status add_peer(std::uint64_t /*id*/, std::string_view /*address*/) { return {}; }
   virtual void remove_peer(std::uint64_t /*id*/) {}
+  // Called on the executor (never inside a call of this interface) with the id of a node that is not a
+  // peer and tried to link to this one, which refused it: the replicator tells a node it removed that it
+  // left (docs/replication.md, "A removed node"). The default suits links that refuse no one.
+  using stranger_handler = std::function<void(std::uint64_t id)>;
+  virtual void set_stranger_handler(stranger_handler /*h*/) {}
 };
 
 }  // namespace weir::cluster

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <charconv>
 #include <span>
 
@@ -126,6 +127,17 @@ result<membership> apply_change(const std::optional<membership>& committed, cons
   const membership& current = committed ? *committed : c.base;
   return c.what == membership_change::op::add ? with_member(current, c.id, c.address)
                                               : without_member(current, c.id);
+}
+
+void note_departures(const membership& before, const membership& after, departures& d) {
+  for (const auto& [id, address] : after.members) d.erase(id);
+  for (const auto& [id, address] : before.members)
+    if (!after.members.contains(id)) d[id] = departure{after.epoch, address};
+  while (d.size() > max_departures) {
+    auto oldest = std::min_element(
+        d.begin(), d.end(), [](const auto& a, const auto& b) { return a.second.epoch < b.second.epoch; });
+    d.erase(oldest);
+  }
 }
 
 std::string format_membership(const membership& m) {

@@ -92,10 +92,38 @@ result<membership_change> decode_membership_change(std::span<const std::byte> by
 // without_member decides (invalid: 400), and the result is the next membership.
 result<membership> apply_change(const std::optional<membership>& committed, const membership_change& c);
 
-// The binary form of a membership (u64 epoch, u16 count, then per member u64 id, u16 length, address),
-// as group 0's snapshot carries the committed one. Strict, as decode_membership_change.
+// The binary form of a membership (u64 epoch, u16 count, then per member u64 id, u16 length, address).
+// Strict, as decode_membership_change.
 std::vector<std::byte> encode_membership(const membership& m);
 result<membership> decode_membership(std::span<const std::byte> bytes);
+
+// The nodes group 0's decisions removed and did not add back, each with the epoch of its removal and the
+// address it had: what tells a node that was removed (it may have been down through its removal, and
+// knocks when it starts again) from one that was never added (a new node waiting for its addition).
+// At most max_departures, the latest removals.
+struct departure {
+  std::uint64_t epoch = 0;
+  std::string address;
+  bool operator==(const departure&) const = default;
+};
+using departures = std::map<std::uint64_t, departure>;  // node id -> its removal
+inline constexpr std::size_t max_departures = 64;
+
+// Updates `d` for a decision that took the cluster from `before` to `after`: the nodes that left are
+// noted (epoch after.epoch), the nodes that are members again are forgotten.
+void note_departures(const membership& before, const membership& after, departures& d);
+
+// What group 0 has decided, as its snapshot carries it (replicator_group.h): the committed membership,
+// then, when some node was removed, u16 count (> 0) and per departure (ids increasing from 1) u64 id, u64
+// epoch, u16 length, address. Without departures it is encode_membership's bytes (as snapshots of
+// versions before departures were kept). Strict, as decode_membership_change.
+struct decided_membership {
+  membership committed;
+  departures departed;
+  bool operator==(const decided_membership&) const = default;
+};
+std::vector<std::byte> encode_decided(const decided_membership& d);
+result<decided_membership> decode_decided(std::span<const std::byte> bytes);
 
 std::string format_membership(const membership& m);
 result<membership> parse_membership(std::string_view text);

@@ -1,6 +1,7 @@
-// The binary forms of cluster/membership.h: a membership change as group 0's log carries it, and a
-// membership as group 0's snapshot does (docs/replication.md, "Cluster messages" and "Snapshots"). Apart
-// from membership.cc (which reads files and addresses) so that the fuzz target links the codec alone.
+// The binary forms of cluster/membership.h: a membership change as group 0's log carries it, and what
+// group 0 decided (the membership and the nodes removed) as its snapshot does (docs/replication.md, "Cluster
+// messages" and "Snapshots"). Apart from membership.cc (which reads files and addresses) so that the fuzz
+// target links the codec alone.
 #include "cluster/membership.h"
 
 #include <cstdint>
@@ -114,6 +115,48 @@ result<membership> decode_membership(std::span<const std::byte> bytes) {
   if (auto e = read_members(r, m)) return *e;
   if (r.remaining() != 0) return malformed("trailing bytes");
   return m;
+}
+
+std::vector<std::byte> encode_decided(const decided_membership& d) {
+  std::vector<std::byte> out = encode_membership(d.committed);
+  if (d.departed.empty()) return out;
+  WEIR_ASSERT(d.departed.size() <= UINT16_MAX, "{} departures", d.departed.size());
+  raft::byte_writer w(out);
+  w.u16(static_cast<std::uint16_t>(d.departed.size()));
+  for (const auto& [id, dep] : d.departed) {
+    WEIR_ASSERT(dep.address.size() <= UINT16_MAX, "node {}: an address of {} bytes", id, dep.address.size());
+    w.u64(id);
+    w.u64(dep.epoch);
+    w.u16(static_cast<std::uint16_t>(dep.address.size()));
+    w.text(dep.address);
+  }
+  return out;
+}
+
+result<decided_membership> decode_decided(std::span<const std::byte> bytes) {
+  raft::byte_reader r(bytes);
+  decided_membership d;
+  if (auto e = read_members(r, d.committed)) return *e;
+  if (r.remaining() == 0) return d;
+  std::uint16_t count = 0;
+  if (!r.u16(count)) return malformed("short departures");
+  if (count == 0) return malformed("an empty list of departures");  // written as no list at all
+  std::uint64_t previous = 0;
+  for (std::uint16_t i = 0; i < count; ++i) {
+    std::uint64_t id = 0;
+    departure dep;
+    std::uint16_t len = 0;
+    std::span<const std::byte> address;
+    if (!r.u64(id) || !r.u64(dep.epoch) || !r.u16(len) || !r.bytes(len, address))
+      return malformed("short departures");
+    if (id <= previous) return malformed("departed ids not increasing from 1");
+    if (len == 0) return malformed("a departure without an address");
+    previous = id;
+    dep.address.assign(reinterpret_cast<const char*>(address.data()), address.size());
+    d.departed.emplace(id, std::move(dep));
+  }
+  if (r.remaining() != 0) return malformed("trailing bytes");
+  return d;
 }
 
 }  // namespace weir::cluster

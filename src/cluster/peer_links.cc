@@ -242,6 +242,11 @@ class peer_links::in_conn final : public io::io_handler {
           return false;
         }
         if (!owner_.identify(this, id)) {
+          if (id != owner_.opts_.self &&
+              std::find(owner_.strangers_.begin(), owner_.strangers_.end(), id) == owner_.strangers_.end()) {
+            owner_.strangers_.push_back(id);
+            owner_.schedule_turn_end();
+          }
           return refuse(fmt::format("{} says it is node {}, not one of its peers", remote_, id));
         }
         peer_ = id;
@@ -641,6 +646,11 @@ void peer_links::on_turn_end() {
     p->dirty = false;
     flush(*p);
   }
+  // Last: the handler may add a peer (the replicator links a node it removed, to tell it so).
+  auto strangers = std::move(strangers_);
+  strangers_.clear();
+  if (on_stranger_)
+    for (std::uint64_t id : strangers) on_stranger_(id);
 }
 
 status peer_links::add_peer(std::uint64_t id, std::string_view address) {

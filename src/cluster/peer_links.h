@@ -9,7 +9,8 @@
 //   hello (dialer -> acceptor, once): "weirpeer" | u32 version (1) | u64 sender id | u32 crc32c(first 20
 //   bytes) frames:                           u32 payload length | u8 channel | u32 crc32c(payload) | payload
 // The acceptor closes a connection whose hello is malformed or names an unknown node (or itself), and a
-// connection that sends a bad frame (length over max_payload, wrong checksum). A new connection from a
+// connection that sends a bad frame (length over max_payload, wrong checksum). An unknown node's id goes to
+// the stranger handler (set_stranger_handler), at the end of the loop turn. A new connection from a
 // peer replaces the one it had (the peer restarted). Peers come and go at run time with add_peer and
 // remove_peer (membership changes).
 //
@@ -104,6 +105,7 @@ class peer_links final : public links {
   weir::status add_peer(std::uint64_t id, std::string_view address) override;
   // A node that left: its connections are closed, its queue dropped, its hellos refused from now on.
   void remove_peer(std::uint64_t id) override;
+  void set_stranger_handler(stranger_handler h) override { on_stranger_ = std::move(h); }
 
   // Peer-link TLS: on or off, and every connection closed for its certificate or a TLS error since
   // open (including those from connections that never said which node they were).
@@ -166,6 +168,8 @@ class peer_links final : public links {
   std::vector<std::unique_ptr<peer>> retired_peers_;  // removed: their callbacks may still fire this turn
   io::event_loop::timer_id turn_end_timer_ = 0;
   receiver receiver_;
+  stranger_handler on_stranger_;
+  std::vector<std::uint64_t> strangers_;  // refused this turn, for on_stranger_ at its end
   std::unique_ptr<raft_adapter> raft_;
   std::vector<std::byte> scratch_;  // TLS: small pieces gathered into one record (flush_tls)
   std::uint64_t tls_refused_ = 0;

@@ -77,6 +77,7 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   l.set_receiver([p = &s](std::uint64_t from, std::uint8_t channel, std::span<const std::byte> bytes) {
     if (channel == message_channel) p->on_message(from, bytes);
   });
+  l.set_stranger_handler([p = &s](std::uint64_t id) { p->on_stranger(id); });
   const std::string& my_address = s.opts_.addresses.at(s.opts_.self);
   for (std::uint32_t i = 0; i < s.opts_.groups; ++i) {
     auto g = std::make_unique<group>();
@@ -161,6 +162,7 @@ replicator::~replicator() {
   if (sweep_timer_ != 0) ex_.cancel_timer(sweep_timer_);
   if (read_poll_timer_ != 0) ex_.cancel_timer(read_poll_timer_);
   links_.set_receiver(nullptr);
+  links_.set_stranger_handler(nullptr);
   for (auto& g : groups_) raft_close(&g->r, &group_glue::closed);  // node_io calls back synchronously
   groups_.clear();
   io_.reset();

@@ -303,6 +303,7 @@ class replicator {
   bool votes_in_group0() const;
   bool in_another_group(std::uint64_t id) const;  // a group other than 0 has `id` in its configuration
   void on_membership_message(std::uint64_t from, membership theirs);
+  void on_stranger(std::uint64_t id);  // links refused node `id`: tell it it left, if it was removed
   weir::status adopt(const membership& m);
   void share_membership();
   void link_peer(std::uint64_t id, const std::string& address);
@@ -335,6 +336,9 @@ class replicator {
   storage::env* env_ = nullptr;
   membership desired_;
   std::optional<membership> committed_;  // group 0's membership state (see committed_membership())
+  departures departed_;                  // the nodes group 0's decisions removed (with committed_)
+  std::map<std::uint64_t, std::int64_t>
+      strangers_told_;  // removed node -> when it was last linked to tell it
   std::unordered_map<std::uint64_t, membership_done> changes_;  // ticket -> its client, on this node
   // This run's group 0 applied every decision made before one ReadIndex (reconcile() waits for it).
   bool membership_current_ = false;

@@ -150,8 +150,8 @@ struct group_glue {
 
   // A snapshot's buffer (little-endian): u64 index, then the state the callback made. Group 0's also
   // carries the membership group 0 committed, when there is one: the index word then has its top bit set
-  // (an index never does) and is followed by u32 length, membership (encode_membership). Snapshots
-  // without it (older ones, or none committed yet) restore as "no membership recorded".
+  // (an index never does) and is followed by u32 length, membership (encode_decided: with the nodes removed).
+  // Snapshots without it (older ones, or none committed yet) restore as "no membership recorded".
   static constexpr std::uint64_t has_membership = std::uint64_t(1) << 63;
 
   static int snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs) {
@@ -173,7 +173,7 @@ struct group_glue {
       return RAFT_IOERR;
     }
     std::vector<std::byte> members;
-    if (g->id == 0 && self.committed_) members = encode_membership(*self.committed_);
+    if (g->id == 0 && self.committed_) members = encode_decided({*self.committed_, self.departed_});
     const std::size_t head = members.empty() ? 8 : 12 + members.size();
     auto* b = static_cast<raft_buffer*>(raft_malloc(sizeof(raft_buffer)));
     if (b == nullptr) return RAFT_NOMEM;
@@ -236,9 +236,9 @@ struct group_glue {
     replicator& self = *g->owner;
     // libraft hands the buffer over when the restore succeeds, and frees it itself when it fails.
     auto parts = split(std::span<const std::byte>(static_cast<const std::byte*>(buf->base), buf->len));
-    std::optional<membership> members;
+    std::optional<decided_membership> members;
     if (parts && parts->membership) {
-      auto m = decode_membership(*parts->membership);
+      auto m = decode_decided(*parts->membership);
       if (!m) {
         log::error("weir cluster: group {}: snapshot's membership: {}", g->id, m.err().reason);
         return RAFT_MALFORMED;
@@ -257,7 +257,12 @@ struct group_glue {
     raft_free(buf->base);
     if (g->id == 0) {
       // Group 0's membership state is the snapshot's, as the rest of its state.
-      self.committed_ = std::move(members);
+      self.committed_.reset();
+      self.departed_.clear();
+      if (members) {
+        self.committed_ = std::move(members->committed);
+        self.departed_ = std::move(members->departed);
+      }
       self.soon([p = &self] { p->follow_committed(); });  // not from inside libraft (see apply)
     }
     g->bytes_since_snapshot = 0;

@@ -18,6 +18,11 @@ using detail::max_changes_in_flight;
 using detail::share_every_ms;
 using detail::to_message;
 
+namespace {
+// How often a removed node that knocks is linked again to be told it left (on_stranger).
+constexpr std::int64_t farewell_again_ms = 30'000;
+}  // namespace
+
 std::map<std::uint64_t, bool> replicator::links_up() const {
   std::map<std::uint64_t, bool> up;
   for (const auto& l : links_.status()) up[l.peer] = l.out_connected && l.in_connected;
@@ -96,6 +101,7 @@ void replicator::apply_membership(std::uint32_t gi, std::uint64_t index, std::sp
     outcome = c.err();
   } else {
     outcome = apply_change(committed_, *c);
+    if (outcome) note_departures(committed_ ? *committed_ : c->base, *outcome, departed_);
   }
   if (outcome) {
     committed_ = *outcome;
@@ -149,11 +155,15 @@ bool replicator::votes_in_group0() const {
 // (started with `join` and not added to group 0 yet) adopt a newer one: it tells them their peers.
 void replicator::on_membership_message(std::uint64_t from, membership theirs) {
   if (supersedes(theirs, desired_)) {
-    if (votes_in_group0()) {
-      // A voter acts on decisions only; but one that removed it may never reach it through group 0
-      // (libraft stops sending to a server once its removal is appended), and a member's farewell is
-      // how it learns it left: it then takes no request (left()), and changes nothing else.
-      if (!theirs.members.contains(opts_.self) && theirs.epoch > told_left_epoch_) {
+    const bool voter = votes_in_group0();
+    // A node that was a member (a voter of group 0, or one whose membership names it: a standby being
+    // added when it was removed) and is not in the newer one was removed. One that removed it may never
+    // reach it through group 0 (libraft stops sending to a server once its removal is appended, and a
+    // node down through its removal is in no configuration when it starts again), and a member's
+    // farewell is how it learns it left: it then takes no request (left()), and changes nothing else. A
+    // node waiting to be added was never a member, and adopts what it is sent (below).
+    if ((voter || desired_.members.contains(opts_.self)) && !theirs.members.contains(opts_.self)) {
+      if (theirs.epoch > told_left_epoch_) {
         told_left_epoch_ = theirs.epoch;
         log::warn(
             "weir cluster: node {}: node {} says the cluster removed this node (membership epoch {}): "
@@ -162,6 +172,7 @@ void replicator::on_membership_message(std::uint64_t from, membership theirs) {
       }
       return;
     }
+    if (voter) return;  // a voter acts on decisions only
     if (auto ok = check_membership(theirs); !ok) {
       log::warn("weir cluster: node {} sent a membership this node cannot use: {}", from, ok.err().reason);
     } else if (auto st = adopt(theirs); !st) {
@@ -170,6 +181,26 @@ void replicator::on_membership_message(std::uint64_t from, membership theirs) {
   } else if (desired_.epoch > 0 && supersedes(desired_, theirs)) {
     send(from, to_message(desired_));  // it missed a change: catch it up now
   }
+}
+
+// A node that is no peer tried to link to this one (links refused it). If group 0's decisions removed it,
+// it may not know: it was down through its removal, or missed the farewell. It is linked again at the
+// address it had, and sync_peers then sends it the farewell (the decision) and unlinks it, as for a node
+// removed while up. A node never removed (one waiting to be added: its addition is not committed yet) is
+// told nothing. Once per farewell_again_ms per node: a removed node that keeps running keeps knocking.
+void replicator::on_stranger(std::uint64_t id) {
+  auto d = departed_.find(id);
+  if (d == departed_.end() || known_.contains(id) || desired_.members.contains(id)) return;
+  const std::int64_t now = ex_.now_ms();
+  if (auto t = strangers_told_.find(id); t != strangers_told_.end() && now - t->second < farewell_again_ms)
+    return;
+  std::erase_if(strangers_told_, [&](const auto& kv) { return !departed_.contains(kv.first); });
+  strangers_told_[id] = now;
+  log::info(
+      "weir cluster: node {}: node {}, removed at membership epoch {}, tried to link: telling it it left",
+      opts_.self, id, d->second.epoch);
+  link_peer(id, d->second.address);
+  if (known_.contains(id)) send(id, to_message(desired_));
 }
 
 // Keeps `m` (members file first: a change acknowledged is not lost by a crash), links to its new nodes

@@ -12,7 +12,9 @@ processes on 127.0.0.1:
   5. two changes sent at the same moment to two different nodes (node 3 added back, a node 5 that never
      starts added): group 0 decides them one after the other, so each client gets either 202 with a
      membership that the final one (the same on every node) reflects, or 409 (another change came
-     first); the epoch counts exactly the 202s. Writes go on.
+     first); the epoch counts exactly the 202s. Writes go on;
+  6. node 4 is stopped, removed (DELETE on node 1) and started again: the others refuse its links, but
+     tell it the decision, so it reports that it left (`"left"`, /healthz 503 "removed from the cluster").
 
 Bad requests get 400. Every wait polls /cluster with a deadline (a child process offers no event to wait
 on). Processes are stopped by PID, on failure too. The binary is copied first: the build tree's may be
@@ -237,6 +239,28 @@ def main():
             check(added in got, "the final membership reflects the success that added node %d: %r" % (added, got))
         w.append_round([nodes[1], nodes[2], n4], "f")  # the voters are still 1, 2 and 4
         w.verify(n4, "after the changes at once")
+
+        # 6. Node 4 is removed while it is stopped; started again, it is in no configuration and the
+        # others refuse its links, but the one it knocks at tells it the decision: it knows it left.
+        n4.stop()
+        code, _, body = request(nodes[1].port, "DELETE", "/cluster/members?id=4")
+        check(code == 202, "DELETE /cluster/members?id=4 while node 4 is down: 202, got %d %r" % (code, body))
+        def without_4(node):  # the node added in 5 never started: it may stay a non-voter
+            st = node.status()
+            return st is not None and all(g["voters"] == [1, 2] and 4 not in g["non_voters"] and g["leader"] in (1, 2)
+                                          for g in st["raft_groups"])
+        for i in (1, 2):
+            wait_for("node %d to see voters 1, 2 in every group" % i, lambda i=i: without_4(nodes[i]), 60)
+            wait_for("node %d to unlink node 4" % i,
+                     lambda i=i: all(p["node_id"] != 4 for p in (nodes[i].status() or {"peers": [{"node_id": 4}]})["peers"]),
+                     15)
+        n4.start()
+        t = time.monotonic()
+        wait_for("node 4, removed while down, to report that it left",
+                 lambda: (n4.status() or {}).get("left") is True, 30)
+        print("node 4 knew it left %.1f s after its start" % (time.monotonic() - t), flush=True)
+        code, _, body = request(n4.port, "GET", "/healthz")
+        check(code == 503 and b"removed" in body, "node 4's /healthz: %d %r" % (code, body))
         ok = not failures
     except Exception as e:  # noqa: BLE001 -- reported with the nodes' logs below
         failures.append("%s: %s" % (type(e).__name__, e))

@@ -87,6 +87,61 @@ TEST(membership_change, the_membership_codec_round_trips) {
   }
 }
 
+// What group 0 decided, as its snapshot carries it: the membership, then the departures when there are
+// any. Without departures the bytes are encode_membership's (snapshots of older versions read alike).
+TEST(membership_change, the_decided_membership_codec_round_trips) {
+  decided_membership none{three(), {}};
+  decided_membership some{three(), {{4, {3, "10.0.0.4:5437"}}, {9, {5, "localhost:9"}}}};
+  EXPECT_EQ(encode_decided(none), encode_membership(three()));
+  for (const decided_membership& x : {none, some}) {
+    const auto bytes = encode_decided(x);
+    auto d = decode_decided(bytes);
+    ASSERT_TRUE(d) << d.err().reason;
+    EXPECT_EQ(*d, x);
+    const std::size_t whole_membership = encode_membership(x.committed).size();
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      if (n == whole_membership) continue;  // the membership alone: no departures
+      EXPECT_FALSE(decode_decided(std::span(bytes).first(n))) << n;
+    }
+  }
+  // One encoding only: an empty list of departures is written as none, ids increase.
+  auto empty_list = encode_membership(three());
+  empty_list.push_back(std::byte{0});
+  empty_list.push_back(std::byte{0});
+  EXPECT_FALSE(decode_decided(empty_list));
+  decided_membership unordered = some;
+  auto bytes = encode_decided(unordered);
+  const std::size_t second_id = encode_membership(three()).size() + 2 + 8 + 8 + 2 + 13;
+  bytes[second_id] = std::byte{3};  // 9 -> 3, below 4
+  EXPECT_FALSE(decode_decided(bytes));
+}
+
+TEST(membership_change, departures_note_removals_and_forget_nodes_added_back) {
+  departures d;
+  membership m = three();
+  auto out = without_member(m, 3);
+  ASSERT_TRUE(out);
+  note_departures(m, *out, d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d.at(3), (departure{1, "10.0.0.3:5437"}));
+  auto back = with_member(*out, 3, "10.0.0.3:5437");
+  ASSERT_TRUE(back);
+  note_departures(*out, *back, d);
+  EXPECT_TRUE(d.empty()) << "a member again";
+  // The latest max_departures removals are kept.
+  membership big{0, {{1, "10.0.0.1:1"}}};
+  for (std::uint64_t id = 2; id < 2 + max_departures + 5; ++id) {
+    membership with = big;
+    with.members.emplace(id, "10.0.0.2:" + std::to_string(id));
+    membership without = big;
+    without.epoch = id;
+    note_departures(with, without, d);
+  }
+  EXPECT_EQ(d.size(), max_departures);
+  EXPECT_FALSE(d.contains(2));
+  EXPECT_TRUE(d.contains(1 + max_departures + 5));
+}
+
 TEST(membership_change, the_first_change_through_raft_is_made_against_its_own_base) {
   // Nothing committed yet: the proposer's view (here the bootstrap configuration) is the starting point.
   auto next = apply_change(std::nullopt, add(4, "10.0.0.4:5437", three()));

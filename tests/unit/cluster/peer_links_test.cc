@@ -202,6 +202,30 @@ TEST(peer_links, bad_connections_are_closed) {
   EXPECT_EQ(c.received(1)[1].text, "real");
 }
 
+// A hello from a node that is not a peer is refused, and its id goes to the stranger handler (at the end
+// of the loop turn): the replicator tells a node it removed that it left. Its own id, or a bad hello, is
+// no stranger.
+TEST(peer_links, a_node_that_is_no_peer_goes_to_the_stranger_handler) {
+  cluster c(2);
+  c.start(1);
+  std::vector<std::uint64_t> strangers;  // loop thread
+  c.lt.call([&] {
+    c.links(1).set_stranger_handler([&](std::uint64_t id) { strangers.push_back(id); });
+    return 0;
+  });
+  for (const std::string& h : {hello(1), hello(7, /*version=*/2), hello(99)}) {
+    raw_client r(c.port(1));
+    r.send(h);
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  ASSERT_TRUE(c.lt.wait_for([&] { return !strangers.empty(); }));
+  EXPECT_EQ(c.lt.call([&] { return strangers; }), std::vector<std::uint64_t>{99});
+  c.lt.call([&] {
+    c.links(1).set_stranger_handler(nullptr);
+    return 0;
+  });
+}
+
 TEST(peer_links, a_new_connection_from_a_peer_replaces_the_old_one) {
   cluster c(2);
   c.start(1);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,82 @@ std::string address_of(std::uint64_t id) {
   return fmt::format("127.0.0.1:{}", 5000 + id);
 }
 
+// mem_links as peer_links treats nodes that are not its peers: frames from them are refused (their id
+// goes to the stranger handler) and frames to them are lost; add_peer and remove_peer change who is a
+// peer. mem_links alone delivers everything to everyone, which a removed node would not get. Like a
+// dialer's hello, a frame on channel hello_channel goes to every peer every 500 ms, whatever else is sent
+// (a node waiting to be added sends nothing else).
+class peer_only_links final : public links {
+ public:
+  static constexpr std::uint8_t hello_channel = 200;
+
+  peer_only_links(raft::executor& ex, sim::mem_links& inner, std::set<std::uint64_t> peers)
+      : ex_(ex), inner_(inner), peers_(std::move(peers)), raft_(*this) {
+    inner_.raft_transport().set_receiver([this](raft::node_id from, std::span<const std::byte> packet) {
+      if (admit(from.value()) && raft_.recv) raft_.recv(from, packet);
+    });
+    set_receiver(nullptr);
+    hello();
+  }
+  ~peer_only_links() override { ex_.cancel_timer(hello_timer_); }
+  void set_receiver(receiver r) override {
+    inner_.set_receiver(
+        [this, r = std::move(r)](std::uint64_t from, std::uint8_t ch, std::span<const std::byte> p) {
+          if (admit(from) && r && ch != hello_channel) r(from, ch, p);
+        });
+  }
+  void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) override {
+    if (peers_.contains(to)) inner_.send(to, channel, payload);
+  }
+  raft::transport& raft_transport() override { return raft_; }
+  std::vector<link_status> status() const override {
+    std::vector<link_status> out;
+    for (const auto& s : inner_.status())
+      if (peers_.contains(s.peer)) out.push_back(s);
+    return out;
+  }
+  weir::status add_peer(std::uint64_t id, std::string_view) override {
+    peers_.insert(id);
+    return {};
+  }
+  void remove_peer(std::uint64_t id) override { peers_.erase(id); }
+  void set_stranger_handler(stranger_handler h) override { on_stranger_ = std::move(h); }
+  std::map<std::uint64_t, std::uint64_t> refused;  // frames refused, per sender
+
+ private:
+  struct adapter final : raft::transport {
+    explicit adapter(peer_only_links& o) : owner(o) {}
+    void send(raft::node_id to, std::vector<std::byte> packet) override {
+      if (owner.peers_.contains(to.value())) owner.inner_.raft_transport().send(to, std::move(packet));
+    }
+    void set_receiver(receiver r) override { recv = std::move(r); }
+    peer_only_links& owner;
+    receiver recv;
+  };
+  void hello() {
+    for (std::uint64_t p : peers_) inner_.send(p, hello_channel, {});
+    hello_timer_ = ex_.add_timer(milliseconds(500), [this] { hello(); });
+  }
+  bool admit(std::uint64_t from) {
+    if (peers_.contains(from)) return true;
+    ++refused[from];
+    if (on_stranger_) on_stranger_(from);
+    return false;
+  }
+  raft::executor& ex_;
+  raft::executor::timer_id hello_timer_ = 0;
+  sim::mem_links& inner_;
+  std::set<std::uint64_t> peers_;
+  adapter raft_;
+  stranger_handler on_stranger_;
+};
+
 struct sim_node {
   std::uint64_t id = 0;
   storage::mem_env env;
   std::unique_ptr<raft::sim_executor> ex;
   std::unique_ptr<sim::mem_links> links;
+  std::unique_ptr<peer_only_links> peer_only;  // set: the replicator runs on it
   std::unique_ptr<replicator> repl;
 };
 
@@ -42,9 +114,14 @@ class membership_cluster {
  public:
   // Nodes 1-3 bootstrap the cluster; with `joining`, node 4 starts as with --join (in no group).
   // With `balance`, leaders spread over the nodes as the server's do (replicator::options::balance_leaders).
+  // With `peer_only`, links refuse nodes that are not their peers, as peer_links does.
   explicit membership_cluster(std::uint64_t seed, unsigned snapshot_threshold = 0, bool joining = false,
-                              bool balance = false)
-      : sched_(seed), net_(sched_), snapshot_threshold_(snapshot_threshold), balance_(balance) {
+                              bool balance = false, bool peer_only = false)
+      : sched_(seed),
+        net_(sched_),
+        snapshot_threshold_(snapshot_threshold),
+        balance_(balance),
+        peer_only_(peer_only) {
     for (std::uint64_t id = 1; id <= (joining ? 4u : 3u); ++id) {
       nodes_.push_back(std::make_unique<sim_node>());
       nodes_.back()->id = id;
@@ -90,7 +167,14 @@ class membership_cluster {
       };
     }
     auto flusher = std::make_unique<raft::delayed_flusher>(*n.ex, [] { return milliseconds(1); });
-    auto r = replicator::open(*n.ex, std::move(flusher), n.env, *n.links, std::move(o), std::move(cb));
+    if (peer_only_) {
+      std::set<std::uint64_t> linked;
+      for (const auto& [id, addr] : o.addresses)
+        if (id != n.id) linked.insert(id);
+      n.peer_only = std::make_unique<peer_only_links>(*n.ex, *n.links, std::move(linked));
+    }
+    links& l = n.peer_only ? static_cast<links&>(*n.peer_only) : *n.links;
+    auto r = replicator::open(*n.ex, std::move(flusher), n.env, l, std::move(o), std::move(cb));
     ASSERT_TRUE(r) << r.err().reason;
     n.repl = std::move(r).value();
   }
@@ -98,6 +182,7 @@ class membership_cluster {
   void stop(sim_node& n) {
     n.ex->halt();
     n.repl.reset();
+    n.peer_only.reset();
     n.links.reset();
     n.ex.reset();
   }
@@ -154,6 +239,7 @@ class membership_cluster {
   raft::mem_network net_;
   unsigned snapshot_threshold_;
   bool balance_;
+  bool peer_only_;
   std::vector<std::unique_ptr<sim_node>> nodes_;
 };
 
@@ -359,6 +445,98 @@ TEST(replicator_membership, a_removed_node_leaves_every_group_and_knows_it_left)
   std::printf("removed the leader of a group in %d seeds, a node leading none in %d\n", leaders, others);
   EXPECT_GE(leaders, 3);
   EXPECT_GE(others, 3);
+}
+
+// A node down through its removal starts again in no configuration: the others refuse its links (as
+// peer_links does a node that is not its peer), and nothing of group 0 reaches it. A member it knocks at
+// finds it among the nodes group 0 removed (departures), links to it again and sends it the decision, so it
+// knows it left. Node 4, started with --join and not added yet, knocks too: it was never removed, and is
+// told nothing (it then joins normally once added). Even seeds remove node 3 from the bootstrap membership
+// (epoch 0: the first change through raft), odd ones after a first change (node 4 added, then 3 removed);
+// in half the seeds the members restart from group 0 snapshots taken after the removal, so the departures
+// come through the snapshot.
+TEST(replicator_membership, a_node_removed_while_down_learns_it_left_when_it_starts_again) {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    const bool first_add = seed % 2 == 1;
+    membership_cluster c(seed, seed % 4 < 2 ? 0 : 4, /*joining=*/true, /*balance=*/false, /*peer_only=*/true);
+    ASSERT_TRUE(c.run_until([&] { return c.every_group_led(); }));
+    membership before = initial();
+    if (first_add) {
+      answer added;
+      c.node(1).repl->add_member(4, address_of(4), keep(added));
+      ASSERT_TRUE(c.run_until([&] { return added.done; }));
+      ASSERT_TRUE(added.r) << added.r.err().reason;
+      ASSERT_TRUE(c.run_until([&] { return c.voters_are(*added.r); }, 30000));
+      before = *added.r;
+    }
+    c.stop(c.node(3));
+    answer removed;
+    c.node(1).repl->remove_member(3, keep(removed));
+    ASSERT_TRUE(c.run_until([&] { return removed.done; }));
+    ASSERT_TRUE(removed.r) << removed.r.err().reason;
+    ASSERT_TRUE(c.run_until([&] { return c.voters_are(*removed.r); }, 30000));
+    if (seed % 4 >= 2) {
+      // Group 0 snapshots past the removal, and the members restart from their snapshots: the departures
+      // are the snapshot's (the removal's entry is gone from the log).
+      for (int i = 0; i < 12; ++i) c.node(1).repl->submit(0, std::vector<std::byte>{std::byte{1}});
+      ASSERT_TRUE(c.run_until(
+          [&] { return c.node(1).repl->snapshots_taken() >= 2 && c.node(2).repl->snapshots_taken() >= 2; }));
+      for (std::uint64_t id : {1, 2}) {
+        c.stop(c.node(id));
+        c.start(c.node(id));
+        EXPECT_GE(c.node(id).repl->snapshots_restored(), 1u) << "node " << id;
+      }
+      ASSERT_TRUE(c.run_until([&] { return c.every_group_led(); }));
+    }
+    // Every member has unlinked node 3 (its farewells went nowhere; a restarted member links the nodes
+    // it was started with again, then unlinks them).
+    ASSERT_TRUE(c.run_until(
+        [&] {
+          for (std::uint64_t id : {1, 2})
+            if (c.node(id).repl->peer_addresses().contains(3)) return false;
+          return true;
+        },
+        10000));
+    c.start(c.node(3));
+    EXPECT_FALSE(c.node(3).repl->left()) << "before anyone told it";
+    EXPECT_TRUE(c.run_until([&] { return c.node(3).repl->left(); }, 20000)) << "node 3 does not know it left";
+    std::uint64_t refused = 0;
+    for (std::uint64_t id : {1, 2, 4}) refused += c.node(id).peer_only->refused[3];
+    EXPECT_GT(refused, 0u) << "node 3 was refused";
+    for (std::uint64_t id : {1, 2, 4}) EXPECT_FALSE(c.node(id).repl->left()) << "node " << id;
+    if (!first_add) {
+      // Node 4 knocked all along (it dials the members it was started with) and was refused, never told it
+      // left; added now, it joins every group.
+      EXPECT_GT(c.node(1).peer_only->refused[4] + c.node(2).peer_only->refused[4], 0u);
+      answer added;
+      c.node(2).repl->add_member(4, address_of(4), keep(added));
+      ASSERT_TRUE(c.run_until([&] { return added.done; }));
+      ASSERT_TRUE(added.r) << added.r.err().reason;
+      EXPECT_TRUE(c.run_until([&] { return c.voters_are(*added.r); }, 30000)) << "node 4 joins";
+      EXPECT_FALSE(c.node(4).repl->left());
+    }
+  }
+}
+
+// A node started with --join whose addition is not committed knocks at every member, which refuse it: it
+// was never a member, so nobody tells it it left, and it keeps waiting to be added.
+TEST(replicator_membership, a_node_not_added_yet_is_never_told_it_left) {
+  membership_cluster c(3, 0, /*joining=*/true, /*balance=*/false, /*peer_only=*/true);
+  ASSERT_TRUE(c.run_until([&] { return c.every_group_led(); }));
+  // A change through raft, so that group 0 has decided something and keeps a departure: node 3 out.
+  answer out;
+  c.node(1).repl->remove_member(3, keep(out));
+  ASSERT_TRUE(c.run_until([&] { return out.done; }));
+  ASSERT_TRUE(out.r) << out.r.err().reason;
+  ASSERT_TRUE(c.run_until([&] { return c.voters_are(*out.r); }, 30000));
+  const std::uint64_t refused_before = c.node(1).peer_only->refused[4] + c.node(2).peer_only->refused[4];
+  c.sched().run_until(c.sched().now_ms() + 20000);
+  EXPECT_GT(c.node(1).peer_only->refused[4] + c.node(2).peer_only->refused[4], refused_before)
+      << "node 4 knocked";
+  for (std::uint64_t id : {1, 2, 4}) EXPECT_FALSE(c.node(id).repl->left()) << "node " << id;
+  EXPECT_EQ(c.node(4).repl->desired_membership().epoch, 0u) << "and nothing was sent to it";
+  EXPECT_TRUE(c.node(3).repl->left()) << "node 3, removed while up, knows";
 }
 
 }  // namespace
