@@ -5,7 +5,7 @@
 //   - a group's log entry as raft applies it (group_glue::apply): cluster::decode_entry of the whole
 //     input, then, for an entry of kind streams, streams::decode of its command, and for one of kind
 //     membership, cluster::decode_membership_change (canonical); the input alone also goes through
-//     cluster::decode_membership (group 0's snapshot part, canonical). (An entry of kind
+//     cluster::decode_membership and decode_decided (group 0's snapshot part, canonical). (An entry of kind
 //     subscriptions is decoded by subscriptions::decode_replica_entry and the journal's record replay,
 //     which tests/unit/subscriptions covers; they are not linked here.)
 // Invariants:
@@ -101,9 +101,15 @@ void check_entry(std::span<const std::byte> entry) {
   }
 }
 
-// Group 0's snapshot part: the committed membership.
+// Group 0's snapshot part: the committed membership, and with it the departures (decode_decided, strict:
+// ids increasing from 1, a count only when there are departures).
 void check_membership(std::span<const std::byte> in) {
   if (auto m = cluster::decode_membership(in)) FUZZ_CHECK(same_bytes(cluster::encode_membership(*m), in));
+  if (auto d = cluster::decode_decided(in)) {
+    FUZZ_CHECK(same_bytes(cluster::encode_decided(*d), in));
+    FUZZ_CHECK(d->departed.size() <= cluster::max_departures);
+    for (const auto& [id, dep] : d->departed) FUZZ_CHECK(id != 0);
+  }
 }
 
 // cluster::decode of a channel 1 message.
