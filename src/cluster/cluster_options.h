@@ -41,6 +41,10 @@ struct cluster_options {
   // Bytes of writes a node has proposed and not seen applied yet; further writes wait for their turn
   // (server/stream_shard, "admission"); 0: no limit.
   std::uint64_t proposal_bytes = 8u << 20;
+  // The fork sweep (streams/fork_sweep.h, docs/replication.md "Forks"): a pass this often, in seconds,
+  // over the fork references of the source groups this node leads, giving back those whose fork is gone
+  // and whose release was lost; 0: no sweep.
+  std::uint32_t fork_sweep_secs = 30;
   // Mutual TLS on the peer links (docs/replication.md, "Peer links"): this node's PEM certificate chain
   // and key, and the cluster CA that signs every node's certificate. All three or none; none: plain TCP.
   std::string peer_tls_cert, peer_tls_key, peer_tls_ca;

@@ -73,7 +73,10 @@ node::node(serve_config cfg, storage::env* storage_env)
   so.hot_bytes = std::max<std::size_t>(1, cfg_.hot_bytes / http_->threads());
   so.checkpoint_bytes = cfg_.checkpoint_bytes;
   so.max_in_flight_bytes = cfg_.max_in_flight_bytes;
-  if (cfg_.cluster.enabled()) so.admit_bytes = cfg_.cluster.proposal_bytes;
+  if (cfg_.cluster.enabled()) {
+    so.admit_bytes = cfg_.cluster.proposal_bytes;
+    so.fork_sweep_ms = static_cast<std::int64_t>(cfg_.cluster.fork_sweep_secs) * 1000;
+  }
   so.deleted_path_hold_ms = static_cast<std::int64_t>(cfg_.deleted_path_hold_ms);
   so.max_streams = cfg_.max_streams;
   for (unsigned i = 0; i < http_->threads(); ++i) {

@@ -362,6 +362,11 @@ const std::array table{
             "in arrival order until some are (up to 10 s, then 503 + Retry-After, nothing written), so "
             "that a burst of large writes reaches raft a few MiB at a time; 0: no limit",
             field<&serve_config::cluster, &cluster::cluster_options::proposal_bytes>(), 0, UINT64_MAX},
+    setting{"fork-sweep-secs", "SECONDS",
+            "How often the leader of a raft group looks for fork references whose fork no longer exists "
+            "(a release lost to a crash or a timeout) and gives them back, so that a deleted source is "
+            "erased; only references older than 2 minutes are looked at; 0: never",
+            field<&serve_config::cluster, &cluster::cluster_options::fork_sweep_secs>(), 0, 86'400},
     // Mutual TLS on the peer links (docs/operations.md, "Cluster"): all three or none.
     setting{"peer-tls-cert", "FILE",
             "PEM certificate chain (leaf first) this node presents on its peer links; with peer-tls-key "

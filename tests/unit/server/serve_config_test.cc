@@ -139,6 +139,7 @@ const std::map<std::string, sample>& samples() {
       {"raft-snapshot-bytes", {"1048576", "1048576"}},
       {"raft-snapshot-trailing", {"64", "64"}},
       {"raft-proposal-bytes", {"1048576", "1048576"}},
+      {"fork-sweep-secs", {"5", "5"}},
       {"peer-tls-cert",
        {"/etc/weir/peer/node.crt",
         "\"/etc/weir/peer/node.crt\"",
