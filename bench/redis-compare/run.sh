@@ -5,8 +5,8 @@
 #   bench/redis-compare/run.sh [--secs N] [--rounds N] [--threads N] [--size BYTES] [--streams N] [--out DIR]
 #                              [--cases fsync-64,fsync-1,relaxed-64]
 #
-# Each round starts both servers fresh (new data directories under /tmp, on the same disk) and measures,
-# in turns, weir then Redis:
+# Each round starts both servers fresh (new data directories under /tmp, on the same disk) and measures
+# them in turns, weir then Redis in odd rounds and the reverse in even ones:
 #   fsync-64   64 connections, `weir --fsync always` vs `redis --appendonly yes --appendfsync always`
 #   fsync-1    1 connection, same modes
 #   relaxed-64 64 connections, `weir --fsync interval:1000` vs Redis `--appendfsync everysec`
@@ -124,22 +124,28 @@ run_redis() {  # conns secs -> "req_s p50 p99 cpu"
   echo "$csv" | awk -F'"' -v cpu="$(cpu_per_req "$before" "$after" "$n")" 'NR == 2 { print $4, $10, $14, cpu }'
 }
 
+measure() {  # round case target weir_mode redis_mode conns
+  echo "redis-compare: round $1/$rounds, $2, $3" >&2
+  case "$3" in
+    weir) start_weir "$4"; r=$(run_weir "$6") ;;
+    weir-alt) start_weir "$4" "$WEIR_ALT_BIN" "${WEIR_ALT_FLAGS:-}"; r=$(run_weir "$6") ;;
+    redis) start_redis "$5"; r=$(run_redis "$6") ;;
+  esac
+  stop_server
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(tr ' ' '\t' <<<"$r")" >>"$raw"
+}
+
+targets="weir${WEIR_ALT_BIN:+ weir-alt} redis"
 for round in $(seq 1 "$rounds"); do
+  # Odd rounds in one order, even rounds in the reverse one: the disk's state drifts within a round (its
+  # rate limiter refills, other work's writes land), which must not favour whoever always goes first.
+  order=$targets
+  (( round % 2 == 0 )) && order=$(tr ' ' '\n' <<<"$targets" | tac | tr '\n' ' ')
   for case in ${cases//,/ }; do
     conns=64; weir_mode=always; redis_mode=always
     [[ $case == fsync-1 ]] && conns=1
     [[ $case == relaxed-64 ]] && { weir_mode=interval:1000; redis_mode=everysec; }
-    echo "redis-compare: round $round/$rounds, $case, weir" >&2
-    start_weir "$weir_mode"; r=$(run_weir "$conns"); stop_server
-    printf '%s\t%s\tweir\t%s\n' "$round" "$case" "$(tr ' ' '\t' <<<"$r")" >>"$raw"
-    if [[ -n "${WEIR_ALT_BIN:-}" ]]; then
-      echo "redis-compare: round $round/$rounds, $case, weir-alt" >&2
-      start_weir "$weir_mode" "$WEIR_ALT_BIN" "${WEIR_ALT_FLAGS:-}"; r=$(run_weir "$conns"); stop_server
-      printf '%s\t%s\tweir-alt\t%s\n' "$round" "$case" "$(tr ' ' '\t' <<<"$r")" >>"$raw"
-    fi
-    echo "redis-compare: round $round/$rounds, $case, redis" >&2
-    start_redis "$redis_mode"; r=$(run_redis "$conns"); stop_server
-    printf '%s\t%s\tredis\t%s\n' "$round" "$case" "$(tr ' ' '\t' <<<"$r")" >>"$raw"
+    for target in $order; do measure "$round" "$case" "$target" "$weir_mode" "$redis_mode" "$conns"; done
   done
 done
 
