@@ -618,17 +618,35 @@ void replicator::sweep() {
     if (s.deadline_ms > now) continue;
     // Still committing, and either still led by the node it went to or stored in this node's log at an
     // index the group has not applied yet (a new leader that has it commits it there; one that lacks it
-    // overwrites it, and the group then applies that index without it): it waits in a backlog.
-    // Otherwise the deadline stands (a leader that changed may have lost it).
-    if (s.proposed && s.group < groups_.size() && now - groups_[s.group]->last_apply_ms < 1000 &&
-        now - s.started_ms < opts_.backlog_timeout.count()) {
+    // overwrites it, and the group then applies that index without it): it waits in a backlog, a second
+    // at a time, up to backlog_timeout, while the group is busy here: it applied an entry in the last
+    // second, or, still under the same leader (which has a quorum: a leader steps down when it hears from
+    // none for an election timeout, and a follower forgets a leader it stops hearing from), this node's
+    // log holds entries it has not applied yet (under a burst of large writes on a disk still writing
+    // other data back, the next apply can be seconds away). An idle group that has not applied it lost
+    // it. Otherwise the deadline stands (a leader that changed may have lost it).
+    std::int64_t applied_ago = -1;
+    if (s.proposed && s.group < groups_.size() && now - s.started_ms < opts_.backlog_timeout.count()) {
+      group& g = *groups_[s.group];
+      applied_ago = now - g.last_apply_ms;
+      const bool applied_lately = applied_ago < 1000;
+      const bool unapplied_here = raft_last_index(&g.r) > g.r.last_applied;
       const bool same_leader = leader_of(s.group) == s.proposed_to;
-      const bool ahead = s.index != 0 && groups_[s.group]->r.last_applied < s.index;
+      const bool ahead = s.index != 0 && g.r.last_applied < s.index;
       const bool lost = s.index != 0 && !ahead;  // its index applied without it
-      if (!lost && (same_leader || ahead)) {
+      // Without its leader, only a group that is applying: a minority's log holds an unapplied tail too.
+      if (!lost && ((same_leader && (applied_lately || unapplied_here)) || (ahead && applied_lately))) {
         s.deadline_ms = now + 1000;
         continue;
       }
+    }
+    if (s.proposed) {
+      log::warn(
+          "weir cluster: group {}: a write proposed to node {} {} ms ago has no outcome (leader now {}, "
+          "stored here at index {}, group applied {} ms ago, up to {}): answered 503, it may or may not "
+          "have been applied",
+          s.group, s.proposed_to, now - s.started_ms, s.group < groups_.size() ? leader_of(s.group) : 0,
+          s.index, applied_ago, s.group < groups_.size() ? groups_[s.group]->r.last_applied : 0);
     }
     late.emplace_back(ticket, s.proposed ? submit_error::unknown : submit_error::no_leader);
   }
