@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/assert.h"
+#include "base/log.h"
 
 namespace weir::io {
 namespace {
@@ -44,6 +45,26 @@ event_loop* event_loop::current() {
 
 void event_loop::update_now() {
   now_ms_ = mono_now_ms();
+}
+
+void event_loop::note_turn(std::int64_t began_ms, int events, std::size_t tasks) {
+  const std::int64_t took = mono_now_ms() - began_ms;
+  if (took < slow_turn_ms) return;
+  slow_turns_.fetch_add(1, std::memory_order_relaxed);
+  if (took > longest_turn_ms_.load(std::memory_order_relaxed)) {
+    longest_turn_ms_.store(took, std::memory_order_relaxed);
+  }
+  const std::int64_t now = began_ms + took;
+  if (slow_logged_ms_ >= 0 && now - slow_logged_ms_ < 10'000) {
+    ++slow_unlogged_;
+    return;
+  }
+  log::warn(
+      "weir: event loop {}: one turn took {} ms ({} I/O events, about {} posted tasks); {} more slow turns "
+      "since the last such line",
+      index_, took, events, tasks, slow_unlogged_);
+  slow_logged_ms_ = now;
+  slow_unlogged_ = 0;
 }
 
 bool event_loop::add_fd(int fd, std::uint32_t events, io_handler* h) {
@@ -151,6 +172,7 @@ void event_loop::run() {
     int n = ::epoll_wait(epoll_fd_, events, max_events, timeout);
     sleeping_.store(false, std::memory_order_relaxed);
     update_now();
+    const std::int64_t began = now_ms_;
     if (n < 0) {
       WEIR_ASSERT(errno == EINTR, "epoll_wait: {}", std::strerror(errno));
       n = 0;
@@ -164,7 +186,9 @@ void event_loop::run() {
       }
     }
     run_timers();
+    const std::size_t tasks = pending_.load(std::memory_order_relaxed);
     run_posted();
+    note_turn(began, n, tasks);
   }
   // Tasks posted before stop() still run, so a sender's cleanup is not lost.
   run_posted();

@@ -75,6 +75,14 @@ class event_loop {
 
   // Statistics for tests and benchmarks (loop thread only).
   std::uint64_t wakeups_written() const { return wakeups_written_.load(std::memory_order_relaxed); }
+  // Turns (the work after one epoll_wait: I/O handlers, timers, posted tasks) that took at least
+  // slow_turn_ms, and the longest turn so far (any thread may read them). A slow turn delays everything
+  // on the loop, the raft ticks and peer messages of a cluster node included (an election timeout is
+  // 1-2 s), so each one is also logged (warn; at most one line per 10 s per loop, with the count of
+  // those not logged).
+  static constexpr std::int64_t slow_turn_ms = 250;
+  std::uint64_t slow_turns() const { return slow_turns_.load(std::memory_order_relaxed); }
+  std::int64_t longest_turn_ms() const { return longest_turn_ms_.load(std::memory_order_relaxed); }
   std::size_t timer_count() const { return timers_.size(); }
 
  private:
@@ -105,6 +113,11 @@ class event_loop {
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> wake_pending_{false};
   std::atomic<std::uint64_t> wakeups_written_{0};
+  std::atomic<std::uint64_t> slow_turns_{0};
+  std::atomic<std::int64_t> longest_turn_ms_{0};
+  std::int64_t slow_logged_ms_ = -1;  // when a slow turn was last logged
+  std::uint64_t slow_unlogged_ = 0;   // slow turns since, not logged
+  void note_turn(std::int64_t began_ms, int events, std::size_t tasks);
 
   // Timers: a min-heap of deadlines; cancelled ids are removed from the map and skipped lazily.
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> heap_;

@@ -67,6 +67,8 @@ struct shard_figures {
   std::uint64_t cold_reads = 0;          // reads of evicted data done (stream_shard::read_cold)
   std::uint64_t cold_reads_pending = 0;  // in flight on the cold_reader or waiting for it
   metrics::histogram_counts cold_read_us;
+  std::uint64_t slow_turns = 0;      // the core's event loop turns of 250 ms or more
+  std::int64_t longest_turn_ms = 0;  // its longest turn
   bool durable = false;
   storage::log_stats log;
 };

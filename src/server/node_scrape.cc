@@ -57,6 +57,8 @@ void node::serve_metrics(http::exchange ex) {
       f.cold_reads = sh->cold_reads_done();
       f.cold_reads_pending = sh->cold_reads_pending();
       f.cold_read_us = sh->cold_read_latency().read();
+      f.slow_turns = sh->loop().slow_turns();
+      f.longest_turn_ms = sh->loop().longest_turn_ms();
       if (storage::log_writer* w = sh->wal().writer()) {
         f.durable = true;
         f.log = w->stats();

@@ -48,6 +48,17 @@ TEST(event_loop, current_and_index_on_the_loop_thread) {
   EXPECT_EQ(lt.loop.index(), 3u);
 }
 
+// A turn that holds the loop for longer than slow_turn_ms is counted (and logged), with its length.
+TEST(event_loop, a_slow_turn_is_counted_with_its_length) {
+  loop_thread lt;
+  const std::uint64_t before = lt.loop.slow_turns();
+  lt.sync([] { std::this_thread::sleep_for(std::chrono::milliseconds(event_loop::slow_turn_ms + 50)); });
+  // The count is taken at the end of the turn that ran the task: one more turn makes sure it ended.
+  lt.sync([] {});
+  EXPECT_GE(lt.loop.slow_turns(), before + 1);
+  EXPECT_GE(lt.loop.longest_turn_ms(), event_loop::slow_turn_ms + 50);
+}
+
 TEST(event_loop, timers_fire_in_deadline_order) {
   loop_thread lt;
   std::vector<int> order;
