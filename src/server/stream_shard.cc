@@ -848,18 +848,17 @@ void stream_shard::wake(const std::string& path, bool removed) {
 void stream_shard::start() {
   stream_count_.store(sm_.size(), std::memory_order_relaxed);  // what recovery restored
   sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] { sweep(); });
-  if (fork_sweep_ && opts_.fork_sweep_ms > 0) {
-    fork_sweep_timer_ =
-        loop_->add_timer(std::chrono::milliseconds(opts_.fork_sweep_ms), [this] { sweep_forks(); });
-  }
+  arm_fork_sweep();
 }
 
-void stream_shard::sweep_forks() {
-  fork_sweep_timer_ = 0;
-  if (stopped_ || !fork_sweep_) return;
-  if (!repl_->left()) fork_sweep_->run(now_ms());
-  fork_sweep_timer_ =
-      loop_->add_timer(std::chrono::milliseconds(opts_.fork_sweep_ms), [this] { sweep_forks(); });
+void stream_shard::arm_fork_sweep() {
+  if (stopped_ || !fork_sweep_ || opts_.fork_sweep_ms <= 0) return;
+  fork_sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(opts_.fork_sweep_ms), [this] {
+    fork_sweep_timer_ = 0;
+    if (stopped_) return;
+    if (!repl_->left()) fork_sweep_->run(now_ms());
+    arm_fork_sweep();
+  });
 }
 
 void stream_shard::sweep() {

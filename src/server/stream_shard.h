@@ -254,7 +254,8 @@ class stream_shard {
   void propose_release(const streams::fork_release_command& r);
   void wake(const std::string& path, bool removed);
   void sweep();
-  void sweep_forks();  // cluster mode: a pass of fork_sweep_, then the next one fork_sweep_ms later
+  // Cluster mode: a pass of fork_sweep_ fork_sweep_ms from now, and so on (none with fork_sweep_ms 0).
+  void arm_fork_sweep();
 
   node* node_;
   io::event_loop* loop_;

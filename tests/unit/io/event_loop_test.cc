@@ -52,6 +52,7 @@ TEST(event_loop, current_and_index_on_the_loop_thread) {
 TEST(event_loop, a_slow_turn_is_counted_with_its_length) {
   loop_thread lt;
   const std::uint64_t before = lt.loop.slow_turns();
+  // The sleep is the slow turn under test (a task holding the loop), not a wait for an event.
   lt.sync([] { std::this_thread::sleep_for(std::chrono::milliseconds(event_loop::slow_turn_ms + 50)); });
   // The count is taken at the end of the turn that ran the task: one more turn makes sure it ended.
   lt.sync([] {});
