@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,7 +119,9 @@ class large_record_test : public ::testing::Test {
     cfg.port = 0;
     cfg.threads = 2;
     cfg.durable = false;
-    cfg.data_dir = ::testing::TempDir() + "weir-large-record-test-" + std::to_string(::getpid());
+    dir_ = ::testing::TempDir() + "weir-large-record-test-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir_);
+    cfg.data_dir = dir_;
     configure(cfg);
     n_ = std::make_unique<node>(cfg);
     ASSERT_TRUE(n_->start().has_value());
@@ -129,8 +132,10 @@ class large_record_test : public ::testing::Test {
     n_->stop();
     runner_.join();
     n_.reset();
+    std::filesystem::remove_all(dir_);  // each test is its own process: a directory per test otherwise
   }
 
+  std::string dir_;
   std::unique_ptr<node> n_;
   std::uint16_t port_ = 0;
   std::thread runner_;

@@ -30,7 +30,9 @@ class node_test : public ::testing::Test {
     cfg.port = 0;
     cfg.threads = 2;
     cfg.long_poll_timeout_ms = 5000;
-    cfg.data_dir = ::testing::TempDir() + "weir-node-test-" + std::to_string(::getpid());
+    dir_ = ::testing::TempDir() + "weir-node-test-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir_);
+    cfg.data_dir = dir_;
     n_ = std::make_unique<node>(cfg);
     ASSERT_TRUE(n_->start().has_value());
     port_ = n_->port();
@@ -40,12 +42,14 @@ class node_test : public ::testing::Test {
     n_->stop();
     runner_.join();
     n_.reset();
+    std::filesystem::remove_all(dir_);  // each test is its own process: a directory per test otherwise
   }
 
   static std::string path_on(unsigned core, const std::string& stem) {
     return test_support::path_on(core, stem);
   }
 
+  std::string dir_;
   std::unique_ptr<node> n_;
   std::uint16_t port_ = 0;
   std::thread runner_;
