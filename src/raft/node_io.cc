@@ -617,6 +617,8 @@ void node_io::on_synced(std::uint64_t batch, status st) {
 
 void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
   auto addr = opts_.addresses.find(from);
+  const std::int64_t now = ex_.now_ms();
+  last_packet_ms_[from] = now;
   while (!packet.empty()) {
     auto d = wire::decode_frame(packet);
     if (!d || !d->has_value()) {
@@ -678,10 +680,31 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
     if (m.type == RAFT_IO_APPEND_ENTRIES)
       g.answering_up_to = m.append_entries.prev_log_index + m.append_entries.n_entries;
     const bool result = m.type == RAFT_IO_APPEND_ENTRIES_RESULT;
+    const auto type = static_cast<std::uint8_t>(m.type);
+    auto h = std::find_if(g.heard.begin(), g.heard.end(), [&](const auto& p) { return p.first == from; });
+    if (h == g.heard.end()) {
+      g.heard.emplace_back(from, now);
+    } else {
+      h->second = now;
+    }
     g.recv(&g.io, &m);
     g.answering_up_to.reset();
     if (result && after_append_result_) after_append_result_(f.msg.group);
+    if (after_event_) after_event_(f.msg.group, group_event{from, type});
   }
+}
+
+std::int64_t node_io::heard_from(group_id id, node_id from) const {
+  auto it = groups_.find(id);
+  if (it == groups_.end()) return -1;
+  for (const auto& [n, ms] : it->second->heard)
+    if (n == from) return ms;
+  return -1;
+}
+
+std::int64_t node_io::packet_from(node_id from) const {
+  auto it = last_packet_ms_.find(from);
+  return it == last_packet_ms_.end() ? -1 : it->second;
 }
 
 // libraft 0.15 rejects an AppendEntries whose prev_log_index lies below the follower's own log after a
@@ -740,7 +763,9 @@ void node_io::ensure_tick(unsigned msecs) {
 
 void node_io::tick_now(group_id id) {
   auto it = groups_.find(id);
-  if (it != groups_.end() && it->second->started) it->second->tick(&it->second->io);
+  if (it == groups_.end() || !it->second->started) return;
+  it->second->tick(&it->second->io);
+  if (after_event_) after_event_(id, group_event{});
 }
 
 // libraft's clock: the executor's, except that of a gap between two readings longer than
@@ -764,8 +789,11 @@ void node_io::on_tick() {
   tick_timer_ = ex_.add_timer(std::chrono::milliseconds(tick_ms_), [this, alive = alive_] {
     if (*alive) on_tick();
   });
-  for (auto& [id, g] : groups_)
-    if (g->started) g->tick(&g->io);
+  for (auto& [id, g] : groups_) {
+    if (!g->started) continue;
+    g->tick(&g->io);
+    if (after_event_) after_event_(id, group_event{});
+  }
 }
 
 }  // namespace weir::raft

@@ -90,6 +90,18 @@ class node_io {
   void set_commit_index_source(std::function<std::uint64_t(group_id)> fn) {
     commit_index_of_ = std::move(fn);
   }
+  // What just ran in group `g`: its tick (from == 0) or the handling of a message of `type` (a wire
+  // message_type) from `from`. Called right after libraft returns, so the observer sees the state that
+  // event left (cluster::replicator logs and counts leadership changes from it).
+  struct group_event {
+    node_id from;           // 0: a tick
+    std::uint8_t type = 0;  // the message's wire::message_type (when from != 0)
+  };
+  void set_after_event(std::function<void(group_id, const group_event&)> fn) { after_event_ = std::move(fn); }
+  // When (executor ms) this node last received a raft message of group `g` from `from`, and any packet
+  // from `from`; -1: never. Why a follower's election timer ran out, or a leader lost its quorum.
+  std::int64_t heard_from(group_id g, node_id from) const;
+  std::int64_t packet_from(node_id from) const;
 
   // Chunked snapshot transfers (docs/replication.md, "Snapshots"). An InstallSnapshot, owned: what
   // libraft sends (peer: the receiver) or what arrived naming a transfer (peer: the sender).
@@ -178,6 +190,8 @@ class node_io {
   snapshot_transfers* transfers_ = nullptr;
   std::function<std::uint64_t(group_id)> commit_index_of_;
   std::function<void(const error&)> on_log_failure_;
+  std::function<void(group_id, const group_event&)> after_event_;
+  std::map<node_id, std::int64_t> last_packet_ms_;
   bool log_failed_ = false;
   // libraft's clock (raft_now): executor time minus the part of this node's stalls beyond the allowance.
   static constexpr std::int64_t stall_allowance_ms = 250;

@@ -35,6 +35,8 @@ struct node_io::group {
   // see clamp_old_term_result.
   std::uint64_t term = 0;
   std::uint64_t first_of_term = 0;
+  // When (executor ms) a message of this group last came from each peer (node_io::heard_from).
+  std::vector<std::pair<node_id, std::int64_t>> heard;
 
   struct held_frame {
     std::uint64_t fence;
