@@ -32,6 +32,10 @@ class links {
     // Peer-link TLS: connections to or from this peer closed because a certificate did not verify, named
     // another node, or the handshake failed on a TLS error.
     std::uint64_t tls_refused = 0;
+    // Bytes queued for the peer now, and the longest a frame waited in the queue until it was fully
+    // written (head-of-line blocking: a heartbeat behind megabytes of entries).
+    std::uint64_t queued_bytes = 0;
+    std::int64_t max_queue_ms = 0;
   };
 
   virtual ~links() = default;

@@ -404,6 +404,7 @@ void peer_links::enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std
   f.header[4] = std::byte{channel};
   put_u32(f.header.data() + 5, storage::crc32c(payload));
   f.payload = std::move(payload);
+  f.queued_ms = loop_.now_ms();
   p.queue.push_back(std::move(f));
   p.queued_bytes += size;
   if (!p.dirty) {
@@ -621,9 +622,22 @@ void peer_links::advance(peer& p, std::size_t written) {
     }
     written -= rest;
     p.queued_bytes -= p.queue.front().size();
+    note_wait(p, p.queue.front());
     p.queue.pop_front();
     p.front_sent = 0;
   }
+}
+
+// A frame that waited long in the queue delayed every raft message behind it (heartbeats of other
+// groups among them): logged, rate-limited, with what was queued behind it.
+void peer_links::note_wait(peer& p, const frame& f) {
+  const std::int64_t waited = loop_.now_ms() - f.queued_ms;
+  p.max_queue_ms = std::max(p.max_queue_ms, waited);
+  if (waited < slow_frame_ms) return;
+  warn_limited(fmt::format(
+      "peer_links: node {}: a frame of {} bytes (channel {}) waited {} ms in the queue to "
+      "node {}; {} bytes queued behind it",
+      opts_.self, f.payload.size(), std::to_integer<int>(f.header[4]), waited, p.id, p.queued_bytes));
 }
 
 // Frames queued during a turn go out together at its end (a timer of 0 ms runs after the turn's events),
@@ -791,7 +805,9 @@ std::vector<peer_links::link_status> peer_links::status() const {
                               .connects = p->connects,
                               .drops = p->drops,
                               .dropped_frames = p->dropped_frames,
-                              .tls_refused = p->tls_refused});
+                              .tls_refused = p->tls_refused,
+                              .queued_bytes = p->queued_bytes,
+                              .max_queue_ms = p->max_queue_ms});
   }
   return out;
 }

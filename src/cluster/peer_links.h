@@ -83,6 +83,8 @@ class peer_links final : public links {
   static constexpr std::size_t hello_size = 24;
   static constexpr std::size_t header_size = 9;
   static constexpr std::uint32_t max_payload = (64u << 20) + (64u << 10);  // a 64 MiB batch plus headroom
+  // A frame that waited this long in a peer's queue is logged (rate-limited).
+  static constexpr std::int64_t slow_frame_ms = 500;
 
   // Binds and listens at once, and starts dialing every peer. Call on the loop's thread.
   static result<std::unique_ptr<peer_links>> open(io::event_loop& loop, options o);
@@ -136,6 +138,7 @@ class peer_links final : public links {
   void lose(peer& p, const char* why, int err);
   void flush(peer& p);
   void advance(peer& p, std::size_t written);
+  void note_wait(peer& p, const frame& f);
   void drain_out(peer& p);
   void schedule_turn_end();
   void on_turn_end();

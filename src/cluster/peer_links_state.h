@@ -28,6 +28,7 @@ inline constexpr std::size_t tls_record = 16u << 10;
 struct peer_links::frame {
   std::array<std::byte, header_size> header;
   std::vector<std::byte> payload;
+  std::int64_t queued_ms = 0;  // when it was queued (loop time): how long frames wait behind others
   std::size_t size() const { return header_size + payload.size(); }
 };
 
@@ -58,6 +59,7 @@ struct peer_links::peer {
   // Counters (link_status).
   std::uint64_t bytes_sent = 0, bytes_received = 0, connects = 0, drops = 0, dropped_frames = 0;
   std::uint64_t tls_refused = 0;
+  std::int64_t max_queue_ms = 0;  // the longest a frame waited in the queue until fully written
 };
 
 }  // namespace weir::cluster
