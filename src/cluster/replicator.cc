@@ -74,6 +74,10 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   s.io_->set_after_append_result([p = &s](raft::group_id g) {
     if (g.value() < p->groups_.size()) p->notify_commit(*p->groups_[g.value()]);
   });
+  s.leadership_ = std::make_unique<leadership_watch>(s.opts_.self, s.opts_.groups);
+  s.io_->set_after_event([p = &s](raft::group_id g, const raft::node_io::group_event& e) {
+    p->after_event(g.value(), e.from.value(), e.type);
+  });
   l.set_receiver([p = &s](std::uint64_t from, std::uint8_t channel, std::span<const std::byte> bytes) {
     if (channel == message_channel) p->on_message(from, bytes);
   });
@@ -578,6 +582,7 @@ void replicator::watch_links() {
         raft_free(r.follower_state.current_leader.address);
         r.follower_state.current_leader.address = nullptr;
       }
+      g->link_closed_ms = ex_.now_ms();
       const unsigned timeout = r.follower_state.randomized_election_timeout;
       const unsigned left = std::min(timeout, soon(rng_));
       r.election_timer_start = static_cast<raft_time>(ex_.now_ms()) - (timeout - left);
@@ -611,6 +616,7 @@ void replicator::note_stored(std::uint32_t gi, std::uint64_t first, const raft_e
 
 void replicator::sweep() {
   const std::int64_t now = ex_.now_ms();
+  leadership_->flush(now);
   watch_links();
   open_terms();
   std::vector<std::pair<std::uint64_t, submit_error>> late;

@@ -50,6 +50,7 @@
 #include "base/result.h"
 #include "cluster/membership.h"
 #include "cluster/messages.h"
+#include "cluster/replicator_leadership.h"
 #include "raft/executor.h"
 #include "storage/env.h"
 
@@ -200,6 +201,8 @@ class replicator {
     bool changing = false;                  // this node leads the group and changes its configuration
   };
   std::vector<group_status> status() const;
+  // Elections and leadership changes of this node's groups since it started (replicator_leadership.h).
+  const leadership_counts& leadership() const { return leadership_->counts(); }
   // Every group has a leader this node can reach (itself or a peer with a live link), and this node
   // reaches a majority of the group's voters.
   bool has_quorum() const;
@@ -286,6 +289,10 @@ class replicator {
   void sweep();
   void note_stored(std::uint32_t group, std::uint64_t first, const ::raft_entry* entries, unsigned n);
   void open_terms();
+  // After each tick or message of a group (raft::node_io's after-event hook): logs and counts what
+  // changed in its leadership, and why.
+  void after_event(std::uint32_t group, std::uint64_t from, std::uint8_t type);
+  std::string quorum_detail(std::uint32_t group) const;
   void balance();
   // Followers of a leader whose connection closed stand for election within 50-500 ms.
   void watch_links();
@@ -350,6 +357,7 @@ class replicator {
   std::uint64_t snapshots_taken_ = 0;
   std::uint64_t snapshots_deferred_ = 0;
   std::uint64_t snapshots_restored_ = 0;
+  std::unique_ptr<leadership_watch> leadership_;
 };
 
 }  // namespace weir::cluster

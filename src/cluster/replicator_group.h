@@ -75,6 +75,9 @@ struct replicator::group {
   std::size_t submits = 0;
   // The term in which this node, leading the group, proposed its opening barrier (sweep()).
   std::uint64_t opened_term = 0;
+  // When watch_links let this group's election timer run out early (its leader's connection closed);
+  // -1: never. An election that follows is put down to that (after_event()).
+  std::int64_t link_closed_ms = -1;
   // Leadership hand-over (balance()).
   struct ::raft_transfer transfer {};
   bool transferring = false;

@@ -367,6 +367,32 @@ std::string node_metrics::render(const node_figures& f) const {
     t.family("weir_log_batch_bytes", metric_type::histogram, "Bytes per log batch.");
     t.histogram("weir_log_batch_bytes", {}, metrics::byte_bounds, batch_bytes);
   }
+  if (f.cluster) {
+    const cluster::leadership_counts& l = f.leadership;
+    t.family(
+        "weir_raft_elections_started_total", metric_type::counter,
+        "Elections this node stood in (became a candidate of a new term), by cause: its election timer ran "
+        "out (timeout), the leader handed the group over (transfer), the leader's connection closed "
+        "(link_closed).");
+    t.sample("weir_raft_elections_started_total", {{"cause", "timeout"}}, l.elections_timeout);
+    t.sample("weir_raft_elections_started_total", {{"cause", "transfer"}}, l.elections_transfer);
+    t.sample("weir_raft_elections_started_total", {{"cause", "link_closed"}}, l.elections_link_closed);
+    t.sample("weir_raft_elections_started_total", {{"cause", "other"}},
+             l.elections_started - l.elections_timeout - l.elections_transfer - l.elections_link_closed);
+    t.family("weir_raft_leaderships_won_total", metric_type::counter,
+             "Times this node became a group's leader.");
+    t.sample("weir_raft_leaderships_won_total", {}, l.leaderships_won);
+    t.family("weir_raft_leaderships_lost_total", metric_type::counter,
+             "Times this node stopped leading a group, by cause: a message of a newer term (higher_term), no "
+             "majority answered within an election timeout (quorum_lost), a hand-over (other).");
+    t.sample("weir_raft_leaderships_lost_total", {{"cause", "higher_term"}}, l.lost_higher_term);
+    t.sample("weir_raft_leaderships_lost_total", {{"cause", "quorum_lost"}}, l.lost_quorum);
+    t.sample("weir_raft_leaderships_lost_total", {{"cause", "other"}},
+             l.leaderships_lost - l.lost_higher_term - l.lost_quorum);
+    t.family("weir_raft_leader_changes_total", metric_type::counter,
+             "Times the leader this node knows of a group became another node (itself included).");
+    t.sample("weir_raft_leader_changes_total", {}, l.leader_changes);
+  }
   if (f.subscriptions) {
     t.family("weir_subscriptions", metric_type::gauge, "Subscriptions the node keeps.");
     t.sample("weir_subscriptions", {}, f.subscription_count);

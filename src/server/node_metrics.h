@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/metrics.h"
+#include "cluster/replicator_leadership.h"
 #include "http/server.h"
 #include "protocol/stream_request.h"
 #include "storage/log_writer.h"
@@ -90,6 +91,8 @@ struct node_figures {
   process_figures process;
   std::vector<shard_figures> shards;
   http::server_stats http;
+  bool cluster = false;  // a cluster node: `leadership` means something
+  cluster::leadership_counts leadership;
   bool subscriptions = false;  // the service exists: the next three mean something
   std::uint64_t subscription_count = 0;
   std::uint64_t deliveries_ok = 0;

@@ -8,6 +8,7 @@
 #include "server/access_log.h"
 #include "server/node.h"
 #include "server/node_metrics.h"
+#include "server/replication.h"
 #include "server/reply.h"
 #include "server/stream_shard.h"
 #include "server/subscription_host.h"
@@ -62,6 +63,10 @@ void node::serve_metrics(http::exchange ex) {
       if (storage::log_writer* w = sh->wal().writer()) {
         f.durable = true;
         f.log = w->stats();
+      }
+      if (replication* r = sh->replicated()) {  // a cluster node: on core 0, whose loop runs raft
+        s->figures.cluster = true;
+        s->figures.leadership = r->leadership();
       }
       finish();
     });

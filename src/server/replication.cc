@@ -373,6 +373,20 @@ std::string replication::status_json() const {
   w.key("left").value(repl_->left());  // removed from the cluster: takes no request
   // Pauses of this node's loop that libraft's clock left out (raft::node_io::raft_now).
   w.key("loop_stalls").value(std::int64_t(repl_->io().counters().stalls));
+  // Elections and leadership changes of this node's groups since it started (docs/replication.md,
+  // "Elections"; each is logged, rate-limited).
+  const cluster::leadership_counts& lc = repl_->leadership();
+  w.key("leadership").begin_object();
+  w.key("elections_started").value(std::int64_t(lc.elections_started));
+  w.key("elections_timeout").value(std::int64_t(lc.elections_timeout));
+  w.key("elections_transfer").value(std::int64_t(lc.elections_transfer));
+  w.key("elections_link_closed").value(std::int64_t(lc.elections_link_closed));
+  w.key("leaderships_won").value(std::int64_t(lc.leaderships_won));
+  w.key("leaderships_lost").value(std::int64_t(lc.leaderships_lost));
+  w.key("lost_higher_term").value(std::int64_t(lc.lost_higher_term));
+  w.key("lost_quorum").value(std::int64_t(lc.lost_quorum));
+  w.key("leader_changes").value(std::int64_t(lc.leader_changes));
+  w.end_object();
   // Writes held back while this node's proposals in flight held raft-proposal-bytes (stream_shard).
   const stream_shard::admission_counts held = shard_.admission();
   w.key("admission").begin_object();
@@ -398,6 +412,8 @@ std::string replication::status_json() const {
     w.key("bytes_received").value(std::int64_t(l.bytes_received));
     w.key("connects").value(std::int64_t(l.connects));
     w.key("drops").value(std::int64_t(l.drops));
+    w.key("queued_bytes").value(std::int64_t(l.queued_bytes));
+    w.key("max_queue_ms").value(std::int64_t(l.max_queue_ms));
     if (links_->tls()) w.key("tls_refused").value(std::int64_t(l.tls_refused));
     w.end_object();
   }

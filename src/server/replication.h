@@ -96,6 +96,8 @@ class replication {
   bool leads(std::string_view path) const { return repl_->leads(group_of(path)); }
   bool has_quorum() const { return repl_->has_quorum(); }
   bool left() const { return repl_->left(); }  // removed from the cluster (cluster::replicator::left)
+  // Elections and leadership changes of this node's groups (GET /metrics: weir_raft_*).
+  const cluster::leadership_counts& leadership() const { return repl_->leadership(); }
   // This node's view, as JSON: groups (with their configurations), leaders, terms, indexes, peer links,
   // the desired membership.
   std::string status_json() const;

@@ -137,6 +137,7 @@ void cluster::stop_node(node& n, bool power_loss) {
   n.sweep.reset();
   report.snapshots_taken += n.repl->snapshots_taken();
   report.snapshots_deferred += n.repl->snapshots_deferred();
+  count_leadership(*n.repl);
   n.repl.reset();
   n.waits.reset();
   n.links.reset();
@@ -684,6 +685,16 @@ sim_report cluster::run() {
   report.tasks = sched.tasks_run();
   for (const auto& n : nodes) {
     if (!n->up) continue;
+    // Every leadership this incarnation won and did not lose is one it holds: the replicator saw every
+    // change of role (node_io's after-event hook runs after every tick and message).
+    std::uint64_t leads = 0;
+    for (const auto& g : n->repl->status()) leads += std::string_view(g.role) == "leader" ? 1 : 0;
+    const leadership_counts& lc = n->repl->leadership();
+    if (report.ok && lc.leaderships_won - lc.leaderships_lost != leads) {
+      fail(fmt::format("node {} counted {} leaderships won and {} lost, and leads {} groups", n->id,
+                       lc.leaderships_won, lc.leaderships_lost, leads));
+    }
+    count_leadership(*n->repl);
     report.snapshots_taken += n->repl->snapshots_taken();
     report.snapshots_deferred += n->repl->snapshots_deferred();
     if (n->sweep) report.releases_recovered += n->sweep->stats().recovered;

@@ -110,6 +110,10 @@ struct sim_report {
   std::uint64_t releases_lost = 0;       // lose_releases: releases never proposed (or failed)
   std::uint64_t releases_recovered = 0;  // fork sweeps' releases that gave a reference back, all nodes
   std::uint64_t tombstones = 0;          // dead origins recorded at the end (node 1)
+  // Leadership as the replicators counted it (replicator::leadership(), all nodes, all incarnations).
+  std::uint64_t elections_started = 0;
+  std::uint64_t leaderships_won = 0;
+  std::uint64_t leaderships_lost = 0;
   std::uint64_t tasks = 0;
   std::int64_t recovery_ms = -1;  // simulated time from the end of the faults to quiet
 };

@@ -153,6 +153,11 @@ struct cluster {
   // Nodes, the state machine of each node, clients and faults (cluster_sim.cc).
   void start_node(node& n);
   void stop_node(node& n, bool power_loss);
+  void count_leadership(const replicator& r) {
+    report.elections_started += r.leadership().elections_started;
+    report.leaderships_won += r.leadership().leaderships_won;
+    report.leaderships_lost += r.leadership().leaderships_lost;
+  }
   void restart_later(node& n, std::int64_t lo, std::int64_t hi);
   void on_apply(node& n, std::uint32_t g, std::uint64_t index, std::span<const std::byte> bytes,
                 std::uint64_t ticket);

@@ -32,6 +32,22 @@ TEST(cluster_sim, without_faults_every_write_and_read_succeeds) {
   EXPECT_EQ(r.crashes + r.kills, 0u);
   EXPECT_EQ(r.reads_refused, 0u);
   EXPECT_EQ(r.failed_no_leader, 0u);
+  // Every group elected a leader once (the sim's nodes start together), counted by the replicators.
+  EXPECT_GE(r.leaderships_won, 4u);
+  EXPECT_GE(r.elections_started, r.leaderships_won);
+}
+
+// Faults (kills, power losses, partitions) make groups elect again: the replicators count it, and each
+// node's wins minus losses match what it leads at the end (run_cluster_sim checks that on every seed).
+TEST(cluster_sim, elections_under_faults_are_counted) {
+  sim_options o;
+  o.seed = 7;
+  const sim_report r = run_cluster_sim(o);
+  ASSERT_TRUE(r.ok) << r.failure;
+  ASSERT_GT(r.crashes + r.kills + r.partitions, 0u);
+  EXPECT_GT(r.leaderships_won, 4u);
+  EXPECT_GT(r.leaderships_lost, 0u);
+  EXPECT_GE(r.elections_started, r.leaderships_won);
 }
 
 TEST(cluster_sim, a_seed_reproduces_its_run) {
