@@ -64,6 +64,8 @@ struct body_encoder {
   void operator()(const snapshot_chunk& m) {
     w.u64(m.transfer);
     w.u32(m.seq);
+    w.u64(m.last_index.value());
+    w.u64(m.last_term.value());
     w.u32(static_cast<std::uint32_t>(m.pieces.size()));
     for (const record_piece& p : m.pieces) {
       w.u64(p.key.segment);
@@ -80,6 +82,7 @@ struct body_encoder {
   void operator()(const snapshot_chunk_ack& m) {
     w.u64(m.transfer);
     w.u32(m.seq);
+    w.u32(m.resume);
   }
   void operator()(const timeout_now& m) {
     w.u64(m.term.value());
@@ -155,8 +158,14 @@ result<body> decode_fields(message_type type, byte_reader& r) {
     case message_type::snapshot_chunk: {
       snapshot_chunk m;
       std::uint32_t n = 0;
-      if (!r.u64(m.transfer) || !r.u32(m.seq) || !r.u32(n)) return malformed("snapshot_chunk: short header");
+      if (!r.u64(m.transfer) || !r.u32(m.seq) || !get_id(r, m.last_index) || !get_id(r, m.last_term) ||
+          !r.u32(n))
+        return malformed("snapshot_chunk: short header");
       if (m.transfer == 0) return malformed("snapshot_chunk: transfer 0");
+      if (m.last_index.value() == 0) return malformed("snapshot_chunk: snapshot index 0");
+      // Chunk 0 opens the transfer (no piece); every other chunk carries records.
+      if ((m.seq == 0) != (n == 0))
+        return malformed(fmt::format("snapshot_chunk: chunk {} with {} pieces", m.seq, n));
       if (n > r.remaining() / min_piece_size) return malformed(fmt::format("snapshot_chunk: {} pieces", n));
       m.pieces.reserve(n);
       for (std::uint32_t i = 0; i < n; ++i) {
@@ -176,7 +185,9 @@ result<body> decode_fields(message_type type, byte_reader& r) {
     }
     case message_type::snapshot_chunk_ack: {
       snapshot_chunk_ack m;
-      if (!r.u64(m.transfer) || !r.u32(m.seq)) return malformed("snapshot_chunk_ack: short");
+      if (!r.u64(m.transfer) || !r.u32(m.seq) || !r.u32(m.resume))
+        return malformed("snapshot_chunk_ack: short");
+      if (m.resume != 0 && m.seq != 0) return malformed("snapshot_chunk_ack: resume past the opening chunk");
       return body(m);
     }
     case message_type::timeout_now: {

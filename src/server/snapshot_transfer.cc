@@ -4,6 +4,8 @@
 #include <deque>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "server/group_snapshot.h"
 #include "streams/state_machine.h"
@@ -42,6 +44,7 @@ struct snapshot_transfers::outgoing {
   std::uint64_t id = 0;
   install inst;
   std::vector<record_key> keys;  // distinct, in the snapshot's order
+  bool opened = false;           // the receiver answered chunk 0 (where to resume)
   std::size_t next_key = 0;      // the next piece to read starts in keys[next_key] ...
   std::uint32_t key_offset = 0;  // ... at this offset of its slice
   std::uint32_t next_seq = 0;    // of the next chunk to read
@@ -57,24 +60,40 @@ struct snapshot_transfers::outgoing {
 };
 
 struct snapshot_transfers::incoming {
-  key k;  // sender, group
-  std::uint64_t id = 0;
+  key k;                       // sender, group
+  std::uint64_t id = 0;        // the sender's transfer feeding it (0 while kept)
+  std::uint64_t pin = 0;       // this node's id of its copies' pins (kept across a resume)
+  raft::log_index last_index;  // the snapshot it carries
+  raft::term_id last_term;
+  bool kept = false;  // dropped: its progress waits for a transfer of the same snapshot
   std::uint32_t next_seq = 0;
   std::optional<record_key> assembling;  // the record whose pieces are arriving
   std::string buf;
-  std::map<record_key, streams::part_reference> copies;  // sender's record -> its copy here
-  std::size_t writes_pending = 0;
+  // Records whose bytes arrived whole, in arrival order (the sender's order), and those written:
+  // sender's record -> its copy here. The first records of `order` that are in `copies` are what a
+  // resume skips.
+  std::vector<record_key> order;
+  std::map<record_key, streams::part_reference> copies;
+  std::uint64_t copied_bytes = 0;
+  std::size_t writes_pending = 0;  // of every transfer that fed it
   struct chunk_writes {
     std::uint32_t seq;
     std::size_t pending;
   };
-  std::deque<chunk_writes> unacked;               // in sequence order
+  std::deque<chunk_writes> unacked;               // in sequence order (this transfer's)
   std::optional<streams::disk_location> last_at;  // the latest copy written (a sync must cover it)
   std::optional<install> inst;
   bool waiting_sync = false;
-  bool delivered = false;
-  std::uint64_t bytes = 0;
+  std::uint64_t sync_wait = 0;  // names the data-log sync awaited (unique on the node)
+  std::uint64_t bytes = 0;      // record bytes received, every feed
   std::int64_t last_news_ms = 0;
+
+  // How many of the first records (the sender's order) are written here.
+  std::uint32_t held() const {
+    std::uint32_t n = 0;
+    while (n < order.size() && copies.contains(order[n])) ++n;
+    return n;
+  }
 };
 
 snapshot_transfers::snapshot_transfers(raft::executor& ex, ports p, options o)
@@ -83,6 +102,15 @@ snapshot_transfers::snapshot_transfers(raft::executor& ex, ports p, options o)
 snapshot_transfers::~snapshot_transfers() {
   *alive_ = false;
   if (sweep_timer_ != 0) ex_.cancel_timer(sweep_timer_);
+}
+
+std::size_t snapshot_transfers::receiving() const {
+  return static_cast<std::size_t>(
+      std::count_if(in_.begin(), in_.end(), [](const auto& e) { return !e.second->kept; }));
+}
+
+std::size_t snapshot_transfers::kept() const {
+  return in_.size() - receiving();
 }
 
 // Sender.
@@ -100,7 +128,8 @@ void snapshot_transfers::send(install s) {
       return;
     }
     // Another snapshot (a newer one), or the transfer stalled: the new one replaces it. Its reads in
-    // flight are ignored when they complete; the receiver replaces it at chunk 0.
+    // flight are ignored when they complete; the receiver takes over what it kept of the same snapshot,
+    // or discards it for another.
     out_.erase(it);
     ++stats_.transfers_replaced;
   }
@@ -130,13 +159,17 @@ void snapshot_transfers::send(install s) {
   t->last_news_ms = ex_.now_ms();
   log::info("weir cluster: group {}: sending snapshot {} to node {}: transfer {}, {} records", k.second,
             t->inst.last_index.value(), k.first, t->id, t->keys.size());
-  outgoing& ref = *t;
+  // Chunk 0 opens the transfer: nothing is read before the receiver says where to start.
+  t->next_seq = 1;
+  t->next_send = 1;
+  ports_.send_chunk(t->inst.peer, t->inst.group,
+                    raft::wire::snapshot_chunk{t->id, 0, t->inst.last_index, t->inst.last_term, {}});
   out_[k] = std::move(t);
   arm_sweep();
-  pump(ref);
 }
 
 void snapshot_transfers::pump(outgoing& t) {
+  if (!t.opened) return;
   const key k{t.inst.peer.value(), t.inst.group.value()};
   while (t.next_key < t.keys.size() && t.next_seq - t.acked < std::max(1u, opts_.window)) {
     std::vector<piece_read> pieces;
@@ -189,6 +222,8 @@ void snapshot_transfers::on_read(std::uint64_t id, key k, std::uint32_t seq, std
     raft::wire::snapshot_chunk c;
     c.transfer = t.id;
     c.seq = t.next_send++;
+    c.last_index = t.inst.last_index;
+    c.last_term = t.inst.last_term;
     std::uint64_t n = 0;
     for (std::size_t i = 0; i < node.mapped().pieces.size(); ++i) {
       const piece_read& p = node.mapped().pieces[i];
@@ -207,10 +242,31 @@ void snapshot_transfers::on_read(std::uint64_t id, key k, std::uint32_t seq, std
 
 void snapshot_transfers::on_chunk_ack(raft::node_id from, raft::group_id g,
                                       const raft::wire::snapshot_chunk_ack& a) {
-  auto it = out_.find(key{from.value(), g.value()});
+  const key k{from.value(), g.value()};
+  auto it = out_.find(k);
   if (it == out_.end() || it->second->id != a.transfer) return;
   outgoing& t = *it->second;
   if (a.seq >= t.next_send) return;  // acknowledges a chunk never sent: not ours to trust
+  if (!t.opened) {
+    if (a.seq != 0) return;
+    if (a.resume > t.keys.size()) {
+      return drop_out(k, "the receiver holds " + std::to_string(a.resume) + " of its " +
+                             std::to_string(t.keys.size()) + " records");
+    }
+    // The receiver kept the first `resume` records of a dropped transfer of this snapshot, written.
+    t.opened = true;
+    t.next_key = a.resume;
+    if (a.resume > 0) {
+      std::uint64_t skipped = 0;
+      for (std::size_t i = 0; i < a.resume; ++i) skipped += t.keys[i].size;
+      ++stats_.transfers_resumed;
+      stats_.bytes_skipped += skipped;
+      log::info(
+          "weir cluster: group {}: snapshot transfer {} to node {} resumes at record {} of {} ({} bytes "
+          "kept there)",
+          k.second, t.id, k.first, a.resume, t.keys.size(), skipped);
+    }
+  }
   t.acked = std::max(t.acked, a.seq + 1);
   t.last_news_ms = ex_.now_ms();
   pump(t);
@@ -229,24 +285,17 @@ void snapshot_transfers::drop_out(key k, const std::string& why) {
 
 void snapshot_transfers::on_chunk(raft::node_id from, raft::group_id g, const raft::wire::snapshot_chunk& c) {
   const key k{from.value(), g.value()};
+  if (c.seq == 0) return open_in(k, c);
   auto it = in_.find(k);
-  if (it == in_.end() || it->second->id != c.transfer) {
-    if (c.seq != 0) return;  // the rest of a transfer this node dropped or replaced: ignored
-    if (it != in_.end()) {
-      if (!it->second->delivered) ++stats_.transfers_replaced;
-      ports_.unpin(it->second->id);
-      in_.erase(it);
-    }
-    auto t = std::make_unique<incoming>();
-    t->k = k;
-    t->id = c.transfer;
-    it = in_.emplace(k, std::move(t)).first;
-    arm_sweep();
-  }
+  // The rest of a transfer this node dropped or replaced: ignored.
+  if (it == in_.end() || it->second->kept || it->second->id != c.transfer) return;
   incoming& t = *it->second;
-  if (t.delivered || c.seq < t.next_seq) return;  // a duplicate
+  if (t.inst || c.seq < t.next_seq) return;  // a duplicate
+  if (c.last_index != t.last_index || c.last_term != t.last_term)
+    return drop_in(k, "a chunk names another snapshot", false);
   if (c.seq > t.next_seq) {
-    return drop_in(k, "chunk " + std::to_string(c.seq) + " arrived before " + std::to_string(t.next_seq));
+    return drop_in(k, "chunk " + std::to_string(c.seq) + " arrived before " + std::to_string(t.next_seq),
+                   true);
   }
   ++t.next_seq;
   ++stats_.chunks_received;
@@ -258,11 +307,68 @@ void snapshot_transfers::on_chunk(raft::node_id from, raft::group_id g, const ra
   send_acks(t);
 }
 
+void snapshot_transfers::open_in(key k, const raft::wire::snapshot_chunk& c) {
+  auto it = in_.find(k);
+  if (it != in_.end() && !it->second->kept && it->second->id == c.transfer) return;  // a duplicate
+  if (it != in_.end() && (it->second->last_index != c.last_index || it->second->last_term != c.last_term)) {
+    // Another snapshot of the group (a newer one): what the old transfer wrote is garbage now.
+    if (!it->second->kept) ++stats_.transfers_replaced;
+    log::info(
+        "weir cluster: group {}: snapshot transfer {} from node {} ({} records written) replaced by "
+        "one of snapshot {}",
+        k.second, it->second->id, k.first, it->second->copies.size(), c.last_index.value());
+    discard_in(it);
+    it = in_.end();
+  }
+  // Progress of an older snapshot of the group kept from another sender serves nothing any more.
+  for (auto o = in_.begin(); o != in_.end();) {
+    if (o->first.second == k.second && o->first != k && o->second->kept &&
+        o->second->last_index < c.last_index) {
+      const key gone = o->first;
+      discard_in(o);
+      o = in_.upper_bound(gone);
+    } else {
+      ++o;
+    }
+  }
+  it = in_.find(k);
+  if (it == in_.end()) {
+    auto t = std::make_unique<incoming>();
+    t->k = k;
+    t->pin = next_id_++;
+    t->last_index = c.last_index;
+    t->last_term = c.last_term;
+    it = in_.emplace(k, std::move(t)).first;
+    arm_sweep();
+  }
+  // A new transfer, or one of the same snapshot taking over what an earlier one (dropped, or dropped by
+  // the sender) wrote: its written prefix is skipped; a record only partly received comes again whole.
+  incoming& t = *it->second;
+  const std::uint32_t held = t.held();
+  const bool resumed = held > 0;
+  if (resumed) {
+    ++stats_.transfers_resumed;
+    log::info("weir cluster: group {}: snapshot transfer {} from node {} resumes transfer {} at record {}",
+              k.second, c.transfer, k.first, t.id, held);
+  }
+  t.order.resize(held);
+  t.id = c.transfer;
+  t.kept = false;
+  t.next_seq = 1;
+  t.assembling.reset();
+  t.buf = {};
+  t.unacked.clear();
+  t.inst.reset();
+  t.waiting_sync = false;  // a sync still awaited for the old install finds another transfer: ignored
+  t.last_news_ms = ex_.now_ms();
+  ports_.send_ack(raft::node_id(k.first), raft::group_id(k.second), {c.transfer, 0, held});
+}
+
 bool snapshot_transfers::take_piece(incoming& t, const raft::wire::record_piece& p) {
   const bool continues =
       t.assembling ? *t.assembling == p.key && p.piece_offset == t.buf.size() : p.piece_offset == 0;
   if (!continues) {
-    drop_in(t.k, "a piece does not continue its record");
+    drop_in(t.k, "a piece does not continue its record", true);
     return false;
   }
   if (!t.assembling) {
@@ -278,32 +384,43 @@ bool snapshot_transfers::take_piece(incoming& t, const raft::wire::record_piece&
   t.assembling.reset();
   std::string bytes = std::move(t.buf);
   t.buf = {};
-  if (t.copies.contains(rk)) return true;  // sent twice: the first copy serves
+  t.order.push_back(rk);
+  if (t.copies.contains(rk)) return true;  // sent twice, or written by an earlier transfer: that copy serves
   ++t.writes_pending;
   ++t.unacked.back().pending;
-  ports_.write(t.id, std::move(bytes),
-               [this, alive = std::weak_ptr<bool>(alive_), k = t.k, id = t.id, seq = t.unacked.back().seq,
-                rk](result<streams::disk_location> at) {
-                 if (auto a = alive.lock(); a && *a) on_written(k, id, seq, rk, std::move(at));
+  ports_.write(t.pin, std::move(bytes),
+               [this, alive = std::weak_ptr<bool>(alive_), k = t.k, pin = t.pin, id = t.id,
+                seq = t.unacked.back().seq, rk](result<streams::disk_location> at) {
+                 if (auto a = alive.lock(); a && *a) on_written(k, pin, id, seq, rk, std::move(at));
                });
   return true;
 }
 
-void snapshot_transfers::on_written(key k, std::uint64_t id, std::uint32_t seq, record_key rk,
-                                    result<streams::disk_location> at) {
+void snapshot_transfers::on_written(key k, std::uint64_t pin, std::uint64_t id, std::uint32_t seq,
+                                    record_key rk, result<streams::disk_location> at) {
   auto it = in_.find(k);
-  if (it == in_.end() || it->second->id != id) {
-    ports_.unpin(id);  // written after its transfer went: pinned by the write, garbage now
+  if (it == in_.end() || it->second->pin != pin) {
+    ports_.unpin(pin);  // written after its transfer was discarded: pinned by the write, garbage now
     return;
   }
   incoming& t = *it->second;
-  if (!at) return drop_in(k, "writing a record to the data log failed: " + at.err().reason);
-  t.copies[rk] = streams::part_reference{*at, 0, rk.size};
+  if (!at) {
+    if (!t.kept) return drop_in(k, "writing a record to the data log failed: " + at.err().reason, false);
+    log::warn(
+        "weir cluster: group {}: the progress kept of a snapshot transfer from node {} is dropped: "
+        "writing a record failed: {}",
+        k.second, k.first, at.err().reason);
+    return discard_in(it);
+  }
+  if (t.copies.emplace(rk, streams::part_reference{*at, 0, rk.size}).second) t.copied_bytes += rk.size;
   if (!t.last_at || std::pair(at->segment, at->offset) > std::pair(t.last_at->segment, t.last_at->offset))
     t.last_at = *at;
   --t.writes_pending;
-  for (auto& c : t.unacked) {
-    if (c.seq == seq) --c.pending;
+  if (t.kept) return;
+  if (id == t.id) {  // a write of an earlier transfer counts for no chunk of this one
+    for (auto& c : t.unacked) {
+      if (c.seq == seq) --c.pending;
+    }
   }
   t.last_news_ms = ex_.now_ms();
   send_acks(t);
@@ -316,24 +433,28 @@ void snapshot_transfers::send_acks(incoming& t) {
     last = t.unacked.front().seq;
     t.unacked.pop_front();
   }
-  if (last) ports_.send_ack(raft::node_id(t.k.first), raft::group_id(t.k.second), {t.id, *last});
+  if (last) ports_.send_ack(raft::node_id(t.k.first), raft::group_id(t.k.second), {t.id, *last, 0});
 }
 
 void snapshot_transfers::on_install(install s) {
   const key k{s.peer.value(), s.group.value()};
   auto it = in_.find(k);
-  if (it == in_.end() || it->second->id != s.transfer) {
+  if (it == in_.end() || it->second->kept || it->second->id != s.transfer) {
     log::warn("weir cluster: group {}: snapshot {} from node {} dropped: transfer {} is not in progress here",
               k.second, s.last_index.value(), k.first, s.transfer);
     ++stats_.transfers_dropped;
     return;
   }
   incoming& t = *it->second;
-  if (t.delivered || t.inst) return;  // a duplicate
+  if (t.inst) return;  // a duplicate
+  if (s.last_index != t.last_index || s.last_term != t.last_term)
+    return drop_in(k, "the install names another snapshot than its chunks", false);
   if (s.chunks != t.next_seq || t.assembling) {
-    return drop_in(k, "the install names " + std::to_string(s.chunks) + " chunks, " +
-                          std::to_string(t.next_seq) + " arrived" +
-                          (t.assembling ? " (a record unfinished)" : ""));
+    return drop_in(k,
+                   "the install names " + std::to_string(s.chunks) + " chunks, " +
+                       std::to_string(t.next_seq) + " arrived" +
+                       (t.assembling ? " (a record unfinished)" : ""),
+                   true);
   }
   t.inst = std::move(s);
   t.last_news_ms = ex_.now_ms();
@@ -341,67 +462,115 @@ void snapshot_transfers::on_install(install s) {
 }
 
 void snapshot_transfers::try_finish(incoming& t) {
-  if (!t.inst || t.writes_pending > 0 || t.waiting_sync || t.delivered) return;
-  const key k{t.inst->peer.value(), t.inst->group.value()};
-  if (!t.last_at) return finish(k, t.id);
-  // The copies must be durable before the node log records the snapshot that references them.
+  if (!t.inst || t.writes_pending > 0 || t.waiting_sync) return;
+  if (!t.last_at) return finish(t.k, 0);
+  // The copies (those of earlier transfers it resumed too) must be durable before the node log records
+  // the snapshot that references them.
   t.waiting_sync = true;
-  ports_.when_durable(*t.last_at, [this, alive = std::weak_ptr<bool>(alive_), k, id = t.id] {
-    if (auto a = alive.lock(); a && *a) finish(k, id);
+  t.sync_wait = next_id_++;
+  ports_.when_durable(*t.last_at, [this, alive = std::weak_ptr<bool>(alive_), k = t.k, wait = t.sync_wait] {
+    if (auto a = alive.lock(); a && *a) finish(k, wait);
   });
 }
 
-void snapshot_transfers::finish(key k, std::uint64_t id) {
+void snapshot_transfers::finish(key k, std::uint64_t sync_wait) {
   auto it = in_.find(k);
-  if (it == in_.end() || it->second->id != id || !it->second->inst) return;
+  if (it == in_.end() || it->second->kept || !it->second->inst) return;
   incoming& t = *it->second;
+  // From try_finish without copies (0), or the sync it awaits: another transfer took the progress over,
+  // or the transfer was dropped, since that sync was asked for.
+  if (sync_wait == 0 ? t.last_at.has_value() : !t.waiting_sync || t.sync_wait != sync_wait) return;
+  const std::uint64_t id = t.id;
   install& s = *t.inst;
   auto parts = split(ports_, s.data);
-  if (!parts) return drop_in(k, "its snapshot is malformed: " + parts.err().reason);
+  if (!parts) return drop_in(k, "its snapshot is malformed: " + parts.err().reason, false);
   auto streams = streams::relocate_snapshot_part(
       parts->parts.streams, [&](const streams::part_reference& r) -> std::optional<streams::part_reference> {
         auto c = t.copies.find(key_of(r));
         if (c == t.copies.end()) return std::nullopt;
         return c->second;
       });
-  if (!streams) return drop_in(k, streams.err().reason);
+  if (!streams) return drop_in(k, streams.err().reason, false);
   std::vector<std::byte> data(s.data.begin(), s.data.begin() + static_cast<std::ptrdiff_t>(parts->offset));
   const std::vector<std::byte> state = encode_group_snapshot(*streams, parts->parts.subscriptions);
   data.insert(data.end(), state.begin(), state.end());
   s.data = std::move(data);
   s.transfer = 0;
   s.chunks = 0;
-  if (!ports_.deliver(s)) return drop_in(k, "the group does not run here");
+  if (!ports_.deliver(s)) return drop_in(k, "the group does not run here", false);
   log::info(
-      "weir cluster: group {}: snapshot {} from node {} installed from transfer {} ({} records, {} bytes)",
+      "weir cluster: group {}: snapshot {} from node {} installed from transfer {} ({} records, {} bytes "
+      "received)",
       k.second, s.last_index.value(), k.first, id, t.copies.size(), t.bytes);
   ++stats_.transfers_completed;
   // Pinned until the group's restore pins what its state references (restored()).
-  t.delivered = true;
-  t.inst.reset();
-  t.copies.clear();
-  t.last_news_ms = ex_.now_ms();
-}
-
-void snapshot_transfers::restored(raft::group_id g) {
-  for (auto it = in_.begin(); it != in_.end();) {
-    if (it->first.second == g.value() && it->second->delivered) {
-      ports_.unpin(it->second->id);
-      it = in_.erase(it);
+  delivered_.push_back(delivered_pins{k.second, t.pin, ex_.now_ms()});
+  const raft::log_index at = t.last_index;
+  in_.erase(it);
+  // Progress kept of this snapshot or an older one of the group (from another sender) serves nothing.
+  for (auto o = in_.begin(); o != in_.end();) {
+    if (o->first.second == k.second && o->second->kept && o->second->last_index <= at) {
+      const key gone = o->first;
+      discard_in(o);
+      o = in_.upper_bound(gone);
     } else {
-      ++it;
+      ++o;
     }
   }
 }
 
-void snapshot_transfers::drop_in(key k, const std::string& why) {
+void snapshot_transfers::restored(raft::group_id g) {
+  std::erase_if(delivered_, [&](const delivered_pins& d) {
+    if (d.group != g.value()) return false;
+    ports_.unpin(d.pin);
+    return true;
+  });
+}
+
+void snapshot_transfers::drop_in(key k, const std::string& why, bool keep) {
   auto it = in_.find(k);
   if (it == in_.end()) return;
-  log::warn("weir cluster: group {}: snapshot transfer {} from node {} dropped: {}", k.second, it->second->id,
-            k.first, why);
+  incoming& t = *it->second;
+  keep = keep && !t.kept && (!t.copies.empty() || t.writes_pending > 0);
+  log::warn("weir cluster: group {}: snapshot transfer {} from node {} dropped: {}{}", k.second, t.id,
+            k.first, why,
+            keep ? fmt::format(" ({} records written kept for a resume)", t.copies.size()) : "");
   ++stats_.transfers_dropped;
-  ports_.unpin(it->second->id);
+  if (!keep) return discard_in(it);
+  ++stats_.transfers_kept;
+  t.kept = true;
+  t.assembling.reset();
+  t.buf = {};
+  t.unacked.clear();
+  t.inst.reset();
+  t.waiting_sync = false;
+  t.last_news_ms = ex_.now_ms();
+  trim_kept();
+}
+
+void snapshot_transfers::discard_in(std::map<key, std::unique_ptr<incoming>>::iterator it) {
+  ports_.unpin(it->second->pin);
   in_.erase(it);
+}
+
+void snapshot_transfers::trim_kept() {
+  for (;;) {
+    std::size_t n = 0;
+    std::uint64_t bytes = 0;
+    auto oldest = in_.end();
+    for (auto it = in_.begin(); it != in_.end(); ++it) {
+      if (!it->second->kept) continue;
+      ++n;
+      bytes += it->second->copied_bytes;
+      if (oldest == in_.end() || it->second->last_news_ms < oldest->second->last_news_ms) oldest = it;
+    }
+    if (n <= opts_.keep_max && bytes <= opts_.keep_bytes) return;
+    log::info(
+        "weir cluster: group {}: the progress kept of snapshot transfer {} from node {} is dropped ({} "
+        "transfers, {} bytes kept)",
+        oldest->first.second, oldest->second->id, oldest->first.first, n, bytes);
+    discard_in(oldest);
+  }
 }
 
 void snapshot_transfers::arm_sweep() {
@@ -422,19 +591,26 @@ void snapshot_transfers::sweep() {
   for (const key& k : stalled)
     drop_out(k, "no acknowledgement for " + std::to_string(opts_.stall_ms) + " ms");
   stalled.clear();
+  std::erase_if(delivered_, [&](const delivered_pins& d) {
+    if (now - d.since_ms < delivered_keep_ms) return false;
+    ports_.unpin(d.pin);  // no restore followed: its copies are garbage
+    return true;
+  });
   for (auto it = in_.begin(); it != in_.end();) {
     incoming& t = *it->second;
-    if (t.delivered && now - t.last_news_ms >= delivered_keep_ms) {
-      ports_.unpin(t.id);  // no restore followed: its copies are garbage
+    if (t.kept && now - t.last_news_ms >= opts_.keep_ms) {
+      log::info("weir cluster: group {}: the progress kept of a snapshot transfer from node {} expired",
+                it->first.second, it->first.first);
+      ports_.unpin(t.pin);
       it = in_.erase(it);
       continue;
     }
-    if (!t.delivered && !t.waiting_sync && now - t.last_news_ms >= opts_.stall_ms)
-      stalled.push_back(it->first);
+    if (!t.kept && !t.waiting_sync && now - t.last_news_ms >= opts_.stall_ms) stalled.push_back(it->first);
     ++it;
   }
-  for (const key& k : stalled) drop_in(k, "nothing arrived for " + std::to_string(opts_.stall_ms) + " ms");
-  if (!out_.empty() || !in_.empty()) arm_sweep();
+  for (const key& k : stalled)
+    drop_in(k, "nothing arrived for " + std::to_string(opts_.stall_ms) + " ms", true);
+  if (!out_.empty() || !in_.empty() || !delivered_.empty()) arm_sweep();
 }
 
 }  // namespace weir::server

@@ -42,10 +42,15 @@ void check_views(const wire::message& m, std::span<const std::byte> whole) {
     FUZZ_CHECK(inside(is->data, whole));
     for (const auto& s : is->conf) FUZZ_CHECK(inside(std::as_bytes(std::span(s.address)), whole));
   } else if (const auto* c = std::get_if<wire::snapshot_chunk>(&m.payload)) {
+    // Every chunk names its snapshot; chunk 0 opens the transfer and only it carries no piece.
+    FUZZ_CHECK(c->transfer != 0 && c->last_index.value() != 0);
+    FUZZ_CHECK((c->seq == 0) == c->pieces.empty());
     for (const auto& p : c->pieces) {
       FUZZ_CHECK(inside(p.bytes, whole));
       FUZZ_CHECK(!p.bytes.empty() && p.piece_offset + p.bytes.size() <= p.key.size);
     }
+  } else if (const auto* a = std::get_if<wire::snapshot_chunk_ack>(&m.payload)) {
+    FUZZ_CHECK(a->resume == 0 || a->seq == 0);  // only the answer to the opening chunk says where to resume
   }
 }
 

@@ -13,7 +13,7 @@ std::vector<std::byte> bytes_of(std::string_view s) {
 }
 
 snapshot_chunk chunk_sample(const std::vector<std::byte>& data) {
-  snapshot_chunk c{77, 1, {}};
+  snapshot_chunk c{77, 1, log_index(100), term_id(8), {}};
   const auto n = static_cast<std::uint32_t>(data.size());
   c.pieces.push_back(record_piece{record_key{3, 4096, 0, 40, 0, n}, 0, data});
   // The last piece of a larger record.
@@ -44,8 +44,9 @@ std::vector<message> samples(const std::vector<std::byte>& data) {
       message{group_id(2),
               install_snapshot{term_id(9), log_index(100), term_id(8), {}, log_index(50), 77, 3, data}},
       message{group_id(2), chunk_sample(data)},
-      message{group_id(2), snapshot_chunk{77, 0, {}}},
-      message{group_id(2), snapshot_chunk_ack{77, 2}},
+      message{group_id(2), snapshot_chunk{77, 0, log_index(100), term_id(8), {}}},
+      message{group_id(2), snapshot_chunk_ack{77, 2, 0}},
+      message{group_id(2), snapshot_chunk_ack{77, 0, 12}},
   };
 }
 
@@ -118,6 +119,8 @@ TEST(raft_wire_format, fields_survive_exactly) {
   const auto& c = std::get<snapshot_chunk>((*d)->msg.payload);
   EXPECT_EQ(c.transfer, 77u);
   EXPECT_EQ(c.seq, 1u);
+  EXPECT_EQ(c.last_index, log_index(100));
+  EXPECT_EQ(c.last_term, term_id(8));
   ASSERT_EQ(c.pieces.size(), 2u);
   EXPECT_EQ(c.pieces[1].key, (record_key{4, 12, 0, 40, 8, static_cast<std::uint32_t>(data.size()) + 100}));
   EXPECT_EQ(c.pieces[1].piece_offset, 100u);
@@ -128,7 +131,7 @@ TEST(raft_wire_format, fields_survive_exactly) {
 TEST(raft_wire_format, chunk_pieces_outside_their_record_are_refused) {
   const auto data = bytes_of("abcdef");
   auto refused = [&](record_piece p) {
-    snapshot_chunk c{5, 0, {p}};
+    snapshot_chunk c{5, 1, log_index(3), term_id(1), {p}};
     std::vector<std::byte> frame;
     encode_frame(message{group_id(1), c}, frame);
     auto d = decode_frame(frame);
@@ -141,8 +144,23 @@ TEST(raft_wire_format, chunk_pieces_outside_their_record_are_refused) {
   EXPECT_TRUE(refused(record_piece{record_key{1, 0, 0, 0, 0, 6}, 0, {}}));     // empty piece
   // Transfer 0 is "none".
   std::vector<std::byte> frame;
-  encode_frame(message{group_id(1), snapshot_chunk{0, 0, {}}}, frame);
+  encode_frame(message{group_id(1), snapshot_chunk{0, 0, log_index(3), term_id(1), {}}}, frame);
   EXPECT_FALSE(decode_frame(frame).has_value());
+  // Every chunk names its snapshot (index 0 is none); chunk 0 opens the transfer and only it is empty.
+  const record_piece p{record_key{1, 0, 0, 0, 0, 6}, 0, data};
+  auto decodes = [&](const message& m) {
+    frame.clear();
+    encode_frame(m, frame);
+    return decode_frame(frame).has_value();
+  };
+  EXPECT_TRUE(decodes(message{group_id(1), snapshot_chunk{5, 0, log_index(3), term_id(1), {}}}));
+  EXPECT_FALSE(decodes(message{group_id(1), snapshot_chunk{5, 0, log_index(0), term_id(1), {}}}));
+  EXPECT_FALSE(decodes(message{group_id(1), snapshot_chunk{5, 0, log_index(3), term_id(1), {p}}}));
+  EXPECT_FALSE(decodes(message{group_id(1), snapshot_chunk{5, 1, log_index(3), term_id(1), {}}}));
+  EXPECT_FALSE(decodes(message{group_id(1), snapshot_chunk{5, 1, log_index(0), term_id(1), {p}}}));
+  // Only the answer to the opening chunk names where to resume.
+  EXPECT_TRUE(decodes(message{group_id(1), snapshot_chunk_ack{5, 0, 7}}));
+  EXPECT_FALSE(decodes(message{group_id(1), snapshot_chunk_ack{5, 1, 7}}));
   frame.clear();
   encode_frame(message{group_id(1),
                        install_snapshot{term_id(1), log_index(1), term_id(1), {}, log_index(1), 0, 2, {}}},
@@ -214,8 +232,10 @@ TEST(raft_wire_format, hostile_bodies_are_refused) {
   EXPECT_FALSE(decode_body(with({0})).has_value());  // type 0
   EXPECT_FALSE(decode_body(with({9})).has_value());  // type 9
   // snapshot_chunk claiming 2^32-1 pieces in a few bytes: refused before any allocation.
-  EXPECT_FALSE(
-      decode_body(with({7, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})).has_value());
+  // (transfer 1, chunk 1, snapshot index 1 term 1)
+  EXPECT_FALSE(decode_body(with({7, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,    1,    0,    0,   0,
+                                 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}))
+                   .has_value());
   // append_entries claiming 2^32-1 entries in a few bytes: refused before any allocation.
   EXPECT_FALSE(decode_body(with({1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,    0,    0,    0,   0,
                                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}))

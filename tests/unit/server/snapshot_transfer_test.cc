@@ -1,8 +1,10 @@
 // snapshot_transfers: a snapshot's referenced records go to a peer in chunks (bounded by a window of
 // unacknowledged chunks), the peer writes them to its data log, relocates the snapshot to its copies and
 // hands it to libraft once they are durable; reordered, incomplete, replaced and missing-record transfers
-// are dropped on both sides, duplicates ignored. Two transfer objects (sender and receiver) over fakes:
-// frames go through the real wire codec, "data logs" are maps, time is a sim_scheduler's.
+// are dropped on both sides, duplicates ignored; a transfer cut or stalled keeps what the receiver wrote
+// and the next transfer of the same snapshot resumes after it (a partial record sent again whole), until
+// the kept progress expires or another snapshot replaces it. Two transfer objects (sender and receiver)
+// over fakes: frames go through the real wire codec, "data logs" are maps, time is a sim_scheduler's.
 #include "server/snapshot_transfer.h"
 
 #include <gtest/gtest.h>
@@ -44,7 +46,7 @@ struct fake_node {
   // Its data log: records by (segment, offset); the bytes start at data_offset.
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> disk;
   std::uint64_t next_offset = 0;
-  std::set<std::uint64_t> pinned;  // transfers with pins
+  std::set<std::uint64_t> pinned;  // pin ids with pins
   std::vector<std::pair<disk_location, std::function<void()>>> sync_waiters;
   bool auto_sync = true;
   std::vector<snapshot_transfers::install> delivered;
@@ -240,6 +242,57 @@ struct snapshot_transfer_test : ::testing::Test {
     return out;
   }
 
+  // A link that carries a's frames until `n` chunks with records went through, then nothing more (nor
+  // the install): a cut link.
+  static std::function<bool(std::vector<std::vector<std::byte>>&)> cut_after(std::uint32_t n) {
+    auto passed = std::make_shared<std::uint32_t>(0);
+    return [passed, n](std::vector<std::vector<std::byte>>& frames) {
+      std::vector<std::vector<std::byte>> through;
+      for (auto& f : frames) {
+        if (*passed >= n) break;
+        auto d = raft::wire::decode_frame(f);
+        const auto* c = std::get_if<raft::wire::snapshot_chunk>(&(*d)->msg.payload);
+        if (c != nullptr && c->seq > 0) ++*passed;
+        through.push_back(std::move(f));
+      }
+      frames = std::move(through);
+      return true;
+    };
+  }
+
+  // Both ends give up on a transfer that stopped moving.
+  void stall() { sched.run_until(sched.now_ms() + opts.stall_ms + 1500); }
+
+  // The records a snapshot references, in its order (what a transfer of it sends, in that order).
+  static std::vector<raft::wire::record_key> keys_of(const snapshot_transfers::install& s) {
+    auto refs = streams::snapshot_part_references(
+        decode_group_snapshot(std::span<const std::byte>(s.data).subspan(8))->streams);
+    EXPECT_TRUE(refs.has_value());
+    std::vector<raft::wire::record_key> out;
+    for (const auto& r : *refs)
+      out.push_back(
+          raft::wire::record_key{r.at.segment, r.at.offset, r.at.core, r.at.data_offset, r.begin, r.size});
+    return out;
+  }
+
+  // The first piece of the first chunk with records a sends while `run` moves frames (a filter).
+  struct first_piece_seen {
+    std::optional<raft::wire::record_key> key;
+    std::uint32_t offset = 0;
+    std::size_t size = 0;
+    bool operator()(std::vector<std::vector<std::byte>>& frames) {
+      for (const auto& f : frames) {
+        auto d = raft::wire::decode_frame(f);
+        const auto* c = std::get_if<raft::wire::snapshot_chunk>(&(*d)->msg.payload);
+        if (key || c == nullptr || c->pieces.empty()) continue;
+        key = c->pieces[0].key;
+        offset = c->pieces[0].piece_offset;
+        size = c->pieces[0].bytes.size();
+      }
+      return true;
+    }
+  };
+
   std::string all_bodies() const {
     std::string out;
     for (const auto& s : bodies) out += s;
@@ -265,7 +318,7 @@ TEST_F(snapshot_transfer_test, records_cross_in_chunks_and_the_receiver_reads_it
   for (const auto& r : *refs) EXPECT_EQ(r.at.segment, 9u);
   // The install a sent still references a's places (the stored form) and names its 25 chunks.
   ASSERT_EQ(a->installs_sent.size(), 1u);
-  EXPECT_EQ(a->installs_sent[0].chunks, 25u);
+  EXPECT_EQ(a->installs_sent[0].chunks, 26u);  // the opening chunk 0, then 25 with records
   EXPECT_EQ(a->t->stats().chunks_sent, 25u);
   EXPECT_EQ(a->t->stats().bytes_sent, 25'000u);
   EXPECT_EQ(b->t->stats().chunks_received, 25u);
@@ -397,15 +450,150 @@ TEST_F(snapshot_transfer_test, the_same_snapshot_sent_again_continues_the_transf
   EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
 }
 
+TEST_F(snapshot_transfer_test, a_transfer_cut_after_some_chunks_resumes_there_the_next_time) {
+  fill(12, 1000);  // one record per chunk
+  const auto s = install_of(40);
+  a->t->send(s);
+  run(cut_after(5));  // the link breaks after 5 chunks of records
+  EXPECT_TRUE(b->delivered.empty());
+  EXPECT_EQ(b->disk.size(), 5u);
+  stall();
+  EXPECT_EQ(a->t->sending(), 0u);
+  EXPECT_EQ(b->t->receiving(), 0u);
+  EXPECT_EQ(b->t->kept(), 1u);  // what b wrote stays, pinned
+  EXPECT_EQ(b->pinned.size(), 1u);
+  EXPECT_EQ(b->t->stats().transfers_kept, 1u);
+  const std::uint64_t sent_before = a->t->stats().bytes_sent;
+  const std::uint64_t chunks_before = a->t->stats().chunks_sent;
+  // libraft sends the same snapshot again (its install timeout): the new transfer starts at record 5.
+  a->t->send(install_of(40));
+  first_piece_seen first;
+  run(std::ref(first));
+  ASSERT_EQ(b->delivered.size(), 1u);
+  EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
+  ASSERT_TRUE(first.key.has_value());
+  EXPECT_EQ(*first.key, keys_of(s)[5]);
+  EXPECT_EQ(a->t->stats().transfers_resumed, 1u);
+  EXPECT_EQ(b->t->stats().transfers_resumed, 1u);
+  EXPECT_EQ(a->t->stats().bytes_skipped, 5000u);
+  EXPECT_EQ(a->t->stats().bytes_sent - sent_before, 7000u);  // only what b lacked
+  EXPECT_EQ(a->t->stats().chunks_sent - chunks_before, 7u);
+  EXPECT_EQ(a->installs_sent.back().chunks, 8u);  // the opening and 7
+  EXPECT_EQ(b->disk.size(), 12u);                 // no record written twice
+  EXPECT_EQ(b->t->kept(), 0u);
+  // The resumed copies are the delivered transfer's: pinned until the restore, as the others.
+  EXPECT_EQ(b->pinned.size(), 1u);
+  b->t->restored(group_id(5));
+  EXPECT_TRUE(b->pinned.empty());
+}
+
+TEST_F(snapshot_transfer_test, a_record_cut_in_the_middle_is_sent_again_whole) {
+  fill(4, 2500);  // 3 pieces each: chunk 3 ends record 0 and starts record 1, chunk 4 goes on with it
+  const auto s = install_of(20);
+  a->t->send(s);
+  run(cut_after(4));
+  EXPECT_EQ(b->disk.size(), 1u);  // record 0 whole, record 1 only in part
+  stall();
+  EXPECT_EQ(b->t->kept(), 1u);
+  a->t->send(install_of(20));
+  first_piece_seen first;
+  run(std::ref(first));
+  ASSERT_EQ(b->delivered.size(), 1u);
+  EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
+  // Record 1 again from its first byte: nothing of the cut transfer's part of it is used.
+  ASSERT_TRUE(first.key.has_value());
+  EXPECT_EQ(*first.key, keys_of(s)[1]);
+  EXPECT_EQ(first.offset, 0u);
+  EXPECT_EQ(first.size, 1000u);
+  EXPECT_EQ(a->t->stats().bytes_skipped, 2500u);
+  EXPECT_EQ(b->disk.size(), 4u);
+}
+
+TEST_F(snapshot_transfer_test, a_lost_install_resumes_after_every_record_and_still_waits_for_the_sync) {
+  b->auto_sync = false;
+  fill(4, 1000);
+  a->t->send(install_of(20));
+  run(cut_after(4));  // every chunk arrives, the install is lost
+  EXPECT_EQ(a->t->sending(), 0u);
+  EXPECT_EQ(b->disk.size(), 4u);
+  EXPECT_TRUE(b->sync_waiters.empty());
+  // libraft sends again before b gave up on the transfer: the new one takes over its records.
+  a->t->send(install_of(20));
+  run();
+  EXPECT_EQ(a->t->stats().bytes_skipped, 4000u);
+  EXPECT_EQ(a->installs_sent.back().chunks, 1u);  // the opening only
+  // The copies of the earlier transfer must be durable before libraft gets the snapshot.
+  EXPECT_TRUE(b->delivered.empty());
+  ASSERT_EQ(b->sync_waiters.size(), 1u);
+  EXPECT_EQ(b->sync_waiters[0].first.offset, b->disk.rbegin()->first.second);  // the last copy written
+  b->sync_waiters[0].second();
+  ASSERT_EQ(b->delivered.size(), 1u);
+  EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
+}
+
+TEST_F(snapshot_transfer_test, kept_progress_expires_and_its_pins_go) {
+  fill(6, 1000);
+  a->t->send(install_of(30));
+  run(cut_after(3));
+  stall();
+  EXPECT_EQ(b->t->kept(), 1u);
+  EXPECT_EQ(b->pinned.size(), 1u);
+  sched.run_until(sched.now_ms() + opts.keep_ms);
+  EXPECT_EQ(b->t->kept(), 0u);
+  EXPECT_TRUE(b->pinned.empty());
+  // The next transfer starts over.
+  a->t->send(install_of(30));
+  run();
+  ASSERT_EQ(b->delivered.size(), 1u);
+  EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
+  EXPECT_EQ(a->t->stats().transfers_resumed, 0u);
+  EXPECT_EQ(a->t->stats().bytes_skipped, 0u);
+  EXPECT_EQ(b->disk.size(), 9u);
+}
+
+TEST_F(snapshot_transfer_test, kept_progress_is_bounded_in_bytes) {
+  opts.keep_bytes = 2500;
+  open_nodes();
+  fill(6, 1000);
+  a->t->send(install_of(30));
+  run(cut_after(3));
+  stall();  // 3000 bytes written: more than may be kept
+  EXPECT_EQ(b->t->stats().transfers_kept, 1u);
+  EXPECT_EQ(b->t->kept(), 0u);
+  EXPECT_TRUE(b->pinned.empty());
+}
+
+TEST_F(snapshot_transfer_test, a_newer_snapshot_discards_the_kept_progress) {
+  fill(6, 1000);
+  a->t->send(install_of(30));
+  run(cut_after(3));
+  stall();
+  ASSERT_EQ(b->pinned.size(), 1u);
+  const std::uint64_t kept_pins = *b->pinned.begin();
+  a->t->send(install_of(31));
+  run();
+  ASSERT_EQ(b->delivered.size(), 1u);
+  EXPECT_EQ(b->delivered[0].last_index, raft::log_index(31));
+  EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
+  EXPECT_FALSE(b->pinned.contains(kept_pins));
+  EXPECT_EQ(b->t->kept(), 0u);
+  EXPECT_EQ(b->t->stats().transfers_resumed, 0u);
+  EXPECT_EQ(a->t->stats().bytes_skipped, 0u);
+  EXPECT_EQ(b->disk.size(), 9u);
+}
+
 TEST_F(snapshot_transfer_test, an_incomplete_transfer_or_a_missing_record_is_dropped) {
   fill(2, 100);
   const auto s = install_of(7);
   auto refs = streams::snapshot_part_references(
       decode_group_snapshot(std::span<const std::byte>(s.data).subspan(8))->streams);
   ASSERT_TRUE(refs && refs->size() == 2u);
+  auto opening = [&](std::uint64_t transfer) {
+    return raft::wire::snapshot_chunk{transfer, 0, s.last_index, s.last_term, {}};
+  };
   auto chunk_with = [&](std::uint64_t transfer, std::uint32_t seq, std::size_t record) {
     const auto& r = (*refs)[record];
-    raft::wire::snapshot_chunk c{transfer, seq, {}};
+    raft::wire::snapshot_chunk c{transfer, seq, s.last_index, s.last_term, {}};
     c.pieces.push_back(raft::wire::record_piece{
         raft::wire::record_key{r.at.segment, r.at.offset, r.at.core, r.at.data_offset, r.begin, r.size}, 0,
         std::as_bytes(std::span(bodies[record].data(), bodies[record].size()))});
@@ -418,32 +606,51 @@ TEST_F(snapshot_transfer_test, an_incomplete_transfer_or_a_missing_record_is_dro
     i.chunks = chunks;
     return i;
   };
-  // Two chunks announced, one arrived.
-  b->t->on_chunk(a->id, group_id(5), chunk_with(50, 0, 0));
+  auto last_ack = [&] {
+    auto d = raft::wire::decode_frame(b->frames_out.back());
+    return std::get<raft::wire::snapshot_chunk_ack>((*d)->msg.payload);
+  };
+  // Two chunks of records announced, one arrived: dropped, what was written kept for a resume.
+  b->t->on_chunk(a->id, group_id(5), opening(50));
+  EXPECT_EQ(last_ack().resume, 0u);
+  b->t->on_chunk(a->id, group_id(5), chunk_with(50, 1, 0));
   settle();
-  b->t->on_install(install_for(50, 2));
+  b->t->on_install(install_for(50, 3));
   settle();
   EXPECT_TRUE(b->delivered.empty());
   EXPECT_EQ(b->t->stats().transfers_dropped, 1u);
-  EXPECT_TRUE(b->pinned.empty());
-  // Every chunk arrived, but the snapshot references a record none of them held.
-  b->t->on_chunk(a->id, group_id(5), chunk_with(51, 0, 0));
+  EXPECT_EQ(b->t->kept(), 1u);
+  EXPECT_EQ(b->pinned.size(), 1u);
+  // Every chunk arrived, but the snapshot references a record none of them held: discarded, unpinned.
+  // (The next transfer of the snapshot is told record 0 is there.)
+  b->t->on_chunk(a->id, group_id(5), opening(51));
+  EXPECT_EQ(last_ack().resume, 1u);
+  EXPECT_EQ(b->t->stats().transfers_resumed, 1u);
   settle();
   b->t->on_install(install_for(51, 1));
   settle();
   EXPECT_TRUE(b->delivered.empty());
   EXPECT_EQ(b->t->stats().transfers_dropped, 2u);
+  EXPECT_EQ(b->t->kept(), 0u);
   EXPECT_TRUE(b->pinned.empty());
   // An install for a transfer that never started, and a chunk that is not the first of its transfer.
   b->t->on_install(install_for(52, 1));
   b->t->on_chunk(a->id, group_id(5), chunk_with(53, 1, 1));
   EXPECT_EQ(b->t->receiving(), 0u);
   EXPECT_EQ(b->t->stats().transfers_dropped, 3u);
+  // A chunk naming another snapshot than its opening: dropped, nothing kept.
+  b->t->on_chunk(a->id, group_id(5), opening(53));
+  auto other = chunk_with(53, 1, 0);
+  other.last_index = raft::log_index(8);
+  b->t->on_chunk(a->id, group_id(5), other);
+  EXPECT_EQ(b->t->receiving() + b->t->kept(), 0u);
+  EXPECT_EQ(b->t->stats().transfers_dropped, 4u);
   // Both records, both chunks: delivered.
-  b->t->on_chunk(a->id, group_id(5), chunk_with(54, 0, 0));
-  b->t->on_chunk(a->id, group_id(5), chunk_with(54, 1, 1));
+  b->t->on_chunk(a->id, group_id(5), opening(54));
+  b->t->on_chunk(a->id, group_id(5), chunk_with(54, 1, 0));
+  b->t->on_chunk(a->id, group_id(5), chunk_with(54, 2, 1));
   settle();
-  b->t->on_install(install_for(54, 2));
+  b->t->on_install(install_for(54, 3));
   settle();
   ASSERT_EQ(b->delivered.size(), 1u);
   EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
