@@ -460,6 +460,9 @@ std::string replication::status_json() const {
   w.key("transfers_dropped").value(std::int64_t(ts.transfers_dropped));
   w.key("transfers_replaced").value(std::int64_t(ts.transfers_replaced));
   w.key("transfers_continued").value(std::int64_t(ts.transfers_continued));
+  w.key("transfers_kept").value(std::int64_t(ts.transfers_kept));
+  w.key("transfers_resumed").value(std::int64_t(ts.transfers_resumed));
+  w.key("chunk_bytes_skipped").value(std::int64_t(ts.bytes_skipped));
   w.end_object();
   // The raft node log: on disk, needed by the groups, compaction (docs/replication.md, "Node log format").
   const auto nl = repl_->node_log_figures();
