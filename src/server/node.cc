@@ -490,6 +490,7 @@ status node::start() {
     wo.data_dir = cfg_.data_dir;
     wo.segment_bytes = cfg_.segment_bytes;
     wo.gather = std::chrono::microseconds(cfg_.group_commit_gather_us);
+    wo.prepare_segments = cfg_.prepare_segments;
     auto policy = storage::parse_sync_policy(cfg_.fsync);
     if (!policy) return policy.err();
     wo.sync = *policy;

@@ -301,6 +301,7 @@ std::string node_metrics::render(const node_figures& f) const {
     sum.log.records += s.log.records;
     sum.log.batches += s.log.batches;
     sum.log.inline_batches += s.log.inline_batches;
+    sum.log.prepared_segments += s.log.prepared_segments;
     sum.log.syncs += s.log.syncs;
     sum.log.failed_batches += s.log.failed_batches;
     sum.log.failed_periodic_syncs += s.log.failed_periodic_syncs;
@@ -355,6 +356,9 @@ std::string node_metrics::render(const node_figures& f) const {
     t.family("weir_log_inline_batches_total", metric_type::counter,
              "Batches of one record written and synced on the event loop itself (a lone writer).");
     t.sample("weir_log_inline_batches_total", {}, sum.log.inline_batches);
+    t.family("weir_log_prepared_segments_total", metric_type::counter,
+             "Segment rolls onto a file of zeros prepared ahead of time (fdatasync skips the journal).");
+    t.sample("weir_log_prepared_segments_total", {}, sum.log.prepared_segments);
     t.family("weir_log_failed_batches_total", metric_type::counter,
              "Log batches undone after a write error.");
     t.sample("weir_log_failed_batches_total", {}, sum.log.failed_batches);

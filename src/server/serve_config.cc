@@ -187,6 +187,10 @@ const std::array table{
         "durable", "true|false",
         "false: keep streams in memory only, without the write-ahead log (all is lost on exit; for tests)",
         field<&serve_config::durable>()},
+    setting{"prepare-segments", "true|false",
+            "With fsync always: prepare each next log segment ahead of time as a file of zeros, so that an "
+            "fdatasync has no file-system metadata to commit (faster syncs; the disk writes each byte twice)",
+            field<&serve_config::prepare_segments>()},
     setting{"long-poll-timeout-ms", "MS", "How long a long-poll read waits for data before 204",
             field<&serve_config::long_poll_timeout_ms>(), 1, 3'600'000},
     setting{"body-limit", "BYTES", "Largest request body", field<&serve_config::body_limit>(), 1,

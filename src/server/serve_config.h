@@ -37,7 +37,8 @@ struct serve_config {
   std::size_t max_path_length = 1024;
   // The write-ahead log: "always" (acknowledge after fdatasync), "interval:MS" or "never".
   std::string fsync = "always";
-  bool durable = true;  // false: memory only, no log (tests)
+  bool durable = true;           // false: memory only, no log (tests)
+  bool prepare_segments = true;  // storage::log_options::prepare_segments (fsync always)
   // Stream data kept in memory, all cores together; older data is read from the log's segment files.
   std::uint64_t hot_bytes = 256ull << 20;
   // A log segment file is rolled once it reaches this size.

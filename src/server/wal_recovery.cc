@@ -201,6 +201,7 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
   lo.sync = opts.sync;
   lo.segment_bytes = opts.segment_bytes;
   lo.gather = opts.gather;
+  lo.prepare_segments = opts.prepare_segments;
   lo.fence_after_failure = true;  // a failed write is undone by rebuilding the core's state (stream_shard)
   for (std::size_t i = 0; i < shards.size(); ++i) {
     io::event_loop* loop = &shards[i]->loop();

@@ -31,6 +31,7 @@ struct wal_options {
   storage::sync_policy sync;
   std::uint64_t segment_bytes = 128ull << 20;
   std::chrono::microseconds gather{0};  // storage::log_options::gather
+  bool prepare_segments = true;         // storage::log_options::prepare_segments
 };
 
 // The segment files of every core, read by the hot tiers (owned by the node, outliving the shards'

@@ -18,15 +18,17 @@
 
 namespace weir::storage {
 
-// An append-only file that can also be cut back (to undo a failed batch or a torn tail).
+// An append-only file that can also be cut back (to undo a failed batch or a torn tail). size() is where
+// the next append goes: the file's length, except for a file opened with open_mode::overwrite, whose
+// bytes past size() (a prepared segment's zeros) stay on disk until truncate().
 class writable_file {
  public:
   virtual ~writable_file() = default;
-  // Appends at size(). On failure some prefix of `data` may have been written: size() says how much.
+  // Writes at size(). On failure some prefix of `data` may have been written: size() says how much.
   virtual status append(std::span<const std::byte> data) = 0;
   // fdatasync: on success every byte appended so far survives a crash.
   virtual status sync() = 0;
-  // Cuts the file to `size` bytes (<= size()); not durable until sync().
+  // Cuts the file to `size` bytes (<= size(); and drops whatever lies past it); not durable until sync().
   virtual status truncate(std::uint64_t size) = 0;
   virtual std::uint64_t size() const = 0;
   // Reserves the disk blocks for bytes up to `end` without changing size() (fallocate with
@@ -52,6 +54,7 @@ class random_access_file {
 enum class open_mode {
   create_new,     // fails with already_exists if the file exists
   open_existing,  // appends after the current end; fails with not_found if missing
+  overwrite,      // writes from byte 0 over what the file holds (size() starts at 0, the length stays)
 };
 
 class env {

@@ -27,11 +27,29 @@ std::optional<format::record_header> valid_record_at(std::span<const std::byte> 
   return h;
 }
 
+// Are the zeros from `written` to the end of the last segment unused room (a prepared segment's, whose
+// length is a whole number of pages; a length persisted past the data) rather than the end of a torn
+// write (a header's high bytes, a payload's zeros)? Only the counts and the log line depend on it.
+bool unused_room(std::span<const std::byte> bytes, std::uint64_t written) {
+  constexpr std::uint64_t page = 4096;
+  return bytes.size() - written >= page || (bytes.size() > written && bytes.size() % page == 0);
+}
+
+// One past the last non-zero byte of `bytes` (0 if all are zero).
+std::uint64_t nonzero_end(std::span<const std::byte> bytes) {
+  std::uint64_t end = bytes.size();
+  while (end > 0 && bytes[end - 1] == std::byte{0}) --end;
+  return end;
+}
+
 // Is there a valid record (with an lsn not older than `next`) anywhere after `from`? If so the damage at
 // `from` is not a torn tail: bytes after it were written, and maybe synced and acknowledged.
 std::optional<std::uint64_t> valid_record_after(std::span<const std::byte> bytes, std::uint64_t from,
                                                 lsn next) {
-  for (std::uint64_t off = from + 1; off + format::record_header_size <= bytes.size(); ++off) {
+  // A valid record's header holds a non-zero lsn, so none starts at or after the last non-zero byte: a
+  // prepared segment's zeros (log_writer, prepare_segments) need no scan.
+  const std::uint64_t end = nonzero_end(bytes);
+  for (std::uint64_t off = from + 1; off < end && off + format::record_header_size <= bytes.size(); ++off) {
     auto h = valid_record_at(bytes, off);
     if (h && h->seq >= next) return off;
   }
@@ -172,11 +190,16 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
       // The writer syncs a new segment's header before writing any record into it, so a torn header on the
       // last segment means the roll itself was cut short: nothing in it was ever acknowledged.
       if (last && !hdr && !valid_record_after(bytes, 0, lsn{0})) {
-        log::warn("storage: removing {} ({} bytes): its header is incomplete (a segment roll cut by a crash)",
-                  path, bytes.size());
+        std::uint64_t written = nonzero_end(bytes);
+        if (!unused_room(bytes, written)) written = bytes.size();
+        log::warn(
+            "storage: removing {} ({} bytes, {} of them not zero): its header is incomplete (a segment "
+            "roll cut by a crash)",
+            path, bytes.size(), written);
         if (auto st = e.remove_file(path); !st) return st.err();
         if (auto st = e.sync_dir(dir); !st) return st.err();
-        out.truncated_bytes += bytes.size();
+        out.truncated_bytes += written;
+        out.prepared_bytes += bytes.size() - written;
         out.next_segment = ids[i];
         break;
       }
@@ -212,10 +235,16 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
       if (!why.empty()) {
         // A record with a good CRC but the wrong lsn is no torn write: it is foreign, so never truncated.
         if (last && !h && !valid_record_after(bytes, off, next)) {
-          log::warn("storage: {}: torn tail at byte {} ({}); truncating {} unacknowledged bytes", path, off,
-                    why, bytes.size() - off);
+          // Zeros past the last record are a prepared segment's unused room, not a torn write.
+          std::uint64_t written = std::max(off, nonzero_end(bytes));
+          if (!unused_room(bytes, written)) written = bytes.size();
+          if (written > off) {
+            log::warn("storage: {}: torn tail at byte {} ({}); truncating {} unacknowledged bytes", path, off,
+                      why, written - off);
+          }
           if (auto st = truncate_file(e, path, off); !st) return st.err();
-          out.truncated_bytes += bytes.size() - off;
+          out.truncated_bytes += written - off;
+          out.prepared_bytes += bytes.size() - written;
           break;
         }
         return corruption(path, off, why);

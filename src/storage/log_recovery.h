@@ -41,6 +41,7 @@ struct recovered_log {
   // True if the writer must begin a new segment (no segment, or the checkpoint is ahead of the log).
   bool start_new_segment = false;
   std::uint64_t truncated_bytes = 0;  // torn tail dropped, for the log and metrics
+  std::uint64_t prepared_bytes = 0;   // unused zeros of a prepared last segment, cut (never data)
 };
 
 struct record_view {

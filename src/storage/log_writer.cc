@@ -64,6 +64,10 @@ result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, lo
     w->active_ = std::move(*file);
   }
   w->preallocate_active();
+  if (opts.prepare_segments && opts.sync.mode == sync_mode::always) {
+    w->spares_ = std::make_unique<segment_spares>(e, w->dir_, opts.prepared_first_bytes, opts.segment_bytes);
+    w->spares_->request();
+  }
   w->last_sync_ = std::chrono::steady_clock::now();
   w->publish_segments();
   w->thread_ = std::thread([raw = w.get()] { raw->run(); });
@@ -183,6 +187,7 @@ log_stats log_writer::stats() const {
   log_stats s{records_.load(), batches_.load(), syncs_.load(), failed_batches_.load(),
               failed_periodic_syncs_.load()};
   s.inline_batches = inline_batches_.load();
+  s.prepared_segments = prepared_segments_.load();
   s.segments = segments_on_disk_.get();
   s.segment_bytes = segment_bytes_on_disk_.get();
   s.sync_us = sync_us_.read();
@@ -296,9 +301,15 @@ void log_writer::run() {
     if (spare_.capacity() < b.bytes.capacity()) spare_ = std::move(b.bytes);
   }
   lock.unlock();
-  // A clean stop leaves nothing unsynced, whatever the mode.
+  // A clean stop leaves nothing unsynced, whatever the mode, and no prepared zeros for recovery to cut.
   std::lock_guard wl(write_mu_);
   if (dirty_ && !poisoned_) periodic_sync();
+  if (!poisoned_ && active_prepared_ > active_->size()) {
+    if (auto st = trim_active(); !st) {
+      log::warn("storage: {}: cannot cut the active segment's unused zeros at stop ({}); recovery will", dir_,
+                st.err().reason);
+    }
+  }
 }
 
 status log_writer::sync_active() {
@@ -360,6 +371,9 @@ void log_writer::write_batch(batch& b) {
     });
   };
 
+  if (wants_prepared_segment(b.bytes.size())) {
+    if (auto st = roll(retired); !st) return fail(st.err());
+  }
   std::span<std::byte> buf(b.bytes);
   std::size_t chunk_begin = 0;  // start of the bytes not yet written to the active segment
   for (const auto& r : b.records) {
@@ -400,14 +414,41 @@ void log_writer::write_batch(batch& b) {
   });
 }
 
+bool log_writer::wait_for_prepared_segment() {
+  return spares_ && spares_->wait_ready();
+}
+
+bool log_writer::wants_prepared_segment(std::size_t bytes) const {
+  if (!spares_ || active_->size() <= format::segment_header_size) return false;
+  if (active_prepared_ != 0 && active_->size() + bytes <= active_prepared_) return false;
+  return spares_->ready();
+}
+
+status log_writer::trim_active() {
+  if (auto st = active_->truncate(active_->size()); !st) return st;
+  active_prepared_ = 0;
+  return sync_active();
+}
+
 status log_writer::roll(std::vector<std::shared_ptr<writable_file>>& retired) {
   // The old segment must be complete on disk before the new one exists: recovery then only ever finds a
-  // torn tail in the last segment.
+  // torn tail (or prepared zeros) in the last segment.
   if (auto st = sync_active(); !st) return st;
+  if (active_prepared_ > active_->size()) {
+    if (auto st = trim_active(); !st) return st;
+  }
   segments_.back().size = active_->size();
   const segment_id id{segments_.back().id.value() + 1};
   const std::string path = segment_path(id);
-  auto file = env_.open_writable(path, open_mode::create_new);
+  std::optional<segment_spares::spare> spare = spares_ ? spares_->take() : std::nullopt;
+  if (spare) {
+    status renamed = env_.rename_file(spare->path, path);
+    spares_->request();  // only now: a new preparation starts by removing what is left at the spare's name
+    if (!renamed) return renamed;
+  } else if (spares_) {
+    spares_->request();
+  }
+  auto file = env_.open_writable(path, spare ? open_mode::overwrite : open_mode::create_new);
   if (!file) return file.err();
   status st = (*file)->append(format::encode_segment_header({id, next_lsn_}));
   if (st) st = (*file)->sync();
@@ -419,6 +460,8 @@ status log_writer::roll(std::vector<std::shared_ptr<writable_file>>& retired) {
   }
   retired.push_back(std::move(active_));
   active_ = std::move(*file);
+  active_prepared_ = spare ? spare->bytes : 0;
+  if (spare) prepared_segments_.fetch_add(1, std::memory_order_relaxed);
   segments_.push_back(segment_info{id, next_lsn_, lsn{next_lsn_.value() - 1}, format::segment_header_size});
   preallocate_active();
   return {};
@@ -454,6 +497,7 @@ error log_writer::undo(const error& cause, segment_id start_segment, std::uint64
   // Cut the file back and make the cut durable, so no record of the failed batch can reappear after a
   // crash (the client was told it failed).
   if (st) st = active_->truncate(start_size);
+  active_prepared_ = 0;  // the cut dropped the zeros past start_size: the segment grows from here
   if (st) st = sync_active();
   if (!st) {
     log::error("storage: {}: cannot undo a failed batch ({}); the log is read-only until restart", dir_,

@@ -39,6 +39,7 @@
 #include "base/metrics.h"
 #include "storage/env.h"
 #include "storage/log_recovery.h"
+#include "storage/segment_spares.h"
 
 namespace weir::storage {
 
@@ -96,6 +97,16 @@ struct log_options {
   // Larger records never go inline: their write would hold the caller's thread (the event loop) for
   // longer than a sync.
   std::size_t inline_max_bytes = 64 << 10;
+  // In `always` mode, each next segment is a file of zeros prepared ahead of time on a thread of its own
+  // (segment_spares) and written over from its first byte: an fdatasync then has no metadata to commit
+  // (no block allocated, no new file length) and skips ext4's journal. The writer rolls onto a ready
+  // spare as soon as the active segment's prepared zeros would not hold the next batch (or the active
+  // segment was not prepared: the first one, or the one recovery reopened), and cuts the unused zeros of
+  // the segment it leaves. The first spare holds prepared_first_bytes, each next one twice as much, up
+  // to segment_bytes (docs/storage.md, "Prepared segments"). false: segments grow as they are written
+  // (the default here, so that tests of other behaviour write no zeros; the server turns it on).
+  bool prepare_segments = false;
+  std::uint64_t prepared_first_bytes = 1ull << 20;
 };
 
 struct append_ack {
@@ -118,6 +129,7 @@ struct log_stats {
   std::uint64_t failed_batches = 0;         // batches undone after an error
   std::uint64_t failed_periodic_syncs = 0;  // interval mode: background fdatasyncs that failed
   std::uint64_t inline_batches = 0;         // batches written on the appending thread (inline_after)
+  std::uint64_t prepared_segments = 0;      // rolls onto a prepared segment (prepare_segments)
   std::uint64_t segments = 0;               // segment files on disk (as of the last batch or reclaim)
   std::uint64_t segment_bytes = 0;          // their bytes
   metrics::histogram_counts sync_us;        // fdatasync durations (metrics::latency_us_bounds)
@@ -164,6 +176,9 @@ class log_writer {
   log_stats stats() const;
   // Nothing is queued and the sync thread is not writing: a lone append now may go inline (for tests).
   bool idle() const;
+  // Blocks until a prepared segment is ready for the next roll (for tests); false if prepare_segments is
+  // off (or not in `always` mode) or the preparation failed.
+  bool wait_for_prepared_segment();
 
   // Ends the fence a failed batch raised (log_options::fence_after_failure). Call it only while no
   // append is pending (every append made so far has completed); appends made after it are written.
@@ -207,6 +222,11 @@ class log_writer {
   // log_options::preallocate: reserves the active segment's blocks up to segment_bytes (a hint: a failure
   // is logged once and changes nothing else).
   void preallocate_active();
+  // log_options::prepare_segments: a batch of `bytes` should go to a prepared segment (one is ready, and
+  // the active one has records and is not prepared or has no room left for them).
+  bool wants_prepared_segment(std::size_t bytes) const;
+  // Cuts the active segment's unused prepared zeros (before a roll, and at a clean stop), durably.
+  status trim_active();
   // Returns the error to complete the batch's appends with: `cause`, or errc::poisoned if the undo failed.
   error undo(const error& cause, segment_id start_segment, std::uint64_t start_size, lsn start_lsn,
              std::vector<std::shared_ptr<writable_file>>& retired);
@@ -242,6 +262,10 @@ class log_writer {
   std::optional<error> poisoned_;
   bool dirty_ = false;               // written but not synced (interval / never modes)
   bool preallocate_failed_ = false;  // logged once
+  // log_options::prepare_segments (always mode): the spares, and the length of the active segment's
+  // prepared zeros (0: it grows as written; past that length it grows too).
+  std::unique_ptr<segment_spares> spares_;
+  std::uint64_t active_prepared_ = 0;
   std::chrono::steady_clock::time_point last_sync_;
 
   // Counts the completion tasks the executor has run (for linger); shared with those tasks, which may
@@ -286,7 +310,7 @@ class log_writer {
   flusher flusher_;
 
   std::atomic<std::uint64_t> records_{0}, batches_{0}, syncs_{0}, failed_batches_{0},
-      failed_periodic_syncs_{0}, inline_batches_{0};
+      failed_periodic_syncs_{0}, inline_batches_{0}, prepared_segments_{0};
   // For stats(): written by the sync thread (sync_us by the flusher thread too), read by any.
   void publish_segments();
   metrics::counter segments_on_disk_, segment_bytes_on_disk_;

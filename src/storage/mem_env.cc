@@ -27,15 +27,28 @@ std::string strip_trailing_slash(std::string dir) {
 
 class mem_writable_file final : public writable_file {
  public:
-  mem_writable_file(mem_env& e, std::shared_ptr<mem_env::file_state> f) : env_(e), f_(std::move(f)) {}
-  status append(std::span<const std::byte> data) override { return env_.file_append(*f_, data); }
+  // `at`: where writes go (open_mode::overwrite: 0); nullopt: at the end of the file.
+  mem_writable_file(mem_env& e, std::shared_ptr<mem_env::file_state> f, std::optional<std::uint64_t> at = {})
+      : env_(e), f_(std::move(f)), at_(at) {}
+  status append(std::span<const std::byte> data) override {
+    if (!at_) return env_.file_write(*f_, std::nullopt, data);
+    std::uint64_t written = 0;
+    status st = env_.file_write(*f_, *at_, data, &written);
+    *at_ += written;
+    return st;
+  }
   status sync() override { return env_.file_sync(*f_); }
-  status truncate(std::uint64_t size) override { return env_.file_truncate(*f_, size); }
-  std::uint64_t size() const override { return env_.file_size(*f_); }
+  status truncate(std::uint64_t size) override {
+    status st = env_.file_truncate(*f_, size);
+    if (st && at_) at_ = std::min(*at_, size);
+    return st;
+  }
+  std::uint64_t size() const override { return at_ ? *at_ : env_.file_size(*f_); }
 
  private:
   mem_env& env_;
   std::shared_ptr<mem_env::file_state> f_;
+  std::optional<std::uint64_t> at_;
 };
 
 class mem_random_access_file final : public random_access_file {
@@ -72,7 +85,9 @@ result<std::unique_ptr<writable_file>> mem_env::open_writable(const std::string&
     return std::unique_ptr<writable_file>(std::make_unique<mem_writable_file>(*this, f));
   }
   if (it == files_.end()) return errno_error(ENOENT, "open " + path);
-  return std::unique_ptr<writable_file>(std::make_unique<mem_writable_file>(*this, it->second));
+  std::optional<std::uint64_t> at;
+  if (mode == open_mode::overwrite) at = 0;
+  return std::unique_ptr<writable_file>(std::make_unique<mem_writable_file>(*this, it->second, at));
 }
 
 result<std::unique_ptr<random_access_file>> mem_env::open_readable(const std::string& path) {
@@ -240,18 +255,26 @@ void mem_env::set_contents(const std::string& path, std::vector<std::byte> bytes
   f->durable = std::move(bytes);
 }
 
-status mem_env::file_append(file_state& f, std::span<const std::byte> data) {
+status mem_env::file_write(file_state& f, std::optional<std::uint64_t> at, std::span<const std::byte> data,
+                           std::uint64_t* written) {
   std::lock_guard lock(mu_);
   if (halted_) return errno_error(EIO, "write " + f.path);
   ++appends_;
   if (write_error_) return errno_error(EIO, "write " + f.path);
+  const std::size_t off = at ? static_cast<std::size_t>(*at) : f.current.size();
+  if (off > f.current.size()) f.current.resize(off);  // a hole reads as zeros
+  // Bytes over the existing content cost no space; only growth counts against the capacity.
+  const std::size_t over = std::min(data.size(), f.current.size() - off);
   std::size_t fits = data.size();
   if (capacity_ && !f.detached) {
     std::uint64_t used = used_locked();
     std::uint64_t room = *capacity_ > used ? *capacity_ - used : 0;
-    fits = static_cast<std::size_t>(std::min<std::uint64_t>(room, data.size()));
+    fits = over + static_cast<std::size_t>(std::min<std::uint64_t>(room, data.size() - over));
   }
-  f.current.insert(f.current.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(fits));
+  std::copy_n(data.begin(), over, f.current.begin() + static_cast<std::ptrdiff_t>(off));
+  f.current.insert(f.current.end(), data.begin() + static_cast<std::ptrdiff_t>(over),
+                   data.begin() + static_cast<std::ptrdiff_t>(fits));
+  if (written) *written = fits;
   if (fits < data.size()) return errno_error(ENOSPC, "write " + f.path);
   return {};
 }

@@ -65,7 +65,9 @@ class mem_env final : public env {
   void set_contents(const std::string& path, std::vector<std::byte> bytes);
 
   // Used by the file objects (lock held inside).
-  status file_append(file_state& f, std::span<const std::byte> data);
+  // Writes `data` at `at` (nullopt: at the end), over existing bytes and past them; `written`: how much.
+  status file_write(file_state& f, std::optional<std::uint64_t> at, std::span<const std::byte> data,
+                    std::uint64_t* written = nullptr);
   status file_sync(file_state& f);
   status file_truncate(file_state& f, std::uint64_t size);
   std::uint64_t file_size(const file_state& f) const;

@@ -127,8 +127,8 @@ class posix_env final : public env {
       ::close(fd);
       return errno_error(err, "fstat " + path);
     }
-    return std::unique_ptr<writable_file>(
-        std::make_unique<posix_writable_file>(path, fd, static_cast<std::uint64_t>(st.st_size)));
+    const auto size = mode == open_mode::overwrite ? 0 : static_cast<std::uint64_t>(st.st_size);
+    return std::unique_ptr<writable_file>(std::make_unique<posix_writable_file>(path, fd, size));
   }
 
   result<std::unique_ptr<random_access_file>> open_readable(const std::string& path) override {

@@ -87,6 +87,7 @@ const std::map<std::string, sample>& samples() {
       {"threads", {"3", "3"}},
       {"fsync", {"interval:5", "\"interval:5\""}},
       {"durable", {"false", "false"}},
+      {"prepare-segments", {"false", "false"}},
       {"long-poll-timeout-ms", {"500", "500"}},
       {"body-limit", {"1024", "1024"}},
       {"read-chunk-bytes", {"4096", "4096"}},

@@ -52,6 +52,7 @@ class write_failure_test : public test_support::durable_node_fixture {
 };
 
 TEST_F(write_failure_test, a_full_disk_fails_writes_with_507_until_space_returns_and_loses_nothing) {
+  cfg_.prepare_segments = false;  // a prepared segment's zeros would hold the records: space taken ahead
   ASSERT_TRUE(start().has_value());
   std::string a = path_on(0, "a"), b = path_on(1, "b");
   ASSERT_EQ(http(port_, "PUT", a, text, "one").status, 201);
@@ -113,6 +114,7 @@ TEST_F(write_failure_test, writes_beyond_the_in_flight_limit_get_503_while_the_d
   env_ = &gated;
   cfg_.body_limit = 64 << 10;
   cfg_.max_in_flight_bytes = 64 << 10;
+  cfg_.prepare_segments = false;  // the gate would also hold the spare segment's syncs, on their thread
   ASSERT_TRUE(start().has_value());
   std::string a = path_on(0, "a");
   ASSERT_EQ(http(port_, "PUT", a, text).status, 201);

@@ -122,15 +122,48 @@ TEST_F(log_recovery, torn_tail_bad_crc_at_the_very_end_is_truncated_and_the_log_
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].seq.value(), i + 1);
 }
 
-TEST_F(log_recovery, zero_filled_tail_is_torn) {
+TEST_F(log_recovery, zero_filled_tail_is_cut_as_unused_room) {
   auto seg = make_segment(1, 1, {"one"});
-  seg.resize(seg.size() + 4096);  // a file extended but its pages never written
+  const std::size_t good = seg.size();
+  seg.resize(seg.size() + 4096);  // a file extended but its pages never written, or a prepared segment
   e.set_contents(seg_path(1), seg);
   std::vector<replayed> got;
   auto rec = recover(got);
   ASSERT_TRUE(rec) << rec.err().reason;
   EXPECT_EQ(payloads_of(got), (std::vector<std::string>{"one"}));
-  EXPECT_EQ(rec->truncated_bytes, 4096u);
+  EXPECT_EQ(rec->truncated_bytes, 0u);
+  EXPECT_EQ(rec->prepared_bytes, 4096u);
+  EXPECT_EQ(e.contents(seg_path(1))->size(), good);
+}
+
+TEST_F(log_recovery, a_short_zero_run_ends_a_torn_record_and_counts_as_torn) {
+  auto seg = make_segment(1, 1, {"one"});
+  const std::size_t good = seg.size();
+  seg.resize(seg.size() + 100);  // a torn record's header of zeros (type 0: never valid)
+  e.set_contents(seg_path(1), seg);
+  std::vector<replayed> got;
+  auto rec = recover(got);
+  ASSERT_TRUE(rec) << rec.err().reason;
+  EXPECT_EQ(rec->truncated_bytes, 100u);
+  EXPECT_EQ(rec->prepared_bytes, 0u);
+  EXPECT_EQ(e.contents(seg_path(1))->size(), good);
+}
+
+TEST_F(log_recovery, a_torn_record_over_prepared_zeros_counts_the_record_as_torn_and_the_zeros_apart) {
+  auto seg = make_segment(1, 1, {"one", "two", "three"});
+  const std::size_t good = seg.size() - record_size("three");
+  seg.resize(good + 10);            // the first 10 bytes of "three" reached the disk
+  seg.resize(seg.size() + 8192);    // over the prepared zeros
+  seg[good + 1] = std::byte{0x7F};  // (its CRC's second byte, never zero here)
+  e.set_contents(seg_path(1), seg);
+  std::vector<replayed> got;
+  auto rec = recover(got);
+  ASSERT_TRUE(rec) << rec.err().reason;
+  EXPECT_EQ(payloads_of(got), (std::vector<std::string>{"one", "two"}));
+  EXPECT_LE(rec->truncated_bytes, 10u);
+  EXPECT_GE(rec->truncated_bytes, 2u);
+  EXPECT_EQ(rec->truncated_bytes + rec->prepared_bytes, 10u + 8192u);
+  EXPECT_EQ(e.contents(seg_path(1))->size(), good);
 }
 
 TEST_F(log_recovery, damage_followed_by_a_valid_record_stops_with_file_and_offset) {

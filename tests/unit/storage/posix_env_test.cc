@@ -109,7 +109,7 @@ TEST_F(posix_env_test, log_round_trip_with_roll_checkpoint_and_torn_tail) {
 // written, so closed segments end at their last record (no zero tail for recovery to judge) and a reopened
 // log appends where recovery ended; a crash that persisted a size beyond the data (the reserved blocks read
 // as zeros) leaves a zero tail on the last segment, which recovery cuts as a torn tail.
-TEST_F(posix_env_test, preallocated_segments_keep_their_written_size_and_a_zero_tail_is_torn) {
+TEST_F(posix_env_test, preallocated_segments_keep_their_written_size_and_a_zero_tail_is_cut) {
   const std::string dir = root + "/core-0";
   constexpr std::uint64_t segment_bytes = 64 * 1024;
   std::vector<append_ack> acks;
@@ -159,7 +159,8 @@ TEST_F(posix_env_test, preallocated_segments_keep_their_written_size_and_a_zero_
   rec = testing::recover_into(e, dir, got);
   ASSERT_TRUE(rec) << rec.err().reason;
   ASSERT_EQ(got.size(), 150u) << "the zero tail is cut, every record stays";
-  EXPECT_EQ(rec->truncated_bytes, 8192u);
+  EXPECT_EQ(rec->truncated_bytes, 0u) << "zeros are unused room, not a torn write";
+  EXPECT_EQ(rec->prepared_bytes, 8192u);
   EXPECT_EQ(got.back().pos, acks.back().pos);
   write_records(150, 160);  // and the log goes on after the cut
   got.clear();
