@@ -318,6 +318,9 @@ class log_fuzzer {
     log_options opts;
     opts.segment_bytes = static_cast<std::uint64_t>(uniform(150, 4000));
     opts.inline_after = static_cast<unsigned>(uniform(0, 2));
+    // Prepared segments (zeros renamed into place and written over) in half the epochs.
+    opts.prepare_segments = uniform(0, 1) == 1;
+    opts.prepared_first_bytes = static_cast<std::uint64_t>(uniform(100, 2000));
     auto w = log_writer::open(env_, dir_, opts, *rec, queue_->exec());
     ASSERT_TRUE(w) << where() << ": open failed: " << w.err().reason;
     writer_ = std::move(*w);
