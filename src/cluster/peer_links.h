@@ -75,6 +75,10 @@ class peer_links final : public links {
     std::shared_ptr<io::tls_peer_context> tls;    // null: plain TCP; else mutual TLS (load_peer_tls)
     // TLS: an outgoing handshake not done by then is given up and redialled.
     std::chrono::milliseconds tls_handshake_timeout{10'000};
+    // Bytes read from one incoming connection per readiness event (or posted continuation): the rest
+    // is read on a later turn of the loop, so that a peer sending megabytes cannot hold this node's
+    // loop (and its sends, heartbeats among them) for as long as it keeps sending.
+    std::size_t read_budget = 1u << 20;
   };
   // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
   // writes, read-index). Other channel numbers pass through untouched.
@@ -119,6 +123,9 @@ class peer_links final : public links {
     return opts_.tls ? reload_peer_tls(*opts_.tls, o) : weir::status{};
   }
   std::uint64_t tls_refused() const { return tls_refused_; }
+  // Reads that stopped at options::read_budget with more to read (continued in a posted task), over all
+  // peers.
+  std::uint64_t read_yields() const { return read_yields_; }
   // The certificate name that stands for node `id` ("weir-node-<id>"), and whether `names` (a
   // certificate's names, io::tls_transport::peer_names) hold it.
   static std::string node_name(std::uint64_t id);
@@ -176,6 +183,7 @@ class peer_links final : public links {
   std::unique_ptr<raft_adapter> raft_;
   std::vector<std::byte> scratch_;  // TLS: small pieces gathered into one record (flush_tls)
   std::uint64_t tls_refused_ = 0;
+  std::uint64_t read_yields_ = 0;
   std::int64_t last_warn_ms_ = -1'000'000;
   std::uint64_t suppressed_warnings_ = 0;
 };

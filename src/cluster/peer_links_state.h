@@ -60,6 +60,8 @@ struct peer_links::peer {
   std::uint64_t bytes_sent = 0, bytes_received = 0, connects = 0, drops = 0, dropped_frames = 0;
   std::uint64_t tls_refused = 0;
   std::int64_t max_queue_ms = 0;  // the longest a frame waited in the queue until fully written
+  std::uint64_t read_yields =
+      0;  // reads from it that stopped at options::read_budget (peer_links::read_yields)
 };
 
 }  // namespace weir::cluster

@@ -94,6 +94,48 @@ TEST(peer_links, a_large_payload_arrives_whole) {
   EXPECT_EQ(got[2].text, "after");
 }
 
+// A peer that sends more than options::read_budget is read a budget at a time, the rest on later turns of
+// the loop: a node whose peers keep its socket full still runs its timers and sends its own frames (raft
+// heartbeats) between reads. The frames still arrive whole and in order.
+TEST(peer_links, a_peer_sending_megabytes_is_read_a_budget_per_turn) {
+  cluster c(2);
+  c.start(1);
+  auto o = c.options(2);
+  o.read_budget = 4096;
+  c.start(o);
+  constexpr int frames = 32;
+  const std::string filler(64u << 10, 'x');
+  // A task that runs once per turn of the loop, and the turn each frame arrived in.
+  auto turns = std::make_shared<std::uint64_t>(0);
+  auto alive = std::make_shared<bool>(true);
+  std::function<void()> count = [&c, turns, alive, &count] {
+    if (!*alive) return;
+    ++*turns;
+    c.lt.loop.post(count);
+  };
+  std::vector<std::uint64_t> arrived;
+  c.lt.call([&] {
+    c.links(2).set_receiver([&](std::uint64_t, std::uint8_t, std::span<const std::byte> p) {
+      c.got(2).push_back({1, 1, text(p)});
+      arrived.push_back(*turns);
+    });
+    c.lt.loop.post(count);
+    for (int i = 0; i < frames; ++i) c.links(1).send(2, 1, bytes(fmt::format("1-2-1-{}|{}", i, filler)));
+    return 0;
+  });
+  ASSERT_TRUE(c.wait_received(2, frames));
+  auto got = c.received(2);
+  for (int i = 0; i < frames; ++i)
+    EXPECT_EQ(got[static_cast<std::size_t>(i)].text, fmt::format("1-2-1-{}|{}", i, filler));
+  const auto [yields, first, last] = c.lt.call([&] {
+    *alive = false;
+    return std::tuple{c.links(2).read_yields(), arrived.front(), arrived.back()};
+  });
+  EXPECT_GE(yields, (frames * filler.size()) / (4u * 4096));  // 2 MiB read 4 KiB at a time, mostly
+  EXPECT_GT(last, first);                                     // the loop turned between the frames
+  EXPECT_EQ(c.status(2, 1).read_yields, yields);
+}
+
 TEST(peer_links, a_peer_that_starts_later_gets_the_queued_frames) {
   cluster c(2);
   c.start(1);
