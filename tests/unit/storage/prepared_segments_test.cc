@@ -30,6 +30,10 @@ log_options prepared_options() {
   return o;
 }
 
+std::string payload(int i) {
+  return "record-" + std::to_string(i) + std::string(300, 'x');
+}
+
 struct fixture {
   env& e;
   std::string where;
@@ -45,6 +49,14 @@ struct fixture {
     auto w = log_writer::open(e, where, o, *rec, q.exec());
     EXPECT_TRUE(w) << (w ? "" : w.err().reason);
     return std::move(*w);
+  }
+  // Opens the log, writes payload(0) into its first segment (created as it is written) and waits until a
+  // prepared segment is ready: the next append rolls onto it.
+  std::unique_ptr<log_writer> open_with_spare() {
+    auto w = open();
+    EXPECT_TRUE(put(*w, payload(0)));
+    EXPECT_TRUE(w->wait_for_prepared_segment());
+    return w;
   }
   // Appends and waits for the outcome.
   result<append_ack> put(log_writer& w, const std::string& s) {
@@ -112,9 +124,7 @@ TEST(prepared_segments, the_writer_rolls_onto_a_prepared_segment_and_a_clean_sto
   mem_env e;
   fixture f{e, dir};
   {
-    auto w = f.open();
-    ASSERT_TRUE(f.put(*w, payload(0)));  // the first segment, created as it is written
-    ASSERT_TRUE(w->wait_for_prepared_segment());
+    auto w = f.open_with_spare();
     auto a = f.put(*w, payload(1));  // rolls onto the spare: 4096 zeros written over
     ASSERT_TRUE(a);
     EXPECT_EQ(a->pos.segment, segment_id{2});
@@ -136,9 +146,7 @@ TEST(prepared_segments, a_crash_keeps_every_acknowledged_record_and_recovery_cut
   mem_env e;
   fixture f{e, dir};
   {
-    auto w = f.open();
-    ASSERT_TRUE(f.put(*w, payload(0)));
-    ASSERT_TRUE(w->wait_for_prepared_segment());
+    auto w = f.open_with_spare();
     for (int i = 1; i < 6; ++i) ASSERT_TRUE(f.put(*w, payload(i)));
     e.crash();
   }
@@ -165,9 +173,7 @@ TEST(prepared_segments, a_torn_write_over_zeros_loses_only_the_unacknowledged_re
     testing::gated_env e(inner);
     fixture f{e, dir};
     {
-      auto w = f.open();
-      ASSERT_TRUE(f.put(*w, payload(0)));
-      ASSERT_TRUE(w->wait_for_prepared_segment());
+      auto w = f.open_with_spare();
       for (int i = 1; i < 4; ++i) ASSERT_TRUE(f.put(*w, payload(i)));
       // A record written over the zeros, its fdatasync in flight when the power goes: a random prefix
       // of it reached the disk.
@@ -189,9 +195,7 @@ TEST(prepared_segments, a_failed_batch_in_a_prepared_segment_is_undone_and_the_l
   mem_env e;
   fixture f{e, dir};
   {
-    auto w = f.open();
-    ASSERT_TRUE(f.put(*w, payload(0)));
-    ASSERT_TRUE(w->wait_for_prepared_segment());
+    auto w = f.open_with_spare();
     ASSERT_TRUE(f.put(*w, payload(1)));
     e.set_write_error(true);
     EXPECT_FALSE(f.put(*w, payload(99)));
@@ -208,9 +212,7 @@ TEST(prepared_segments, a_batch_larger_than_the_prepared_room_grows_the_segment)
   fixture f{e, dir};
   const std::string big(20000, 'b');
   {
-    auto w = f.open();
-    ASSERT_TRUE(f.put(*w, payload(0)));
-    ASSERT_TRUE(w->wait_for_prepared_segment());
+    auto w = f.open_with_spare();
     ASSERT_TRUE(f.put(*w, big));  // onto the 4096-byte spare, and past it
     ASSERT_TRUE(f.put(*w, payload(2)));
     e.crash();
@@ -249,9 +251,7 @@ TEST(prepared_segments, on_disk_the_prepared_length_holds_while_written_and_is_c
   fixture f{e, root};
   const std::string seg2 = join_path(root, format::segment_file_name(segment_id{2}));
   {
-    auto w = f.open();
-    ASSERT_TRUE(f.put(*w, payload(0)));
-    ASSERT_TRUE(w->wait_for_prepared_segment());
+    auto w = f.open_with_spare();
     ASSERT_TRUE(f.put(*w, payload(1)));
     EXPECT_EQ(std::filesystem::file_size(seg2), 4096u);
   }
