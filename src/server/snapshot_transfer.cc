@@ -309,7 +309,8 @@ void snapshot_transfers::on_chunk(raft::node_id from, raft::group_id g, const ra
 
 void snapshot_transfers::open_in(key k, const raft::wire::snapshot_chunk& c) {
   auto it = in_.find(k);
-  if (it != in_.end() && !it->second->kept && it->second->id == c.transfer) return;  // a duplicate
+  // A duplicate, or the opening of a transfer this node dropped (a new one has a new id): ignored.
+  if (it != in_.end() && it->second->id == c.transfer) return;
   if (it != in_.end() && (it->second->last_index != c.last_index || it->second->last_term != c.last_term)) {
     // Another snapshot of the group (a newer one): what the old transfer wrote is garbage now.
     if (!it->second->kept) ++stats_.transfers_replaced;

@@ -621,6 +621,11 @@ TEST_F(snapshot_transfer_test, an_incomplete_transfer_or_a_missing_record_is_dro
   EXPECT_EQ(b->t->stats().transfers_dropped, 1u);
   EXPECT_EQ(b->t->kept(), 1u);
   EXPECT_EQ(b->pinned.size(), 1u);
+  // The dropped transfer's opening again (a stale frame): ignored, nothing answered.
+  const std::size_t frames = b->frames_out.size();
+  b->t->on_chunk(a->id, group_id(5), opening(50));
+  EXPECT_EQ(b->frames_out.size(), frames);
+  EXPECT_EQ(b->t->kept(), 1u);
   // Every chunk arrived, but the snapshot references a record none of them held: discarded, unpinned.
   // (The next transfer of the snapshot is told record 0 is there.)
   b->t->on_chunk(a->id, group_id(5), opening(51));
