@@ -65,7 +65,8 @@ result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, lo
   }
   w->preallocate_active();
   if (opts.prepare_segments && opts.sync.mode == sync_mode::always) {
-    w->spares_ = std::make_unique<segment_spares>(e, w->dir_, opts.prepared_first_bytes, opts.segment_bytes);
+    w->spares_ = std::make_unique<segment_spares>(e, w->dir_, opts.prepared_first_bytes, opts.segment_bytes,
+                                                  opts.prepared_bytes_per_second);
     w->spares_->request();
   }
   w->last_sync_ = std::chrono::steady_clock::now();

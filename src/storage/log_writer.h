@@ -107,6 +107,12 @@ struct log_options {
   // (the default here, so that tests of other behaviour write no zeros; the server turns it on).
   bool prepare_segments = false;
   std::uint64_t prepared_first_bytes = 1ull << 20;
+  // The pace at which spares are written (0: unpaced). The zeros cost the disk as much as the data that
+  // later goes over them, while what they save is per fdatasync: a lone writer's thousands of small
+  // syncs a second gain much, a crowd's few large group commits little (unpaced, at 64 connections they
+  // raised the append p99; docs/benchmarks.md, session 11). A writer faster than this pace grows its
+  // segment past the prepared zeros until the next spare is ready.
+  std::uint64_t prepared_bytes_per_second = 8ull << 20;
 };
 
 struct append_ack {

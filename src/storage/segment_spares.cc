@@ -9,17 +9,19 @@ namespace weir::storage {
 
 namespace {
 // Zeros are written in pieces of this size and synced every `sync_every` bytes, so that the spare never
-// holds much dirty page cache: a journal commit by another file (which must first write out the dirty
-// data of the blocks its transaction allocated) never waits behind megabytes of zeros.
-constexpr std::size_t piece = 1 << 20;
-constexpr std::uint64_t sync_every = 4ull << 20;
+// holds much dirty page cache, and a log's fdatasync (a flush of the device's cache) never queues behind
+// megabytes of zeros.
+constexpr std::size_t piece = 256 << 10;
+constexpr std::uint64_t sync_every = 1ull << 20;
 }  // namespace
 
-segment_spares::segment_spares(env& e, std::string dir, std::uint64_t first_bytes, std::uint64_t max_bytes)
+segment_spares::segment_spares(env& e, std::string dir, std::uint64_t first_bytes, std::uint64_t max_bytes,
+                               std::uint64_t bytes_per_second)
     : env_(e),
       dir_(std::move(dir)),
       path_(join_path(dir_, file_name)),
       max_bytes_(max_bytes),
+      bytes_per_second_(bytes_per_second),
       next_bytes_(std::min(first_bytes, max_bytes)) {
   thread_ = std::thread([this] { run(); });
 }
@@ -107,9 +109,16 @@ status segment_spares::prepare(std::uint64_t bytes) {
   if (!file) return file.err();
   const std::vector<std::byte> zeros(piece);
   std::uint64_t unsynced = 0;
+  const auto began = std::chrono::steady_clock::now();
   while ((*file)->size() < bytes) {
     {
-      std::lock_guard lock(mu_);
+      // Paced: the zeros may take at most bytes_per_second of the disk (they cost as much to write as
+      // the data that later goes over them, and a busy writer gains less from them than it loses).
+      std::unique_lock lock(mu_);
+      if (bytes_per_second_ > 0) {
+        const auto due = began + std::chrono::microseconds((*file)->size() * 1'000'000 / bytes_per_second_);
+        cv_.wait_until(lock, due, [&] { return stop_; });
+      }
       if (stop_) return make_error(errc::closed, "log is closing");
     }
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(piece, bytes - (*file)->size()));

@@ -13,6 +13,7 @@
 // spare left by a crash is removed when the next one is prepared).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -31,7 +32,9 @@ class segment_spares {
     std::uint64_t bytes = 0;  // its length: all zeros, durable
   };
 
-  segment_spares(env& e, std::string dir, std::uint64_t first_bytes, std::uint64_t max_bytes);
+  // bytes_per_second: the pace of the zeros (0: as fast as the disk takes them).
+  segment_spares(env& e, std::string dir, std::uint64_t first_bytes, std::uint64_t max_bytes,
+                 std::uint64_t bytes_per_second = 0);
   ~segment_spares();  // stops the thread; an untaken spare stays on disk (removed at the next start)
   segment_spares(const segment_spares&) = delete;
   segment_spares& operator=(const segment_spares&) = delete;
@@ -57,6 +60,7 @@ class segment_spares {
   const std::string dir_;
   const std::string path_;
   const std::uint64_t max_bytes_;
+  const std::uint64_t bytes_per_second_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable ready_cv_;
