@@ -36,6 +36,9 @@ constexpr std::chrono::milliseconds hello_timeout = 10s;
 constexpr std::chrono::milliseconds user_timeout = 10s;
 // A connect pending this long when the peer's own connection arrives is abandoned and redialled.
 constexpr std::chrono::milliseconds stale_connect = 1s;
+// One read of an incoming connection (a readiness event or its continuation) that took this long is
+// logged: a slow turn of the loop that this read made.
+constexpr std::chrono::milliseconds slow_read = 200ms;
 constexpr int max_iov = 128;                   // iovecs per writev: 64 frames
 constexpr std::size_t read_chunk = 64u << 10;  // free space asked of every recv
 constexpr std::array<char, 8> magic = {'w', 'e', 'i', 'r', 'p', 'e', 'e', 'r'};
@@ -163,6 +166,23 @@ class peer_links::in_conn final : public io::io_handler {
 
   void on_io(std::uint32_t) override {
     if (fd_ < 0) return;  // retired earlier in this turn; the loop still had its event
+    // A read that held the loop long is logged (rate-limited) with what it read: it tells a stall of
+    // this read (many frames, or frames slow to handle) from one elsewhere on the loop.
+    struct timing {
+      in_conn& c;
+      std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+      std::uint64_t bytes = c.bytes_read_, frames = c.frames_read_;
+      ~timing() {
+        const auto ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
+                .count();
+        if (ms < slow_read.count()) return;
+        c.owner_.warn_limited(
+            fmt::format("peer_links: node {}: one read of node {}'s connection took {} ms ({} "
+                        "bytes, {} frames handled)",
+                        c.owner_.opts_.self, c.peer_, ms, c.bytes_read_ - bytes, c.frames_read_ - frames));
+      }
+    } timed{*this};
     if (tls_ && !tls_->established()) {
       const auto r = tls_->handshake();
       if (r == io::transport::would_block) return;
@@ -205,6 +225,7 @@ class peer_links::in_conn final : public io::io_handler {
       }
       if (n > 0) {
         end_ += static_cast<std::size_t>(n);
+        bytes_read_ += static_cast<std::size_t>(n);
         budget -= std::min(budget, static_cast<std::size_t>(n));
         if (!parse()) return;
         continue;
@@ -293,6 +314,7 @@ class peer_links::in_conn final : public io::io_handler {
       }
       begin_ += header_size + len;
       owner_.count_received(peer_, header_size + len);
+      ++frames_read_;
       owner_.deliver(peer_, channel, payload);
       if (fd_ < 0) return false;  // the receiver removed the peer: this connection was retired
     }
@@ -333,6 +355,7 @@ class peer_links::in_conn final : public io::io_handler {
   std::size_t need_ = 0;                    // the size of the frame being received, once its header is in
   std::unique_ptr<io::tls_transport> tls_;  // TLS: the session over fd_
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::uint64_t bytes_read_ = 0, frames_read_ = 0;  // since the connection was accepted
 };
 
 class peer_links::raft_adapter final : public raft::transport {
