@@ -526,8 +526,16 @@ void node_io::queue_frame(group& g, node_id to, std::vector<std::byte> frame) {
     g.held.push_back(group::held_frame{g.fence, to, std::move(frame)});
     return;
   }
-  auto& out = outbox_[to];
-  out.insert(out.end(), frame.begin(), frame.end());
+  add_to_outbox(to, std::move(frame));
+}
+
+void node_io::add_to_outbox(node_id to, std::vector<std::byte>&& frame) {
+  auto& packets = outbox_[to];
+  if (!packets.empty() && packets.back().size() + frame.size() <= max_packet_bytes) {
+    packets.back().insert(packets.back().end(), frame.begin(), frame.end());
+    return;
+  }
+  packets.push_back(std::move(frame));  // starts a packet: not copied again
 }
 
 void node_io::schedule_turn_end() {
@@ -543,11 +551,13 @@ void node_io::schedule_turn_end() {
 void node_io::turn_end() {
   turn_end_posted_ = false;
   log_.flush();
-  for (auto& [to, bytes] : outbox_) {
-    if (bytes.empty()) continue;
-    ++stats_.packets_sent;
-    transport_.send(to, std::move(bytes));
-    bytes = {};
+  for (auto& [to, packets] : outbox_) {
+    for (auto& bytes : packets) {
+      if (bytes.empty()) continue;
+      ++stats_.packets_sent;
+      transport_.send(to, std::move(bytes));
+    }
+    packets.clear();
   }
   for (auto& [id, gp] : groups_) {
     group& g = *gp;
@@ -597,8 +607,7 @@ void node_io::on_synced(std::uint64_t batch, status st) {
     }
     while (!g.held.empty() && g.held.front().fence <= batch) {
       auto& h = g.held.front();
-      auto& out = outbox_[h.to];
-      out.insert(out.end(), h.frame.begin(), h.frame.end());
+      add_to_outbox(h.to, std::move(h.frame));
       g.held.pop_front();
     }
     while (!g.puts.empty() && g.puts.front().batch <= batch) {

@@ -147,6 +147,12 @@ class node_io {
   // the node cannot go on; the caller stops it (a restart recovers from what is on disk).
   void set_on_log_failure(std::function<void(const error&)> fn) { on_log_failure_ = std::move(fn); }
 
+  // A turn's frames for one peer leave in packets of at most this many bytes (a larger frame alone, in
+  // its own packet), in order. The receiver handles a packet only once all of it arrived, and all of it
+  // at once: a turn's frames for a peer under a burst of 512 KiB entries made packets of 2-5 MiB, each
+  // handled in one go (200-470 ms on a starved CPU, heartbeats of other groups behind the entries).
+  static constexpr std::size_t max_packet_bytes = 1u << 20;
+
   node_id self() const { return opts_.self; }
   // Membership changes at run time: a node that joins gets an address (its frames are taken from then
   // on), one that left loses it (its frames are dropped, like a stranger's).
@@ -164,6 +170,8 @@ class node_io {
   void on_synced(std::uint64_t batch, status st);
   void on_packet(node_id from, std::span<const std::byte> packet);
   void queue_frame(group& g, node_id to, std::vector<std::byte> frame);
+  // Appends `frame` to this turn's last packet for `to`, or starts a packet (see max_packet_bytes).
+  void add_to_outbox(node_id to, std::vector<std::byte>&& frame);
   // Frames of snapshot transfers go to transfers_ (true: the frame was one; handled or dropped).
   bool handle_transfer_frame(node_id from, const wire::message& msg);
   void send_chunk_frame(node_id to, const wire::message& m);
@@ -179,7 +187,7 @@ class node_io {
   options opts_;
   std::mt19937_64 rng_;
   std::map<group_id, std::unique_ptr<group>> groups_;
-  std::map<node_id, std::vector<std::byte>> outbox_;
+  std::map<node_id, std::vector<std::vector<std::byte>>> outbox_;  // this turn's packets, per peer
   bool turn_end_posted_ = false;
   unsigned tick_ms_ = 0;
   executor::timer_id tick_timer_ = 0;

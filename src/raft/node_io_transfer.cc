@@ -60,8 +60,7 @@ void node_io::send_chunk_frame(node_id to, const wire::message& m) {
   std::vector<std::byte> frame;
   wire::encode_frame(m, frame);
   ++stats_.frames_sent;
-  auto& out = outbox_[to];
-  out.insert(out.end(), frame.begin(), frame.end());
+  add_to_outbox(to, std::move(frame));
   schedule_turn_end();
 }
 

@@ -161,6 +161,56 @@ TEST(raft_node_io, a_message_after_set_term_waits_for_the_sync) {
   f.close_all({g0, g1});
 }
 
+// A turn's frames for one peer leave in packets of at most max_packet_bytes (a larger frame alone), in the
+// order they were sent: the receiver handles a packet whole, so a turn of megabytes of entries does not
+// become one packet that holds every frame behind it (docs/replication.md, "The raft layer").
+TEST(raft_node_io, a_turns_frames_leave_in_packets_of_bounded_size_in_order) {
+  node_fixture f;
+  raft_io* g0 = f.start_group(0);
+  const std::vector<std::size_t> sizes = {300u << 10, 300u << 10, 300u << 10, 1500u << 10,
+                                          10,         300u << 10, 10};
+  std::vector<std::vector<char>> data;
+  for (std::size_t i = 0; i < sizes.size(); ++i) data.emplace_back(sizes[i], static_cast<char>('a' + i));
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    raft_entry e{};
+    e.term = 1;
+    e.type = RAFT_COMMAND;
+    e.buf.base = data[i].data();
+    e.buf.len = data[i].size();
+    raft_message m{};
+    m.type = RAFT_IO_APPEND_ENTRIES;
+    m.server_id = 2;
+    m.append_entries = {1, i, 1, 0, &e, 1};
+    ASSERT_EQ(g0->send(g0, new raft_io_send{}, &m, callbacks::on_send), 0);
+  }
+  f.sched.run_until(1);
+  // Packets: the first three entries (900 KiB) share one, the fourth (1.5 MiB) goes alone, the rest
+  // share a third.
+  ASSERT_EQ(f.net.sent.size(), 3u);
+  for (const auto& [to, packet] : f.net.sent) {
+    EXPECT_EQ(to, node_id(2));
+    std::span<const std::byte> rest(packet);
+    std::size_t frames = 0;
+    while (!rest.empty()) {
+      auto d = wire::decode_frame(rest);
+      ASSERT_TRUE(d && d->has_value());
+      rest = rest.subspan((*d)->consumed);
+      ++frames;
+    }
+    EXPECT_TRUE(packet.size() <= node_io::max_packet_bytes || frames == 1)
+        << packet.size() << " bytes, " << frames;
+  }
+  const auto frames = f.net.frames_to(node_id(2));
+  ASSERT_EQ(frames.size(), sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto& ae = std::get<wire::append_entries>(frames[i].payload);
+    EXPECT_EQ(ae.prev_log_index, log_index(i));
+    ASSERT_EQ(ae.entries.size(), 1u);
+    EXPECT_EQ(ae.entries[0].data.size(), sizes[i]);
+  }
+  f.close_all({g0});
+}
+
 TEST(raft_node_io, append_callbacks_fire_after_the_sync_and_load_returns_what_was_synced) {
   node_fixture f;
   {
