@@ -398,6 +398,9 @@ void log_writer::write_batch(batch& b) {
     dirty_ = true;
   }
   segments_.back().size = active_->size();
+  // The next spare once the prepared segment is half used: zeros are written about as fast as the data
+  // that goes over them, not ahead of a lone writer by the doubling spares' whole size.
+  if (spares_ && active_prepared_ != 0 && active_->size() >= active_prepared_ / 2) spares_->request();
 
   records_.fetch_add(b.records.size(), std::memory_order_relaxed);
   batches_.fetch_add(1, std::memory_order_relaxed);
@@ -415,8 +418,8 @@ void log_writer::write_batch(batch& b) {
   });
 }
 
-bool log_writer::wait_for_prepared_segment() {
-  return spares_ && spares_->wait_ready();
+bool log_writer::wait_for_prepared_segment(std::chrono::milliseconds limit) {
+  return spares_ && spares_->wait_ready(limit);
 }
 
 bool log_writer::wants_prepared_segment(std::size_t bytes) const {
@@ -443,9 +446,11 @@ status log_writer::roll(std::vector<std::shared_ptr<writable_file>>& retired) {
   const std::string path = segment_path(id);
   std::optional<segment_spares::spare> spare = spares_ ? spares_->take() : std::nullopt;
   if (spare) {
-    status renamed = env_.rename_file(spare->path, path);
-    spares_->request();  // only now: a new preparation starts by removing what is left at the spare's name
-    if (!renamed) return renamed;
+    if (status renamed = env_.rename_file(spare->path, path); !renamed) {
+      spares_->request();  // prepared again (a preparation first removes what is left at the spare's name)
+      return renamed;
+    }
+    // The next spare is asked for once this one is half used (write_batch).
   } else if (spares_) {
     spares_->request();
   }

@@ -183,8 +183,8 @@ class log_writer {
   // Nothing is queued and the sync thread is not writing: a lone append now may go inline (for tests).
   bool idle() const;
   // Blocks until a prepared segment is ready for the next roll (for tests); false if prepare_segments is
-  // off (or not in `always` mode) or the preparation failed.
-  bool wait_for_prepared_segment();
+  // off (or not in `always` mode), the preparation failed, or none was ready within `limit`.
+  bool wait_for_prepared_segment(std::chrono::milliseconds limit = std::chrono::seconds(20));
 
   // Ends the fence a failed batch raised (log_options::fence_after_failure). Call it only while no
   // append is pending (every append made so far has completed); appends made after it are written.

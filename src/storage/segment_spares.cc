@@ -57,9 +57,9 @@ bool segment_spares::ready() const {
   return ready_;
 }
 
-bool segment_spares::wait_ready() {
+bool segment_spares::wait_ready(std::chrono::milliseconds limit) {
   std::unique_lock lock(mu_);
-  ready_cv_.wait(lock, [&] { return ready_ || stop_ || (!wanted_ && last_failed_); });
+  ready_cv_.wait_for(lock, limit, [&] { return ready_ || stop_ || (!wanted_ && last_failed_); });
   return ready_;
 }
 

@@ -46,8 +46,9 @@ class segment_spares {
   // The ready spare, if any: the caller renames it into place (and calls request() for the next one).
   std::optional<spare> take();
   bool ready() const;
-  // Blocks until a spare is ready or the last preparation failed (tests). False on failure.
-  bool wait_ready();
+  // Blocks until a spare is ready or the last preparation failed, at most `limit` (tests). False unless
+  // a spare is ready.
+  bool wait_ready(std::chrono::milliseconds limit = std::chrono::seconds(20));
   // Spares prepared so far, and failed preparations (logged; the writer then grows its segments).
   std::uint64_t prepared() const;
   std::uint64_t failed() const;

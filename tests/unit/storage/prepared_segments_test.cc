@@ -91,7 +91,7 @@ TEST(segment_spares, spares_are_zeros_and_double_up_to_the_maximum) {
   std::vector<std::uint64_t> sizes;
   for (int i = 0; i < 3; ++i) {
     s.request();
-    ASSERT_TRUE(s.wait_ready());
+    ASSERT_TRUE(s.wait_ready(std::chrono::seconds(20)));
     auto sp = s.take();
     ASSERT_TRUE(sp.has_value());
     auto c = e.contents(sp->path);
@@ -112,12 +112,12 @@ TEST(segment_spares, a_failed_preparation_is_reported_and_tried_again_on_request
   e.set_capacity(500);
   segment_spares s(e, dir, 1000, 1000);
   s.request();
-  EXPECT_FALSE(s.wait_ready());
+  EXPECT_FALSE(s.wait_ready(std::chrono::seconds(20)));
   EXPECT_EQ(s.failed(), 1u);
   EXPECT_FALSE(e.file_exists(join_path(dir, segment_spares::file_name)));
   e.set_capacity(std::nullopt);
   s.request();
-  EXPECT_TRUE(s.wait_ready());
+  EXPECT_TRUE(s.wait_ready(std::chrono::seconds(20)));
 }
 
 TEST(prepared_segments, the_writer_rolls_onto_a_prepared_segment_and_a_clean_stop_cuts_its_zeros) {
@@ -130,7 +130,12 @@ TEST(prepared_segments, the_writer_rolls_onto_a_prepared_segment_and_a_clean_sto
     EXPECT_EQ(a->pos.segment, segment_id{2});
     EXPECT_EQ(w->stats().prepared_segments, 1u);
     EXPECT_EQ(file_length(e, segment_id{2}), 4096u);
-    for (int i = 2; i < 40; ++i) ASSERT_TRUE(f.put(*w, payload(i)));  // past 4096: onto the next spares
+    // The next spare is asked for only once this one is half used.
+    EXPECT_FALSE(w->wait_for_prepared_segment(std::chrono::milliseconds(300)));
+    int i = 2;
+    for (; i < 7; ++i) ASSERT_TRUE(f.put(*w, payload(i)));  // past 2048 bytes of the 4096
+    ASSERT_TRUE(w->wait_for_prepared_segment());
+    for (; i < 40; ++i) ASSERT_TRUE(f.put(*w, payload(i)));  // past 4096: onto the next spare
     EXPECT_GE(w->stats().prepared_segments, 2u);
   }
   // Each segment left behind ends at its last record: only zeros were cut.
