@@ -57,7 +57,9 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
     }
   }
   const bool bootstrap = !s.opts_.join && !has_members_file;
-  auto log = raft::node_log::open(env, *s.flusher_, s.opts_.log_path);
+  raft::node_log_options lopts;
+  lopts.prepare_segments = s.opts_.prepare_log_segments;
+  auto log = raft::node_log::open(env, *s.flusher_, s.opts_.log_path, lopts);
   if (!log) return log.err();
   s.log_ = std::move(*log);
   std::map<raft::node_id, std::string> addresses;

@@ -77,7 +77,8 @@ class replicator {
     std::uint64_t self = 0;
     std::map<std::uint64_t, std::string> addresses;  // every node (self included), as raft knows them
     std::uint32_t groups = 64;
-    std::string log_path;  // the node log
+    std::string log_path;               // the node log
+    bool prepare_log_segments = false;  // raft::node_log_options::prepare_segments
     unsigned election_timeout_ms = 1000;
     unsigned heartbeat_ms = 100;
     std::chrono::milliseconds submit_timeout{5000};

@@ -82,6 +82,26 @@ node_log::node_log(storage::env& env, log_flusher& f, std::string path, node_log
 
 node_log::~node_log() {
   *alive_ = false;
+  // A clean close leaves no prepared zeros for recovery to cut. The flusher is gone by now (its owner
+  // destroys it first), so no write into file_ is under way; a roll still under way replaced file_ by a
+  // file this object never saw, and cut this one's zeros itself.
+  if (file_ && !rolling_ && !poisoned_ && prepared_ > file_->size()) {
+    status st = file_->truncate(file_->size());
+    if (st) st = file_->sync();
+    if (!st)
+      log::warn("raft node log: cannot cut the last segment's unused zeros at close ({}); recovery will",
+                st.err().reason);
+  }
+}
+
+std::string node_log::spare_name(const std::string& path) {
+  // Not "<base>.NNNNNNNN": segment_numbers (node_log_open.cc) never takes it for a segment.
+  const auto slash = path.rfind('/');
+  return (slash == std::string::npos ? path : path.substr(slash + 1)) + ".spare";
+}
+
+bool node_log::wait_for_prepared_segment() {
+  return spares_ && spares_->wait_ready();
 }
 
 std::string node_log::segment_path(const std::string& path, std::uint32_t no) {
@@ -116,7 +136,17 @@ std::uint64_t node_log::add(const record::log_record& r) {
     // state the log really passed through.
     roll_preamble_ = preamble();
   }
+  const std::size_t start = pending_.size();
   record::encode_record(r, pending_);
+  if (!roll_preamble_ && wants_prepared_segment(start, sealed_roll)) {
+    // An early roll onto a ready spare: the batches before this record stay in the segment they fit in,
+    // and this record's batch starts the prepared segment, with the preamble of a size roll.
+    std::vector<std::byte> rec(pending_.begin() + static_cast<std::ptrdiff_t>(start), pending_.end());
+    pending_.resize(start);
+    if (!pending_.empty()) seal();
+    roll_preamble_ = preamble();
+    pending_ = std::move(rec);
+  }
   live_group& live = live_[r.group];
   live_total_ -= live.live_bytes();
   live.apply(r.payload, open_);
@@ -140,19 +170,74 @@ void node_log::seal() {
   roll_preamble_.reset();
 }
 
-status node_log::start_segment(std::uint64_t batch, const std::vector<std::byte>& preamble,
-                               std::vector<std::byte>& out) {
+// As log_writer::wants_prepared_segment: the batch that `pending_` holds (its record from `start` on being
+// the one just added) should start a new segment on a ready spare, because the newest segment holds more
+// than its preamble and is not prepared or has no room left in its zeros for what is queued for it.
+bool node_log::wants_prepared_segment(std::size_t start, bool sealed_roll) const {
+  if (!spares_ || sealed_roll) return false;
+  const segment& s = segs_.back();
+  std::uint64_t end = s.bytes;
+  for (const sealed_batch& b : sealed_) end += b.bytes.size();
+  if (end + start <= s.preamble_bytes) return false;
+  if (prepared_ != 0 && end + pending_.size() <= prepared_) return false;
+  return spares_->ready();
+}
+
+// Opens a new segment file: the spare renamed into place (then written over from byte 0) or a new file.
+// Blocking; on the flusher's thread, except at open.
+result<std::unique_ptr<storage::writable_file>> node_log::create_segment(
+    storage::env& env, const std::string& path, const std::optional<storage::segment_spares::spare>& spare,
+    storage::segment_spares* spares) {
+  if (spare) {
+    status renamed = env.rename_file(spare->path, path);
+    spares->request();  // only now: a new preparation starts by removing what is at the spare's name
+    if (!renamed) return renamed.err();
+  }
+  return env.open_writable(path, spare ? storage::open_mode::overwrite : storage::open_mode::create_new);
+}
+
+// A roll, as one job on the flusher: the segment left loses its unused zeros (durably, before the new
+// segment's directory entry can be: only the last segment may hold a zero tail), the new one is created
+// (or a spare renamed into place) and gets its header, preamble and first batch, synced; on_flushed then
+// syncs the directory.
+void node_log::start_segment(std::uint64_t batch, const std::vector<std::byte>& preamble,
+                             const std::vector<std::byte>& records) {
   const std::uint32_t no = segs_.back().no + 1;
   std::string p = segment_path(path_, no);
-  auto f = env_.open_writable(p, storage::open_mode::create_new);
-  if (!f) return f.err();
-  file_ = std::move(f).value();
+  std::optional<storage::segment_spares::spare> spare = spares_ ? spares_->take() : std::nullopt;
+  if (spares_ && !spare) spares_->request();
+  const bool trim = prepared_ > segs_.back().bytes;
   const auto header = record::encode_file_header();
-  out.assign(header.begin(), header.end());
-  out.insert(out.end(), preamble.begin(), preamble.end());
-  segs_.push_back(segment{no, std::move(p), 0, batch, out.size()});
+  std::vector<std::byte> bytes(header.begin(), header.end());
+  bytes.insert(bytes.end(), preamble.begin(), preamble.end());
+  const std::uint64_t preamble_bytes = bytes.size();
+  bytes.insert(bytes.end(), records.begin(), records.end());
+  bytes_written_ += bytes.size();
+  segs_.push_back(segment{no, p, bytes.size(), batch, preamble_bytes});
   batch_segment_[batch] = no;
-  return {};
+  prepared_ = spare ? spare->bytes : 0;
+  if (spare) ++prepared_segments_;
+  rolling_ = true;
+  auto slot = std::make_shared<std::unique_ptr<storage::writable_file>>();
+  flusher_.run(
+      [&env = env_, old = file_.get(), trim, p = std::move(p), spare, spares = spares_.get(), slot,
+       bytes = std::move(bytes)]() -> status {
+        if (trim) {
+          if (auto st = old->truncate(old->size()); !st) return st;
+          if (auto st = old->sync(); !st) return st;
+        }
+        auto f = create_segment(env, p, spare, spares);
+        if (!f) return f.err();
+        *slot = std::move(f).value();
+        if (auto st = (*slot)->append(bytes); !st) return st;
+        return (*slot)->sync();
+      },
+      [this, batch, slot, alive = alive_](status st) {
+        if (!*alive) return;
+        rolling_ = false;
+        if (*slot) file_ = std::move(*slot);
+        on_flushed(batch, true, std::move(st));
+      });
 }
 
 void node_log::flush() {
@@ -171,19 +256,12 @@ void node_log::flush() {
   const std::uint64_t batch = next.no;
   started_ = batch;
   flushing_ = true;
-  std::vector<std::byte> bytes;
-  const bool roll = next.roll_preamble.has_value();
-  if (roll) {
-    auto st = start_segment(batch, *next.roll_preamble, bytes);
-    if (!st) return finish_batch(batch, st);
-    bytes.insert(bytes.end(), next.bytes.begin(), next.bytes.end());
-  } else {
-    bytes = std::move(next.bytes);
-  }
+  if (next.roll_preamble) return start_segment(batch, *next.roll_preamble, next.bytes);
+  std::vector<std::byte> bytes = std::move(next.bytes);
   bytes_written_ += bytes.size();
   segs_.back().bytes += bytes.size();
-  flusher_.flush(*file_, std::move(bytes), [this, batch, roll, alive = alive_](status st) {
-    if (*alive) on_flushed(batch, roll, std::move(st));
+  flusher_.flush(*file_, std::move(bytes), [this, batch, alive = alive_](status st) {
+    if (*alive) on_flushed(batch, false, std::move(st));
   });
 }
 

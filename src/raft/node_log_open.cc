@@ -30,6 +30,22 @@ std::vector<std::uint32_t> segment_numbers(const std::vector<std::string>& names
   return out;
 }
 
+// One past the last non-zero byte of `bytes` (0 if all are zero).
+std::uint64_t nonzero_end(std::span<const std::byte> bytes) {
+  std::uint64_t end = bytes.size();
+  while (end > 0 && bytes[end - 1] == std::byte{0}) --end;
+  return end;
+}
+
+// Are the zeros from `written` to the end unused room of a prepared segment (a spare's length is a whole
+// number of pages, and the room left is often more than a page) rather than the end of a torn write (a
+// length's high bytes, an entry's zeros)? As storage's log_recovery: only the count and the log line
+// depend on it, the cut is the same.
+bool unused_room(std::span<const std::byte> bytes, std::uint64_t written) {
+  constexpr std::uint64_t page = 4096;
+  return bytes.size() - written >= page || (bytes.size() > written && bytes.size() % page == 0);
+}
+
 }  // namespace
 
 result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher& flusher, std::string path,
@@ -65,8 +81,20 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
       next_no = std::max<std::uint32_t>(1, nos[i]);
       continue;
     }
-    if (!record::file_header_version(all))
+    if (!record::file_header_version(all)) {
+      // A spare renamed into place whose header never reached the disk (a crash during the roll): zeros,
+      // perhaps after part of the header. Nothing in it was ever acknowledged.
+      if (last && nonzero_end(all) <= record::file_header_size) {
+        log::info("raft node log {}: removing it: {} bytes with no complete header (a roll cut short)", p,
+                  all.size());
+        if (auto st = env.remove_file(p); !st) return st.err();
+        if (auto st = env.sync_dir(dir); !st) return st.err();
+        nl->tail_cut_ += nonzero_end(all);
+        next_no = std::max<std::uint32_t>(1, nos[i]);
+        continue;
+      }
       return corruption(fmt::format("{}: not a weir raft log segment", p));
+    }
     std::size_t pos = record::file_header_size;
     while (pos < all.size()) {
       auto d = record::decode_record(all.subspan(pos));
@@ -89,10 +117,15 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
       auto f = env.open_writable(p, storage::open_mode::open_existing);
       if (!f) return f.err();
       if (pos < all.size()) {
-        const std::uint64_t cut = all.size() - pos;
-        log::warn("raft node log {}: cutting {} bytes of torn tail at byte {}", p, cut, pos);
+        // Zeros past the last record are a prepared segment's unused room, cut quietly; a record cut
+        // short before them is a torn tail, as is what a segment that grew as written ends with.
+        std::uint64_t written = std::max<std::uint64_t>(pos, nonzero_end(all));
+        if (!unused_room(all, written)) written = all.size();
+        if (written > pos) {
+          log::warn("raft node log {}: cutting {} bytes of torn tail at byte {}", p, written - pos, pos);
+          nl->tail_cut_ += written - pos;
+        }
         if (auto st = (*f)->truncate(pos); !st) return st.err();
-        nl->tail_cut_ += cut;
       }
       if (auto st = (*f)->sync(); !st) return st.err();
     }
@@ -108,8 +141,15 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
 
   // A new segment for this run, beginning with every group's state: whatever the last one ended with
   // (a cut tail, a missing preamble) is never appended to.
+  if (opts.prepare_segments) {
+    nl->spares_ = std::make_unique<storage::segment_spares>(
+        env, dir, std::min(opts.prepared_first_bytes, opts.segment_bytes), opts.segment_bytes,
+        opts.prepared_bytes_per_second, spare_name(p0));
+    nl->spares_->request();
+  }
   const std::string p = segment_path(p0, next_no);
-  auto f = env.open_writable(p, storage::open_mode::create_new);
+  std::optional<storage::segment_spares::spare> spare = nl->spares_ ? nl->spares_->take() : std::nullopt;
+  auto f = create_segment(env, p, spare, nl->spares_.get());
   if (!f) return f.err();
   const auto header = record::encode_file_header();
   std::vector<std::byte> bytes(header.begin(), header.end());
@@ -120,6 +160,8 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
   if (auto st = env.sync_dir(dir); !st) return st.err();
   nl->file_ = std::move(f).value();
   nl->segs_.push_back(segment{next_no, p, bytes.size(), 0, bytes.size()});
+  nl->prepared_ = spare ? spare->bytes : 0;
+  if (spare) ++nl->prepared_segments_;
   nl->batch_segment_[1] = next_no;
   // The new segment is a preamble's worth of bytes more, and nothing else would check them until the next
   // batch: a node restarted in a quiet cluster (no write, no election) would keep every segment it

@@ -476,7 +476,10 @@ status node::start() {
     if (auto st = shards_[0]->open_data_log(*env_, data_dir, cfg_.segment_bytes, segments_[0].get()); !st) {
       return st.err();
     }
-    auto repl = replication::open(*shards_[0], *env_, cfg_.data_dir, cfg_.cluster);
+    // The node log syncs every batch; its segments are prepared ahead as the data logs' are, with fsync
+    // always (storage::log_options::prepare_segments, raft::node_log_options::prepare_segments).
+    const bool prepare = cfg_.prepare_segments && cfg_.fsync == "always";
+    auto repl = replication::open(*shards_[0], *env_, cfg_.data_dir, cfg_.cluster, prepare);
     if (!repl) return repl.err();
     shards_[0]->attach_replication(std::move(*repl));
     // Subscriptions are replicated too: their changes are entries of the groups (subscriptions.md).

@@ -33,7 +33,8 @@ replication::replication(stream_shard& shard, cluster::cluster_options o)
 
 result<std::unique_ptr<replication>> replication::open(stream_shard& shard, storage::env& env,
                                                        const std::string& data_dir,
-                                                       const cluster::cluster_options& o) {
+                                                       const cluster::cluster_options& o,
+                                                       bool prepare_log_segments) {
   std::unique_ptr<replication> self(new replication(shard, o));
   cluster::peer_links::options lo;
   lo.self = o.node_id;
@@ -54,6 +55,7 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   ro.groups = o.groups;
   ro.balance_leaders = o.balance_leaders;
   ro.log_path = data_dir + "/raft/node.log";
+  ro.prepare_log_segments = prepare_log_segments;
   ro.join = o.join;
   ro.members_path = storage::join_path(data_dir + "/raft", std::string(cluster::members_file_name));
   cluster::replicator::callbacks cb;

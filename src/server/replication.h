@@ -55,9 +55,12 @@ class subscription_entries {
 class replication {
  public:
   // Opens the peer links and the node log under `data_dir`/raft and starts every group.
+  // prepare_log_segments: raft::node_log_options::prepare_segments (the server's prepare-segments with
+  // fsync always).
   static result<std::unique_ptr<replication>> open(stream_shard& shard, storage::env& env,
                                                    const std::string& data_dir,
-                                                   const cluster::cluster_options& o);
+                                                   const cluster::cluster_options& o,
+                                                   bool prepare_log_segments = false);
   ~replication();
 
   // Proposes `c` in its stream's group; `done` runs on this loop once this node applied it (with the

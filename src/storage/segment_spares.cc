@@ -16,10 +16,10 @@ constexpr std::uint64_t sync_every = 1ull << 20;
 }  // namespace
 
 segment_spares::segment_spares(env& e, std::string dir, std::uint64_t first_bytes, std::uint64_t max_bytes,
-                               std::uint64_t bytes_per_second)
+                               std::uint64_t bytes_per_second, std::string name)
     : env_(e),
       dir_(std::move(dir)),
-      path_(join_path(dir_, file_name)),
+      path_(join_path(dir_, name)),
       max_bytes_(max_bytes),
       bytes_per_second_(bytes_per_second),
       next_bytes_(std::min(first_bytes, max_bytes)) {

@@ -9,8 +9,8 @@
 //
 // Spares grow: the first holds `first_bytes`, each next one twice the last, up to `max_bytes` (the
 // segment size), so that a node that writes little writes few zeros, and one that writes much rolls
-// rarely. One spare at a time, named `spare.tmp` in the log's directory (recovery ignores the name; a
-// spare left by a crash is removed when the next one is prepared).
+// rarely. One spare at a time, named `spare.tmp` (or the name given) in the log's directory (recovery ignores
+// the name; a spare left by a crash is removed when the next one is prepared).
 #pragma once
 
 #include <chrono>
@@ -32,9 +32,10 @@ class segment_spares {
     std::uint64_t bytes = 0;  // its length: all zeros, durable
   };
 
-  // bytes_per_second: the pace of the zeros (0: as fast as the disk takes them).
+  // bytes_per_second: the pace of the zeros (0: as fast as the disk takes them). `name`: the spare's file
+  // name in `dir` (the raft node log, whose directory holds other files, names its own).
   segment_spares(env& e, std::string dir, std::uint64_t first_bytes, std::uint64_t max_bytes,
-                 std::uint64_t bytes_per_second = 0);
+                 std::uint64_t bytes_per_second = 0, std::string name = file_name);
   ~segment_spares();  // stops the thread; an untaken spare stays on disk (removed at the next start)
   segment_spares(const segment_spares&) = delete;
   segment_spares& operator=(const segment_spares&) = delete;
