@@ -398,9 +398,6 @@ void log_writer::write_batch(batch& b) {
     dirty_ = true;
   }
   segments_.back().size = active_->size();
-  // The next spare once the prepared segment is half used: zeros are written about as fast as the data
-  // that goes over them, not ahead of a lone writer by the doubling spares' whole size.
-  if (spares_ && active_prepared_ != 0 && active_->size() >= active_prepared_ / 2) spares_->request();
 
   records_.fetch_add(b.records.size(), std::memory_order_relaxed);
   batches_.fetch_add(1, std::memory_order_relaxed);
@@ -446,11 +443,12 @@ status log_writer::roll(std::vector<std::shared_ptr<writable_file>>& retired) {
   const std::string path = segment_path(id);
   std::optional<segment_spares::spare> spare = spares_ ? spares_->take() : std::nullopt;
   if (spare) {
-    if (status renamed = env_.rename_file(spare->path, path); !renamed) {
-      spares_->request();  // prepared again (a preparation first removes what is left at the spare's name)
-      return renamed;
-    }
-    // The next spare is asked for once this one is half used (write_batch).
+    status renamed = env_.rename_file(spare->path, path);
+    // Only now: a preparation first removes what is left at the spare's name. Asked for at once, not
+    // later (at half use, say): the next spare is twice as large at a fixed pace, and a lone writer
+    // then ran past its prepared zeros for a good part of each segment (docs/benchmarks.md, session 11).
+    spares_->request();
+    if (!renamed) return renamed;
   } else if (spares_) {
     spares_->request();
   }

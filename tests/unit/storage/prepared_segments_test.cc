@@ -130,12 +130,8 @@ TEST(prepared_segments, the_writer_rolls_onto_a_prepared_segment_and_a_clean_sto
     EXPECT_EQ(a->pos.segment, segment_id{2});
     EXPECT_EQ(w->stats().prepared_segments, 1u);
     EXPECT_EQ(file_length(e, segment_id{2}), 4096u);
-    // The next spare is asked for only once this one is half used.
-    EXPECT_FALSE(w->wait_for_prepared_segment(std::chrono::milliseconds(300)));
-    int i = 2;
-    for (; i < 7; ++i) ASSERT_TRUE(f.put(*w, payload(i)));  // past 2048 bytes of the 4096
-    ASSERT_TRUE(w->wait_for_prepared_segment());
-    for (; i < 40; ++i) ASSERT_TRUE(f.put(*w, payload(i)));  // past 4096: onto the next spare
+    ASSERT_TRUE(w->wait_for_prepared_segment());                      // the next one, asked for at the roll
+    for (int i = 2; i < 40; ++i) ASSERT_TRUE(f.put(*w, payload(i)));  // past 4096: onto the next spare
     EXPECT_GE(w->stats().prepared_segments, 2u);
   }
   // Each segment left behind ends at its last record: only zeros were cut.
