@@ -18,6 +18,7 @@
 #include "raft/thread_flusher.h"
 #include "storage/crc32c.h"
 #include "storage/mem_env.h"
+#include "unit/raft/posted_loop.h"
 
 namespace weir::raft {
 namespace {
@@ -584,25 +585,12 @@ TEST(raft_node_log_compaction, compacts_on_a_real_disk_through_the_thread_flushe
   std::string tmpl = (std::filesystem::temp_directory_path() / "weir-node-log-XXXXXX").string();
   ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
   const std::string path = tmpl + "/raft/node.log";
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::function<void()>> posted;  // the "loop": completions run on the test's thread
-  auto run_posted = [&] {
-    std::unique_lock lock(mu);
-    cv.wait_for(lock, milliseconds(50), [&] { return !posted.empty(); });
-    auto fns = std::move(posted);
-    posted.clear();
-    lock.unlock();
-    for (auto& fn : fns) fn();
-  };
+  test_support::posted_loop loop;  // completions run on the test's thread
+  auto run_posted = [&] { loop.run_posted(); };
   model_group quiet;
   model_group busy;
   {
-    auto flusher = std::make_unique<thread_flusher>([&](std::function<void()> fn) {
-      std::lock_guard lock(mu);
-      posted.push_back(std::move(fn));
-      cv.notify_one();
-    });
+    auto flusher = std::make_unique<thread_flusher>(loop.poster());
     auto l = node_log::open(storage::default_posix_env(), *flusher, path, node_log_options{4096});
     ASSERT_TRUE(l.has_value()) << l.err().reason;
     auto log = std::move(l).value();

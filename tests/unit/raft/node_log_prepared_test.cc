@@ -15,6 +15,7 @@
 #include "raft/sim_scheduler.h"
 #include "raft/thread_flusher.h"
 #include "storage/mem_env.h"
+#include "unit/raft/posted_loop.h"
 
 namespace weir::raft {
 namespace {
@@ -312,26 +313,13 @@ TEST(raft_node_log_prepared, rolls_on_a_real_disk_through_the_thread_flusher) {
   std::string tmpl = (std::filesystem::temp_directory_path() / "weir-node-log-XXXXXX").string();
   ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
   const std::string path = tmpl + "/raft/node.log";
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::function<void()>> posted;  // the "loop": completions run on the test's thread
-  auto run_posted = [&] {
-    std::unique_lock lock(mu);
-    cv.wait_for(lock, milliseconds(50), [&] { return !posted.empty(); });
-    auto fns = std::move(posted);
-    posted.clear();
-    lock.unlock();
-    for (auto& fn : fns) fn();
-  };
+  test_support::posted_loop loop;  // completions run on the test's thread
+  auto run_posted = [&] { loop.run_posted(); };
   const node_log_options o = prepared(16384, 4096);
   const auto d = bytes_of(std::string(700, 'y'));
   std::uint64_t next = 1;
   {
-    auto flusher = std::make_unique<thread_flusher>([&](std::function<void()> fn) {
-      std::lock_guard lock(mu);
-      posted.push_back(std::move(fn));
-      cv.notify_one();
-    });
+    auto flusher = std::make_unique<thread_flusher>(loop.poster());
     auto l = node_log::open(storage::default_posix_env(), *flusher, path, o);
     ASSERT_TRUE(l.has_value()) << l.err().reason;
     auto log = std::move(l).value();
