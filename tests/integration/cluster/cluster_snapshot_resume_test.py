@@ -50,37 +50,19 @@ class CountingProxy(cs.LinkProxy):
         self.peak = 0
         super().__init__(target)
 
-    def _pump(self, src, dst):
+    def _forwarded(self, dst, carried):
         try:
             inbound = dst.getpeername()[1] == self.target
         except OSError:
-            inbound = False
+            return
         if not inbound:
-            return super()._pump(src, dst)
-        carried = 0
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                self.flowing.wait()
-                if self.closed:
-                    break
-                dst.sendall(data)
-                carried += len(data)
-                with self.lock:
-                    fire = self.armed and not self.fired and carried >= self.threshold
-                    self.fired = self.fired or fire
-                    self.peak = max(self.peak, carried)
-                if fire:
-                    self.trigger()
-        except OSError:
-            pass
+            return
         with self.lock:
-            self.conns.discard(src)
-            self.conns.discard(dst)
-        cs._close(src)
-        cs._close(dst)
+            fire = self.armed and not self.fired and carried >= self.threshold
+            self.fired = self.fired or fire
+            self.peak = max(self.peak, carried)
+        if fire:
+            self.trigger()
 
 
 def req(node, method, path, body=None):

@@ -408,6 +408,7 @@ class LinkProxy:
             threading.Thread(target=self._pump, args=(up, c), daemon=True).start()
 
     def _pump(self, src, dst):
+        carried = 0
         try:
             while True:
                 data = src.recv(65536)
@@ -417,6 +418,8 @@ class LinkProxy:
                 if self.closed:
                     break
                 dst.sendall(data)
+                carried += len(data)
+                self._forwarded(dst, carried)
         except OSError:
             pass
         with self.lock:
@@ -424,6 +427,10 @@ class LinkProxy:
             self.conns.discard(dst)
         _close(src)
         _close(dst)
+
+    def _forwarded(self, dst, carried):
+        """Called by a connection's pump after each piece it forwarded to `dst`, with the bytes it has
+        carried that way so far (a hook for tests' proxies)."""
 
     def cut(self):
         with self.lock:
