@@ -74,10 +74,6 @@ struct fixture {
   }
 };
 
-std::string payload(int i) {
-  return "record-" + std::to_string(i) + std::string(300, 'x');
-}
-
 std::uint64_t file_length(mem_env& e, segment_id id) {
   auto c = e.contents(join_path(dir, format::segment_file_name(id)));
   return c ? c->size() : 0;
