@@ -18,6 +18,7 @@
 #include "raft/thread_flusher.h"
 #include "storage/crc32c.h"
 #include "storage/mem_env.h"
+#include "unit/raft/node_log_test_util.h"
 #include "unit/raft/posted_loop.h"
 
 namespace weir::raft {
@@ -25,22 +26,10 @@ namespace {
 
 using std::chrono::milliseconds;
 
-const std::string log_path = "/data/raft/node.log";
-
-std::vector<std::byte> bytes_of(std::string_view s) {
-  auto b = std::as_bytes(std::span<const char>(s.data(), s.size()));
-  return {b.begin(), b.end()};
-}
-
-std::string text(const std::vector<std::byte>& b) {
-  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
-}
-
-std::string seg(std::uint32_t no) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, ".%08u", no);
-  return log_path + buf;
-}
+using test_support::bytes_of;
+using test_support::log_path;
+using test_support::seg;
+using test_support::text;
 
 // An owned record: the test keeps what it added, to replay it into the model.
 struct owned_record {

@@ -15,6 +15,7 @@
 #include "raft/sim_scheduler.h"
 #include "raft/thread_flusher.h"
 #include "storage/mem_env.h"
+#include "unit/raft/node_log_test_util.h"
 #include "unit/raft/posted_loop.h"
 
 namespace weir::raft {
@@ -22,23 +23,12 @@ namespace {
 
 using std::chrono::milliseconds;
 
-const std::string dir = "/data/raft";
-const std::string log_path = dir + "/node.log";
+const std::string dir = "/data/raft";  // test_support::log_path's directory
 
-std::vector<std::byte> bytes_of(std::string_view s) {
-  auto b = std::as_bytes(std::span<const char>(s.data(), s.size()));
-  return {b.begin(), b.end()};
-}
-
-std::string text(const std::vector<std::byte>& b) {
-  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
-}
-
-std::string seg(std::uint32_t no) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, ".%08u", no);
-  return log_path + buf;
-}
+using test_support::bytes_of;
+using test_support::log_path;
+using test_support::seg;
+using test_support::text;
 
 node_log_options prepared(std::uint64_t segment_bytes = 64u << 10, std::uint64_t first = 8192) {
   node_log_options o;
