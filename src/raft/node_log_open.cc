@@ -30,22 +30,6 @@ std::vector<std::uint32_t> segment_numbers(const std::vector<std::string>& names
   return out;
 }
 
-// One past the last non-zero byte of `bytes` (0 if all are zero).
-std::uint64_t nonzero_end(std::span<const std::byte> bytes) {
-  std::uint64_t end = bytes.size();
-  while (end > 0 && bytes[end - 1] == std::byte{0}) --end;
-  return end;
-}
-
-// Are the zeros from `written` to the end unused room of a prepared segment (a spare's length is a whole
-// number of pages, and the room left is often more than a page) rather than the end of a torn write (a
-// length's high bytes, an entry's zeros)? As storage's log_recovery: only the count and the log line
-// depend on it, the cut is the same.
-bool unused_room(std::span<const std::byte> bytes, std::uint64_t written) {
-  constexpr std::uint64_t page = 4096;
-  return bytes.size() - written >= page || (bytes.size() > written && bytes.size() % page == 0);
-}
-
 }  // namespace
 
 result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher& flusher, std::string path,
@@ -84,12 +68,12 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
     if (!record::file_header_version(all)) {
       // A spare renamed into place whose header never reached the disk (a crash during the roll): zeros,
       // perhaps after part of the header. Nothing in it was ever acknowledged.
-      if (last && nonzero_end(all) <= record::file_header_size) {
+      if (last && storage::nonzero_end(all) <= record::file_header_size) {
         log::info("raft node log {}: removing it: {} bytes with no complete header (a roll cut short)", p,
                   all.size());
         if (auto st = env.remove_file(p); !st) return st.err();
         if (auto st = env.sync_dir(dir); !st) return st.err();
-        nl->tail_cut_ += nonzero_end(all);
+        nl->tail_cut_ += storage::nonzero_end(all);
         next_no = std::max<std::uint32_t>(1, nos[i]);
         continue;
       }
@@ -119,8 +103,7 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
       if (pos < all.size()) {
         // Zeros past the last record are a prepared segment's unused room, cut quietly; a record cut
         // short before them is a torn tail, as is what a segment that grew as written ends with.
-        std::uint64_t written = std::max<std::uint64_t>(pos, nonzero_end(all));
-        if (!unused_room(all, written)) written = all.size();
+        const std::uint64_t written = storage::written_end(all, pos);
         if (written > pos) {
           log::warn("raft node log {}: cutting {} bytes of torn tail at byte {}", p, written - pos, pos);
           nl->tail_cut_ += written - pos;

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "storage/log_format.h"
+#include "storage/segment_spares.h"
 
 namespace weir::storage {
 
@@ -25,21 +26,6 @@ std::optional<format::record_header> valid_record_at(std::span<const std::byte> 
   if (end > bytes.size()) return std::nullopt;
   if (!format::record_crc_ok(bytes.subspan(off, end - off))) return std::nullopt;
   return h;
-}
-
-// Are the zeros from `written` to the end of the last segment unused room (a prepared segment's, whose
-// length is a whole number of pages; a length persisted past the data) rather than the end of a torn
-// write (a header's high bytes, a payload's zeros)? Only the counts and the log line depend on it.
-bool unused_room(std::span<const std::byte> bytes, std::uint64_t written) {
-  constexpr std::uint64_t page = 4096;
-  return bytes.size() - written >= page || (bytes.size() > written && bytes.size() % page == 0);
-}
-
-// One past the last non-zero byte of `bytes` (0 if all are zero).
-std::uint64_t nonzero_end(std::span<const std::byte> bytes) {
-  std::uint64_t end = bytes.size();
-  while (end > 0 && bytes[end - 1] == std::byte{0}) --end;
-  return end;
 }
 
 // Is there a valid record (with an lsn not older than `next`) anywhere after `from`? If so the damage at
@@ -190,8 +176,7 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
       // The writer syncs a new segment's header before writing any record into it, so a torn header on the
       // last segment means the roll itself was cut short: nothing in it was ever acknowledged.
       if (last && !hdr && !valid_record_after(bytes, 0, lsn{0})) {
-        std::uint64_t written = nonzero_end(bytes);
-        if (!unused_room(bytes, written)) written = bytes.size();
+        const std::uint64_t written = written_end(bytes, 0);
         log::warn(
             "storage: removing {} ({} bytes, {} of them not zero): its header is incomplete (a segment "
             "roll cut by a crash)",
@@ -236,8 +221,7 @@ result<recovered_log> recover_log(env& e, const std::string& dir, const record_v
         // A record with a good CRC but the wrong lsn is no torn write: it is foreign, so never truncated.
         if (last && !h && !valid_record_after(bytes, off, next)) {
           // Zeros past the last record are a prepared segment's unused room, not a torn write.
-          std::uint64_t written = std::max(off, nonzero_end(bytes));
-          if (!unused_room(bytes, written)) written = bytes.size();
+          const std::uint64_t written = written_end(bytes, off);
           if (written > off) {
             log::warn("storage: {}: torn tail at byte {} ({}); truncating {} unacknowledged bytes", path, off,
                       why, written - off);

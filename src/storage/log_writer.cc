@@ -442,16 +442,13 @@ status log_writer::roll(std::vector<std::shared_ptr<writable_file>>& retired) {
   const segment_id id{segments_.back().id.value() + 1};
   const std::string path = segment_path(id);
   std::optional<segment_spares::spare> spare = spares_ ? spares_->take() : std::nullopt;
-  if (spare) {
-    status renamed = env_.rename_file(spare->path, path);
-    // Only now: a preparation first removes what is left at the spare's name. Asked for at once, not
-    // later (at half use, say): the next spare is twice as large at a fixed pace, and a lone writer
-    // then ran past its prepared zeros for a good part of each segment (docs/benchmarks.md, session 11).
-    spares_->request();
-    if (!renamed) return renamed;
-  } else if (spares_) {
-    spares_->request();
-  }
+  status renamed = spare ? env_.rename_file(spare->path, path) : status{};
+  // The next spare, asked for only after the rename (a preparation first removes what is left at the
+  // spare's name) and at once, not later (at half use, say): the next spare is twice as large at a fixed
+  // pace, and a lone writer then ran past its prepared zeros for a good part of each segment
+  // (docs/benchmarks.md, session 11).
+  if (spares_) spares_->request();
+  if (!renamed) return renamed;
   auto file = env_.open_writable(path, spare ? open_mode::overwrite : open_mode::create_new);
   if (!file) return file.err();
   status st = (*file)->append(format::encode_segment_header({id, next_lsn_}));

@@ -15,6 +15,20 @@ constexpr std::size_t piece = 256 << 10;
 constexpr std::uint64_t sync_every = 1ull << 20;
 }  // namespace
 
+std::uint64_t nonzero_end(std::span<const std::byte> bytes) {
+  std::uint64_t end = bytes.size();
+  while (end > 0 && bytes[end - 1] == std::byte{0}) --end;
+  return end;
+}
+
+std::uint64_t written_end(std::span<const std::byte> bytes, std::uint64_t from) {
+  constexpr std::uint64_t page = 4096;
+  const std::uint64_t written = std::max(from, nonzero_end(bytes));
+  const bool unused_room =
+      bytes.size() - written >= page || (bytes.size() > written && bytes.size() % page == 0);
+  return unused_room ? written : bytes.size();
+}
+
 segment_spares::segment_spares(env& e, std::string dir, std::uint64_t first_bytes, std::uint64_t max_bytes,
                                std::uint64_t bytes_per_second, std::string name)
     : env_(e),

@@ -18,12 +18,24 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 
 #include "storage/env.h"
 
 namespace weir::storage {
+
+// The last segment of a log that prepares its segments may end, after a crash, in a torn write followed
+// by the spare's zeros. One past the last non-zero byte of `bytes` (0 if all are zero): no record starts
+// at or after it (a record's header always holds a non-zero field).
+std::uint64_t nonzero_end(std::span<const std::byte> bytes);
+// Where the bytes written after `from` (the end of the last whole record) end: the zeros past that point
+// are a prepared segment's unused room (a spare's length is a whole number of pages; or a length
+// persisted past the data), those before it a torn write, whose end may be a header's high bytes or a
+// payload's zeros (a run shorter than a page that does not reach a page-aligned end). Only what recovery
+// counts and logs depends on it: the cut is at `from` either way.
+std::uint64_t written_end(std::span<const std::byte> bytes, std::uint64_t from);
 
 class segment_spares {
  public:
