@@ -125,6 +125,10 @@ void connection::drive() {
     compact_in(used);
   }
   while (readable_ && accepting_input()) {
+    if (!ctx_->may_read(this)) {  // this turn's read budget is spent: go on in a later turn
+      ctx_->defer(this);
+      break;
+    }
     bool use_scratch = in_.empty();
     char* buf;
     std::size_t cap;
@@ -153,6 +157,7 @@ void connection::drive() {
       peer_closed_ = true;
       break;
     }
+    ctx_->reads.charge(static_cast<std::size_t>(n));
     // One clock read per read, not per request: pipelined requests of one read share it.
     if (ctx_->opts->observer != nullptr) read_ns_ = steady_ns();
     // Edge-triggered: a short read means the socket was drained; new data raises a new edge. (Not so for
@@ -678,6 +683,7 @@ void connection::discard_input() {
 
 void connection::close_now() {
   if (fd_ < 0) return;
+  read_deferred = false;  // a queued read of this connection is void (loop_context::resume_deferred)
   ctx_->loop->remove_fd(fd_);
   if (owned_) {
     owned_->close();  // TLS: close_notify if the session is sound, then the session is freed

@@ -37,7 +37,9 @@ class connection final : public io::io_handler {
   bool is_open() const { return fd_ >= 0; }
   std::int64_t deadline() const { return deadline_; }
   std::size_t active_index = 0;
-  std::uint32_t client = 0;  // the peer's IPv4 address (host order), for the per-client cap
+  std::uint32_t client = 0;           // the peer's IPv4 address (host order), for the per-client cap
+  bool read_deferred = false;         // queued in loop_context::deferred for a later turn's read budget
+  void resume_reading() { drive(); }  // loop_context::resume_deferred
 
   // Keep-alive with nothing in flight: no request bytes buffered, no response pending or streaming.
   bool idle() const { return fd_ >= 0 && phase_ == phase::reading && in_.size() == 0 && out_.size() == 0; }

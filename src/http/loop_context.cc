@@ -11,7 +11,8 @@ loop_context::loop_context(io::event_loop& l, const server_options& o, const han
       opts(&o),
       on_request(&h),
       server_line("Server: " + o.server_name + "\r\n"),
-      read_scratch(new char[read_scratch_bytes]) {
+      read_scratch(new char[read_scratch_bytes]),
+      reads(o.read_bytes_per_turn) {
   ok_prefix = "HTTP/1.1 200 OK\r\n" + server_line + std::string(date.header_line());
 }
 
@@ -55,6 +56,38 @@ void loop_context::release(connection* c) {
     });
   }
   check_drained();
+}
+
+void loop_context::defer(connection* c) {
+  if (c->read_deferred) return;
+  c->read_deferred = true;
+  deferred.push_back(c);
+  reads_deferred.add();
+  if (resume_posted) return;
+  resume_posted = true;
+  loop->post([this] { resume_deferred(); });
+}
+
+void loop_context::resume_deferred() {
+  resume_posted = false;
+  while (!deferred.empty()) {
+    connection* c = deferred.front();
+    if (!c->read_deferred) {  // closed since (close_now clears it), or already driven
+      deferred.pop_front();
+      continue;
+    }
+    if (!reads.allows(loop->turn())) break;
+    deferred.pop_front();
+    c->read_deferred = false;
+    resuming = c;
+    c->resume_reading();  // may queue it again, at the back
+    resuming = nullptr;
+  }
+  // Posted from a posted task: runs in the next turn, after its I/O events and timers.
+  if (!deferred.empty() && !resume_posted) {
+    resume_posted = true;
+    loop->post([this] { resume_deferred(); });
+  }
 }
 
 void loop_context::sweep() {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "http/exchange.h"
 #include "http/request_parser.h"
 #include "http/server.h"
+#include "http/turn_budget.h"
 #include "io/event_loop.h"
 
 namespace weir::http {
@@ -78,6 +80,21 @@ struct loop_context {
   counter accepted, rejected, requests, sends, open;
   counter bodies_refused;   // 503: the body did not fit in the body budget
   counter streams_dropped;  // streamed responses closed over max_stream_queue_bytes
+  counter reads_deferred;   // reads put off to a later turn: the turn's read budget was spent
+
+  // Reading is bounded per turn (turn_budget.h). A connection that finds the turn's budget spent, or
+  // others already waiting for it, queues here (oldest first, connection::read_deferred) and reads again
+  // from a posted task, after this turn's timers, as the budget of the turns after allows.
+  turn_budget reads;
+  std::deque<connection*> deferred;
+  connection* resuming = nullptr;  // the queued connection resume_deferred() is driving
+  bool resume_posted = false;
+  // Whether `c` may start a read now.
+  bool may_read(const connection* c) {
+    return reads.allows(loop->turn()) && (deferred.empty() || resuming == c);
+  }
+  void defer(connection* c);
+  void resume_deferred();
 
   connection* acquire();
   void release(connection* c);

@@ -163,6 +163,7 @@ server_stats server::stats() const {
     st.open_connections += c->open.get();
     st.bodies_refused += c->bodies_refused.get();
     st.streams_dropped += c->streams_dropped.get();
+    st.reads_deferred += c->reads_deferred.get();
   }
   if (impl_->bodies) st.body_bytes_reserved = impl_->bodies->used();
   return st;

@@ -68,6 +68,10 @@ struct server_options {
   // beyond it the connection is closed (the slowest subscribers go, the others keep their events).
   // Producers stay under it with exchange::on_drain().
   std::size_t max_stream_queue_bytes = 1ull << 20;
+  // Bytes all connections of one loop may read in one turn of it (docs/http-engine.md, "Reading is
+  // bounded per turn"): the rest waits for the next turns, after the timers (a cluster node's raft
+  // ticks and heartbeats share the loop). A read that starts within it is not cut short. 0: no bound.
+  std::size_t read_bytes_per_turn = 2ull << 20;
   std::chrono::milliseconds header_timeout{10'000};  // first byte to complete head
   std::chrono::milliseconds body_timeout{30'000};    // head to complete body
   std::chrono::milliseconds idle_timeout{60'000};    // keep-alive with no request in flight
@@ -93,6 +97,7 @@ struct server_stats {
   std::uint64_t bodies_refused = 0;       // 503 + Retry-After: over the body budget
   std::uint64_t body_bytes_reserved = 0;  // now, by bodies being received
   std::uint64_t streams_dropped = 0;      // streamed responses closed over max_stream_queue_bytes
+  std::uint64_t reads_deferred = 0;       // reads put off to a later loop turn (read_bytes_per_turn)
 };
 
 class server {

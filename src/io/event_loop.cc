@@ -171,6 +171,7 @@ void event_loop::run() {
     if (pending_.load(std::memory_order_seq_cst) != 0) timeout = 0;
     int n = ::epoll_wait(epoll_fd_, events, max_events, timeout);
     sleeping_.store(false, std::memory_order_relaxed);
+    ++turn_;
     update_now();
     const std::int64_t began = now_ms_;
     if (n < 0) {

@@ -59,6 +59,10 @@ class event_loop {
   timer_id add_timer(std::chrono::milliseconds delay, task fn);
   bool cancel_timer(timer_id id);
 
+  // Turns so far (one per epoll_wait: its I/O events, then timers, then posted tasks); a task posted
+  // during a turn's posted tasks runs in the next turn. Lets per-turn budgets refill (http::connection).
+  std::uint64_t turn() const { return turn_; }
+
   // Monotonic milliseconds, cached at the start of each loop iteration.
   std::int64_t now_ms() const { return now_ms_; }
   // Re-reads the monotonic clock into now_ms() (the loop does it after every epoll_wait).
@@ -103,6 +107,7 @@ class event_loop {
   int epoll_fd_ = -1;
   int event_fd_ = -1;
   std::int64_t now_ms_ = 0;
+  std::uint64_t turn_ = 0;
   std::atomic<bool> stop_{false};
 
   // Cross-core queue: a mutex-protected vector swapped out in one go by the loop.

@@ -281,6 +281,9 @@ std::string node_metrics::render(const node_figures& f) const {
   t.family("weir_http_streams_dropped_total", metric_type::counter,
            "Streamed responses (SSE) closed because their client did not read.");
   t.sample("weir_http_streams_dropped_total", {}, h.streams_dropped);
+  t.family("weir_http_reads_deferred_total", metric_type::counter,
+           "Connection reads put off to a later event-loop turn: the turn's read budget was spent.");
+  t.sample("weir_http_reads_deferred_total", {}, h.reads_deferred);
 
   shard_figures sum;
   metrics::histogram_counts fsync, batch_records, batch_bytes, cold_read;
