@@ -244,6 +244,11 @@ const std::array table{
             "arrive with its head gets 503 + Retry-After (decided from Content-Length; chunked bodies count "
             "as they grow); 0: no budget",
             field<&serve_config::body_budget_bytes>(), 0, UINT64_MAX, check_body_budget_bytes},
+    setting{"read-bytes-per-turn", "BYTES",
+            "Bytes the connections of one core read in one turn of its event loop, all together; the rest "
+            "waits for the next turns, after the timers (a cluster node's raft heartbeats share the loop). "
+            "0: no bound",
+            field<&serve_config::read_bytes_per_turn>()},
     setting{"max-stream-queue-bytes", "BYTES",
             "Output queued for one SSE subscriber that does not read; beyond it its connection is closed "
             "(SSE sessions send a 32 KiB window at a time and stay well under it)",

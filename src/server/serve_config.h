@@ -77,6 +77,8 @@ struct serve_config {
   // Request bodies being received, all cores together; beyond it a request whose body has not arrived
   // with its head gets 503 + Retry-After before it is read. 0: no budget.
   std::uint64_t body_budget_bytes = 256ull << 20;
+  // Bytes the connections of one core read per event-loop turn (http::server_options); 0: no bound.
+  std::uint64_t read_bytes_per_turn = 2ull << 20;
   // Output queued for one streamed response (an SSE subscriber) whose client does not read; beyond it
   // the connection is closed.
   std::uint64_t max_stream_queue_bytes = 1ull << 20;

@@ -99,6 +99,7 @@ const std::map<std::string, sample>& samples() {
       {"checkpoint-bytes", {"0", "0"}},
       {"max-in-flight-bytes", {"1073741824", "1073741824"}},
       {"body-budget-bytes", {"0", "0"}},
+      {"read-bytes-per-turn", {"65536", "65536"}},
       {"max-stream-queue-bytes", {"4194304", "4194304"}},
       {"allow-loopback-webhooks", {"true", "true"}},
       {"webhook-allow-hosts", {"hooks.corp,intranet", "\"hooks.corp,intranet\""}},
