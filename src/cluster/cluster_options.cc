@@ -159,6 +159,11 @@ status validate(const cluster_options& o) {
     return invalid("raft-groups: between 1 and " + std::to_string(max_groups) + ", got " +
                    std::to_string(o.groups));
   }
+  if (o.election_timeout_ms < min_election_timeout_ms || o.election_timeout_ms > max_election_timeout_ms) {
+    return invalid("election-timeout-ms: between " + std::to_string(min_election_timeout_ms) + " and " +
+                   std::to_string(max_election_timeout_ms) + ", got " +
+                   std::to_string(o.election_timeout_ms));
+  }
   return validate_peer_tls(o);
 }
 

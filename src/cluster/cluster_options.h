@@ -27,6 +27,12 @@ struct cluster_options {
   std::map<std::uint64_t, peer_address> peers;
   std::uint32_t groups = 64;    // raft groups; fixed when the data directory is created
   bool balance_leaders = true;  // hand leaderships over so that every node leads about as many groups
+  // Raft's election timeout (libraft randomizes each follower's to 1-2x this): a follower that hears
+  // nothing of a group from its leader for that long stands for election, and a leader that hears from
+  // no majority for that long steps down. Longer: a node stalled by an overloaded machine keeps its
+  // groups; shorter: a dead leader is replaced sooner. Leaders send heartbeats every tenth of it.
+  std::uint32_t election_timeout_ms = 1000;
+  std::uint32_t heartbeat_ms() const { return election_timeout_ms / 10; }
   // Start without bootstrapping the groups: a new node that waits to be added to a running cluster
   // (POST /cluster/members on one of its nodes) and then catches up from the others' logs.
   bool join = false;
@@ -55,6 +61,8 @@ struct cluster_options {
 // The limits validate() enforces.
 inline constexpr std::size_t max_nodes = 7;
 inline constexpr std::uint32_t max_groups = 4096;
+inline constexpr std::uint32_t min_election_timeout_ms = 200;  // heartbeats every 20 ms
+inline constexpr std::uint32_t max_election_timeout_ms = 60'000;
 
 // "1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439" -> peers ("" -> none; spaces around entries are
 // ignored). Errors (std::errc::invalid_argument) name the bad entry.
@@ -66,10 +74,10 @@ std::string format_peers(const std::map<std::uint64_t, peer_address>& peers);
 std::string format_peer_address(const peer_address& a);
 
 // Checks a whole configuration: the node id is one of the peers, ids > 0, at most 7 nodes, ports set,
-// IPv4 hosts (or localhost), no address twice, groups in [1, 4096], peer-tls-cert, -key and -ca all
-// three or none. A configuration without a node id is valid only without peers, peer_listen and the
-// peer-tls files. Errors (std::errc::invalid_argument) speak of the
-// settings by their flag names (node-id, peers, peer-listen, raft-groups).
+// IPv4 hosts (or localhost), no address twice, groups in [1, 4096], the election timeout in [200,
+// 60000] ms, peer-tls-cert, -key and -ca all three or none. A configuration without a node id is valid only
+// without peers, peer_listen and the peer-tls files. Errors (std::errc::invalid_argument) speak of the
+// settings by their flag names (node-id, peers, peer-listen, raft-groups, election-timeout-ms).
 status validate(const cluster_options& o);
 
 }  // namespace weir::cluster

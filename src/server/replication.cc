@@ -54,6 +54,8 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   for (const auto& [id, addr] : o.peers) ro.addresses.emplace(id, address_of(addr));
   ro.groups = o.groups;
   ro.balance_leaders = o.balance_leaders;
+  ro.election_timeout_ms = o.election_timeout_ms;
+  ro.heartbeat_ms = o.heartbeat_ms();
   ro.log_path = data_dir + "/raft/node.log";
   ro.prepare_log_segments = prepare_log_segments;
   ro.join = o.join;

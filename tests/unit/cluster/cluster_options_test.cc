@@ -155,6 +155,22 @@ TEST(cluster_options, validate_names_what_is_wrong) {
   o = three_nodes();
   o.groups = max_groups;
   EXPECT_EQ(validate_error(o), "");
+
+  for (std::uint32_t ms : {0u, min_election_timeout_ms - 1, max_election_timeout_ms + 1}) {
+    o = three_nodes();
+    o.election_timeout_ms = ms;
+    EXPECT_EQ(
+        validate_error(o).rfind("election-timeout-ms: between 200 and 60000, got " + std::to_string(ms), 0),
+        0u)
+        << ms;
+  }
+  for (std::uint32_t ms : {min_election_timeout_ms, max_election_timeout_ms}) {
+    o = three_nodes();
+    o.election_timeout_ms = ms;
+    EXPECT_EQ(validate_error(o), "") << ms;
+  }
+  EXPECT_EQ(cluster_options{}.election_timeout_ms, 1000u);
+  EXPECT_EQ(cluster_options{}.heartbeat_ms(), 100u);
 }
 
 }  // namespace

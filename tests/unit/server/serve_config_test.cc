@@ -136,6 +136,7 @@ const std::map<std::string, sample>& samples() {
         {"node-id", "peer-listen"}}},
       {"raft-groups", {"16", "16"}},
       {"balance-leaders", {"false", "false"}},
+      {"election-timeout-ms", {"3000", "3000"}},
       {"join", {"true", "true", {"node-id", "peer-listen", "peers"}}},
       {"raft-snapshot-entries", {"1000", "1000"}},
       {"raft-snapshot-bytes", {"1048576", "1048576"}},
