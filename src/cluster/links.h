@@ -36,6 +36,8 @@ class links {
     // written (head-of-line blocking: a heartbeat behind megabytes of entries).
     std::uint64_t queued_bytes = 0;
     std::int64_t max_queue_ms = 0;
+    // The longest a frame of the urgent lane (small raft messages: raft::transport::send_urgent) waited.
+    std::int64_t max_urgent_queue_ms = 0;
     // Reads of the peer's connection that stopped at the read budget with more to read (the rest was
     // read on a later turn of the loop: peer_links::options::read_budget).
     std::uint64_t read_yields = 0;

@@ -364,6 +364,13 @@ class peer_links::raft_adapter final : public raft::transport {
   void send(raft::node_id to, std::vector<std::byte> packet) override {
     owner_.enqueue(to.value(), 0, std::move(packet));
   }
+  void send_urgent(raft::node_id to, std::vector<std::byte> packet) override {
+    owner_.enqueue(to.value(), 0, std::move(packet), true);
+  }
+  std::size_t bulk_queued(raft::node_id to) const override {
+    const peer* p = owner_.find_peer(to.value());
+    return p != nullptr ? p->raft_bulk_queued : 0;
+  }
   void set_receiver(receiver r) override { recv = std::move(r); }
   receiver recv;
 
@@ -426,7 +433,8 @@ void peer_links::send(std::uint64_t to, std::uint8_t channel, std::span<const st
   enqueue(to, channel, std::vector<std::byte>(payload.begin(), payload.end()));
 }
 
-void peer_links::enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std::byte> payload) {
+void peer_links::enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std::byte> payload,
+                         bool urgent) {
   auto it = peers_.find(to);
   if (it == peers_.end()) {
     warn_limited(fmt::format("peer_links: node {}: a frame for node {}, which is not a peer, dropped",
@@ -447,13 +455,56 @@ void peer_links::enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std
   put_u32(f.header.data() + 5, storage::crc32c(payload));
   f.payload = std::move(payload);
   f.queued_ms = loop_.now_ms();
-  p.queue.push_back(std::move(f));
+  f.urgent = urgent;
+  f.raft_bulk = channel == 0 && !urgent;
+  if (urgent) {
+    p.queue.insert(p.queue.begin() + static_cast<std::ptrdiff_t>(urgent_slot(p)), std::move(f));
+    ++p.urgent_queued;
+  } else {
+    if (f.raft_bulk) ++p.raft_bulk_queued;
+    p.queue.push_back(std::move(f));
+  }
   p.queued_bytes += size;
   if (!p.dirty) {
     p.dirty = true;
     dirty_.push_back(&p);
     schedule_turn_end();
   }
+}
+
+// An urgent frame goes ahead of every bulk frame that has not started to go out, but after
+//  - the frame being written: the rest of its bytes must follow its first ones;
+//  - the urgent frames queued before it: the lane keeps its order;
+//  - over TLS, while a write is blocked, the frames of that write: SSL_write must be given the same
+//    bytes again first (flush_tls), at most one record from the current position.
+// Urgent frames leave at the next write, so they sit near the head and the walk is short.
+std::size_t peer_links::urgent_slot(const peer& p) {
+  std::size_t slot = p.front_sent > 0 ? 1 : 0;
+  if (p.tls && p.blocked) {
+    std::size_t covered = p.hello_sent < hello_size ? hello_size - p.hello_sent : 0;
+    std::size_t skip = p.front_sent, i = 0;
+    for (; i < p.queue.size() && covered < peer_links_internal::tls_record; ++i) {
+      covered += p.queue[i].size() - skip;
+      skip = 0;
+    }
+    slot = std::max(slot, i);
+  }
+  for (std::size_t i = 0, seen = 0; seen < p.urgent_queued; ++i) {
+    if (p.queue[i].urgent) {
+      ++seen;
+      slot = std::max(slot, i + 1);
+    }
+  }
+  return slot;
+}
+
+void peer_links::pop_front(peer& p) {
+  const frame& f = p.queue.front();
+  p.queued_bytes -= f.size();
+  if (f.urgent) --p.urgent_queued;
+  if (f.raft_bulk) --p.raft_bulk_queued;
+  p.queue.pop_front();
+  p.front_sent = 0;
 }
 
 void peer_links::dial(peer& p) {
@@ -557,9 +608,7 @@ void peer_links::lose(peer& p, const char* why, int err) {
   if (p.handshake_timer != 0) loop_.cancel_timer(p.handshake_timer);
   p.handshake_timer = 0;
   if (p.front_sent > 0) {
-    p.queued_bytes -= p.queue.front().size();
-    p.queue.pop_front();
-    p.front_sent = 0;
+    pop_front(p);
     ++p.dropped_frames;
   }
   p.blocked = false;
@@ -663,10 +712,8 @@ void peer_links::advance(peer& p, std::size_t written) {
       return;
     }
     written -= rest;
-    p.queued_bytes -= p.queue.front().size();
     note_wait(p, p.queue.front());
-    p.queue.pop_front();
-    p.front_sent = 0;
+    pop_front(p);
   }
 }
 
@@ -675,11 +722,13 @@ void peer_links::advance(peer& p, std::size_t written) {
 void peer_links::note_wait(peer& p, const frame& f) {
   const std::int64_t waited = loop_.now_ms() - f.queued_ms;
   p.max_queue_ms = std::max(p.max_queue_ms, waited);
+  if (f.urgent) p.max_urgent_queue_ms = std::max(p.max_urgent_queue_ms, waited);
   if (waited < slow_frame_ms) return;
-  warn_limited(fmt::format(
-      "peer_links: node {}: a frame of {} bytes (channel {}) waited {} ms in the queue to "
-      "node {}; {} bytes queued behind it",
-      opts_.self, f.payload.size(), std::to_integer<int>(f.header[4]), waited, p.id, p.queued_bytes));
+  warn_limited(
+      fmt::format("peer_links: node {}: a frame of {} bytes (channel {}{}) waited {} ms in the queue to "
+                  "node {}; {} bytes queued behind it",
+                  opts_.self, f.payload.size(), std::to_integer<int>(f.header[4]), f.urgent ? ", urgent" : "",
+                  waited, p.id, p.queued_bytes));
 }
 
 // Frames queued during a turn go out together at its end (a timer of 0 ms runs after the turn's events),
@@ -762,6 +811,8 @@ void peer_links::remove_peer(std::uint64_t id) {
   std::erase(dirty_, &p);
   p.queue.clear();
   p.queued_bytes = 0;
+  p.urgent_queued = 0;
+  p.raft_bulk_queued = 0;
   retired_peers_.push_back(std::move(gone));
   schedule_turn_end();
   log::info("peer_links: node {}: node {} ({}:{}) removed", opts_.self, id, p.addr.host, p.addr.port);
@@ -850,6 +901,7 @@ std::vector<peer_links::link_status> peer_links::status() const {
                               .tls_refused = p->tls_refused,
                               .queued_bytes = p->queued_bytes,
                               .max_queue_ms = p->max_queue_ms,
+                              .max_urgent_queue_ms = p->max_urgent_queue_ms,
                               .read_yields = p->read_yields});
   }
   return out;

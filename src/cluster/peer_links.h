@@ -15,7 +15,10 @@
 // remove_peer (membership changes).
 //
 // Delivery (what raft::transport promises): a frame may be lost (link down, queue full, a frame cut by
-// a broken connection), but what arrives arrives whole and, per sender, in the order it was sent.
+// a broken connection), but what arrives arrives whole and, per sender and lane, in the order it was
+// sent. Two lanes: raft packets sent with raft_transport().send_urgent (node_io's small messages) go out
+// before the frames of the bulk lane (every other frame) queued before them that have not started to
+// go out; each lane keeps its own order (docs/replication.md, "Peer links").
 // Frames for a peer that is not connected wait in its queue (max_pending_bytes, counting headers) and
 // go out once it is; beyond that the newest are dropped. A lost connection is redialled after 50 ms,
 // doubling to 1 s, reset by a successful connect; at once when the peer's own connection arrives (it is
@@ -139,7 +142,11 @@ class peer_links final : public links {
   class raft_adapter;
 
   peer_links(io::event_loop& loop, options o);
-  void enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std::byte> payload);
+  void enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std::byte> payload, bool urgent = false);
+  // Where in p's queue an urgent frame goes (see peer_links.cc).
+  static std::size_t urgent_slot(const peer& p);
+  // Takes the queue's front frame out (written, or cut by a lost connection).
+  void pop_front(peer& p);
   void dial(peer& p);
   void on_connected(peer& p, int err);
   void lose(peer& p, const char* why, int err);

@@ -29,6 +29,8 @@ struct peer_links::frame {
   std::array<std::byte, header_size> header;
   std::vector<std::byte> payload;
   std::int64_t queued_ms = 0;  // when it was queued (loop time): how long frames wait behind others
+  bool urgent = false;         // the urgent lane: raft_transport().send_urgent (peer_links::urgent_slot)
+  bool raft_bulk = false;      // a raft packet of the bulk lane (counted in peer::raft_bulk_queued)
   std::size_t size() const { return header_size + payload.size(); }
 };
 
@@ -45,11 +47,15 @@ struct peer_links::peer {
   std::uint64_t out_gen = 0;
   std::array<std::byte, hello_size> hello{};
   std::size_t hello_sent = hello_size;  // < hello_size: the hello goes out before any frame
+  // Both lanes in one queue, in the order they go out: urgent frames are inserted near the head
+  // (urgent_slot), bulk frames appended.
   std::deque<frame> queue;
   std::size_t queued_bytes = 0;
-  std::size_t front_sent = 0;  // bytes of queue.front() already written
-  bool blocked = false;        // the send buffer is full: wait for on_writable
-  bool dirty = false;          // in dirty_: written at the end of this turn
+  std::size_t urgent_queued = 0;     // urgent frames in the queue
+  std::size_t raft_bulk_queued = 0;  // raft packets of the bulk lane in the queue (transport::bulk_queued)
+  std::size_t front_sent = 0;        // bytes of queue.front() already written
+  bool blocked = false;              // the send buffer is full: wait for on_writable
+  bool dirty = false;                // in dirty_: written at the end of this turn
   io::event_loop::timer_id retry_timer = 0;
   io::event_loop::timer_id handshake_timer = 0;  // TLS: a handshake not done by then is given up
   std::chrono::milliseconds backoff = peer_links_internal::min_backoff;
@@ -59,7 +65,8 @@ struct peer_links::peer {
   // Counters (link_status).
   std::uint64_t bytes_sent = 0, bytes_received = 0, connects = 0, drops = 0, dropped_frames = 0;
   std::uint64_t tls_refused = 0;
-  std::int64_t max_queue_ms = 0;  // the longest a frame waited in the queue until fully written
+  std::int64_t max_queue_ms = 0;         // the longest a frame waited in the queue until fully written
+  std::int64_t max_urgent_queue_ms = 0;  // the same, of the urgent lane's frames
   std::uint64_t read_yields =
       0;  // reads from it that stopped at options::read_budget (peer_links::read_yields)
 };

@@ -373,7 +373,11 @@ struct group_io_methods {
     }
     std::vector<std::byte> frame;
     wire::encode_frame(w, frame);
-    n.queue_frame(g, to, std::move(frame));
+    // Small messages may take the urgent lane (node_io.h, "Lanes"): all but InstallSnapshot and an
+    // AppendEntries that carries entries.
+    const bool small = m->type != RAFT_IO_INSTALL_SNAPSHOT &&
+                       !(m->type == RAFT_IO_APPEND_ENTRIES && m->append_entries.n_entries > 0);
+    n.queue_frame(g, to, std::move(frame), small);
     // The message is copied: the callback may fire at the end of this turn.
     g.sends.push_back(group::done_send{req, cb});
     n.schedule_turn_end();
@@ -518,24 +522,59 @@ node_io::~node_io() {
   return &slot->io;
 }
 
-void node_io::queue_frame(group& g, node_id to, std::vector<std::byte> frame) {
+void node_io::queue_frame(group& g, node_id to, std::vector<std::byte> frame, bool small) {
   ++stats_.frames_sent;
   if (!g.held.empty() || g.fence > log_.synced_batch()) {
     // A term or vote of this group is not durable yet: the message may depend on it.
     ++stats_.frames_held;
-    g.held.push_back(group::held_frame{g.fence, to, std::move(frame)});
+    g.held.push_back(group::held_frame{g.fence, to, std::move(frame), small});
     return;
   }
-  add_to_outbox(to, std::move(frame));
+  add_to_outbox(to, std::move(frame), &g, small);
 }
 
-void node_io::add_to_outbox(node_id to, std::vector<std::byte>&& frame) {
-  auto& packets = outbox_[to];
-  if (!packets.empty() && packets.back().size() + frame.size() <= max_packet_bytes) {
+namespace {
+
+// Appends `frame` to the last of `packets`, or starts a packet (see node_io::max_packet_bytes).
+void add_to_packets(std::vector<std::vector<std::byte>>& packets, std::vector<std::byte>&& frame,
+                    std::size_t max_bytes) {
+  if (!packets.empty() && packets.back().size() + frame.size() <= max_bytes) {
     packets.back().insert(packets.back().end(), frame.begin(), frame.end());
     return;
   }
   packets.push_back(std::move(frame));  // starts a packet: not copied again
+}
+
+}  // namespace
+
+bool node_io::bulk_pending(const group& g, node_id to) const {
+  auto it =
+      std::find_if(g.bulk_upto.begin(), g.bulk_upto.end(), [&](const auto& e) { return e.first == to; });
+  if (it == g.bulk_upto.end()) return false;
+  auto sent = bulk_sent_.find(to);
+  const std::uint64_t handed = sent == bulk_sent_.end() ? 0 : sent->second;
+  // The transport's bulk lane is in order: of the `handed` packets, all but the last bulk_queued() left.
+  return it->second > handed - std::min<std::uint64_t>(handed, transport_.bulk_queued(to));
+}
+
+void node_io::add_to_outbox(node_id to, std::vector<std::byte>&& frame, group* g, bool small) {
+  lanes& out = outbox_[to];
+  if (small && g != nullptr && !bulk_pending(*g, to)) {
+    add_to_packets(out.urgent, std::move(frame), max_packet_bytes);
+    return;
+  }
+  add_to_packets(out.bulk, std::move(frame), max_packet_bytes);
+  if (g == nullptr) return;
+  // The number the transport's bulk lane will know this packet by (turn_end sends them in order).
+  auto sent = bulk_sent_.find(to);
+  const std::uint64_t number = (sent == bulk_sent_.end() ? 0 : sent->second) + out.bulk.size();
+  auto it =
+      std::find_if(g->bulk_upto.begin(), g->bulk_upto.end(), [&](const auto& e) { return e.first == to; });
+  if (it == g->bulk_upto.end()) {
+    g->bulk_upto.emplace_back(to, number);
+  } else {
+    it->second = number;
+  }
 }
 
 void node_io::schedule_turn_end() {
@@ -551,13 +590,20 @@ void node_io::schedule_turn_end() {
 void node_io::turn_end() {
   turn_end_posted_ = false;
   log_.flush();
-  for (auto& [to, packets] : outbox_) {
-    for (auto& bytes : packets) {
-      if (bytes.empty()) continue;
+  for (auto& [to, out] : outbox_) {
+    // Urgent first: none of them is of a group with a bulk frame before it (add_to_outbox).
+    for (auto& bytes : out.urgent) {
       ++stats_.packets_sent;
+      ++stats_.urgent_packets_sent;
+      transport_.send_urgent(to, std::move(bytes));
+    }
+    out.urgent.clear();
+    for (auto& bytes : out.bulk) {
+      ++stats_.packets_sent;
+      ++bulk_sent_[to];
       transport_.send(to, std::move(bytes));
     }
-    packets.clear();
+    out.bulk.clear();
   }
   for (auto& [id, gp] : groups_) {
     group& g = *gp;
@@ -607,7 +653,7 @@ void node_io::on_synced(std::uint64_t batch, status st) {
     }
     while (!g.held.empty() && g.held.front().fence <= batch) {
       auto& h = g.held.front();
-      add_to_outbox(h.to, std::move(h.frame));
+      add_to_outbox(h.to, std::move(h.frame), &g, h.small);
       g.held.pop_front();
     }
     while (!g.puts.empty() && g.puts.front().batch <= batch) {

@@ -7,8 +7,17 @@
 //   * set_term / set_vote return at once, buffered into the batch; every message the group sends after
 //     them is held until that batch is durable (libraft sends right after they return, and a vote or a
 //     term must never reach another node before it is on disk);
-//   * one transport link per peer node; the frames of all groups of one loop turn go out as one packet;
+//   * one transport link per peer node; the frames of all groups of one loop turn go out together, in
+//     two lanes (below);
 //   * one tick timer for the whole node; time and randomness from the executor and a seeded generator.
+//
+// Lanes. A group's small messages (heartbeats: AppendEntries without entries; AppendEntries results;
+// votes and their results; TimeoutNow) go in the transport's urgent lane, ahead of the megabytes of
+// other groups' entries queued for the same peer, unless the group itself has a frame in the bulk lane
+// to that peer that the transport has not let go yet (this turn's, or a packet still queued: counted
+// with transport::bulk_queued). Then they follow it in the bulk lane: a heartbeat must not overtake its
+// own group's entries (libraft's follower rejects an AppendEntries past its log, and the leader's probe
+// then sends the whole tail again). Entries, snapshots and transfer chunks always go in the bulk lane.
 //
 // Lifetime: create the node_io, then for each group call io_of(g) and hand the result to raft_init();
 // raft_close() every group (its callback fires synchronously) before destroying the node_io.
@@ -49,7 +58,8 @@ class node_io {
   struct stats {
     std::uint64_t frames_sent = 0;
     std::uint64_t packets_sent = 0;
-    std::uint64_t frames_held = 0;  // frames that waited for a term/vote sync
+    std::uint64_t urgent_packets_sent = 0;  // of them, in the urgent lane
+    std::uint64_t frames_held = 0;          // frames that waited for a term/vote sync
     std::uint64_t frames_received = 0;
     std::uint64_t frames_dropped = 0;  // malformed, unknown group or sender, group not running
     std::uint64_t appends = 0;
@@ -169,9 +179,13 @@ class node_io {
   void turn_end();
   void on_synced(std::uint64_t batch, status st);
   void on_packet(node_id from, std::span<const std::byte> packet);
-  void queue_frame(group& g, node_id to, std::vector<std::byte> frame);
-  // Appends `frame` to this turn's last packet for `to`, or starts a packet (see max_packet_bytes).
-  void add_to_outbox(node_id to, std::vector<std::byte>&& frame);
+  // `small`: the message may take the urgent lane ("Lanes" above).
+  void queue_frame(group& g, node_id to, std::vector<std::byte> frame, bool small);
+  // Appends `frame` to this turn's last packet for `to` in its lane, or starts a packet (see
+  // max_packet_bytes). `g`: the group whose frame it is (null: a transfer's, always bulk).
+  void add_to_outbox(node_id to, std::vector<std::byte>&& frame, group* g, bool small);
+  // Whether a bulk frame of `g` for `to` has not left the transport's queue yet.
+  bool bulk_pending(const group& g, node_id to) const;
   // Frames of snapshot transfers go to transfers_ (true: the frame was one; handled or dropped).
   bool handle_transfer_frame(node_id from, const wire::message& msg);
   void send_chunk_frame(node_id to, const wire::message& m);
@@ -187,7 +201,12 @@ class node_io {
   options opts_;
   std::mt19937_64 rng_;
   std::map<group_id, std::unique_ptr<group>> groups_;
-  std::map<node_id, std::vector<std::vector<std::byte>>> outbox_;  // this turn's packets, per peer
+  struct lanes {
+    std::vector<std::vector<std::byte>> urgent, bulk;
+  };
+  std::map<node_id, lanes> outbox_;  // this turn's packets, per peer
+  // Bulk packets handed to the transport, per peer, since the start (numbers group::bulk_upto).
+  std::map<node_id, std::uint64_t> bulk_sent_;
   bool turn_end_posted_ = false;
   unsigned tick_ms_ = 0;
   executor::timer_id tick_timer_ = 0;

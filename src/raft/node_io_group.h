@@ -37,11 +37,15 @@ struct node_io::group {
   std::uint64_t first_of_term = 0;
   // When (executor ms) a message of this group last came from each peer (node_io::heard_from).
   std::vector<std::pair<node_id, std::int64_t>> heard;
+  // Per peer, the number (node_io::bulk_sent_'s count) of the last bulk packet that holds a frame of
+  // this group: until the transport has let it go, the group's small messages stay in the bulk lane.
+  std::vector<std::pair<node_id, std::uint64_t>> bulk_upto;
 
   struct held_frame {
     std::uint64_t fence;
     node_id to;
     std::vector<std::byte> frame;
+    bool small = false;  // may take the urgent lane
   };
   struct pending_append {
     std::uint64_t batch;

@@ -60,7 +60,7 @@ void node_io::send_chunk_frame(node_id to, const wire::message& m) {
   std::vector<std::byte> frame;
   wire::encode_frame(m, frame);
   ++stats_.frames_sent;
-  add_to_outbox(to, std::move(frame));
+  add_to_outbox(to, std::move(frame), nullptr, false);  // bulk, and no raft message waits for it
   schedule_turn_end();
 }
 
@@ -84,7 +84,7 @@ bool node_io::send_install(const snapshot_install& s) {
   std::vector<std::byte> frame;
   wire::encode_frame(w, frame);
   ++stats_.snapshots_sent;
-  queue_frame(*it->second, s.peer, std::move(frame));
+  queue_frame(*it->second, s.peer, std::move(frame), false);
   schedule_turn_end();
   return true;
 }

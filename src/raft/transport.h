@@ -1,6 +1,6 @@
 // transport: one node's end of its links to the other nodes. One link (one connection, later) per pair
 // of nodes carries the frames of every group (wire_format.h); node_io batches the frames of one loop
-// turn into one send per peer.
+// turn into one send per peer (two: an urgent lane and a bulk lane).
 //
 // Delivery promise (what raft needs and TCP gives): a send may be lost (the link is down), but what
 // arrives arrives whole, as the bytes that were sent. The in-memory fake may also reorder packets,
@@ -22,8 +22,17 @@ class transport {
   using receiver = std::function<void(node_id from, std::span<const std::byte> packet)>;
 
   virtual ~transport() = default;
-  // Queues `packet` (one or more whole frames) for `to`; never blocks, never calls back inside.
+  // Queues `packet` (one or more whole frames) for `to` in the bulk lane; never blocks, never calls
+  // back inside.
   virtual void send(node_id to, std::vector<std::byte> packet) = 0;
+  // Queues `packet` in the urgent lane (node_io's small raft messages: heartbeats, votes, results). A
+  // transport that queues (peer_links) sends it ahead of the bulk packets for `to` that have not started
+  // to leave; each lane keeps its order. node_io decides what may overtake what (node_io.h, "lanes").
+  // Default: a transport without a queue of its own sends it like any other.
+  virtual void send_urgent(node_id to, std::vector<std::byte> packet) { send(to, std::move(packet)); }
+  // How many of the bulk packets sent to `to` are still queued (not yet completely handed to the
+  // connection, nor dropped): the last bulk_queued(to) of them. Default: none (nothing waits here).
+  virtual std::size_t bulk_queued(node_id /*to*/) const { return 0; }
   // Where packets for this node go. Set once, before the first packet can arrive.
   virtual void set_receiver(receiver r) = 0;
 };

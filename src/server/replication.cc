@@ -418,6 +418,7 @@ std::string replication::status_json() const {
     w.key("drops").value(std::int64_t(l.drops));
     w.key("queued_bytes").value(std::int64_t(l.queued_bytes));
     w.key("max_queue_ms").value(std::int64_t(l.max_queue_ms));
+    w.key("max_urgent_queue_ms").value(std::int64_t(l.max_urgent_queue_ms));
     w.key("read_yields").value(std::int64_t(l.read_yields));
     if (links_->tls()) w.key("tls_refused").value(std::int64_t(l.tls_refused));
     w.end_object();

@@ -313,6 +313,113 @@ TEST(peer_links, raft_transport_carries_channel_0) {
   EXPECT_EQ(got[0].text, "cluster message");
 }
 
+// The urgent lane (raft_transport().send_urgent): urgent raft packets leave before the bulk frames
+// queued before them, each lane in its order; bulk_queued counts the bulk raft packets not yet written.
+TEST(peer_links, urgent_raft_packets_overtake_queued_bulk_frames) {
+  cluster c(2);
+  c.start(1);  // node 2 is not listening yet: everything waits in node 1's queue
+  const std::string filler(1u << 20, 'x');
+  c.lt.call([&] {
+    auto& t = c.links(1).raft_transport();
+    for (int i = 0; i < 4; ++i) t.send(raft::node_id{2}, bytes(fmt::format("bulk-{}|{}", i, filler)));
+    c.links(1).send(2, 1, bytes("cluster message"));  // channel 1: bulk lane, not a raft packet
+    EXPECT_EQ(t.bulk_queued(raft::node_id{2}), 4u);
+    t.send_urgent(raft::node_id{2}, bytes("urgent-0"));
+    t.send_urgent(raft::node_id{2}, bytes("urgent-1"));
+    EXPECT_EQ(t.bulk_queued(raft::node_id{2}), 4u);
+    EXPECT_EQ(t.bulk_queued(raft::node_id{3}), 0u);  // not a peer
+    return 0;
+  });
+  c.start(2);  // no raft receiver on node 2: channel 0 reaches its receiver too
+  ASSERT_TRUE(c.wait_received(2, 7));
+  std::vector<std::string> order;
+  for (const auto& m : c.received(2))
+    order.push_back(fmt::format("{}:{}", m.channel, m.text.substr(0, m.text.find('|'))));
+  EXPECT_EQ(order, (std::vector<std::string>{"0:urgent-0", "0:urgent-1", "0:bulk-0", "0:bulk-1", "0:bulk-2",
+                                             "0:bulk-3", "1:cluster message"}));
+  EXPECT_EQ(c.lt.call([&] { return c.links(1).raft_transport().bulk_queued(raft::node_id{2}); }), 0u);
+  const auto st = c.status(1, 2);
+  EXPECT_EQ(st.queued_bytes, 0u);
+  EXPECT_LE(st.max_urgent_queue_ms, st.max_queue_ms);
+}
+
+// A frame that has started to go out is finished before an urgent one: a peer that does not read keeps
+// node 1's socket full in the middle of a bulk frame; the urgent packet follows that frame, ahead of
+// the bulk frames after it, and every frame arrives whole.
+TEST(peer_links, an_urgent_packet_waits_for_the_frame_being_written) {
+  cluster c(1);
+  // Node 2 is a bare listener that reads only when the test says so.
+  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 4), 0);
+  auto o = c.options(1);
+  o.peers[2] = {"127.0.0.1", *io::local_port(lfd)};
+  c.start(std::move(o));
+  const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  timeval tv{5, 0};  // a wrong count fails instead of hanging
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  constexpr int bulk = 32;  // more than loopback's socket buffers hold
+  const std::string filler(1u << 20, 'x');
+  c.lt.call([&] {
+    for (int i = 0; i < bulk; ++i)
+      c.links(1).raft_transport().send(raft::node_id{2}, bytes(fmt::format("bulk-{}|{}", i, filler)));
+    return 0;
+  });
+  // Wait until the socket is full: some bytes written, most still queued, nothing moving.
+  std::uint64_t before = 0;
+  ASSERT_TRUE(c.lt.wait_for([&] {
+    const auto q = c.links(1).status()[0].queued_bytes;
+    const bool still = q == before && q > 0;
+    before = q;
+    return still && q < bulk * (filler.size() + 16);
+  }));
+  c.lt.call([&] {
+    c.links(1).raft_transport().send_urgent(raft::node_id{2}, bytes("urgent"));
+    return 0;
+  });
+  // Read everything: the hello, then frames.
+  std::string in;
+  char buf[1 << 16];
+  // "bulk-0|" .. "bulk-9|" are 7 bytes before the filler, "bulk-10|" .. "bulk-31|" 8.
+  const std::size_t total = peer_links::hello_size + bulk * (peer_links::header_size + 7 + filler.size()) +
+                            (bulk - 10) + peer_links::header_size + 6;
+  while (in.size() < total) {
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    in.append(buf, static_cast<std::size_t>(n));
+  }
+  std::vector<std::string> order;
+  std::size_t at = peer_links::hello_size;
+  while (at + peer_links::header_size <= in.size()) {
+    std::uint32_t len = 0;
+    for (int i = 0; i < 4; ++i) len |= std::uint32_t(static_cast<unsigned char>(in[at + i])) << (8 * i);
+    ASSERT_LE(at + peer_links::header_size + len, in.size());
+    const std::string payload = in.substr(at + peer_links::header_size, len);
+    std::uint32_t sum = 0;
+    for (int i = 0; i < 4; ++i) sum |= std::uint32_t(static_cast<unsigned char>(in[at + 5 + i])) << (8 * i);
+    EXPECT_EQ(sum, crc(payload));
+    order.push_back(payload.substr(0, payload.find('|')));
+    at += peer_links::header_size + len;
+  }
+  EXPECT_EQ(at, in.size());
+  ASSERT_EQ(order.size(), std::size_t(bulk + 1));
+  const auto u = std::find(order.begin(), order.end(), "urgent") - order.begin();
+  EXPECT_GT(u, 0);         // behind the frame that was being written
+  EXPECT_LT(u, bulk - 1);  // ahead of bulk frames queued before it
+  for (int i = 0, b = 0; i < bulk + 1; ++i) {
+    if (i != u) {
+      EXPECT_EQ(order[std::size_t(i)], fmt::format("bulk-{}", b++));
+    }
+  }
+  ::close(fd);
+  ::close(lfd);
+}
+
 TEST(peer_links, destroying_with_connects_in_flight_is_clean) {
   loop_thread lt;
   reserved_port self_port, down_port;

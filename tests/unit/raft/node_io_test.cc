@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "raft/libraft.h"
 #include "raft/sim_scheduler.h"
 #include "raft/wire_format.h"
@@ -15,11 +17,37 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// A transport that keeps what is sent and lets the test deliver packets.
+// A transport that keeps what is sent (and in which lane) and lets the test deliver packets; the test
+// says how many bulk packets are still queued (bulk_queued).
 class recording_transport final : public transport {
  public:
-  void send(node_id to, std::vector<std::byte> packet) override { sent.emplace_back(to, std::move(packet)); }
+  void send(node_id to, std::vector<std::byte> packet) override {
+    sent.emplace_back(to, std::move(packet));
+    urgent.push_back(false);
+  }
+  void send_urgent(node_id to, std::vector<std::byte> packet) override {
+    sent.emplace_back(to, std::move(packet));
+    urgent.push_back(true);
+  }
+  std::size_t bulk_queued(node_id to) const override {
+    auto it = queued.find(to);
+    return it == queued.end() ? 0 : it->second;
+  }
   void set_receiver(receiver r) override { rx = std::move(r); }
+  // The frames of one packet.
+  static std::vector<wire::message> frames_of(std::span<const std::byte> rest) {
+    std::vector<wire::message> out;
+    while (!rest.empty()) {
+      auto d = wire::decode_frame(rest);
+      EXPECT_TRUE(d && d->has_value());
+      if (!d || !d->has_value()) break;
+      out.push_back((*d)->msg);
+      rest = rest.subspan((*d)->consumed);
+    }
+    return out;
+  }
+  std::vector<bool> urgent;  // per packet of `sent`
+  std::map<node_id, std::size_t> queued;
   std::vector<wire::message> frames_to(node_id to) const {
     std::vector<wire::message> out;
     for (const auto& [dst, p] : sent) {
@@ -208,6 +236,88 @@ TEST(raft_node_io, a_turns_frames_leave_in_packets_of_bounded_size_in_order) {
     ASSERT_EQ(ae.entries.size(), 1u);
     EXPECT_EQ(ae.entries[0].data.size(), sizes[i]);
   }
+  f.close_all({g0});
+}
+
+// An AppendEntries of `group_io` to node 2: a heartbeat (no entry) or one entry of `bytes` bytes.
+void send_append(raft_io* group_io, std::uint64_t prev, std::size_t bytes) {
+  std::vector<char> data(std::max<std::size_t>(bytes, 1), 'e');
+  raft_entry e{};
+  e.term = 1;
+  e.type = RAFT_COMMAND;
+  e.buf.base = data.data();
+  e.buf.len = data.size();
+  raft_message m{};
+  m.type = RAFT_IO_APPEND_ENTRIES;
+  m.server_id = 2;
+  m.append_entries = {1, prev, 1, 0, bytes > 0 ? &e : nullptr, bytes > 0 ? 1u : 0u};
+  ASSERT_EQ(group_io->send(group_io, new raft_io_send{}, &m, callbacks::on_send), 0);
+}
+
+// What one packet holds: per frame, its group and its number of entries (-1: not an AppendEntries).
+std::vector<std::pair<std::uint32_t, int>> contents(std::span<const std::byte> packet) {
+  std::vector<std::pair<std::uint32_t, int>> out;
+  for (const auto& m : recording_transport::frames_of(packet)) {
+    const auto* ae = std::get_if<wire::append_entries>(&m.payload);
+    out.emplace_back(m.group.value(), ae != nullptr ? static_cast<int>(ae->entries.size()) : -1);
+  }
+  return out;
+}
+
+// Lanes (node_io.h): group 1's heartbeat and vote go ahead of megabytes of group 0's entries, in the
+// urgent lane; group 0's heartbeat stays behind group 0's entries, in the bulk lane.
+TEST(raft_node_io, small_messages_of_other_groups_overtake_entries_but_not_their_own) {
+  node_fixture f;
+  raft_io* g0 = f.start_group(0);
+  raft_io* g1 = f.start_group(1);
+  for (std::uint64_t i = 0; i < 4; ++i) send_append(g0, i, 300u << 10);  // 1.2 MiB of group 0's entries
+  send_append(g1, 0, 0);                                                 // group 1's heartbeat
+  send_append(g0, 4, 0);                                                 // group 0's heartbeat
+  auto vote = vote_request(1);
+  ASSERT_EQ(g1->send(g1, new raft_io_send{}, &vote, callbacks::on_send), 0);
+  f.sched.run_until(1);
+  using c = std::vector<std::pair<std::uint32_t, int>>;
+  ASSERT_EQ(f.net.sent.size(), 3u);
+  EXPECT_EQ(f.net.urgent, (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(contents(f.net.sent[0].second), (c{{1, 0}, {1, -1}}));         // sent first
+  EXPECT_EQ(contents(f.net.sent[1].second), (c{{0, 1}, {0, 1}, {0, 1}}));  // packets of 1 MiB at most
+  EXPECT_EQ(contents(f.net.sent[2].second), (c{{0, 1}, {0, 0}}));
+  EXPECT_EQ(f.io->counters().urgent_packets_sent, 1u);
+
+  // A later turn: while the transport still queues group 0's bulk packets, its heartbeat follows them;
+  // once they left, it goes urgent.
+  f.net.sent.clear();
+  f.net.urgent.clear();
+  f.net.queued[node_id(2)] = 1;  // the last of the two
+  send_append(g0, 4, 0);
+  send_append(g1, 0, 0);
+  f.sched.run_until(2);
+  ASSERT_EQ(f.net.sent.size(), 2u);
+  EXPECT_EQ(f.net.urgent, (std::vector<bool>{true, false}));
+  EXPECT_EQ(contents(f.net.sent[0].second), (c{{1, 0}}));
+  EXPECT_EQ(contents(f.net.sent[1].second), (c{{0, 0}}));
+  f.net.sent.clear();
+  f.net.urgent.clear();
+  f.net.queued[node_id(2)] = 0;
+  send_append(g0, 4, 0);
+  f.sched.run_until(3);
+  ASSERT_EQ(f.net.sent.size(), 1u);
+  EXPECT_EQ(f.net.urgent, (std::vector<bool>{true}));
+  f.close_all({g0, g1});
+}
+
+// A small message held for a term/vote sync keeps its place behind the group's held entries.
+TEST(raft_node_io, a_held_heartbeat_stays_behind_the_held_entries_of_its_group) {
+  node_fixture f;
+  raft_io* g0 = f.start_group(0);
+  ASSERT_EQ(g0->set_term(g0, 2), 0);
+  send_append(g0, 0, 1000);
+  send_append(g0, 1, 0);
+  f.sched.run_until(5);  // the term is durable: both leave
+  using c = std::vector<std::pair<std::uint32_t, int>>;
+  ASSERT_EQ(f.net.sent.size(), 1u);
+  EXPECT_EQ(f.net.urgent, (std::vector<bool>{false}));
+  EXPECT_EQ(contents(f.net.sent[0].second), (c{{0, 1}, {0, 0}}));
   f.close_all({g0});
 }
 
