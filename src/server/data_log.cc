@@ -135,12 +135,35 @@ void data_log::fire_durable_waiters() {
 
 void data_log::append(std::uint64_t generation, std::uint64_t end, std::uint32_t size,
                       std::uint32_t data_offset) {
-  std::weak_ptr<bool> alive = alive_;
-  writer_->append(command_record_type, std::as_bytes(std::span(scratch_.data(), scratch_.size())),
-                  [this, alive, generation, end, size, data_offset](result<storage::append_ack> r) {
-                    if (auto a = alive.lock(); a && *a) on_written(r, generation, end, size, data_offset);
-                  });
+  turn_.push_back(queued{turn_bytes_.size(), scratch_.size(), generation, end, size, data_offset});
+  turn_bytes_.append(scratch_);
   if (scratch_.capacity() > (1u << 20)) std::string().swap(scratch_);  // keep no huge body around
+  // Large records gain nothing from waiting for the turn's end (one wake-up is little beside their
+  // bytes): handed over at once, so that a turn of large applies holds no second copy of them.
+  if (turn_bytes_.size() >= hand_over_bytes) return hand_over();
+  if (hand_over_posted_) return;
+  hand_over_posted_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  exec_([this, alive] {
+    if (auto a = alive.lock(); a && *a) hand_over();
+  });
+}
+
+void data_log::hand_over() {
+  hand_over_posted_ = false;
+  if (turn_.empty()) return;
+  const auto* bytes = reinterpret_cast<const std::byte*>(turn_bytes_.data());
+  std::weak_ptr<bool> alive = alive_;
+  for (const queued& q : turn_) {
+    writer_->append(command_record_type, std::span(bytes + q.offset, q.length),
+                    [this, alive, generation = q.generation, end = q.end, size = q.size,
+                     data_offset = q.data_offset](result<storage::append_ack> r) {
+                      if (auto a = alive.lock(); a && *a) on_written(r, generation, end, size, data_offset);
+                    });
+  }
+  turn_.clear();
+  turn_bytes_.clear();
+  if (turn_bytes_.capacity() > (4u << 20)) std::string().swap(turn_bytes_);
 }
 
 // A record of `size` stream bytes was written: counted, and its place.

@@ -24,6 +24,10 @@
 // after it. The state comes from raft (snapshot and entries); appends raft replays are written again,
 // and the older copies become garbage that the next reclaim deletes.
 //
+// Records are handed to the writer once per loop turn (a task posted by the turn's first write), all
+// together: the writer's thread is woken once per turn, not once per applied entry (docs/benchmarks.md,
+// "Session 12": that wake-up was the largest single cost of an append on a cluster node).
+//
 // Lives on its shard's loop (core 0): every method runs there; the writer's completions are posted there.
 #pragma once
 
@@ -134,7 +138,10 @@ class data_log {
     streams::disk_location at;
   };
   void fire_durable_waiters();
+  // Queues scratch_ (a record of `size` stream bytes starting at data_offset) for the turn's hand-over.
   void append(std::uint64_t generation, std::uint64_t end, std::uint32_t size, std::uint32_t data_offset);
+  // Hands the turn's queued records to the writer, in the order they were written.
+  void hand_over();
   streams::disk_location counted(const storage::append_ack& a, std::uint32_t size, std::uint32_t data_offset);
   void on_written(const result<storage::append_ack>& r, std::uint64_t generation, std::uint64_t end,
                   std::uint32_t size, std::uint32_t data_offset);
@@ -149,6 +156,19 @@ class data_log {
   storage::executor exec_;  // posts to this log's loop
   std::unique_ptr<storage::log_writer> writer_;
   std::string scratch_;
+  // This turn's records, not yet handed to the writer: their encodings back to back in turn_bytes_.
+  struct queued {
+    std::size_t offset;  // in turn_bytes_
+    std::size_t length;
+    std::uint64_t generation;
+    std::uint64_t end;
+    std::uint32_t size;
+    std::uint32_t data_offset;
+  };
+  static constexpr std::size_t hand_over_bytes = 1u << 20;  // a turn's records beyond this go at once
+  std::string turn_bytes_;
+  std::vector<queued> turn_;
+  bool hand_over_posted_ = false;
   std::deque<written> unsynced_;  // written, in log order, not yet covered by a completed sync
   std::uint64_t unsynced_bytes_ = 0;
   bool syncing_ = false;

@@ -128,6 +128,47 @@ TEST_F(data_log_test, records_are_located_when_written_and_evictable_once_synced
   EXPECT_EQ(read_all("/s"), expected);  // cold records come back from the data log
 }
 
+// One hand-over per loop turn: the records a turn applies reach the writer together, from one posted
+// task, so that its thread is woken once per turn rather than once per entry (docs/benchmarks.md,
+// "Session 12"); they keep their order. A turn's records beyond hand_over_bytes go at once.
+TEST_F(data_log_test, a_turns_records_reach_the_writer_together_at_its_end_in_order) {
+  data_log_options o;
+  o.sync_bytes = 1ull << 30;
+  open(o);
+  const std::size_t posted_before = q.posted();
+  std::string expected = pattern(100, 0);
+  apply(make_create("/s", "text/plain", expected));
+  for (int i = 1; i < 10; ++i) {
+    std::string body = pattern(100, i);
+    expected += body;
+    apply(make_append("/s", body));
+  }
+  // Nothing is with the writer yet: the turn's one task hands them over.
+  EXPECT_EQ(log->stats().log.records, 0u);
+  EXPECT_EQ(q.posted(), posted_before + 1);
+  ASSERT_TRUE(q.run_until([&] { return log->stats().records == 10; }));
+  EXPECT_EQ(located, 10u);
+  std::vector<streams::disk_location> at;
+  sm.log_of("/s")->for_each_record([&](const streams::record& r) { at.push_back(r.data.at); });
+  ASSERT_EQ(at.size(), 10u);
+  for (std::size_t i = 1; i < at.size(); ++i) {
+    EXPECT_EQ(at[i].segment, at[0].segment);
+    EXPECT_GT(at[i].offset, at[i - 1].offset) << i;  // written in the order applied
+  }
+  EXPECT_EQ(read_all("/s"), expected);
+
+  // A large record goes without waiting for the turn's end (and takes the smaller ones before it along).
+  const std::size_t posted_mid = q.posted();
+  const std::string big = pattern(1200 << 10, 42);
+  apply(make_append("/s", pattern(100, 11)));
+  EXPECT_EQ(q.posted(), posted_mid + 1);  // the turn's hand-over, posted
+  apply(make_append("/s", big));          // handed over at once, with the one before it
+  ASSERT_TRUE(q.run_until([&] { return log->stats().log.records == 12; }));
+  q.run_ready();  // the posted hand-over finds nothing left
+  ASSERT_TRUE(q.run_until([&] { return log->stats().records == 12; }));
+  EXPECT_EQ(log->stats().log.records, 12u);
+}
+
 TEST_F(data_log_test, unsynced_bytes_beyond_the_threshold_start_a_sync) {
   data_log_options o;
   o.sync_bytes = 1000;
