@@ -66,12 +66,18 @@ node::node(serve_config cfg, storage::env* storage_env)
   if (metrics_) metrics_->set_cores(http_->threads());
   flush_timers_.assign(http_->threads(), 0);
 
+  make_shards(http_->threads());
+  subs_ = make_subscriptions(*this, http_->loop(0), clock_, cfg_.data_dir);
+}
+
+void node::make_shards(unsigned count) {
+  shards_.clear();
   shard_options so;
   so.long_poll_timeout_ms = cfg_.long_poll_timeout_ms;
   so.read_chunk_bytes = cfg_.read_chunk_bytes;
   so.sse_close_after_ms = cfg_.sse_close_after_ms;
   so.sse_keep_alive_ms = cfg_.sse_keep_alive_ms;
-  so.hot_bytes = std::max<std::size_t>(1, cfg_.hot_bytes / http_->threads());
+  so.hot_bytes = std::max<std::size_t>(1, cfg_.hot_bytes / count);
   so.checkpoint_bytes = cfg_.checkpoint_bytes;
   so.max_in_flight_bytes = cfg_.max_in_flight_bytes;
   if (cfg_.cluster.enabled()) {
@@ -80,13 +86,14 @@ node::node(serve_config cfg, storage::env* storage_env)
   }
   so.deleted_path_hold_ms = static_cast<std::int64_t>(cfg_.deleted_path_hold_ms);
   so.max_streams = cfg_.max_streams;
-  for (unsigned i = 0; i < http_->threads(); ++i) {
+  for (unsigned i = 0; i < count; ++i) {
     so.core = i;
     // A cluster node keeps every stream on core 0 (owner_of): the whole budget is its.
     if (cfg_.cluster.enabled()) so.hot_bytes = i == 0 ? std::max<std::size_t>(1, cfg_.hot_bytes) : 1;
-    shards_.push_back(std::make_unique<stream_shard>(*this, http_->loop(i), clock_, so));
+    // Shard i runs on core i modulo the cores: a data directory keeps the log count it was created
+    // with (wal_recovery.h, recorded_log_count), whatever the core count of this start.
+    shards_.push_back(std::make_unique<stream_shard>(*this, http_->loop(i % http_->threads()), clock_, so));
   }
-  subs_ = make_subscriptions(*this, http_->loop(0), clock_, cfg_.data_dir);
 }
 
 node::~node() = default;
@@ -436,7 +443,7 @@ status node::start() {
     as.jwks_file = cfg_.jwks_file;
     as.jwt = {cfg_.jwt_issuer, cfg_.jwt_audience, static_cast<std::int64_t>(cfg_.jwt_leeway_s)};
     as.query_token_max_ttl_s = static_cast<std::int64_t>(cfg_.query_token_max_ttl_s);
-    auto a = auth::authorizer::create(std::move(as), shard_count());
+    auto a = auth::authorizer::create(std::move(as), http_->threads());
     if (!a) return a.err();
     auth_ = std::move(*a);
     log::info("weir serve: access control on: {} API keys, JWTs {}", cfg_.api_keys.size(),
@@ -489,6 +496,16 @@ status node::start() {
               cfg_.cluster.node_id, cfg_.cluster.peers.size(), cfg_.cluster.groups,
               cfg_.cluster.peer_listen.host, cfg_.cluster.peer_listen.port, cfg_.hot_bytes >> 10);
   } else if (cfg_.durable) {
+    // A data directory keeps its log count (the cores it was created with); its shards run on this
+    // start's cores, several on one core or some cores with none (they parse HTTP only).
+    auto logs = recorded_log_count(*env_, cfg_.data_dir, http_->threads());
+    if (!logs) return logs.err();
+    if (*logs != shard_count()) {
+      make_shards(*logs);
+      log::info(
+          "weir serve: the data dir has {} logs (it was created with {} threads); running them on {} cores",
+          *logs, *logs, http_->threads());
+    }
     // Before any loop runs: replay the logs into the shards, then log every command from now on.
     wal_options wo;
     wo.data_dir = cfg_.data_dir;
@@ -534,9 +551,9 @@ status node::start() {
       http_->loop(i).post([this, i] { arm_access_log_flush(i); });
   }
   log::info(
-      "weir serve: listening on {}:{} ({}, {} threads, data dir {}, long-poll {} ms, subscriptions {}, at "
+      "weir serve: listening on {}:{} ({}, {} threads, {} logs, data dir {}, long-poll {} ms, subscriptions {}, at "
       "most {} connections)",
-      cfg_.host, http_->port(), tls_ ? "https" : "http", shard_count(), cfg_.data_dir,
+      cfg_.host, http_->port(), tls_ ? "https" : "http", http_->threads(), shard_count(), cfg_.data_dir,
       cfg_.long_poll_timeout_ms, subs_ ? "on" : "off", http_->connection_cap());
   return {};
 }

@@ -1,11 +1,13 @@
 // node: one running `weir serve`. Owns the HTTP engine (one event loop per core), one stream_shard per
-// core, and (when built with it) the subscription service on core 0.
+// log (as many as the cores the data directory was created with; shard i runs on core i modulo the
+// cores), and (when built with it) the subscription service on core 0.
 //
 // Which core runs what:
 //   - the connection's core (any): checks the request's token (auth::authorizer), parses and validates
 //     it (protocol::parse_stream_request, JSON validation), answers /healthz and CORS preflights, and
 //     sends every response;
-//   - the owner core of a stream (FNV-1a hash of its path % threads): every command and read on it, its
+//   - the core of a stream's owner shard (FNV-1a hash of its path % shards): every command and read on it,
+//   its
 //     live readers and its TTL expiry; a fork's source may be owned by another core (fork_retain and
 //     fork_release travel there as messages);
 //   - core 0: the subscription service (`__ds` paths) and the stream events reported to it.
@@ -99,6 +101,8 @@ class node {
   void route_members(const http::request& req, http::exchange ex, const protocol::cors_grant& cors);
   void route_reserved(const http::request& req, std::string_view root, std::string_view rest,
                       http::exchange ex);
+  // One stream_shard per log, shard i on core i modulo the cores (replaces any shards made before).
+  void make_shards(unsigned count);
   // GET /metrics (node_scrape.cc): gathers every core's figures by message, answers on ex's core.
   void serve_metrics(http::exchange ex);
   // The access log's once-a-second flush on `core` (re-armed until stop()).

@@ -290,8 +290,6 @@ std::string node_metrics::render(const node_figures& f) const {
   for (const shard_figures& s : f.shards) {
     sum.cold_reads += s.cold_reads;
     sum.cold_reads_pending += s.cold_reads_pending;
-    sum.slow_turns += s.slow_turns;
-    sum.longest_turn_ms = std::max(sum.longest_turn_ms, s.longest_turn_ms);
     cold_read.merge(s.cold_read_us);
     sum.streams += s.streams;
     sum.producers += s.producers;
@@ -316,11 +314,11 @@ std::string node_metrics::render(const node_figures& f) const {
   }
   t.family("weir_event_loop_slow_turns_total", metric_type::counter,
            "Event loop turns that took 250 ms or more (everything on that core waited meanwhile).");
-  t.sample("weir_event_loop_slow_turns_total", {}, sum.slow_turns);
+  t.sample("weir_event_loop_slow_turns_total", {}, f.slow_turns);
   t.family("weir_event_loop_longest_turn_seconds", metric_type::gauge,
            "The longest event loop turn since the start, over the cores.");
   t.sample_double("weir_event_loop_longest_turn_seconds", {},
-                  static_cast<double>(sum.longest_turn_ms) / 1000.0);
+                  static_cast<double>(f.longest_turn_ms) / 1000.0);
   t.family("weir_streams", metric_type::gauge,
            "Streams held (soft-deleted ones that forks still read included).");
   t.sample("weir_streams", {}, sum.streams);

@@ -56,7 +56,7 @@ request_kind kind_of(const protocol::stream_request& r);
 // A request not (yet) understood, by its method: errors then count against the operation it meant.
 request_kind kind_of(http::method m);
 
-// One core's streams, as that core sees them when asked (node.cc gathers them for a scrape).
+// One shard's streams (one log's), as its core sees them when asked (node.cc gathers them for a scrape).
 struct shard_figures {
   std::uint64_t streams = 0;
   std::uint64_t producers = 0;
@@ -68,8 +68,6 @@ struct shard_figures {
   std::uint64_t cold_reads = 0;          // reads of evicted data done (stream_shard::read_cold)
   std::uint64_t cold_reads_pending = 0;  // in flight on the cold_reader or waiting for it
   metrics::histogram_counts cold_read_us;
-  std::uint64_t slow_turns = 0;      // the core's event loop turns of 250 ms or more
-  std::int64_t longest_turn_ms = 0;  // its longest turn
   bool durable = false;
   storage::log_stats log;
 };
@@ -91,7 +89,9 @@ struct node_figures {
   process_figures process;
   std::vector<shard_figures> shards;
   http::server_stats http;
-  bool cluster = false;  // a cluster node: `leadership` means something
+  std::uint64_t slow_turns = 0;      // event-loop turns of 250 ms or more, every core's
+  std::int64_t longest_turn_ms = 0;  // the longest turn of any core
+  bool cluster = false;              // a cluster node: `leadership` means something
   cluster::leadership_counts leadership;
   bool subscriptions = false;  // the service exists: the next three mean something
   std::uint64_t subscription_count = 0;

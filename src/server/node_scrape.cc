@@ -1,4 +1,5 @@
 // GET /metrics and the access log's flush timers: the node's side of node_metrics (node.h).
+#include <algorithm>
 #include <atomic>
 #include <memory>
 
@@ -35,6 +36,10 @@ void node::serve_metrics(http::exchange ex) {
     // The last core: the figures are complete; render and answer on the connection's core.
     s->ex.loop()->post([this, s] {
       s->figures.http = http_->stats();
+      for (unsigned i = 0; i < http_->threads(); ++i) {  // every core's, with shards or not
+        s->figures.slow_turns += http_->loop(i).slow_turns();
+        s->figures.longest_turn_ms = std::max(s->figures.longest_turn_ms, http_->loop(i).longest_turn_ms());
+      }
       s->figures.process = read_process_figures();
       protocol::response r;
       r.status = 200;
@@ -58,8 +63,6 @@ void node::serve_metrics(http::exchange ex) {
       f.cold_reads = sh->cold_reads_done();
       f.cold_reads_pending = sh->cold_reads_pending();
       f.cold_read_us = sh->cold_read_latency().read();
-      f.slow_turns = sh->loop().slow_turns();
-      f.longest_turn_ms = sh->loop().longest_turn_ms();
       if (storage::log_writer* w = sh->wal().writer()) {
         f.durable = true;
         f.log = w->stats();

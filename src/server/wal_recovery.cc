@@ -21,24 +21,32 @@ error start_error(const std::string& reason) {
   return make_error(storage::errc::corruption, reason);
 }
 
-// <root>/cores holds the core count as decimal text; written once, on the first start.
-status check_core_count(storage::env& e, const std::string& root, unsigned cores) {
+// <root>/cores holds the count of logs (the core count the directory was created with) as decimal text;
+// written once, on the first start. 0: none recorded yet.
+result<unsigned> read_core_count(storage::env& e, const std::string& root) {
   const std::string path = storage::join_path(root, "cores");
-  if (e.file_exists(path)) {
-    auto f = e.open_readable(path);
-    if (!f) return f.err();
-    char buf[32] = {};
-    auto n = (*f)->read(0, std::as_writable_bytes(std::span(buf, sizeof buf - 1)));
-    if (!n) return n.err();
-    unsigned stored = 0;
-    auto [p, ec] = std::from_chars(buf, buf + *n, stored);
-    if (ec != std::errc() || stored == 0) return start_error(path + ": not a core count");
-    if (stored != cores) {
-      return start_error("data dir was written with " + std::to_string(stored) +
-                         " threads; start with --threads " + std::to_string(stored));
+  if (!e.file_exists(path)) return 0u;
+  auto f = e.open_readable(path);
+  if (!f) return f.err();
+  char buf[32] = {};
+  auto n = (*f)->read(0, std::as_writable_bytes(std::span(buf, sizeof buf - 1)));
+  if (!n) return n.err();
+  unsigned stored = 0;
+  auto [p, ec] = std::from_chars(buf, buf + *n, stored);
+  if (ec != std::errc() || stored == 0 || stored > max_logs) return start_error(path + ": not a core count");
+  return stored;
+}
+
+status check_core_count(storage::env& e, const std::string& root, unsigned cores) {
+  auto stored = read_core_count(e, root);
+  if (!stored) return stored.err();
+  if (*stored != 0) {
+    if (*stored != cores) {  // node::start runs as many shards as the directory has logs
+      return start_error("data dir has " + std::to_string(*stored) + " logs, not " + std::to_string(cores));
     }
     return {};
   }
+  const std::string path = storage::join_path(root, "cores");
   const std::string tmp = path + ".tmp";
   if (e.file_exists(tmp)) (void)e.remove_file(tmp);
   auto f = e.open_writable(tmp, storage::open_mode::create_new);
@@ -55,6 +63,12 @@ std::string core_dir(const std::string& root, std::size_t i) {
 }
 
 }  // namespace
+
+result<unsigned> recorded_log_count(storage::env& e, const std::string& data_dir, unsigned fresh) {
+  auto stored = read_core_count(e, storage::join_path(data_dir, "wal"));
+  if (!stored) return stored.err();
+  return *stored != 0 ? *stored : fresh;
+}
 
 result<storage::recovered_log> replay_core(storage::env& e, const std::string& dir, std::uint32_t core,
                                            streams::state_machine& sm, hot_tier& hot,

@@ -34,6 +34,14 @@ struct wal_options {
   bool prepare_segments = true;         // storage::log_options::prepare_segments
 };
 
+// The logs of a data directory: as many as the cores it was created with (<data_dir>/wal/cores), each
+// the log of one shard, whatever the core count of a later start (node runs shard i on core i modulo its
+// cores). More than this is refused as damage.
+inline constexpr unsigned max_logs = 1024;
+// The data directory's log count, or `fresh` when it records none yet (a new directory: open_durable_store
+// records the count of the shards it is given).
+result<unsigned> recorded_log_count(storage::env& e, const std::string& data_dir, unsigned fresh);
+
 // The segment files of every core, read by the hot tiers (owned by the node, outliving the shards'
 // loops).
 using segment_readers = std::vector<std::unique_ptr<storage::segment_reader>>;

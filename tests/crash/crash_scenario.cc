@@ -41,8 +41,9 @@ std::string weir_binary() {
   return WEIR_BINARY;
 }
 
-// `weir serve` flags for the n-th start: WEIR_CRASH_SERVE_ARGS when set; otherwise two cores (so forks
-// and wake-ups cross cores), once the binary has --fsync the durable modes in turn, and once it has a
+// `weir serve` flags for the n-th start: WEIR_CRASH_SERVE_ARGS when set; otherwise a data directory of two
+// logs (the first start's two threads: forks and wake-ups cross shards) restarted on 2, 1 and 3 threads in
+// turn (the logs' shards then share a core, or a core owns none), once the binary has --fsync the durable modes in turn, and once it has a
 // hot tier a small memory budget, small segments and frequent checkpoints, so that kills land in the
 // middle of evictions, cold reads, checkpoints and segment reclaim.
 std::vector<std::string> serve_args(int start, bool has_fsync, bool has_hot_tier) {
@@ -52,7 +53,8 @@ std::vector<std::string> serve_args(int start, bool has_fsync, bool has_hot_tier
     for (std::string a; in >> a;) args.push_back(a);
     return args;
   }
-  args = {"--threads", "2"};
+  static const char* const threads[] = {"2", "1", "3"};
+  args = {"--threads", threads[start % 3]};
   if (has_fsync) {
     static const char* const modes[] = {"always", "interval:5"};
     args.push_back("--fsync");

@@ -239,15 +239,48 @@ TEST_F(durable_node_test, etags_are_the_same_after_a_restart) {
   EXPECT_EQ(http(port_, "GET", good).headers["etag"], etag);
 }
 
-TEST_F(durable_node_test, a_data_dir_opens_only_with_its_core_count) {
+// A data directory keeps the log count it was created with (2 here); a start with another core count
+// runs those logs' shards on its cores (shard i on core i modulo the cores): every stream, a fork whose
+// source is in the other log, and producer state come back, and writes go on, in both directions.
+TEST_F(durable_node_test, a_data_dir_restarts_with_any_number_of_cores) {
   ASSERT_TRUE(start().has_value());
+  const std::string a = path_on(0, "a"), b = path_on(1, "b"), fork = path_on(1, "fork");
+  ASSERT_EQ(http(port_, "PUT", a, text, "alpha").status, 201);
+  ASSERT_EQ(http(port_, "POST", a, test_support::producer_headers("text/plain", 0), "-1").status, 200);
+  ASSERT_EQ(http(port_, "PUT", b, text, "beta").status, 201);
+  ASSERT_EQ(http(port_, "PUT", fork, {{"Stream-Forked-From", a}}).status, 201);
+  ASSERT_EQ(http(port_, "POST", fork, text, "+f").status, 204);
   stop();
-  serve_config cfg = cfg_;
-  cfg.threads = 3;
-  node other(cfg);
-  status st = other.start();
-  ASSERT_FALSE(st.has_value());
-  EXPECT_NE(st.err().reason.find("--threads 2"), std::string::npos) << st.err().reason;
+
+  std::string want_a = "alpha-1", want_b = "beta", want_fork = "alpha-1+f";
+  int seq = 1;
+  for (unsigned threads : {1u, 3u, 2u}) {
+    cfg_.threads = threads;
+    ASSERT_TRUE(start().has_value()) << threads << " threads";
+    EXPECT_EQ(n_->shard_count(), 2u) << "the directory's two logs, on " << threads << " cores";
+    EXPECT_EQ(http(port_, "GET", a).body, want_a) << threads;
+    EXPECT_EQ(http(port_, "GET", b).body, want_b) << threads;
+    EXPECT_EQ(http(port_, "GET", fork).body, want_fork) << threads;
+    // The producer's state came back: its last seq again is a duplicate, the next one appends.
+    auto dup = http(port_, "POST", a, test_support::producer_headers("text/plain", seq - 1), "dup");
+    EXPECT_EQ(dup.status, 204) << threads;
+    const std::string more = "-" + std::to_string(seq + 1);
+    EXPECT_EQ(http(port_, "POST", a, test_support::producer_headers("text/plain", seq), more).status, 200)
+        << threads;
+    ++seq;
+    want_a += more;
+    ASSERT_EQ(http(port_, "POST", b, text, std::to_string(threads)).status, 204);
+    want_b += std::to_string(threads);
+    const std::string c = path_on(0, "c" + std::to_string(threads));  // a new stream, in log 0
+    ASSERT_EQ(http(port_, "PUT", c, text, "new").status, 201);
+    stop();
+  }
+  ASSERT_TRUE(start().has_value());
+  EXPECT_EQ(http(port_, "GET", a).body, want_a);
+  EXPECT_EQ(http(port_, "GET", b).body, want_b);
+  EXPECT_EQ(http(port_, "GET", fork).body, want_fork);
+  for (unsigned threads : {1u, 3u, 2u})
+    EXPECT_EQ(http(port_, "GET", path_on(0, "c" + std::to_string(threads))).body, "new");
 }
 
 }  // namespace
