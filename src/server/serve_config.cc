@@ -175,9 +175,9 @@ const std::array table{
     setting{"data-dir", "DIR", "Data directory (the write-ahead log, checkpoints, subscriptions)",
             field<&serve_config::data_dir>(), 0, UINT64_MAX, check_data_dir},
     setting{"threads", "N",
-            "Event loops, one per core; 0: one per CPU, at most 4. A data directory is tied to the thread "
-            "count it was created with: a restart with another count refuses to start and names the count "
-            "to use",
+            "Event loops, one per core; 0: one per CPU, at most 4. A new data directory gets as many logs "
+            "(stream shards), for good: a restart with another count runs them on its cores (several on one "
+            "core, or cores that own none)",
             field<&serve_config::threads>(), 0, 256},
     setting{"fsync", "POLICY",
             "When appends are acknowledged: always (after fdatasync), interval:MS (fdatasync every MS, "
