@@ -23,7 +23,7 @@ read -r -a node_flags <<<"${WEIR_CLUSTER_FLAGS:---threads 1}"
 read -r -a bench_args <<<"${BENCH_ARGS:---workloads seed --concurrency 128,256 --throughput-secs 5 --latency-count 100 --sse-count 100}"
 mkdir -p "$out"
 summary="$out/summary.tsv"
-[[ -f "$summary" ]] || printf 'run\tstart_utc\tload1\tbench_errors\telections_started\tleaderships_lost\tlost_quorum\tslow_turns\tlongest_turn_s\tmax_queue_ms\tmax_urgent_queue_ms\tread_yields\twrite_mib_s\tsmall_req_s\terror_kinds\n' >"$summary"
+[[ -f "$summary" ]] || printf 'run\tstart_utc\tload1\tbench_errors\telections_started\tleaderships_lost\tlost_quorum\tslow_turns\tlongest_turn_s\tmax_queue_ms\tmax_urgent_queue_ms\tleader_silence_ms\tread_yields\twrite_mib_s\tsmall_req_s\terror_kinds\n' >"$summary"
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'

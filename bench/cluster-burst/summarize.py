@@ -9,12 +9,14 @@ d, name, start, load = sys.argv[1:5]
 lead = {"elections_started": 0, "leaderships_lost": 0, "lost_quorum": 0}
 queue_ms = yields = 0
 urgent_ms = -1  # -1: a build without the urgent lane
+silence_ms = -1  # -1: a build that does not report it
 for f in sorted(glob.glob(os.path.join(d, "cluster-[0-9].json"))):
     c = json.load(open(f))
     try:
         b = json.load(open(f.replace("cluster-", "cluster-before-")))
     except (OSError, ValueError):
         b = {}
+    silence_ms = max(silence_ms, c.get("longest_leader_silence_ms", -1))
     for k in lead: lead[k] += c.get("leadership", {}).get(k, 0) - b.get("leadership", {}).get(k, 0)
     for p in c.get("peers", []):
         queue_ms = max(queue_ms, p.get("max_queue_ms", 0))
@@ -42,5 +44,6 @@ try:
 except (OSError, ValueError):
     errors = -1  # the bench wrote no results: see bench.log
 print("\t".join(str(x) for x in [name, start, load, errors, lead["elections_started"], lead["leaderships_lost"],
-      lead["lost_quorum"], slow, "%.3f" % turn, queue_ms, urgent_ms if urgent_ms >= 0 else "-", yields, "/".join(mib), "/".join(small),
+      lead["lost_quorum"], slow, "%.3f" % turn, queue_ms, urgent_ms if urgent_ms >= 0 else "-",
+      silence_ms if silence_ms >= 0 else "-", yields, "/".join(mib), "/".join(small),
       ",".join("%s=%d" % kv for kv in sorted(kinds.items())) or "-"]))

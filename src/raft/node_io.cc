@@ -736,6 +736,7 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
       g.answering_up_to = m.append_entries.prev_log_index + m.append_entries.n_entries;
     const bool result = m.type == RAFT_IO_APPEND_ENTRIES_RESULT;
     const auto type = static_cast<std::uint8_t>(m.type);
+    if (m.type == RAFT_IO_APPEND_ENTRIES) note_append_from(g, from, m.append_entries.term);
     auto h = std::find_if(g.heard.begin(), g.heard.end(), [&](const auto& p) { return p.first == from; });
     if (h == g.heard.end()) {
       g.heard.emplace_back(from, now);
@@ -747,6 +748,18 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
     if (result && after_append_result_) after_append_result_(f.msg.group);
     if (after_event_) after_event_(f.msg.group, group_event{from, type});
   }
+}
+
+// The margin a follower had: the longest time between two AppendEntries of one leader in one term, on
+// libraft's clock (the one its election timer runs on). Above the election timeout a follower stands.
+void node_io::note_append_from(group& g, node_id from, std::uint64_t term) {
+  const std::int64_t now = static_cast<std::int64_t>(raft_now());
+  if (g.append_from == from && g.append_term == term && g.append_ms >= 0) {
+    stats_.longest_leader_silence_ms = std::max(stats_.longest_leader_silence_ms, now - g.append_ms);
+  }
+  g.append_from = from;
+  g.append_term = term;
+  g.append_ms = now;
 }
 
 std::int64_t node_io::heard_from(group_id id, node_id from) const {

@@ -70,6 +70,9 @@ class node_io {
     std::uint64_t snapshots_unsent = 0;                  // dropped: expansion failed or frame too large
     std::uint64_t stalls = 0;  // gaps in libraft's clock longer than stall_allowance_ms (raft_now)
     std::uint64_t transfer_frames_dropped = 0;  // chunks, acks, installs with no handler
+    // The longest a follower here went without an AppendEntries from its leader (same leader, same
+    // term), on libraft's clock: how close the groups came to an election timeout.
+    std::int64_t longest_leader_silence_ms = 0;
   };
 
   node_io(executor& ex, transport& t, node_log& log, options o);
@@ -188,6 +191,7 @@ class node_io {
   bool bulk_pending(const group& g, node_id to) const;
   // Frames of snapshot transfers go to transfers_ (true: the frame was one; handled or dropped).
   bool handle_transfer_frame(node_id from, const wire::message& msg);
+  void note_append_from(group& g, node_id from, std::uint64_t term);
   void send_chunk_frame(node_id to, const wire::message& m);
   void trim_below_snapshot(group& g, wire::append_entries& ae);
   void clamp_old_term_result(const group& g, raft_append_entries_result& r);

@@ -40,6 +40,10 @@ struct node_io::group {
   // Per peer, the number (node_io::bulk_sent_'s count) of the last bulk packet that holds a frame of
   // this group: until the transport has let it go, the group's small messages stay in the bulk lane.
   std::vector<std::pair<node_id, std::uint64_t>> bulk_upto;
+  // The last AppendEntries that came (node_io::note_append_from): its sender, term and libraft time.
+  node_id append_from;
+  std::uint64_t append_term = 0;
+  std::int64_t append_ms = -1;
 
   struct held_frame {
     std::uint64_t fence;

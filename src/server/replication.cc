@@ -377,6 +377,8 @@ std::string replication::status_json() const {
   w.key("left").value(repl_->left());  // removed from the cluster: takes no request
   // Pauses of this node's loop that libraft's clock left out (raft::node_io::raft_now).
   w.key("loop_stalls").value(std::int64_t(repl_->io().counters().stalls));
+  // The longest a follower here heard no AppendEntries from its group's leader (raft::node_io::stats).
+  w.key("longest_leader_silence_ms").value(repl_->io().counters().longest_leader_silence_ms);
   // Elections and leadership changes of this node's groups since it started (docs/replication.md,
   // "Elections"; each is logged, rate-limited).
   const cluster::leadership_counts& lc = repl_->leadership();

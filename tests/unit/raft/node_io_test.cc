@@ -388,6 +388,33 @@ void on_put(raft_io_snapshot_put*, int status) {
   callbacks::appended.push_back(100 + status);
 }
 
+// The longest a follower went without an AppendEntries of its leader counts only gaps between messages
+// of the same leader in the same term (a new term or leader starts over).
+TEST(raft_node_io, the_longest_leader_silence_is_between_appends_of_one_leader_and_term) {
+  node_fixture f;
+  raft_io* g = f.start_group(2);
+  auto heartbeat_at = [&](std::int64_t ms, std::uint64_t term) {
+    f.sched.run_until(ms);
+    std::vector<std::byte> packet;
+    wire::encode_frame(
+        wire::message{group_id(2),
+                      wire::append_entries{term_id(term), log_index(0), term_id(0), log_index(0), {}}},
+        packet);
+    f.net.rx(node_id(2), packet);
+  };
+  // Gaps under 250 ms: longer ones are stalls of this node, left out of libraft's clock (raft_now).
+  heartbeat_at(100, 1);
+  heartbeat_at(200, 1);
+  heartbeat_at(400, 1);
+  EXPECT_EQ(f.io->counters().longest_leader_silence_ms, 200);
+  heartbeat_at(2000, 2);  // a new term: not a silence of the same leader
+  heartbeat_at(2100, 2);
+  EXPECT_EQ(f.io->counters().longest_leader_silence_ms, 200);
+  heartbeat_at(2340, 2);
+  EXPECT_EQ(f.io->counters().longest_leader_silence_ms, 240);
+  f.close_all({g});
+}
+
 TEST(raft_node_io, an_append_below_the_followers_snapshot_starts_at_the_snapshot) {
   node_fixture f;
   raft_io* g = f.start_group(1);
