@@ -135,35 +135,43 @@ void data_log::fire_durable_waiters() {
 
 void data_log::append(std::uint64_t generation, std::uint64_t end, std::uint32_t size,
                       std::uint32_t data_offset) {
-  turn_.push_back(queued{turn_bytes_.size(), scratch_.size(), generation, end, size, data_offset});
-  turn_bytes_.append(scratch_);
+  queued_.push_back(queued{queued_bytes_.size(), scratch_.size(), generation, end, size, data_offset});
+  queued_bytes_.append(scratch_);
+  queued_size_ += size;
   if (scratch_.capacity() > (1u << 20)) std::string().swap(scratch_);  // keep no huge body around
+  if (opts_.hand_over_bytes > 0) {
+    if (queued_bytes_.size() >= opts_.hand_over_bytes) hand_over();
+    return;
+  }
   // Large records gain nothing from waiting for the turn's end (one wake-up is little beside their
   // bytes): handed over at once, so that a turn of large applies holds no second copy of them.
-  if (turn_bytes_.size() >= hand_over_bytes) return hand_over();
+  if (queued_bytes_.size() >= turn_hand_over_bytes) return hand_over();
   if (hand_over_posted_) return;
   hand_over_posted_ = true;
   std::weak_ptr<bool> alive = alive_;
   exec_([this, alive] {
-    if (auto a = alive.lock(); a && *a) hand_over();
+    if (auto a = alive.lock(); a && *a) {
+      hand_over_posted_ = false;
+      hand_over();
+    }
   });
 }
 
 void data_log::hand_over() {
-  hand_over_posted_ = false;
-  if (turn_.empty()) return;
-  const auto* bytes = reinterpret_cast<const std::byte*>(turn_bytes_.data());
+  if (queued_.empty()) return;
+  const auto* bytes = reinterpret_cast<const std::byte*>(queued_bytes_.data());
   std::weak_ptr<bool> alive = alive_;
-  for (const queued& q : turn_) {
+  for (const queued& q : queued_) {
     writer_->append(command_record_type, std::span(bytes + q.offset, q.length),
                     [this, alive, generation = q.generation, end = q.end, size = q.size,
                      data_offset = q.data_offset](result<storage::append_ack> r) {
                       if (auto a = alive.lock(); a && *a) on_written(r, generation, end, size, data_offset);
                     });
   }
-  turn_.clear();
-  turn_bytes_.clear();
-  if (turn_bytes_.capacity() > (4u << 20)) std::string().swap(turn_bytes_);
+  queued_.clear();
+  queued_bytes_.clear();
+  queued_size_ = 0;
+  if (queued_bytes_.capacity() > (4u << 20)) std::string().swap(queued_bytes_);
 }
 
 // A record of `size` stream bytes was written: counted, and its place.
@@ -200,6 +208,7 @@ void data_log::on_written(const result<storage::append_ack>& r, std::uint64_t ge
 }
 
 void data_log::sync_now() {
+  hand_over();  // the next sync covers them
   if (syncing_ || unsynced_.empty()) return;
   syncing_ = true;
   // The records written so far; those written while the sync runs wait for the next one.
@@ -235,6 +244,7 @@ void data_log::on_synced(const status& st, std::size_t count) {
 
 void data_log::tick(std::int64_t now_ms) {
   now_ms_ = now_ms;
+  hand_over();
   if (!syncing_ && !unsynced_.empty() && now_ms - oldest_unsynced_ms_ >= opts_.sync_interval_ms) sync_now();
   reclaim(now_ms);
 }
@@ -292,7 +302,7 @@ void data_log::reclaim(std::int64_t now_ms) {
 
 data_log_stats data_log::stats() const {
   data_log_stats s = stats_;
-  s.unsynced_bytes = unsynced_bytes_;
+  s.unsynced_bytes = unsynced_bytes();
   s.log = writer_->stats();
   return s;
 }

@@ -8,7 +8,8 @@
 // the same command records as a single node's write-ahead log, so a disk_location (segment, offset,
 // data_offset) means the same thing and hot_tier / segment_reader read them unchanged.
 //
-// A record goes through three stages:
+// A record goes through four stages:
+//   queued     applied, not yet handed to the writer (below);
 //   written    its append completed: its place is set on the state machine (hooks::locate);
 //   synced     a sync of the data log that began after it completed: it is admitted to the hot tier
 //              (hooks::admit), which may then evict it, and durable() is true for its place (what a
@@ -24,9 +25,11 @@
 // after it. The state comes from raft (snapshot and entries); appends raft replays are written again,
 // and the older copies become garbage that the next reclaim deletes.
 //
-// Records are handed to the writer once per loop turn (a task posted by the turn's first write), all
-// together: the writer's thread is woken once per turn, not once per applied entry (docs/benchmarks.md,
-// "Session 12": that wake-up was the largest single cost of an append on a cluster node).
+// Records are queued and handed to the writer together (data_log_options::hand_over_bytes): once that
+// many bytes are queued, at each tick and before a sync; or, with 0, at the end of each loop turn (a
+// task posted by the turn's first write). Waking the writer's thread for each applied entry was the
+// largest single cost of an append on a cluster node (docs/benchmarks.md, "Session 12"); nobody waits
+// for these writes (raft made the command durable), so they may wait for a batch.
 //
 // Lives on its shard's loop (core 0): every method runs there; the writer's completions are posted there.
 #pragma once
@@ -57,6 +60,9 @@ struct data_log_options {
   std::uint64_t sync_bytes = 8ull << 20;      // written, not synced: sync without waiting for the interval
   std::uint64_t reclaim_bytes = 64ull << 20;  // written since the last reclaim: reclaim at the next sync
   std::int64_t reclaim_interval_ms = 30'000;  // or this long after it, if anything changed
+  // Records queued for the writer are handed over once this many bytes are queued, at each tick and
+  // before a sync. 0: at the end of each loop turn (the server uses a batch: session 12).
+  std::uint64_t hand_over_bytes = 0;
 };
 
 struct data_log_stats {
@@ -116,7 +122,8 @@ class data_log {
 
   // Syncs or reclaims when due (the shard calls it a few times a second).
   void tick(std::int64_t now_ms);
-  // Starts a sync now (unless one runs or nothing is written since the last).
+  // Hands the queued records to the writer, then starts a sync (unless one runs or nothing is written
+  // since the last; the records just handed over wait for the next one).
   void sync_now();
 
   // `at` (a place in this log) was synced: what a snapshot may reference instead of inlining its bytes.
@@ -126,7 +133,8 @@ class data_log {
   void pin(std::uint32_t group, std::vector<std::uint64_t> segments);
 
   data_log_stats stats() const;
-  std::uint64_t unsynced_bytes() const { return unsynced_bytes_; }  // written, not synced yet
+  // Stream bytes applied and not synced yet (queued or written).
+  std::uint64_t unsynced_bytes() const { return unsynced_bytes_ + queued_size_; }
 
  private:
   data_log(storage::env& e, std::string dir, data_log_options o, storage::segment_reader* reader, hooks h);
@@ -138,9 +146,9 @@ class data_log {
     streams::disk_location at;
   };
   void fire_durable_waiters();
-  // Queues scratch_ (a record of `size` stream bytes starting at data_offset) for the turn's hand-over.
+  // Queues scratch_ (a record of `size` stream bytes starting at data_offset) for the next hand-over.
   void append(std::uint64_t generation, std::uint64_t end, std::uint32_t size, std::uint32_t data_offset);
-  // Hands the turn's queued records to the writer, in the order they were written.
+  // Hands the queued records to the writer, in the order they were written.
   void hand_over();
   streams::disk_location counted(const storage::append_ack& a, std::uint32_t size, std::uint32_t data_offset);
   void on_written(const result<storage::append_ack>& r, std::uint64_t generation, std::uint64_t end,
@@ -156,18 +164,20 @@ class data_log {
   storage::executor exec_;  // posts to this log's loop
   std::unique_ptr<storage::log_writer> writer_;
   std::string scratch_;
-  // This turn's records, not yet handed to the writer: their encodings back to back in turn_bytes_.
+  // Records not yet handed to the writer: their encodings back to back in queued_bytes_.
   struct queued {
-    std::size_t offset;  // in turn_bytes_
+    std::size_t offset;  // in queued_bytes_
     std::size_t length;
     std::uint64_t generation;
     std::uint64_t end;
     std::uint32_t size;
     std::uint32_t data_offset;
   };
-  static constexpr std::size_t hand_over_bytes = 1u << 20;  // a turn's records beyond this go at once
-  std::string turn_bytes_;
-  std::vector<queued> turn_;
+  // With hand_over_bytes 0, a turn's records beyond this go at once (no second copy of large ones).
+  static constexpr std::size_t turn_hand_over_bytes = 1u << 20;
+  std::string queued_bytes_;
+  std::vector<queued> queued_;
+  std::uint64_t queued_size_ = 0;  // their stream bytes
   bool hand_over_posted_ = false;
   std::deque<written> unsynced_;  // written, in log order, not yet covered by a completed sync
   std::uint64_t unsynced_bytes_ = 0;

@@ -699,6 +699,9 @@ status stream_shard::open_data_log(storage::env& e, const std::string& dir, std:
   // Memory holds the hot budget plus what waits for a sync: keep the latter a fraction of the budget.
   o.sync_bytes = std::clamp<std::uint64_t>(opts_.hot_bytes / 4, 64u << 10, 8u << 20);
   o.reclaim_bytes = std::max<std::uint64_t>(segment_bytes / 2, 1);
+  // Batches of records to the writer's thread (not a wake-up per turn): a record reaches the disk at most
+  // a tick (250 ms) after its apply, well within the interval it waits for its sync.
+  o.hand_over_bytes = std::min<std::uint64_t>(64u << 10, o.sync_bytes);
   data_log::hooks h;
   h.locate = [this](std::uint64_t generation, std::uint64_t end, const streams::disk_location& at) {
     return sm_.locate(generation, end, at);

@@ -169,6 +169,48 @@ TEST_F(data_log_test, a_turns_records_reach_the_writer_together_at_its_end_in_or
   EXPECT_EQ(log->stats().log.records, 12u);
 }
 
+// With hand_over_bytes (the server's setting), records wait in the queue until that many bytes are
+// queued, the next tick or a sync: below it, running the loop hands nothing over.
+TEST_F(data_log_test, with_a_hand_over_size_records_go_in_batches_at_the_size_a_tick_or_a_sync) {
+  data_log_options o;
+  o.sync_bytes = 1ull << 30;
+  o.hand_over_bytes = 1000;
+  open(o);
+  std::string expected = pattern(300, 0);
+  apply(make_create("/s", "text/plain", expected));
+  for (int i = 1; i < 3; ++i) {
+    std::string body = pattern(300, i);
+    expected += body;
+    apply(make_append("/s", body));
+  }
+  q.run_ready();
+  EXPECT_EQ(log->stats().log.records, 0u);  // 3 records of 300 bytes (and their headers): under 1000
+  EXPECT_EQ(located, 0u);
+  EXPECT_EQ(log->unsynced_bytes(), 900u);  // queued bytes are not synced either
+  apply(make_append("/s", pattern(300, 3)));  // past 1000 bytes: the four go together
+  expected += pattern(300, 3);
+  ASSERT_TRUE(q.run_until([&] { return log->stats().records == 4; }));
+  EXPECT_EQ(log->stats().log.records, 4u);
+  EXPECT_EQ(located, 4u);
+
+  // A tick hands over what is queued.
+  apply(make_append("/s", pattern(300, 4)));
+  expected += pattern(300, 4);
+  q.run_ready();
+  EXPECT_EQ(log->stats().log.records, 4u);
+  log->tick(1);
+  ASSERT_TRUE(q.run_until([&] { return log->stats().records == 5; }));
+
+  // So does a sync, which the next sync then covers: every record is admitted after two.
+  apply(make_append("/s", pattern(300, 5)));
+  expected += pattern(300, 5);
+  sync();
+  ASSERT_TRUE(q.run_until([&] { return log->stats().records == 6; }));
+  sync();
+  EXPECT_EQ(admitted, 6u);
+  EXPECT_EQ(read_all("/s"), expected);
+}
+
 TEST_F(data_log_test, unsynced_bytes_beyond_the_threshold_start_a_sync) {
   data_log_options o;
   o.sync_bytes = 1000;
