@@ -72,7 +72,7 @@ std::array<std::byte, peer_links::hello_size> make_hello(std::uint64_t self) {
 // A plain listener: unlike io::listen_tcp no SO_REUSEPORT, so a second process configured with the same
 // peer port fails to start instead of silently taking half of the connections. SO_REUSEADDR lets a
 // restarted node bind while its old connections linger in TIME_WAIT.
-result<int> listen_on(const peer_address& a) {
+result<int> listen_on(const peer_address& a, std::size_t receive_buffer) {
   auto sys_error = [](const char* what) {
     return make_error(io::socket_errc::system, std::string(what) + ": " + std::strerror(errno));
   };
@@ -87,6 +87,11 @@ result<int> listen_on(const peer_address& a) {
   if (fd < 0) return sys_error("socket");
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (receive_buffer > 0) {
+    // Before listen: accepted connections inherit it, and their window scale is chosen from it.
+    const int size = static_cast<int>(std::min<std::size_t>(receive_buffer, INT32_MAX));
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  }
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
     auto e = errno == EADDRINUSE ? make_error(io::socket_errc::in_use, a.host + ":" + std::to_string(a.port) +
                                                                            ": address already in use")
@@ -382,7 +387,7 @@ result<std::unique_ptr<peer_links>> peer_links::open(io::event_loop& loop, optio
   WEIR_ASSERT(o.self != 0, "peer_links: node id 0");
   for (auto& [id, addr] : o.peers)
     WEIR_ASSERT(id != 0, "peer_links: peer id 0 ({}:{})", addr.host, addr.port);
-  auto fd = listen_on(o.listen);
+  auto fd = listen_on(o.listen, o.receive_buffer);
   if (!fd) return fd.err();
   auto port = io::local_port(*fd);
   if (!port) {
@@ -548,6 +553,12 @@ void peer_links::dial(peer& p) {
   // of retransmissions; raft's heartbeats keep a live link's data acknowledged well within this.
   unsigned user_timeout_ms = static_cast<unsigned>(user_timeout.count());
   ::setsockopt(p.out->fd(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+  if (opts_.send_buffer > 0) {
+    // A write stops (would block) once the kernel holds this much, so that the rest waits in the queue,
+    // where urgent frames can still go ahead of it.
+    const int size = static_cast<int>(std::min<std::size_t>(opts_.send_buffer, INT32_MAX));
+    ::setsockopt(p.out->fd(), SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  }
 }
 
 void peer_links::on_connected(peer& p, int err) {

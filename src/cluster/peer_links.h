@@ -82,6 +82,13 @@ class peer_links final : public links {
     // is read on a later turn of the loop, so that a peer sending megabytes cannot hold this node's
     // loop (and its sends, heartbeats among them) for as long as it keeps sending.
     std::size_t read_budget = 1u << 20;
+    // Bytes the kernel may hold for a link ahead of a frame still in the queue (0: the kernel's
+    // defaults, which autotune to megabytes): the send buffer of outgoing connections (SO_SNDBUF) and
+    // the receive buffer of accepted ones (SO_RCVBUF, set on the listener). What the kernel holds is
+    // past the urgent lane: with megabytes there, a heartbeat ahead of every queued frame still waited
+    // for them to drain to a receiver whose loop the CPU starved. (Linux doubles both for overhead.)
+    std::size_t send_buffer = 256u << 10;
+    std::size_t receive_buffer = 1u << 20;
   };
   // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
   // writes, read-index). Other channel numbers pass through untouched.
