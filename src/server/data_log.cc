@@ -208,8 +208,11 @@ void data_log::on_written(const result<storage::append_ack>& r, std::uint64_t ge
 }
 
 void data_log::sync_now() {
+  // Callers ask often (a group whose snapshot waits asks at each apply): only a sync that starts takes
+  // the queue along, or the batches would shrink to one apply's.
+  if (syncing_) return;
   hand_over();  // the next sync covers them
-  if (syncing_ || unsynced_.empty()) return;
+  if (unsynced_.empty()) return;
   syncing_ = true;
   // The records written so far; those written while the sync runs wait for the next one.
   const std::size_t count = unsynced_.size();

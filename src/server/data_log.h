@@ -122,8 +122,8 @@ class data_log {
 
   // Syncs or reclaims when due (the shard calls it a few times a second).
   void tick(std::int64_t now_ms);
-  // Hands the queued records to the writer, then starts a sync (unless one runs or nothing is written
-  // since the last; the records just handed over wait for the next one).
+  // Unless a sync runs: hands the queued records to the writer, then starts a sync (unless nothing was
+  // written since the last; the records just handed over wait for the next one).
   void sync_now();
 
   // `at` (a place in this log) was synced: what a snapshot may reference instead of inlining its bytes.
