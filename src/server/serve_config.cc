@@ -348,10 +348,10 @@ const std::array table{
             "leaders stay where elections put them",
             field<&serve_config::cluster, &cluster::cluster_options::balance_leaders>()},
     setting{"election-timeout-ms", "MS",
-            "Raft's election timeout (set it alike on every node): a follower that hears nothing of a group from "
-            "its leader for 1-2 times this stands for election, a leader that hears from no majority for "
-            "this long steps down; leaders send heartbeats every tenth of it. Longer keeps leaders through "
-            "stalls of an overloaded machine, shorter replaces a dead leader sooner",
+            "Raft's election timeout (set it alike on every node): a follower that hears nothing of a "
+            "group from its leader for 1-2 times this stands for election, a leader that hears from no "
+            "majority for this long steps down; leaders send heartbeats every tenth of it. Longer keeps "
+            "leaders through stalls of an overloaded machine, shorter replaces a dead leader sooner",
             field<&serve_config::cluster, &cluster::cluster_options::election_timeout_ms>(),
             cluster::min_election_timeout_ms, cluster::max_election_timeout_ms},
     setting{"join", "true|false",
