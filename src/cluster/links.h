@@ -48,6 +48,11 @@ class links {
   virtual void set_receiver(receiver r) = 0;
   // Queues a frame for `to`; never blocks, never calls back inside. Lost if the link cannot carry it.
   virtual void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) = 0;
+  // The same on the urgent lane, where the link has one (peer_links: ahead of the bulk frames not yet
+  // started); small frames only. The default is send().
+  virtual void send_urgent(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) {
+    send(to, channel, payload);
+  }
   // The transport raft's node_io runs on: channel 0.
   virtual raft::transport& raft_transport() = 0;
   // One entry per peer (self excluded), ordered by id.

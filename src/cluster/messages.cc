@@ -17,6 +17,7 @@ enum class kind : std::uint8_t {
   membership_update = 5,
   leader_call = 6,
   leader_reply = 7,
+  leading = 8,
 };
 
 error malformed(const char* what) {
@@ -89,6 +90,13 @@ std::vector<std::byte> encode(const message& m) {
           w.u8(v.served ? 1 : 0);
           w.u64(v.leader);
           w.bytes(v.answer);
+        } else if constexpr (std::is_same_v<T, leading>) {
+          w.u8(static_cast<std::uint8_t>(kind::leading));
+          w.u32(static_cast<std::uint32_t>(v.groups.size()));
+          for (const auto& [group, term] : v.groups) {
+            w.u32(group);
+            w.u64(term);
+          }
         } else {
           static_assert(std::is_same_v<T, membership_update>);
           w.u8(static_cast<std::uint8_t>(kind::membership_update));
@@ -159,6 +167,20 @@ result<message> decode(std::span<const std::byte> bytes) {
       (void)r.bytes(r.remaining(), q.answer);
       if (!q.served && !q.answer.empty()) return malformed("an answer from a node that did not serve");
       return message(q);
+    }
+    case kind::leading: {
+      leading l;
+      std::uint32_t n = 0;
+      if (!r.u32(n)) return malformed("short leading");
+      if (n > r.remaining() / 12) return malformed("leading: more groups than bytes");
+      l.groups.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        std::uint32_t group = 0;
+        std::uint64_t term = 0;
+        if (!r.u32(group) || !r.u64(term)) return malformed("short leading");
+        l.groups.emplace_back(group, term);
+      }
+      return done(std::move(l));
     }
   }
   return malformed("unknown kind");

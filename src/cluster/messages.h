@@ -9,6 +9,11 @@
 //   leader_call    a request for what a group's leader serves (a subscription's control request), sent to
 //                  the node believed to lead the group
 //   leader_reply   its answer, or "not the leader" (nothing ran: ask the leader it names)
+//   leading        the groups this node leads, with their terms, sent to every peer each heartbeat
+//                  interval on the urgent lane: a follower of one of them whose leader is this node in
+//                  that term restarts its election timer, as an AppendEntries would (a group that only
+//                  replicates large entries sends no heartbeat of libraft's, and its entries may wait
+//                  behind other groups' megabytes: docs/replication.md, "Elections")
 //   membership     the membership group 0 committed (POST/DELETE /cluster/members), sent to every peer
 //                  every few seconds: how a node that is no voter of group 0 (one started with --join)
 //                  learns its peers' addresses
@@ -92,8 +97,13 @@ struct leader_reply {
   std::span<const std::byte> answer;  // the rest of the message; empty when !served
 };
 
+// The groups the sender leads, each with its term.
+struct leading {
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> groups;
+};
+
 using message = std::variant<forward, forward_reject, read_request, read_reply, membership_update,
-                             leader_call, leader_reply>;
+                             leader_call, leader_reply, leading>;
 
 std::vector<std::byte> encode(const message& m);
 // The decoded message points into `bytes` (forward::entry, leader_call::request, leader_reply::answer).

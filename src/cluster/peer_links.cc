@@ -438,6 +438,10 @@ void peer_links::send(std::uint64_t to, std::uint8_t channel, std::span<const st
   enqueue(to, channel, std::vector<std::byte>(payload.begin(), payload.end()));
 }
 
+void peer_links::send_urgent(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) {
+  enqueue(to, channel, std::vector<std::byte>(payload.begin(), payload.end()), true);
+}
+
 void peer_links::enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std::byte> payload,
                          bool urgent) {
   auto it = peers_.find(to);

@@ -112,6 +112,7 @@ class peer_links final : public links {
   // Queues a frame for `to`; never blocks, never calls back inside. Queued frames are written at the
   // end of the loop turn, many per syscall. Lost if the link cannot carry it.
   void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) override;
+  void send_urgent(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) override;
   // The adapter raft's node_io runs on: send(to, packet) == send(to, 0, packet) (without a copy).
   raft::transport& raft_transport() override;
   // One entry per peer (self excluded), ordered by id.

@@ -534,6 +534,8 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     if (calls_.count(lr->id) == 0) return;
     if (!lr->served) return retry_call(lr->id);
     finish_call(lr->id, std::vector<std::byte>(lr->answer.begin(), lr->answer.end()));
+  } else if (auto* l = std::get_if<leading>(&*m)) {
+    on_leading(from, *l);
   } else if (auto* rr = std::get_if<read_reply>(&*m)) {
     auto it = reads_.find(rr->id);
     if (it == reads_.end() || it->second.have_index) return;
@@ -616,11 +618,47 @@ void replicator::note_stored(std::uint32_t gi, std::uint64_t first, const raft_e
   }
 }
 
+// A group that replicates only large entries sends no heartbeat of libraft's (it sends one only after
+// a heartbeat interval of sending nothing), and its entries wait in the peer queues behind the other
+// groups' megabytes: a follower that hears nothing of its group for an election timeout stands, though
+// packets from its leader's node keep arriving (seen under bursts of 512 KiB writes: docs/benchmarks.md,
+// "Session 12: heartbeat lane"). So each node says, on the urgent lane, which groups it leads and in which
+// term; a follower of one of them that knows this node as its leader in that term restarts its election
+// timer, as an AppendEntries would. Safety does not rest on timers; for liveness the message is as good as
+// a heartbeat: only a node that leads the group in that term sends it (one that stepped down stops), and a
+// follower that moved to a newer term ignores it. One message per peer and interval, whatever the number
+// of groups (12 bytes each).
+void replicator::announce_leading() {
+  leading l;
+  for (std::uint32_t i = 0; i < groups_.size(); ++i) {
+    const ::raft& r = groups_[i]->r;
+    if (raft_state(&groups_[i]->r) == RAFT_LEADER) l.groups.emplace_back(i, r.current_term);
+  }
+  if (l.groups.empty()) return;
+  const std::vector<std::byte> bytes = encode(message(l));
+  for (const auto& peer : links_.status()) links_.send_urgent(peer.peer, message_channel, bytes);
+}
+
+void replicator::on_leading(std::uint64_t from, const leading& l) {
+  const auto now = static_cast<raft_time>(ex_.now_ms());
+  for (const auto& [g, term] : l.groups) {
+    if (g >= groups_.size()) continue;
+    ::raft& r = groups_[g]->r;
+    if (r.state != RAFT_FOLLOWER || r.current_term != term || r.follower_state.current_leader.id != from)
+      continue;
+    r.election_timer_start = std::max(r.election_timer_start, now);
+  }
+}
+
 void replicator::sweep() {
   const std::int64_t now = ex_.now_ms();
   leadership_->flush(now);
   watch_links();
   open_terms();
+  if (now >= next_leading_ms_) {
+    next_leading_ms_ = now + opts_.heartbeat_ms;
+    announce_leading();
+  }
   std::vector<std::pair<std::uint64_t, submit_error>> late;
   for (auto& [ticket, s] : submits_) {
     if (s.deadline_ms > now) continue;

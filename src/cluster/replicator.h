@@ -314,6 +314,11 @@ class replicator {
   void on_stranger(std::uint64_t id);  // links refused node `id`: tell it it left, if it was removed
   weir::status adopt(const membership& m);
   void share_membership();
+  // Every heartbeat interval: the groups this node leads, with their terms, to every peer on the urgent
+  // lane (messages.h, `leading`); and a peer's, received: its followers' election timers restart
+  // (docs/replication.md, "Elections").
+  void announce_leading();
+  void on_leading(std::uint64_t from, const leading& l);
   void link_peer(std::uint64_t id, const std::string& address);
   void sync_peers();                   // links to the nodes of every configuration, unlinks the nodes of none
   bool settled(const group& g) const;  // the configuration is the desired membership, all voters
@@ -355,6 +360,7 @@ class replicator {
   std::set<std::uint64_t> farewells_;           // gone peers told they left, unlinked at the next sync
   std::uint64_t told_left_epoch_ = 0;           // a member's farewell: this node left at that epoch
   std::int64_t next_share_ms_ = 0;
+  std::int64_t next_leading_ms_ = 0;
   std::uint64_t snapshots_taken_ = 0;
   std::uint64_t snapshots_deferred_ = 0;
   std::uint64_t snapshots_restored_ = 0;

@@ -31,7 +31,23 @@ mem_links::mem_links(raft::mem_network& net, std::uint64_t self, std::vector<std
 
 mem_links::~mem_links() = default;
 
+void mem_links::hold(std::uint64_t to, std::uint8_t channel, bool held) {
+  if (held) {
+    held_.try_emplace({to, channel});
+    return;
+  }
+  auto it = held_.find({to, channel});
+  if (it == held_.end()) return;
+  auto frames = std::move(it->second);
+  held_.erase(it);
+  for (const auto& f : frames) send(to, channel, f);
+}
+
 void mem_links::send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) {
+  if (auto it = held_.find({to, channel}); it != held_.end()) {
+    it->second.emplace_back(payload.begin(), payload.end());
+    return;
+  }
   std::vector<std::byte> packet;
   packet.reserve(payload.size() + 1);
   packet.push_back(std::byte{channel});

@@ -33,6 +33,9 @@ class mem_links final : public links {
   void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) override;
   raft::transport& raft_transport() override;
   std::vector<link_status> status() const override;
+  // Tests: while held, frames of `channel` for `to` wait here, in order, and go out when released (a
+  // peer queue that does not drain, for that channel only).
+  void hold(std::uint64_t to, std::uint8_t channel, bool held);
 
  private:
   class raft_adapter;
@@ -46,6 +49,7 @@ class mem_links final : public links {
   std::unique_ptr<raft_adapter> raft_;
   receiver receiver_;
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> counts_;  // peer -> bytes sent, received
+  std::map<std::pair<std::uint64_t, std::uint8_t>, std::vector<std::vector<std::byte>>> held_;
 };
 
 }  // namespace weir::cluster::sim

@@ -101,5 +101,25 @@ TEST(messages, malformed_leader_calls_are_refused) {
   EXPECT_FALSE(decode(view(bad_flag)).has_value());
 }
 
+TEST(messages, leading_round_trips_and_refuses_what_does_not_add_up) {
+  auto m = encode(leading{{{0, 7}, {5, 12}, {63, 1}}});
+  auto d = decode(view(m));
+  ASSERT_TRUE(d.has_value()) << d.err().reason;
+  const auto* l = std::get_if<leading>(&*d);
+  ASSERT_NE(l, nullptr);
+  ASSERT_EQ(l->groups.size(), 3u);
+  EXPECT_EQ(l->groups[1], (std::pair<std::uint32_t, std::uint64_t>{5, 12}));
+  EXPECT_EQ(encode(*d), m);
+  EXPECT_TRUE(decode(view(encode(leading{}))).has_value());  // a node that leads nothing
+  for (std::size_t n = 1; n < m.size(); ++n) EXPECT_FALSE(decode(view(m).first(n)).has_value()) << n;
+  auto trailing = m;
+  trailing.push_back(std::byte{0});
+  EXPECT_FALSE(decode(view(trailing)).has_value());
+  auto huge = encode(leading{});
+  huge[1] = std::byte{0xff};  // a count of groups the bytes cannot hold
+  huge[2] = std::byte{0xff};
+  EXPECT_FALSE(decode(view(huge)).has_value());
+}
+
 }  // namespace
 }  // namespace weir::cluster
