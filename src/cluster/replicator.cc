@@ -589,7 +589,8 @@ void replicator::watch_links() {
       g->link_closed_ms = ex_.now_ms();
       const unsigned timeout = r.follower_state.randomized_election_timeout;
       const unsigned left = std::min(timeout, soon(rng_));
-      r.election_timer_start = static_cast<raft_time>(ex_.now_ms()) - (timeout - left);
+      // On libraft's clock (see on_leading).
+      r.election_timer_start = r.io->time(r.io) - (timeout - left);
     }
   }
 }
@@ -640,13 +641,14 @@ void replicator::announce_leading() {
 }
 
 void replicator::on_leading(std::uint64_t from, const leading& l) {
-  const auto now = static_cast<raft_time>(ex_.now_ms());
   for (const auto& [g, term] : l.groups) {
     if (g >= groups_.size()) continue;
     ::raft& r = groups_[g]->r;
     if (r.state != RAFT_FOLLOWER || r.current_term != term || r.follower_state.current_leader.id != from)
       continue;
-    r.election_timer_start = std::max(r.election_timer_start, now);
+    // libraft's clock, not the executor's: node_io's clock leaves out this node's stalls (a SIGSTOP),
+    // so the executor's is ahead of it, and a start in libraft's future reads as an expired timer.
+    r.election_timer_start = std::max(r.election_timer_start, r.io->time(r.io));
   }
 }
 
