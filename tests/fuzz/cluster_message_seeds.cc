@@ -1,9 +1,8 @@
 // Writes the seed corpus of cluster_message_fuzz: one valid cluster message per file (a forward for
 // every kind of streams command and one of a subscription change, both forward_reject reasons, a
 // read_request, both read_reply forms, a membership and the empty one, a leader_call, both leader_reply
-// forms), five bare log entries (two streams commands, a subscription change, a membership addition and
-// a removal) and group 0's snapshot part (a membership). Rerun when an
-// encoding changes:
+// forms, a leading), five bare log entries (two streams commands, a subscription change, a membership
+// addition and a removal) and group 0's snapshot part (a membership). Rerun when an encoding changes:
 //   build/fuzz/tests/fuzz/cluster_message_seeds tests/fuzz/corpus/cluster_message_fuzz
 #include <cstdio>
 #include <span>
@@ -147,6 +146,7 @@ int main(int argc, char** argv) {
               cluster::encode(cluster::membership_update{
                   3, {{1, "10.0.0.1:5437"}, {2, "10.0.0.2:5437"}, {4, "127.0.0.1:5440"}}}));
   ok &= write(dir, "membership-empty", cluster::encode(cluster::membership_update{}));
+  ok &= write(dir, "leading", cluster::encode(cluster::leading{{{0, 7}, {5, 12}, {63, 1}}}));
   if (!ok) {
     std::fprintf(stderr, "cluster_message_seeds: cannot write into %s\n", dir.c_str());
     return 1;
