@@ -52,14 +52,7 @@ class recording_transport final : public transport {
     std::vector<wire::message> out;
     for (const auto& [dst, p] : sent) {
       if (dst != to) continue;
-      std::span<const std::byte> rest(p);
-      while (!rest.empty()) {
-        auto d = wire::decode_frame(rest);
-        EXPECT_TRUE(d && d->has_value());
-        if (!d || !d->has_value()) break;
-        out.push_back((*d)->msg);
-        rest = rest.subspan((*d)->consumed);
-      }
+      for (auto& m : frames_of(p)) out.push_back(std::move(m));
     }
     return out;
   }

@@ -73,6 +73,18 @@ struct data_log_test : ::testing::Test {
     return o;
   }
 
+  // Creates `path` with one record and appends n - 1 more, each of `size` bytes (pattern); their bytes.
+  std::string create_and_append(const std::string& path, int n, std::size_t size) {
+    std::string expected = pattern(size, 0);
+    apply(make_create(path, "text/plain", expected));
+    for (int i = 1; i < n; ++i) {
+      std::string body = pattern(size, i);
+      expected += body;
+      apply(make_append(path, body));
+    }
+    return expected;
+  }
+
   void sync() {
     const std::uint64_t before = log->stats().syncs;
     log->sync_now();
@@ -98,13 +110,7 @@ TEST_F(data_log_test, records_are_located_when_written_and_evictable_once_synced
   data_log_options o;
   o.sync_bytes = 1ull << 30;  // only explicit syncs
   open(o, /*budget=*/1000);
-  std::string expected = pattern(300, 0);
-  apply(make_create("/s", "text/plain", expected));
-  for (int i = 1; i < 20; ++i) {
-    std::string body = pattern(300, i);
-    expected += body;
-    apply(make_append("/s", body));
-  }
+  const std::string expected = create_and_append("/s", 20, 300);
   ASSERT_TRUE(q.run_until([&] { return log->stats().records == 20; }));
   EXPECT_EQ(located, 20u);
   EXPECT_EQ(admitted, 0u);  // not synced: nothing may leave memory
@@ -136,13 +142,7 @@ TEST_F(data_log_test, a_turns_records_reach_the_writer_together_at_its_end_in_or
   o.sync_bytes = 1ull << 30;
   open(o);
   const std::size_t posted_before = q.posted();
-  std::string expected = pattern(100, 0);
-  apply(make_create("/s", "text/plain", expected));
-  for (int i = 1; i < 10; ++i) {
-    std::string body = pattern(100, i);
-    expected += body;
-    apply(make_append("/s", body));
-  }
+  const std::string expected = create_and_append("/s", 10, 100);
   // Nothing is with the writer yet: the turn's one task hands them over.
   EXPECT_EQ(log->stats().log.records, 0u);
   EXPECT_EQ(q.posted(), posted_before + 1);
@@ -176,17 +176,11 @@ TEST_F(data_log_test, with_a_hand_over_size_records_go_in_batches_at_the_size_a_
   o.sync_bytes = 1ull << 30;
   o.hand_over_bytes = 1000;
   open(o);
-  std::string expected = pattern(300, 0);
-  apply(make_create("/s", "text/plain", expected));
-  for (int i = 1; i < 3; ++i) {
-    std::string body = pattern(300, i);
-    expected += body;
-    apply(make_append("/s", body));
-  }
+  std::string expected = create_and_append("/s", 3, 300);
   q.run_ready();
   EXPECT_EQ(log->stats().log.records, 0u);  // 3 records of 300 bytes (and their headers): under 1000
   EXPECT_EQ(located, 0u);
-  EXPECT_EQ(log->unsynced_bytes(), 900u);  // queued bytes are not synced either
+  EXPECT_EQ(log->unsynced_bytes(), 900u);     // queued bytes are not synced either
   apply(make_append("/s", pattern(300, 3)));  // past 1000 bytes: the four go together
   expected += pattern(300, 3);
   ASSERT_TRUE(q.run_until([&] { return log->stats().records == 4; }));
