@@ -551,7 +551,8 @@ status node::start() {
       http_->loop(i).post([this, i] { arm_access_log_flush(i); });
   }
   log::info(
-      "weir serve: listening on {}:{} ({}, {} threads, {} logs, data dir {}, long-poll {} ms, subscriptions {}, at "
+      "weir serve: listening on {}:{} ({}, {} threads, {} logs, data dir {}, long-poll {} ms, subscriptions "
+      "{}, at "
       "most {} connections)",
       cfg_.host, http_->port(), tls_ ? "https" : "http", http_->threads(), shard_count(), cfg_.data_dir,
       cfg_.long_poll_timeout_ms, subs_ ? "on" : "off", http_->connection_cap());

@@ -43,9 +43,9 @@ std::string weir_binary() {
 
 // `weir serve` flags for the n-th start: WEIR_CRASH_SERVE_ARGS when set; otherwise a data directory of two
 // logs (the first start's two threads: forks and wake-ups cross shards) restarted on 2, 1 and 3 threads in
-// turn (the logs' shards then share a core, or a core owns none), once the binary has --fsync the durable modes in turn, and once it has a
-// hot tier a small memory budget, small segments and frequent checkpoints, so that kills land in the
-// middle of evictions, cold reads, checkpoints and segment reclaim.
+// turn (the logs' shards then share a core, or a core owns none), once the binary has --fsync the durable
+// modes in turn, and once it has a hot tier a small memory budget, small segments and frequent checkpoints,
+// so that kills land in the middle of evictions, cold reads, checkpoints and segment reclaim.
 std::vector<std::string> serve_args(int start, bool has_fsync, bool has_hot_tier) {
   std::vector<std::string> args;
   if (const char* env = std::getenv("WEIR_CRASH_SERVE_ARGS"); env != nullptr) {
