@@ -191,6 +191,11 @@ void register_command(CLI::App& app) {
   cmd->add_option("--sse-timeout-ms", o.sse_timeout_ms,
                   "Wait for undelivered SSE events after the last append")
       ->capture_default_str();
+  cmd->add_option("--settle-secs", o.settle_secs,
+                  "Before each target's step, wait up to this long until every --server-pid process is "
+                  "idle (a server still working off its own backlog would take CPU from the next "
+                  "target); 0: do not wait")
+      ->capture_default_str();
   cmd->add_option("--workloads", raw->workloads,
                   "Workloads to run, comma-separated: seed, many-streams, fanout, soak (or all)")
       ->capture_default_str();

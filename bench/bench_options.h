@@ -49,8 +49,11 @@ struct bench_options {
   std::string out = "bench-results";
   unsigned request_timeout_ms = 30'000;  // a request without a response by then is an error
   unsigned sse_timeout_ms = 10'000;      // an event not delivered by then is missing
-  std::string command;                   // the command line, for the report
-  workload_options work;                 // which workloads, and the new workloads' sizes
+  // Before each target's step, wait up to this long until every server with a known PID
+  // (--server-pid) is idle (proc_sampler.h, wait_until_idle); 0: do not wait.
+  double settle_secs = 30;
+  std::string command;    // the command line, for the report
+  workload_options work;  // which workloads, and the new workloads' sizes
 };
 
 // "NAME=URL" or "NAME=URL,URL,..." (the nodes of one cluster)

@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include "bench/bench_report.h"
 
@@ -73,6 +76,23 @@ proc_figures sample_process(int pid) {
     if (!ec) f.fds = n;
   }
   return f;
+}
+
+bool wait_until_idle(const std::vector<int>& pids, double limit_s, double share, double window_s) {
+  using clock = std::chrono::steady_clock;
+  const auto end = clock::now() + std::chrono::duration<double>(limit_s);
+  for (;;) {
+    std::vector<double> before;
+    for (int pid : pids) before.push_back(sample_process(pid).cpu_s);
+    std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
+    bool idle = true;
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      const double used = sample_process(pids[i]).cpu_s - before[i];
+      if (!std::isnan(used) && used > share * window_s) idle = false;
+    }
+    if (idle) return true;
+    if (clock::now() >= end) return false;
+  }
 }
 
 }  // namespace weir::bench

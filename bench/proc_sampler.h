@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 namespace weir::bench {
 
@@ -14,6 +15,13 @@ struct proc_figures {
 };
 
 proc_figures sample_process(int pid);
+
+// Waits until every process of `pids` used at most `share` of a core over one `window_s` window, or
+// `limit_s` passed; true: they were idle. A server still working off a backlog (timed-out requests of
+// its own phase) would otherwise take CPU from the next target measured on the same cores. Processes
+// that are gone count as idle.
+bool wait_until_idle(const std::vector<int>& pids, double limit_s, double share = 0.05,
+                     double window_s = 0.5);
 
 // VmRSS of a /proc/PID/status text, in MiB.
 double rss_mib_of_status(std::string_view status);

@@ -1,8 +1,12 @@
 #include "bench/proc_sampler.h"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +36,26 @@ TEST(proc_sampler, samples_this_process) {
   const auto gone = sample_process(0);
   EXPECT_TRUE(std::isnan(gone.rss_mib));
   EXPECT_TRUE(std::isnan(gone.fds));
+}
+
+TEST(proc_sampler, waits_for_a_busy_process_and_not_for_an_idle_one) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // idle: sleeps until killed
+    for (;;) ::pause();
+  }
+  EXPECT_TRUE(wait_until_idle({child}, 5.0));
+  std::atomic<bool> stop{false};
+  std::thread spin([&] {  // this process is busy: a whole core
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  EXPECT_FALSE(wait_until_idle({child, ::getpid()}, 0.6, 0.05, 0.2));
+  stop = true;
+  spin.join();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(wait_until_idle({child}, 1.0));  // gone: idle
 }
 
 }  // namespace
