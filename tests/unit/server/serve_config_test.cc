@@ -15,11 +15,22 @@
 namespace weir::server {
 namespace {
 
+// The files write_temp wrote, removed when the test process exits (they were left in /tmp, which CI
+// shares with everything else on the machine).
+struct temp_files {
+  std::vector<std::string> paths;
+  ~temp_files() {
+    for (const auto& p : paths) std::remove(p.c_str());
+  }
+};
+
 std::string write_temp(const std::string& text) {
+  static temp_files written;
   std::string path = ::testing::TempDir() + "weir_config_" +
                      std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
   std::ofstream(path) << text;
+  written.paths.push_back(path);
   return path;
 }
 
