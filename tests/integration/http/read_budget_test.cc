@@ -2,9 +2,11 @@
 // large bodies at once, no turn of the loop reads more than the budget plus one read, every connection
 // is served in the end, and every body arrives whole.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -72,11 +74,14 @@ burst_result burst(std::size_t budget, std::size_t piece, int clients) {
   o.make_transport = [reads, piece](int fd) -> std::unique_ptr<io::transport> {
     return std::make_unique<counting_transport>(fd, piece, reads);
   };
-  std::atomic<bool> hold{false};
+  // The handler of /hold keeps the loop busy until released, while the bodies pile up in the sockets.
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
   running_server s(o, [&](const request& req, exchange ex) {
-    if (req.target() == "/hold") {  // keeps the loop busy while the bodies pile up in the sockets
+    if (req.target() == "/hold") {
       ex.respond(200, {}, "held");
-      while (hold.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      entered.set_value();
+      released.wait();
       return;
     }
     ex.respond(200, {}, std::to_string(req.body.size()) + ":" + std::string(req.body.substr(0, 8)));
@@ -85,21 +90,29 @@ burst_result burst(std::size_t budget, std::size_t piece, int clients) {
   std::vector<std::unique_ptr<client>> cs;
   for (int i = 0; i < clients; ++i) cs.push_back(std::make_unique<client>(s.port()));
   client holder(s.port());
-  hold = true;
   holder.send("GET /hold HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(entered.get_future().wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  std::atomic<std::size_t> handed{0};  // bytes the kernel took from the senders (blocking sends)
   std::vector<std::thread> senders;
   for (int i = 0; i < clients; ++i) {
     senders.emplace_back([&, i] {
       std::string body = "client" + std::to_string(i % 10) + "-";
       body.resize(body_bytes, 'b');
-      cs[i]->send("PUT /b HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
-                  "\r\n\r\n" + body);
+      const std::string req =
+          "PUT /b HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+      for (std::size_t off = 0; off < req.size();) {
+        const auto n = ::send(cs[i]->fd(), req.data() + off,
+                              std::min<std::size_t>(req.size() - off, 16 << 10), MSG_NOSIGNAL);
+        if (n <= 0) break;
+        off += static_cast<std::size_t>(n);
+        handed += static_cast<std::size_t>(n);
+      }
     });
   }
-  // Not a wait for an event: the time for the sockets to fill while the loop is held, which makes a
-  // turn without a bound read far more than the budget (no_budget_reads_what_is_there checks it).
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  hold = false;
+  // The loop reads nothing while held: wait until the sockets hold far more than a budget and a read
+  // (what makes a turn without a bound read more than that: no_budget_reads_what_is_there).
+  EXPECT_TRUE(testing::eventually([&] { return handed.load() >= (512u << 10); }));
+  release.set_value();
   response r;
   EXPECT_TRUE(holder.read_response(r));
   for (int i = 0; i < clients; ++i) {
