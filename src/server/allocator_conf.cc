@@ -9,8 +9,9 @@
 //
 // dirty_decay_ms:60000: freed pages go back to the kernel over a minute, not jemalloc's default 10 s.
 // With huge pages, each purge of part of one splits it and the next use faults it in again: with the
-// default decay the cluster's second write phase was 15-25% slower than without huge pages; with a
-// minute, 1.3-1.5x faster in both phases (docs/benchmarks.md, "Session 13: page faults and huge pages").
+// default decay the cluster's second write phase was 15-23% slower than without huge pages; with a
+// minute, faster in both (+37-83% write MiB/s at 64 writers, +10-27% at 128: docs/benchmarks.md,
+// "Session 13: page faults and huge pages").
 // A burst's memory is still given back once the node has not needed it for a minute or so.
 //
 // The kernel decides: with /sys/kernel/mm/transparent_hugepage/enabled at `never` only the decay
