@@ -5,7 +5,7 @@
 // so a node that fills its memory with stream data (the hot tier) and raft entries takes one page fault
 // per 2 MiB instead of one per 4 KiB. On this project's VMs (Firecracker, paravirtualised page tables) a
 // 4 KiB fault costs ~20 us, and a 3-node cluster spent about a third of its CPU in them during a write
-// phase: 25,000-30,000 faults a second, against a few hundred with huge pages.
+// phase: 22,000-31,000 faults a second, against a few hundred with huge pages.
 //
 // dirty_decay_ms:60000: freed pages go back to the kernel over a minute, not jemalloc's default 10 s.
 // With huge pages, each purge of part of one splits it and the next use faults it in again: with the
