@@ -14,27 +14,16 @@
 #include "io/event_loop.h"
 #include "io/tcp_stream.h"
 #include "io/tls.h"
+#include "storage/log_format.h"
 
 namespace weir::cluster {
 
 namespace peer_links_internal {
-// Little-endian integers of the hello and the frame headers.
-inline void put_u32(std::byte* p, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = std::byte(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-inline void put_u64(std::byte* p, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = std::byte(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-inline std::uint32_t get_u32(const std::byte* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= std::uint32_t(std::to_integer<std::uint8_t>(p[i])) << (8 * i);
-  return v;
-}
-inline std::uint64_t get_u64(const std::byte* p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= std::uint64_t(std::to_integer<std::uint8_t>(p[i])) << (8 * i);
-  return v;
-}
+// Little-endian integers of the hello and the frame headers: the storage formats' helpers.
+using storage::format::get_u32;
+using storage::format::get_u64;
+using storage::format::put_u32;
+using storage::format::put_u64;
 inline constexpr std::chrono::milliseconds min_backoff{50};
 // TLS: pieces smaller than a record (RFC 8446 5.1: at most 2^14 bytes of plaintext) are gathered into
 // one; a larger piece is written directly. Each SSL_write sends its records at once (a write(2) each).
