@@ -23,6 +23,10 @@ constexpr std::uint8_t message_channel = 1;
 constexpr milliseconds retry_delay{20};
 constexpr milliseconds read_poll{2};
 constexpr milliseconds read_resend{300};
+// balance(): how long after this node last saw unrest it hands no leadership over (at least five
+// election timeouts), and the most bytes it may queue for a node it hands a leadership to.
+constexpr std::int64_t balance_calm_ms = 10'000;
+constexpr std::uint64_t balance_max_queued = 1u << 20;
 }  // namespace
 
 replicator::replicator(raft::executor& ex, links& l, options o, callbacks cb)
@@ -485,6 +489,7 @@ void replicator::send(std::uint64_t to, const message& m) {
 }
 
 void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes) {
+  message_ms_[from] = ex_.now_ms();
   auto m = decode(bytes);
   if (!m) {
     log::warn("weir cluster: from node {}: {}", from, m.err().reason);
@@ -652,11 +657,45 @@ void replicator::on_leading(std::uint64_t from, const leading& l) {
   }
 }
 
+// libraft's leader steps down when fewer than a majority of the group's voters sent it a message of the
+// group within an election timeout (check-quorum: raft_progress::recent_recv, cleared at each check).
+// That window is a leader's tightest timer (its followers wait 1-2 timeouts), and under a burst its
+// followers' AppendEntries results wait behind other groups' megabytes on the same links: leaders whose
+// followers were all alive and answering stepped down, and each such loss is an election (most losses
+// in docs/benchmarks.md, "Session 14: contacts vouched by any frame"). Any frame from a node shows it is
+// alive and reachable, so a voter heard from in the last heartbeat interval counts as a contact of every
+// group led here. Safety does not rest on check-quorum: reads confirm leadership with a quorum round of
+// the group's own messages, commits need a majority's match index, and a voter that moved to a newer
+// term answers this leader's next AppendEntries with it. A node that stops sending stops counting
+// within the interval, so a leader cut off from its majority still steps down.
+void replicator::vouch_contacts() {
+  const std::int64_t now = ex_.now_ms();
+  for (auto& gp : groups_) {
+    ::raft& r = gp->r;
+    if (raft_state(&r) != RAFT_LEADER || r.leader_state.progress == nullptr) continue;
+    for (unsigned i = 0; i < r.configuration.n; ++i) {
+      const raft_server& srv = r.configuration.servers[i];
+      if (srv.id == opts_.self || srv.role != RAFT_VOTER || r.leader_state.progress[i].recent_recv) continue;
+      if (now - last_frame_from(srv.id) > static_cast<std::int64_t>(opts_.heartbeat_ms)) continue;
+      r.leader_state.progress[i].recent_recv = true;
+      ++contacts_vouched_;
+    }
+  }
+}
+
+std::int64_t replicator::last_frame_from(std::uint64_t node) const {
+  auto it = message_ms_.find(node);
+  const std::int64_t cluster_message = it == message_ms_.end() ? -1'000'000'000 : it->second;
+  const std::int64_t raft_packet = io_->packet_from(raft::node_id(node));
+  return std::max(cluster_message, raft_packet < 0 ? -1'000'000'000 : raft_packet);
+}
+
 void replicator::sweep() {
   const std::int64_t now = ex_.now_ms();
   leadership_->flush(now);
   watch_links();
   open_terms();
+  vouch_contacts();
   if (now >= next_leading_ms_) {
     next_leading_ms_ = now + opts_.heartbeat_ms;
     announce_leading();
@@ -734,10 +773,23 @@ void replicator::open_terms() {
   }
 }
 
+// Under unrest (elections by timeout, leaders that lost their quorum: nodes starved of CPU or cut off,
+// docs/replication.md "Elections") a hand-over is one more election among many, and the leadership it
+// moves is likely to move again; so balancing waits until this node saw none for `balance_calm_ms`.
+// Nor is a group handed to a node whose queue here is long: it lags, and would need that long to catch
+// up before libraft sends it the TimeoutNow (the group takes no writes meanwhile).
 void replicator::balance() {
   if (!opts_.balance_leaders) return;
-  std::map<std::uint64_t, bool> up = links_up();
   const std::int64_t now = ex_.now_ms();
+  const std::int64_t calm_ms = std::max<std::int64_t>(balance_calm_ms, 5 * opts_.election_timeout_ms);
+  if (now - leadership_->last_unrest_ms() < calm_ms) {
+    if (std::any_of(groups_.begin(), groups_.end(), [](const auto& g) { return raft_state(&g->r) == RAFT_LEADER; }))
+      leadership_->count_balance_held();
+    return;
+  }
+  std::map<std::uint64_t, bool> up;
+  for (const auto& l : links_.status())
+    up[l.peer] = l.out_connected && l.in_connected && l.queued_bytes <= balance_max_queued;
   int started = 0;
   for (auto& g : groups_) {
     if (started >= 4) break;  // a few per second: a restarted node takes its share back gradually
@@ -757,6 +809,7 @@ void replicator::balance() {
     g->last_transfer_ms = now;
     if (raft_transfer(&g->r, &g->transfer, preferred, &group_glue::transferred) == 0) {
       g->transferring = true;
+      leadership_->count_handover();
       ++started;
     }
   }

@@ -204,6 +204,8 @@ class replicator {
   std::vector<group_status> status() const;
   // Elections and leadership changes of this node's groups since it started (replicator_leadership.h).
   const leadership_counts& leadership() const { return leadership_->counts(); }
+  // Check-quorum contacts this node's leaders took from a voter's other frames (vouch_contacts).
+  std::uint64_t contacts_vouched() const { return contacts_vouched_; }
   // Every group has a leader this node can reach (itself or a peer with a live link), and this node
   // reaches a majority of the group's voters.
   bool has_quorum() const;
@@ -319,6 +321,11 @@ class replicator {
   // (docs/replication.md, "Elections").
   void announce_leading();
   void on_leading(std::uint64_t from, const leading& l);
+  // Every sweep: a voter heard from (any frame, either channel) in the last heartbeat interval counts,
+  // in every group this node leads, as a contact for libraft's check-quorum (docs/replication.md,
+  // "Elections").
+  void vouch_contacts();
+  std::int64_t last_frame_from(std::uint64_t node) const;
   void link_peer(std::uint64_t id, const std::string& address);
   void sync_peers();                   // links to the nodes of every configuration, unlinks the nodes of none
   bool settled(const group& g) const;  // the configuration is the desired membership, all voters
@@ -361,6 +368,8 @@ class replicator {
   std::uint64_t told_left_epoch_ = 0;           // a member's farewell: this node left at that epoch
   std::int64_t next_share_ms_ = 0;
   std::int64_t next_leading_ms_ = 0;
+  std::map<std::uint64_t, std::int64_t> message_ms_;  // when each peer's last cluster message arrived
+  std::uint64_t contacts_vouched_ = 0;                // check-quorum contacts set by vouch_contacts
   std::uint64_t snapshots_taken_ = 0;
   std::uint64_t snapshots_deferred_ = 0;
   std::uint64_t snapshots_restored_ = 0;

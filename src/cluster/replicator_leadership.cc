@@ -1,5 +1,7 @@
 #include "cluster/replicator_leadership.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/log.h"
@@ -120,6 +122,12 @@ void leadership_watch::record(const transition& t, leadership_cause cause, std::
     if (cause == leadership_cause::quorum_lost) ++counts_.lost_quorum;
   }
   if (t.leader_changed) ++counts_.leader_changes;
+  // A group's first election (no leader ever known here: a node starting) is no unrest.
+  const bool unrest =
+      (t.election_started && t.previous_leader != 0 &&
+       (cause == leadership_cause::timeout || cause == leadership_cause::link_closed)) ||
+      (t.lost && (cause == leadership_cause::quorum_lost || cause == leadership_cause::higher_term));
+  if (unrest) last_unrest_ms_ = std::max(last_unrest_ms_, now_ms);
   // Only a follower's new leader goes unlogged: the leader's own line and the candidates' say it.
   if (!t.election_started && !t.won && !t.lost) return;
   flush(now_ms);

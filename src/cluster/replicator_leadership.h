@@ -42,6 +42,10 @@ struct leadership_counts {
   std::uint64_t lost_higher_term = 0;       // of those: a message of a newer term
   std::uint64_t lost_quorum = 0;            // of those: no majority answered in an election timeout
   std::uint64_t leader_changes = 0;         // the leader this node knows of a group became another node
+  // balance-leaders: hand-overs this node started, and its passes (one a second) that started none
+  // because this node had seen unrest (unrest_ms()) within the calm period before.
+  std::uint64_t handovers_started = 0;
+  std::uint64_t balance_held = 0;
 };
 
 class leadership_watch {
@@ -74,6 +78,12 @@ class leadership_watch {
   void record(const transition& t, leadership_cause cause, std::string_view detail, std::int64_t now_ms);
   // Logs the summary of a window that is over (call now and then: the replicator's sweep).
   void flush(std::int64_t now_ms);
+  // When this node last saw unrest: it stood for election in a group that had a leader before, because
+  // its timer ran out or that leader's connection closed, or it stopped leading for want of a quorum or on a newer term that was no
+  // hand-over (a starved or cut-off cluster). A large negative number until then.
+  std::int64_t last_unrest_ms() const { return last_unrest_ms_; }
+  void count_handover() { ++counts_.handovers_started; }
+  void count_balance_held() { ++counts_.balance_held; }
 
   const leadership_counts& counts() const { return counts_; }
   const view& current(std::uint32_t group) const { return views_.at(group); }
@@ -92,6 +102,7 @@ class leadership_watch {
   std::vector<std::uint64_t> last_leader_;
   leadership_counts counts_;
   std::int64_t window_start_ms_ = -1;
+  std::int64_t last_unrest_ms_ = -1'000'000'000;
   unsigned lines_in_window_ = 0;
   // Suppressed in the current window: how many, and of them how many elections, wins and losses.
   std::uint64_t suppressed_ = 0, suppressed_elections_ = 0, suppressed_won_ = 0, suppressed_lost_ = 0;

@@ -397,6 +397,13 @@ std::string node_metrics::render(const node_figures& f) const {
     t.family("weir_raft_leader_changes_total", metric_type::counter,
              "Times the leader this node knows of a group became another node (itself included).");
     t.sample("weir_raft_leader_changes_total", {}, l.leader_changes);
+    t.family("weir_raft_handovers_started_total", metric_type::counter,
+             "Leaderships this node began to hand over to spread leaders evenly (balance-leaders).");
+    t.sample("weir_raft_handovers_started_total", {}, l.handovers_started);
+    t.family("weir_raft_balance_held_total", metric_type::counter,
+             "Seconds in which balance-leaders handed nothing over because this node had seen elections by "
+             "timeout or a lost quorum in the last 10 s (or five election timeouts).");
+    t.sample("weir_raft_balance_held_total", {}, l.balance_held);
   }
   if (f.subscriptions) {
     t.family("weir_subscriptions", metric_type::gauge, "Subscriptions the node keeps.");

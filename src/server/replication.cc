@@ -379,6 +379,9 @@ std::string replication::status_json() const {
   w.key("loop_stalls").value(std::int64_t(repl_->io().counters().stalls));
   // The longest a follower here heard no AppendEntries from its group's leader (raft::node_io::stats).
   w.key("longest_leader_silence_ms").value(repl_->io().counters().longest_leader_silence_ms);
+  // Check-quorum contacts a leader here took from a voter's other frames (docs/replication.md,
+  // "Elections": a leader whose followers' results wait in a queue does not step down).
+  w.key("contacts_vouched").value(std::int64_t(repl_->contacts_vouched()));
   // Elections and leadership changes of this node's groups since it started (docs/replication.md,
   // "Elections"; each is logged, rate-limited).
   const cluster::leadership_counts& lc = repl_->leadership();
@@ -392,6 +395,8 @@ std::string replication::status_json() const {
   w.key("lost_higher_term").value(std::int64_t(lc.lost_higher_term));
   w.key("lost_quorum").value(std::int64_t(lc.lost_quorum));
   w.key("leader_changes").value(std::int64_t(lc.leader_changes));
+  w.key("handovers_started").value(std::int64_t(lc.handovers_started));
+  w.key("balance_held").value(std::int64_t(lc.balance_held));
   w.end_object();
   // Writes held back while this node's proposals in flight held raft-proposal-bytes (stream_shard).
   const stream_shard::admission_counts held = shard_.admission();

@@ -8,13 +8,15 @@ the three nodes (64 MiB in flight). Checked:
      measures how rare they are (docs/benchmarks.md; before the node log bounded its batches, a
      follower's append results waited behind one batch of tens of MiB and leaders stepped down,
      turning a tenth of a round into 503s; on a loaded machine, under ASan, some remain);
-  2. every stream reads back from a node other than the one that wrote it as its records in round
+  2. the cluster settles after the last round: within SETTLE_SECS every node has a quorum and all
+     agree on every group's leader;
+  3. every stream reads back from a node other than the one that wrote it as its records in round
      order: every acknowledged one, whole; none whose append was answered "nothing written"; of the
-     unknown ones, only whole records;
-  3. no node's raft log keeps most of what was written: a snapshot keeps only the trailing entries that
+     unknown ones, only whole records (a read answered 503 is asked again for up to 30 s);
+  4. no node's raft log keeps most of what was written: a snapshot keeps only the trailing entries that
      fit in a quarter of raft-snapshot-bytes (libraft counts entries only, and 128 trailing entries of
      512 KiB each would keep everything written here);
-  4. the nodes held writes back (admission: each node proposes at most raft-proposal-bytes, 8 MiB by
+  5. the nodes held writes back (admission: each node proposes at most raft-proposal-bytes, 8 MiB by
      default, at a time, and a round brings about 21 MiB to each): their waited counts are not 0, and a
      write that waited too long is answered 503 "too many writes waiting" (nothing written).
 
@@ -33,6 +35,7 @@ from cluster_support import check, failures  # noqa: E402
 STREAMS = 128
 ROUNDS = 5
 RECORD = 512 * 1024
+SETTLE_SECS = 90  # from the end of the last round until every node agrees on every group's leader
 OCTET = {"Content-Type": "application/octet-stream"}
 
 
@@ -94,10 +97,18 @@ def main():
             print("round %d: %d appends of %d KiB in %.2f s; 503s so far: %d outcome unknown, %d nothing "
                   "written" % (rnd, STREAMS, RECORD // 1024, secs, sum(len(u) for u in unknown), refused))
 
-        # 2. In order, every acknowledged record, from another node than the writer.
+        # 2. The cluster settles once the bursts are over: every node has a quorum and all agree on every
+        # group's leader (on a machine loaded past the election timeout, the bursts start elections).
+        settle = time.monotonic()
+        cluster.wait_healthy(timeout=SETTLE_SECS)
+        print("settled %.1f s after the last round" % (time.monotonic() - settle))
+
+        # 3. In order, every acknowledged record, from another node than the writer. A 503 is asked again
+        # (as a client would) for a while: a leadership that moves now (balance-leaders) may leave a
+        # group without a leader for an election.
         for i in range(STREAMS):
             reader = cluster.node(1 + (i + 1) % 3)
-            data, _ = cs.read_stream(reader, "/v1/stream/burst-%d" % i, timeout=60)
+            data, _ = cs.read_stream(reader, "/v1/stream/burst-%d" % i, timeout=60, retry_503_secs=30)
             rounds = []
             for at in range(0, len(data), RECORD):
                 rnd = int(data[at + 5:at + 7]) if data[at:at + 4] == b"%04d" % i else -1
@@ -108,7 +119,7 @@ def main():
                   "burst-%d read from node %d: rounds %s, acknowledged %s, unknown %s" %
                   (i, reader.id, rounds, sorted(acked[i]), sorted(unknown[i])))
 
-        # 3. The raft logs keep a bounded part of what was written.
+        # 4. The raft logs keep a bounded part of what was written.
         written = STREAMS * ROUNDS * RECORD
         waited = 0
         for i in (1, 2, 3):
@@ -121,7 +132,7 @@ def main():
                   (i, live, written))
             print("node %d: admission %s" % (i, st["admission"]))
             waited += st["admission"]["waited"] + st["admission"]["expired"]
-        # 4. Admission held writes back.
+        # 5. Admission held writes back.
         check(waited > 0, "no node held a write back for admission")
         ok = not failures
     except Exception as e:  # noqa: BLE001 - any failure ends the test with the nodes stopped

@@ -77,6 +77,45 @@ TEST(leadership_watch, a_leader_that_steps_down_counts_a_loss_by_cause) {
   EXPECT_FALSE(w.observe(0, {F, 3, 2}).has_value());
 }
 
+// balance-leaders waits while this node sees unrest: an election of its own by timeout or a closed
+// link, or a leadership lost for want of a quorum or to a newer term; hand-overs and wins are calm.
+TEST(leadership_watch, unrest_is_a_timeout_or_a_lost_quorum_never_a_hand_over) {
+  leadership_watch w(1, 4);
+  const std::int64_t never = w.last_unrest_ms();
+  EXPECT_LT(never, -1'000'000);
+  // A group's first election on a node that starts: no leader was known before.
+  w.record(*w.observe(3, {C, 1, 0}), leadership_cause::timeout, "", 5);
+  EXPECT_EQ(w.last_unrest_ms(), never);
+  for (std::uint32_t g = 0; g < 3; ++g) w.record(*w.observe(g, {F, 2, 2}), leadership_cause::unknown, "", 10);
+  // Handed group 0 by node 2, and won it; lost it again in a hand-over: calm all along.
+  w.record(*w.observe(0, {C, 3, 0}), leadership_cause::transfer, "", 20);
+  w.record(*w.observe(0, {L, 3, 1}), leadership_cause::won, "", 30);
+  w.record(*w.observe(0, {F, 4, 0}), leadership_cause::transfer, "", 40);
+  EXPECT_EQ(w.last_unrest_ms(), never);
+  // Group 1's timer ran out.
+  w.record(*w.observe(1, {C, 3, 0}), leadership_cause::timeout, "", 50);
+  EXPECT_EQ(w.last_unrest_ms(), 50);
+  w.record(*w.observe(1, {L, 3, 1}), leadership_cause::won, "", 60);
+  EXPECT_EQ(w.last_unrest_ms(), 50);
+  // Group 1 lost for want of a quorum; group 2 stood when its leader's connection closed.
+  w.record(*w.observe(1, {F, 3, 0}), leadership_cause::quorum_lost, "", 70);
+  EXPECT_EQ(w.last_unrest_ms(), 70);
+  w.record(*w.observe(2, {C, 3, 0}), leadership_cause::link_closed, "", 80);
+  EXPECT_EQ(w.last_unrest_ms(), 80);
+  // A leadership lost to a newer term that was no hand-over.
+  w.record(*w.observe(2, {L, 3, 1}), leadership_cause::won, "", 90);
+  w.record(*w.observe(2, {F, 5, 0}), leadership_cause::higher_term, "", 100);
+  EXPECT_EQ(w.last_unrest_ms(), 100);
+  // Time never goes back (a record with an older stamp).
+  w.record(*w.observe(2, {C, 6, 0}), leadership_cause::timeout, "", 95);
+  EXPECT_EQ(w.last_unrest_ms(), 100);
+  w.count_handover();
+  w.count_balance_held();
+  w.count_balance_held();
+  EXPECT_EQ(w.counts().handovers_started, 1u);
+  EXPECT_EQ(w.counts().balance_held, 2u);
+}
+
 TEST(leadership_watch, the_lines_of_a_window_are_bounded_and_the_rest_summed_up) {
   const unsigned n = leadership_watch::lines_per_window + 7;
   leadership_watch w(1, n);

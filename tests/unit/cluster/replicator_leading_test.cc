@@ -1,7 +1,9 @@
 // The `leading` message (cluster/messages.h, docs/replication.md "Elections"): a follower whose leader's
 // raft frames wait in a queue that does not drain (a group replicating only large entries, behind other
 // groups' megabytes) keeps its leader as long as the leader's node says, on the urgent lane, that it still
-// leads the group; without that word it stands for election.
+// leads the group; without that word it stands for election. And the other way round (vouched contacts):
+// a leader whose followers' raft frames wait keeps the group while their nodes' other frames arrive;
+// when nothing of theirs arrives, check-quorum makes it step down.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -67,6 +69,59 @@ TEST(replicator_leading, without_the_word_the_follower_stands) {
     hold_result r = hold_leader_frames(seed, {0, 1});  // and the cluster messages (channel 1)
     EXPECT_GT(r.elections_started, 0u) << "seed " << seed;
     EXPECT_GT(r.after.term, r.before.term) << "seed " << seed;
+  }
+}
+
+// Holds the raft frames (and, with `all`, every frame) of both followers of group 0 for its leader for
+// 10 election timeouts. Balanced leaders: group 0 on node 1, group 1 on node 2, whose `leading` messages
+// to node 1 then still flow unless `all`.
+struct quorum_hold_result {
+  bool led_before = false, led_after = false;
+  std::uint64_t term_before = 0, term_after = 0;
+  std::uint64_t lost_quorum = 0;  // node 1's leaderships lost for want of a quorum, during the hold
+};
+
+quorum_hold_result hold_follower_frames(std::uint64_t seed, bool all) {
+  membership_cluster c(seed, 0, /*joining=*/false, /*balance=*/true);
+  quorum_hold_result out;
+  EXPECT_TRUE(c.run_until([&] { return view_of(c, 1, 0).leader == 1 && view_of(c, 2, 1).leader == 2; }));
+  out.led_before = view_of(c, 1, 0).leader == 1;
+  out.term_before = view_of(c, 1, 0).term;
+  const std::uint64_t lost = c.node(1).repl->leadership().lost_quorum;
+  for (std::uint64_t f : {2u, 3u}) {
+    c.node(f).links->hold(1, 0, true);
+    if (all) c.node(f).links->hold(1, 1, true);
+  }
+  c.run_until([] { return false; }, 3000);
+  out.lost_quorum = c.node(1).repl->leadership().lost_quorum - lost;
+  out.led_after = view_of(c, 1, 0).leader == 1;
+  out.term_after = view_of(c, 1, 0).term;
+  for (std::uint64_t f : {2u, 3u}) {
+    c.node(f).links->hold(1, 0, false);
+    c.node(f).links->hold(1, 1, false);
+  }
+  c.run_until([] { return false; }, 1000);
+  EXPECT_TRUE(c.every_group_led());
+  return out;
+}
+
+TEST(replicator_leading, a_leader_keeps_its_group_while_its_followers_raft_frames_wait) {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    quorum_hold_result r = hold_follower_frames(seed, false);
+    EXPECT_TRUE(r.led_before) << "seed " << seed;
+    EXPECT_EQ(r.lost_quorum, 0u) << "seed " << seed;
+    EXPECT_TRUE(r.led_after) << "seed " << seed;
+    EXPECT_EQ(r.term_after, r.term_before) << "seed " << seed;
+  }
+}
+
+TEST(replicator_leading, a_leader_that_hears_nothing_from_its_followers_steps_down) {
+  // The premise of the test above, and check-quorum kept: with every frame held, node 1 gives group 0 up.
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    quorum_hold_result r = hold_follower_frames(seed, true);
+    EXPECT_TRUE(r.led_before) << "seed " << seed;
+    EXPECT_GT(r.lost_quorum, 0u) << "seed " << seed;
+    EXPECT_FALSE(r.led_after && r.term_after == r.term_before) << "seed " << seed;
   }
 }
 
