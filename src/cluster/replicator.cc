@@ -649,8 +649,11 @@ void replicator::on_leading(std::uint64_t from, const leading& l) {
   for (const auto& [g, term] : l.groups) {
     if (g >= groups_.size()) continue;
     ::raft& r = groups_[g]->r;
-    if (r.state != RAFT_FOLLOWER || r.current_term != term || r.follower_state.current_leader.id != from)
-      continue;
+    // A follower that knows no leader in this term yet (it voted, and the winner's first AppendEntries
+    // has not arrived) learns here that the sender won it: Raft has one leader a term.
+    if (r.state != RAFT_FOLLOWER || r.current_term != term) continue;
+    const std::uint64_t known = r.follower_state.current_leader.id;
+    if (known != from && known != 0) continue;
     // libraft's clock, not the executor's: node_io's clock leaves out this node's stalls (a SIGSTOP),
     // so the executor's is ahead of it, and a start in libraft's future reads as an expired timer.
     r.election_timer_start = std::max(r.election_timer_start, r.io->time(r.io));

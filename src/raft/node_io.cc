@@ -286,6 +286,14 @@ struct group_io_methods {
     return 0;
   }
 
+  // An AppendEntries of barriers only, each of a few bytes (none: a heartbeat).
+  static bool only_small_barriers(const raft_append_entries& a) {
+    constexpr std::size_t small_barrier = 64;
+    for (unsigned k = 0; k < a.n_entries; ++k)
+      if (a.entries[k].type != RAFT_BARRIER || a.entries[k].buf.len > small_barrier) return false;
+    return true;
+  }
+
   static int send(::raft_io* io, raft_io_send* req, const raft_message* m, raft_io_send_cb cb) {
     group& g = group_of(io);
     node_io& n = *g.owner;
@@ -374,9 +382,9 @@ struct group_io_methods {
     std::vector<std::byte> frame;
     wire::encode_frame(w, frame);
     // Small messages may take the urgent lane (node_io.h, "Lanes"): all but InstallSnapshot and an
-    // AppendEntries that carries entries.
+    // AppendEntries that carries entries other than small barriers.
     const bool small = m->type != RAFT_IO_INSTALL_SNAPSHOT &&
-                       !(m->type == RAFT_IO_APPEND_ENTRIES && m->append_entries.n_entries > 0);
+                       !(m->type == RAFT_IO_APPEND_ENTRIES && !only_small_barriers(m->append_entries));
     n.queue_frame(g, to, std::move(frame), small);
     // The message is copied: the callback may fire at the end of this turn.
     g.sends.push_back(group::done_send{req, cb});

@@ -17,7 +17,10 @@
 // to that peer that the transport has not let go yet (this turn's, or a packet still queued: counted
 // with transport::bulk_queued). Then they follow it in the bulk lane: a heartbeat must not overtake its
 // own group's entries (libraft's follower rejects an AppendEntries past its log, and the leader's probe
-// then sends the whole tail again). Entries, snapshots and transfer chunks always go in the bulk lane.
+// then sends the whole tail again). Entries, snapshots and transfer chunks go in the bulk lane, except
+// an AppendEntries that carries only barriers (a new leader's first entry of its term) of a few bytes:
+// until it arrives the followers know no leader in that term, and under a burst it waited behind other
+// groups' megabytes longer than their election timers ran.
 //
 // Lifetime: create the node_io, then for each group call io_of(g) and hand the result to raft_init();
 // raft_close() every group (its callback fires synchronously) before destroying the node_io.

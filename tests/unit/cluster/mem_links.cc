@@ -43,7 +43,16 @@ void mem_links::hold(std::uint64_t to, std::uint8_t channel, bool held) {
   for (const auto& f : frames) send(to, channel, f);
 }
 
+void mem_links::lose_raft_packets(std::uint64_t to, std::function<bool(std::span<const std::byte>)> lost) {
+  if (lost) {
+    lost_[to] = std::move(lost);
+  } else {
+    lost_.erase(to);
+  }
+}
+
 void mem_links::send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) {
+  if (auto it = lost_.find(to); channel == 0 && it != lost_.end() && it->second(payload)) return;
   if (auto it = held_.find({to, channel}); it != held_.end()) {
     it->second.emplace_back(payload.begin(), payload.end());
     return;

@@ -36,6 +36,8 @@ class mem_links final : public links {
   // Tests: while held, frames of `channel` for `to` wait here, in order, and go out when released (a
   // peer queue that does not drain, for that channel only).
   void hold(std::uint64_t to, std::uint8_t channel, bool held);
+  // Tests: raft packets (channel 0) for `to` for which `lost` returns true are lost; nullptr: none.
+  void lose_raft_packets(std::uint64_t to, std::function<bool(std::span<const std::byte>)> lost);
 
  private:
   class raft_adapter;
@@ -50,6 +52,7 @@ class mem_links final : public links {
   receiver receiver_;
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> counts_;  // peer -> bytes sent, received
   std::map<std::pair<std::uint64_t, std::uint8_t>, std::vector<std::vector<std::byte>>> held_;
+  std::map<std::uint64_t, std::function<bool(std::span<const std::byte>)>> lost_;
 };
 
 }  // namespace weir::cluster::sim

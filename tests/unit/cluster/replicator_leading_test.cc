@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cluster/replicator.h"
+#include "raft/wire_format.h"
 #include "replicator_sim_cluster.h"
 
 namespace weir::cluster {
@@ -69,6 +70,39 @@ TEST(replicator_leading, without_the_word_the_follower_stands) {
     hold_result r = hold_leader_frames(seed, {0, 1});  // and the cluster messages (channel 1)
     EXPECT_GT(r.elections_started, 0u) << "seed " << seed;
     EXPECT_GT(r.after.term, r.before.term) << "seed " << seed;
+  }
+}
+
+// Whether a raft packet holds an AppendEntries of group 0.
+bool has_group0_append(std::span<const std::byte> packet) {
+  while (!packet.empty()) {
+    auto d = raft::wire::decode_frame(packet);
+    if (!d || !d->has_value()) return false;
+    if ((*d)->msg.group.value() == 0 && std::holds_alternative<raft::wire::append_entries>((*d)->msg.payload))
+      return true;
+    packet = packet.subspan((*d)->consumed);
+  }
+  return false;
+}
+
+// Node 3 never gets node 1's AppendEntries of group 0 (its votes and everything else arrive): once node 1
+// wins group 0 (balance-leaders hands it there), node 3 is a follower of that term that knows no leader.
+// The word of node 1 (`leading`) keeps it from standing, and the group's term stays.
+TEST(replicator_leading, a_follower_that_knows_no_leader_of_its_term_takes_the_word_of_its_leader) {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    membership_cluster c(seed, 0, /*joining=*/false, /*balance=*/true);
+    c.node(1).links->lose_raft_packets(3, has_group0_append);
+    ASSERT_TRUE(c.run_until([&] {
+      return view_of(c, 1, 0).leader == 1 && view_of(c, 2, 0).leader == 1 &&
+             view_of(c, 3, 0).term == view_of(c, 1, 0).term;
+    })) << "seed " << seed;
+    const std::uint64_t term = view_of(c, 1, 0).term;
+    EXPECT_EQ(view_of(c, 3, 0).leader, 0u) << "seed " << seed;
+    c.run_until([] { return false; }, 3000);  // 10 election timeouts
+    EXPECT_EQ(view_of(c, 1, 0).leader, 1u) << "seed " << seed;
+    EXPECT_EQ(view_of(c, 1, 0).term, term) << "seed " << seed;
+    EXPECT_EQ(view_of(c, 3, 0).term, term) << "seed " << seed;
+    c.node(1).links->lose_raft_packets(3, nullptr);
   }
 }
 

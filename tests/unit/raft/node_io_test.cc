@@ -233,11 +233,11 @@ TEST(raft_node_io, a_turns_frames_leave_in_packets_of_bounded_size_in_order) {
 }
 
 // An AppendEntries of `group_io` to node 2: a heartbeat (no entry) or one entry of `bytes` bytes.
-void send_append(raft_io* group_io, std::uint64_t prev, std::size_t bytes) {
+void send_append(raft_io* group_io, std::uint64_t prev, std::size_t bytes, unsigned short type = RAFT_COMMAND) {
   std::vector<char> data(std::max<std::size_t>(bytes, 1), 'e');
   raft_entry e{};
   e.term = 1;
-  e.type = RAFT_COMMAND;
+  e.type = type;
   e.buf.base = data.data();
   e.buf.len = data.size();
   raft_message m{};
@@ -296,6 +296,31 @@ TEST(raft_node_io, small_messages_of_other_groups_overtake_entries_but_not_their
   f.sched.run_until(3);
   ASSERT_EQ(f.net.sent.size(), 1u);
   EXPECT_EQ(f.net.urgent, (std::vector<bool>{true}));
+  f.close_all({g0, g1});
+}
+
+// A new leader's first AppendEntries (its barrier, a few bytes) goes in the urgent lane, as a heartbeat
+// would, and behind its group's bulk frames like one; a large barrier or a command entry does not.
+TEST(raft_node_io, a_small_barrier_takes_the_urgent_lane_unless_its_group_has_bulk_queued) {
+  node_fixture f;
+  raft_io* g0 = f.start_group(0);
+  raft_io* g1 = f.start_group(1);
+  for (std::uint64_t i = 0; i < 4; ++i) send_append(g0, i, 300u << 10);  // group 0's entries
+  send_append(g1, 0, 8, RAFT_BARRIER);                                   // group 1's barrier
+  send_append(g0, 4, 8, RAFT_BARRIER);                                   // group 0's, behind its entries
+  f.sched.run_until(1);
+  using c = std::vector<std::pair<std::uint32_t, int>>;
+  ASSERT_EQ(f.net.sent.size(), 3u);
+  EXPECT_EQ(f.net.urgent, (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(contents(f.net.sent[0].second), (c{{1, 1}}));
+  EXPECT_EQ(contents(f.net.sent[2].second), (c{{0, 1}, {0, 1}}));
+  f.net.sent.clear();
+  f.net.urgent.clear();
+  f.net.queued[node_id(2)] = 0;
+  send_append(g1, 1, 4096, RAFT_BARRIER);  // not a few bytes
+  send_append(g1, 2, 8, RAFT_COMMAND);     // a small command: bulk as ever
+  f.sched.run_until(2);
+  EXPECT_EQ(f.net.urgent, (std::vector<bool>{false}));
   f.close_all({g0, g1});
 }
 
