@@ -22,6 +22,7 @@ the three nodes (64 MiB in flight). Checked:
 
 Usage: cluster_burst_test.py WEIR_BINARY
 """
+import collections
 import os
 import sys
 import threading
@@ -64,6 +65,20 @@ def burst(cluster, rnd):
     for t in threads:
         t.join()
     return statuses, time.monotonic() - t0
+
+
+def print_election_causes(cluster):
+    """How many of the nodes' logged elections and lost leaderships had each cause (docs/replication.md,
+    "Elections"; the log keeps 20 lines per 10 s and node, so these are a sample)."""
+    known = ("election timeout: nothing of this group", "election timeout: no leader known",
+             "election timeout: the election of term", "leadership transfer", "a newer term",
+             "no majority answered", "the leader's connection closed")
+    causes = collections.Counter()
+    for line in cluster.grep_logs(r"stands for election|no longer leads"):
+        what = "stands for election" if "stands for election" in line else "no longer leads"
+        causes["%s: %s" % (what, next((k for k in known if k in line), "other"))] += 1
+    for cause, n in causes.most_common():
+        print("logged %5d x %s" % (n, cause))
 
 
 def main():
@@ -131,9 +146,12 @@ def main():
             check(live < written * 3 // 4, "node %d keeps %d of %d bytes written in its raft log" %
                   (i, live, written))
             print("node %d: admission %s" % (i, st["admission"]))
+            print("node %d: leadership %s; check-quorum contacts vouched %s" %
+                  (i, st["leadership"], st.get("contacts_vouched")))
             waited += st["admission"]["waited"] + st["admission"]["expired"]
         # 5. Admission held writes back.
         check(waited > 0, "no node held a write back for admission")
+        print_election_causes(cluster)
         ok = not failures
     except Exception as e:  # noqa: BLE001 - any failure ends the test with the nodes stopped
         return cs.conclude("cluster_burst", cluster, False, t0, e)
