@@ -665,7 +665,7 @@ void replicator::on_leading(std::uint64_t from, const leading& l) {
 // That window is a leader's tightest timer (its followers wait 1-2 timeouts), and under a burst its
 // followers' AppendEntries results wait behind other groups' megabytes on the same links: leaders whose
 // followers were all alive and answering stepped down, and each such loss is an election (most losses
-// in docs/benchmarks.md, "Session 14: contacts vouched by any frame"). Any frame from a node shows it is
+// in docs/benchmarks.md, "Session 14: the burst under ASan"). Any frame from a node shows it is
 // alive and reachable, so a voter heard from in the last heartbeat interval counts as a contact of every
 // group led here. Safety does not rest on check-quorum: reads confirm leadership with a quorum round of
 // the group's own messages, commits need a majority's match index, and a voter that moved to a newer
@@ -786,13 +786,12 @@ void replicator::balance() {
   const std::int64_t now = ex_.now_ms();
   const std::int64_t calm_ms = std::max<std::int64_t>(balance_calm_ms, 5 * opts_.election_timeout_ms);
   if (now - leadership_->last_unrest_ms() < calm_ms) {
-    if (std::any_of(groups_.begin(), groups_.end(), [](const auto& g) { return raft_state(&g->r) == RAFT_LEADER; }))
+    if (std::any_of(groups_.begin(), groups_.end(),
+                    [](const auto& g) { return raft_state(&g->r) == RAFT_LEADER; }))
       leadership_->count_balance_held();
     return;
   }
-  std::map<std::uint64_t, bool> up;
-  for (const auto& l : links_.status())
-    up[l.peer] = l.out_connected && l.in_connected && l.queued_bytes <= balance_max_queued;
+  std::map<std::uint64_t, bool> up = links_up(balance_max_queued);
   int started = 0;
   for (auto& g : groups_) {
     if (started >= 4) break;  // a few per second: a restarted node takes its share back gradually

@@ -300,7 +300,8 @@ class replicator {
   // Followers of a leader whose connection closed stand for election within 50-500 ms.
   void watch_links();
   std::uint64_t leader_of(std::uint32_t group) const;
-  std::map<std::uint64_t, bool> links_up() const;  // peer -> both connections up
+  // peer -> both connections up, and at most `max_queued` bytes queued for it.
+  std::map<std::uint64_t, bool> links_up(std::uint64_t max_queued = UINT64_MAX) const;
   // Membership (see the class comment).
   result<membership> current_membership() const;
   void propose_change(membership_change c, membership_done done);

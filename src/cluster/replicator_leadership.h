@@ -43,7 +43,7 @@ struct leadership_counts {
   std::uint64_t lost_quorum = 0;            // of those: no majority answered in an election timeout
   std::uint64_t leader_changes = 0;         // the leader this node knows of a group became another node
   // balance-leaders: hand-overs this node started, and its passes (one a second) that started none
-  // because this node had seen unrest (unrest_ms()) within the calm period before.
+  // because this node had seen unrest (last_unrest_ms()) within the calm period before.
   std::uint64_t handovers_started = 0;
   std::uint64_t balance_held = 0;
 };
@@ -79,8 +79,8 @@ class leadership_watch {
   // Logs the summary of a window that is over (call now and then: the replicator's sweep).
   void flush(std::int64_t now_ms);
   // When this node last saw unrest: it stood for election in a group that had a leader before, because
-  // its timer ran out or that leader's connection closed, or it stopped leading for want of a quorum or on a newer term that was no
-  // hand-over (a starved or cut-off cluster). A large negative number until then.
+  // its timer ran out or that leader's connection closed, or it stopped leading for want of a quorum or on a
+  // newer term that was no hand-over (a starved or cut-off cluster). A large negative number until then.
   std::int64_t last_unrest_ms() const { return last_unrest_ms_; }
   void count_handover() { ++counts_.handovers_started; }
   void count_balance_held() { ++counts_.balance_held; }

@@ -23,9 +23,10 @@ namespace {
 constexpr std::int64_t farewell_again_ms = 30'000;
 }  // namespace
 
-std::map<std::uint64_t, bool> replicator::links_up() const {
+std::map<std::uint64_t, bool> replicator::links_up(std::uint64_t max_queued) const {
   std::map<std::uint64_t, bool> up;
-  for (const auto& l : links_.status()) up[l.peer] = l.out_connected && l.in_connected;
+  for (const auto& l : links_.status())
+    up[l.peer] = l.out_connected && l.in_connected && l.queued_bytes <= max_queued;
   return up;
 }
 

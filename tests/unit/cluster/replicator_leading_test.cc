@@ -95,7 +95,8 @@ TEST(replicator_leading, a_follower_that_knows_no_leader_of_its_term_takes_the_w
     ASSERT_TRUE(c.run_until([&] {
       return view_of(c, 1, 0).leader == 1 && view_of(c, 2, 0).leader == 1 &&
              view_of(c, 3, 0).term == view_of(c, 1, 0).term;
-    })) << "seed " << seed;
+    })) << "seed "
+        << seed;
     const std::uint64_t term = view_of(c, 1, 0).term;
     EXPECT_EQ(view_of(c, 3, 0).leader, 0u) << "seed " << seed;
     c.run_until([] { return false; }, 3000);  // 10 election timeouts

@@ -233,7 +233,8 @@ TEST(raft_node_io, a_turns_frames_leave_in_packets_of_bounded_size_in_order) {
 }
 
 // An AppendEntries of `group_io` to node 2: a heartbeat (no entry) or one entry of `bytes` bytes.
-void send_append(raft_io* group_io, std::uint64_t prev, std::size_t bytes, unsigned short type = RAFT_COMMAND) {
+void send_append(raft_io* group_io, std::uint64_t prev, std::size_t bytes,
+                 unsigned short type = RAFT_COMMAND) {
   std::vector<char> data(std::max<std::size_t>(bytes, 1), 'e');
   raft_entry e{};
   e.term = 1;
