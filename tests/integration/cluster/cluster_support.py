@@ -188,21 +188,13 @@ class Node:
         return out
 
 
-def read_stream(node, path, timeout=20.0, retry_503_secs=0.0):
+def read_stream(node, path, timeout=20.0):
     """(bytes, last headers) of a catch-up read of `path` on `node` from -1, following
-    Stream-Next-Offset until Stream-Up-To-Date. A 503 (the group has no leader that answers: an
-    election) is asked again, as a client would, until `retry_503_secs` have passed since the first
-    one; raises RuntimeError on any other status but 200, or a 503 after that."""
+    Stream-Next-Offset until Stream-Up-To-Date. Raises RuntimeError on any status but 200."""
     data, offset = b"", "-1"
-    retry_until = None
     for _ in range(100000):
         st, hdrs, body = request(node.port, "GET", "%s?offset=%s" % (path, urllib.parse.quote(offset)),
                                  timeout=timeout)
-        if st == 503 and retry_503_secs > 0:
-            retry_until = retry_until or time.monotonic() + retry_503_secs
-            if time.monotonic() < retry_until:
-                time.sleep(0.2)
-                continue
         if st != 200:
             raise RuntimeError("GET %s on node %d: %d %r" % (path, node.id, st, body[:200]))
         data += body
