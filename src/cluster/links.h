@@ -22,11 +22,11 @@ class links {
       std::function<void(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload)>;
   struct link_status {
     std::uint64_t peer = 0;
-    bool out_connected = false;  // our connection to the peer is up
-    bool in_connected = false;   // the peer's connection to us is up
+    bool out_connected = false;  // our connection to the peer is up (peer_links: both lanes')
+    bool in_connected = false;   // the peer's connection to us is up (peer_links: both lanes')
     // Wire bytes (hello and headers included; with TLS, before encryption).
     std::uint64_t bytes_sent = 0, bytes_received = 0;
-    std::uint64_t connects = 0;        // successful outgoing connects
+    std::uint64_t connects = 0;        // successful outgoing connects (peer_links: of either lane)
     std::uint64_t drops = 0;           // outgoing connections lost after they were up
     std::uint64_t dropped_frames = 0;  // frames lost: queue full, too large, cut by a drop
     // Peer-link TLS: connections to or from this peer closed because a certificate did not verify, named
@@ -48,8 +48,9 @@ class links {
   virtual void set_receiver(receiver r) = 0;
   // Queues a frame for `to`; never blocks, never calls back inside. Lost if the link cannot carry it.
   virtual void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) = 0;
-  // The same on the urgent lane, where the link has one (peer_links: ahead of the bulk frames not yet
-  // started); small frames only. The default is send().
+  // The same on the urgent lane, where the link has one (peer_links: a connection of its own, so it
+  // waits for no bulk frame); small frames only, with no order against the bulk lane's. The default
+  // is send().
   virtual void send_urgent(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) {
     send(to, channel, payload);
   }

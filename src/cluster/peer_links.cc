@@ -46,12 +46,13 @@ constexpr std::chrono::milliseconds slow_read = 200ms;
 constexpr std::size_t read_chunk = 64u << 10;  // free space asked of every recv
 constexpr std::array<char, 8> magic = {'w', 'e', 'i', 'r', 'p', 'e', 'e', 'r'};
 
-std::array<std::byte, peer_links::hello_size> make_hello(std::uint64_t self) {
+std::array<std::byte, peer_links::hello_size> make_hello(std::uint64_t self, std::uint32_t lane) {
   std::array<std::byte, peer_links::hello_size> h{};
   std::memcpy(h.data(), magic.data(), magic.size());
   put_u32(h.data() + 8, peer_links::version);
   put_u64(h.data() + 12, self);
-  put_u32(h.data() + 20, storage::crc32c(std::span(h.data(), 20)));
+  put_u32(h.data() + 20, lane);
+  put_u32(h.data() + 24, storage::crc32c(std::span(h.data(), 24)));
   return h;
 }
 
@@ -154,6 +155,7 @@ class peer_links::in_conn final : public io::io_handler {
     fd_ = -1;
   }
   std::uint64_t peer_id() const { return peer_; }
+  std::uint32_t lane() const { return lane_; }
 
   void on_io(std::uint32_t) override {
     if (fd_ < 0) return;  // retired earlier in this turn; the loop still had its event
@@ -253,10 +255,17 @@ class peer_links::in_conn final : public io::io_handler {
       const std::size_t avail = end_ - begin_;
       const std::byte* p = buf_.data() + begin_;
       if (peer_ == 0) {
+        // The magic and the version are judged as soon as they are in: a stranger to the protocol, or
+        // a node of another version whose hello is shorter, is not kept waiting for the hello timeout.
+        if ((avail >= magic.size() && std::memcmp(p, magic.data(), magic.size()) != 0) ||
+            (avail >= 12 && get_u32(p + 8) != version)) {
+          return refuse(fmt::format("a bad hello from {}", remote_));
+        }
         if (avail < hello_size) return true;
         const std::uint64_t id = get_u64(p + 12);
+        const std::uint32_t lane = get_u32(p + 20);
         if (std::memcmp(p, magic.data(), magic.size()) != 0 || get_u32(p + 8) != version ||
-            get_u32(p + 20) != storage::crc32c(std::span(p, 20))) {
+            lane >= lane_count || get_u32(p + 24) != storage::crc32c(std::span(p, 24))) {
           return refuse(fmt::format("a bad hello from {}", remote_));
         }
         // TLS: the hello's id must be one the certificate names (a node's certificate cannot stand for
@@ -271,7 +280,7 @@ class peer_links::in_conn final : public io::io_handler {
           owner_.retire(this);
           return false;
         }
-        if (!owner_.identify(this, id)) {
+        if (!owner_.identify(this, id, lane)) {
           if (id != owner_.opts_.self &&
               std::find(owner_.strangers_.begin(), owner_.strangers_.end(), id) == owner_.strangers_.end()) {
             owner_.strangers_.push_back(id);
@@ -280,6 +289,7 @@ class peer_links::in_conn final : public io::io_handler {
           return refuse(fmt::format("{} says it is node {}, not one of its peers", remote_, id));
         }
         peer_ = id;
+        lane_ = lane;
         owner_.loop_.cancel_timer(hello_timer_);
         hello_timer_ = 0;
         begin_ += hello_size;
@@ -340,6 +350,7 @@ class peer_links::in_conn final : public io::io_handler {
   int fd_;
   std::string remote_;      // "ip:port", for log lines
   std::uint64_t peer_ = 0;  // 0 until the hello is accepted
+  std::uint32_t lane_ = bulk_lane;
   io::event_loop::timer_id hello_timer_ = 0;
   std::vector<std::byte> buf_;
   std::size_t begin_ = 0, end_ = 0;         // unparsed bytes
@@ -360,7 +371,7 @@ class peer_links::raft_adapter final : public raft::transport {
   }
   std::size_t bulk_queued(raft::node_id to) const override {
     const peer* p = owner_.find_peer(to.value());
-    return p != nullptr ? p->raft_bulk_queued : 0;
+    return p != nullptr ? p->lanes[bulk_lane].raft_queued : 0;
   }
   void set_receiver(receiver r) override { recv = std::move(r); }
   receiver recv;
@@ -386,29 +397,40 @@ result<std::unique_ptr<peer_links>> peer_links::open(io::event_loop& loop, optio
   if (!loop.add_fd(*fd, EPOLLIN, links->listener_.get())) {
     return make_error(io::socket_errc::system, std::string("epoll_ctl: ") + std::strerror(errno));
   }
-  for (auto& [id, p] : links->peers_) links->dial(*p);
+  for (auto& [id, p] : links->peers_)
+    for (out_link& l : p->lanes) links->dial(l);
   return links;
 }
 
 peer_links::peer_links(io::event_loop& loop, options o)
     : loop_(loop), opts_(std::move(o)), raft_(std::make_unique<raft_adapter>(*this)) {
   for (auto& [id, addr] : opts_.peers) {
-    if (id == opts_.self) continue;
-    auto p = std::make_unique<peer>();
-    p->id = id;
-    p->addr = addr;
-    p->hello = make_hello(opts_.self);
-    peers_.emplace(id, std::move(p));
+    if (id != opts_.self) add_peer_state(id, addr);
   }
+}
+
+peer_links::peer& peer_links::add_peer_state(std::uint64_t id, const peer_address& addr) {
+  auto p = std::make_unique<peer>();
+  p->id = id;
+  p->addr = addr;
+  for (std::uint32_t lane = 0; lane < lane_count; ++lane) {
+    out_link& l = p->lanes[lane];
+    l.owner = p.get();
+    l.lane = lane;
+    l.hello = make_hello(opts_.self, lane);
+  }
+  return *peers_.insert_or_assign(id, std::move(p)).first->second;
 }
 
 peer_links::~peer_links() {
   if (turn_end_timer_ != 0) loop_.cancel_timer(turn_end_timer_);
   for (auto& [id, p] : peers_) {
-    if (p->retry_timer != 0) loop_.cancel_timer(p->retry_timer);
-    if (p->handshake_timer != 0) loop_.cancel_timer(p->handshake_timer);
-    p->tls.reset();  // before its descriptor closes
-    p->out.reset();
+    for (out_link& l : p->lanes) {
+      if (l.retry_timer != 0) loop_.cancel_timer(l.retry_timer);
+      if (l.handshake_timer != 0) loop_.cancel_timer(l.handshake_timer);
+      l.tls.reset();  // before its descriptor closes
+      l.out.reset();
+    }
   }
   conns_.clear();
   retired_conns_.clear();
@@ -420,152 +442,155 @@ raft::transport& peer_links::raft_transport() {
   return *raft_;
 }
 
-void peer_links::dial(peer& p) {
-  p.retry_timer = 0;
-  if (p.out) return;
-  const std::uint64_t gen = ++p.out_gen;
-  peer* pp = &p;
+void peer_links::dial(out_link& l) {
+  l.retry_timer = 0;
+  if (l.out) return;
+  const peer& p = *l.owner;
+  const std::uint64_t gen = ++l.out_gen;
+  out_link* lp = &l;
   io::tcp_stream::callbacks cb{
       .on_connected =
-          [this, pp, gen](int err) {
-            if (pp->out_gen == gen) on_connected(*pp, err);
+          [this, lp, gen](int err) {
+            if (lp->out_gen == gen) on_connected(*lp, err);
           },
       .on_readable =
-          [this, pp, gen] {
-            if (pp->out_gen != gen) return;
-            if (pp->tls && !pp->up) return step_handshake(*pp);
-            drain_out(*pp);
+          [this, lp, gen] {
+            if (lp->out_gen != gen) return;
+            if (lp->tls && !lp->up) return step_handshake(*lp);
+            drain_out(*lp);
           },
       .on_writable =
-          [this, pp, gen] {
-            if (pp->out_gen != gen) return;
-            if (pp->tls && !pp->up) return step_handshake(*pp);
-            pp->blocked = false;
-            flush(*pp);
+          [this, lp, gen] {
+            if (lp->out_gen != gen) return;
+            if (lp->tls && !lp->up) return step_handshake(*lp);
+            lp->blocked = false;
+            flush(*lp);
           },
       .on_hangup =
-          [this, pp, gen] {
-            if (pp->out_gen == gen) lose(*pp, "closed by the peer", 0);
+          [this, lp, gen] {
+            if (lp->out_gen == gen) lose(*lp, "closed by the peer", 0);
           },
   };
-  p.dial_ms = loop_.now_ms();
+  l.dial_ms = loop_.now_ms();
   auto s = io::tcp_stream::connect(loop_, p.addr.port, std::move(cb), p.addr.host);
   if (!s) {  // loopback may refuse at once
     log::debug("peer_links: node {}: dialing node {} ({}:{}): {}", opts_.self, p.id, p.addr.host, p.addr.port,
                s.err().reason);
-    lose(p, "connect failed", 0);
+    lose(l, "connect failed", 0);
     return;
   }
-  p.out = std::move(*s);
+  l.out = std::move(*s);
   // A peer host that died without a FIN would otherwise hold the link (and a connect to it) for minutes
   // of retransmissions; raft's heartbeats keep a live link's data acknowledged well within this.
   unsigned user_timeout_ms = static_cast<unsigned>(user_timeout.count());
-  ::setsockopt(p.out->fd(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+  ::setsockopt(l.out->fd(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
   if (opts_.send_buffer > 0) {
-    // A write stops (would block) once the kernel holds this much, so that the rest waits in the queue,
-    // where urgent frames can still go ahead of it.
+    // A write stops (would block) once the kernel holds this much, so that the rest waits in the queue.
     const int size = static_cast<int>(std::min<std::size_t>(opts_.send_buffer, INT32_MAX));
-    ::setsockopt(p.out->fd(), SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    ::setsockopt(l.out->fd(), SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
   }
 }
 
-void peer_links::on_connected(peer& p, int err) {
-  if (err == 0 && connected_to_itself(p.out->fd())) {
-    p.out->close();  // not a drop: it never reached the peer
+void peer_links::on_connected(out_link& l, int err) {
+  const peer& p = *l.owner;
+  if (err == 0 && connected_to_itself(l.out->fd())) {
+    l.out->close();  // not a drop: it never reached the peer
     err = EADDRNOTAVAIL;
   }
   if (err != 0) {
     log::debug("peer_links: node {}: dialing node {} ({}:{}): {}", opts_.self, p.id, p.addr.host, p.addr.port,
                std::strerror(err));
-    lose(p, "connect failed", err);
+    lose(l, "connect failed", err);
     return;
   }
-  if (!opts_.tls) return link_up(p);
-  p.tls = opts_.tls->connect(p.out->fd());
-  if (!p.tls) {
-    lose(p, "TLS session setup failed", 0);
+  if (!opts_.tls) return link_up(l);
+  l.tls = opts_.tls->connect(l.out->fd());
+  if (!l.tls) {
+    lose(l, "TLS session setup failed", 0);
     return;
   }
   // A peer that accepted the connection but never answers the handshake (its host died after the SYN
   // was answered: nothing unacknowledged, so TCP_USER_TIMEOUT does not fire) would hold the link.
-  peer* pp = &p;
-  p.handshake_timer = loop_.add_timer(opts_.tls_handshake_timeout, [this, pp] {
-    pp->handshake_timer = 0;
-    if (!pp->up) lose(*pp, "TLS handshake timed out", 0);
+  out_link* lp = &l;
+  l.handshake_timer = loop_.add_timer(opts_.tls_handshake_timeout, [this, lp] {
+    lp->handshake_timer = 0;
+    if (!lp->up) lose(*lp, "TLS handshake timed out", 0);
   });
-  step_handshake(p);
+  step_handshake(l);
 }
 
-void peer_links::link_up(peer& p) {
-  if (p.handshake_timer != 0) loop_.cancel_timer(p.handshake_timer);
-  p.handshake_timer = 0;
-  p.up = true;
-  ++p.connects;
-  p.backoff = min_backoff;
-  p.hello_sent = 0;
-  p.blocked = false;
-  flush(p);
+void peer_links::link_up(out_link& l) {
+  if (l.handshake_timer != 0) loop_.cancel_timer(l.handshake_timer);
+  l.handshake_timer = 0;
+  l.up = true;
+  ++l.owner->connects;
+  l.backoff = min_backoff;
+  l.hello_sent = 0;
+  l.blocked = false;
+  flush(l);
 }
 
 // The outgoing connection is gone (or never came up): retire it, cut the frame it was in the middle of,
 // keep the rest of the queue for the next connection, and redial after the backoff.
-void peer_links::lose(peer& p, const char* why, int err) {
-  if (p.out) {
-    if (p.up) {
+void peer_links::lose(out_link& l, const char* why, int err) {
+  peer& p = *l.owner;
+  if (l.out) {
+    if (l.up) {
       ++p.drops;
-      warn_limited(fmt::format("peer_links: node {}: lost the connection to node {} ({}:{}): {}{}{}",
-                               opts_.self, p.id, p.addr.host, p.addr.port, why, err != 0 ? ": " : "",
-                               err != 0 ? std::strerror(err) : ""));
+      warn_limited(fmt::format("peer_links: node {}: lost the {} connection to node {} ({}:{}): {}{}{}",
+                               opts_.self, l.lane == urgent_lane ? "urgent" : "bulk", p.id, p.addr.host,
+                               p.addr.port, why, err != 0 ? ": " : "", err != 0 ? std::strerror(err) : ""));
     }
-    p.tls.reset();  // before the descriptor closes
-    p.out->close();
-    retired_streams_.push_back(std::move(p.out));
+    l.tls.reset();  // before the descriptor closes
+    l.out->close();
+    retired_streams_.push_back(std::move(l.out));
     schedule_turn_end();
   }
-  ++p.out_gen;
-  p.up = false;
-  if (p.handshake_timer != 0) loop_.cancel_timer(p.handshake_timer);
-  p.handshake_timer = 0;
-  if (p.front_sent > 0) {
-    pop_front(p);
+  ++l.out_gen;
+  l.up = false;
+  if (l.handshake_timer != 0) loop_.cancel_timer(l.handshake_timer);
+  l.handshake_timer = 0;
+  if (l.front_sent > 0) {
+    pop_front(l);
     ++p.dropped_frames;
   }
-  p.blocked = false;
-  p.hello_sent = hello_size;
-  if (p.retry_timer != 0) return;
-  peer* pp = &p;
-  p.retry_timer = loop_.add_timer(p.backoff, [this, pp] { dial(*pp); });
-  p.backoff = std::min(p.backoff * 2, max_backoff);
+  l.blocked = false;
+  l.hello_sent = hello_size;
+  if (l.retry_timer != 0) return;
+  out_link* lp = &l;
+  l.retry_timer = loop_.add_timer(l.backoff, [this, lp] { dial(*lp); });
+  l.backoff = std::min(l.backoff * 2, max_backoff);
 }
 
 // The acceptor never writes; anything it does send is ignored. End of stream or an error: the link is down.
 // TLS: the acceptor's alert, when it refused our certificate, arrives here (TLS 1.3 finishes the
 // dialer's handshake before the acceptor has checked the dialer's certificate).
-void peer_links::drain_out(peer& p) {
+void peer_links::drain_out(out_link& l) {
+  peer& p = *l.owner;
   char buf[256];
   for (;;) {
-    if (p.tls) {
-      auto n = p.tls->read(buf, sizeof buf);
+    if (l.tls) {
+      auto n = l.tls->read(buf, sizeof buf);
       if (n > 0) continue;
       if (n == io::transport::would_block) {
         // A write that waited for the session to read (a key update) can go on.
-        if (p.blocked && p.tls->write_needs_readable()) {
-          p.blocked = false;
-          flush(p);
+        if (l.blocked && l.tls->write_needs_readable()) {
+          l.blocked = false;
+          flush(l);
         }
         return;
       }
-      if (n == io::transport::failed && p.tls->protocol_failure()) {
+      if (n == io::transport::failed && l.tls->protocol_failure()) {
         refused_tls(&p, fmt::format("node {} ({}:{}) ended the TLS session: {}", p.id, p.addr.host,
-                                    p.addr.port, p.tls->error()));
+                                    p.addr.port, l.tls->error()));
       }
-      lose(p, n == 0 ? "closed by the peer" : "TLS read failed", 0);
+      lose(l, n == 0 ? "closed by the peer" : "TLS read failed", 0);
       return;
     }
-    auto n = p.out->read(buf, sizeof buf);
+    auto n = l.out->read(buf, sizeof buf);
     if (n > 0) continue;
     if (n == io::tcp_stream::would_block) return;
-    lose(p, n == 0 ? "closed by the peer" : "read failed", n == 0 ? 0 : errno);
+    lose(l, n == 0 ? "closed by the peer" : "read failed", n == 0 ? 0 : errno);
     return;
   }
 }
@@ -586,9 +611,9 @@ void peer_links::on_turn_end() {
   retired_peers_.clear();
   auto dirty = std::move(dirty_);
   dirty_.clear();
-  for (peer* p : dirty) {
-    p->dirty = false;
-    flush(*p);
+  for (out_link* l : dirty) {
+    l->dirty = false;
+    flush(*l);
   }
   // Last: the handler may add a peer (the replicator links a node it removed, to tell it so).
   auto strangers = std::move(strangers_);
@@ -614,17 +639,13 @@ status peer_links::add_peer(std::uint64_t id, std::string_view address) {
     log::info("peer_links: node {}: node {} moves from {}:{} to {}:{}", opts_.self, id, p.addr.host,
               p.addr.port, a->host, a->port);
     p.addr = *a;
-    if (p.out) lose(p, "the peer moved", 0);  // redialled after the backoff, at the new address
+    for (out_link& l : p.lanes)
+      if (l.out) lose(l, "the peer moved", 0);  // redialled after the backoff, at the new address
     return {};
   }
-  auto p = std::make_unique<peer>();
-  p->id = id;
-  p->addr = *a;
-  p->hello = make_hello(opts_.self);
-  peer& added = *p;
-  peers_.emplace(id, std::move(p));
+  peer& added = add_peer_state(id, *a);
   log::info("peer_links: node {}: node {} ({}:{}) added", opts_.self, id, a->host, a->port);
-  dial(added);
+  for (out_link& l : added.lanes) dial(l);
   return {};
 }
 
@@ -635,23 +656,25 @@ void peer_links::remove_peer(std::uint64_t id) {
   std::unique_ptr<peer> gone = std::move(it->second);
   peers_.erase(it);
   peer& p = *gone;
-  if (p.retry_timer != 0) loop_.cancel_timer(p.retry_timer);
-  p.retry_timer = 0;
-  if (p.handshake_timer != 0) loop_.cancel_timer(p.handshake_timer);
-  p.handshake_timer = 0;
-  ++p.out_gen;  // callbacks of its stream, still due this turn, do nothing
-  p.tls.reset();
-  p.up = false;
-  if (p.out) {
-    p.out->close();
-    retired_streams_.push_back(std::move(p.out));
+  for (out_link& l : p.lanes) {
+    if (l.retry_timer != 0) loop_.cancel_timer(l.retry_timer);
+    l.retry_timer = 0;
+    if (l.handshake_timer != 0) loop_.cancel_timer(l.handshake_timer);
+    l.handshake_timer = 0;
+    ++l.out_gen;  // callbacks of its stream, still due this turn, do nothing
+    l.tls.reset();
+    l.up = false;
+    if (l.out) {
+      l.out->close();
+      retired_streams_.push_back(std::move(l.out));
+    }
+    std::erase(dirty_, &l);
+    l.queue.clear();
+    l.queued_bytes = 0;
+    l.raft_queued = 0;
   }
-  if (p.in != nullptr) retire(p.in);
-  std::erase(dirty_, &p);
-  p.queue.clear();
-  p.queued_bytes = 0;
-  p.urgent_queued = 0;
-  p.raft_bulk_queued = 0;
+  for (in_conn* c : p.in)
+    if (c != nullptr) retire(c);
   retired_peers_.push_back(std::move(gone));
   schedule_turn_end();
   log::info("peer_links: node {}: node {} ({}:{}) removed", opts_.self, id, p.addr.host, p.addr.port);
@@ -681,31 +704,33 @@ void peer_links::accept_all() {
   }
 }
 
-bool peer_links::identify(in_conn* c, std::uint64_t id) {
+bool peer_links::identify(in_conn* c, std::uint64_t id, std::uint32_t lane) {
   auto it = peers_.find(id);
   if (it == peers_.end()) return false;  // unknown, or self
   peer& p = *it->second;
-  // A newer connection from the same node: it restarted (or lost its link and redialled) and the old
-  // connection is dead or about to be.
-  if (p.in != nullptr && p.in != c) retire(p.in);
-  p.in = c;
-  // The peer is up: if our own link to it waits out a backoff, or a connect that has been pending for a
+  // A newer connection from the same node on the same lane: it restarted (or lost its link and
+  // redialled) and the old connection is dead or about to be.
+  if (p.in[lane] != nullptr && p.in[lane] != c) retire(p.in[lane]);
+  p.in[lane] = c;
+  // The peer is up: if our own links to it wait out a backoff, or a connect that has been pending for a
   // while (SYNs to a host that was down; with TLS, a handshake the old process never answered), dial now.
-  if (!p.out && p.retry_timer != 0) {
-    loop_.cancel_timer(p.retry_timer);
-    dial(p);
-  } else if (p.out && !p.up && loop_.now_ms() - p.dial_ms > stale_connect.count()) {
-    lose(p, "connect pending", 0);
-    loop_.cancel_timer(p.retry_timer);
-    dial(p);
+  for (out_link& l : p.lanes) {
+    if (!l.out && l.retry_timer != 0) {
+      loop_.cancel_timer(l.retry_timer);
+      dial(l);
+    } else if (l.out && !l.up && loop_.now_ms() - l.dial_ms > stale_connect.count()) {
+      lose(l, "connect pending", 0);
+      loop_.cancel_timer(l.retry_timer);
+      dial(l);
+    }
   }
   return true;
 }
 
 void peer_links::retire(in_conn* c) {
   c->close();
-  if (auto it = peers_.find(c->peer_id()); it != peers_.end() && it->second->in == c)
-    it->second->in = nullptr;
+  if (auto it = peers_.find(c->peer_id()); it != peers_.end() && it->second->in[c->lane()] == c)
+    it->second->in[c->lane()] = nullptr;
   auto it = std::find_if(conns_.begin(), conns_.end(), [c](const auto& u) { return u.get() == c; });
   if (it == conns_.end()) return;
   retired_conns_.push_back(std::move(*it));
@@ -729,18 +754,20 @@ std::vector<peer_links::link_status> peer_links::status() const {
   std::vector<link_status> out;
   out.reserve(peers_.size());
   for (const auto& [id, p] : peers_) {
+    const out_link& bulk = p->lanes[bulk_lane];
+    const out_link& urgent = p->lanes[urgent_lane];
     out.push_back(link_status{.peer = id,
-                              .out_connected = p->up,
-                              .in_connected = p->in != nullptr,
+                              .out_connected = p->out_up(),
+                              .in_connected = p->in_up(),
                               .bytes_sent = p->bytes_sent,
                               .bytes_received = p->bytes_received,
                               .connects = p->connects,
                               .drops = p->drops,
                               .dropped_frames = p->dropped_frames,
                               .tls_refused = p->tls_refused,
-                              .queued_bytes = p->queued_bytes,
-                              .max_queue_ms = p->max_queue_ms,
-                              .max_urgent_queue_ms = p->max_urgent_queue_ms,
+                              .queued_bytes = p->queued_bytes(),
+                              .max_queue_ms = std::max(bulk.max_queue_ms, urgent.max_queue_ms),
+                              .max_urgent_queue_ms = urgent.max_queue_ms,
                               .read_yields = p->read_yields});
   }
   return out;

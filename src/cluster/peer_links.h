@@ -1,28 +1,36 @@
 // peer_links: one node's TCP links to the other nodes of its cluster, all on one io::event_loop
 // (single-threaded: every call, and every callback, on that loop's thread).
 //
-// Each node dials one outgoing connection to every peer and sends everything for that peer on it; it
-// accepts its peers' connections on `listen` and only receives on those. Two one-way connections per
-// pair, so there is no tie-breaking when both ends dial at once.
+// Lanes. Each node dials two outgoing connections to every peer, one per lane, and sends everything
+// for that peer on them; it accepts its peers' connections on `listen` and only receives on those.
+// Raft packets sent with raft_transport().send_urgent (node_io's small messages) and frames sent with
+// send_urgent go on the urgent lane's connection, every other frame on the bulk lane's. Each lane has
+// its own queue, its own kernel buffers and its own reads at the receiver, so an urgent frame waits
+// neither for the megabytes of entries ahead of it in the bulk queue, nor for the bulk frame being
+// written, nor for what the kernel holds of the bulk lane for a receiver that reads slowly (a loop
+// starved of CPU): only for the urgent frames before it. Each lane keeps its own order; the lanes have
+// no order between them (node_io decides what may take the urgent lane: node_io.h, "Lanes").
+// One-way connections: no tie-breaking when both ends dial at once.
 //
 // Wire (little-endian), per connection:
-//   hello (dialer -> acceptor, once): "weirpeer" | u32 version (1) | u64 sender id | u32 crc32c(first 20
-//   bytes) frames:                           u32 payload length | u8 channel | u32 crc32c(payload) | payload
-// The acceptor closes a connection whose hello is malformed or names an unknown node (or itself), and a
+//   hello (dialer -> acceptor, once): "weirpeer" | u32 version (2) | u64 sender id | u32 lane (0 bulk,
+//   1 urgent) | u32 crc32c(first 24 bytes)
+//   frames:                           u32 payload length | u8 channel | u32 crc32c(payload) | payload
+// The acceptor closes a connection whose hello is malformed (another version among them: nodes of
+// peer-link version 1 and 2 do not link) or names an unknown node (or itself), and a
 // connection that sends a bad frame (length over max_payload, wrong checksum). An unknown node's id goes to
 // the stranger handler (set_stranger_handler), at the end of the loop turn. A new connection from a
-// peer replaces the one it had (the peer restarted). Peers come and go at run time with add_peer and
-// remove_peer (membership changes).
+// peer replaces the one it had on that lane (the peer restarted). Peers come and go at run time with
+// add_peer and remove_peer (membership changes).
 //
 // Delivery (what raft::transport promises): a frame may be lost (link down, queue full, a frame cut by
 // a broken connection), but what arrives arrives whole and, per sender and lane, in the order it was
-// sent. Two lanes: raft packets sent with raft_transport().send_urgent (node_io's small messages) go out
-// before the frames of the bulk lane (every other frame) queued before them that have not started to
-// go out; each lane keeps its own order (docs/replication.md, "Peer links").
-// Frames for a peer that is not connected wait in its queue (max_pending_bytes, counting headers) and
-// go out once it is; beyond that the newest are dropped. A lost connection is redialled after 50 ms,
-// doubling to 1 s, reset by a successful connect; at once when the peer's own connection arrives (it is
-// up again). TCP_NODELAY; TCP_USER_TIMEOUT 10 s on outgoing connections (a dead host fails the link).
+// sent.
+// Frames for a peer that is not connected wait in their lane's queue (max_pending_bytes for both lanes
+// together, counting headers) and go out once it is; beyond that the newest are dropped. A lost connection is
+// redialled after 50 ms, doubling to 1 s, reset by a successful connect; at once when the peer's own
+// connection arrives (it is up again). TCP_NODELAY; TCP_USER_TIMEOUT 10 s on outgoing connections (a dead
+// host fails the link).
 //
 // Mutual TLS (options::tls, from load_peer_tls): every connection, dialed and accepted, is a TLS 1.3
 // session in which both ends present a certificate that the cluster CA verifies; the hello and the
@@ -84,17 +92,18 @@ class peer_links final : public links {
     std::size_t read_budget = 1u << 20;
     // Bytes the kernel may hold for a link ahead of a frame still in the queue (0: the kernel's
     // defaults, which autotune to megabytes): the send buffer of outgoing connections (SO_SNDBUF) and
-    // the receive buffer of accepted ones (SO_RCVBUF, set on the listener). What the kernel holds is
-    // past the urgent lane: with megabytes there, a heartbeat ahead of every queued frame still waited
-    // for them to drain to a receiver whose loop the CPU starved. (Linux doubles both for overhead.)
+    // the receive buffer of accepted ones (SO_RCVBUF, set on the listener). (Linux doubles both for
+    // overhead.) Each lane's connection has its own: what the kernel holds of the bulk lane for a
+    // receiver whose loop the CPU starved no longer delays the urgent lane's frames.
     std::size_t send_buffer = 256u << 10;
     std::size_t receive_buffer = 1u << 20;
   };
   // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
   // writes, read-index). Other channel numbers pass through untouched.
 
-  static constexpr std::uint32_t version = 1;
-  static constexpr std::size_t hello_size = 24;
+  static constexpr std::uint32_t version = 2;
+  static constexpr std::size_t hello_size = 28;
+  static constexpr std::uint32_t bulk_lane = 0, urgent_lane = 1, lane_count = 2;
   static constexpr std::size_t header_size = 9;
   static constexpr std::uint32_t max_payload = (64u << 20) + (64u << 10);  // a 64 MiB batch plus headroom
   // A frame that waited this long in a peer's queue is logged (rate-limited).
@@ -109,8 +118,9 @@ class peer_links final : public links {
   std::uint16_t listen_port() const { return listen_port_; }
   // Where frames go (channel 0 goes to raft_transport()'s receiver instead, once one is set).
   void set_receiver(receiver r) override { receiver_ = std::move(r); }
-  // Queues a frame for `to`; never blocks, never calls back inside. Queued frames are written at the
-  // end of the loop turn, many per syscall. Lost if the link cannot carry it.
+  // Queues a frame for `to` (send: the bulk lane; send_urgent: the urgent lane); never blocks, never
+  // calls back inside. Queued frames are written at the end of the loop turn, many per syscall. Lost if
+  // the link cannot carry it.
   void send(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) override;
   void send_urgent(std::uint64_t to, std::uint8_t channel, std::span<const std::byte> payload) override;
   // The adapter raft's node_io runs on: send(to, packet) == send(to, 0, packet) (without a copy).
@@ -144,37 +154,38 @@ class peer_links final : public links {
 
  private:
   struct frame;
+  struct out_link;
   struct peer;
   class listener;
   class in_conn;
   class raft_adapter;
 
   peer_links(io::event_loop& loop, options o);
+  // A new peer's state, its two lanes not yet dialled.
+  peer& add_peer_state(std::uint64_t id, const peer_address& addr);
   void enqueue(std::uint64_t to, std::uint8_t channel, std::vector<std::byte> payload, bool urgent = false);
-  // Where in p's queue an urgent frame goes (see peer_links.cc).
-  static std::size_t urgent_slot(const peer& p);
   // Takes the queue's front frame out (written, or cut by a lost connection).
-  void pop_front(peer& p);
-  void dial(peer& p);
-  void on_connected(peer& p, int err);
-  void lose(peer& p, const char* why, int err);
-  void flush(peer& p);
-  void advance(peer& p, std::size_t written);
-  void note_wait(peer& p, const frame& f);
-  void drain_out(peer& p);
+  void pop_front(out_link& l);
+  void dial(out_link& l);
+  void on_connected(out_link& l, int err);
+  void lose(out_link& l, const char* why, int err);
+  void flush(out_link& l);
+  void advance(out_link& l, std::size_t written);
+  void note_wait(out_link& l, const frame& f);
+  void drain_out(out_link& l);
   void schedule_turn_end();
   void on_turn_end();
   void accept_all();
-  // An incoming connection said hello as `id`; false: refuse it.
-  bool identify(in_conn* c, std::uint64_t id);
+  // An incoming connection said hello as `id` on `lane`; false: refuse it.
+  bool identify(in_conn* c, std::uint64_t id, std::uint32_t lane);
   void retire(in_conn* c);
   void deliver(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload);
   void count_received(std::uint64_t from, std::size_t bytes);
   void warn_limited(std::string msg);
   // Outgoing TLS: the handshake steps on every readiness until it is done; then the identity check.
-  void step_handshake(peer& p);
-  void link_up(peer& p);
-  void flush_tls(peer& p);
+  void step_handshake(out_link& l);
+  void link_up(out_link& l);
+  void flush_tls(out_link& l);
   // A connection closed for its certificate or a TLS error: counted and logged (rate-limited).
   void refused_tls(peer* p, const std::string& why);
   peer* find_peer(std::uint64_t id);  // nullptr: not a peer
@@ -185,7 +196,7 @@ class peer_links final : public links {
   std::unique_ptr<listener> listener_;
   std::map<std::uint64_t, std::unique_ptr<peer>> peers_;  // self excluded
   std::vector<std::unique_ptr<in_conn>> conns_;           // accepted, identified or not
-  std::vector<peer*> dirty_;                              // peers with frames to write this turn
+  std::vector<out_link*> dirty_;                          // connections with frames to write this turn
   // Closed connections whose handlers the loop may still name in the events of the current turn:
   // freed at the end of the turn.
   std::vector<std::unique_ptr<in_conn>> retired_conns_;

@@ -1,5 +1,5 @@
 // peer_links_state: what peer_links.cc and peer_links_tls.cc share of a peer_links object's insides:
-// a queued frame and everything about one peer. Internal to src/cluster.
+// a queued frame, an outgoing connection and everything about one peer. Internal to src/cluster.
 #pragma once
 
 #include <array>
@@ -35,17 +35,15 @@ struct peer_links::frame {
   std::array<std::byte, header_size> header;
   std::vector<std::byte> payload;
   std::int64_t queued_ms = 0;  // when it was queued (loop time): how long frames wait behind others
-  bool urgent = false;         // the urgent lane: raft_transport().send_urgent (peer_links::urgent_slot)
-  bool raft_bulk = false;      // a raft packet of the bulk lane (counted in peer::raft_bulk_queued)
+  bool raft = false;           // a raft packet (channel 0: counted in out_link::raft_queued)
   std::size_t size() const { return header_size + payload.size(); }
 };
 
-// Everything about one other node: the outgoing connection and its queue, the accepted connection, the
-// counters.
-struct peer_links::peer {
-  std::uint64_t id = 0;
-  peer_address addr;
-  // Outgoing. out_gen tells a callback of a retired stream (an event of this turn) from the current one.
+// One outgoing connection to a peer, of one lane (peer_links.h, "Lanes"), and its queue.
+struct peer_links::out_link {
+  peer* owner = nullptr;
+  std::uint32_t lane = bulk_lane;
+  // out_gen tells a callback of a retired stream (an event of this turn) from the current one.
   std::unique_ptr<io::tcp_stream> out;
   // TLS: the session over `out` (declared after it: destroyed first, while the descriptor is open).
   std::unique_ptr<io::tls_transport> tls;
@@ -53,28 +51,32 @@ struct peer_links::peer {
   std::uint64_t out_gen = 0;
   std::array<std::byte, hello_size> hello{};
   std::size_t hello_sent = hello_size;  // < hello_size: the hello goes out before any frame
-  // Both lanes in one queue, in the order they go out: urgent frames are inserted near the head
-  // (urgent_slot), bulk frames appended.
-  std::deque<frame> queue;
+  std::deque<frame> queue;              // in the order they go out
   std::size_t queued_bytes = 0;
-  std::size_t urgent_queued = 0;     // urgent frames in the queue
-  std::size_t raft_bulk_queued = 0;  // raft packets of the bulk lane in the queue (transport::bulk_queued)
-  std::size_t front_sent = 0;        // bytes of queue.front() already written
-  bool blocked = false;              // the send buffer is full: wait for on_writable
-  bool dirty = false;                // in dirty_: written at the end of this turn
+  std::size_t raft_queued = 0;  // raft packets in the queue (the bulk lane's: transport::bulk_queued)
+  std::size_t front_sent = 0;   // bytes of queue.front() already written
+  bool blocked = false;         // the send buffer is full: wait for on_writable
+  bool dirty = false;           // in dirty_: written at the end of this turn
   io::event_loop::timer_id retry_timer = 0;
   io::event_loop::timer_id handshake_timer = 0;  // TLS: a handshake not done by then is given up
   std::chrono::milliseconds backoff = peer_links_internal::min_backoff;
-  std::int64_t dial_ms = 0;  // when the pending connect started
-  // Incoming.
-  in_conn* in = nullptr;
-  // Counters (link_status).
+  std::int64_t dial_ms = 0;       // when the pending connect started
+  std::int64_t max_queue_ms = 0;  // the longest a frame waited in the queue until fully written
+};
+
+// Everything about one other node: its two outgoing connections, its two accepted ones, the counters.
+struct peer_links::peer {
+  std::uint64_t id = 0;
+  peer_address addr;
+  std::array<out_link, lane_count> lanes;
+  std::array<in_conn*, lane_count> in{};  // accepted, by the lane its hello named
+  // Counters (link_status), over both lanes.
   std::uint64_t bytes_sent = 0, bytes_received = 0, connects = 0, drops = 0, dropped_frames = 0;
   std::uint64_t tls_refused = 0;
-  std::int64_t max_queue_ms = 0;         // the longest a frame waited in the queue until fully written
-  std::int64_t max_urgent_queue_ms = 0;  // the same, of the urgent lane's frames
-  std::uint64_t read_yields =
-      0;  // reads from it that stopped at options::read_budget (peer_links::read_yields)
+  std::uint64_t read_yields = 0;  // reads from it that stopped at options::read_budget
+  std::size_t queued_bytes() const { return lanes[bulk_lane].queued_bytes + lanes[urgent_lane].queued_bytes; }
+  bool out_up() const { return lanes[bulk_lane].up && lanes[urgent_lane].up; }
+  bool in_up() const { return in[bulk_lane] != nullptr && in[urgent_lane] != nullptr; }
 };
 
 }  // namespace weir::cluster

@@ -13,33 +13,40 @@ namespace weir::cluster {
 
 using peer_links_internal::tls_record;
 
-void peer_links::step_handshake(peer& p) {
-  const auto r = p.tls->handshake();
+void peer_links::step_handshake(out_link& l) {
+  peer& p = *l.owner;
+  const auto r = l.tls->handshake();
   if (r == io::transport::would_block) return;  // every readiness of the stream steps it again
   if (r == io::transport::failed) {
-    if (p.tls->protocol_failure()) {
+    if (l.tls->protocol_failure()) {
       refused_tls(&p, fmt::format("the TLS handshake with node {} ({}:{}) failed: {}", p.id, p.addr.host,
-                                  p.addr.port, p.tls->error()));
+                                  p.addr.port, l.tls->error()));
     } else {
-      log::debug("peer_links: node {}: TLS handshake with node {}: {}", opts_.self, p.id, p.tls->error());
+      log::debug("peer_links: node {}: TLS handshake with node {}: {}", opts_.self, p.id, l.tls->error());
     }
-    lose(p, "TLS handshake failed", 0);
+    lose(l, "TLS handshake failed", 0);
     return;
   }
   // The CA vouched for the certificate; it must also be the certificate of the node we meant to reach
   // (peers maps ids to addresses, and an address may now be another node's).
-  if (auto names = p.tls->peer_names(); !names_node(names, p.id)) {
+  if (auto names = l.tls->peer_names(); !names_node(names, p.id)) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     refused_tls(&p, fmt::format("node {} ({}:{}) presented a certificate naming [{}], not {}", p.id,
                                 p.addr.host, p.addr.port, list, node_name(p.id)));
-    lose(p, "wrong certificate", 0);
+    lose(l, "wrong certificate", 0);
     return;
   }
-  link_up(p);
+  link_up(l);
 }
 
-void peer_links::flush_tls(peer& p) {
+// TLS: the same bytes as flush, from the same queue, through SSL_write. A write that would block must be
+// retried with the same bytes (and no fewer: SSL_write's retry rule), which the queue gives back: it is
+// gathered again from the same position, only longer if frames were queued meanwhile (each lane's
+// queue only grows at its end). A piece of at least a record goes out directly (no copy of large
+// payloads); smaller ones are gathered into one record.
+void peer_links::flush_tls(out_link& l) {
+  peer& p = *l.owner;
   for (;;) {
     const std::byte* direct = nullptr;
     std::size_t direct_len = 0;
@@ -56,9 +63,9 @@ void peer_links::flush_tls(peer& p) {
       return scratch_.size() < tls_record;
     };
     bool more = true;
-    if (p.hello_sent < hello_size) more = add(p.hello.data() + p.hello_sent, hello_size - p.hello_sent);
-    std::size_t skip = p.front_sent;
-    for (auto it = p.queue.begin(); more && it != p.queue.end(); ++it) {
+    if (l.hello_sent < hello_size) more = add(l.hello.data() + l.hello_sent, hello_size - l.hello_sent);
+    std::size_t skip = l.front_sent;
+    for (auto it = l.queue.begin(); more && it != l.queue.end(); ++it) {
       if (skip < header_size) more = add(it->header.data() + skip, header_size - skip);
       const std::size_t off = skip > header_size ? skip - header_size : 0;
       if (more && off < it->payload.size()) more = add(it->payload.data() + off, it->payload.size() - off);
@@ -67,22 +74,22 @@ void peer_links::flush_tls(peer& p) {
     const std::byte* data = direct != nullptr ? direct : scratch_.data();
     const std::size_t len = direct != nullptr ? direct_len : scratch_.size();
     if (len == 0) return;
-    auto w = p.tls->write(reinterpret_cast<const char*>(data), len);
+    auto w = l.tls->write(reinterpret_cast<const char*>(data), len);
     if (w == io::transport::would_block) {
-      p.blocked = true;  // on_writable (or on_readable, write_needs_readable) resumes
+      l.blocked = true;  // on_writable (or on_readable, write_needs_readable) resumes
       return;
     }
     if (w < 0) {
-      if (p.tls->protocol_failure()) {
+      if (l.tls->protocol_failure()) {
         refused_tls(&p, fmt::format("node {} ({}:{}) ended the TLS session: {}", p.id, p.addr.host,
-                                    p.addr.port, p.tls->error()));
+                                    p.addr.port, l.tls->error()));
       }
-      lose(p, "TLS write failed", 0);
+      lose(l, "TLS write failed", 0);
       return;
     }
     const auto written = static_cast<std::size_t>(w);
     p.bytes_sent += written;
-    advance(p, written);
+    advance(l, written);
   }
 }
 

@@ -13,11 +13,16 @@
 //
 // Lanes. A group's small messages (heartbeats: AppendEntries without entries; AppendEntries results;
 // votes and their results; TimeoutNow) go in the transport's urgent lane, ahead of the megabytes of
-// other groups' entries queued for the same peer, unless the group itself has a frame in the bulk lane
-// to that peer that the transport has not let go yet (this turn's, or a packet still queued: counted
-// with transport::bulk_queued). Then they follow it in the bulk lane: a heartbeat must not overtake its
-// own group's entries (libraft's follower rejects an AppendEntries past its log, and the leader's probe
-// then sends the whole tail again). Entries, snapshots and transfer chunks go in the bulk lane, except
+// other groups' entries queued for the same peer (peer_links gives the lane its own connection, so
+// they wait neither for those nor for what the kernel holds of them), unless the group itself has a
+// frame in the bulk lane to that peer that the transport has not let go yet (this turn's, or a packet
+// still queued: counted with transport::bulk_queued). Then they follow it in the bulk lane: a
+// heartbeat must not overtake its own group's entries (libraft's follower rejects an AppendEntries
+// past its log, and the leader's probe then sends the whole tail again). For the same reason a
+// heartbeat whose prev_log_index is past what the peer has acknowledged in the term (an accepting
+// AppendEntries result) takes the bulk lane too: entries let go by the transport may still be in the
+// bulk connection. (A follower's election timer does not wait for it: the replicator's `leading`
+// message, urgent, restarts it.) Entries, snapshots and transfer chunks go in the bulk lane, except
 // an AppendEntries that carries only barriers (a new leader's first entry of its term) of a few bytes:
 // until it arrives the followers know no leader in that term, and under a burst it waited behind other
 // groups' megabytes longer than their election timers ran.
@@ -195,6 +200,10 @@ class node_io {
   // Frames of snapshot transfers go to transfers_ (true: the frame was one; handled or dropped).
   bool handle_transfer_frame(node_id from, const wire::message& msg);
   void note_append_from(group& g, node_id from, std::uint64_t term);
+  // What `from` acknowledged of g's log (group::acked), and the index `to` acknowledged in `term` (0:
+  // nothing known).
+  static void note_acknowledged(group& g, node_id from, const raft_append_entries_result& r);
+  static std::uint64_t acknowledged(const group& g, node_id to, std::uint64_t term);
   void send_chunk_frame(node_id to, const wire::message& m);
   void trim_below_snapshot(group& g, wire::append_entries& ae);
   void clamp_old_term_result(const group& g, raft_append_entries_result& r);

@@ -40,6 +40,14 @@ struct node_io::group {
   // Per peer, the number (node_io::bulk_sent_'s count) of the last bulk packet that holds a frame of
   // this group: until the transport has let it go, the group's small messages stay in the bulk lane.
   std::vector<std::pair<node_id, std::uint64_t>> bulk_upto;
+  // Per peer, the last index it acknowledged (an AppendEntries result that accepted) in a term: a
+  // heartbeat past it takes the bulk lane (node_io.h, "Lanes").
+  struct acknowledged {
+    node_id from;
+    std::uint64_t term = 0;
+    std::uint64_t index = 0;
+  };
+  std::vector<acknowledged> acked;
   // The last AppendEntries that came (node_io::note_append_from): its sender, term and libraft time.
   node_id append_from;
   std::uint64_t append_term = 0;

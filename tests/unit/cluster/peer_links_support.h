@@ -194,10 +194,12 @@ inline void put_le(std::string& out, std::uint64_t v, int n) {
 inline std::uint32_t crc(std::string_view s) {
   return storage::crc32c(std::as_bytes(std::span(s.data(), s.size())));
 }
-inline std::string hello(std::uint64_t id, std::uint32_t version = 1) {
+// Version 2 (the current one) names the connection's lane (0 bulk, 1 urgent); version 1 did not.
+inline std::string hello(std::uint64_t id, std::uint32_t version = 2, std::uint32_t lane = 0) {
   std::string h = "weirpeer";
   put_le(h, version, 4);
   put_le(h, id, 8);
+  if (version != 1) put_le(h, lane, 4);
   put_le(h, crc(h), 4);
   return h;
 }

@@ -39,7 +39,7 @@ TEST(peer_links, two_nodes_exchange_frames_in_order_on_both_channels) {
   EXPECT_EQ(s.peer, 2u);
   EXPECT_TRUE(s.out_connected);
   EXPECT_TRUE(s.in_connected);
-  EXPECT_EQ(s.connects, 1u);
+  EXPECT_EQ(s.connects, peer_links::lane_count);  // one connection per lane
   EXPECT_EQ(s.drops, 0u);
   EXPECT_EQ(s.dropped_frames, 0u);
   EXPECT_GT(s.bytes_sent, 2u * per_stream * peer_links::header_size);
@@ -188,8 +188,8 @@ TEST(peer_links, a_restarted_peer_gets_new_frames) {
   EXPECT_EQ(got2[1].text, "after the restart");
   EXPECT_EQ(c.received(1)[1].text, "back");
   auto s = c.status(1, 2);
-  EXPECT_EQ(s.connects, 2u);
-  EXPECT_EQ(s.drops, 1u);
+  EXPECT_EQ(s.connects, 2u * peer_links::lane_count);
+  EXPECT_EQ(s.drops, 1u * peer_links::lane_count);
   EXPECT_TRUE(s.in_connected);
 }
 
@@ -214,7 +214,12 @@ TEST(peer_links, bad_connections_are_closed) {
   }
   {
     raw_client r(port);
-    r.send(hello(2, /*version=*/2));
+    r.send(hello(2, /*version=*/1));  // a node of an older version: no lane in its hello
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  {
+    raw_client r(port);
+    r.send(hello(2, /*version=*/2, /*lane=*/2));  // no such lane
     EXPECT_TRUE(r.closed_by_node());
   }
   {
@@ -255,7 +260,7 @@ TEST(peer_links, a_node_that_is_no_peer_goes_to_the_stranger_handler) {
     c.links(1).set_stranger_handler([&](std::uint64_t id) { strangers.push_back(id); });
     return 0;
   });
-  for (const std::string& h : {hello(1), hello(7, /*version=*/2), hello(99)}) {
+  for (const std::string& h : {hello(1), hello(7, /*version=*/3), hello(99)}) {
     raw_client r(c.port(1));
     r.send(h);
     EXPECT_TRUE(r.closed_by_node());
@@ -282,8 +287,9 @@ TEST(peer_links, a_new_connection_from_a_peer_replaces_the_old_one) {
     EXPECT_TRUE(c.status(1, 2).in_connected);
   }
   // The real node 2 saw its connection closed; it redials and gets through again.
-  ASSERT_TRUE(c.lt.wait_for(
-      [&] { return c.links(2).status()[0].connects >= 2 && c.links(2).status()[0].out_connected; }));
+  ASSERT_TRUE(c.lt.wait_for([&] {
+    return c.links(2).status()[0].connects > peer_links::lane_count && c.links(2).status()[0].out_connected;
+  }));
   c.send(2, 1, 1, "redialled");
   ASSERT_TRUE(c.wait_received(1, 3));
   EXPECT_EQ(c.received(1)[2].text, "redialled");
@@ -313,11 +319,12 @@ TEST(peer_links, raft_transport_carries_channel_0) {
   EXPECT_EQ(got[0].text, "cluster message");
 }
 
-// The urgent lane (raft_transport().send_urgent): urgent raft packets leave before the bulk frames
-// queued before them, each lane in its order; bulk_queued counts the bulk raft packets not yet written.
-TEST(peer_links, urgent_raft_packets_overtake_queued_bulk_frames) {
+// The urgent lane (raft_transport().send_urgent) has its own connection: urgent and bulk frames queued
+// while the peer is down each arrive in their lane's order once it is up; bulk_queued counts the bulk
+// raft packets not yet written.
+TEST(peer_links, urgent_raft_packets_and_bulk_frames_each_keep_their_lanes_order) {
   cluster c(2);
-  c.start(1);  // node 2 is not listening yet: everything waits in node 1's queue
+  c.start(1);  // node 2 is not listening yet: everything waits in node 1's queues
   const std::string filler(1u << 20, 'x');
   c.lt.call([&] {
     auto& t = c.links(1).raft_transport();
@@ -325,28 +332,33 @@ TEST(peer_links, urgent_raft_packets_overtake_queued_bulk_frames) {
     c.links(1).send(2, 1, bytes("cluster message"));  // channel 1: bulk lane, not a raft packet
     EXPECT_EQ(t.bulk_queued(raft::node_id{2}), 4u);
     t.send_urgent(raft::node_id{2}, bytes("urgent-0"));
+    c.links(1).send_urgent(2, 1, bytes("urgent cluster message"));
     t.send_urgent(raft::node_id{2}, bytes("urgent-1"));
     EXPECT_EQ(t.bulk_queued(raft::node_id{2}), 4u);
     EXPECT_EQ(t.bulk_queued(raft::node_id{3}), 0u);  // not a peer
     return 0;
   });
   c.start(2);  // no raft receiver on node 2: channel 0 reaches its receiver too
-  ASSERT_TRUE(c.wait_received(2, 7));
-  std::vector<std::string> order;
-  for (const auto& m : c.received(2))
-    order.push_back(fmt::format("{}:{}", m.channel, m.text.substr(0, m.text.find('|'))));
-  EXPECT_EQ(order, (std::vector<std::string>{"0:urgent-0", "0:urgent-1", "0:bulk-0", "0:bulk-1", "0:bulk-2",
-                                             "0:bulk-3", "1:cluster message"}));
+  ASSERT_TRUE(c.wait_received(2, 8));
+  std::vector<std::string> bulk, urgent;
+  for (const auto& m : c.received(2)) {
+    auto name = fmt::format("{}:{}", m.channel, m.text.substr(0, m.text.find('|')));
+    (m.text.starts_with("urgent") ? urgent : bulk).push_back(std::move(name));
+  }
+  EXPECT_EQ(urgent, (std::vector<std::string>{"0:urgent-0", "1:urgent cluster message", "0:urgent-1"}));
+  EXPECT_EQ(bulk,
+            (std::vector<std::string>{"0:bulk-0", "0:bulk-1", "0:bulk-2", "0:bulk-3", "1:cluster message"}));
   EXPECT_EQ(c.lt.call([&] { return c.links(1).raft_transport().bulk_queued(raft::node_id{2}); }), 0u);
   const auto st = c.status(1, 2);
   EXPECT_EQ(st.queued_bytes, 0u);
   EXPECT_LE(st.max_urgent_queue_ms, st.max_queue_ms);
 }
 
-// A frame that has started to go out is finished before an urgent one: a peer that does not read keeps
-// node 1's socket full in the middle of a bulk frame; the urgent packet follows that frame, ahead of
-// the bulk frames after it, and every frame arrives whole.
-TEST(peer_links, an_urgent_packet_waits_for_the_frame_being_written) {
+// An urgent frame waits for no bulk frame: a peer that does not read the bulk lane's connection keeps
+// node 1's socket full in the middle of a bulk frame, with megabytes more queued behind it; the urgent
+// packet arrives on the urgent lane's connection all the same. Then every bulk frame arrives whole and
+// in order.
+TEST(peer_links, an_urgent_packet_waits_for_no_bulk_frame) {
   cluster c(1);
   // Node 2 is a bare listener that reads only when the test says so.
   int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -359,10 +371,33 @@ TEST(peer_links, an_urgent_packet_waits_for_the_frame_being_written) {
   auto o = c.options(1);
   o.peers[2] = {"127.0.0.1", *io::local_port(lfd)};
   c.start(std::move(o));
-  const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-  ASSERT_GE(fd, 0);
+  // Node 1 dials one connection per lane; the hello tells which is which.
   timeval tv{5, 0};  // a wrong count fails instead of hanging
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  auto read_exactly = [](int fd, std::size_t n) {
+    std::string in;
+    char buf[1 << 16];
+    while (in.size() < n) {
+      auto got = ::recv(fd, buf, std::min(sizeof buf, n - in.size()), 0);
+      if (got <= 0) break;
+      in.append(buf, static_cast<std::size_t>(got));
+    }
+    return in;
+  };
+  ::setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);  // accept too
+  int lane_fd[peer_links::lane_count] = {-1, -1};
+  for (int i = 0; i < 2; ++i) {
+    const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const std::string h = read_exactly(fd, peer_links::hello_size);
+    ASSERT_EQ(h.size(), peer_links::hello_size);
+    const std::uint32_t lane = static_cast<unsigned char>(h[20]);
+    ASSERT_TRUE(h == hello(1, 2, lane)) << "lane " << lane;
+    ASSERT_LT(lane, peer_links::lane_count);
+    lane_fd[lane] = fd;
+  }
+  ASSERT_GE(lane_fd[peer_links::bulk_lane], 0);
+  ASSERT_GE(lane_fd[peer_links::urgent_lane], 0);
   constexpr int bulk = 32;  // more than loopback's socket buffers hold
   const std::string filler(1u << 20, 'x');
   c.lt.call([&] {
@@ -370,12 +405,12 @@ TEST(peer_links, an_urgent_packet_waits_for_the_frame_being_written) {
       c.links(1).raft_transport().send(raft::node_id{2}, bytes(fmt::format("bulk-{}|{}", i, filler)));
     return 0;
   });
-  // Wait until the socket is full: some bytes written, nothing moving (the kernel holds at most
+  // Wait until the bulk socket is full: bytes written, nothing moving (the kernel holds at most
   // options::send_buffer and the receiving socket's buffer, far less than the queue).
   std::uint64_t before = 0;
   ASSERT_TRUE(c.lt.wait_for([&] {
     const auto sent = c.links(1).status()[0].bytes_sent;
-    const bool still = sent == before && sent > peer_links::hello_size;
+    const bool still = sent == before && sent > 2 * peer_links::hello_size;
     before = sent;
     return still;
   }));
@@ -383,41 +418,19 @@ TEST(peer_links, an_urgent_packet_waits_for_the_frame_being_written) {
     c.links(1).raft_transport().send_urgent(raft::node_id{2}, bytes("urgent"));
     return 0;
   });
-  // Read everything: the hello, then frames.
-  std::string in;
-  char buf[1 << 16];
+  EXPECT_EQ(read_exactly(lane_fd[peer_links::urgent_lane], peer_links::header_size + 6), frame(0, "urgent"));
+  // Now read the bulk lane: every frame whole, in order.
   // "bulk-0|" .. "bulk-9|" are 7 bytes before the filler, "bulk-10|" .. "bulk-31|" 8.
-  const std::size_t total = peer_links::hello_size + bulk * (peer_links::header_size + 7 + filler.size()) +
-                            (bulk - 10) + peer_links::header_size + 6;
-  while (in.size() < total) {
-    auto n = ::recv(fd, buf, sizeof buf, 0);
-    ASSERT_GT(n, 0);
-    in.append(buf, static_cast<std::size_t>(n));
+  const std::size_t total = bulk * (peer_links::header_size + 7 + filler.size()) + (bulk - 10);
+  const std::string in = read_exactly(lane_fd[peer_links::bulk_lane], total);
+  ASSERT_EQ(in.size(), total);
+  std::size_t at = 0;
+  for (int i = 0; i < bulk; ++i) {
+    const std::string payload = fmt::format("bulk-{}|{}", i, filler);
+    ASSERT_EQ(in.substr(at, peer_links::header_size + payload.size()), frame(0, payload)) << "frame " << i;
+    at += peer_links::header_size + payload.size();
   }
-  std::vector<std::string> order;
-  std::size_t at = peer_links::hello_size;
-  while (at + peer_links::header_size <= in.size()) {
-    std::uint32_t len = 0;
-    for (int i = 0; i < 4; ++i) len |= std::uint32_t(static_cast<unsigned char>(in[at + i])) << (8 * i);
-    ASSERT_LE(at + peer_links::header_size + len, in.size());
-    const std::string payload = in.substr(at + peer_links::header_size, len);
-    std::uint32_t sum = 0;
-    for (int i = 0; i < 4; ++i) sum |= std::uint32_t(static_cast<unsigned char>(in[at + 5 + i])) << (8 * i);
-    EXPECT_EQ(sum, crc(payload));
-    order.push_back(payload.substr(0, payload.find('|')));
-    at += peer_links::header_size + len;
-  }
-  EXPECT_EQ(at, in.size());
-  ASSERT_EQ(order.size(), std::size_t(bulk + 1));
-  const auto u = std::find(order.begin(), order.end(), "urgent") - order.begin();
-  EXPECT_GT(u, 0);         // behind the frame that was being written
-  EXPECT_LT(u, bulk - 1);  // ahead of bulk frames queued before it
-  for (int i = 0, b = 0; i < bulk + 1; ++i) {
-    if (i != u) {
-      EXPECT_EQ(order[std::size_t(i)], fmt::format("bulk-{}", b++));
-    }
-  }
-  ::close(fd);
+  for (int fd : lane_fd) ::close(fd);
   ::close(lfd);
 }
 

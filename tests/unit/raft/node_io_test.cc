@@ -279,7 +279,8 @@ TEST(raft_node_io, small_messages_of_other_groups_overtake_entries_but_not_their
   EXPECT_EQ(f.io->counters().urgent_packets_sent, 1u);
 
   // A later turn: while the transport still queues group 0's bulk packets, its heartbeat follows them;
-  // once they left, it goes urgent.
+  // once they left, it still does until node 2 acknowledged them (they may be in the bulk lane's
+  // connection); then it goes urgent.
   f.net.sent.clear();
   f.net.urgent.clear();
   f.net.queued[node_id(2)] = 1;  // the last of the two
@@ -290,13 +291,32 @@ TEST(raft_node_io, small_messages_of_other_groups_overtake_entries_but_not_their
   EXPECT_EQ(f.net.urgent, (std::vector<bool>{true, false}));
   EXPECT_EQ(contents(f.net.sent[0].second), (c{{1, 0}}));
   EXPECT_EQ(contents(f.net.sent[1].second), (c{{0, 0}}));
-  f.net.sent.clear();
-  f.net.urgent.clear();
+  auto heartbeat_lane = [&](int turn) {
+    f.net.sent.clear();
+    f.net.urgent.clear();
+    send_append(g0, 4, 0);
+    f.sched.run_until(turn);
+    EXPECT_EQ(f.net.sent.size(), 1u);
+    return f.net.urgent;
+  };
   f.net.queued[node_id(2)] = 0;
-  send_append(g0, 4, 0);
-  f.sched.run_until(3);
-  ASSERT_EQ(f.net.sent.size(), 1u);
-  EXPECT_EQ(f.net.urgent, (std::vector<bool>{true}));
+  EXPECT_EQ(heartbeat_lane(3), (std::vector<bool>{false}));  // left the queue, not acknowledged
+  auto result_from_2 = [&](std::uint64_t term, std::uint64_t rejected, std::uint64_t last) {
+    std::vector<std::byte> packet;
+    wire::encode_frame(
+        wire::message{group_id(0),
+                      wire::append_entries_result{term_id(term), log_index(rejected), log_index(last)}},
+        packet);
+    f.net.rx(node_id(2), packet);
+  };
+  result_from_2(1, 0, 3);
+  EXPECT_EQ(heartbeat_lane(4), (std::vector<bool>{false}));  // index 4 not acknowledged yet
+  result_from_2(1, 4, 3);                                    // a rejection vouches for nothing
+  EXPECT_EQ(heartbeat_lane(5), (std::vector<bool>{false}));
+  result_from_2(1, 0, 4);
+  EXPECT_EQ(heartbeat_lane(6), (std::vector<bool>{true}));
+  result_from_2(2, 0, 1);  // a newer term: what was acknowledged in term 1 no longer counts
+  EXPECT_EQ(heartbeat_lane(7), (std::vector<bool>{false}));
   f.close_all({g0, g1});
 }
 
