@@ -389,7 +389,7 @@ struct group_io_methods {
         !(m->type == RAFT_IO_APPEND_ENTRIES &&
           (!only_small_barriers(m->append_entries) ||
            (m->append_entries.n_entries == 0 &&
-            m->append_entries.prev_log_index > node_io::acknowledged(g, to, m->append_entries.term))));
+            m->append_entries.prev_log_index > g.acknowledged_by(to, m->append_entries.term))));
     n.queue_frame(g, to, std::move(frame), small);
     // The message is copied: the callback may fire at the end of this turn.
     g.sends.push_back(group::done_send{req, cb});
@@ -745,7 +745,7 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
     }
     if (m.type == RAFT_IO_APPEND_ENTRIES_RESULT) {
       clamp_old_term_result(g, m.append_entries_result);
-      note_acknowledged(g, from, m.append_entries_result);
+      g.note_acknowledged(from, m.append_entries_result);
     }
     // libraft owns the message's allocations from here on (recv.c frees or keeps them).
     if (m.type == RAFT_IO_APPEND_ENTRIES)
@@ -764,24 +764,6 @@ void node_io::on_packet(node_id from, std::span<const std::byte> packet) {
     if (result && after_append_result_) after_append_result_(f.msg.group);
     if (after_event_) after_event_(f.msg.group, group_event{from, type});
   }
-}
-
-void node_io::note_acknowledged(group& g, node_id from, const raft_append_entries_result& r) {
-  if (r.rejected != 0) return;
-  auto it = std::find_if(g.acked.begin(), g.acked.end(), [&](const auto& a) { return a.from == from; });
-  if (it == g.acked.end()) {
-    g.acked.push_back(group::acknowledged{from, r.term, r.last_log_index});
-  } else if (it->term != r.term) {
-    *it = group::acknowledged{from, r.term, r.last_log_index};
-  } else {
-    it->index = std::max<std::uint64_t>(it->index, r.last_log_index);
-  }
-}
-
-std::uint64_t node_io::acknowledged(const group& g, node_id to, std::uint64_t term) {
-  for (const auto& a : g.acked)
-    if (a.from == to) return a.term == term ? a.index : 0;
-  return 0;
 }
 
 // The margin a follower had: the longest time between two AppendEntries of one leader in one term, on

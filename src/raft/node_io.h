@@ -200,10 +200,6 @@ class node_io {
   // Frames of snapshot transfers go to transfers_ (true: the frame was one; handled or dropped).
   bool handle_transfer_frame(node_id from, const wire::message& msg);
   void note_append_from(group& g, node_id from, std::uint64_t term);
-  // What `from` acknowledged of g's log (group::acked), and the index `to` acknowledged in `term` (0:
-  // nothing known).
-  static void note_acknowledged(group& g, node_id from, const raft_append_entries_result& r);
-  static std::uint64_t acknowledged(const group& g, node_id to, std::uint64_t term);
   void send_chunk_frame(node_id to, const wire::message& m);
   void trim_below_snapshot(group& g, wire::append_entries& ae);
   void clamp_old_term_result(const group& g, raft_append_entries_result& r);

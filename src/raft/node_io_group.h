@@ -48,6 +48,24 @@ struct node_io::group {
     std::uint64_t index = 0;
   };
   std::vector<acknowledged> acked;
+  // Notes what an AppendEntries result of `from` acknowledged (a rejection: nothing).
+  void note_acknowledged(node_id from, const raft_append_entries_result& r) {
+    if (r.rejected != 0) return;
+    auto it = std::find_if(acked.begin(), acked.end(), [&](const auto& a) { return a.from == from; });
+    if (it == acked.end()) {
+      acked.push_back(acknowledged{from, r.term, r.last_log_index});
+    } else if (it->term != r.term) {
+      *it = acknowledged{from, r.term, r.last_log_index};
+    } else {
+      it->index = std::max<std::uint64_t>(it->index, r.last_log_index);
+    }
+  }
+  // The last index `to` acknowledged in `in_term` (0: nothing known).
+  std::uint64_t acknowledged_by(node_id to, std::uint64_t in_term) const {
+    for (const auto& a : acked)
+      if (a.from == to) return a.term == in_term ? a.index : 0;
+    return 0;
+  }
   // The last AppendEntries that came (node_io::note_append_from): its sender, term and libraft time.
   node_id append_from;
   std::uint64_t append_term = 0;
