@@ -23,7 +23,7 @@ class links {
   struct link_status {
     std::uint64_t peer = 0;
     bool out_connected = false;  // our connection to the peer is up (peer_links: both lanes')
-    bool in_connected = false;   // the peer's connection to us is up (peer_links: both lanes')
+    bool in_connected = false;   // the peer's connection to us is up (peer_links: either lane's)
     // Wire bytes (hello and headers included; with TLS, before encryption).
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     std::uint64_t connects = 0;        // successful outgoing connects (peer_links: of either lane)

@@ -76,7 +76,9 @@ struct peer_links::peer {
   std::uint64_t read_yields = 0;  // reads from it that stopped at options::read_budget
   std::size_t queued_bytes() const { return lanes[bulk_lane].queued_bytes + lanes[urgent_lane].queued_bytes; }
   bool out_up() const { return lanes[bulk_lane].up && lanes[urgent_lane].up; }
-  bool in_up() const { return in[bulk_lane] != nullptr && in[urgent_lane] != nullptr; }
+  // The peer's process is connected to this node (on either lane: a lane that redials alone is no
+  // sign of a dead peer; the kernel closes both of a process that died).
+  bool in_up() const { return in[bulk_lane] != nullptr || in[urgent_lane] != nullptr; }
 };
 
 }  // namespace weir::cluster
