@@ -264,8 +264,7 @@ class peer_links::in_conn final : public io::io_handler {
         if (avail < hello_size) return true;
         const std::uint64_t id = get_u64(p + 12);
         const std::uint32_t lane = get_u32(p + 20);
-        if (std::memcmp(p, magic.data(), magic.size()) != 0 || get_u32(p + 8) != version ||
-            lane >= lane_count || get_u32(p + 24) != storage::crc32c(std::span(p, 24))) {
+        if (lane >= lane_count || get_u32(p + 24) != storage::crc32c(std::span(p, 24))) {
           return refuse(fmt::format("a bad hello from {}", remote_));
         }
         // TLS: the hello's id must be one the certificate names (a node's certificate cannot stand for

@@ -1,6 +1,6 @@
-// transport: one node's end of its links to the other nodes. One link (one connection, later) per pair
-// of nodes carries the frames of every group (wire_format.h); node_io batches the frames of one loop
-// turn into one send per peer (two: an urgent lane and a bulk lane).
+// transport: one node's end of its links to the other nodes. One link per pair of nodes (peer_links: a
+// connection per lane) carries the frames of every group (wire_format.h); node_io batches the frames of
+// one loop turn into one send per peer and lane (an urgent lane and a bulk lane).
 //
 // Delivery promise (what raft needs and TCP gives): a send may be lost (the link is down), but what
 // arrives arrives whole, as the bytes that were sent. The in-memory fake may also reorder packets,
@@ -26,8 +26,9 @@ class transport {
   // back inside.
   virtual void send(node_id to, std::vector<std::byte> packet) = 0;
   // Queues `packet` in the urgent lane (node_io's small raft messages: heartbeats, votes, results). A
-  // transport that queues (peer_links) sends it ahead of the bulk packets for `to` that have not started
-  // to leave; each lane keeps its order. node_io decides what may overtake what (node_io.h, "lanes").
+  // transport with lanes (peer_links: a connection each) lets it wait for no bulk packet; each lane
+  // keeps its order, with no order between them. node_io decides what may overtake what (node_io.h,
+  // "Lanes").
   // Default: a transport without a queue of its own sends it like any other.
   virtual void send_urgent(node_id to, std::vector<std::byte> packet) { send(to, std::move(packet)); }
   // How many of the bulk packets sent to `to` are still queued (not yet completely handed to the
