@@ -1,6 +1,7 @@
 #include "cluster/replicator.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <random>
@@ -35,6 +36,10 @@ replicator::replicator(raft::executor& ex, links& l, options o, callbacks cb)
 result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
                                                      std::unique_ptr<raft::log_flusher> flusher,
                                                      storage::env& env, links& l, options o, callbacks cb) {
+  if (o.lanes == 0 || o.lane >= o.lanes || o.lanes > o.groups) {
+    return error{EINVAL, fmt::format("lane {} of {} with {} groups: every lane needs a group", o.lane,
+                                     o.lanes, o.groups)};
+  }
   std::unique_ptr<replicator> self(new replicator(ex, l, std::move(o), std::move(cb)));
   replicator& s = *self;
   // Tickets and read ids of this run start at a random point of a 63-bit space (never 0: "nobody waits"),
@@ -54,7 +59,7 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
     if (*loaded) {
       s.desired_ = std::move(**loaded);
       has_members_file = true;
-    } else if (s.opts_.join) {
+    } else if (s.opts_.join && s.decides()) {
       // Before anything else: a restart without --join must not bootstrap a configuration of its own.
       if (auto st = store_membership(env, s.opts_.members_path, membership{}); !st) return st.err();
       has_members_file = true;
@@ -73,12 +78,13 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
       raft::node_io::options{raft::node_id(s.opts_.self), addresses, s.opts_.self});
   if (s.cb_.log_failed) s.io_->set_on_log_failure(s.cb_.log_failed);
   s.io_->set_commit_index_source([p = &s](raft::group_id g) -> std::uint64_t {
-    return g.value() < p->groups_.size() ? p->groups_[g.value()]->r.commit_index : 0;
+    const group* found = p->find(g.value());
+    return found != nullptr ? found->r.commit_index : 0;
   });
   s.io_->set_on_append([p = &s](raft::group_id g, std::uint64_t first, const raft_entry* entries,
                                 unsigned n) { p->note_stored(g.value(), first, entries, n); });
   s.io_->set_after_append_result([p = &s](raft::group_id g) {
-    if (g.value() < p->groups_.size()) p->notify_commit(*p->groups_[g.value()]);
+    if (group* found = p->find(g.value())) p->notify_commit(*found);
   });
   s.leadership_ = std::make_unique<leadership_watch>(s.opts_.self, s.opts_.groups);
   s.io_->set_after_event([p = &s](raft::group_id g, const raft::node_io::group_event& e) {
@@ -89,7 +95,7 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   });
   l.set_stranger_handler([p = &s](std::uint64_t id) { p->on_stranger(id); });
   const std::string& my_address = s.opts_.addresses.at(s.opts_.self);
-  for (std::uint32_t i = 0; i < s.opts_.groups; ++i) {
+  for (std::uint32_t i = s.opts_.lane; i < s.opts_.groups; i += s.opts_.lanes) {
     auto g = std::make_unique<group>();
     g->owner = &s;
     g->id = i;
@@ -140,7 +146,7 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
     }
   }
   for (const auto& [id, addr] : s.desired_.members) s.link_peer(id, addr);
-  if (!bootstrap && s.groups_[0]->r.configuration.n == 0) {
+  if (!bootstrap && s.decides() && s.groups_[0]->r.configuration.n == 0) {
     log::info(
         "weir cluster: node {} has joined no cluster yet: waiting to be added (POST "
         "/cluster/members?id={}&address={} on a node of the cluster)",
@@ -180,14 +186,23 @@ replicator::~replicator() {
   log_.reset();
 }
 
+replicator::group* replicator::find(std::uint32_t gi) const {
+  if (gi % opts_.lanes != opts_.lane) return nullptr;
+  const std::uint32_t i = gi / opts_.lanes;
+  return i < groups_.size() ? groups_[i].get() : nullptr;
+}
+
 bool replicator::leads(std::uint32_t gi) const {
-  return gi < groups_.size() && raft_state(const_cast<::raft*>(&groups_[gi]->r)) == RAFT_LEADER;
+  group* g = find(gi);
+  return g != nullptr && raft_state(&g->r) == RAFT_LEADER;
 }
 
 std::uint64_t replicator::leader_of(std::uint32_t gi) const {
+  group* g = find(gi);
+  if (g == nullptr) return 0;
   raft_id id = 0;
   const char* address = nullptr;
-  raft_leader(const_cast<::raft*>(&groups_[gi]->r), &id, &address);
+  raft_leader(&g->r, &id, &address);
   return id;
 }
 
@@ -196,9 +211,11 @@ std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> co
   const std::uint64_t ticket = next_ticket_++;
   pending_submit& s = submits_[ticket];
   s.group = gi;
-  ++groups_[gi]->submits;
+  group* g = find(gi);
+  if (g != nullptr) ++g->submits;
   s.entry = encode_entry(entry_header{opts_.self, ticket, kind}, command);
-  s.here_only = here_only;
+  // Another lane's group: no leader here, and none to forward to (fails on the next turn).
+  s.here_only = here_only || g == nullptr;
   s.started_ms = ex_.now_ms();
   s.deadline_ms = s.started_ms + opts_.submit_timeout.count();
   try_submit(ticket);
@@ -249,7 +266,7 @@ void replicator::try_submit(std::uint64_t ticket) {
 
 void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::uint64_t origin,
                          std::uint64_t ticket) {
-  group& g = *groups_[gi];
+  group& g = *find(gi);  // try_submit and on_message checked it is this lane's
   auto retry = [&] {
     if (origin != opts_.self) {
       send(origin, forward_reject{ticket, reject_reason::not_leader, leader_of(gi)});
@@ -321,7 +338,7 @@ void replicator::try_call(std::uint64_t id) {
   auto it = calls_.find(id);
   if (it == calls_.end()) return;
   const std::uint32_t g = it->second.group;
-  const std::uint64_t leader = g < groups_.size() ? leader_of(g) : 0;
+  const std::uint64_t leader = leader_of(g);  // 0 for another lane's group: retried to the deadline
   if (leader == opts_.self && cb_.serve) {
     // A copy: serve() may answer at once, and the answer ends the call (and its stored request).
     const std::vector<std::byte> request = it->second.request;
@@ -357,6 +374,10 @@ void replicator::finish_call(std::uint64_t id, result<std::vector<std::byte>> an
 }
 
 void replicator::read_index(std::uint32_t gi, std::function<void(bool)> ready) {
+  if (find(gi) == nullptr) {  // another lane's group: never served here
+    soon([ready = std::move(ready)] { ready(false); });
+    return;
+  }
   const std::uint64_t id = next_read_++;
   pending_read& r = reads_[id];
   r.group = gi;
@@ -395,11 +416,12 @@ void replicator::try_read(std::uint64_t id) {
 }
 
 void replicator::leader_read(std::uint32_t gi, std::function<void(bool, std::uint64_t)> done) {
-  group& g = *groups_[gi];
-  if (raft_state(&g.r) != RAFT_LEADER) {
+  group* found = find(gi);
+  if (found == nullptr || raft_state(&found->r) != RAFT_LEADER) {
     done(false, 0);
     return;
   }
+  group& g = *found;
   const std::uint64_t recorded = g.trusted_term == g.r.current_term ? g.r.commit_index : 0;
   g.next_reads.emplace_back(recorded, std::move(done));
   if (!g.barrier_running) start_barrier(g);
@@ -465,7 +487,8 @@ void replicator::check_reads() {
   std::vector<std::function<void(bool)>> ready;
   for (auto it = reads_.begin(); it != reads_.end();) {
     pending_read& r = it->second;
-    if (r.have_index && groups_[r.group]->r.last_applied >= r.index) {
+    const group* g = find(r.group);
+    if (r.have_index && g != nullptr && g->r.last_applied >= r.index) {
       ready.push_back(std::move(r.ready));
       it = reads_.erase(it);
       continue;
@@ -496,7 +519,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     return;
   }
   if (auto* f = std::get_if<forward>(&*m)) {
-    if (f->group >= groups_.size()) return;
+    if (find(f->group) == nullptr) return;
     auto entry = decode_entry(f->entry);
     if (!entry) return;
     propose(f->group, std::vector<std::byte>(f->entry.begin(), f->entry.end()), entry->first.origin,
@@ -512,7 +535,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
       after(retry_delay, [this, t = rj->ticket] { try_submit(t); });
     }
   } else if (auto* rq = std::get_if<read_request>(&*m)) {
-    if (rq->group >= groups_.size()) return;
+    if (find(rq->group) == nullptr) return;
     leader_read(rq->group, [this, from, id = rq->id, g = rq->group](bool ok, std::uint64_t index) {
       send(from, read_reply{id, ok, index, ok ? 0 : leader_of(g)});
     });
@@ -520,7 +543,7 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     on_membership_message(from, membership{mu->epoch, std::move(mu->members)});
   } else if (auto* lc = std::get_if<leader_call>(&*m)) {
     const std::uint32_t g = lc->group;
-    if (g >= groups_.size() || !cb_.serve) {
+    if (find(g) == nullptr || !cb_.serve) {
       send(from, leader_reply{lc->id, false, 0, {}});
       return;
     }
@@ -565,6 +588,8 @@ void replicator::arm_sweep() {
       reconcile();
       if (ex_.now_ms() >= next_share_ms_) share_membership();
       balance();
+      publish_view();
+      report_configured();
     }
     arm_sweep();
   });
@@ -603,7 +628,7 @@ void replicator::watch_links() {
 bool replicator::forget_submit(std::uint64_t ticket) {
   auto it = submits_.find(ticket);
   if (it == submits_.end()) return false;
-  --groups_[it->second.group]->submits;
+  if (group* g = find(it->second.group)) --g->submits;
   submits_.erase(it);
   return true;
 }
@@ -613,7 +638,8 @@ bool replicator::forget_submit(std::uint64_t ticket) {
 // group with entries of this node pending can store one, so others are not parsed (every stored entry
 // comes here, and a follower stores all of them).
 void replicator::note_stored(std::uint32_t gi, std::uint64_t first, const raft_entry* entries, unsigned n) {
-  if (gi >= groups_.size() || groups_[gi]->submits == 0) return;
+  const group* g = find(gi);
+  if (g == nullptr || g->submits == 0) return;
   for (unsigned k = 0; k < n; ++k) {
     if (entries[k].type != RAFT_COMMAND) continue;
     auto entry = decode_entry(
@@ -636,10 +662,8 @@ void replicator::note_stored(std::uint32_t gi, std::uint64_t first, const raft_e
 // of groups (12 bytes each).
 void replicator::announce_leading() {
   leading l;
-  for (std::uint32_t i = 0; i < groups_.size(); ++i) {
-    const ::raft& r = groups_[i]->r;
-    if (raft_state(&groups_[i]->r) == RAFT_LEADER) l.groups.emplace_back(i, r.current_term);
-  }
+  for (const auto& g : groups_)
+    if (raft_state(&g->r) == RAFT_LEADER) l.groups.emplace_back(g->id, g->r.current_term);
   if (l.groups.empty()) return;
   const std::vector<std::byte> bytes = encode(message(l));
   for (const auto& peer : links_.status()) links_.send_urgent(peer.peer, message_channel, bytes);
@@ -647,8 +671,9 @@ void replicator::announce_leading() {
 
 void replicator::on_leading(std::uint64_t from, const leading& l) {
   for (const auto& [g, term] : l.groups) {
-    if (g >= groups_.size()) continue;
-    ::raft& r = groups_[g]->r;
+    group* found = find(g);
+    if (found == nullptr) continue;
+    ::raft& r = found->r;
     // A follower that knows no leader in this term yet (it voted, and the winner's first AppendEntries
     // has not arrived) learns here that the sender won it: Raft has one leader a term.
     if (r.state != RAFT_FOLLOWER || r.current_term != term) continue;
@@ -716,8 +741,9 @@ void replicator::sweep() {
     // other data back, the next apply can be seconds away). An idle group that has not applied it lost
     // it. Otherwise the deadline stands (a leader that changed may have lost it).
     std::int64_t applied_ago = -1;
-    if (s.proposed && s.group < groups_.size() && now - s.started_ms < opts_.backlog_timeout.count()) {
-      group& g = *groups_[s.group];
+    group* found = find(s.group);
+    if (s.proposed && found != nullptr && now - s.started_ms < opts_.backlog_timeout.count()) {
+      group& g = *found;
       applied_ago = now - g.last_apply_ms;
       const bool applied_lately = applied_ago < 1000;
       const bool unapplied_here = raft_last_index(&g.r) > g.r.last_applied;
@@ -735,8 +761,8 @@ void replicator::sweep() {
           "weir cluster: group {}: a write proposed to node {} {} ms ago has no outcome (leader now {}, "
           "stored here at index {}, group applied {} ms ago, up to {}): answered 503, it may or may not "
           "have been applied",
-          s.group, s.proposed_to, now - s.started_ms, s.group < groups_.size() ? leader_of(s.group) : 0,
-          s.index, applied_ago, s.group < groups_.size() ? groups_[s.group]->r.last_applied : 0);
+          s.group, s.proposed_to, now - s.started_ms, leader_of(s.group), s.index, applied_ago,
+          found != nullptr ? found->r.last_applied : 0);
     }
     late.emplace_back(ticket, s.proposed ? submit_error::unknown : submit_error::no_leader);
   }

@@ -29,6 +29,14 @@
 //     hands its leadership to a voter that stays first). A node started with `join` bootstraps nothing
 //     and waits to be added.
 //
+// Lanes (docs/replication.md, "Lanes"): a node may split its groups over `lanes` replicators, each on its
+// own executor with its own node log and links: lane l runs the groups g with g % lanes == l. Lane 0
+// holds group 0 and decides the membership as above; every other lane *follows* it: it makes no change
+// and shares nothing, and takes what lane 0 acts on through follow() (its owner posts lane 0's
+// lane_view, which lane 0 hands to set_on_view, to the other lanes' executors). Each lane's leaders
+// bring their own groups to that membership. A call naming a group of another lane is refused (submit,
+// call_leader and read_index fail; messages about it are ignored).
+//
 // Everything runs on the executor given to open() (an event loop, or the simulation's scheduler);
 // nothing is thread-safe.
 #pragma once
@@ -77,7 +85,11 @@ class replicator {
     std::uint64_t self = 0;
     std::map<std::uint64_t, std::string> addresses;  // every node (self included), as raft knows them
     std::uint32_t groups = 64;
-    std::string log_path;               // the node log
+    // This replicator's lane and the node's lane count (see the class comment): it runs the groups g
+    // with g % lanes == lane.
+    std::uint32_t lane = 0;
+    std::uint32_t lanes = 1;
+    std::string log_path;               // the node log (one per lane)
     bool prepare_log_segments = false;  // raft::node_log_options::prepare_segments
     unsigned election_timeout_ms = 1000;
     unsigned heartbeat_ms = 100;
@@ -98,7 +110,8 @@ class replicator {
     // (add_member on a member of the cluster) and then catches up from the others' logs. A node whose
     // members file exists never bootstraps either (a joined node restarted without the flag).
     bool join = false;
-    // Where the desired membership is kept (<data-dir>/raft/members); empty: in memory only.
+    // Where the desired membership is kept (<data-dir>/raft/members); empty: in memory only. A following
+    // lane reads it at open (to bootstrap as lane 0 does) and never writes it.
     std::string members_path;
     // Group snapshots (callbacks::snapshot): a group takes one once it applied snapshot_threshold
     // entries or snapshot_bytes of entries since its last; libraft then drops the entries it covers
@@ -170,6 +183,28 @@ class replicator {
   // What this node acts on. Epoch 0: no change was ever asked for (the groups keep their bootstrap
   // configuration).
   const membership& desired_membership() const { return desired_; }
+
+  // Lanes. What lane 0 acts on, for the lanes that follow it: the desired membership, whether this run's
+  // group 0 caught up with the decisions (reconcile() waits for it), whether this node left, and the
+  // nodes its groups' configurations hold (a leaving node stays in group 0 while another lane's groups
+  // still hold it, as it does while lane 0's other groups do).
+  struct lane_view {
+    membership desired;
+    bool current = false;
+    bool left = false;
+    bool operator==(const lane_view&) const = default;
+  };
+  // Lane 0: `fn` gets the view at once and whenever it changes (on this executor).
+  void set_on_view(std::function<void(const lane_view&)> fn);
+  // A following lane: acts on lane 0's view (links to its members, brings its groups there).
+  void follow(const lane_view& v);
+  // A following lane: `fn` gets the nodes its groups' configurations hold whenever that set changes
+  // (checked every second), for lane 0's configured_elsewhere().
+  void set_on_configured(std::function<void(const std::set<std::uint64_t>&)> fn);
+  // Lane 0: the nodes another lane's configurations hold (its set_on_configured, posted here).
+  void configured_elsewhere(std::uint32_t lane, std::set<std::uint64_t> nodes);
+  std::uint32_t lane() const { return opts_.lane; }
+  bool owns(std::uint32_t group) const { return find(group) != nullptr; }
   // What group 0's log has decided, as far as this node applied it (restored with group 0's snapshot);
   // nullopt: no change went through raft yet.
   const std::optional<membership>& committed_membership() const { return committed_; }
@@ -178,6 +213,7 @@ class replicator {
   // without it that is newer than the one it acts on).
   // A member's farewell (on_membership_message) says so too, until a newer decision adds it back.
   bool left() const {
+    if (opts_.lane != 0) return followed_left_;
     if (told_left_epoch_ > desired_.epoch) return true;
     return desired_.epoch > 0 && !desired_.members.contains(opts_.self) && committed_ &&
            committed_->epoch >= desired_.epoch;
@@ -201,13 +237,13 @@ class replicator {
     std::vector<std::uint64_t> non_voters;  // standbys and spares: nodes being added
     bool changing = false;                  // this node leads the group and changes its configuration
   };
-  std::vector<group_status> status() const;
+  std::vector<group_status> status() const;  // this lane's groups
   // Elections and leadership changes of this node's groups since it started (replicator_leadership.h).
   const leadership_counts& leadership() const { return leadership_->counts(); }
   // Check-quorum contacts this node's leaders took from a voter's other frames (vouch_contacts).
   std::uint64_t contacts_vouched() const { return contacts_vouched_; }
-  // Every group has a leader this node can reach (itself or a peer with a live link), and this node
-  // reaches a majority of the group's voters.
+  // Every group of this lane has a leader this node can reach (itself or a peer with a live link), and
+  // this node reaches a majority of the group's voters.
   bool has_quorum() const;
   // Group snapshots taken, and restored (at start or installed from a leader), since open.
   std::uint64_t snapshots_taken() const { return snapshots_taken_; }
@@ -266,6 +302,11 @@ class replicator {
     bool have_index = false;
   };
 
+  // This lane's group `gi`; nullptr when it is another lane's, or no group.
+  group* find(std::uint32_t gi) const;
+  bool decides() const { return opts_.lane == 0; }  // lane 0: group 0, the membership
+  void publish_view();                              // lane 0: on_view_, when the view changed
+  void report_configured();                         // a following lane: on_configured_, when it changed
   // Timers and posted tasks that do nothing once the replicator is gone (its executor may run on).
   void after(std::chrono::milliseconds delay, std::function<void()> fn);
   void soon(std::function<void()> fn);
@@ -375,6 +416,14 @@ class replicator {
   std::uint64_t snapshots_deferred_ = 0;
   std::uint64_t snapshots_restored_ = 0;
   std::unique_ptr<leadership_watch> leadership_;
+  // Lanes: lane 0's view as last published, and where it goes; a following lane's left(), and what it
+  // last reported of its configurations; lane 0's record of the other lanes' configurations.
+  std::function<void(const lane_view&)> on_view_;
+  std::optional<lane_view> published_;
+  bool followed_left_ = false;
+  std::function<void(const std::set<std::uint64_t>&)> on_configured_;
+  std::optional<std::set<std::uint64_t>> reported_;
+  std::map<std::uint32_t, std::set<std::uint64_t>> configured_elsewhere_;
 };
 
 }  // namespace weir::cluster

@@ -49,7 +49,7 @@ std::string ago(std::int64_t now, std::int64_t then) {
 
 // When each other voter of the group was last heard from in it: why a leader lost its quorum.
 std::string replicator::quorum_detail(std::uint32_t gi) const {
-  const ::raft& r = groups_[gi]->r;
+  const ::raft& r = find(gi)->r;  // after_event's group: this lane's
   const std::int64_t now = ex_.now_ms();
   std::string out = "last heard in this group from";
   for (unsigned i = 0; i < r.configuration.n; ++i) {
@@ -64,8 +64,9 @@ std::string replicator::quorum_detail(std::uint32_t gi) const {
 }
 
 void replicator::after_event(std::uint32_t gi, std::uint64_t from, std::uint8_t type) {
-  if (gi >= groups_.size()) return;
-  group& g = *groups_[gi];
+  group* found = find(gi);
+  if (found == nullptr) return;
+  group& g = *found;
   auto t = leadership_->observe(gi, {role_of(g.r), g.r.current_term, leader_of(gi)});
   if (!t) return;
   const std::int64_t now = ex_.now_ms();

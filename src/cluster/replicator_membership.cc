@@ -48,7 +48,7 @@ result<membership> replicator::current_membership() const {
   if (committed_) return *committed_;
   if (desired_.epoch > 0) return desired_;
   membership m;
-  const raft_configuration& c = groups_[0]->r.configuration;
+  const raft_configuration& c = groups_[0]->r.configuration;  // lane 0's first group is group 0
   for (unsigned i = 0; i < c.n; ++i) m.members.emplace(c.servers[i].id, c.servers[i].address);
   if (m.members.empty()) {
     return make_error(membership_errc::unknown, "node " + std::to_string(opts_.self) +
@@ -62,6 +62,13 @@ result<membership> replicator::current_membership() const {
 // after a ReadIndex of group 0, so it holds every change committed before the request arrived: a client
 // that sends one change after another (each after the previous answer) never sees a stale refusal.
 void replicator::propose_change(membership_change c, membership_done done) {
+  if (!decides()) {
+    soon([done = std::move(done), lane = opts_.lane] {
+      done(make_error(membership_errc::invalid,
+                      fmt::format("lane {} follows lane 0's membership: send the change to lane 0", lane)));
+    });
+    return;
+  }
   if (auto known = current_membership(); !known) {
     soon([done = std::move(done), e = known.err()] { done(e); });  // never inside the call
     return;
@@ -140,14 +147,67 @@ void replicator::follow_committed() {
 }
 
 bool replicator::in_another_group(std::uint64_t id) const {
-  for (std::size_t i = 1; i < groups_.size(); ++i)
-    if (find_server(groups_[i]->r.configuration, id) != nullptr) return true;
+  for (const auto& g : groups_)
+    if (g->id != 0 && find_server(g->r.configuration, id) != nullptr) return true;
+  for (const auto& [lane, nodes] : configured_elsewhere_)
+    if (nodes.contains(id)) return true;
   return false;
 }
 
 bool replicator::votes_in_group0() const {
-  const raft_server* s = find_server(groups_[0]->r.configuration, opts_.self);
+  const group* g0 = find(0);
+  const raft_server* s = g0 != nullptr ? find_server(g0->r.configuration, opts_.self) : nullptr;
   return s != nullptr && s->role == RAFT_VOTER;
+}
+
+// ---- Lanes ----
+
+void replicator::set_on_view(std::function<void(const lane_view&)> fn) {
+  on_view_ = std::move(fn);
+  published_.reset();
+  publish_view();
+}
+
+void replicator::publish_view() {
+  if (!decides() || !on_view_) return;
+  lane_view v{desired_, membership_current_, left()};
+  if (published_ && *published_ == v) return;
+  published_ = v;
+  on_view_(v);
+}
+
+void replicator::follow(const lane_view& v) {
+  if (decides()) return;
+  followed_left_ = v.left;
+  membership_current_ = v.current;
+  if (v.desired != desired_) {
+    if (auto st = adopt(v.desired); !st) {
+      log::error("weir cluster: node {} lane {}: membership epoch {}: {}", opts_.self, opts_.lane,
+                 v.desired.epoch, st.err().reason);
+    }
+    return;
+  }
+  reconcile();
+}
+
+void replicator::set_on_configured(std::function<void(const std::set<std::uint64_t>&)> fn) {
+  on_configured_ = std::move(fn);
+  reported_.reset();
+  report_configured();
+}
+
+void replicator::report_configured() {
+  if (decides() || !on_configured_) return;
+  std::set<std::uint64_t> nodes;
+  for (const auto& g : groups_)
+    for (unsigned i = 0; i < g->r.configuration.n; ++i) nodes.insert(g->r.configuration.servers[i].id);
+  if (reported_ && *reported_ == nodes) return;
+  reported_ = nodes;
+  on_configured_(nodes);
+}
+
+void replicator::configured_elsewhere(std::uint32_t lane, std::set<std::uint64_t> nodes) {
+  configured_elsewhere_[lane] = std::move(nodes);
 }
 
 // A membership from a peer's message. A voter of group 0 takes memberships from group 0's log only: it
@@ -155,6 +215,7 @@ bool replicator::votes_in_group0() const {
 // groups' configurations, its links) is then always a decision, never a message's view. Other nodes
 // (started with `join` and not added to group 0 yet) adopt a newer one: it tells them their peers.
 void replicator::on_membership_message(std::uint64_t from, membership theirs) {
+  if (!decides()) return;  // a following lane takes lane 0's (follow)
   if (supersedes(theirs, desired_)) {
     const bool voter = votes_in_group0();
     // A node that was a member (a voter of group 0, or one whose membership names it: a standby being
@@ -190,6 +251,7 @@ void replicator::on_membership_message(std::uint64_t from, membership theirs) {
 // removed while up. A node never removed (one waiting to be added: its addition is not committed yet) is
 // told nothing. Once per farewell_again_ms per node: a removed node that keeps running keeps knocking.
 void replicator::on_stranger(std::uint64_t id) {
+  if (!decides()) return;  // lane 0 knows the departures
   auto d = departed_.find(id);
   if (d == departed_.end() || known_.contains(id) || desired_.members.contains(id)) return;
   const std::int64_t now = ex_.now_ms();
@@ -207,7 +269,7 @@ void replicator::on_stranger(std::uint64_t id) {
 // Keeps `m` (members file first: a change acknowledged is not lost by a crash), links to its new nodes
 // and starts the changes this node can make.
 weir::status replicator::adopt(const membership& m) {
-  if (!opts_.members_path.empty()) {
+  if (!opts_.members_path.empty() && decides()) {
     if (auto st = store_membership(*env_, opts_.members_path, m); !st) return st;
   }
   desired_ = m;
@@ -216,20 +278,22 @@ weir::status replicator::adopt(const membership& m) {
     list += fmt::format("{}{}={}", list.empty() ? "" : ",", id, addr);
     link_peer(id, addr);
   }
-  log::info("weir cluster: node {}: membership epoch {}: {}", opts_.self, desired_.epoch, list);
-  if (!desired_.members.contains(opts_.self)) {
+  log::info("weir cluster: node {} lane {}: membership epoch {}: {}", opts_.self, opts_.lane, desired_.epoch,
+            list);
+  if (!desired_.members.contains(opts_.self) && decides()) {
     log::warn(
         "weir cluster: node {} is not a member of the cluster any more (membership epoch {}): it takes "
         "no request any more (503); stop it",
         opts_.self, desired_.epoch);
   }
   reconcile();
+  publish_view();
   return {};
 }
 
 void replicator::share_membership() {
   next_share_ms_ = ex_.now_ms() + share_every_ms;
-  if (desired_.epoch == 0) return;
+  if (desired_.epoch == 0 || !decides()) return;
   const membership_update u = to_message(desired_);
   for (const auto& [id, addr] : known_) send(id, u);
 }
@@ -264,8 +328,9 @@ void replicator::sync_peers() {
                 [&](std::uint64_t id) { return std::find(gone.begin(), gone.end(), id) == gone.end(); });
   for (std::uint64_t id : gone) {
     // First a farewell: the decision that removed it, which group 0 may not have carried to it (see
-    // on_membership_message); unlinked at the next call, once the message went out.
-    if (farewells_.insert(id).second) {
+    // on_membership_message); unlinked at the next call, once the message went out. Lane 0's links
+    // carry it: a following lane unlinks at once.
+    if (decides() && farewells_.insert(id).second) {
       send(id, to_message(desired_));
       continue;
     }
@@ -296,7 +361,7 @@ bool replicator::settled(const group& g) const {
 void replicator::reconcile() {
   if (desired_.epoch == 0) return;
   if (!membership_current_) {
-    if (membership_checking_) return;
+    if (membership_checking_ || !decides()) return;  // a following lane waits for lane 0's (follow)
     membership_checking_ = true;
     read_index(0, [this](bool ok) {
       membership_checking_ = false;
@@ -305,6 +370,7 @@ void replicator::reconcile() {
       soon([this] {  // not from inside libraft (a leader's read ends in its barrier callback)
         follow_committed();
         reconcile();
+        publish_view();
       });
     });
     return;

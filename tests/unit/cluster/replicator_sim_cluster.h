@@ -100,27 +100,51 @@ class peer_only_links final : public links {
   stranger_handler on_stranger_;
 };
 
+// A lane of a node after the first (replicator.h, "Lanes"): its own executor, network and node log.
+struct sim_lane {
+  std::unique_ptr<raft::sim_executor> ex;
+  std::unique_ptr<sim::mem_links> links;
+  std::unique_ptr<peer_only_links> peer_only;
+  std::unique_ptr<replicator> repl;
+};
+
 struct sim_node {
   std::uint64_t id = 0;
   storage::mem_env env;
+  // Lane 0 (the only one unless the cluster has lanes).
   std::unique_ptr<raft::sim_executor> ex;
   std::unique_ptr<sim::mem_links> links;
   std::unique_ptr<peer_only_links> peer_only;  // set: the replicator runs on it
   std::unique_ptr<replicator> repl;
+  std::vector<sim_lane> more;  // lanes 1.. (membership_cluster's `lanes`)
+
+  // Every lane's replicator (none while the node is down).
+  std::vector<replicator*> replicators() const {
+    std::vector<replicator*> out;
+    if (!repl) return out;
+    out.push_back(repl.get());
+    for (const auto& l : more) out.push_back(l.repl.get());
+    return out;
+  }
 };
 
 class membership_cluster {
  public:
   // Nodes 1-3 bootstrap the cluster; with `joining`, node 4 starts as with --join (in no group).
   // With `balance`, leaders spread over the nodes as the server's do (replicator::options::balance_leaders).
-  // With `peer_only`, links refuse nodes that are not their peers, as peer_links does.
+  // With `peer_only`, links refuse nodes that are not their peers, as peer_links does. With `lanes` > 1,
+  // each node runs that many replicators of two groups each, lane 0 deciding and the others following
+  // it (replicator.h, "Lanes"), each lane on a network of its own, as a server's lanes have their own
+  // connections.
   explicit membership_cluster(std::uint64_t seed, unsigned snapshot_threshold = 0, bool joining = false,
-                              bool balance = false, bool peer_only = false)
+                              bool balance = false, bool peer_only = false, unsigned lanes = 1)
       : sched_(seed),
         net_(sched_),
         snapshot_threshold_(snapshot_threshold),
         balance_(balance),
-        peer_only_(peer_only) {
+        peer_only_(peer_only),
+        lanes_(lanes) {
+    for (unsigned l = 1; l < lanes_; ++l) lane_nets_.push_back(std::make_unique<raft::mem_network>(sched_));
     for (std::uint64_t id = 1; id <= (joining ? 4u : 3u); ++id) {
       nodes_.push_back(std::make_unique<sim_node>());
       nodes_.back()->id = id;
@@ -131,19 +155,47 @@ class membership_cluster {
   void start(sim_node& n) {
     n.env.restart();
     ASSERT_TRUE(n.env.create_dirs("/raft"));  // as the server's data directory has it
-    n.ex = std::make_unique<raft::sim_executor>(sched_);
+    for (unsigned l = 0; l < lanes_; ++l) {
+      if (l == 0) {
+        open_lane(n, 0, n.ex, n.links, n.peer_only, n.repl);
+      } else {
+        sim_lane& lane = n.more.emplace_back();
+        open_lane(n, l, lane.ex, lane.links, lane.peer_only, lane.repl);
+      }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    if (lanes_ == 1) return;
+    // What a server does across its lanes' loops: lane 0's view posted to the others, their
+    // configurations posted back.
+    n.repl->set_on_view([&n](const replicator::lane_view& v) {
+      for (auto& l : n.more) l.ex->post([r = l.repl.get(), v] { r->follow(v); });
+    });
+    for (std::uint32_t l = 1; l < lanes_; ++l) {
+      n.more[l - 1].repl->set_on_configured([&n, l](const std::set<std::uint64_t>& nodes) {
+        n.ex->post([r = n.repl.get(), l, nodes] { r->configured_elsewhere(l, nodes); });
+      });
+    }
+  }
+
+  void open_lane(sim_node& n, std::uint32_t lane, std::unique_ptr<raft::sim_executor>& ex,
+                 std::unique_ptr<sim::mem_links>& lane_links, std::unique_ptr<peer_only_links>& peer_only,
+                 std::unique_ptr<replicator>& repl) {
+    ex = std::make_unique<raft::sim_executor>(sched_);
     std::vector<std::uint64_t> peers;
     for (const auto& m : nodes_)
       if (m->id != n.id) peers.push_back(m->id);
-    n.links = std::make_unique<sim::mem_links>(
-        net_, n.id, peers, [this](std::uint64_t p) { return nodes_[p - 1]->repl != nullptr; });
+    lane_links =
+        std::make_unique<sim::mem_links>(lane == 0 ? net_ : *lane_nets_[lane - 1], n.id, peers,
+                                         [this](std::uint64_t p) { return nodes_[p - 1]->repl != nullptr; });
     replicator::options o;
+    o.lane = lane;
+    o.lanes = lanes_;
     o.self = n.id;
     for (const auto& m : nodes_)
       if (m->id <= 3 || m->id == n.id) o.addresses.emplace(m->id, address_of(m->id));
     o.join = n.id == 4;
-    o.groups = 2;
-    o.log_path = "/raft/node.log";
+    o.groups = 2 * lanes_;
+    o.log_path = lane == 0 ? "/raft/node.log" : fmt::format("/raft/node-{}.log", lane);
     o.members_path = "/raft/members";
     o.election_timeout_ms = 300;
     o.heartbeat_ms = 50;
@@ -152,8 +204,11 @@ class membership_cluster {
     o.id_seed = sched_.rng()() | 1;
     o.balance_leaders = balance_;
     replicator::callbacks cb;
-    cb.apply = [](std::uint32_t, std::uint64_t, entry_kind, std::span<const std::byte>, std::uint64_t) {};
-    cb.failed = [](std::uint64_t, submit_error) {};
+    cb.apply = [this, id = n.id](std::uint32_t g, std::uint64_t, entry_kind kind, std::span<const std::byte>,
+                                 std::uint64_t) {
+      if (kind == entry_kind::streams) ++applied_[id][g];
+    };
+    cb.failed = [this](std::uint64_t ticket, submit_error e) { failed_[ticket] = e; };
     if (snapshot_threshold_ != 0) {
       o.snapshot_threshold = snapshot_threshold_;
       o.snapshot_trailing = 1;
@@ -165,21 +220,28 @@ class membership_cluster {
         return {};
       };
     }
-    auto flusher = std::make_unique<raft::delayed_flusher>(*n.ex, [] { return milliseconds(1); });
+    auto flusher = std::make_unique<raft::delayed_flusher>(*ex, [] { return milliseconds(1); });
     if (peer_only_) {
       std::set<std::uint64_t> linked;
       for (const auto& [id, addr] : o.addresses)
         if (id != n.id) linked.insert(id);
-      n.peer_only = std::make_unique<peer_only_links>(*n.ex, *n.links, std::move(linked));
+      peer_only = std::make_unique<peer_only_links>(*ex, *lane_links, std::move(linked));
     }
-    links& l = n.peer_only ? static_cast<links&>(*n.peer_only) : *n.links;
-    auto r = replicator::open(*n.ex, std::move(flusher), n.env, l, std::move(o), std::move(cb));
+    links& l = peer_only ? static_cast<links&>(*peer_only) : *lane_links;
+    auto r = replicator::open(*ex, std::move(flusher), n.env, l, std::move(o), std::move(cb));
     ASSERT_TRUE(r) << r.err().reason;
-    n.repl = std::move(r).value();
+    repl = std::move(r).value();
   }
 
   void stop(sim_node& n) {
     n.ex->halt();
+    for (auto& l : n.more) l.ex->halt();
+    for (auto& l : n.more) {
+      l.repl.reset();
+      l.peer_only.reset();
+      l.links.reset();
+    }
+    n.more.clear();
     n.repl.reset();
     n.peer_only.reset();
     n.links.reset();
@@ -199,8 +261,9 @@ class membership_cluster {
   bool every_group_led() {
     for (const auto& n : nodes_) {
       if (!n->repl || n->id > 3) continue;
-      for (const auto& g : n->repl->status())
-        if (g.leader == 0) return false;
+      for (const replicator* r : n->replicators())
+        for (const auto& g : r->status())
+          if (g.leader == 0) return false;
     }
     return true;
   }
@@ -210,7 +273,9 @@ class membership_cluster {
     for (const auto& n : nodes_) {
       if (!n->repl || !m.members.contains(n->id)) continue;
       const auto& c = n->repl->committed_membership();
-      if (!c || *c != m || n->repl->desired_membership() != m) return false;
+      if (!c || *c != m) return false;
+      for (const replicator* r : n->replicators())
+        if (r->desired_membership() != m) return false;
     }
     return true;
   }
@@ -221,14 +286,20 @@ class membership_cluster {
     for (const auto& [id, addr] : m.members) want.push_back(id);
     for (const auto& n : nodes_) {
       if (!n->repl || !m.members.contains(n->id)) continue;
-      for (const auto& g : n->repl->status()) {
-        auto have = g.voters;
-        std::sort(have.begin(), have.end());
-        if (have != want || !g.non_voters.empty()) return false;
+      for (const replicator* r : n->replicators()) {
+        for (const auto& g : r->status()) {
+          auto have = g.voters;
+          std::sort(have.begin(), have.end());
+          if (have != want || !g.non_voters.empty()) return false;
+        }
       }
     }
     return true;
   }
+
+  // Commands of kind `streams` each node applied, per group (all its runs); submits that failed.
+  unsigned applied(std::uint64_t node, std::uint32_t group) { return applied_[node][group]; }
+  const std::map<std::uint64_t, submit_error>& failed() const { return failed_; }
 
   raft::sim_scheduler& sched() { return sched_; }
   raft::mem_network& net() { return net_; }
@@ -239,7 +310,11 @@ class membership_cluster {
   unsigned snapshot_threshold_;
   bool balance_;
   bool peer_only_;
+  unsigned lanes_;
+  std::vector<std::unique_ptr<raft::mem_network>> lane_nets_;  // lanes 1..
   std::vector<std::unique_ptr<sim_node>> nodes_;
+  std::map<std::uint64_t, std::map<std::uint32_t, unsigned>> applied_;
+  std::map<std::uint64_t, submit_error> failed_;
 };
 
 }  // namespace weir::cluster::sim
