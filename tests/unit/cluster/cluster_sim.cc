@@ -59,8 +59,10 @@ void cluster::start_node(node& n) {
   std::vector<std::uint64_t> peers;
   for (const auto& m : nodes)
     if (m->id != n.id) peers.push_back(m->id);
-  n.links =
-      std::make_unique<mem_links>(net, n.id, peers, [this](std::uint64_t p) { return nodes[p - 1]->up; });
+  auto up = [this](std::uint64_t p) { return nodes[p - 1]->up; };
+  n.links = std::make_unique<mem_links>(net, n.id, peers, up);
+  for (int l = 1; l < o.lanes; ++l)
+    n.more_links.push_back(std::make_unique<mem_links>(*lane_nets[l - 1], n.id, peers, up));
   n.sm = std::make_unique<streams::state_machine>();
   n.waits = std::make_unique<applied_waits>(*n.ex, static_cast<std::uint32_t>(o.groups), milliseconds(1000));
   n.applied.assign(static_cast<std::size_t>(o.groups), {});
@@ -103,14 +105,36 @@ void cluster::start_node(node& n) {
     // then asks again at a later apply, under every fault the simulation makes.
     cb.snapshot_later = [this](std::uint32_t) { return sched.uniform(0, 1) == 0; };
   }
-  auto flusher = std::make_unique<raft::delayed_flusher>(
-      *n.ex, [this, &n] { return milliseconds(sched.uniform(0, n.disk_max_ms)); });
-  auto r = replicator::open(*n.ex, std::move(flusher), *n.env, *n.links, std::move(ro), std::move(cb));
-  if (!r) {
-    fail(fmt::format("node {}: replicator does not open: {}", n.id, r.err().reason));
-    return;
+  ro.lanes = static_cast<std::uint32_t>(o.lanes);
+  for (std::uint32_t l = 0; l < ro.lanes; ++l) {
+    replicator::options lo = ro;
+    lo.lane = l;
+    if (l > 0) lo.log_path = fmt::format("{}-{}", log_path, l);
+    lo.id_seed = sched.rng()() | 1;
+    auto flusher = std::make_unique<raft::delayed_flusher>(
+        *n.ex, [this, &n] { return milliseconds(sched.uniform(0, n.disk_max_ms)); });
+    mem_links& links = l == 0 ? *n.links : *n.more_links[l - 1];
+    auto r = replicator::open(*n.ex, std::move(flusher), *n.env, links, std::move(lo), cb);
+    if (!r) {
+      fail(fmt::format("node {}: lane {}'s replicator does not open: {}", n.id, l, r.err().reason));
+      return;
+    }
+    (l == 0 ? n.repl : n.more.emplace_back()) = std::move(r).value();
   }
-  n.repl = std::move(r).value();
+  if (!n.more.empty()) {
+    // What a server does between its lanes' loops: lane 0's view posted to the others, their
+    // configurations posted back.
+    n.repl->set_on_view([&n](const replicator::lane_view& v) {
+      n.ex->post([&n, v] {
+        for (auto& r : n.more) r->follow(v);
+      });
+    });
+    for (std::uint32_t l = 1; l <= n.more.size(); ++l) {
+      n.more[l - 1]->set_on_configured([&n, l](const std::set<std::uint64_t>& ids) {
+        n.ex->post([&n, l, ids] { n.repl->configured_elsewhere(l, ids); });
+      });
+    }
+  }
   n.up = true;
   if (sweeping) start_sweep(n);
   note("node {} starts (incarnation {})", n.id, n.incarnation);
@@ -135,11 +159,15 @@ void cluster::stop_node(node& n, bool power_loss) {
   n.ex->halt();
   if (n.sweep) report.releases_recovered += n.sweep->stats().recovered;
   n.sweep.reset();
-  report.snapshots_taken += n.repl->snapshots_taken();
-  report.snapshots_deferred += n.repl->snapshots_deferred();
-  count_leadership(*n.repl);
+  for (const replicator* r : n.replicators()) {
+    report.snapshots_taken += r->snapshots_taken();
+    report.snapshots_deferred += r->snapshots_deferred();
+    count_leadership(*r);
+  }
+  n.more.clear();
   n.repl.reset();
   n.waits.reset();
+  n.more_links.clear();
   n.links.reset();
   n.sm.reset();
   n.ex.reset();
@@ -379,7 +407,7 @@ void cluster::start_attempt(client& c, op& p, node& n) {
       n.reads.erase(it);
       end_read(done, n, ok, false);
     };
-    n.repl->read_index(g, [this, &n, path = path_of(p.stream), finish](bool ok) {
+    n.lane_of(g).read_index(g, [this, &n, path = path_of(p.stream), finish](bool ok) {
       if (!ok) return finish(false);
       wait_for_sources(n, path, finish);
     });
@@ -387,7 +415,7 @@ void cluster::start_attempt(client& c, op& p, node& n) {
   }
   ++report.submits;
   const std::uint64_t ticket =
-      n.repl->submit(g, std::as_bytes(std::span(p.command.data(), p.command.size())));
+      n.lane_of(g).submit(g, std::as_bytes(std::span(p.command.data(), p.command.size())));
   if (!n.writes.emplace(ticket, a).second) fail(fmt::format("node {}: ticket {} given twice", n.id, ticket));
 }
 
@@ -544,14 +572,14 @@ void cluster::chaos_step() {
       if (sched.chance(0.4)) side.insert(raft::node_id(n->id));
     if (side.empty() || side.size() == nodes.size())
       side = {raft::node_id(nodes[static_cast<std::size_t>(sched.uniform(0, o.nodes - 1))]->id)};
-    net.partition(side);
+    each_net([&](raft::mem_network& w) { w.partition(side); });
     ++report.partitions;
     ++epoch;
     std::string ids;
     for (raft::node_id id : side) ids += fmt::format(" {}", id.value());
     note("partition: nodes{} cut off", ids);
   } else if (pick <= 4) {
-    net.heal();
+    each_net([](raft::mem_network& w) { w.heal(); });
     ++epoch;
     note("network heals");
   } else if (pick <= 8) {
@@ -585,7 +613,7 @@ void cluster::chaos_step() {
     note("node {}: sync latency up to {} ms", n.id, n.disk_max_ms);
   } else {
     const raft::link_faults f = raft::random_link_faults(sched);
-    net.set_all_links(f);
+    each_net([&](raft::mem_network& w) { w.set_all_links(f); });
     note("links: loss {}, delay 1-{} ms, reorder {}", f.drop, f.max_delay.count(), f.reorder);
   }
 }
@@ -597,7 +625,7 @@ bool cluster::is_quiet() const {
   std::vector<std::vector<replicator::group_status>> st;
   for (const auto& n : nodes) {
     if (!n->up) return false;
-    st.push_back(n->repl->status());
+    st.push_back(n->status());
   }
   for (std::size_t g = 0; g < st[0].size(); ++g) {
     if (st[0][g].leader == 0) return false;
@@ -634,7 +662,7 @@ sim_report cluster::run() {
   raft::link_faults base;
   base.drop = o.faults ? 0.01 : 0.0;
   base.reorder = o.faults && sched.chance(0.5);
-  net.set_all_links(base);
+  each_net([&](raft::mem_network& w) { w.set_all_links(base); });
   for (auto& n : nodes) start_node(*n);
   clients.resize(static_cast<std::size_t>(o.clients));
   for (int i = 0; i < o.clients; ++i) {
@@ -653,8 +681,10 @@ sim_report cluster::run() {
   recovering = true;
   const std::int64_t recovery_start = sched.now_ms();
   note("faults stop: recovery");
-  net.heal();
-  net.set_all_links(raft::link_faults{});
+  each_net([](raft::mem_network& w) {
+    w.heal();
+    w.set_all_links(raft::link_faults{});
+  });
   for (auto& n : nodes) {
     if (!report.ok) break;
     stop_node(*n, false);
@@ -673,7 +703,7 @@ sim_report cluster::run() {
         why += fmt::format(" n{} down;", n->id);
         continue;
       }
-      for (const auto& g : n->repl->status())
+      for (const auto& g : n->status())
         why += fmt::format(" n{} g{}: {} term {} leader {} commit {} applied {} last {};", n->id, g.group,
                            g.role, g.term, g.leader, g.commit_index, g.applied_index, g.last_index);
     }
@@ -687,23 +717,27 @@ sim_report cluster::run() {
     if (!n->up) continue;
     // Every leadership this incarnation won and did not lose is one it holds: the replicator saw every
     // change of role (node_io's after-event hook runs after every tick and message).
-    std::uint64_t leads = 0;
-    for (const auto& g : n->repl->status()) leads += std::string_view(g.role) == "leader" ? 1 : 0;
-    const leadership_counts& lc = n->repl->leadership();
-    if (report.ok && lc.leaderships_won - lc.leaderships_lost != leads) {
-      fail(fmt::format("node {} counted {} leaderships won and {} lost, and leads {} groups", n->id,
-                       lc.leaderships_won, lc.leaderships_lost, leads));
+    for (const replicator* r : n->replicators()) {
+      std::uint64_t leads = 0;
+      for (const auto& g : r->status()) leads += std::string_view(g.role) == "leader" ? 1 : 0;
+      const leadership_counts& lc = r->leadership();
+      if (report.ok && lc.leaderships_won - lc.leaderships_lost != leads) {
+        fail(fmt::format("node {} lane {} counted {} leaderships won and {} lost, and leads {} groups", n->id,
+                         r->lane(), lc.leaderships_won, lc.leaderships_lost, leads));
+      }
+      count_leadership(*r);
+      report.snapshots_taken += r->snapshots_taken();
+      report.snapshots_deferred += r->snapshots_deferred();
     }
-    count_leadership(*n->repl);
-    report.snapshots_taken += n->repl->snapshots_taken();
-    report.snapshots_deferred += n->repl->snapshots_deferred();
     if (n->sweep) report.releases_recovered += n->sweep->stats().recovered;
   }
   for (auto& n : nodes) {
     n->up = false;
     if (n->ex) n->ex->halt();
+    n->more.clear();
     n->repl.reset();
     n->waits.reset();
+    n->more_links.clear();
     n->links.reset();
     n->ex.reset();
   }

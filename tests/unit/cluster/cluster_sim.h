@@ -55,6 +55,10 @@ struct sim_options {
   std::uint64_t seed = 1;
   int nodes = 3;
   int groups = 4;
+  // Each node splits its groups over this many replicators (cluster/replicator.h, "Lanes"), each with
+  // its own node log and links on a network of its own (the faults strike every lane's network alike);
+  // lane 0 decides the membership, the others follow it.
+  int lanes = 1;
   int streams = 8;  // stream s lives in group s % groups
   // Forks: stream streams + k is a fork of stream (k + 1) % streams, made once (in another group than
   // its source's whenever groups > 1), except the last, which is a fork of the first fork (a chain).

@@ -77,7 +77,27 @@ struct node {
   std::unique_ptr<mem_links> links;
   std::unique_ptr<streams::state_machine> sm;
   std::unique_ptr<applied_waits> waits;  // how far each group applied here; fork reads wait on it
-  std::unique_ptr<replicator> repl;
+  std::unique_ptr<replicator> repl;      // lane 0
+  std::vector<std::unique_ptr<mem_links>> more_links;  // lanes 1.. (sim_options::lanes)
+  std::vector<std::unique_ptr<replicator>> more;
+  // The replicator of group g's lane, and every lane's.
+  replicator& lane_of(std::uint32_t g) {
+    const std::size_t lane = g % (more.size() + 1);
+    return lane == 0 ? *repl : *more[lane - 1];
+  }
+  std::vector<replicator*> replicators() const {
+    std::vector<replicator*> out{repl.get()};
+    for (const auto& r : more) out.push_back(r.get());
+    return out;
+  }
+  // Every lane's groups, in group order.
+  std::vector<replicator::group_status> status() const {
+    std::vector<replicator::group_status> out;
+    for (const replicator* r : replicators())
+      for (auto& s : r->status()) out.push_back(std::move(s));
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.group < b.group; });
+    return out;
+  }
   std::vector<std::vector<std::uint64_t>> applied;  // per group: the indexes this incarnation applied
   std::map<std::uint64_t, attempt> writes;          // ticket -> attempt
   std::map<std::uint64_t, attempt> reads;           // read serial -> attempt
@@ -108,11 +128,19 @@ struct client {
 // One run: its nodes, clients and ops, the network and the clock, and what the checks compare at the end
 // (every command applied at each (group, index), every served read). The steps are its member functions.
 struct cluster {
-  explicit cluster(const sim_options& opts) : o(opts), sched(opts.seed), net(sched) {}
+  explicit cluster(const sim_options& opts) : o(opts), sched(opts.seed), net(sched) {
+    for (int l = 1; l < o.lanes; ++l) lane_nets.push_back(std::make_unique<raft::mem_network>(sched));
+  }
 
   sim_options o;
   raft::sim_scheduler sched;
-  raft::mem_network net;
+  raft::mem_network net;                                      // lane 0's
+  std::vector<std::unique_ptr<raft::mem_network>> lane_nets;  // lanes 1..: the same faults as net
+  template <class F>
+  void each_net(F fn) {
+    fn(net);
+    for (auto& n : lane_nets) fn(*n);
+  }
   std::vector<std::unique_ptr<node>> nodes;
   std::vector<client> clients;
   std::deque<op> ops;                      // by id (ops[0] unused)

@@ -27,10 +27,10 @@ std::uint32_t cluster::group_of_path(std::string_view path, int groups) {
 // What the server's stream_shard gives its fork sweep: this node's replicator and state machine.
 void cluster::start_sweep(node& n) {
   streams::fork_sweep::ports p;
-  p.leads = [&n](std::uint32_t g) { return n.repl->leads(g); };
+  p.leads = [&n](std::uint32_t g) { return n.lane_of(g).leads(g); };
   p.group_of = [groups = o.groups](std::string_view path) { return group_of_path(path, groups); };
   p.read_index = [this, &n](std::uint32_t g, std::function<void(bool)> answer) {
-    n.repl->read_index(g, [this, answer = std::move(answer)](bool ok) mutable {
+    n.lane_of(g).read_index(g, [this, answer = std::move(answer)](bool ok) mutable {
       sched.at(milliseconds(0), [answer = std::move(answer), ok] { answer(ok); });
     });
   };
@@ -59,8 +59,8 @@ void cluster::propose_side(node& n, const streams::command& c,
     return;
   }
   const std::string bytes = streams::encode(c);
-  const std::uint64_t ticket = n.repl->submit(group_of_path(streams::command_path(c), o.groups),
-                                              std::as_bytes(std::span(bytes.data(), bytes.size())));
+  const auto g = group_of_path(streams::command_path(c), o.groups);
+  const std::uint64_t ticket = n.lane_of(g).submit(g, std::as_bytes(std::span(bytes.data(), bytes.size())));
   if (!n.side_writes.emplace(ticket, std::move(done)).second)
     fail(fmt::format("node {}: ticket {} given twice", n.id, ticket));
 }

@@ -1,8 +1,8 @@
 // The long run of the cluster simulation (label `slow`): thousands of seeds. WEIR_CLUSTER_SIM_SLOW_SEEDS
 // sets how many (default 3000), WEIR_CLUSTER_SIM_SLOW_FIRST the first (default 100000, apart from the
 // unit run's seeds); every fifth seed runs 5 nodes instead of 3, and every third takes group snapshots
-// every 8 entries. A failure names its seed and the command
-// that reruns it.
+// every 8 entries, and every fourth splits each node's groups over two lanes. A failure names its seed and
+// the command that reruns it.
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -27,6 +27,7 @@ TEST(cluster_sim_slow, thousands_of_seeds) {
     o.seed = seed;
     o.nodes = seed % 5 == 0 ? 5 : 3;
     o.snapshot_threshold = seed % 3 == 0 ? 8 : 0;
+    o.lanes = seed % 4 == 0 ? 2 : 1;
     const sim_report r = run_cluster_sim(o);
     ++ran;
     acked += r.acked;
@@ -37,6 +38,7 @@ TEST(cluster_sim_slow, thousands_of_seeds) {
       ADD_FAILURE() << r.failure << "\n  reproduce: WEIR_CLUSTER_SIM_SEED=" << seed
                     << " WEIR_CLUSTER_SIM_NODES=" << o.nodes
                     << " WEIR_CLUSTER_SIM_SNAPSHOTS=" << o.snapshot_threshold
+                    << " WEIR_CLUSTER_SIM_LANES=" << o.lanes
                     << " build/dev/tests/unit/cluster/cluster_sim_test --gtest_filter=cluster_sim.one_seed";
     }
   }

@@ -107,7 +107,8 @@ TEST(cluster_sim, without_the_fork_sweep_lost_releases_keep_their_sources) {
   EXPECT_GT(r.releases_lost, 0u);
 }
 
-sim_report run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_threshold = 0) {
+sim_report run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot_threshold = 0,
+                     int lanes = 1) {
   log::set_level("critical");  // not the torn tails nor the injected disk errors (one_seed shows them)
   sim_report total;
   std::uint64_t failed = 0;
@@ -115,11 +116,13 @@ sim_report run_seeds(std::uint64_t first, std::uint64_t count, unsigned snapshot
     sim_options o;
     o.seed = seed;
     o.snapshot_threshold = snapshot_threshold;
+    o.lanes = lanes;
     const sim_report r = run_cluster_sim(o);
     if (!r.ok) {
       ++failed;
       ADD_FAILURE() << r.failure << "\n  reproduce: WEIR_CLUSTER_SIM_SEED=" << seed
                     << " WEIR_CLUSTER_SIM_SNAPSHOTS=" << snapshot_threshold
+                    << " WEIR_CLUSTER_SIM_LANES=" << lanes
                     << " build/dev/tests/unit/cluster/cluster_sim_test --gtest_filter=cluster_sim.one_seed";
       if (failed >= 3) break;
     }
@@ -197,8 +200,23 @@ TEST(cluster_sim, seeds_with_snapshots) {
   EXPECT_GT(total.forks, count);
 }
 
+// Lanes (cluster/replicator.h): each node runs its 4 groups as two replicators, each with its own node
+// log and network, lane 0 deciding the membership; every invariant holds as with one, under the same
+// faults (which strike every lane's network alike), with and without group snapshots.
+TEST(cluster_sim, seeds_with_lanes) {
+  const std::uint64_t count = env_u64("WEIR_CLUSTER_SIM_LANE_SEEDS", 40);
+  const std::uint64_t first = env_u64("WEIR_CLUSTER_SIM_FIRST_SEED", 9001);
+  sim_report total = run_seeds(first, count / 2, 0, 2);
+  const sim_report snap = run_seeds(first + count / 2, count - count / 2, 8, 2);
+  EXPECT_GT(total.acked + snap.acked, count * 100);
+  EXPECT_GT(total.crashes + snap.crashes, count);
+  EXPECT_GT(total.partitions + snap.partitions, count);
+  EXPECT_GT(total.fork_waits + snap.fork_waits, 0u);
+  EXPECT_GT(snap.snapshots_restored, count / 2);
+}
+
 // One seed, for reproducing a failure: WEIR_CLUSTER_SIM_SEED=N [WEIR_CLUSTER_SIM_NODES=5]
-// [WEIR_CLUSTER_SIM_SNAPSHOTS=8] prints the run's
+// [WEIR_CLUSTER_SIM_SNAPSHOTS=8] [WEIR_CLUSTER_SIM_LANES=2] prints the run's
 // events; without it, seed 1 quietly, so the test always runs.
 TEST(cluster_sim, one_seed) {
   const char* seed = std::getenv("WEIR_CLUSTER_SIM_SEED");
@@ -206,6 +224,7 @@ TEST(cluster_sim, one_seed) {
   o.seed = seed != nullptr ? std::strtoull(seed, nullptr, 10) : 1;
   o.nodes = static_cast<int>(env_u64("WEIR_CLUSTER_SIM_NODES", 3));
   o.snapshot_threshold = static_cast<unsigned>(env_u64("WEIR_CLUSTER_SIM_SNAPSHOTS", 0));
+  o.lanes = static_cast<int>(env_u64("WEIR_CLUSTER_SIM_LANES", 1));
   o.lose_releases = env_u64("WEIR_CLUSTER_SIM_RELEASES", 0) != 0;  // the release phase, with fork sweeps
   o.fork_sweep_ms = o.lose_releases ? 1000 : 0;
   o.verbose = seed != nullptr;
