@@ -46,12 +46,13 @@ constexpr std::chrono::milliseconds slow_read = 200ms;
 constexpr std::size_t read_chunk = 64u << 10;  // free space asked of every recv
 constexpr std::array<char, 8> magic = {'w', 'e', 'i', 'r', 'p', 'e', 'e', 'r'};
 
-std::array<std::byte, peer_links::hello_size> make_hello(std::uint64_t self, std::uint32_t lane) {
+std::array<std::byte, peer_links::hello_size> make_hello(std::uint64_t self, std::uint32_t lane,
+                                                         std::uint32_t core_lane) {
   std::array<std::byte, peer_links::hello_size> h{};
   std::memcpy(h.data(), magic.data(), magic.size());
   put_u32(h.data() + 8, peer_links::version);
   put_u64(h.data() + 12, self);
-  put_u32(h.data() + 20, lane);
+  put_u32(h.data() + 20, lane | core_lane << 16);
   put_u32(h.data() + 24, storage::crc32c(std::span(h.data(), 24)));
   return h;
 }
@@ -263,7 +264,7 @@ class peer_links::in_conn final : public io::io_handler {
         }
         if (avail < hello_size) return true;
         const std::uint64_t id = get_u64(p + 12);
-        const std::uint32_t lane = get_u32(p + 20);
+        const std::uint32_t lane = get_u32(p + 20) & 0xffff, core_lane = get_u32(p + 20) >> 16;
         if (lane >= lane_count || get_u32(p + 24) != storage::crc32c(std::span(p, 24))) {
           return refuse(fmt::format("a bad hello from {}", remote_));
         }
@@ -276,6 +277,16 @@ class peer_links::in_conn final : public io::io_handler {
                              fmt::format("closing the connection from {}: its hello says node {} but its "
                                          "certificate names [{}], not {}",
                                          remote_, id, names, node_name(id)));
+          owner_.retire(this);
+          return false;
+        }
+        if (core_lane != owner_.opts_.core_lane) {
+          if (!owner_.handoff_ || owner_.opts_.core_lane != 0 || core_lane >= owner_.opts_.core_lanes) {
+            return refuse(fmt::format("{} (node {}) names core lane {}, which this node does not have",
+                                      remote_, id, core_lane));
+          }
+          begin_ += hello_size;
+          owner_.handoff_(core_lane, hand_over(id, lane));
           owner_.retire(this);
           return false;
         }
@@ -325,6 +336,50 @@ class peer_links::in_conn final : public io::io_handler {
     return true;
   }
 
+  // Core lane 0: this connection leaves for another core lane (its descriptor, session and unread bytes;
+  // this object is retired without closing them).
+  std::unique_ptr<handed_conn> hand_over(std::uint64_t id, std::uint32_t lane) {
+    auto h = std::make_unique<handed_conn>();
+    if (hello_timer_ != 0) owner_.loop_.cancel_timer(hello_timer_);
+    hello_timer_ = 0;
+    owner_.loop_.remove_fd(fd_);
+    h->fd = std::exchange(fd_, -1);
+    h->tls = std::move(tls_);
+    h->bytes.assign(buf_.begin() + static_cast<std::ptrdiff_t>(begin_),
+                    buf_.begin() + static_cast<std::ptrdiff_t>(end_));
+    h->remote = remote_;
+    h->id = id;
+    h->link_lane = lane;
+    return h;
+  }
+
+ public:
+  // Another core lane: takes over what hand_over gave, and judges the sender as identify does.
+  void adopt(std::unique_ptr<handed_conn> h) {
+    tls_ = std::move(h->tls);
+    buf_ = std::move(h->bytes);
+    begin_ = 0;
+    end_ = buf_.size();
+    if (!owner_.loop_.add_fd(fd_, EPOLLIN | EPOLLRDHUP, this)) {
+      owner_.retire(this);
+      return;
+    }
+    if (h->link_lane >= lane_count || !owner_.identify(this, h->id, h->link_lane)) {
+      refuse(fmt::format("{} says it is node {}, not one of core lane {}'s peers", remote_, h->id,
+                         owner_.opts_.core_lane));
+      return;
+    }
+    peer_ = h->id;
+    lane_ = h->link_lane;
+    owner_.count_received(peer_, hello_size);
+    if (!parse()) return;
+    // What arrived before the descriptor joined this loop, or the session holds decrypted already.
+    owner_.loop_.post([this, alive = std::weak_ptr<bool>(alive_)] {
+      if (auto a = alive.lock(); a && *a) on_io(EPOLLIN);
+    });
+  }
+
+ private:
   // The session failed: a certificate that did not verify (or none), an alert, bytes that are not TLS
   // (a plain-TCP peer's hello) are refusals; a connection closed or reset mid-way is not.
   void fail_tls() {
@@ -383,6 +438,14 @@ result<std::unique_ptr<peer_links>> peer_links::open(io::event_loop& loop, optio
   WEIR_ASSERT(o.self != 0, "peer_links: node id 0");
   for (auto& [id, addr] : o.peers)
     WEIR_ASSERT(id != 0, "peer_links: peer id 0 ({}:{})", addr.host, addr.port);
+  WEIR_ASSERT(o.core_lane < o.core_lanes && o.core_lanes <= 0xffff, "peer_links: core lane {} of {}",
+              o.core_lane, o.core_lanes);
+  if (o.core_lane != 0) {  // core lane 0 accepts for every lane
+    std::unique_ptr<peer_links> links(new peer_links(loop, std::move(o)));
+    for (auto& [id, p] : links->peers_)
+      for (out_link& l : p->lanes) links->dial(l);
+    return links;
+  }
   auto fd = listen_on(o.listen, o.receive_buffer);
   if (!fd) return fd.err();
   auto port = io::local_port(*fd);
@@ -416,7 +479,7 @@ peer_links::peer& peer_links::add_peer_state(std::uint64_t id, const peer_addres
     out_link& l = p->lanes[lane];
     l.owner = p.get();
     l.lane = lane;
-    l.hello = make_hello(opts_.self, lane);
+    l.hello = make_hello(opts_.self, lane, opts_.core_lane);
   }
   return *peers_.insert_or_assign(id, std::move(p)).first->second;
 }
@@ -677,6 +740,18 @@ void peer_links::remove_peer(std::uint64_t id) {
   retired_peers_.push_back(std::move(gone));
   schedule_turn_end();
   log::info("peer_links: node {}: node {} ({}:{}) removed", opts_.self, id, p.addr.host, p.addr.port);
+}
+
+peer_links::handed_conn::~handed_conn() {
+  tls.reset();  // before the descriptor closes
+  if (fd >= 0) ::close(fd);
+}
+
+void peer_links::adopt(std::unique_ptr<handed_conn> h) {
+  auto c = std::make_unique<in_conn>(*this, std::exchange(h->fd, -1), h->remote);
+  in_conn* raw = c.get();
+  conns_.push_back(std::move(c));
+  raw->adopt(std::move(h));
 }
 
 void peer_links::accept_all() {

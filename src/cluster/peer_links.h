@@ -12,9 +12,18 @@
 // no order between them (node_io decides what may take the urgent lane: node_io.h, "Lanes").
 // One-way connections: no tie-breaking when both ends dial at once.
 //
+// Core lanes (docs/replication.md, "Lanes"): a node whose groups are split over several core lanes
+// runs one peer_links per core lane, each on its lane's loop, with its own connections (two per peer,
+// as above) named by the core lane in their hello. Core lane 0 listens on `listen` for all of them: a
+// connection whose hello names another core lane is handed, hello read and TLS session established,
+// to the handoff function (set_handoff), which posts it to that lane's loop, where that lane's
+// peer_links adopts it (adopt) and judges the sender as its own acceptor would. The other core lanes
+// listen nowhere. A hello naming a core lane the node does not have is refused. A node of one core
+// lane (core lane 0 in every hello) speaks to nodes of before the core lanes unchanged.
+//
 // Wire (little-endian), per connection:
-//   hello (dialer -> acceptor, once): "weirpeer" | u32 version (2) | u64 sender id | u32 lane (0 bulk,
-//   1 urgent) | u32 crc32c(first 24 bytes)
+//   hello (dialer -> acceptor, once): "weirpeer" | u32 version (2) | u64 sender id | u32 lanes: bits
+//   0-15 the link lane (0 bulk, 1 urgent), bits 16-31 the core lane | u32 crc32c(first 24 bytes)
 //   frames:                           u32 payload length | u8 channel | u32 crc32c(payload) | payload
 // The acceptor closes a connection whose hello is malformed (another version among them: nodes of
 // peer-link version 1 and 2 do not link) or names an unknown node (or itself), and a
@@ -97,7 +106,25 @@ class peer_links final : public links {
     // receiver whose loop the CPU starved no longer delays the urgent lane's frames.
     std::size_t send_buffer = 256u << 10;
     std::size_t receive_buffer = 1u << 20;
+    // Core lanes (see above): this instance's, and how many the node has.
+    std::uint32_t core_lane = 0;
+    std::uint32_t core_lanes = 1;
   };
+  // An accepted connection whose hello named another core lane, on its way to that lane's peer_links
+  // (any thread may carry it; its destructor closes a connection nobody adopted).
+  struct handed_conn {
+    int fd = -1;
+    std::unique_ptr<io::tls_transport> tls;  // TLS: the established session over fd
+    std::vector<std::byte> bytes;            // what was read after the hello
+    std::string remote;                      // "ip:port"
+    std::uint64_t id = 0;                    // the hello's sender
+    std::uint32_t link_lane = 0;             // bulk_lane or urgent_lane
+    handed_conn() = default;
+    handed_conn(const handed_conn&) = delete;
+    handed_conn& operator=(const handed_conn&) = delete;
+    ~handed_conn();
+  };
+  using handoff = std::function<void(std::uint32_t core_lane, std::unique_ptr<handed_conn> c)>;
   // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
   // writes, read-index). Other channel numbers pass through untouched.
 
@@ -115,7 +142,12 @@ class peer_links final : public links {
   peer_links(const peer_links&) = delete;
   peer_links& operator=(const peer_links&) = delete;
 
-  std::uint16_t listen_port() const { return listen_port_; }
+  std::uint16_t listen_port() const { return listen_port_; }  // 0 on core lanes other than 0
+  // Core lane 0: where accepted connections of the other core lanes go (called on this loop; without
+  // one, they are refused).
+  void set_handoff(handoff h) { handoff_ = std::move(h); }
+  // Another core lane: takes a connection core lane 0 accepted for it. Call on this loop.
+  void adopt(std::unique_ptr<handed_conn> c);
   // Where frames go (channel 0 goes to raft_transport()'s receiver instead, once one is set).
   void set_receiver(receiver r) override { receiver_ = std::move(r); }
   // Queues a frame for `to` (send: the bulk lane; send_urgent: the urgent lane); never blocks, never
@@ -205,6 +237,7 @@ class peer_links final : public links {
   io::event_loop::timer_id turn_end_timer_ = 0;
   receiver receiver_;
   stranger_handler on_stranger_;
+  handoff handoff_;
   std::vector<std::uint64_t> strangers_;  // refused this turn, for on_stranger_ at its end
   std::unique_ptr<raft_adapter> raft_;
   std::vector<std::byte> scratch_;  // TLS: small pieces gathered into one record (flush_tls)

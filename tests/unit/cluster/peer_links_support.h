@@ -237,4 +237,69 @@ class raw_client {
   int fd_ = -1;
 };
 
+constexpr std::uint32_t core_lanes = 2;
+
+// Core lanes (peer_links.h): nodes 1 and 2, each with two core lanes, all on one loop (a server runs each
+// lane on its own loop and posts handed connections there: here the post is to the same loop).
+class laned_cluster {
+ public:
+  // `tune` adjusts each lane's options (TLS).
+  explicit laned_cluster(std::function<void(peer_links::options&)> tune = {}) {
+    lt.call([&] {
+      for (std::uint64_t id : {1u, 2u}) {
+        for (std::uint32_t core = 0; core < core_lanes; ++core) {
+          peer_links::options o;
+          o.self = id;
+          o.listen = {"127.0.0.1", ports_.at(id).port()};
+          for (auto& [peer, r] : ports_) o.peers[peer] = {"127.0.0.1", r.port()};
+          o.core_lane = core;
+          o.core_lanes = core_lanes;
+          if (tune) tune(o);
+          auto r = peer_links::open(lt.loop, std::move(o));
+          EXPECT_TRUE(r) << r.err().reason;
+          if (!r) return 0;
+          lane& l = lanes_[{id, core}];
+          l.links = std::move(*r);
+          l.links->set_receiver([&l](std::uint64_t from, std::uint8_t ch, std::span<const std::byte> p) {
+            l.got.push_back({from, ch, text(p)});
+          });
+        }
+        lanes_.at({id, 0}).links->set_handoff(
+            [this, id](std::uint32_t core, std::unique_ptr<peer_links::handed_conn> c) {
+              ++handed_[id];
+              auto held = std::make_shared<std::unique_ptr<peer_links::handed_conn>>(std::move(c));
+              lt.loop.post([this, id, core, held] { lanes_.at({id, core}).links->adopt(std::move(*held)); });
+            });
+      }
+      return 0;
+    });
+  }
+  ~laned_cluster() {
+    lt.call([&] {
+      lanes_.clear();
+      return 0;
+    });
+  }
+  peer_links& links(std::uint64_t id, std::uint32_t core) { return *lanes_.at({id, core}).links; }
+  std::vector<message>& got(std::uint64_t id, std::uint32_t core) { return lanes_.at({id, core}).got; }
+  std::uint16_t port(std::uint64_t id) { return ports_.at(id).port(); }
+  int handed(std::uint64_t id) { return handed_[id]; }
+
+  loop_thread lt;
+
+ private:
+  struct lane {
+    std::unique_ptr<peer_links> links;
+    std::vector<message> got;
+  };
+  std::map<std::uint64_t, reserved_port> ports_{[] {
+    std::map<std::uint64_t, reserved_port> m;
+    m[1];
+    m[2];
+    return m;
+  }()};
+  std::map<std::pair<std::uint64_t, std::uint32_t>, lane> lanes_;
+  std::map<std::uint64_t, int> handed_;
+};
+
 }  // namespace weir::cluster::peer_links_testing

@@ -224,6 +224,11 @@ TEST(peer_links, bad_connections_are_closed) {
   }
   {
     raw_client r(port);
+    r.send(hello(2, /*version=*/2, /*lane=*/1u << 16));  // core lane 1: this node has core lane 0 only
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  {
+    raw_client r(port);
     r.send(hello(2) + frame(1, "fine") + frame(1, "corrupt", /*bad_crc=*/true));
     EXPECT_TRUE(r.closed_by_node());
   }

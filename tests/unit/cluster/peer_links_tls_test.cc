@@ -189,6 +189,31 @@ TEST_F(tls_fixture, three_nodes_exchange_frames_over_tls) {
   EXPECT_EQ(c.lt.call([&] { return c.links(1).tls_refused(); }), 0u);
 }
 
+// Core lanes over TLS: core lane 0 hands the established session of a connection naming core lane 1 to
+// that lane, which reads on in the same session (and what it already decrypted).
+TEST_F(tls_fixture, core_lanes_hand_over_established_sessions) {
+  std::map<std::uint64_t, std::shared_ptr<io::tls_peer_context>> contexts;
+  for (std::uint64_t id : {1u, 2u}) {
+    auto ctx = load_peer_tls(config(id, ca, "node" + std::to_string(id), ca));
+    ASSERT_TRUE(ctx) << ctx.err().reason;
+    contexts[id] = *ctx;
+  }
+  laned_cluster c([&](peer_links::options& o) { o.tls = contexts.at(o.self); });
+  constexpr int n = 200;
+  c.lt.call([&] {
+    for (int i = 0; i < n; ++i) {
+      c.links(1, 1).send(2, 3, bytes(fmt::format("1-2-3-{}", i)));
+      c.links(2, 1).send_urgent(1, 4, bytes(fmt::format("2-1-4-{}", i)));
+    }
+    return 0;
+  });
+  ASSERT_TRUE(c.lt.wait_for([&] { return c.got(2, 1).size() == n && c.got(1, 1).size() == n; }, 10s));
+  expect_in_order(c.lt.call([&] { return c.got(2, 1); }), 2, n);
+  expect_in_order(c.lt.call([&] { return c.got(1, 1); }), 1, n);
+  EXPECT_TRUE(c.lt.call([&] { return c.got(1, 0).empty() && c.got(2, 0).empty(); }));
+  EXPECT_EQ(c.lt.call([&] { return c.links(1, 0).tls_refused() + c.links(1, 1).tls_refused(); }), 0u);
+}
+
 // Large payloads go out in records written directly from the frame, small ones gathered; frames queued
 // while a large one is half written keep their order.
 TEST_F(tls_fixture, large_and_small_frames_arrive_whole_and_in_order) {
