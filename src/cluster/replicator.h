@@ -204,7 +204,7 @@ class replicator {
   // Lane 0: the nodes another lane's configurations hold (its set_on_configured, posted here).
   void configured_elsewhere(std::uint32_t lane, std::set<std::uint64_t> nodes);
   std::uint32_t lane() const { return opts_.lane; }
-  bool owns(std::uint32_t group) const { return find(group) != nullptr; }
+  bool owns(std::uint32_t gi) const { return find(gi) != nullptr; }
   // What group 0's log has decided, as far as this node applied it (restored with group 0's snapshot);
   // nullopt: no change went through raft yet.
   const std::optional<membership>& committed_membership() const { return committed_; }

@@ -133,5 +133,29 @@ TEST(replicator_lanes, membership_changes_reach_every_lane) {
   }
 }
 
+// A node down while a change was made: at its restart lane 0 learns the decision from group 0's log
+// (its members file is older), and its following lane, which read the same old file, takes it from lane
+// 0's view; the node then votes in every lane's groups again and applies what they commit.
+TEST(replicator_lanes, a_node_restarted_after_a_change_follows_it_in_every_lane) {
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    membership_cluster c(seed, 0, /*joining=*/true, /*balance=*/true, false, lanes);
+    ASSERT_TRUE(c.run_until([&] { return c.every_group_led(); }));
+    c.stop(c.node(3));
+    answer added;
+    c.node(1).repl->add_member(4, address_of(4), keep(added));
+    ASSERT_TRUE(c.run_until([&] { return added.done; }));
+    ASSERT_TRUE(added.r) << added.r.err().reason;
+    c.run_until([] { return false; }, 2000);
+    c.start(c.node(3));
+    EXPECT_EQ(c.node(3).more.at(0).repl->desired_membership().epoch, 0u) << "its members file is older";
+    EXPECT_TRUE(c.run_until([&] { return c.agree_on(*added.r) && c.voters_are(*added.r); }, 30000))
+        << "node 3's lanes follow the change it missed";
+    const unsigned before = c.applied(3, 3);
+    c.node(4).more.at(0).repl->submit(3, std::vector<std::byte>{std::byte{9}});
+    EXPECT_TRUE(c.run_until([&] { return c.applied(3, 3) > before; }));
+  }
+}
+
 }  // namespace
 }  // namespace weir::cluster
