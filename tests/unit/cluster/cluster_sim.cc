@@ -110,7 +110,7 @@ void cluster::start_node(node& n) {
     replicator::options lo = ro;
     lo.lane = l;
     if (l > 0) lo.log_path = fmt::format("{}-{}", log_path, l);
-    lo.id_seed = sched.rng()() | 1;
+    if (l > 0) lo.id_seed = sched.rng()() | 1;  // lane 0 keeps ro's: a run of one lane is as before
     auto flusher = std::make_unique<raft::delayed_flusher>(
         *n.ex, [this, &n] { return milliseconds(sched.uniform(0, n.disk_max_ms)); });
     mem_links& links = l == 0 ? *n.links : *n.more_links[l - 1];
