@@ -19,20 +19,9 @@ namespace weir::cluster {
 namespace {
 
 using sim::address_of;
+using sim::answer;
+using sim::keep;
 using sim::membership_cluster;
-
-struct answer {
-  bool done = false;
-  result<membership> r = membership{};
-};
-
-replicator::membership_done keep(answer& a) {
-  return [&a](result<membership> r) {
-    ASSERT_FALSE(a.done) << "a change answered twice";
-    a.done = true;
-    a.r = std::move(r);
-  };
-}
 
 constexpr unsigned lanes = 2;  // 4 groups: lane 0 runs 0 and 2, lane 1 runs 1 and 3
 

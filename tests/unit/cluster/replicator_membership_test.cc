@@ -26,23 +26,12 @@ namespace weir::cluster {
 namespace {
 
 using sim::address_of;
+using sim::answer;
+using sim::keep;
 using sim::membership_cluster;
 using sim::peer_only_links;
 using sim::sim_node;
 using std::chrono::milliseconds;
-
-struct answer {
-  bool done = false;
-  result<membership> r = membership{};
-};
-
-replicator::membership_done keep(answer& a) {
-  return [&a](result<membership> r) {
-    ASSERT_FALSE(a.done) << "a change answered twice";
-    a.done = true;
-    a.r = std::move(r);
-  };
-}
 
 membership initial() {
   return membership{0, {{1, address_of(1)}, {2, address_of(2)}, {3, address_of(3)}}};

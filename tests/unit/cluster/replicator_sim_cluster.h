@@ -30,6 +30,20 @@ std::string address_of(std::uint64_t id) {
   return fmt::format("127.0.0.1:{}", 5000 + id);
 }
 
+// A membership change's answer (replicator::membership_done), kept for the test to look at.
+struct answer {
+  bool done = false;
+  result<membership> r = membership{};
+};
+
+inline replicator::membership_done keep(answer& a) {
+  return [&a](result<membership> r) {
+    ASSERT_FALSE(a.done) << "a change answered twice";
+    a.done = true;
+    a.r = std::move(r);
+  };
+}
+
 // mem_links as peer_links treats nodes that are not its peers: frames from them are refused (their id
 // goes to the stranger handler) and frames to them are lost; add_peer and remove_peer change who is a
 // peer. mem_links alone delivers everything to everyone, which a removed node would not get. Like a
