@@ -440,24 +440,20 @@ result<std::unique_ptr<peer_links>> peer_links::open(io::event_loop& loop, optio
     WEIR_ASSERT(id != 0, "peer_links: peer id 0 ({}:{})", addr.host, addr.port);
   WEIR_ASSERT(o.core_lane < o.core_lanes && o.core_lanes <= 0xffff, "peer_links: core lane {} of {}",
               o.core_lane, o.core_lanes);
-  if (o.core_lane != 0) {  // core lane 0 accepts for every lane
-    std::unique_ptr<peer_links> links(new peer_links(loop, std::move(o)));
-    for (auto& [id, p] : links->peers_)
-      for (out_link& l : p->lanes) links->dial(l);
-    return links;
-  }
-  auto fd = listen_on(o.listen, o.receive_buffer);
-  if (!fd) return fd.err();
-  auto port = io::local_port(*fd);
-  if (!port) {
-    ::close(*fd);
-    return port.err();
-  }
   std::unique_ptr<peer_links> links(new peer_links(loop, std::move(o)));
-  links->listen_port_ = *port;
-  links->listener_ = std::make_unique<listener>(*links, *fd);
-  if (!loop.add_fd(*fd, EPOLLIN, links->listener_.get())) {
-    return make_error(io::socket_errc::system, std::string("epoll_ctl: ") + std::strerror(errno));
+  if (links->opts_.core_lane == 0) {  // core lane 0 accepts for every lane
+    auto fd = listen_on(links->opts_.listen, links->opts_.receive_buffer);
+    if (!fd) return fd.err();
+    auto port = io::local_port(*fd);
+    if (!port) {
+      ::close(*fd);
+      return port.err();
+    }
+    links->listen_port_ = *port;
+    links->listener_ = std::make_unique<listener>(*links, *fd);
+    if (!loop.add_fd(*fd, EPOLLIN, links->listener_.get())) {
+      return make_error(io::socket_errc::system, std::string("epoll_ctl: ") + std::strerror(errno));
+    }
   }
   for (auto& [id, p] : links->peers_)
     for (out_link& l : p->lanes) links->dial(l);
