@@ -28,6 +28,8 @@ namespace detail {
 inline constexpr int max_changes_in_flight = 8;
 inline constexpr std::int64_t change_retry_ms = 1000;
 inline constexpr std::int64_t share_every_ms = 5000;
+// The links' channel of cluster messages (messages.h); raft's packets go on channel 0.
+inline constexpr std::uint8_t message_channel = 1;
 
 inline const raft_server* find_server(const raft_configuration& c, std::uint64_t id) {
   for (unsigned i = 0; i < c.n; ++i)
