@@ -1,4 +1,4 @@
-// replicator_group: what replicator.cc and replicator_membership.cc share: one raft group's state
+// replicator_group: what the replicator's files (replicator*.cc) share: one raft group's state
 // (replicator::group) and the C callbacks libraft calls (group_glue). Internal to src/cluster.
 #pragma once
 
