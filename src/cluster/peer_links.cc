@@ -264,7 +264,7 @@ class peer_links::in_conn final : public io::io_handler {
         }
         if (avail < hello_size) return true;
         const std::uint64_t id = get_u64(p + 12);
-        const std::uint32_t lane = get_u32(p + 20) & 0xffff, core_lane = get_u32(p + 20) >> 16;
+        const std::uint32_t lanes = get_u32(p + 20), lane = lanes & 0xffff, core_lane = lanes >> 16;
         if (lane >= lane_count || get_u32(p + 24) != storage::crc32c(std::span(p, 24))) {
           return refuse(fmt::format("a bad hello from {}", remote_));
         }

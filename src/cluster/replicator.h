@@ -203,6 +203,14 @@ class replicator {
   void set_on_configured(std::function<void(const std::set<std::uint64_t>&)> fn);
   // Lane 0: the nodes another lane's configurations hold (its set_on_configured, posted here).
   void configured_elsewhere(std::uint32_t lane, std::set<std::uint64_t> nodes);
+  // Wires a node's lanes together (lane 0 first): lane 0's view goes to every other lane's follow(), and
+  // their configurations to lane 0's configured_elsewhere(), each through `post`, which runs a task on
+  // the receiving lane's executor (its loop). Nothing to do for one lane.
+  struct lane_port {
+    replicator* r = nullptr;
+    std::function<void(std::function<void()>)> post;
+  };
+  static void connect_lanes(const std::vector<lane_port>& lanes);
   std::uint32_t lane() const { return opts_.lane; }
   bool owns(std::uint32_t gi) const { return find(gi) != nullptr; }
   // What group 0's log has decided, as far as this node applied it (restored with group 0's snapshot);

@@ -210,6 +210,20 @@ void replicator::configured_elsewhere(std::uint32_t lane, std::set<std::uint64_t
   configured_elsewhere_[lane] = std::move(nodes);
 }
 
+void replicator::connect_lanes(const std::vector<lane_port>& lanes) {
+  if (lanes.size() < 2) return;
+  const lane_port home = lanes[0];
+  const std::vector<lane_port> others(lanes.begin() + 1, lanes.end());
+  home.r->set_on_view([others](const lane_view& v) {
+    for (const lane_port& l : others) l.post([r = l.r, v] { r->follow(v); });
+  });
+  for (const lane_port& l : others) {
+    l.r->set_on_configured([home, lane = l.r->lane()](const std::set<std::uint64_t>& nodes) {
+      home.post([r = home.r, lane, nodes] { r->configured_elsewhere(lane, nodes); });
+    });
+  }
+}
+
 // A membership from a peer's message. A voter of group 0 takes memberships from group 0's log only: it
 // learns every decision through raft (replay after a restart, or a snapshot), and what it acts on (its
 // groups' configurations, its links) is then always a decision, never a message's view. Other nodes

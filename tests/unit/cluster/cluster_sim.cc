@@ -121,20 +121,11 @@ void cluster::start_node(node& n) {
     }
     (l == 0 ? n.repl : n.more.emplace_back()) = std::move(r).value();
   }
-  if (!n.more.empty()) {
-    // What a server does between its lanes' loops: lane 0's view posted to the others, their
-    // configurations posted back.
-    n.repl->set_on_view([&n](const replicator::lane_view& v) {
-      n.ex->post([&n, v] {
-        for (auto& r : n.more) r->follow(v);
-      });
-    });
-    for (std::uint32_t l = 1; l <= n.more.size(); ++l) {
-      n.more[l - 1]->set_on_configured([&n, l](const std::set<std::uint64_t>& ids) {
-        n.ex->post([&n, l, ids] { n.repl->configured_elsewhere(l, ids); });
-      });
-    }
-  }
+  // A node's lanes share its executor here (a server's run on loops of their own).
+  std::vector<replicator::lane_port> ports;
+  for (replicator* r : n.replicators())
+    ports.push_back({r, [ex = n.ex.get()](std::function<void()> fn) { ex->post(std::move(fn)); }});
+  replicator::connect_lanes(ports);
   n.up = true;
   if (sweeping) start_sweep(n);
   note("node {} starts (incarnation {})", n.id, n.incarnation);

@@ -18,10 +18,7 @@
 namespace weir::cluster {
 namespace {
 
-using sim::address_of;
-using sim::answer;
-using sim::keep;
-using sim::membership_cluster;
+using namespace sim;  // the simulated cluster of replicator_sim_cluster.h
 
 constexpr unsigned lanes = 2;  // 4 groups: lane 0 runs 0 and 2, lane 1 runs 1 and 3
 

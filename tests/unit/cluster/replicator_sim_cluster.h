@@ -178,17 +178,12 @@ class membership_cluster {
       }
       if (::testing::Test::HasFatalFailure()) return;
     }
-    if (lanes_ == 1) return;
-    // What a server does across its lanes' loops: lane 0's view posted to the others, their
-    // configurations posted back.
-    n.repl->set_on_view([&n](const replicator::lane_view& v) {
-      for (auto& l : n.more) l.ex->post([r = l.repl.get(), v] { r->follow(v); });
-    });
-    for (std::uint32_t l = 1; l < lanes_; ++l) {
-      n.more[l - 1].repl->set_on_configured([&n, l](const std::set<std::uint64_t>& nodes) {
-        n.ex->post([r = n.repl.get(), l, nodes] { r->configured_elsewhere(l, nodes); });
-      });
-    }
+    auto post_to = [](raft::sim_executor* ex) {
+      return [ex](std::function<void()> fn) { ex->post(std::move(fn)); };
+    };
+    std::vector<replicator::lane_port> ports{{n.repl.get(), post_to(n.ex.get())}};
+    for (auto& l : n.more) ports.push_back({l.repl.get(), post_to(l.ex.get())});
+    replicator::connect_lanes(ports);
   }
 
   void open_lane(sim_node& n, std::uint32_t lane, std::unique_ptr<raft::sim_executor>& ex,
