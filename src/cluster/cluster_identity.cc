@@ -20,7 +20,8 @@ error io(const std::string& path, const error& e) {
 
 std::string describe(const std::string& data_dir, const cluster_identity& id) {
   return "data directory " + data_dir + " belongs to node " + std::to_string(id.node_id) +
-         " of a cluster with " + std::to_string(id.groups) + " groups";
+         " of a cluster with " + std::to_string(id.groups) + " groups" +
+         (id.lanes != 1 ? " in " + std::to_string(id.lanes) + " lanes" : std::string());
 }
 
 // The single-node layout's log (server/wal_recovery.cc: <data-dir>/wal/core-N).
@@ -51,13 +52,15 @@ status write_identity(storage::env& e, const std::string& data_dir, const cluste
 std::string format_identity(const cluster_identity& id) {
   return "# weir: this data directory belongs to a node of a cluster (docs/operations.md, \"Cluster\")\n"
          "node-id = " +
-         std::to_string(id.node_id) + "\ngroups = " + std::to_string(id.groups) + "\n";
+         std::to_string(id.node_id) + "\ngroups = " + std::to_string(id.groups) + "\n" +
+         (id.lanes != 1 ? "lanes = " + std::to_string(id.lanes) + "\n" : std::string());
 }
 
 result<cluster_identity> parse_identity(std::string_view text) {
   cluster_identity id;
   bool has_node = false;
   bool has_groups = false;
+  bool has_lanes = false;
   auto failed = for_each_key_value(
       text,
       [&](std::string_view key, std::string_view value, std::string_view line) -> std::optional<std::string> {
@@ -74,6 +77,10 @@ result<cluster_identity> parse_identity(std::string_view text) {
           if (v == 0 || v > max_groups) return "groups " + std::to_string(v);
           id.groups = static_cast<std::uint32_t>(v);
           has_groups = true;
+        } else if (key == "lanes" && !has_lanes) {
+          if (v == 0 || v > max_lanes) return "lanes " + std::to_string(v);
+          id.lanes = static_cast<std::uint32_t>(v);
+          has_lanes = true;
         } else {
           return "unknown or repeated key '" + std::string(key) + "'";
         }
@@ -100,6 +107,7 @@ result<cluster_identity> claim_identity(storage::env& e, const std::string& data
         identity_errc::wrong_mode,
         describe(data_dir, *id) + ": start it as that node (--node-id " + std::to_string(id->node_id) +
             " --raft-groups " + std::to_string(id->groups) +
+            (id->lanes != 1 ? " --raft-lanes " + std::to_string(id->lanes) : std::string()) +
             " with --peer-listen and --peers), or give --data-dir another directory to run alone");
   }
   if (has_identity) {
@@ -108,6 +116,7 @@ result<cluster_identity> claim_identity(storage::env& e, const std::string& data
     std::string started;
     if (id->node_id != o.node_id) started += " --node-id " + std::to_string(o.node_id);
     if (id->groups != o.groups) started += " --raft-groups " + std::to_string(o.groups);
+    if (id->lanes != o.lanes) started += " --raft-lanes " + std::to_string(o.lanes);
     if (!started.empty()) {
       return make_error(identity_errc::mismatch,
                         describe(data_dir, *id) + "; started with" + started +
@@ -123,7 +132,7 @@ result<cluster_identity> claim_identity(storage::env& e, const std::string& data
                           "): a cluster node starts on a data directory of its own; give --data-dir a new "
                           "directory, or start without --node-id to run alone on this one");
   }
-  cluster_identity id{o.node_id, o.groups, true};
+  cluster_identity id{o.node_id, o.groups, o.lanes, true};
   if (auto st = write_identity(e, data_dir, id); !st) return st.err();
   return id;
 }

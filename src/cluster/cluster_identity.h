@@ -8,6 +8,7 @@
 //     # weir: this data directory belongs to a node of a cluster (docs/operations.md, "Cluster")
 //     node-id = 1
 //     groups = 64
+//     lanes = 2          (only when not 1: a file without it names one lane)
 //
 // A single-node directory has no such file; its data is `<data-dir>/wal` (server/wal_recovery.cc).
 // Start-up only (blocking calls through storage::env), with the data directory's lock held
@@ -33,6 +34,7 @@ enum class identity_errc : int {
 struct cluster_identity {
   std::uint64_t node_id = 0;  // 0: a single-node directory (claim_identity without a node id)
   std::uint32_t groups = 0;   // 0 likewise
+  std::uint32_t lanes = 1;    // cluster_options::lanes, fixed like the group count
   // This start wrote the file: the node is new to its cluster (nothing of any group on its disk yet).
   bool created = false;
   bool operator==(const cluster_identity&) const = default;
@@ -45,13 +47,13 @@ inline constexpr const char* identity_file_name = "cluster";
 bool is_cluster_dir(storage::env& e, const std::string& data_dir);
 
 // Makes sure `data_dir` may be used as `o` says, and records it on a cluster node's first start:
-//   * o.enabled() and the directory has an identity: it must name o.node_id and o.groups (mismatch,
+//   * o.enabled() and the directory has an identity: it must name o.node_id, o.groups and o.lanes (mismatch,
 //     naming both); the identity is returned.
 //   * o.enabled(), no identity: refused (wrong_mode) if the directory holds single-node data
 //     (`wal`); otherwise the identity is written (the directory is created if missing) and returned
 //     with created = true.
 //   * !o.enabled(): refused (wrong_mode) if the directory is a cluster node's; otherwise nothing is
-//     written and {0, 0, false} is returned. A single-node start can thus call it too.
+//     written and {0, 0, 1, false} is returned. A single-node start can thus call it too.
 result<cluster_identity> claim_identity(storage::env& e, const std::string& data_dir,
                                         const cluster_options& o);
 

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <charconv>
 #include <system_error>
 
@@ -158,6 +159,10 @@ status validate(const cluster_options& o) {
   if (o.groups < 1 || o.groups > max_groups) {
     return invalid("raft-groups: between 1 and " + std::to_string(max_groups) + ", got " +
                    std::to_string(o.groups));
+  }
+  if (o.lanes < 1 || o.lanes > std::min(max_lanes, o.groups)) {
+    return invalid("raft-lanes: between 1 and " + std::to_string(std::min(max_lanes, o.groups)) +
+                   " (at most 64, and no more than raft-groups), got " + std::to_string(o.lanes));
   }
   if (o.election_timeout_ms < min_election_timeout_ms || o.election_timeout_ms > max_election_timeout_ms) {
     return invalid("election-timeout-ms: between " + std::to_string(min_election_timeout_ms) + " and " +

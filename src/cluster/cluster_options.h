@@ -25,7 +25,11 @@ struct cluster_options {
   // How this node reaches every node of the cluster (its own entry included; it may differ from
   // peer_listen, e.g. through a proxy in a test).
   std::map<std::uint64_t, peer_address> peers;
-  std::uint32_t groups = 64;    // raft groups; fixed when the data directory is created
+  std::uint32_t groups = 64;  // raft groups; fixed when the data directory is created
+  // Lanes (docs/replication.md, "Lanes"): group g runs on lane g % lanes, each lane with its own stream
+  // shard, data log, node log and peer connections, lane l on core l modulo the node's threads. Fixed
+  // when the cluster is created, like the group count: every node must have the same.
+  std::uint32_t lanes = 1;
   bool balance_leaders = true;  // hand leaderships over so that every node leads about as many groups
   // Raft's election timeout (libraft randomizes each follower's to 1-2x this): a follower that hears
   // nothing of a group from its leader for that long stands for election, and a leader that hears from
@@ -61,6 +65,7 @@ struct cluster_options {
 // The limits validate() enforces.
 inline constexpr std::size_t max_nodes = 7;
 inline constexpr std::uint32_t max_groups = 4096;
+inline constexpr std::uint32_t max_lanes = 64;
 inline constexpr std::uint32_t min_election_timeout_ms = 200;  // heartbeats every 20 ms
 inline constexpr std::uint32_t max_election_timeout_ms = 60'000;
 
@@ -74,10 +79,11 @@ std::string format_peers(const std::map<std::uint64_t, peer_address>& peers);
 std::string format_peer_address(const peer_address& a);
 
 // Checks a whole configuration: the node id is one of the peers, ids > 0, at most 7 nodes, ports set,
-// IPv4 hosts (or localhost), no address twice, groups in [1, 4096], the election timeout in [200,
-// 60000] ms, peer-tls-cert, -key and -ca all three or none. A configuration without a node id is valid only
-// without peers, peer_listen and the peer-tls files. Errors (std::errc::invalid_argument) speak of the
-// settings by their flag names (node-id, peers, peer-listen, raft-groups, election-timeout-ms).
+// IPv4 hosts (or localhost), no address twice, groups in [1, 4096], lanes in [1, min(64, groups)], the
+// election timeout in [200, 60000] ms, peer-tls-cert, -key and -ca all three or none. A configuration without
+// a node id is valid only without peers, peer_listen and the peer-tls files. Errors
+// (std::errc::invalid_argument) speak of the settings by their flag names (node-id, peers, peer-listen,
+// raft-groups, raft-lanes, election-timeout-ms).
 status validate(const cluster_options& o);
 
 }  // namespace weir::cluster

@@ -46,6 +46,21 @@ struct leadership_counts {
   // because this node had seen unrest (last_unrest_ms()) within the calm period before.
   std::uint64_t handovers_started = 0;
   std::uint64_t balance_held = 0;
+  // A node's lanes together (GET /metrics, /cluster).
+  leadership_counts& operator+=(const leadership_counts& o) {
+    elections_started += o.elections_started;
+    elections_timeout += o.elections_timeout;
+    elections_transfer += o.elections_transfer;
+    elections_link_closed += o.elections_link_closed;
+    leaderships_won += o.leaderships_won;
+    leaderships_lost += o.leaderships_lost;
+    lost_higher_term += o.lost_higher_term;
+    lost_quorum += o.lost_quorum;
+    leader_changes += o.leader_changes;
+    handovers_started += o.handovers_started;
+    balance_held += o.balance_held;
+    return *this;
+  }
 };
 
 class leadership_watch {

@@ -31,7 +31,7 @@
 // largest single cost of an append on a cluster node (docs/benchmarks.md, "Session 12"); nobody waits
 // for these writes (raft made the command durable), so they may wait for a batch.
 //
-// Lives on its shard's loop (core 0): every method runs there; the writer's completions are posted there.
+// Lives on its shard's loop (its lane's): every method runs there; the writer's completions are posted there.
 #pragma once
 
 #include <cstdint>

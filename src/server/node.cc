@@ -83,15 +83,16 @@ void node::make_shards(unsigned count) {
   if (cfg_.cluster.enabled()) {
     so.admit_bytes = cfg_.cluster.proposal_bytes;
     so.fork_sweep_ms = static_cast<std::int64_t>(cfg_.cluster.fork_sweep_secs) * 1000;
+    count = cfg_.cluster.lanes;  // one shard per lane
+    so.hot_bytes = std::max<std::size_t>(1, cfg_.hot_bytes / count);
   }
   so.deleted_path_hold_ms = static_cast<std::int64_t>(cfg_.deleted_path_hold_ms);
   so.max_streams = cfg_.max_streams;
   for (unsigned i = 0; i < count; ++i) {
     so.core = i;
-    // A cluster node keeps every stream on core 0 (owner_of): the whole budget is its.
-    if (cfg_.cluster.enabled()) so.hot_bytes = i == 0 ? std::max<std::size_t>(1, cfg_.hot_bytes) : 1;
     // Shard i runs on core i modulo the cores: a data directory keeps the log count it was created
-    // with (wal_recovery.h, recorded_log_count), whatever the core count of this start.
+    // with (wal_recovery.h, recorded_log_count), whatever the core count of this start; a cluster
+    // node's lane count is the cluster's.
     shards_.push_back(std::make_unique<stream_shard>(*this, http_->loop(i % http_->threads()), clock_, so));
   }
 }
@@ -99,9 +100,38 @@ void node::make_shards(unsigned count) {
 node::~node() = default;
 
 stream_shard& node::owner_of(std::string_view path) {
-  // A cluster node keeps every stream on core 0 (docs/replication.md).
-  if (cfg_.cluster.enabled()) return *shards_[0];
+  // A cluster node: the lane of the stream's raft group (docs/replication.md, "Lanes").
+  if (cfg_.cluster.enabled()) return shard_of_group(cluster_group_of(path, cfg_.cluster.groups));
   return *shards_[owner_index(path, shard_count())];
+}
+
+std::vector<replication*> node::lanes() {
+  std::vector<replication*> out;
+  for (auto& s : shards_) {
+    if (replication* r = s->replicated()) out.push_back(r);
+  }
+  return out;
+}
+
+void node::gather_lanes(std::function<void(replication&)> fn, std::function<void()> done) {
+  // Lane by lane, each on its own loop, then back to lane 0's: no two lanes' figures are read at once,
+  // and nothing needs a lock.
+  auto all = std::make_shared<std::vector<replication*>>(lanes());
+  auto step = std::make_shared<std::function<void(std::size_t)>>();
+  *step = [all, step, fn = std::move(fn), done = std::move(done)](std::size_t i) {
+    if (i == all->size()) {
+      (*all)[0]->shard().loop().post([done, step] {
+        done();
+        *step = nullptr;  // breaks the cycle
+      });
+      return;
+    }
+    (*all)[i]->shard().loop().post([all, step, fn, i] {
+      fn(*(*all)[i]);
+      (*step)(i + 1);
+    });
+  };
+  (*step)(0);
 }
 
 std::size_t node::stream_count() const {
@@ -133,16 +163,25 @@ void node::on_request(const http::request& req, http::exchange ex) {
   const bool get_or_head = req.method() == http::method::get || req.method() == http::method::head;
   if (req.path() == "/healthz" && get_or_head) {
     ex.set_tag(tag_of(request_kind::healthz));
-    if (replication* repl = shards_[0]->replicated()) {
-      // 503 while this node cannot reach a quorum (the replicator lives on core 0).
-      shards_[0]->loop().post([repl, ex] {
-        protocol::response r;
-        const bool left = repl->left();
-        r.status = !left && repl->has_quorum() ? 200 : 503;
-        r.add_static("Content-Type", "text/plain");
-        r.body = left ? "removed from the cluster\n" : r.status == 200 ? "ok\n" : "no quorum\n";
-        send_response(ex, std::move(r));
-      });
+    if (shards_[0]->replicated()) {
+      // 503 while this node cannot reach a quorum in any of its lanes (each on its own loop).
+      struct view {
+        bool left = false;
+        bool quorum = true;
+      };
+      auto v = std::make_shared<view>();
+      gather_lanes(
+          [v](replication& lane) {
+            v->left = v->left || lane.left();
+            v->quorum = v->quorum && lane.has_quorum();
+          },
+          [v, ex] {
+            protocol::response r;
+            r.status = !v->left && v->quorum ? 200 : 503;
+            r.add_static("Content-Type", "text/plain");
+            r.body = v->left ? "removed from the cluster\n" : r.status == 200 ? "ok\n" : "no quorum\n";
+            send_response(ex, std::move(r));
+          });
       return;
     }
     protocol::response r;
@@ -184,13 +223,19 @@ void node::on_request(const http::request& req, http::exchange ex) {
   if (r.path() == "/cluster" && get_or_head) {
     replication* repl = cluster_route(ex, cors);
     if (!repl) return;
-    shards_[0]->loop().post([repl, ex, cors] {
-      protocol::response resp;
-      resp.status = 200;
-      resp.add_static("Content-Type", "application/json");
-      resp.body = repl->status_json();
-      send_response(ex, std::move(resp), cors);
-    });
+    // Every other lane renders its part on its own loop; lane 0 puts them together.
+    auto parts = std::make_shared<std::vector<replication::lane_status>>();
+    gather_lanes(
+        [parts](replication& lane) {
+          if (lane.lane() != 0) parts->push_back(lane.status_part());
+        },
+        [repl, parts, ex, cors] {
+          protocol::response resp;
+          resp.status = 200;
+          resp.add_static("Content-Type", "application/json");
+          resp.body = repl->status_json(*parts);
+          send_response(ex, std::move(resp), cors);
+        });
     return;
   }
   if (req.method() == http::method::options) {
@@ -389,11 +434,11 @@ void node::reload_tls() {
 void node::reload() {
   if (tls_) reload_tls();
   // Peer-link TLS (docs/operations.md, "Cluster"): new peer connections take the new files.
-  replication* repl = shards_.empty() ? nullptr : shards_[0]->replicated();
-  const bool peer_tls = repl != nullptr && cfg_.cluster.peer_tls();
-  if (peer_tls) {
+  const bool peer_tls = !lanes().empty() && cfg_.cluster.peer_tls();
+  for (replication* repl : peer_tls ? lanes() : std::vector<replication*>{}) {
     if (status st = repl->reload_peer_tls(); !st) {
       log::error("weir serve: SIGHUP: {}; the previous peer certificate stays in force", st.err().reason);
+      break;
     }
   }
   if (!auth_ || cfg_.jwks_file.empty()) {
@@ -429,6 +474,42 @@ void node::stop() {
     sp->loop().post([sp] { sp->stop(); });
   }
   http_->stop();
+}
+
+status node::open_cluster() {
+  // One node of a cluster: raft's node log is the write-ahead log. Each lane (docs/replication.md,
+  // "Lanes") has its shard, its data log (lane 0: data/, lane l: data-<l>/) so that stream bytes can
+  // leave memory (data_log.h; opened before raft applies anything), its node log and peer links. Every
+  // shard reads every lane's data log (a fork reads its source's records, which may be another lane's).
+  const std::uint32_t lanes = cfg_.cluster.lanes;
+  segments_.clear();
+  std::vector<std::string> dirs;
+  std::vector<storage::segment_reader*> readers;
+  for (std::uint32_t l = 0; l < lanes; ++l) {
+    dirs.push_back(
+        storage::join_path(cfg_.data_dir, l == 0 ? std::string("data") : "data-" + std::to_string(l)));
+    segments_.push_back(std::make_unique<storage::segment_reader>(*env_, dirs.back()));
+    readers.push_back(segments_.back().get());
+  }
+  // The node log syncs every batch; its segments are prepared ahead as the data logs' are, with fsync
+  // always (storage::log_options::prepare_segments, raft::node_log_options::prepare_segments).
+  const bool prepare = cfg_.prepare_segments && cfg_.fsync == "always";
+  for (std::uint32_t l = 0; l < lanes; ++l) {
+    if (auto st = shards_[l]->open_data_log(*env_, dirs[l], cfg_.segment_bytes, readers); !st)
+      return st.err();
+    auto repl = replication::open(*shards_[l], *env_, cfg_.data_dir, cfg_.cluster, prepare, l);
+    if (!repl) return repl.err();
+    shards_[l]->attach_replication(std::move(*repl));
+  }
+  replication::connect_lanes(this->lanes());
+  // Subscriptions are replicated too: their changes are entries of lane 0's groups (subscriptions.md).
+  if (subs_) subs_->attach_cluster(*shards_[0]->replicated());
+  log::info(
+      "weir serve: node {} of a cluster of {} ({} raft groups in {} lanes), peers on {}:{}, hot budget {} "
+      "KiB",
+      cfg_.cluster.node_id, cfg_.cluster.peers.size(), cfg_.cluster.groups, lanes,
+      cfg_.cluster.peer_listen.host, cfg_.cluster.peer_listen.port, cfg_.hot_bytes >> 10);
+  return {};
 }
 
 status node::start() {
@@ -475,26 +556,7 @@ status node::start() {
   // A cluster node's directory names its node id and group count; single-node data is never taken over.
   if (auto id = cluster::claim_identity(*env_, cfg_.data_dir, cfg_.cluster); !id) return id.err();
   if (cfg_.cluster.enabled()) {
-    // One node of a cluster: raft's node log is the write-ahead log; every stream lives on core 0. Its
-    // stream bytes also go to a data log, so that they can leave memory (data_log.h); opened before raft
-    // applies anything.
-    const std::string data_dir = storage::join_path(cfg_.data_dir, "data");
-    segments_.clear();
-    segments_.push_back(std::make_unique<storage::segment_reader>(*env_, data_dir));
-    if (auto st = shards_[0]->open_data_log(*env_, data_dir, cfg_.segment_bytes, segments_[0].get()); !st) {
-      return st.err();
-    }
-    // The node log syncs every batch; its segments are prepared ahead as the data logs' are, with fsync
-    // always (storage::log_options::prepare_segments, raft::node_log_options::prepare_segments).
-    const bool prepare = cfg_.prepare_segments && cfg_.fsync == "always";
-    auto repl = replication::open(*shards_[0], *env_, cfg_.data_dir, cfg_.cluster, prepare);
-    if (!repl) return repl.err();
-    shards_[0]->attach_replication(std::move(*repl));
-    // Subscriptions are replicated too: their changes are entries of the groups (subscriptions.md).
-    if (subs_) subs_->attach_cluster(*shards_[0]->replicated());
-    log::info("weir serve: node {} of a cluster of {} ({} raft groups), peers on {}:{}, hot budget {} KiB",
-              cfg_.cluster.node_id, cfg_.cluster.peers.size(), cfg_.cluster.groups,
-              cfg_.cluster.peer_listen.host, cfg_.cluster.peer_listen.port, cfg_.hot_bytes >> 10);
+    if (auto st = open_cluster(); !st) return st;
   } else if (cfg_.durable) {
     // A data directory keeps its log count (the cores it was created with); its shards run on this
     // start's cores, several on one core or some cores with none (they parse HTTP only).

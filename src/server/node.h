@@ -11,6 +11,8 @@
 //     live readers and its TTL expiry; a fork's source may be owned by another core (fork_retain and
 //     fork_release travel there as messages);
 //   - core 0: the subscription service (`__ds` paths) and the stream events reported to it.
+// A cluster node has one shard per lane (cluster_options::lanes; docs/replication.md, "Lanes"): a
+// stream's owner is the shard of its raft group's lane, lane l on core l modulo the cores.
 #pragma once
 
 #include <atomic>
@@ -81,6 +83,8 @@ class node {
   std::size_t stream_count() const;
   stream_shard& shard(unsigned i) { return *shards_[i]; }
   stream_shard& owner_of(std::string_view path);
+  // A cluster node: the shard of the lane that runs raft group `group` (shard g % lanes).
+  stream_shard& shard_of_group(std::uint32_t group) { return *shards_[group % shards_.size()]; }
   const serve_config& config() const { return cfg_; }
   // What start() recovered from the data directory.
   const wal_recovery_stats& recovery() const { return recovery_; }
@@ -103,6 +107,13 @@ class node {
                       http::exchange ex);
   // One stream_shard per log, shard i on core i modulo the cores (replaces any shards made before).
   void make_shards(unsigned count);
+  // A cluster node: every lane's replication, lane 0 first.
+  std::vector<replication*> lanes();
+  // Opens the data log, the node log and the replication of every lane (start()).
+  status open_cluster();
+  // GET /cluster and /healthz of a cluster node: `fn(lane)` runs on every lane's loop, then `done` on
+  // lane 0's (after every fn ran).
+  void gather_lanes(std::function<void(replication&)> fn, std::function<void()> done);
   // GET /metrics (node_scrape.cc): gathers every core's figures by message, answers on ex's core.
   void serve_metrics(http::exchange ex);
   // The access log's once-a-second flush on `core` (re-armed until stop()).

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
 
 #include "base/prometheus_text.h"
 #include "http/server.h"
@@ -22,6 +23,7 @@ namespace {
 struct scrape {
   node_figures figures;
   std::atomic<unsigned> left{0};
+  std::mutex mu;  // the cluster figures, which every lane adds to
   http::exchange ex;
 };
 }  // namespace
@@ -67,9 +69,10 @@ void node::serve_metrics(http::exchange ex) {
         f.durable = true;
         f.log = w->stats();
       }
-      if (replication* r = sh->replicated()) {  // a cluster node: on core 0, whose loop runs raft
+      if (replication* r = sh->replicated()) {  // a cluster node: each lane's on its shard's loop
+        std::lock_guard lock(s->mu);
         s->figures.cluster = true;
-        s->figures.leadership = r->leadership();
+        s->figures.leadership += r->leadership();
       }
       finish();
     });

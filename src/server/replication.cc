@@ -21,12 +21,12 @@ std::string address_of(const cluster::peer_address& a) {
   return a.host + ":" + std::to_string(a.port);
 }
 
+}  // namespace
+
 // FNV-1a of the path, like the cores' hash, but salted so that groups and cores do not line up.
-std::uint32_t hash_group(std::string_view path, std::uint32_t groups) {
+std::uint32_t cluster_group_of(std::string_view path, std::uint32_t groups) {
   return static_cast<std::uint32_t>(fnv1a64(path, fnv1a64_basis ^ 0x67726f7570ull) % groups);
 }
-
-}  // namespace
 
 replication::replication(stream_shard& shard, cluster::cluster_options o)
     : shard_(shard), opts_(std::move(o)) {}
@@ -34,12 +34,15 @@ replication::replication(stream_shard& shard, cluster::cluster_options o)
 result<std::unique_ptr<replication>> replication::open(stream_shard& shard, storage::env& env,
                                                        const std::string& data_dir,
                                                        const cluster::cluster_options& o,
-                                                       bool prepare_log_segments) {
+                                                       bool prepare_log_segments, std::uint32_t lane) {
   std::unique_ptr<replication> self(new replication(shard, o));
+  self->lane_ = lane;
   cluster::peer_links::options lo;
   lo.self = o.node_id;
   lo.listen = o.peer_listen;
   lo.peers = o.peers;
+  lo.core_lane = lane;
+  lo.core_lanes = o.lanes;
   if (o.peer_tls()) {  // mutual TLS on every peer connection (docs/replication.md, "Peer links")
     auto tls = cluster::load_peer_tls(o);
     if (!tls) return tls.err();
@@ -48,15 +51,19 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   auto links = cluster::peer_links::open(shard.loop(), lo);
   if (!links) return links.err();
   self->links_ = std::move(*links);
-  if (auto st = env.create_dirs(data_dir + "/raft"); !st) return st.err();
+  const std::string raft_dir =
+      lane == 0 ? data_dir + "/raft" : data_dir + "/raft/lane-" + std::to_string(lane);
+  if (auto st = env.create_dirs(raft_dir); !st) return st.err();
   cluster::replicator::options ro;
   ro.self = o.node_id;
   for (const auto& [id, addr] : o.peers) ro.addresses.emplace(id, address_of(addr));
   ro.groups = o.groups;
+  ro.lane = lane;
+  ro.lanes = o.lanes;
   ro.balance_leaders = o.balance_leaders;
   ro.election_timeout_ms = o.election_timeout_ms;
   ro.heartbeat_ms = o.heartbeat_ms();
-  ro.log_path = data_dir + "/raft/node.log";
+  ro.log_path = raft_dir + "/node.log";
   ro.prepare_log_segments = prepare_log_segments;
   ro.join = o.join;
   ro.members_path = storage::join_path(data_dir + "/raft", std::string(cluster::members_file_name));
@@ -170,11 +177,43 @@ void replication::open_snapshot_transfers() {
 }
 
 std::uint32_t replication::group_of(std::string_view path) const {
-  return hash_group(path, opts_.groups);
+  return cluster_group_of(path, opts_.groups);
+}
+
+std::uint32_t replication::subscription_group_of(std::string_view key) const {
+  // Lane 0's groups are 0, L, 2L, ...: ceil(groups / L) of them.
+  const std::uint32_t lanes = opts_.lanes;
+  return cluster_group_of(key, (opts_.groups + lanes - 1) / lanes) * lanes;
+}
+
+void replication::connect_lanes(const std::vector<replication*>& lanes) {
+  std::vector<cluster::replicator::lane_port> ports;
+  for (replication* r : lanes) {
+    r->lanes_ = lanes;
+    ports.push_back(
+        {r->repl_.get(), [r](std::function<void()> fn) { r->shard_.loop().post(std::move(fn)); }});
+  }
+  cluster::replicator::connect_lanes(ports);
+  if (lanes.size() < 2) return;
+  lanes[0]->set_peer_handoff(
+      [lanes](std::uint32_t core_lane, std::unique_ptr<cluster::peer_links::handed_conn> c) {
+        if (core_lane >= lanes.size()) return;  // closed by c's destructor
+        replication* to = lanes[core_lane];
+        // A task is a copyable function: the connection travels in a shared_ptr.
+        auto held = std::make_shared<std::unique_ptr<cluster::peer_links::handed_conn>>(std::move(c));
+        to->shard_.loop().post([to, held] { to->adopt_peer(std::move(*held)); });
+      });
+}
+
+void replication::on_lane(replication& r, std::function<void()> fn) {
+  if (&r == this) return fn();
+  r.shard_.loop().post(std::move(fn));
 }
 
 streams::state_machine::path_predicate replication::in_group(std::uint32_t group) const {
-  return [group, groups = opts_.groups](std::string_view path) { return hash_group(path, groups) == group; };
+  return [group, groups = opts_.groups](std::string_view path) {
+    return cluster_group_of(path, groups) == group;
+  };
 }
 
 result<std::vector<std::byte>> replication::take_snapshot(std::uint32_t group, std::uint64_t index) {
@@ -232,17 +271,25 @@ void replication::linearize(std::string_view path, std::function<void(bool)> rea
 
 void replication::wait_for_sources(std::string path, std::function<void(bool)> ready) {
   // Most reads are of streams that are not forks (or forks made before origins were recorded).
-  if (!shard_.machine().fork_wait_of(path)) return ready(true);
-  // One link at a time: a source's own origin is known here only once its group applied its create,
-  // which the wait for the link before it covers (the fork's retain came after the source's create).
-  applied_->wait_chain(
-      [this, at = std::move(path)]() mutable -> std::optional<cluster::applied_waits::position> {
-        auto w = shard_.machine().fork_wait_of(at);
-        if (!w) return std::nullopt;
-        at = w->source;
-        return cluster::applied_waits::position{w->origin.group, w->origin.index};
-      },
-      std::move(ready));
+  auto w = shard_.machine().fork_wait_of(path);
+  if (!w) return ready(true);
+  // One link at a time, on the lane of the source's group (the source lives there): the source's own
+  // origin is known there only once its group applied its create, which this wait covers (the fork's
+  // retain came after the source's create). The answer comes back lane by lane.
+  replication& there = lane_of_group(w->origin.group);
+  auto back = [this, &there, ready = std::move(ready)](bool ok) mutable {
+    there.on_lane(*this, [ready = std::move(ready), ok]() mutable { ready(ok); });
+  };
+  on_lane(there, [&there, w = std::move(*w), back = std::move(back)]() mutable {
+    there.applied_->wait_chain(
+        [pos = std::optional(cluster::applied_waits::position{w.origin.group, w.origin.index})]() mutable {
+          return std::exchange(pos, std::nullopt);
+        },
+        [&there, source = std::move(w.source), back = std::move(back)](bool ok) mutable {
+          if (!ok) return back(false);
+          there.wait_for_sources(std::move(source), std::move(back));
+        });
+  });
 }
 
 void replication::linearize_group(std::uint32_t group, std::function<void(bool)> ready) {
@@ -260,8 +307,10 @@ void replication::submit_entry(std::uint32_t group, std::span<const std::byte> p
 }
 
 std::vector<std::pair<bool, std::uint64_t>> replication::group_views() const {
-  std::vector<std::pair<bool, std::uint64_t>> out;
-  for (const auto& g : repl_->status()) out.emplace_back(g.leader == opts_.node_id, g.term);
+  std::vector<std::pair<bool, std::uint64_t>> out(opts_.groups, {false, 0});
+  for (const auto& g : repl_->status()) {
+    if (g.group < out.size()) out[g.group] = {g.leader == opts_.node_id, g.term};
+  }
   return out;
 }
 
@@ -368,12 +417,48 @@ void replication::remove_member(std::uint64_t id, membership_done done) {
   repl_->remove_member(id, as_json(std::move(done)));
 }
 
-std::string replication::status_json() const {
+namespace {
+std::string group_json(const cluster::replicator::group_status& g) {
+  json_writer w;
+  w.begin_object();
+  w.key("group").value(std::int64_t(g.group));
+  w.key("role").value(std::string_view(g.role));
+  w.key("leader").value(std::int64_t(g.leader));
+  w.key("term").value(std::int64_t(g.term));
+  w.key("commit_index").value(std::int64_t(g.commit_index));
+  w.key("applied_index").value(std::int64_t(g.applied_index));
+  w.key("last_index").value(std::int64_t(g.last_index));
+  w.key("voters");
+  write_ids(w, g.voters);
+  w.key("non_voters");
+  write_ids(w, g.non_voters);
+  w.key("changing").value(g.changing);
+  w.end_object();
+  return w.take();
+}
+}  // namespace
+
+replication::lane_status replication::status_part() const {
+  lane_status l;
+  for (const auto& g : repl_->status()) {
+    l.groups.push_back(group_json(g));
+    l.led += g.leader == opts_.node_id ? 1 : 0;
+  }
+  l.quorum = repl_->has_quorum();
+  l.whole = status_json();
+  return l;
+}
+
+std::string replication::status_json(const std::vector<lane_status>& others) const {
   json_writer w;
   w.begin_object();
   w.key("node_id").value(std::int64_t(opts_.node_id));
   w.key("groups").value(std::int64_t(opts_.groups));
-  w.key("quorum").value(repl_->has_quorum());
+  bool quorum = repl_->has_quorum();
+  for (const lane_status& l : others) quorum = quorum && l.quorum;
+  w.key("quorum").value(quorum);
+  w.key("lane").value(std::int64_t(lane_));
+  w.key("lanes").value(std::int64_t(opts_.lanes));
   w.key("left").value(repl_->left());  // removed from the cluster: takes no request
   // Pauses of this node's loop that libraft's clock left out (raft::node_io::raft_now).
   w.key("loop_stalls").value(std::int64_t(repl_->io().counters().stalls));
@@ -409,6 +494,7 @@ std::string replication::status_json() const {
   std::uint64_t led = 0;
   const auto groups = repl_->status();
   for (const auto& g : groups) led += g.leader == opts_.node_id ? 1 : 0;
+  for (const lane_status& l : others) led += l.led;
   w.key("groups_led").value(std::int64_t(led));
   w.key("peers").begin_array();
   for (const auto& l : links_->status()) {
@@ -437,21 +523,9 @@ std::string replication::status_json() const {
   w.key("refused").value(std::int64_t(links_->tls_refused()));
   w.end_object();
   w.key("raft_groups").begin_array();
-  for (const auto& g : groups) {
-    w.begin_object();
-    w.key("group").value(std::int64_t(g.group));
-    w.key("role").value(std::string_view(g.role));
-    w.key("leader").value(std::int64_t(g.leader));
-    w.key("term").value(std::int64_t(g.term));
-    w.key("commit_index").value(std::int64_t(g.commit_index));
-    w.key("applied_index").value(std::int64_t(g.applied_index));
-    w.key("last_index").value(std::int64_t(g.last_index));
-    w.key("voters");
-    write_ids(w, g.voters);
-    w.key("non_voters");
-    write_ids(w, g.non_voters);
-    w.key("changing").value(g.changing);
-    w.end_object();
+  for (const auto& g : groups) w.raw(group_json(g));
+  for (const lane_status& l : others) {
+    for (const std::string& g : l.groups) w.raw(g);
   }
   w.end_array();
   w.key("membership");
@@ -524,6 +598,12 @@ std::string replication::status_json() const {
     w.key("data_log_disk_bytes").value(std::int64_t(st.log.segment_bytes));
   }
   w.end_object();
+  // A node of several lanes: the other lanes' own views (their links, node logs, snapshots, data logs).
+  if (!others.empty()) {
+    w.key("other_lanes").begin_array();
+    for (const lane_status& l : others) w.raw(l.whole);
+    w.end_array();
+  }
   w.end_object();
   return w.take();
 }

@@ -4,8 +4,11 @@
 // node, in log order; the client's answer comes from this node's own apply of its command. Reads first
 // wait for a read index (linearizable on every node).
 //
-// In a cluster every stream lives on core 0 (its shard holds all groups); HTTP runs on every core.
-// Lives on the shard's loop; every method runs there.
+// Lanes (docs/replication.md, "Lanes"): a node of L lanes has L shards, each with a replication of its
+// own that runs the groups g with g % L == its lane (its own node log, data log and peer links); lane 0
+// holds group 0, decides the membership and carries the subscriptions' groups. What crosses lanes (a
+// fork's read waiting for its source's group) goes by posted tasks between the lanes' loops.
+// Lives on the shard's loop; every method runs there unless it says otherwise.
 #pragma once
 
 #include <cstdint>
@@ -52,15 +55,21 @@ class subscription_entries {
   virtual status restore_part(std::uint32_t group, std::span<const std::byte> part) = 0;
 };
 
+// The raft group of a stream's path (or a subscription's key) in a cluster of `groups` groups: a salted
+// FNV-1a, stable across runs and the same on every node.
+std::uint32_t cluster_group_of(std::string_view path, std::uint32_t groups);
+
 class replication {
  public:
   // Opens the peer links and the node log under `data_dir`/raft and starts every group.
   // prepare_log_segments: raft::node_log_options::prepare_segments (the server's prepare-segments with
   // fsync always).
+  // `lane`: which of o.lanes this one runs (lane 0: the node log raft/node.log; lane l:
+  // raft/lane-<l>/node.log).
   static result<std::unique_ptr<replication>> open(stream_shard& shard, storage::env& env,
                                                    const std::string& data_dir,
                                                    const cluster::cluster_options& o,
-                                                   bool prepare_log_segments = false);
+                                                   bool prepare_log_segments = false, std::uint32_t lane = 0);
   ~replication();
 
   // Proposes `c` in its stream's group; `done` runs on this loop once this node applied it (with the
@@ -73,7 +82,19 @@ class replication {
   void linearize(std::string_view path, std::function<void(bool)> ready);
   void linearize_group(std::uint32_t group, std::function<void(bool)> ready);
   std::uint32_t group_of(std::string_view path) const;
+  std::uint32_t lane() const { return lane_; }
+  // Subscriptions are replicated through lane 0's groups (the service lives on core 0): the group of
+  // lane 0 a subscription's key belongs to (group_of when the node has one lane).
+  std::uint32_t subscription_group_of(std::string_view key) const;
 
+  // Lanes, wired by the node before the loops run: every lane's replication, lane 0 first (this one
+  // included); lane 0's peer links hand the connections of the other lanes to `handoff`; the others
+  // adopt them (adopt_peer, on their loop). The replicators follow lane 0 (cluster::replicator::
+  // connect_lanes).
+  static void connect_lanes(const std::vector<replication*>& lanes);
+  void set_peer_handoff(cluster::peer_links::handoff h) { links_->set_handoff(std::move(h)); }
+  void adopt_peer(std::unique_ptr<cluster::peer_links::handed_conn> c) { links_->adopt(std::move(c)); }
+  stream_shard& shard() { return shard_; }
   // Subscriptions (docs/subscriptions.md, "Cluster"). Before the loop runs: where entries of kind
   // `subscriptions` and leader calls go (until then, and with nullptr, they are dropped / refused).
   void attach_subscriptions(subscription_entries* s) { subscriptions_ = s; }
@@ -90,7 +111,8 @@ class replication {
   // SIGHUP: re-reads the peer-tls files for new peer connections (peer_links::reload_tls); any thread.
   status reload_peer_tls() { return links_->reload_tls(opts_); }
   bool leads_group(std::uint32_t group) const { return repl_->leads(group); }
-  // Every group: whether this node leads it, and its term.
+  // Every group of the cluster, indexed by group: whether this node leads it, and its term (this lane's
+  // groups only; the others' as not led, term 0).
   std::vector<std::pair<bool, std::uint64_t>> group_views() const;
   // Commands this node proposed that are not applied or failed yet, and their encoded bytes (the
   // shard refuses writes beyond max-in-flight, as it does for its log when alone).
@@ -103,7 +125,17 @@ class replication {
   const cluster::leadership_counts& leadership() const { return repl_->leadership(); }
   // This node's view, as JSON: groups (with their configurations), leaders, terms, indexes, peer links,
   // the desired membership.
-  std::string status_json() const;
+  // A node of several lanes: lane 0's view with the others' (`others`, each rendered on its own loop
+  // by status_part): every lane's groups in raft_groups, groups_led and quorum of all lanes, and each
+  // other lane's own view in other_lanes.
+  struct lane_status {
+    std::vector<std::string> groups;  // raft_groups entries, a JSON object each
+    std::uint64_t led = 0;
+    bool quorum = true;
+    std::string whole;  // the lane's status_json()
+  };
+  std::string status_json(const std::vector<lane_status>& others = {}) const;
+  lane_status status_part() const;
   // POST and DELETE /cluster/members (docs/operations.md, "Cluster"): `done` gets the membership the
   // change made, as JSON, once group 0 decided it and this node applied it, or cluster::membership_errc;
   // called later, on this loop.
@@ -120,9 +152,16 @@ class replication {
   void failed(std::uint64_t ticket, cluster::submit_error e);
   // Forks across groups (docs/replication.md, "Forks"): groups apply independently, so a fork's create
   // may be applied here before its source's group applied the source's data up to the fork point. A
-  // read of `path` waits until the group of each source up its fork chain applied the retain its fork
-  // recorded (fork_resolution::origin; forks without one wait for nothing).
+  // read of `path` (a stream of this lane) waits until the group of each source up its fork chain
+  // applied the retain its fork recorded (fork_resolution::origin; forks without one wait for nothing):
+  // each link on the lane of the source's group, whose answer comes back the way it went (so that the
+  // fork's link to its source's log, lent by that lane, arrives first: stream_shard::lend_log).
+  // `ready` runs on this loop.
   void wait_for_sources(std::string path, std::function<void(bool)> ready);
+  // The lane running `group` (this one with one lane).
+  replication& lane_of_group(std::uint32_t group) { return *lanes_[group % lanes_.size()]; }
+  // Runs `fn` on `r`'s loop: at once when that is this lane, else posted.
+  void on_lane(replication& r, std::function<void()> fn);
   // Group snapshots (cluster::replicator::callbacks; server/group_snapshot.h): the group's part of the
   // streams (records the data log holds durably as references, the others inline) and of the
   // subscriptions; and its restore. A snapshot goes to a peer through transfers_ (its referenced records
@@ -135,6 +174,8 @@ class replication {
 
   stream_shard& shard_;
   cluster::cluster_options opts_;
+  std::uint32_t lane_ = 0;
+  std::vector<replication*> lanes_{this};  // every lane's, lane 0 first (connect_lanes)
   std::unique_ptr<cluster::peer_links> links_;
   std::unique_ptr<raft::loop_executor> executor_;
   std::unique_ptr<cluster::applied_waits> applied_;  // how far each group applied here (fork reads wait)

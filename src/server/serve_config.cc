@@ -342,6 +342,12 @@ const std::array table{
             "Raft groups the streams are spread over (by path), each replicated on every node; fixed when "
             "the cluster's data directories are created: every node must have the same",
             field<&serve_config::cluster, &cluster::cluster_options::groups>(), 1, cluster::max_groups},
+    setting{"raft-lanes", "N",
+            "Lanes the raft groups are split over on every node (group g on lane g modulo N), each with its "
+            "own stream state, data log, raft log and peer connections, lane l on core l modulo threads: "
+            "set it to the cores of a node. Fixed when the cluster's data directories are created: every "
+            "node must have the same",
+            field<&serve_config::cluster, &cluster::cluster_options::lanes>(), 1, cluster::max_lanes},
     setting{"balance-leaders", "true|false",
             "Hand the leadership of raft groups over so that every node of the cluster leads about as many "
             "(group g prefers the g-th node, modulo the node count, when that node is connected). Off: "

@@ -41,7 +41,7 @@
 // replaces it), and so does a failed write, a snapshot referencing a record that never arrived, or a
 // malformed one. A duplicate chunk is ignored.
 //
-// Lives on the node's raft loop (core 0); every method runs there, and every port is called there.
+// Lives on its lane's loop (the replication's); every method runs there, and every port is called there.
 #pragma once
 
 #include <cstdint>

@@ -631,18 +631,36 @@ void stream_shard::attach_replication(std::unique_ptr<replication> r) {
   streams::fork_sweep::ports p;
   p.leads = [this](std::uint32_t g) { return repl_->leads_group(g); };
   p.group_of = [this](std::string_view path) { return repl_->group_of(path); };
-  p.read_index = [this](std::uint32_t g, std::function<void(bool)> ready) {
-    // Answered on a later turn: a pass walks its references one after another through these callbacks.
-    repl_->linearize_group(g, [this, ready = std::move(ready)](bool ok) mutable {
-      loop_->post([ready = std::move(ready), ok] { ready(ok); });
-    });
+  // The fork's group may be another lane's: its read index and its machine are that lane's. Answered on
+  // a later turn here: a pass walks its references one after another through these callbacks.
+  p.find_fork = [this](std::uint32_t g, const std::string& fork, const streams::fork_origin& origin,
+                       std::function<void(std::optional<bool>)> found) {
+    stream_shard& there = node_->shard_of_group(g);
+    auto ask = [this, &there, g, fork, origin, found = std::move(found)]() mutable {
+      there.repl_->linearize_group(g,
+                                   [this, &there, fork, origin, found = std::move(found)](bool ok) mutable {
+                                     std::optional<bool> exists;
+                                     if (ok) exists = there.sm_.fork_exists(fork, origin);
+                                     loop_->post([found = std::move(found), exists] { found(exists); });
+                                   });
+    };
+    if (&there == this) return ask();
+    there.loop().post(std::move(ask));
   };
+  // A tombstone goes to the fork's group (its lane's shard proposes it), a release to the source's.
   p.propose = [this](const streams::command& c, std::function<void(const streams::outcome*)> done) {
-    // Shutting down: the pass ends here (nothing is proposed after stop()).
-    if (stopped_) return loop_->post([done = std::move(done)] { done(nullptr); });
-    (void)execute(c, [done = std::move(done)](durable_result& d) {
-      done(d.failure == protocol::errc::ok ? &d.o : nullptr);
-    });
+    stream_shard& there = node_->owner_of(streams::command_path(c));
+    auto run = [this, &there, c, done = std::move(done)]() mutable {
+      // Shutting down: the pass ends here (nothing is proposed after stop()).
+      if (there.stopped_) return loop_->post([done = std::move(done)] { done(nullptr); });
+      (void)there.execute(c, [this, done = std::move(done)](durable_result& d) mutable {
+        std::optional<streams::outcome> o;
+        if (d.failure == protocol::errc::ok) o = std::move(d.o);
+        loop_->post([done = std::move(done), o = std::move(o)] { done(o ? &*o : nullptr); });
+      });
+    };
+    if (&there == this) return run();
+    there.loop().post(std::move(run));
   };
   fork_sweep_ = std::make_unique<streams::fork_sweep>(sm_, std::move(p), opts_.fork_sweep_min_age_ms);
 }
@@ -653,11 +671,13 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
   streams::outcome o = sm_.apply(c);
   if (o.mutated) stream_count_.store(sm_.size(), std::memory_order_relaxed);
   // A fork's link to its source's log is not in the command (like a replayed one): link it here, on
-  // every node. The source lives on this machine too (every stream of a cluster node is on core 0).
+  // every node. The source lives on this shard, or on another lane's (ask_for_source).
   if (const auto* create = std::get_if<streams::create_command>(&c);
       create && create->fork && o.created && create->fork->resolved.point.value() > 0) {
     if (auto log = sm_.log_of(create->fork->source)) {
       sm_.stitch_fork(create->path, std::move(log));
+    } else if (&node_->owner_of(create->fork->source) != this) {
+      ask_for_source(create->path, create->fork->source);  // another lane's stream
     } else {
       // The source's group is behind the fork's here (groups replay independently after a restart):
       // linked when the source's create is applied.
@@ -668,12 +688,61 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
       create && o.created && !unlinked_forks_.empty()) {
     link_waiting_forks(create->path);
   }
+  if (o.created && !lend_waiting_.empty()) answer_lend_requests();
   // The record it added goes to the data log; nobody waits for it (raft made the command durable).
   if (data_log_ && o.code == streams::errc::ok && o.mutated && o.meta) {
     data_log_->write(c, o.meta->generation, o.meta->tail.value());
   }
   effects(o, proposed_here);
   return o;
+}
+
+void stream_shard::ask_for_source(const std::string& fork, const std::string& source) {
+  stream_shard& there = node_->owner_of(source);
+  there.loop().post([&there, self = this, source, fork] { there.lend_log(source, self, fork); });
+}
+
+namespace {
+// A log every fork link above it is known for: it may be read from another loop.
+bool linked_all_the_way(const streams::memory_log* l) {
+  for (; l != nullptr; l = l->source().get()) {
+    if (l->base().value() > 0 && !l->source()) return false;
+  }
+  return true;
+}
+}  // namespace
+
+void stream_shard::lend_log(const std::string& source, stream_shard* to, const std::string& fork) {
+  auto log = sm_.log_of(source);
+  if (!log || !linked_all_the_way(log.get())) {
+    lend_waiting_.emplace(source, std::make_pair(to, fork));
+    return;
+  }
+  to->loop().post([to, fork, source, log = std::move(log)]() mutable {
+    to->take_lent_log(fork, source, std::move(log));
+  });
+}
+
+void stream_shard::answer_lend_requests() {
+  std::vector<std::pair<std::string, std::pair<stream_shard*, std::string>>> ready;
+  for (auto it = lend_waiting_.begin(); it != lend_waiting_.end();) {
+    auto log = sm_.log_of(it->first);
+    if (log && linked_all_the_way(log.get())) {
+      ready.emplace_back(it->first, it->second);
+      it = lend_waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [source, asker] : ready) lend_log(source, asker.first, asker.second);
+}
+
+void stream_shard::take_lent_log(const std::string& fork, const std::string& source,
+                                 std::shared_ptr<const streams::memory_log> log) {
+  // Deleted meanwhile, or linked already (a second answer to a second request).
+  if (!sm_.awaits_link(fork, source)) return;
+  sm_.stitch_fork(fork, std::move(log));
+  if (!lend_waiting_.empty()) answer_lend_requests();
 }
 
 void stream_shard::link_waiting_forks(const std::string& source) {
@@ -691,8 +760,8 @@ void stream_shard::link_waiting_forks(const std::string& source) {
 }
 
 status stream_shard::open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
-                                   storage::segment_reader* reader) {
-  attach_segments(e, dir, {reader});
+                                   std::vector<storage::segment_reader*> readers) {
+  attach_segments(e, dir, std::move(readers));
   data_log_options o;
   o.core = opts_.core;
   o.segment_bytes = segment_bytes;
@@ -711,7 +780,8 @@ status stream_shard::open_data_log(storage::env& e, const std::string& dir, std:
   h.referenced = [this] { return sm_.referenced_segments(opts_.core); };
   io::event_loop* loop = loop_;
   auto d = data_log::open(
-      e, dir, o, [loop](std::function<void()> fn) { loop->post(std::move(fn)); }, reader, std::move(h));
+      e, dir, o, [loop](std::function<void()> fn) { loop->post(std::move(fn)); }, own_segments_,
+      std::move(h));
   if (!d) return d.err();
   data_log_ = std::move(*d);
   return {};
@@ -748,6 +818,14 @@ status stream_shard::restore_part(std::span<const std::byte> blob,
   for (const std::string& path : paths)
     wake(path, std::find(removed.begin(), removed.end(), path) != removed.end());
   persist_unlocated(in_part);
+  // Lanes: forks of the part whose source is another lane's ask that lane for its log, and requests
+  // for this lane's logs that the part answers are answered.
+  if (repl_ && node_->shard_count() > 1) {
+    for (const auto& link : sm_.forks_to_stitch()) {
+      if (in_part(link.path) && &node_->owner_of(link.source) != this) ask_for_source(link.path, link.source);
+    }
+  }
+  if (!lend_waiting_.empty()) answer_lend_requests();
   return {};
 }
 
@@ -768,8 +846,11 @@ void stream_shard::effects(const streams::outcome& o, bool releases) {
 void stream_shard::release(const streams::fork_release_command& r) {
   if (repl_) {
     // A command of the source's group, applied by every node there: the source's references are that
-    // group's state, so the group's snapshots carry them exactly (docs/replication.md, "Forks").
-    propose_release(r);
+    // group's state, so the group's snapshots carry them exactly (docs/replication.md, "Forks"). The
+    // source's lane proposes it.
+    stream_shard& s = node_->owner_of(r.source);
+    if (&s == this) return propose_release(r);
+    s.loop().post([&s, r] { s.propose_release(r); });
     return;
   }
   stream_shard& s = node_->owner_of(r.source);

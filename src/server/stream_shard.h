@@ -120,10 +120,11 @@ class stream_shard {
                                    bool proposed_here = false);
 
   // Cluster mode, start-up, before the loop runs (and before raft applies anything): the data log in
-  // `dir` (data_log.h), read back through `reader` (owned by the caller, outliving the shard). Stream
-  // bytes applied from then on are written there and may leave memory (hot tier) once it is synced.
+  // `dir` (data_log.h), read back through readers[core] (readers: every lane's data log, indexed by
+  // lane = shard index; owned by the caller, outliving the shard). Stream bytes applied from then on
+  // are written there and may leave memory (hot tier) once it is synced.
   status open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
-                       storage::segment_reader* reader);
+                       std::vector<storage::segment_reader*> readers);
   data_log* data() { return data_log_.get(); }
   // Whether a record's place `at` is in the data log and synced: a snapshot may reference it rather than
   // inline its bytes. False without a data log.
@@ -240,6 +241,18 @@ class stream_shard {
   void handle_replicated_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   // Cluster mode: links the forks applied before their source `source` was created here.
   void link_waiting_forks(const std::string& source);
+  // Lanes (cluster mode, docs/replication.md "Lanes"): a fork whose source lives on another lane's shard
+  // gets its source's log from that shard by message. On the fork's shard: asks for it.
+  void ask_for_source(const std::string& fork, const std::string& source);
+  // On the source's shard: hands `source`'s log to `to` for its fork `fork` once the source exists here
+  // and is linked all the way up its own fork chain (a log lent to another loop is never linked later
+  // on this one); until then the request waits (lend_waiting_).
+  void lend_log(const std::string& source, stream_shard* to, const std::string& fork);
+  // Answers the waiting requests that can be answered now (after a create, a link, a restore).
+  void answer_lend_requests();
+  // On the fork's shard: links `fork` to the lent log if it still waits for it.
+  void take_lent_log(const std::string& fork, const std::string& source,
+                     std::shared_ptr<const streams::memory_log> log);
   // `releases`: carry out o.release (always on a single node; in a cluster only on the proposing node).
   void effects(const streams::outcome& o, bool releases = true);
   // A durable command's new record: into the hot tier, with its place in the log.
@@ -269,6 +282,8 @@ class stream_shard {
   std::unique_ptr<data_log> data_log_;  // cluster mode: where applied stream bytes go (data_log.h)
   // Cluster mode: forks applied before their source (source path -> fork path), until it is created.
   std::unordered_multimap<std::string, std::string> unlinked_forks_;
+  // Lanes: requests for a source's log that wait for it here (source path -> asking shard, fork path).
+  std::unordered_multimap<std::string, std::pair<stream_shard*, std::string>> lend_waiting_;
   std::unordered_set<io::event_loop::timer_id> release_retries_;  // propose_release's, cancelled by stop()
   std::unique_ptr<streams::fork_sweep> fork_sweep_;               // cluster mode: lost releases recovered
   io::event_loop::timer_id fork_sweep_timer_ = 0;

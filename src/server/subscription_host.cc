@@ -91,13 +91,14 @@ class shard_stream_host final : public subscriptions::stream_host {
   node& node_;
 };
 
-// cluster_port over the node's replication (everything on core 0, the service's home).
+// cluster_port over lane 0's replication (everything on core 0, the service's home).
 class replication_port final : public subscriptions::cluster_port {
  public:
   explicit replication_port(replication& r) : r_(r) {}
 
   std::uint64_t node_id() const override { return r_.node_id(); }
-  std::uint32_t group_of(std::string_view key) const override { return r_.group_of(key); }
+  // Lane 0's groups only: the service and lane 0 share core 0 (replication::subscription_group_of).
+  std::uint32_t group_of(std::string_view key) const override { return r_.subscription_group_of(key); }
   std::vector<group_view> groups() const override {
     std::vector<group_view> out;
     for (const auto& [leads, term] : r_.group_views()) out.push_back(group_view{leads, term});

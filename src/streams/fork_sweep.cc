@@ -30,17 +30,17 @@ void fork_sweep::next() {
   }
   state_machine::held_reference r = std::move(todo_.back());
   todo_.pop_back();
-  ports_.read_index(ports_.group_of(r.fork), guarded([this, r](bool ok) {
-                      if (!ok) return next();
-                      check(r);
-                    }));
+  ports_.find_fork(ports_.group_of(r.fork), r.fork, r.origin, guarded([this, r](std::optional<bool> found) {
+                     if (!found) return next();
+                     check(r, *found);
+                   }));
 }
 
-void fork_sweep::check(const state_machine::held_reference& r) {
+void fork_sweep::check(const state_machine::held_reference& r, bool fork_found) {
   ++stats_.checked;
-  // Given back meanwhile (its release arrived), or the fork is here (this node applied its group this far).
+  // Given back meanwhile (its release arrived), or the fork is there (this node applied its group this far).
   if (!sm_.holds_reference(r.source, r.origin)) return next();
-  if (sm_.fork_exists(r.fork, r.origin)) {
+  if (fork_found) {
     ++stats_.kept;
     return next();
   }

@@ -5,7 +5,8 @@
 //
 // A pass, run by each node for the source groups it leads: for every reference by origin whose retain
 // is older than `min_age_ms` (longer than a fork's create can take to be proposed and commit), after a
-// read index of the fork's group (its path names it), look for a fork at that path with that origin.
+// read index of the fork's group (its path names it), look for a fork at that path with that origin
+// (ports::find_fork: the fork may live on another lane's machine).
 // Found: kept. Not found: first a fork_tombstone_command in the fork's group (unless the fork is
 // created before it applies: then kept), so that no create of it still in some log can bring the fork
 // back; then the release by origin in the source's group (idempotent: a release that did arrive, or a
@@ -20,6 +21,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,8 +37,13 @@ class fork_sweep {
     std::function<bool(std::uint32_t group)> leads;
     // The raft group of a stream's path.
     std::function<std::uint32_t(std::string_view path)> group_of;
-    // `ready(true)` once this node applied every entry of `group` committed before the call.
-    std::function<void(std::uint32_t group, std::function<void(bool)> ready)> read_index;
+    // Once this node applied every entry of `group` (the fork's) committed before the call (a read
+    // index): whether it holds a fork at `fork` made with `origin` (state_machine::fork_exists, on the
+    // machine that holds the fork, which may be another lane's); nullopt when the read index failed.
+    // Never answers inside this call.
+    std::function<void(std::uint32_t group, const std::string& fork, const fork_origin& origin,
+                       std::function<void(std::optional<bool>)> found)>
+        find_fork;
     // Proposes `c` in its path's group; `done` gets this node's outcome of it once applied, or nullptr
     // when the proposal failed or its outcome is unknown. Never calls `done` inside this call.
     std::function<void(const command& c, std::function<void(const outcome*)> done)> propose;
@@ -60,7 +68,7 @@ class fork_sweep {
 
  private:
   void next();
-  void check(const state_machine::held_reference& r);
+  void check(const state_machine::held_reference& r, bool fork_found);
   void release(const state_machine::held_reference& r);
   // Runs `fn` only while this sweep exists.
   template <class F>

@@ -507,6 +507,12 @@ void state_machine::stitch_fork(const std::string& path, std::shared_ptr<const m
   it->second.log->link_source(std::move(source));
 }
 
+bool state_machine::awaits_link(std::string_view path, std::string_view source) const {
+  auto it = streams_.find(path);
+  return it != streams_.end() && it->second.fork && it->second.fork->source == source &&
+         it->second.fork->resolved.point.value() > 0 && !it->second.log->source();
+}
+
 void state_machine::adopt_logs(state_machine& old) {
   for (auto& [path, s] : streams_) {
     auto it = old.streams_.find(path);

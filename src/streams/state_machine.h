@@ -203,6 +203,8 @@ class state_machine {
   // Links the fork at `path` to its source's log. Only while the log is not shared with other cores'
   // readers (start-up, or a state being rebuilt).
   void stitch_fork(const std::string& path, std::shared_ptr<const memory_log> source);
+  // Whether `path` is a fork of `source` with a fork point > 0 and no link to its source's log yet.
+  bool awaits_link(std::string_view path, std::string_view source) const;
   // After a log write failure, this machine was rebuilt from the log and `old` is the state it replaces:
   // every stream of this machine that is the same incarnation in `old` (same path and generation) takes
   // over `old`'s log object with this machine's records, so forks that point at it (on other cores too)

@@ -50,7 +50,7 @@ def append(node, path, body, headers):
 
 def stream_data(node):
     st = node.status()
-    return st["stream_data"] if st else None
+    return cs.summed(st, "stream_data") if st else None  # every lane's
 
 
 def wait_evicted(cluster, ids, what):

@@ -52,7 +52,10 @@ def paths_in_distinct_groups(prefix, count, taken):
 
 def fork_refs(node):
     st = node.status()
-    return None if st is None else (st["fork_references"]["sources"], st["fork_references"]["references"])
+    if st is None:
+        return None
+    refs = cs.summed(st, "fork_references")  # every lane's
+    return refs["sources"], refs["references"]
 
 
 def wait_refs(cluster, want, what):

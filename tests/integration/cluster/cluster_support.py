@@ -53,7 +53,7 @@ def request(port, method, path, body=None, headers=None, timeout=20.0):
 
 
 def fnv_group(path, groups=64):
-    """The raft group of a stream path (src/server/replication.cc hash_group: salted FNV-1a)."""
+    """The raft group of a stream path (src/server/replication.cc cluster_group_of: salted FNV-1a)."""
     h = 14695981039346656037 ^ 0x67726F7570
     for c in path.encode():
         h ^= c
@@ -237,13 +237,45 @@ def wait_for(what, cond, timeout, interval=0.05):
         time.sleep(interval)
 
 
+def lanes_args():
+    """The lane count of the run (WEIR_CLUSTER_LANES, set by the ctest entries named *_lanes): every
+    node gets --raft-lanes N (docs/replication.md, "Lanes"); none when unset."""
+    lanes = os.environ.get("WEIR_CLUSTER_LANES")
+    return ["--raft-lanes", lanes] if lanes else []
+
+
+def lane_views(st):
+    """A node's /cluster view per lane: the top level is lane 0's (with every lane's raft_groups,
+    groups_led and quorum), other_lanes the others' own views."""
+    return [st] + st.get("other_lanes", [])
+
+
+def summed(st, key):
+    """The object `key` of a /cluster view (fork_references, stream_data, admission, ...) with its
+    numbers added up over the node's lanes."""
+    out = {}
+    for view in lane_views(st):
+        for k, v in view[key].items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                out.setdefault(k, v)
+            else:
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def lane_of_group(group, lanes=None):
+    """The lane that runs `group` on every node."""
+    lanes = lanes if lanes is not None else int(os.environ.get("WEIR_CLUSTER_LANES", "1"))
+    return group % lanes
+
+
 class Cluster:
     """Three nodes in a fresh temporary directory. `peers_for(node_id, peer_ports)` may give a node a
     --peers list of its own (through proxies); by default every node gets the direct addresses."""
 
     def __init__(self, weir, extra=(), peers_for=None, peer_ports=None, size=3, prefix="weir-cluster-"):
         self.weir = weir
-        self.extra = list(extra)
+        self.extra = list(extra) + lanes_args()
         self.workdir = tempfile.mkdtemp(prefix=prefix)
         self.peer_ports = peer_ports or {i: free_port() for i in range(1, size + 1)}
         direct = ",".join("%d=%s:%d" % (i, HOST, p) for i, p in sorted(self.peer_ports.items()))

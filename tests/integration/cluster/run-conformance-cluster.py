@@ -64,8 +64,8 @@ def main():
         # never finished would hold writes back for admission for good, raft-proposal-bytes).
         def nothing_in_flight():
             sts = [cluster.node(i).status() for i in (1, 2, 3)]
-            return all(s is not None and s["admission"]["in_flight_bytes"] == 0 and
-                       s["admission"]["waiting"] == 0 for s in sts)
+            return all(s is not None and cs.summed(s, "admission")["in_flight_bytes"] == 0 and
+                       cs.summed(s, "admission")["waiting"] == 0 for s in sts)
 
         drained = True
         try:

@@ -16,7 +16,7 @@ cluster_options node(std::uint64_t id, std::uint32_t groups = 64) {
   cluster_options o;
   o.node_id = id;
   o.groups = groups;
-  return o;  // claim_identity looks at node_id and groups only
+  return o;  // claim_identity looks at node_id, groups and lanes only
 }
 
 std::string text_of(const storage::mem_env& e, const std::string& path) {
@@ -39,7 +39,7 @@ TEST(cluster_identity, the_first_start_writes_the_file_and_later_starts_read_it)
   storage::mem_env e;
   auto first = claim_identity(e, dir, node(1));
   ASSERT_TRUE(first) << first.err().reason;
-  EXPECT_EQ(*first, (cluster_identity{1, 64, true}));
+  EXPECT_EQ(*first, (cluster_identity{1, 64, 1, true}));
   EXPECT_TRUE(is_cluster_dir(e, dir));
   EXPECT_EQ(text_of(e, dir + "/cluster"),
             "# weir: this data directory belongs to a node of a cluster (docs/operations.md, \"Cluster\")\n"
@@ -48,7 +48,7 @@ TEST(cluster_identity, the_first_start_writes_the_file_and_later_starts_read_it)
 
   auto again = claim_identity(e, dir, node(1));
   ASSERT_TRUE(again) << again.err().reason;
-  EXPECT_EQ(*again, (cluster_identity{1, 64, false}));
+  EXPECT_EQ(*again, (cluster_identity{1, 64, 1, false}));
 }
 
 TEST(cluster_identity, the_file_survives_a_crash_right_after_the_claim) {
@@ -58,7 +58,7 @@ TEST(cluster_identity, the_file_survives_a_crash_right_after_the_claim) {
   e.restart();
   auto after = claim_identity(e, dir, node(3, 16));
   ASSERT_TRUE(after) << after.err().reason;
-  EXPECT_EQ(*after, (cluster_identity{3, 16, false}));
+  EXPECT_EQ(*after, (cluster_identity{3, 16, 1, false}));
 }
 
 TEST(cluster_identity, another_node_id_or_group_count_is_refused_naming_both) {
@@ -84,6 +84,27 @@ TEST(cluster_identity, another_node_id_or_group_count_is_refused_naming_both) {
   EXPECT_NE(both.err().reason.find("started with --node-id 2 --raft-groups 32"), std::string::npos);
   // Nothing was rewritten.
   EXPECT_NE(text_of(e, dir + "/cluster").find("node-id = 1\ngroups = 64\n"), std::string::npos);
+}
+
+TEST(cluster_identity, the_lane_count_is_recorded_and_fixed) {
+  storage::mem_env e;
+  cluster_options two = node(1);
+  two.lanes = 2;
+  auto first = claim_identity(e, dir, two);
+  ASSERT_TRUE(first) << first.err().reason;
+  EXPECT_EQ(*first, (cluster_identity{1, 64, 2, true}));
+  EXPECT_NE(text_of(e, dir + "/cluster").find("groups = 64\nlanes = 2\n"), std::string::npos);
+  auto one = claim_identity(e, dir, node(1));
+  ASSERT_FALSE(one);
+  EXPECT_EQ(code_of(one.err()), identity_errc::mismatch);
+  EXPECT_NE(one.err().reason.find("64 groups in 2 lanes; started with --raft-lanes 1"), std::string::npos)
+      << one.err().reason;
+  auto again = claim_identity(e, dir, two);
+  ASSERT_TRUE(again) << again.err().reason;
+  EXPECT_EQ(*again, (cluster_identity{1, 64, 2, false}));
+  // A directory of one lane has no lanes line (older nodes read it as before).
+  ASSERT_TRUE(claim_identity(e, "/data/node-2", node(2)));
+  EXPECT_EQ(text_of(e, "/data/node-2/cluster").find("lanes"), std::string::npos);
 }
 
 TEST(cluster_identity, a_single_node_directory_is_refused_in_cluster_mode) {
@@ -141,7 +162,7 @@ TEST(cluster_identity, a_damaged_file_is_an_error_not_a_new_identity) {
   put(e, dir + "/cluster", "\n# written by hand\r\n  node-id=1  \r\ngroups =64");
   auto r = claim_identity(e, dir, node(1));
   ASSERT_TRUE(r) << r.err().reason;
-  EXPECT_EQ(*r, (cluster_identity{1, 64, false}));
+  EXPECT_EQ(*r, (cluster_identity{1, 64, 1, false}));
 }
 
 TEST(cluster_identity, a_failed_write_leaves_no_identity_and_the_next_start_writes_it) {
@@ -159,8 +180,8 @@ TEST(cluster_identity, a_failed_write_leaves_no_identity_and_the_next_start_writ
 }
 
 TEST(cluster_identity, format_and_parse_are_inverses) {
-  for (cluster_identity id :
-       {cluster_identity{1, 1}, cluster_identity{7, 4096}, cluster_identity{1ull << 40, 64}}) {
+  for (cluster_identity id : {cluster_identity{1, 1}, cluster_identity{7, 4096},
+                              cluster_identity{1ull << 40, 64}, cluster_identity{2, 64, 4}}) {
     auto back = parse_identity(format_identity(id));
     ASSERT_TRUE(back) << back.err().reason;
     EXPECT_EQ(*back, id);

@@ -155,6 +155,17 @@ TEST(cluster_options, validate_names_what_is_wrong) {
   o = three_nodes();
   o.groups = max_groups;
   EXPECT_EQ(validate_error(o), "");
+  for (std::uint32_t lanes : {0u, max_lanes + 1}) {
+    o = three_nodes();
+    o.lanes = lanes;
+    EXPECT_EQ(validate_error(o).rfind("raft-lanes: between 1 and 64", 0), 0u) << lanes;
+  }
+  o = three_nodes();
+  o.groups = 4;
+  o.lanes = 5;  // a lane without a group
+  EXPECT_EQ(validate_error(o).rfind("raft-lanes: between 1 and 4 ", 0), 0u) << validate_error(o);
+  o.lanes = 4;
+  EXPECT_EQ(validate_error(o), "");
 
   for (std::uint32_t ms : {0u, min_election_timeout_ms - 1, max_election_timeout_ms + 1}) {
     o = three_nodes();

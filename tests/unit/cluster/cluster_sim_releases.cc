@@ -29,9 +29,13 @@ void cluster::start_sweep(node& n) {
   streams::fork_sweep::ports p;
   p.leads = [&n](std::uint32_t g) { return n.lane_of(g).leads(g); };
   p.group_of = [groups = o.groups](std::string_view path) { return group_of_path(path, groups); };
-  p.read_index = [this, &n](std::uint32_t g, std::function<void(bool)> answer) {
-    n.lane_of(g).read_index(g, [this, answer = std::move(answer)](bool ok) mutable {
-      sched.at(milliseconds(0), [answer = std::move(answer), ok] { answer(ok); });
+  p.find_fork = [this, &n](std::uint32_t g, const std::string& fork, const streams::fork_origin& origin,
+                           std::function<void(std::optional<bool>)> found) {
+    n.lane_of(g).read_index(g, [this, &n, fork, origin, found = std::move(found)](bool ok) mutable {
+      sched.at(milliseconds(0), [&n, fork, origin, found = std::move(found), ok] {
+        if (!ok) return found(std::nullopt);
+        found(n.sm->fork_exists(fork, origin));
+      });
     });
   };
   p.propose = [this, &n](const streams::command& c, std::function<void(const streams::outcome*)> done) {

@@ -146,6 +146,7 @@ const std::map<std::string, sample>& samples() {
         "\"1=127.0.0.1:5437,2=127.0.0.1:5438,3=127.0.0.1:5439\"",
         {"node-id", "peer-listen"}}},
       {"raft-groups", {"16", "16"}},
+      {"raft-lanes", {"4", "4"}},
       {"balance-leaders", {"false", "false"}},
       {"election-timeout-ms", {"3000", "3000"}},
       {"join", {"true", "true", {"node-id", "peer-listen", "peers"}}},
@@ -453,7 +454,7 @@ TEST(serve_config, help_lists_the_cluster_settings) {
   CLI::App app;
   serve_options opts(app);
   const std::string help = app.help();
-  for (const char* flag : {"--node-id", "--peer-listen", "--peers", "--raft-groups"}) {
+  for (const char* flag : {"--node-id", "--peer-listen", "--peers", "--raft-groups", "--raft-lanes"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag << "\n" << help;
   }
 }

@@ -34,8 +34,10 @@ struct harness {
     fork_sweep::ports p;
     p.leads = [this](std::uint32_t) { return leader; };
     p.group_of = group_of;
-    p.read_index = [this](std::uint32_t, std::function<void(bool)> ready) {
-      queue.push_back([ready = std::move(ready)] { ready(true); });
+    p.find_fork = [this](std::uint32_t, const std::string& fork, const fork_origin& origin,
+                         std::function<void(std::optional<bool>)> found) {
+      queue.push_back(
+          [this, fork, origin, found = std::move(found)] { found(sm.fork_exists(fork, origin)); });
     };
     p.propose = [this](const command& c, std::function<void(const outcome*)> done) {
       proposed.push_back(std::to_string(static_cast<int>(static_cast<std::uint8_t>(encode(c)[0]))) + " " +
