@@ -6,7 +6,7 @@
 #                  data $DATA/node-N, log $DATA/node-N.log  ($DATA default ./data/cluster)
 #   HTTP_PORT / PEER_PORT: node 1's ports, if the defaults are taken (node N: +N-1)
 #
-# Extra arguments go to every node's `weir serve`, e.g. scripts/run-cluster.sh --threads 2.
+# Extra arguments go to every node's `weir serve`, e.g. scripts/run-cluster.sh --threads 2 --raft-lanes 2 (a new cluster).
 # If one node exits on its own, the script prints the end of its log and stops the others.
 set -euo pipefail
 

@@ -1,5 +1,6 @@
 #include "server/replication.h"
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -441,7 +442,7 @@ std::string group_json(const cluster::replicator::group_status& g) {
 replication::lane_status replication::status_part() const {
   lane_status l;
   for (const auto& g : repl_->status()) {
-    l.groups.push_back(group_json(g));
+    l.groups.emplace_back(g.group, group_json(g));
     l.led += g.leader == opts_.node_id ? 1 : 0;
   }
   l.quorum = repl_->has_quorum();
@@ -522,11 +523,13 @@ std::string replication::status_json(const std::vector<lane_status>& others) con
   w.key("enabled").value(links_->tls());
   w.key("refused").value(std::int64_t(links_->tls_refused()));
   w.end_object();
+  // Every lane's groups, in group order (entry g is group g when the node holds every group).
+  std::vector<std::pair<std::uint32_t, std::string>> listed;
+  for (const auto& g : groups) listed.emplace_back(g.group, group_json(g));
+  for (const lane_status& l : others) listed.insert(listed.end(), l.groups.begin(), l.groups.end());
+  std::sort(listed.begin(), listed.end());
   w.key("raft_groups").begin_array();
-  for (const auto& g : groups) w.raw(group_json(g));
-  for (const lane_status& l : others) {
-    for (const std::string& g : l.groups) w.raw(g);
-  }
+  for (const auto& [group, json] : listed) w.raw(json);
   w.end_array();
   w.key("membership");
   write_membership(w, repl_->desired_membership());

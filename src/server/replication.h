@@ -129,7 +129,7 @@ class replication {
   // by status_part): every lane's groups in raft_groups, groups_led and quorum of all lanes, and each
   // other lane's own view in other_lanes.
   struct lane_status {
-    std::vector<std::string> groups;  // raft_groups entries, a JSON object each
+    std::vector<std::pair<std::uint32_t, std::string>> groups;  // raft_groups entries: group, JSON object
     std::uint64_t led = 0;
     bool quorum = true;
     std::string whole;  // the lane's status_json()

@@ -3,7 +3,8 @@
 //
 // Lives on one core: every method runs on loop() (other cores reach it with loop().post(...)).
 // Requests arrive already validated (protocol::stream_request); answers go back to the connection's
-// core through reply.h.
+// core through reply.h. Cluster mode (applies of committed commands, the data log, snapshot parts, fork
+// releases and links across lanes) is in stream_shard_cluster.cc.
 #pragma once
 
 #include <atomic>

@@ -80,7 +80,7 @@ class Writer:
 
 def snapshots(node):
     st = node.status()
-    return st["snapshots"] if st else None
+    return cs.summed(st, "snapshots") if st else None  # every lane's
 
 
 def main():
@@ -109,7 +109,7 @@ def main():
             w.verify(nodes[i], "after the first writes")
             s = snapshots(nodes[i])
             check(s is not None and s["taken"] > 0, "node %d took group snapshots: %r" % (i, s))
-            sd = nodes[i].status()["stream_data"]
+            sd = cs.summed(nodes[i].status(), "stream_data")
             check(sd["hot_bytes"] <= sd["hot_budget"], "node %d keeps its hot budget: %r" % (i, sd))
 
         # 2. Node 3 misses more than the groups keep: it gets their snapshots installed.
@@ -121,7 +121,7 @@ def main():
         w.round([nodes[1], nodes[2]], "b2", 300)  # the big records synced and cold by the last snapshots
         # Once the data logs synced (every second), the snapshots taken after reference the big records.
         wait_for("the data logs of nodes 1 and 2 to sync",
-                 lambda: all(nodes[i].status()["stream_data"]["data_log_unsynced_bytes"] == 0 for i in (1, 2)), 30)
+                 lambda: all(cs.summed(nodes[i].status(), "stream_data")["data_log_unsynced_bytes"] == 0 for i in (1, 2)), 30)
         w.round([nodes[1], nodes[2]], "b3", 100)
         nodes[3].start()
         cluster.wait_healthy([1, 2, 3], timeout=60)
@@ -137,7 +137,7 @@ def main():
               "some transfer to node 3 took more than one chunk: %r" % s3)
         check(s3["chunk_bytes_received"] > (1 << 20), "more than 1 MiB of records crossed in chunks: %r" % s3)
         check(chunks_sent >= s3["chunks_received"], "the leaders sent the chunks node 3 took (%d)" % chunks_sent)
-        d3 = nodes[3].status()["stream_data"]
+        d3 = cs.summed(nodes[3].status(), "stream_data")
         check(d3["data_log_bytes_written"] >= s3["chunk_bytes_received"],
               "node 3 wrote the records it received to its data log: %r" % d3)
         for i in (1, 2, 3):

@@ -244,6 +244,13 @@ def lanes_args():
     return ["--raft-lanes", lanes] if lanes else []
 
 
+def subscription_group(key, groups=64, lanes=None):
+    """The raft group of a subscription (root + id): one of lane 0's groups 0, L, 2L, ...
+    (src/server/replication.cc subscription_group_of; fnv_group with one lane)."""
+    lanes = lanes if lanes is not None else int(os.environ.get("WEIR_CLUSTER_LANES", "1"))
+    return fnv_group(key, (groups + lanes - 1) // lanes) * lanes
+
+
 def lane_views(st):
     """A node's /cluster view per lane: the top level is lane 0's (with every lane's raft_groups,
     groups_led and quorum), other_lanes the others' own views."""

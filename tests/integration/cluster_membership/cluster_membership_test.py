@@ -172,7 +172,8 @@ def main():
         w.append_round([nodes[1], nodes[2], n4], "d")
         for i in (1, 2, 4):
             wait_for("node %d to unlink node 3" % i,
-                     lambda i=i: all(p["node_id"] != 3 for p in (nodes[i].status() or {"peers": [{"node_id": 3}]})["peers"]),
+                     lambda i=i: all(p["node_id"] != 3 for v in cs.lane_views(nodes[i].status() or {"peers": [{"node_id": 3}]})
+                                    for p in v["peers"]),
                      15)
         w.verify(n4, "after the removal")
         for i in (1, 2, 4):
@@ -252,7 +253,8 @@ def main():
         for i in (1, 2):
             wait_for("node %d to see voters 1, 2 in every group" % i, lambda i=i: without_4(nodes[i]), 60)
             wait_for("node %d to unlink node 4" % i,
-                     lambda i=i: all(p["node_id"] != 4 for p in (nodes[i].status() or {"peers": [{"node_id": 4}]})["peers"]),
+                     lambda i=i: all(p["node_id"] != 4 for v in cs.lane_views(nodes[i].status() or {"peers": [{"node_id": 4}]})
+                                    for p in v["peers"]),
                      15)
         n4.start()
         t = time.monotonic()

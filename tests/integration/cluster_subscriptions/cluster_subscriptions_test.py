@@ -21,7 +21,7 @@ import threading
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
 import cluster_support as cs  # noqa: E402
-from cluster_support import HOST, fnv_group, request, wait_for  # noqa: E402
+from cluster_support import HOST, request, wait_for  # noqa: E402
 
 ROOT = "/v1/stream/"
 SUB_ID = "sub-cluster"
@@ -91,7 +91,7 @@ def main():
         for n in nodes.values():
             wait_for("node %d to have a quorum" % n.id, lambda n=n: n.healthz() == 200, 30)
         groups = nodes[1].status()["groups"]
-        group = fnv_group(ROOT + SUB_ID, groups)
+        group = cs.subscription_group(ROOT + SUB_ID, groups)
 
         # A stream the subscription's pattern matches, before the subscription: linked at its tail.
         st, _, body = request(nodes[1].port, "PUT", ROOT + "events/a", body=b"[]",

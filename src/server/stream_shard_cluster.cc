@@ -1,0 +1,248 @@
+// stream_shard's cluster mode (docs/replication.md): commands applied once committed, the data log,
+// group snapshots' parts, fork releases and the fork sweep through raft, and what a fork whose source is
+// another lane's stream asks of that lane (docs/replication.md, "Lanes").
+#include <algorithm>
+
+#include "base/log.h"
+#include "server/node.h"
+#include "server/replication.h"
+#include "server/stream_shard.h"
+
+namespace weir::server {
+
+void stream_shard::attach_replication(std::unique_ptr<replication> r) {
+  repl_ = std::move(r);
+  streams::fork_sweep::ports p;
+  p.leads = [this](std::uint32_t g) { return repl_->leads_group(g); };
+  p.group_of = [this](std::string_view path) { return repl_->group_of(path); };
+  // The fork's group may be another lane's: its read index and its machine are that lane's. Answered on
+  // a later turn here: a pass walks its references one after another through these callbacks.
+  p.find_fork = [this](std::uint32_t g, const std::string& fork, const streams::fork_origin& origin,
+                       std::function<void(std::optional<bool>)> found) {
+    stream_shard& there = node_->shard_of_group(g);
+    auto ask = [this, &there, g, fork, origin, found = std::move(found)]() mutable {
+      there.repl_->linearize_group(g,
+                                   [this, &there, fork, origin, found = std::move(found)](bool ok) mutable {
+                                     std::optional<bool> exists;
+                                     if (ok) exists = there.sm_.fork_exists(fork, origin);
+                                     loop_->post([found = std::move(found), exists] { found(exists); });
+                                   });
+    };
+    if (&there == this) return ask();
+    there.loop().post(std::move(ask));
+  };
+  // A tombstone goes to the fork's group (its lane's shard proposes it), a release to the source's.
+  p.propose = [this](const streams::command& c, std::function<void(const streams::outcome*)> done) {
+    stream_shard& there = node_->owner_of(streams::command_path(c));
+    auto run = [this, &there, c, done = std::move(done)]() mutable {
+      // Shutting down: the pass ends here (nothing is proposed after stop()).
+      if (there.stopped_) return loop_->post([done = std::move(done)] { done(nullptr); });
+      (void)there.execute(c, [this, done = std::move(done)](durable_result& d) mutable {
+        std::optional<streams::outcome> o;
+        if (d.failure == protocol::errc::ok) o = std::move(d.o);
+        loop_->post([done = std::move(done), o = std::move(o)] { done(o ? &*o : nullptr); });
+      });
+    };
+    if (&there == this) return run();
+    there.loop().post(std::move(run));
+  };
+  fork_sweep_ = std::make_unique<streams::fork_sweep>(sm_, std::move(p), opts_.fork_sweep_min_age_ms);
+}
+
+streams::outcome stream_shard::apply_committed(const streams::command& c, std::uint32_t group,
+                                               std::uint64_t index, bool proposed_here) {
+  sm_.set_entry_place(group, index);
+  streams::outcome o = sm_.apply(c);
+  if (o.mutated) stream_count_.store(sm_.size(), std::memory_order_relaxed);
+  // A fork's link to its source's log is not in the command (like a replayed one): link it here, on
+  // every node. The source lives on this shard, or on another lane's (ask_for_source).
+  if (const auto* create = std::get_if<streams::create_command>(&c);
+      create && create->fork && o.created && create->fork->resolved.point.value() > 0) {
+    if (auto log = sm_.log_of(create->fork->source)) {
+      sm_.stitch_fork(create->path, std::move(log));
+    } else if (&node_->owner_of(create->fork->source) != this) {
+      ask_for_source(create->path, create->fork->source);  // another lane's stream
+    } else {
+      // The source's group is behind the fork's here (groups replay independently after a restart):
+      // linked when the source's create is applied.
+      unlinked_forks_.emplace(create->fork->source, create->path);
+    }
+  }
+  if (const auto* create = std::get_if<streams::create_command>(&c);
+      create && o.created && !unlinked_forks_.empty()) {
+    link_waiting_forks(create->path);
+  }
+  if (o.created && !lend_waiting_.empty()) answer_lend_requests();
+  // The record it added goes to the data log; nobody waits for it (raft made the command durable).
+  if (data_log_ && o.code == streams::errc::ok && o.mutated && o.meta) {
+    data_log_->write(c, o.meta->generation, o.meta->tail.value());
+  }
+  effects(o, proposed_here);
+  return o;
+}
+
+void stream_shard::ask_for_source(const std::string& fork, const std::string& source) {
+  stream_shard& there = node_->owner_of(source);
+  there.loop().post([&there, self = this, source, fork] { there.lend_log(source, self, fork); });
+}
+
+namespace {
+// A log every fork link above it is known for: it may be read from another loop.
+bool linked_all_the_way(const streams::memory_log* l) {
+  for (; l != nullptr; l = l->source().get()) {
+    if (l->base().value() > 0 && !l->source()) return false;
+  }
+  return true;
+}
+}  // namespace
+
+void stream_shard::lend_log(const std::string& source, stream_shard* to, const std::string& fork) {
+  auto log = sm_.log_of(source);
+  if (!log || !linked_all_the_way(log.get())) {
+    lend_waiting_.emplace(source, std::make_pair(to, fork));
+    return;
+  }
+  to->loop().post([to, fork, source, log = std::move(log)]() mutable {
+    to->take_lent_log(fork, source, std::move(log));
+  });
+}
+
+void stream_shard::answer_lend_requests() {
+  std::vector<std::pair<std::string, std::pair<stream_shard*, std::string>>> ready;
+  for (auto it = lend_waiting_.begin(); it != lend_waiting_.end();) {
+    auto log = sm_.log_of(it->first);
+    if (log && linked_all_the_way(log.get())) {
+      ready.emplace_back(it->first, it->second);
+      it = lend_waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [source, asker] : ready) lend_log(source, asker.first, asker.second);
+}
+
+void stream_shard::take_lent_log(const std::string& fork, const std::string& source,
+                                 std::shared_ptr<const streams::memory_log> log) {
+  // Deleted meanwhile, or linked already (a second answer to a second request).
+  if (!sm_.awaits_link(fork, source)) return;
+  sm_.stitch_fork(fork, std::move(log));
+  if (!lend_waiting_.empty()) answer_lend_requests();
+}
+
+void stream_shard::link_waiting_forks(const std::string& source) {
+  auto [b, e] = unlinked_forks_.equal_range(source);
+  if (b == e) return;
+  std::vector<std::string> waiting;
+  for (auto it = b; it != e; ++it) waiting.push_back(it->second);
+  unlinked_forks_.erase(b, e);
+  auto log = sm_.log_of(source);
+  for (const auto& link : sm_.forks_to_stitch()) {
+    if (link.source == source && std::find(waiting.begin(), waiting.end(), link.path) != waiting.end()) {
+      sm_.stitch_fork(link.path, log);
+    }
+  }
+}
+
+status stream_shard::open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
+                                   std::vector<storage::segment_reader*> readers) {
+  attach_segments(e, dir, std::move(readers));
+  data_log_options o;
+  o.core = opts_.core;
+  o.segment_bytes = segment_bytes;
+  // Memory holds the hot budget plus what waits for a sync: keep the latter a fraction of the budget.
+  o.sync_bytes = std::clamp<std::uint64_t>(opts_.hot_bytes / 4, 64u << 10, 8u << 20);
+  o.reclaim_bytes = std::max<std::uint64_t>(segment_bytes / 2, 1);
+  // Batches of records to the writer's thread (not a wake-up per turn): a record reaches the disk at most
+  // a tick (250 ms) after its apply, well within the interval it waits for its sync.
+  o.hand_over_bytes = std::min<std::uint64_t>(64u << 10, o.sync_bytes);
+  data_log::hooks h;
+  h.locate = [this](std::uint64_t generation, std::uint64_t end, const streams::disk_location& at) {
+    return sm_.locate(generation, end, at);
+  };
+  h.admit = [this](std::uint64_t generation, std::uint64_t end, std::uint32_t size,
+                   const streams::disk_location& at) { hot_->admit(sm_, generation, end, size, at); };
+  h.referenced = [this] { return sm_.referenced_segments(opts_.core); };
+  io::event_loop* loop = loop_;
+  auto d = data_log::open(
+      e, dir, o, [loop](std::function<void()> fn) { loop->post(std::move(fn)); }, own_segments_,
+      std::move(h));
+  if (!d) return d.err();
+  data_log_ = std::move(*d);
+  return {};
+}
+
+void stream_shard::pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments) {
+  if (data_log_) data_log_->pin(group, std::move(segments));
+}
+
+void stream_shard::persist_unlocated(const streams::state_machine::path_predicate& in_part) {
+  if (!data_log_) return;
+  struct found {
+    std::string path;
+    std::uint64_t generation;
+    streams::record r;
+  };
+  std::vector<found> all;  // collected first: writing does not touch the logs being walked
+  sm_.for_each_unlocated([&](std::string_view path, std::uint64_t generation, const streams::record& r) {
+    if (in_part(path)) all.push_back(found{std::string(path), generation, r});
+  });
+  for (const found& f : all) data_log_->write_record(f.path, f.generation, f.r);
+}
+
+status stream_shard::restore_part(std::span<const std::byte> blob,
+                                  const streams::state_machine::path_predicate& in_part) {
+  std::vector<std::string> removed;
+  if (auto st = sm_.restore_part(blob, in_part, &removed); !st) return st;
+  stream_count_.store(sm_.size(), std::memory_order_relaxed);
+  for (const std::string& path : removed) node_->report_deleted(path);
+  // Every live reader of the part looks again (its stream may have grown, closed, or gone).
+  std::vector<std::string> paths;
+  for (const auto& [path, reader] : readers_)
+    if (in_part(path) && (paths.empty() || paths.back() != path)) paths.push_back(path);
+  for (const std::string& path : paths)
+    wake(path, std::find(removed.begin(), removed.end(), path) != removed.end());
+  persist_unlocated(in_part);
+  // Lanes: forks of the part whose source is another lane's ask that lane for its log, and requests
+  // for this lane's logs that the part answers are answered.
+  if (repl_ && node_->shard_count() > 1) {
+    for (const auto& link : sm_.forks_to_stitch()) {
+      if (in_part(link.path) && &node_->owner_of(link.source) != this) ask_for_source(link.path, link.source);
+    }
+  }
+  if (!lend_waiting_.empty()) answer_lend_requests();
+  return {};
+}
+
+void stream_shard::propose_release(const streams::fork_release_command& release) {
+  if (stopped_) return;
+  (void)execute(release, [this, release](durable_result& r) {
+    if (r.failure == protocol::errc::ok || stopped_) return;
+    // No leader took it (nothing was proposed), or, for a release by origin (idempotent: applied twice
+    // it changes nothing), its outcome is unknown: again a second later.
+    if (r.failure == protocol::errc::cluster_unavailable || release.origin) {
+      auto id = std::make_shared<io::event_loop::timer_id>(0);
+      *id = loop_->add_timer(std::chrono::milliseconds(1000), [this, release, id] {
+        release_retries_.erase(*id);
+        propose_release(release);
+      });
+      release_retries_.insert(*id);
+      return;
+    }
+    log::warn(
+        "weir cluster: the release of fork source {} (a fork without an origin) may be lost (no answer in "
+        "time); if it is, the source keeps one reference too many",
+        release.source);
+  });
+}
+
+void stream_shard::arm_fork_sweep() {
+  if (stopped_ || !fork_sweep_ || opts_.fork_sweep_ms <= 0) return;
+  fork_sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(opts_.fork_sweep_ms), [this] {
+    fork_sweep_timer_ = 0;
+    if (stopped_) return;
+    if (!repl_->left()) fork_sweep_->run(now_ms());
+    arm_fork_sweep();
+  });
+}
+
+}  // namespace weir::server
