@@ -47,13 +47,14 @@ constexpr std::size_t read_chunk = 64u << 10;  // free space asked of every recv
 constexpr std::array<char, 8> magic = {'w', 'e', 'i', 'r', 'p', 'e', 'e', 'r'};
 
 std::array<std::byte, peer_links::hello_size> make_hello(std::uint64_t self, std::uint32_t lane,
-                                                         std::uint32_t core_lane) {
+                                                         std::uint32_t core_lane, std::uint32_t core_lanes) {
   std::array<std::byte, peer_links::hello_size> h{};
   std::memcpy(h.data(), magic.data(), magic.size());
   put_u32(h.data() + 8, peer_links::version);
   put_u64(h.data() + 12, self);
   put_u32(h.data() + 20, lane | core_lane << 16);
-  put_u32(h.data() + 24, storage::crc32c(std::span(h.data(), 24)));
+  put_u32(h.data() + 24, core_lanes);
+  put_u32(h.data() + 28, storage::crc32c(std::span(h.data(), 28)));
   return h;
 }
 
@@ -265,8 +266,16 @@ class peer_links::in_conn final : public io::io_handler {
         if (avail < hello_size) return true;
         const std::uint64_t id = get_u64(p + 12);
         const std::uint32_t lanes = get_u32(p + 20), lane = lanes & 0xffff, core_lane = lanes >> 16;
-        if (lane >= lane_count || get_u32(p + 24) != storage::crc32c(std::span(p, 24))) {
+        if (lane >= lane_count || get_u32(p + 28) != storage::crc32c(std::span(p, 28))) {
           return refuse(fmt::format("a bad hello from {}", remote_));
+        }
+        // Every node maps group g to core lane g mod its lane count: nodes of different counts would
+        // send a group's messages to the wrong lane.
+        if (const std::uint32_t theirs = get_u32(p + 24); theirs != owner_.opts_.core_lanes) {
+          return refuse(fmt::format(
+              "{} (node {}) runs {} raft lanes, this node {}: every node of a cluster must be started with "
+              "the same raft-lanes",
+              remote_, id, theirs, owner_.opts_.core_lanes));
         }
         // TLS: the hello's id must be one the certificate names (a node's certificate cannot stand for
         // another node).
@@ -475,7 +484,7 @@ peer_links::peer& peer_links::add_peer_state(std::uint64_t id, const peer_addres
     out_link& l = p->lanes[lane];
     l.owner = p.get();
     l.lane = lane;
-    l.hello = make_hello(opts_.self, lane, opts_.core_lane);
+    l.hello = make_hello(opts_.self, lane, opts_.core_lane, opts_.core_lanes);
   }
   return *peers_.insert_or_assign(id, std::move(p)).first->second;
 }

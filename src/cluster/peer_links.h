@@ -18,17 +18,19 @@
 // connection whose hello names another core lane is handed, hello read and TLS session established,
 // to the handoff function (set_handoff), which posts it to that lane's loop, where that lane's
 // peer_links adopts it (adopt) and judges the sender as its own acceptor would. The other core lanes
-// listen nowhere. A hello naming a core lane the node does not have is refused. A node of one core
-// lane (core lane 0 in every hello) speaks to nodes of before the core lanes unchanged.
+// listen nowhere. A hello naming a core lane the node does not have, or another count of core lanes
+// than the node's (every node of a cluster runs the same `raft-lanes`), is refused.
 //
 // Wire (little-endian), per connection:
-//   hello (dialer -> acceptor, once): "weirpeer" | u32 version (2) | u64 sender id | u32 lanes: bits
-//   0-15 the link lane (0 bulk, 1 urgent), bits 16-31 the core lane | u32 crc32c(first 24 bytes)
+//   hello (dialer -> acceptor, once): "weirpeer" | u32 version (3) | u64 sender id | u32 lanes: bits
+//   0-15 the link lane (0 bulk, 1 urgent), bits 16-31 the core lane | u32 the sender's core lane count
+//   | u32 crc32c(first 28 bytes)
 //   frames:                           u32 payload length | u8 channel | u32 crc32c(payload) | payload
 // The acceptor closes a connection whose hello is malformed (another version among them: nodes of
-// peer-link version 1 and 2 do not link) or names an unknown node (or itself), and a
-// connection that sends a bad frame (length over max_payload, wrong checksum). An unknown node's id goes to
-// the stranger handler (set_stranger_handler), at the end of the loop turn. A new connection from a
+// different peer-link versions do not link; version 3 added the core lane count to the hello, and
+// snapshot acknowledgements that name the records held) or names an unknown node (or itself), and a connection that sends a bad frame (length over
+// max_payload, wrong checksum). An unknown node's id goes to the stranger handler
+// (set_stranger_handler), at the end of the loop turn. A new connection from a
 // peer replaces the one it had on that lane (the peer restarted). Peers come and go at run time with
 // add_peer and remove_peer (membership changes).
 //
@@ -128,8 +130,8 @@ class peer_links final : public links {
   // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
   // writes, read-index). Other channel numbers pass through untouched.
 
-  static constexpr std::uint32_t version = 2;
-  static constexpr std::size_t hello_size = 28;
+  static constexpr std::uint32_t version = 3;
+  static constexpr std::size_t hello_size = 32;
   static constexpr std::uint32_t bulk_lane = 0, urgent_lane = 1, lane_count = 2;
   static constexpr std::size_t header_size = 9;
   static constexpr std::uint32_t max_payload = (64u << 20) + (64u << 10);  // a 64 MiB batch plus headroom

@@ -15,7 +15,22 @@ error malformed(std::string reason) {
 // allocation (a hostile count cannot make the decoder reserve gigabytes).
 constexpr std::size_t min_entry_size = 8 + 1 + 4;
 constexpr std::size_t min_server_size = 8 + 1 + 2;
-constexpr std::size_t min_piece_size = 8 + 8 + 4 * 4 + 4 + 4;
+constexpr std::size_t key_size = 8 + 8 + 4 * 4;
+constexpr std::size_t min_piece_size = key_size + 4 + 4;
+
+void put_key(byte_writer& w, const record_key& k) {
+  w.u64(k.segment);
+  w.u64(k.offset);
+  w.u32(k.core);
+  w.u32(k.data_offset);
+  w.u32(k.begin);
+  w.u32(k.size);
+}
+
+bool get_key(byte_reader& r, record_key& k) {
+  return r.u64(k.segment) && r.u64(k.offset) && r.u32(k.core) && r.u32(k.data_offset) && r.u32(k.begin) &&
+         r.u32(k.size);
+}
 
 struct body_encoder {
   byte_writer& w;
@@ -68,12 +83,7 @@ struct body_encoder {
     w.u64(m.last_term.value());
     w.u32(static_cast<std::uint32_t>(m.pieces.size()));
     for (const record_piece& p : m.pieces) {
-      w.u64(p.key.segment);
-      w.u64(p.key.offset);
-      w.u32(p.key.core);
-      w.u32(p.key.data_offset);
-      w.u32(p.key.begin);
-      w.u32(p.key.size);
+      put_key(w, p.key);
       w.u32(p.piece_offset);
       w.u32(static_cast<std::uint32_t>(p.bytes.size()));
       w.bytes(p.bytes);
@@ -83,6 +93,8 @@ struct body_encoder {
     w.u64(m.transfer);
     w.u32(m.seq);
     w.u32(m.resume);
+    w.u32(static_cast<std::uint32_t>(m.held.size()));
+    for (const record_key& k : m.held) put_key(w, k);
   }
   void operator()(const timeout_now& m) {
     w.u64(m.term.value());
@@ -171,9 +183,7 @@ result<body> decode_fields(message_type type, byte_reader& r) {
       for (std::uint32_t i = 0; i < n; ++i) {
         record_piece p;
         std::uint32_t len = 0;
-        if (!r.u64(p.key.segment) || !r.u64(p.key.offset) || !r.u32(p.key.core) ||
-            !r.u32(p.key.data_offset) || !r.u32(p.key.begin) || !r.u32(p.key.size) ||
-            !r.u32(p.piece_offset) || !r.u32(len) || !r.bytes(len, p.bytes))
+        if (!get_key(r, p.key) || !r.u32(p.piece_offset) || !r.u32(len) || !r.bytes(len, p.bytes))
           return malformed(fmt::format("snapshot_chunk: piece {} is short", i));
         // A piece lies inside its record, holds bytes, and the record is somewhere (segment 0 is none).
         if (p.key.segment == 0 || p.key.size == 0 || len == 0 || p.piece_offset > p.key.size ||
@@ -185,10 +195,19 @@ result<body> decode_fields(message_type type, byte_reader& r) {
     }
     case message_type::snapshot_chunk_ack: {
       snapshot_chunk_ack m;
-      if (!r.u64(m.transfer) || !r.u32(m.seq) || !r.u32(m.resume))
+      std::uint32_t n = 0;
+      if (!r.u64(m.transfer) || !r.u32(m.seq) || !r.u32(m.resume) || !r.u32(n))
         return malformed("snapshot_chunk_ack: short");
-      if (m.resume != 0 && m.seq != 0) return malformed("snapshot_chunk_ack: resume past the opening chunk");
-      return body(m);
+      if ((m.resume != 0 || n != 0) && m.seq != 0)
+        return malformed("snapshot_chunk_ack: resume past the opening chunk");
+      if (n > r.remaining() / key_size) return malformed(fmt::format("snapshot_chunk_ack: {} records held", n));
+      m.held.resize(n);
+      for (record_key& k : m.held) {
+        // A record is somewhere (segment 0 is none) and holds bytes.
+        if (!get_key(r, k) || k.segment == 0 || k.size == 0)
+          return malformed("snapshot_chunk_ack: a record held is short or empty");
+      }
+      return body(std::move(m));
     }
     case message_type::timeout_now: {
       timeout_now m;

@@ -123,7 +123,7 @@ struct record_piece {
 
 // One frame of a snapshot transfer: `seq` counts from 0 within the transfer. Every chunk names the
 // snapshot it carries (its last index, > 0, and term): a receiver keeps a dropped transfer's records for
-// a later transfer of the same snapshot. Chunk 0 opens the transfer and carries no piece (the receiver
+// a later transfer of this or a newer snapshot. Chunk 0 opens the transfer and carries no piece (the receiver
 // answers how many records it already holds); every later chunk carries at least one.
 struct snapshot_chunk {
   std::uint64_t transfer = 0;
@@ -136,11 +136,14 @@ struct snapshot_chunk {
 // The receiver wrote every piece of chunks 0..seq of the transfer to its data log (flow control: the
 // sender keeps a few chunks unacknowledged at most). The answer to chunk 0 (and only it) may name
 // `resume` > 0: the receiver holds, written, the first `resume` records of the transfer in the sender's
-// order (kept from a dropped transfer of the same snapshot), and the sender starts with the next one.
+// order (kept from a dropped transfer of the same snapshot), and the sender starts with the next one;
+// and `held`: other records of this sender the receiver holds, written (kept from a dropped or replaced
+// transfer of this snapshot or another), which the sender skips wherever they come in its order.
 struct snapshot_chunk_ack {
   std::uint64_t transfer = 0;
   std::uint32_t seq = 0;
   std::uint32_t resume = 0;
+  std::vector<record_key> held;
 };
 
 struct timeout_now {

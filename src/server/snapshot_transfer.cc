@@ -21,6 +21,9 @@ record_key key_of(const streams::part_reference& r) {
 }
 
 constexpr std::chrono::milliseconds sweep_every{1000};
+// At most this many records held are named in the answer to an opening chunk (32 bytes each): a
+// record held and not named is sent again, and its copy here serves (take_piece).
+constexpr std::size_t max_held_named = 16384;
 // A delivered transfer keeps its pins this long at most when no restore of its group follows (libraft
 // refused the install, or the group stopped): the records are then garbage for the next reclaim.
 constexpr std::int64_t delivered_keep_ms = 60'000;
@@ -45,6 +48,7 @@ struct snapshot_transfers::outgoing {
   install inst;
   std::vector<record_key> keys;  // distinct, in the snapshot's order
   bool opened = false;           // the receiver answered chunk 0 (where to resume)
+  std::set<record_key> held;     // records the receiver holds (named in its answer): not sent
   std::size_t next_key = 0;      // the next piece to read starts in keys[next_key] ...
   std::uint32_t key_offset = 0;  // ... at this offset of its slice
   std::uint32_t next_seq = 0;    // of the next chunk to read
@@ -57,6 +61,12 @@ struct snapshot_transfers::outgoing {
   std::map<std::uint32_t, read_chunk> ready;  // read, waiting for an earlier one to be sent first
   std::uint64_t bytes = 0;
   std::int64_t last_news_ms = 0;
+
+  // Moves past the records the receiver holds (between records only): the next record to read.
+  std::size_t skip_held() {
+    while (key_offset == 0 && next_key < keys.size() && held.contains(keys[next_key])) ++next_key;
+    return next_key;
+  }
 };
 
 struct snapshot_transfers::incoming {
@@ -65,13 +75,14 @@ struct snapshot_transfers::incoming {
   std::uint64_t pin = 0;       // this node's id of its copies' pins (kept across a resume)
   raft::log_index last_index;  // the snapshot it carries
   raft::term_id last_term;
-  bool kept = false;  // dropped: its progress waits for a transfer of the same snapshot
+  bool kept = false;  // dropped: its progress waits for a transfer of this or another snapshot
   std::uint32_t next_seq = 0;
   std::optional<record_key> assembling;  // the record whose pieces are arriving
   std::string buf;
-  // Records whose bytes arrived whole, in arrival order (the sender's order), and those written:
-  // sender's record -> its copy here. The first records of `order` that are in `copies` are what a
-  // resume skips.
+  // Records of this snapshot whose bytes arrived whole, in arrival order (the sender's order, less the
+  // records it skipped), and those written, of every snapshot of this sender that fed it: sender's
+  // record -> its copy here. The first records of `order` that are in `copies` are where a resume of
+  // the same snapshot starts; the other copies are named for the sender to skip.
   std::vector<record_key> order;
   std::map<record_key, streams::part_reference> copies;
   std::uint64_t copied_bytes = 0;
@@ -174,7 +185,7 @@ void snapshot_transfers::pump(outgoing& t) {
   while (t.next_key < t.keys.size() && t.next_seq - t.acked < std::max(1u, opts_.window)) {
     std::vector<piece_read> pieces;
     std::uint32_t budget = std::max<std::uint32_t>(1, opts_.chunk_bytes);
-    while (budget > 0 && t.next_key < t.keys.size()) {
+    while (budget > 0 && t.skip_held() < t.keys.size()) {
       const record_key& rk = t.keys[t.next_key];
       const std::uint32_t n = std::min(budget, rk.size - t.key_offset);
       pieces.push_back(piece_read{rk, t.key_offset, n});
@@ -185,13 +196,14 @@ void snapshot_transfers::pump(outgoing& t) {
         t.key_offset = 0;
       }
     }
+    if (pieces.empty()) break;  // the rest is held there
     const std::uint32_t seq = t.next_seq++;
     ports_.read(pieces, [this, alive = std::weak_ptr<bool>(alive_), id = t.id, k, seq,
                          pieces](result<std::vector<std::string>> bytes) mutable {
       if (auto a = alive.lock(); a && *a) on_read(id, k, seq, std::move(pieces), std::move(bytes));
     });
   }
-  if (t.next_key == t.keys.size() && t.next_send == t.next_seq) {
+  if (t.skip_held() == t.keys.size() && t.next_send == t.next_seq) {
     // Every chunk is on its way: the install follows them on the same link.
     t.inst.transfer = t.id;
     t.inst.chunks = t.next_seq;
@@ -253,18 +265,28 @@ void snapshot_transfers::on_chunk_ack(raft::node_id from, raft::group_id g,
       return drop_out(k, "the receiver holds " + std::to_string(a.resume) + " of its " +
                              std::to_string(t.keys.size()) + " records");
     }
-    // The receiver kept the first `resume` records of a dropped transfer of this snapshot, written.
+    // The receiver kept the first `resume` records of a dropped transfer of this snapshot, written,
+    // and the records `held` of earlier transfers (of this snapshot or another): none is sent again.
     t.opened = true;
     t.next_key = a.resume;
-    if (a.resume > 0) {
-      std::uint64_t skipped = 0;
-      for (std::size_t i = 0; i < a.resume; ++i) skipped += t.keys[i].size;
+    t.held.insert(a.held.begin(), a.held.end());
+    std::uint64_t skipped = 0;
+    std::size_t records = a.resume;
+    for (std::size_t i = 0; i < t.keys.size(); ++i) {
+      if (i < a.resume) {
+        skipped += t.keys[i].size;
+      } else if (t.held.contains(t.keys[i])) {
+        skipped += t.keys[i].size;
+        ++records;
+      }
+    }
+    if (records > 0) {
       ++stats_.transfers_resumed;
       stats_.bytes_skipped += skipped;
       log::info(
-          "weir cluster: group {}: snapshot transfer {} to node {} resumes at record {} of {} ({} bytes "
-          "kept there)",
-          k.second, t.id, k.first, a.resume, t.keys.size(), skipped);
+          "weir cluster: group {}: snapshot transfer {} to node {} resumes: {} of {} records ({} bytes) "
+          "are there already (the first {})",
+          k.second, t.id, k.first, records, t.keys.size(), skipped, a.resume);
     }
   }
   t.acked = std::max(t.acked, a.seq + 1);
@@ -312,14 +334,25 @@ void snapshot_transfers::open_in(key k, const raft::wire::snapshot_chunk& c) {
   // A duplicate, or the opening of a transfer this node dropped (a new one has a new id): ignored.
   if (it != in_.end() && it->second->id == c.transfer) return;
   if (it != in_.end() && (it->second->last_index != c.last_index || it->second->last_term != c.last_term)) {
-    // Another snapshot of the group (a newer one): what the old transfer wrote is garbage now.
-    if (!it->second->kept) ++stats_.transfers_replaced;
+    // Another snapshot of the group from the same sender (a newer one, mostly): the records written
+    // are the same bytes at the same places of the sender's data log, which never change, so they
+    // serve it as far as it references them (the sender skips those named), unless too many are kept.
+    incoming& old = *it->second;
+    if (!old.kept) ++stats_.transfers_replaced;
+    const bool carry = old.copied_bytes <= opts_.keep_bytes;
     log::info(
         "weir cluster: group {}: snapshot transfer {} from node {} ({} records written) replaced by "
-        "one of snapshot {}",
-        k.second, it->second->id, k.first, it->second->copies.size(), c.last_index.value());
-    discard_in(it);
-    it = in_.end();
+        "one of snapshot {}{}",
+        k.second, old.id, k.first, old.copies.size(), c.last_index.value(),
+        carry ? ": the records written serve it" : "");
+    if (carry) {
+      old.last_index = c.last_index;
+      old.last_term = c.last_term;
+      old.order.clear();  // positions in the old snapshot's order
+    } else {
+      discard_in(it);
+      it = in_.end();
+    }
   }
   // Progress of an older snapshot of the group kept from another sender serves nothing any more.
   for (auto o = in_.begin(); o != in_.end();) {
@@ -346,13 +379,21 @@ void snapshot_transfers::open_in(key k, const raft::wire::snapshot_chunk& c) {
   // the sender) wrote: its written prefix is skipped; a record only partly received comes again whole.
   incoming& t = *it->second;
   const std::uint32_t held = t.held();
-  const bool resumed = held > 0;
-  if (resumed) {
-    ++stats_.transfers_resumed;
-    log::info("weir cluster: group {}: snapshot transfer {} from node {} resumes transfer {} at record {}",
-              k.second, c.transfer, k.first, t.id, held);
-  }
   t.order.resize(held);
+  // The other records written are named (as many as fit) for the sender to skip wherever they come.
+  std::vector<record_key> others;
+  const std::set<record_key> prefix(t.order.begin(), t.order.end());
+  for (const auto& [rk, copy] : t.copies) {
+    if (others.size() == max_held_named) break;
+    if (!prefix.contains(rk)) others.push_back(rk);
+  }
+  if (held > 0 || !others.empty()) {
+    ++stats_.transfers_resumed;
+    log::info(
+        "weir cluster: group {}: snapshot transfer {} from node {} resumes transfer {}: the first {} records "
+        "are here, and {} others",
+        k.second, c.transfer, k.first, t.id, held, others.size());
+  }
   t.id = c.transfer;
   t.kept = false;
   t.next_seq = 1;
@@ -362,7 +403,7 @@ void snapshot_transfers::open_in(key k, const raft::wire::snapshot_chunk& c) {
   t.inst.reset();
   t.waiting_sync = false;  // a sync still awaited for the old install finds another transfer: ignored
   t.last_news_ms = ex_.now_ms();
-  ports_.send_ack(raft::node_id(k.first), raft::group_id(k.second), {c.transfer, 0, held});
+  ports_.send_ack(raft::node_id(k.first), raft::group_id(k.second), {c.transfer, 0, held, std::move(others)});
 }
 
 bool snapshot_transfers::take_piece(incoming& t, const raft::wire::record_piece& p) {
@@ -434,7 +475,7 @@ void snapshot_transfers::send_acks(incoming& t) {
     last = t.unacked.front().seq;
     t.unacked.pop_front();
   }
-  if (last) ports_.send_ack(raft::node_id(t.k.first), raft::group_id(t.k.second), {t.id, *last, 0});
+  if (last) ports_.send_ack(raft::node_id(t.k.first), raft::group_id(t.k.second), {t.id, *last, 0, {}});
 }
 
 void snapshot_transfers::on_install(install s) {

@@ -7,7 +7,8 @@
 //      (place, slice) once, are the transfer's records, in the snapshot's order;
 //   2. chunk 0 opens the transfer: it names the snapshot (last index, term) and carries no record; the
 //      receiver answers how many of the transfer's first records it already holds (`resume`: kept from
-//      a dropped transfer of the same snapshot), and the sender starts with the next one;
+//      a dropped transfer of the same snapshot) and names the other records of this sender it holds
+//      (`held`), and the sender starts with the next record, skipping those named;
 //   3. the records' bytes are read OFF the event loop (ports::read: the server's cold_reader thread) and
 //      sent as snapshot_chunk frames of at most raft::wire::max_chunk_bytes of record bytes (a larger
 //      record spans several pieces), sequence 1, 2, ...;
@@ -33,13 +34,14 @@
 //      its state references, or after 60 s without a restore.
 // A transfer dropped for its link (a chunk out of order, an install whose chunk count differs, `stall_ms`
 // without a chunk) keeps its progress: the records written, their pins and the map, for `keep_ms` (at
-// most `keep_max` transfers, `keep_bytes` of records in all: the oldest go first). A later transfer of
-// the same snapshot from the same sender takes it over and is answered where to resume: the number of
-// the first records, in the sender's order, that are written (a record only partly received is sent
-// again whole; a record's bytes at a sender's (place, slice) never change, so a written copy serves any
-// transfer of the snapshot). Another snapshot of the group from the sender discards it (a newer one
-// replaces it), and so does a failed write, a snapshot referencing a record that never arrived, or a
-// malformed one. A duplicate chunk is ignored.
+// most `keep_max` transfers, `keep_bytes` of records in all: the oldest go first). A later transfer
+// from the same sender takes it over, of the same snapshot or another (a newer one, taken meanwhile),
+// and so does one that replaces a transfer in progress: it is answered the number of the first records,
+// in the sender's order, that are written (the same snapshot only) and the other records of the sender
+// written here (a record only partly received is sent again whole; a record's bytes at a sender's
+// (place, slice) never change, so a written copy serves any transfer from that sender). Progress over
+// `keep_bytes` is discarded when another snapshot comes, and so is progress after a failed write, a
+// snapshot referencing a record that never arrived, or a malformed one. A duplicate chunk is ignored.
 //
 // Lives on its lane's loop (the replication's); every method runs there, and every port is called there.
 #pragma once

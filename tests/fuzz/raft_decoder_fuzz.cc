@@ -50,7 +50,10 @@ void check_views(const wire::message& m, std::span<const std::byte> whole) {
       FUZZ_CHECK(!p.bytes.empty() && p.piece_offset + p.bytes.size() <= p.key.size);
     }
   } else if (const auto* a = std::get_if<wire::snapshot_chunk_ack>(&m.payload)) {
-    FUZZ_CHECK(a->resume == 0 || a->seq == 0);  // only the answer to the opening chunk says where to resume
+    // Only the answer to the opening chunk says where to resume and what is held; a record held is
+    // somewhere and not empty.
+    FUZZ_CHECK((a->resume == 0 && a->held.empty()) || a->seq == 0);
+    for (const auto& k : a->held) FUZZ_CHECK(k.segment != 0 && k.size != 0);
   }
 }
 

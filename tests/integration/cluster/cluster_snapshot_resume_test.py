@@ -11,10 +11,11 @@ snapshots reference records in the data log. Node 3's peer links go through prox
      keep their leaders, logs and snapshots). The senders wait for acknowledgements with at most 4
      chunks unacknowledged, so no transfer of 10 MB completes; node 3 writes what it got;
   3. both ends drop their transfers after 10 s without news; node 3 keeps what it wrote
-     (`transfers_kept`);
-  4. node 3's links move again; libraft sends the same snapshots again, and node 3 answers where to
-     resume: `transfers_resumed` > 0 on node 3, `chunk_bytes_skipped` > 0 on the leaders; node 3 catches
-     up and reads every stream as the others do.
+     (`transfers_kept`). Writes go on meanwhile, so that the leaders take newer snapshots (as they would
+     under load);
+  4. node 3's links move again; libraft sends the newer snapshots, and node 3 names the records it holds,
+     which the leaders skip: `transfers_resumed` > 0 on node 3, `chunk_bytes_skipped` > 0 on the leaders;
+     node 3 catches up and reads every stream as the others do.
 
 Usage: cluster_snapshot_resume_test.py WEIR_BINARY   (WEIR_KEEP_TEST_DIR=1 keeps the logs)
 """
@@ -147,8 +148,12 @@ def main():
                  lambda: cs_get(nodes[3], "transfers_kept") > 0, 30)
         wait_for("the leaders to drop their transfers to node 3",
                  lambda: cs_get(nodes[1], "transfers_dropped") + cs_get(nodes[2], "transfers_dropped") > 0, 30)
+        taken = cs_get(nodes[1], "taken") + cs_get(nodes[2], "taken")
+        append("meanwhile", 80, 100, 2000)  # 40 entries a group: newer snapshots, every 16
+        wait_for("the leaders to take newer snapshots",
+                 lambda: cs_get(nodes[1], "taken") + cs_get(nodes[2], "taken") >= taken + 2, 30)
 
-        # 4. The links move again: libraft sends the snapshots again, the transfers resume.
+        # 4. The links move again: libraft sends the newer snapshots, the transfers resume.
         for p in outbound.values():
             p.restore()
         cluster.wait_caught_up(3, timeout=120)

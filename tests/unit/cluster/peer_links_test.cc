@@ -219,12 +219,17 @@ TEST(peer_links, bad_connections_are_closed) {
   }
   {
     raw_client r(port);
-    r.send(hello(2, /*version=*/2, /*lane=*/2));  // no such lane
+    r.send(hello(2, /*version=*/3, /*lane=*/2));  // no such lane
     EXPECT_TRUE(r.closed_by_node());
   }
   {
     raw_client r(port);
-    r.send(hello(2, /*version=*/2, /*lane=*/1u << 16));  // core lane 1: this node has core lane 0 only
+    r.send(hello(2, /*version=*/3, /*lane=*/1u << 16));  // core lane 1: this node has core lane 0 only
+    EXPECT_TRUE(r.closed_by_node());
+  }
+  {
+    raw_client r(port);
+    r.send(hello(2, /*version=*/3, /*lane=*/0, /*core_lanes=*/2));  // a node of two lanes: not this one's count
     EXPECT_TRUE(r.closed_by_node());
   }
   {
@@ -265,7 +270,7 @@ TEST(peer_links, a_node_that_is_no_peer_goes_to_the_stranger_handler) {
     c.links(1).set_stranger_handler([&](std::uint64_t id) { strangers.push_back(id); });
     return 0;
   });
-  for (const std::string& h : {hello(1), hello(7, /*version=*/3), hello(99)}) {
+  for (const std::string& h : {hello(1), hello(7, /*version=*/2), hello(99)}) {
     raw_client r(c.port(1));
     r.send(h);
     EXPECT_TRUE(r.closed_by_node());
@@ -397,7 +402,7 @@ TEST(peer_links, an_urgent_packet_waits_for_no_bulk_frame) {
     const std::string h = read_exactly(fd, peer_links::hello_size);
     ASSERT_EQ(h.size(), peer_links::hello_size);
     const std::uint32_t lane = static_cast<unsigned char>(h[20]);
-    ASSERT_TRUE(h == hello(1, 2, lane)) << "lane " << lane;
+    ASSERT_TRUE(h == hello(1, 3, lane)) << "lane " << lane;
     ASSERT_LT(lane, peer_links::lane_count);
     lane_fd[lane] = fd;
   }

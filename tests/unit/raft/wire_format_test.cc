@@ -47,6 +47,8 @@ std::vector<message> samples(const std::vector<std::byte>& data) {
       message{group_id(2), snapshot_chunk{77, 0, log_index(100), term_id(8), {}}},
       message{group_id(2), snapshot_chunk_ack{77, 2, 0}},
       message{group_id(2), snapshot_chunk_ack{77, 0, 12}},
+      message{group_id(2), snapshot_chunk_ack{77, 0, 0, {record_key{4, 96, 1, 11, 3, 500}}}},
+      message{group_id(2), snapshot_chunk_ack{77, 0, 2, {record_key{4, 0, 0, 11, 0, 9}, record_key{5, 8, 0, 11, 0, 7}}}},
   };
 }
 
@@ -161,6 +163,12 @@ TEST(raft_wire_format, chunk_pieces_outside_their_record_are_refused) {
   // Only the answer to the opening chunk names where to resume.
   EXPECT_TRUE(decodes(message{group_id(1), snapshot_chunk_ack{5, 0, 7}}));
   EXPECT_FALSE(decodes(message{group_id(1), snapshot_chunk_ack{5, 1, 7}}));
+  // And only it names records held, each somewhere (segment 0 is none) and not empty.
+  const record_key held{3, 0, 0, 11, 0, 4};
+  EXPECT_TRUE(decodes(message{group_id(1), snapshot_chunk_ack{5, 0, 0, {held}}}));
+  EXPECT_FALSE(decodes(message{group_id(1), snapshot_chunk_ack{5, 1, 0, {held}}}));
+  EXPECT_FALSE(decodes(message{group_id(1), snapshot_chunk_ack{5, 0, 0, {record_key{0, 0, 0, 11, 0, 4}}}}));
+  EXPECT_FALSE(decodes(message{group_id(1), snapshot_chunk_ack{5, 0, 0, {record_key{3, 0, 0, 11, 0, 0}}}}));
   frame.clear();
   encode_frame(message{group_id(1),
                        install_snapshot{term_id(1), log_index(1), term_id(1), {}, log_index(1), 0, 2, {}}},

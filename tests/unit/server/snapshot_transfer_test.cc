@@ -178,6 +178,25 @@ struct snapshot_transfer_test : ::testing::Test {
     ASSERT_EQ(sm.apply(make_append("/s", bodies.back())).code, streams::errc::ok);
   }
 
+  // `n` more records of `size` bytes appended to stream `path` of a's state (created if need be), in a's
+  // data log from segment `segment` on.
+  void add_records(const std::string& path, int n, std::size_t size, std::uint64_t segment) {
+    if (!sm.position_of(path, 0).exists) {
+      ASSERT_EQ(sm.create(make_create(path, "text/plain")).code, streams::errc::ok);
+    }
+    for (int i = 0; i < n; ++i) {
+      const std::string body = pattern(size, 100 + i);
+      const auto r = sm.apply(make_append(path, body));
+      ASSERT_EQ(r.code, streams::errc::ok);
+      ASSERT_TRUE(r.meta.has_value());
+      if (path == "/s") bodies.push_back(body);
+      const disk_location at{segment + std::uint64_t(i), 0, 0, 11};
+      a->disk[{at.segment, at.offset}] = std::string(11, '#') + body;
+      ASSERT_TRUE(sm.locate(r.meta->generation, r.meta->tail.value(), at));
+      sm.evict(r.meta->generation, r.meta->tail.value());
+    }
+  }
+
   snapshot_transfers::install install_of(std::uint64_t index) {
     auto part = sm.snapshot_part(any_path, [](const disk_location& at) { return at.known(); });
     EXPECT_TRUE(part.has_value());
@@ -410,7 +429,7 @@ TEST_F(snapshot_transfer_test, a_reordered_transfer_is_dropped_on_both_sides_and
   EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
 }
 
-TEST_F(snapshot_transfer_test, a_second_install_replaces_the_transfer_in_progress_on_both_sides) {
+TEST_F(snapshot_transfer_test, a_second_install_replaces_the_transfer_in_progress_and_skips_what_arrived) {
   fill(8, 1500);
   a->t->send(install_of(30));
   // Let a few chunks of the first transfer reach b, then libraft sends again (a newer snapshot).
@@ -418,7 +437,8 @@ TEST_F(snapshot_transfer_test, a_second_install_replaces_the_transfer_in_progres
   run([&](std::vector<std::vector<std::byte>>&) { return ++rounds < 3; });
   EXPECT_TRUE(b->delivered.empty());
   EXPECT_EQ(b->t->receiving(), 1u);
-  const std::uint64_t first_pins = *b->pinned.begin();
+  const std::size_t written = b->disk.size();
+  ASSERT_GT(written, 0u);
   a->t->send(install_of(31));
   EXPECT_EQ(a->t->stats().transfers_replaced, 1u);
   run();
@@ -426,7 +446,13 @@ TEST_F(snapshot_transfer_test, a_second_install_replaces_the_transfer_in_progres
   EXPECT_EQ(b->delivered[0].last_index, raft::log_index(31));
   EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
   EXPECT_EQ(b->t->stats().transfers_replaced, 1u);
-  EXPECT_FALSE(b->pinned.contains(first_pins));  // the first transfer's copies are garbage
+  // The records the first transfer wrote serve the second: the same bytes at the same places of a.
+  EXPECT_EQ(b->t->stats().transfers_resumed, 1u);
+  EXPECT_EQ(a->t->stats().bytes_skipped, written * 1500);
+  EXPECT_EQ(b->disk.size(), 8u);  // no record written twice
+  EXPECT_EQ(b->pinned.size(), 1u);
+  b->t->restored(group_id(5));
+  EXPECT_TRUE(b->pinned.empty());
 }
 
 TEST_F(snapshot_transfer_test, the_same_snapshot_sent_again_continues_the_transfer_in_progress) {
@@ -563,23 +589,52 @@ TEST_F(snapshot_transfer_test, kept_progress_is_bounded_in_bytes) {
   EXPECT_TRUE(b->pinned.empty());
 }
 
-TEST_F(snapshot_transfer_test, a_newer_snapshot_discards_the_kept_progress) {
+TEST_F(snapshot_transfer_test, a_newer_snapshot_from_the_same_sender_skips_the_kept_records_wherever_they_come) {
   fill(6, 1000);
-  a->t->send(install_of(30));
+  const auto first = install_of(30);
+  a->t->send(first);
   run(cut_after(3));
   stall();
-  ASSERT_EQ(b->pinned.size(), 1u);
-  const std::uint64_t kept_pins = *b->pinned.begin();
-  a->t->send(install_of(31));
+  ASSERT_EQ(b->t->kept(), 1u);
+  ASSERT_EQ(b->disk.size(), 3u);
+  // Writes went on meanwhile: a stream ordered before /s got records, so /s's come later in the newer
+  // snapshot's order, and /s got one more.
+  add_records("/r", 2, 800, 60);
+  add_records("/s", 1, 1000, 70);
+  const auto newer = install_of(31);
+  ASSERT_EQ(keys_of(newer).size(), 9u);
+  EXPECT_EQ(keys_of(newer)[2], keys_of(first)[0]);
+  a->t->send(newer);
   run();
   ASSERT_EQ(b->delivered.size(), 1u);
   EXPECT_EQ(b->delivered[0].last_index, raft::log_index(31));
   EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
-  EXPECT_FALSE(b->pinned.contains(kept_pins));
+  EXPECT_EQ(b->t->stats().transfers_resumed, 1u);
+  EXPECT_EQ(a->t->stats().transfers_resumed, 1u);
+  EXPECT_EQ(a->t->stats().bytes_skipped, 3000u);  // /s's first three records, not at the front
+  EXPECT_EQ(b->disk.size(), 3u + 6u);             // each record written once
   EXPECT_EQ(b->t->kept(), 0u);
+  b->t->restored(group_id(5));
+  EXPECT_TRUE(b->pinned.empty());
+}
+
+TEST_F(snapshot_transfer_test, another_snapshot_discards_progress_over_the_byte_bound) {
+  opts.keep_bytes = 2500;
+  open_nodes();
+  fill(8, 1000);
+  a->t->send(install_of(30));
+  int rounds = 0;
+  run([&](std::vector<std::vector<std::byte>>&) { return ++rounds < 5; });
+  ASSERT_GT(b->disk.size(), 2u);  // more written than may be kept
+  ASSERT_EQ(b->pinned.size(), 1u);
+  const std::uint64_t first_pins = *b->pinned.begin();
+  a->t->send(install_of(31));
+  run();
+  ASSERT_EQ(b->delivered.size(), 1u);
+  EXPECT_EQ(read_on_b(b->delivered[0]), all_bodies());
   EXPECT_EQ(b->t->stats().transfers_resumed, 0u);
   EXPECT_EQ(a->t->stats().bytes_skipped, 0u);
-  EXPECT_EQ(b->disk.size(), 9u);
+  EXPECT_FALSE(b->pinned.contains(first_pins));  // the first transfer's copies are garbage
 }
 
 TEST_F(snapshot_transfer_test, an_incomplete_transfer_or_a_missing_record_is_dropped) {
