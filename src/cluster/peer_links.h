@@ -28,11 +28,11 @@
 //   frames:                           u32 payload length | u8 channel | u32 crc32c(payload) | payload
 // The acceptor closes a connection whose hello is malformed (another version among them: nodes of
 // different peer-link versions do not link; version 3 added the core lane count to the hello, and
-// snapshot acknowledgements that name the records held) or names an unknown node (or itself), and a connection that sends a bad frame (length over
-// max_payload, wrong checksum). An unknown node's id goes to the stranger handler
-// (set_stranger_handler), at the end of the loop turn. A new connection from a
-// peer replaces the one it had on that lane (the peer restarted). Peers come and go at run time with
-// add_peer and remove_peer (membership changes).
+// snapshot acknowledgements that name the records held) or names an unknown node (or itself), and a
+// connection that sends a bad frame (length over max_payload, wrong checksum). An unknown node's id goes to
+// the stranger handler (set_stranger_handler), at the end of the loop turn. A new connection from a peer
+// replaces the one it had on that lane (the peer restarted). Peers come and go at run time with add_peer and
+// remove_peer (membership changes).
 //
 // Delivery (what raft::transport promises): a frame may be lost (link down, queue full, a frame cut by
 // a broken connection), but what arrives arrives whole and, per sender and lane, in the order it was

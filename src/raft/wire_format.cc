@@ -200,7 +200,8 @@ result<body> decode_fields(message_type type, byte_reader& r) {
         return malformed("snapshot_chunk_ack: short");
       if ((m.resume != 0 || n != 0) && m.seq != 0)
         return malformed("snapshot_chunk_ack: resume past the opening chunk");
-      if (n > r.remaining() / key_size) return malformed(fmt::format("snapshot_chunk_ack: {} records held", n));
+      if (n > r.remaining() / key_size)
+        return malformed(fmt::format("snapshot_chunk_ack: {} records held", n));
       m.held.resize(n);
       for (record_key& k : m.held) {
         // A record is somewhere (segment 0 is none) and holds bytes.

@@ -229,7 +229,8 @@ TEST(peer_links, bad_connections_are_closed) {
   }
   {
     raw_client r(port);
-    r.send(hello(2, /*version=*/3, /*lane=*/0, /*core_lanes=*/2));  // a node of two lanes: not this one's count
+    // A node of two lanes: not this one's count.
+    r.send(hello(2, /*version=*/3, /*lane=*/0, /*core_lanes=*/2));
     EXPECT_TRUE(r.closed_by_node());
   }
   {

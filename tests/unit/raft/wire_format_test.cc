@@ -48,7 +48,8 @@ std::vector<message> samples(const std::vector<std::byte>& data) {
       message{group_id(2), snapshot_chunk_ack{77, 2, 0}},
       message{group_id(2), snapshot_chunk_ack{77, 0, 12}},
       message{group_id(2), snapshot_chunk_ack{77, 0, 0, {record_key{4, 96, 1, 11, 3, 500}}}},
-      message{group_id(2), snapshot_chunk_ack{77, 0, 2, {record_key{4, 0, 0, 11, 0, 9}, record_key{5, 8, 0, 11, 0, 7}}}},
+      message{group_id(2),
+              snapshot_chunk_ack{77, 0, 2, {record_key{4, 0, 0, 11, 0, 9}, record_key{5, 8, 0, 11, 0, 7}}}},
   };
 }
 

@@ -589,7 +589,8 @@ TEST_F(snapshot_transfer_test, kept_progress_is_bounded_in_bytes) {
   EXPECT_TRUE(b->pinned.empty());
 }
 
-TEST_F(snapshot_transfer_test, a_newer_snapshot_from_the_same_sender_skips_the_kept_records_wherever_they_come) {
+TEST_F(snapshot_transfer_test,
+       a_newer_snapshot_from_the_same_sender_skips_the_kept_records_wherever_they_come) {
   fill(6, 1000);
   const auto first = install_of(30);
   a->t->send(first);
