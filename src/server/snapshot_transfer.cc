@@ -271,14 +271,11 @@ void snapshot_transfers::on_chunk_ack(raft::node_id from, raft::group_id g,
     t.next_key = a.resume;
     t.held.insert(a.held.begin(), a.held.end());
     std::uint64_t skipped = 0;
-    std::size_t records = a.resume;
+    std::size_t records = 0;
     for (std::size_t i = 0; i < t.keys.size(); ++i) {
-      if (i < a.resume) {
-        skipped += t.keys[i].size;
-      } else if (t.held.contains(t.keys[i])) {
-        skipped += t.keys[i].size;
-        ++records;
-      }
+      if (i >= a.resume && !t.held.contains(t.keys[i])) continue;
+      skipped += t.keys[i].size;
+      ++records;
     }
     if (records > 0) {
       ++stats_.transfers_resumed;
