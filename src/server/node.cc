@@ -602,6 +602,7 @@ status node::start() {
     access_log_ = std::move(*opened);
     metrics_->set_access_log(access_log_.get());
   }
+  for (auto& s : shards_) s->count_recovered();
   status st = http_->start();
   if (!st) return st;
   for (auto& s : shards_) {

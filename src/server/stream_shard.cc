@@ -705,7 +705,6 @@ void stream_shard::wake(const std::string& path, bool removed) {
 }
 
 void stream_shard::start() {
-  stream_count_.store(sm_.size(), std::memory_order_relaxed);  // what recovery restored
   sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] { sweep(); });
   arm_fork_sweep();
 }
