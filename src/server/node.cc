@@ -602,7 +602,7 @@ status node::start() {
     access_log_ = std::move(*opened);
     metrics_->set_access_log(access_log_.get());
   }
-  for (auto& s : shards_) s->count_recovered();
+  for (auto& s : shards_) s->recount_streams();
   status st = http_->start();
   if (!st) return st;
   for (auto& s : shards_) {

@@ -614,7 +614,7 @@ streams::outcome stream_shard::execute(const streams::command& c, shard_wal::com
   }
   wal_->before(c, sm_, now_ms());
   streams::outcome o = sm_.apply(c);
-  if (o.mutated) stream_count_.store(sm_.size(), std::memory_order_relaxed);
+  if (o.mutated) recount_streams();
   wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
     if (r.failure == protocol::errc::ok) {
       if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) admit(r);

@@ -194,9 +194,9 @@ class stream_shard {
 
   std::string cursor(const std::optional<std::string>& client_cursor);
 
-  // Before the loops run: the stream count recovery restored, so the quota holds from the first request
-  // on every core (not only once each loop has run start()).
-  void count_recovered() { stream_count_.store(sm_.size(), std::memory_order_relaxed); }
+  // Publishes sm_.size() as stream_count(): after every command that changed it, and once before the
+  // loops run for what recovery restored, so the quota holds from the first request on every core.
+  void recount_streams() { stream_count_.store(sm_.size(), std::memory_order_relaxed); }
   void start();  // the TTL sweeper
   void stop();   // ends every live reader (shutdown)
 

@@ -53,7 +53,7 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
                                                std::uint64_t index, bool proposed_here) {
   sm_.set_entry_place(group, index);
   streams::outcome o = sm_.apply(c);
-  if (o.mutated) stream_count_.store(sm_.size(), std::memory_order_relaxed);
+  if (o.mutated) recount_streams();
   // A fork's link to its source's log is not in the command (like a replayed one): link it here, on
   // every node. The source lives on this shard, or on another lane's (ask_for_source).
   if (const auto* create = std::get_if<streams::create_command>(&c);
@@ -193,7 +193,7 @@ status stream_shard::restore_part(std::span<const std::byte> blob,
                                   const streams::state_machine::path_predicate& in_part) {
   std::vector<std::string> removed;
   if (auto st = sm_.restore_part(blob, in_part, &removed); !st) return st;
-  stream_count_.store(sm_.size(), std::memory_order_relaxed);
+  recount_streams();
   for (const std::string& path : removed) node_->report_deleted(path);
   // Every live reader of the part looks again (its stream may have grown, closed, or gone).
   std::vector<std::string> paths;
