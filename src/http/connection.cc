@@ -70,6 +70,7 @@ void connection::open(int fd) {
     }
   }
   read_blocked_on_write_ = write_blocked_on_read_ = false;
+  h1_seen_ = false;
   opened_ms_ = ctx_->loop->now_ms();
   phase_ = phase::reading;
   need_total_ = head_len_ = chunk_pos_ = 0;
@@ -211,7 +212,44 @@ bool connection::head_may_be_decided(std::string_view rest, const parser_limits&
   return std::memchr(rest.data() + head_seen_, '\n', rest.size() - head_seen_) != nullptr;
 }
 
+int connection::match_preface(std::string_view data) const {
+  std::size_t n = std::min(data.size(), h2_preface.size());
+  if (data.substr(0, n) != h2_preface.substr(0, n)) return 0;
+  return n == h2_preface.size() ? 2 : 1;
+}
+
+void connection::start_h2() {
+  h2_ = std::make_unique<h2_session>(*ctx_, *this, out_);
+}
+
+void connection::h2_send() {
+  if (fd_ < 0) return;
+  send_out();
+  if (fd_ >= 0) refresh_deadline();
+}
+
 std::size_t connection::process(std::string_view data) {
+  if (!h2_ && !h1_seen_ && phase_ == phase::reading && ctx_->opts->h2.enabled) {
+    // RFC 9113 3.3/3.4: h2c with prior knowledge, or h2 after ALPN, starts with the preface, which no
+    // HTTP/1.1 request can begin with. Decided once, on the connection's first bytes.
+    switch (match_preface(data)) {
+      case 1:
+        return 0;  // keep the bytes, read more
+      case 2:
+        start_h2();
+        break;
+      default:
+        h1_seen_ = true;
+    }
+  }
+  if (h2_) {
+    h2_->receive(data);
+    if (h2_->done()) {
+      phase_ = phase::closing;
+      close_after_write_ = true;
+    }
+    return data.size();
+  }
   const auto& limits = ctx_->opts->limits;
   request_head& head = ctx_->head;
   std::size_t pos = 0;
@@ -623,6 +661,10 @@ void connection::schedule_resume() {
 void connection::send_out() {
   if (fd_ < 0 || phase_ == phase::lingering) return;
   if (!want_write_) write_progress_ms_ = ctx_->loop->now_ms();
+  if (h2_ && !h2_->produce(output_high_water)) {
+    close_now();
+    return;
+  }
   while (!out_.empty()) {
     ctx_->sends.add();  // before the call: a peer that sees the bytes also sees the count
     auto n = write_some(out_.data(), out_.size());
@@ -630,6 +672,11 @@ void connection::send_out() {
       out_.consume(static_cast<std::size_t>(n));
       write_progress_ms_ = ctx_->loop->now_ms();
       if (on_drain_) notify_drain();
+      // HTTP/2: frames wait in nghttp2 (and response bytes in their streams) while the buffer is full.
+      if (h2_ && out_.size() < output_high_water / 2 && !h2_->produce(output_high_water)) {
+        close_now();
+        return;
+      }
       continue;
     }
     if (n == io::transport::would_block) {
@@ -644,6 +691,10 @@ void connection::send_out() {
   }
   want_write_ = false;
   write_blocked_on_read_ = false;
+  if (h2_ && h2_->done()) {
+    phase_ = phase::closing;
+    close_after_write_ = true;
+  }
   if (close_after_write_) start_linger();
 }
 
@@ -696,6 +747,12 @@ void connection::close_now() {
     if (phase_ == phase::awaiting) ex_status_ = 0;  // no response began
     observe_finish();
   }
+  if (h2_) {
+    // Unfinished streams get their on_close from tasks. The session itself goes in a task too: this
+    // close may come from inside one of its calls.
+    h2_->closed();
+    ctx_->loop->post([s = std::shared_ptr<h2_session>(std::move(h2_))] {});
+  }
   ++generation_;  // every exchange handle on this connection is now inert
   std::function<void()> cb = std::move(on_close_);
   on_close_ = nullptr;
@@ -717,6 +774,11 @@ void connection::close_now() {
 
 void connection::drain() {
   if (fd_ < 0) return;
+  if (h2_ && phase_ == phase::reading) {
+    // GOAWAY: streams already started finish (within the drain timeout), new ones are refused.
+    h2_->shutdown();
+    return;
+  }
   switch (phase_) {
     case phase::reading:
     case phase::body:
@@ -769,6 +831,19 @@ void connection::refresh_deadline() {
   if (want_write_ && !out_.empty()) {
     deadline_ = write_progress_ms_ + o.write_timeout.count();
     deadline_kind_ = deadline_kind::write;
+    return;
+  }
+  if (h2_ && phase_ == phase::reading) {
+    if (h2_->stalled_since_ms() != 0) {  // response bytes wait for a window the peer does not open
+      deadline_ = h2_->stalled_since_ms() + o.write_timeout.count();
+      deadline_kind_ = deadline_kind::write;
+    } else if (h2_->idle()) {
+      deadline_ = std::max(idle_since_ms_, h2_->idle_since_ms()) + o.idle_timeout.count();
+      deadline_kind_ = deadline_kind::idle;
+    } else {
+      deadline_ = 0;  // streams open (live tails): each ends on its own terms
+      deadline_kind_ = deadline_kind::none;
+    }
     return;
   }
   switch (phase_) {

@@ -1,4 +1,6 @@
-// connection: one accepted HTTP/1.1 connection on one core. Reads requests (pipelined), hands each to
+// connection: one accepted HTTP/1.1 connection on one core (or HTTP/2: when its first bytes are the
+// connection preface, an h2_session takes over the exchanges while the connection keeps the socket, the
+// transport, the output buffer and the timeouts). Reads requests (pipelined), hands each to
 // the handler with an `exchange`, writes responses in order, enforces timeouts, back-pressure and
 // keep-alive rules. Owned by its loop_context's pool and reused after close; `generation_` makes
 // stale exchange handles inert. Bytes move through an io::transport: the inline plain-TCP one, or TLS
@@ -13,6 +15,7 @@
 #include <string_view>
 
 #include "http/exchange.h"
+#include "http/h2_session.h"
 #include "http/request_parser.h"
 #include "io/byte_buffer.h"
 #include "io/event_loop.h"
@@ -42,7 +45,10 @@ class connection final : public io::io_handler {
   void resume_reading() { drive(); }  // loop_context::resume_deferred
 
   // Keep-alive with nothing in flight: no request bytes buffered, no response pending or streaming.
-  bool idle() const { return fd_ >= 0 && phase_ == phase::reading && in_.size() == 0 && out_.size() == 0; }
+  bool idle() const {
+    return fd_ >= 0 && phase_ == phase::reading && in_.size() == 0 && out_.size() == 0 &&
+           (!h2_ || h2_->idle());
+  }
   std::int64_t idle_since() const { return idle_since_ms_; }
 
   // exchange implementation (generation-checked)
@@ -60,6 +66,12 @@ class connection final : public io::io_handler {
   void set_tag(std::uint64_t gen, std::uint8_t tag) {
     if (gen == generation_) tag_ = tag;
   }
+
+  // HTTP/2: the session of this connection if `gen` is still its generation (exchange.cc).
+  h2_session* h2_for(std::uint64_t gen) const { return gen == generation_ && fd_ >= 0 ? h2_.get() : nullptr; }
+  std::uint64_t generation() const { return generation_; }
+  // HTTP/2: send what the session has ready (an exchange call outside nghttp2's callbacks).
+  void h2_send();
 
  private:
   enum class phase : std::uint8_t {
@@ -101,6 +113,10 @@ class connection final : public io::io_handler {
   void observe_dispatch(std::string_view raw);
   void observe_out(std::size_t before) { ex_bytes_out_ += out_.size() - before; }
   void observe_finish();
+  // HTTP/2: the first bytes were (the start of) the connection preface. 0: not the preface, 1: need
+  // more bytes to tell, 2: it is.
+  int match_preface(std::string_view data) const;
+  void start_h2();
 
   // The transport in use: &tcp_ (plain TCP, no allocation) or owned_ (TLS, a test fake).
   std::ptrdiff_t read_some(char* buf, std::size_t len) {
@@ -120,7 +136,9 @@ class connection final : public io::io_handler {
   phase phase_ = phase::reading;
   io::byte_buffer in_;
   io::byte_buffer out_;
-  io::byte_buffer body_;  // de-chunked request body
+  io::byte_buffer body_;            // de-chunked request body
+  std::unique_ptr<h2_session> h2_;  // HTTP/2 once the preface was read; null for HTTP/1.1
+  bool h1_seen_ = false;            // bytes that are not the preface arrived: HTTP/1.1 for good
 
   // Request being read.
   std::size_t need_total_ = 0;  // content-length request: head + body bytes needed

@@ -83,9 +83,11 @@ class exchange {
   // implementation: a connection slot and generation (implementer's choice)
  private:
   friend class connection;
+  friend class h2_session;
   io::event_loop* loop_ = nullptr;
   connection* conn_ = nullptr;
   std::uint64_t generation_ = 0;
+  std::int32_t stream_ = 0;  // HTTP/2: the stream id on the connection's h2_session; 0: HTTP/1.1
 };
 
 using handler = std::function<void(const request&, exchange)>;

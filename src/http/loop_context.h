@@ -81,6 +81,8 @@ struct loop_context {
   counter bodies_refused;   // 503: the body did not fit in the body budget
   counter streams_dropped;  // streamed responses closed over max_stream_queue_bytes
   counter reads_deferred;   // reads put off to a later turn: the turn's read budget was spent
+  counter h2_sessions;      // connections that switched to HTTP/2
+  counter h2_streams;       // HTTP/2 streams opened by clients
 
   // Reading is bounded per turn (turn_budget.h). A connection that finds the turn's budget spent, or
   // others already waiting for it, queues here (oldest first, connection::read_deferred) and reads again

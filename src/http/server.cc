@@ -164,6 +164,8 @@ server_stats server::stats() const {
     st.bodies_refused += c->bodies_refused.get();
     st.streams_dropped += c->streams_dropped.get();
     st.reads_deferred += c->reads_deferred.get();
+    st.h2_connections += c->h2_sessions.get();
+    st.h2_streams += c->h2_streams.get();
   }
   if (impl_->bodies) st.body_bytes_reserved = impl_->bodies->used();
   return st;

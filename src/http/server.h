@@ -20,6 +20,8 @@ class tls_context;
 
 namespace weir::http {
 
+enum class http_protocol : std::uint8_t { http1, h2 };
+
 // What the engine reports of one finished exchange (server_options::observer).
 struct exchange_record {
   std::uint8_t tag = 0;  // exchange::set_tag; 0 for an error the engine answered itself (400, 408, 413...)
@@ -34,6 +36,7 @@ struct exchange_record {
   // Only when the observer asked for them (wants_request_line); never the query string.
   std::string_view method;
   std::string_view path;
+  http_protocol protocol = http_protocol::http1;  // HTTP/1.x, or h2/h2c
 };
 
 // Told of every exchange as it finishes (response complete, or connection closed first), on the
@@ -44,6 +47,22 @@ class exchange_observer {
   virtual void finished(unsigned core, const exchange_record& r) = 0;
   // Copy the method and the path of each request (an access log needs them; counters do not).
   bool wants_request_line = false;
+};
+
+// HTTP/2 (docs/http2.md): h2c with prior knowledge on the HTTP/1.1 port (the connection preface tells
+// them apart), and h2 through ALPN with `tls`. Limits apply per connection; request bodies and streamed
+// responses keep the engine's budgets (body_budget_bytes, max_body_bytes, max_stream_queue_bytes) per
+// stream.
+struct h2_options {
+  bool enabled = true;
+  // SETTINGS_MAX_CONCURRENT_STREAMS: requests (live tails included) one connection may have open.
+  std::uint32_t max_concurrent_streams = 256;
+  // SETTINGS_MAX_HEADER_LIST_SIZE (RFC 9113 6.5.2: names + values + 32 per field); over it: 431.
+  std::uint32_t max_header_list_bytes = 32 * 1024;
+  // SETTINGS_INITIAL_WINDOW_SIZE: request body bytes a client may send on one stream ahead of us.
+  std::uint32_t stream_window_bytes = 1u << 20;
+  // The connection's receive window (all streams' request bodies together).
+  std::uint32_t connection_window_bytes = 16u << 20;
 };
 
 struct server_options {
@@ -83,6 +102,7 @@ struct server_options {
   // HTTPS: every accepted connection is a TLS session with the context's certificate at accept time
   // (tls_context::load swaps it for new handshakes; established sessions keep theirs). nullptr: plain TCP.
   std::shared_ptr<io::tls_context> tls;
+  h2_options h2{};
   // Tests: the transport of each accepted socket (e.g. io::chopping_transport); wins over `tls`.
   std::function<std::unique_ptr<io::transport>(int fd)> make_transport;
 };
@@ -98,6 +118,8 @@ struct server_stats {
   std::uint64_t body_bytes_reserved = 0;  // now, by bodies being received
   std::uint64_t streams_dropped = 0;      // streamed responses closed over max_stream_queue_bytes
   std::uint64_t reads_deferred = 0;       // reads put off to a later loop turn (read_bytes_per_turn)
+  std::uint64_t h2_connections = 0;       // connections that spoke HTTP/2 (h2c or h2), since start
+  std::uint64_t h2_streams = 0;           // HTTP/2 streams (requests) opened, since start
 };
 
 class server {
