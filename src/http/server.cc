@@ -82,6 +82,7 @@ status server::start() {
   auto& s = *impl_;
   if (s.started) return make_error(server_errc::already_started, "server already started");
   if (s.opts.tls && !s.opts.tls->loaded()) return make_error(server_errc::bind, "TLS: no certificate loaded");
+  if (s.opts.tls) s.opts.tls->offer_h2(s.opts.h2.enabled);
   std::uint16_t port = s.opts.port;
   // Only the threads of this process may share the port (SO_REUSEPORT would let another process in).
   auto claim = io::claim_listen_address(s.opts.host, port);

@@ -34,13 +34,16 @@ std::string file_problem(const std::string& path) {
   return "";
 }
 
-// RFC 7301 3.2: the server picks from the client's list; HTTP/1.1 is the one protocol we speak. A client
-// that offers ALPN without it gets the fatal no_application_protocol alert.
+// RFC 7301 3.2: the server picks from the client's list: h2 first when the context offers it (RFC 9113
+// 3.2), else HTTP/1.1. A client that offers ALPN with neither gets the fatal no_application_protocol alert.
 int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-                unsigned int inlen, void*) {
-  static const unsigned char http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+                unsigned int inlen, void* arg) {
+  static const unsigned char h2_http11[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  const bool h2 = static_cast<const std::atomic<bool>*>(arg)->load(std::memory_order_relaxed);
+  const unsigned char* ours = h2 ? h2_http11 : h2_http11 + 3;
+  const unsigned int ours_len = h2 ? sizeof h2_http11 : sizeof h2_http11 - 3;
   unsigned char* chosen = nullptr;
-  if (SSL_select_next_proto(&chosen, outlen, http11, sizeof http11, in, inlen) != OPENSSL_NPN_NEGOTIATED) {
+  if (SSL_select_next_proto(&chosen, outlen, ours, ours_len, in, inlen) != OPENSSL_NPN_NEGOTIATED) {
     return SSL_TLSEXT_ERR_ALERT_FATAL;
   }
   *out = chosen;
@@ -180,7 +183,7 @@ result<tls_cert_info> tls_context::load(const std::string& cert_file, const std:
   // Stateless tickets only: no session cache shared (and locked) by every core.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_num_tickets(ctx, 1);
-  SSL_CTX_set_alpn_select_cb(ctx, select_alpn, nullptr);
+  SSL_CTX_set_alpn_select_cb(ctx, select_alpn, &offer_h2_);
 
   auto info = use_identity(ctx, cert_file, key_file, "tls-cert", "tls-key");
   if (!info) return info.err();

@@ -2,7 +2,7 @@
 // handshakes use and swaps them on reload (SIGHUP) without touching established sessions;
 // `tls_transport` is one connection's session over its non-blocking socket, driven by the event loop
 // (the handshake runs inside the first reads; WANT_READ/WANT_WRITE become would_block with the
-// readiness to wait for). TLS 1.2 and 1.3 only, ALPN "http/1.1", no renegotiation.
+// readiness to wait for). TLS 1.2 and 1.3 only, ALPN "h2" (when offered) and "http/1.1", no renegotiation.
 //
 // `tls_peer_context` is the other use: mutual TLS between the nodes of a cluster (cluster/peer_links).
 // One certificate and key per node, one cluster CA; both ends of every connection present a certificate
@@ -12,6 +12,7 @@
 // connection; the signal thread reloads). A tls_transport belongs to one connection on one core.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -61,8 +62,12 @@ class tls_context {
   // A server session for an accepted non-blocking socket, with the certificate in force now.
   std::unique_ptr<transport> accept(int fd);
 
+  // Whether ALPN offers "h2" ahead of "http/1.1" (the HTTP engine sets it from server_options::h2).
+  void offer_h2(bool on) { offer_h2_.store(on, std::memory_order_relaxed); }
+
  private:
   tls_options opts_;
+  std::atomic<bool> offer_h2_{false};  // read by the ALPN callback of every context this one loads
   mutable std::mutex mu_;
   SSL_CTX* ctx_ = nullptr;  // guarded by mu_; sessions hold their own reference (SSL_new)
   tls_cert_info info_;

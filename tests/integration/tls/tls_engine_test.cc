@@ -59,6 +59,7 @@ struct tls_fixture : ::testing::Test {
   server_options options() {
     server_options o = testing::test_options();
     o.tls = tls;
+    o.h2.enabled = false;  // HTTP/1.1 over TLS; ALPN h2 is tests/unit/http/h2_tls_test.cc
     return o;
   }
 };

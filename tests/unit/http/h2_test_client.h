@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -45,6 +47,22 @@ class h2_client {
       return;
     }
     fd_ = *fd;
+    own_fd_ = true;
+    start(settings);
+  }
+  // Over an established TLS session (h2 after ALPN); the socket and the session stay the caller's.
+  h2_client(int fd, SSL* ssl, std::vector<nghttp2_settings_entry> settings = {}) : fd_(fd), ssl_(ssl) {
+    start(settings);
+  }
+  ~h2_client() {
+    if (session_ != nullptr) nghttp2_session_del(session_);
+    if (own_fd_ && fd_ >= 0) ::close(fd_);
+  }
+  h2_client(const h2_client&) = delete;
+  h2_client& operator=(const h2_client&) = delete;
+
+ private:
+  void start(std::vector<nghttp2_settings_entry>& settings) {
     nghttp2_session_callbacks* cbs;
     nghttp2_session_callbacks_new(&cbs);
     nghttp2_session_callbacks_set_send_callback(
@@ -96,13 +114,8 @@ class h2_client {
     nghttp2_session_callbacks_del(cbs);
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
   }
-  ~h2_client() {
-    if (session_ != nullptr) nghttp2_session_del(session_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  h2_client(const h2_client&) = delete;
-  h2_client& operator=(const h2_client&) = delete;
 
+ public:
   nghttp2_session* session() { return session_; }
   int fd() const { return fd_; }
 
@@ -149,9 +162,16 @@ class h2_client {
           std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
       if (left.count() <= 0 || eof_) return done();
       pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 50))) <= 0) continue;
+      bool pending = ssl_ != nullptr && SSL_pending(ssl_) > 0;
+      if (!pending && ::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 50))) <= 0) continue;
       char buf[65536];
-      auto n = ::recv(fd_, buf, sizeof buf, 0);
+      long n;
+      if (ssl_ != nullptr) {
+        n = SSL_read(ssl_, buf, sizeof buf);
+        ERR_clear_error();
+      } else {
+        n = ::recv(fd_, buf, sizeof buf, 0);
+      }
       if (n <= 0) {
         eof_ = true;
         continue;
@@ -170,7 +190,8 @@ class h2_client {
   void raw(const std::string& bytes) {
     std::size_t off = 0;
     while (off < bytes.size()) {
-      auto n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      long n = ssl_ != nullptr ? SSL_write(ssl_, bytes.data() + off, static_cast<int>(bytes.size() - off))
+                               : ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
       if (n <= 0) {
         send_failed_ = true;
         return;
@@ -198,6 +219,8 @@ class h2_client {
     std::size_t pos = 0;
   };
   int fd_ = -1;
+  SSL* ssl_ = nullptr;
+  bool own_fd_ = false;
   nghttp2_session* session_ = nullptr;
   std::map<std::int32_t, h2_response> responses_;
   std::vector<std::unique_ptr<body_source>> bodies_;
