@@ -14,10 +14,14 @@ namespace weir::io {
 namespace {
 thread_local event_loop* tl_current = nullptr;
 
-std::int64_t mono_now_ms() {
+std::int64_t mono_now_us() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1'000;
+}
+
+std::int64_t mono_now_ms() {
+  return mono_now_us() / 1000;
 }
 }  // namespace
 
@@ -31,7 +35,8 @@ event_loop::event_loop(unsigned index) : index_(index) {
   ev.data.ptr = nullptr;
   WEIR_ASSERT(::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &ev) == 0, "epoll_ctl: {}",
               std::strerror(errno));
-  now_ms_ = mono_now_ms();
+  update_now();
+  probe_due_us_ = now_us_ + lag_probe_us;
 }
 
 event_loop::~event_loop() {
@@ -44,7 +49,15 @@ event_loop* event_loop::current() {
 }
 
 void event_loop::update_now() {
-  now_ms_ = mono_now_ms();
+  now_us_ = mono_now_us();
+  now_ms_ = now_us_ / 1000;
+}
+
+int event_loop::probe_timeout_ms(int timeout) const {
+  // The clock is read again: the turn that just ended may have taken a while since now_us_.
+  const std::int64_t left_us = probe_due_us_ - mono_now_us();
+  const std::int64_t probe = left_us <= 0 ? 0 : (left_us + 999) / 1000;  // never wake before it is due
+  return timeout < 0 || probe < timeout ? static_cast<int>(probe) : timeout;
 }
 
 void event_loop::note_turn(std::int64_t began_ms, int events, std::size_t tasks) {
@@ -167,12 +180,17 @@ void event_loop::run() {
   epoll_event events[max_events];
   while (!stop_.load(std::memory_order_acquire)) {
     int timeout = next_timeout_ms();
+    if (timeout != 0) timeout = probe_timeout_ms(timeout);
     sleeping_.store(true, std::memory_order_seq_cst);
     if (pending_.load(std::memory_order_seq_cst) != 0) timeout = 0;
     int n = ::epoll_wait(epoll_fd_, events, max_events, timeout);
     sleeping_.store(false, std::memory_order_relaxed);
     ++turn_;
     update_now();
+    if (now_us_ >= probe_due_us_) {
+      lag_us_.observe(static_cast<std::uint64_t>(now_us_ - probe_due_us_));
+      probe_due_us_ = now_us_ + lag_probe_us;
+    }
     const std::int64_t began = now_ms_;
     if (n < 0) {
       WEIR_ASSERT(errno == EINTR, "epoll_wait: {}", std::strerror(errno));

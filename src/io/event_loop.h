@@ -19,6 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/metrics.h"
+
 namespace weir::io {
 
 // Something registered with an event loop for readiness events (EPOLLIN/EPOLLOUT/EPOLLRDHUP/...).
@@ -89,6 +91,14 @@ class event_loop {
   std::int64_t longest_turn_ms() const { return longest_turn_ms_.load(std::memory_order_relaxed); }
   std::size_t timer_count() const { return timers_.size(); }
 
+  // Loop lag: every lag_probe_us the loop notes how late it got round to a probe that fell due (the
+  // start of the first turn at or after the due time), in microseconds (metrics::latency_us_bounds).
+  // A turn that holds the loop for 30 ms makes a probe that falls due during it 0-30 ms late; an idle
+  // loop wakes for the probe and reads under about 1 ms (epoll's timeout is in milliseconds). Written
+  // by the loop thread, read by any (/metrics: weir_event_loop_lag_seconds).
+  static constexpr std::int64_t lag_probe_us = 25'000;
+  const metrics::histogram& lag_us() const { return lag_us_; }
+
  private:
   struct timer_entry {
     std::int64_t deadline;
@@ -123,6 +133,11 @@ class event_loop {
   std::int64_t slow_logged_ms_ = -1;  // when a slow turn was last logged
   std::uint64_t slow_unlogged_ = 0;   // slow turns since, not logged
   void note_turn(std::int64_t began_ms, int events, std::size_t tasks);
+  int probe_timeout_ms(int timeout) const;  // `timeout`, shortened to wake for the next lag probe
+
+  std::int64_t now_us_ = 0;        // the clock read behind now_ms_
+  std::int64_t probe_due_us_ = 0;  // the next lag probe
+  metrics::histogram lag_us_{metrics::latency_us_bounds};
 
   // Timers: a min-heap of deadlines; cancelled ids are removed from the map and skipped lazily.
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> heap_;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -58,6 +59,25 @@ TEST(event_loop, a_slow_turn_is_counted_with_its_length) {
   lt.sync([] {});
   EXPECT_GE(lt.loop.slow_turns(), before + 1);
   EXPECT_GE(lt.loop.longest_turn_ms(), event_loop::slow_turn_ms + 50);
+}
+
+// A turn that holds the loop past a lag probe's due time shows up in lag_us() as that probe's lateness.
+TEST(event_loop, a_turn_that_holds_the_loop_shows_as_loop_lag) {
+  loop_thread lt;
+  static constexpr std::int64_t hold_ms = 2 * event_loop::lag_probe_us / 1000 + 20;
+  // A probe falls due at most lag_probe_us (and a millisecond of rounding) into the hold, so it runs at
+  // least hold - lag_probe_us - 1 ms late: above 20 ms.
+  lt.sync([] { std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms)); });
+  lt.sync([] {});  // the probe is read at the start of the turn after the hold
+  const metrics::histogram_counts c = lt.loop.lag_us().read();
+  std::uint64_t above_20ms = 0;
+  for (std::size_t i = 0; i < c.counts.size(); ++i) {
+    if (i == std::size(metrics::latency_us_bounds) || metrics::latency_us_bounds[i] > 20'000) {
+      above_20ms += c.counts[i];
+    }
+  }
+  EXPECT_GE(above_20ms, 1u);
+  EXPECT_GE(c.sum, 20'000u);
 }
 
 TEST(event_loop, timers_fire_in_deadline_order) {
