@@ -58,8 +58,8 @@ void replicator::watch_links() {
 // a heartbeat interval of sending nothing), and its entries wait in the peer queues behind the other
 // groups' megabytes: a follower that hears nothing of its group for an election timeout stands, though
 // packets from its leader's node keep arriving (seen under bursts of 512 KiB writes: docs/benchmarks.md,
-// "Session 12: heartbeat lane"). So each node says, on the urgent lane, which groups it leads and in which
-// term; a follower of one of them that knows this node as its leader in that term restarts its election
+// "Peer links: the heartbeat lane"). So each node says, on the urgent lane, which groups it leads and in
+// which term; a follower of one of them that knows this node as its leader in that term restarts its election
 // timer, as an AppendEntries would. Safety does not rest on timers; for liveness the message is as good as
 // a heartbeat: only a node that leads the group in that term sends it (one that stepped down stops), and a
 // follower that moved to a newer term ignores it. One message per peer and interval, whatever the number
@@ -94,7 +94,7 @@ void replicator::on_leading(std::uint64_t from, const leading& l) {
 // That window is a leader's tightest timer (its followers wait 1-2 timeouts), and under a burst its
 // followers' AppendEntries results wait behind other groups' megabytes on the same links: leaders whose
 // followers were all alive and answering stepped down, and each such loss is an election (most losses
-// in docs/benchmarks.md, "Session 14: the burst under ASan"). Any frame from a node shows it is
+// in docs/benchmarks.md, "Elections: check-quorum contacts under ASan"). Any frame from a node shows it is
 // alive and reachable, so a voter heard from in the last heartbeat interval counts as a contact of every
 // group led here. Safety does not rest on check-quorum: reads confirm leadership with a quorum round of
 // the group's own messages, commits need a majority's match index, and a voter that moved to a newer

@@ -446,7 +446,7 @@ status log_writer::roll(std::vector<std::shared_ptr<writable_file>>& retired) {
   // The next spare, asked for only after the rename (a preparation first removes what is left at the
   // spare's name) and at once, not later (at half use, say): the next spare is twice as large at a fixed
   // pace, and a lone writer then ran past its prepared zeros for a good part of each segment
-  // (docs/benchmarks.md, session 11).
+  // (docs/benchmarks.md, "Redis: prepared segments close the 1-connection gap").
   if (spares_) spares_->request();
   if (!renamed) return renamed;
   auto file = env_.open_writable(path, spare ? open_mode::overwrite : open_mode::create_new);

@@ -84,7 +84,8 @@ struct log_options {
   // batches never spin. Off by default: on this 2-CPU VM it cut the p50 of the software path of a
   // 1-connection append (data on tmpfs) but showed no gain on the disk, within the noise, while the
   // polling raised the server's CPU per append by ~60% and the tmpfs p99 4x (it competes with the loop
-  // and the client for two CPUs; docs/benchmarks.md, issue 13). 0: sleep at once.
+  // and the client for two CPUs; docs/benchmarks.md, "Redis: the load generator and interval-mode
+  // stalls"). 0: sleep at once.
   std::chrono::microseconds idle_spin{0};
   // In `always` mode, an append whose caller says it is a lone writer (append's `lone`: nothing else of
   // its in flight) is written and fdatasynced on the calling thread itself, without the two thread
@@ -92,7 +93,8 @@ struct log_options {
   // no batch or checkpoint being written) and the last `inline_after` batches held one record each. Its
   // completion is still posted through the executor (on the server: to the same loop, which needs no
   // wake-up). The caller's thread blocks for the fdatasync, as Redis's event loop does. 0: never inline
-  // (docs/storage.md, "Inline appends"; docs/benchmarks.md, issue 13, for the measurements).
+  // (docs/storage.md, "Inline appends"; the measurements: docs/benchmarks.md, "Redis: one connection,
+  // thread hand-offs and inline appends").
   unsigned inline_after = 2;
   // Larger records never go inline: their write would hold the caller's thread (the event loop) for
   // longer than a sync.
@@ -110,8 +112,9 @@ struct log_options {
   // The pace at which spares are written (0: unpaced). The zeros cost the disk as much as the data that
   // later goes over them, while what they save is per fdatasync: a lone writer's thousands of small
   // syncs a second gain much, a crowd's few large group commits little (unpaced, at 64 connections they
-  // raised the append p99; docs/benchmarks.md, session 11). A writer faster than this pace grows its
-  // segment past the prepared zeros until the next spare is ready.
+  // raised the append p99; docs/benchmarks.md, "Redis: prepared segments close the 1-connection gap").
+  // A writer faster than this pace grows its segment past the prepared zeros until the next spare is
+  // ready.
   std::uint64_t prepared_bytes_per_second = 8ull << 20;
 };
 

@@ -69,7 +69,7 @@ result<subscription_config> parse_subscription_config(std::string_view body, con
   auto pattern = optional_string(obj, "pattern");
   if (!pattern) return pattern.err();
   if (*pattern) {
-    // Issue 12 item 5: a pattern is kept and matched against every stream event; bound its size.
+    // A pattern is kept and matched against every stream event: its size is bounded (docs/limits.md).
     if (limits.max_pattern_bytes != 0 && (*pattern)->size() > limits.max_pattern_bytes) {
       return make_error(config_errc::limit_exceeded,
                         fmt::format("'pattern' is longer than max-subscription-pattern-bytes ({} bytes)",

@@ -1,6 +1,6 @@
-// subscription_log: subscriptions persist as an append-only log of changes (issue 12 item 7: never a
-// whole-file rewrite per stream creation), compacted now and then into a fresh log holding only the live
-// state. Format (docs/subscriptions.md "Persistence"): a sequence of records
+// subscription_log: subscriptions persist as an append-only log of changes (so that a stream creation
+// costs O(1) bytes, never a whole-file rewrite), compacted now and then into a fresh log holding only
+// the live state. Format (docs/subscriptions.md "Persistence"): a sequence of records
 //
 //   u32 little-endian payload length | u32 little-endian CRC32C of the payload | payload (JSON object)
 //

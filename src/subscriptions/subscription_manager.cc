@@ -205,7 +205,8 @@ void subscription_manager::put_subscription(const control_request& req, const st
   }
   const std::size_t held = opts_.subscription_count ? opts_.subscription_count() : subs_.size();
   if (opts_.max_subscriptions != 0 && held >= opts_.max_subscriptions) {
-    // Issue 12 item 5: a bounded number of subscriptions per node; the answer names the limit.
+    // What one client can make the node keep is bounded (docs/limits.md): a bounded number of
+    // subscriptions per node; the answer names the limit.
     return respond(fail(
         403, "LIMIT_EXCEEDED",
         fmt::format("max-subscriptions ({}) reached: delete a subscription first", opts_.max_subscriptions)));
@@ -357,8 +358,9 @@ persisted_subscription subscription_manager::persisted(const entry& e) const {
       st.paused()};
 }
 
-// Issue 12 item 7: only what changed is written (O(changes), never O(state)); the "sub" and "del"
-// records were queued in order as they happened, link and counter changes are collected here.
+// Only what changed is written (O(changes), never O(state)), so that a stream creation under a wildcard
+// costs O(1) bytes; the "sub" and "del" records were queued in order as they happened, link and counter
+// changes are collected here.
 void subscription_manager::write_changes() {
   std::vector<std::pair<std::string, std::string>> records = std::move(pending_records_);
   pending_records_.clear();

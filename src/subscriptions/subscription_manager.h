@@ -69,7 +69,7 @@ struct manager_options {
   // Failed webhook deliveries in a row after which a subscription stops retrying: it stays `failed`
   // (paused) until it is re-confirmed with an identical PUT. 0: retry forever.
   int max_webhook_retries = 30;
-  // Issue 12 item 5: what one client can make the node keep. 0: unlimited.
+  // What one client can make the node keep is bounded (docs/limits.md). 0: unlimited.
   std::size_t max_subscriptions = 1'000;
   std::size_t max_pattern_bytes = 256;
 
