@@ -1,6 +1,6 @@
-// The browser test (issue 14, "A real browser"): Debian's chromium, headless, driven by puppeteer-core,
-// against a `weir serve` with access control and TLS on (an Ed25519 JWT: Bearer for fetch, access_token
-// in the query for EventSource; a certificate made here, which the browser trusts by its key:
+// The browser test (docs/browser.md, "The browser test"): Debian's chromium, headless, driven by
+// puppeteer-core, against a `weir serve` with access control and TLS on (an Ed25519 JWT: Bearer for
+// fetch, access_token in the query for EventSource; a certificate made here, which the browser trusts by its key:
 // --ignore-certificate-errors-spki-list, not --ignore-certificate-errors) and cors-allowed-origins
 // naming the origin of the example pages of examples/browser/, served from another origin.
 //

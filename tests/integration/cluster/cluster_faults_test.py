@@ -42,8 +42,9 @@ SPOT_CHECKERS = 2
 CUT_NODE = 3
 WRITE_TIMEOUT = 25.0  # a request may wait out a 10 s SIGSTOP and then the 5 s write timeout
 # Writes must come back after a leader dies: a liveness bound, not the performance figure. The failover
-# time itself (the issue asks for under 3 s; about 1 s here) is printed and recorded in docs/replication.md,
-# "Timing and failover": timing goals are measured, not asserted, on this shared machine.
+# time itself (the goal is under 3 s; about 1 s here) is printed and recorded in docs/replication.md,
+# "Elections" (failover when a process dies): timing goals are measured, not asserted, on this shared
+# machine.
 FAILOVER_LIMIT = 15.0
 
 failures = []

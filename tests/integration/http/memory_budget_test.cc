@@ -1,7 +1,7 @@
-// The engine's memory bounds (issue 12, item 4): the node-wide budget of request bodies in flight (503 +
-// Retry-After at head time, before the body is read; chunked bodies counted as they grow), and the
-// per-subscriber queue limit of streamed responses (a peer that never reads is closed, the others keep
-// their events; a producer that waits with on_drain() is never closed).
+// The engine's memory bounds (docs/limits.md, "Connections and live readers"): the node-wide budget of
+// request bodies in flight (503 + Retry-After at head time, before the body is read; chunked bodies
+// counted as they grow), and the per-subscriber queue limit of streamed responses (a peer that never
+// reads is closed, the others keep their events; a producer that waits with on_drain() is never closed).
 #include <gtest/gtest.h>
 
 #include <atomic>

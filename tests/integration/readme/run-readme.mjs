@@ -239,7 +239,7 @@ async function main() {
     console.error(`${mdFile}: expected \`\`\`sh and \`\`\`js examples, found ${sh.length} and ${js.length}`)
     return 1
   }
-  // One vocabulary (issue 11): every setting `weir serve --print-config` prints is named in the file.
+  // One vocabulary: every setting `weir serve --print-config` prints is named in the file.
   const printed = await run(weirBin, ["serve", "--print-config"], { timeoutMs: 30_000, cwd: tmp })
   const names = [...printed.stdout.matchAll(/^([a-z0-9-]+) = /gm)].map((m) => m[1])
   if (printed.status !== 0 || names.length === 0) failures.push(`weir serve --print-config failed: ${printed.stderr}`)

@@ -94,7 +94,8 @@ TEST(split_reserved_path, finds_the_ds_segment) {
   EXPECT_FALSE(split_reserved_path("/v1/stream/a__ds", root, rest));
 }
 
-// Issue 12: `Content-Type: ;;;` was taken for a type (409 on append) instead of a malformed header (400).
+// A Content-Type must be a media type: `Content-Type: ;;;` is a malformed header (400), not a type that
+// mismatches the stream's (409 on append).
 TEST(valid_media_type, rfc_9110_media_type) {
   for (const char* ok : {"text/plain", "application/json; charset=utf-8", "text/plain;",
                          "text/plain ;a=b; c=d", "a/b; x=\"q;\\\"z\"", "application/vnd.x+json"}) {
@@ -107,7 +108,7 @@ TEST(valid_media_type, rfc_9110_media_type) {
   }
 }
 
-// Issue 12: Host was copied unvalidated into Location, callback_url and jwks_url.
+// Host is copied into Location, callback_url and jwks_url, so it must be a plain host[:port].
 TEST(valid_url_host, host_and_optional_port_only) {
   for (const char* ok : {"127.0.0.1:4437", "localhost", "[::1]:80", "[2001:db8::1]", "a.b-c_d.example"}) {
     EXPECT_TRUE(valid_url_host(ok)) << ok;

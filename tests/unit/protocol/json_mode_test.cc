@@ -39,8 +39,8 @@ TEST(json_payload, empty_array_and_invalid) {
   }
 }
 
-// Issue 12: numbers were re-printed (`1e2` became `100.0`, `-0` became `0`) and integers beyond 64
-// bits were refused. PROTOCOL.md 9.1.2 stores each message as sent.
+// PROTOCOL.md 9.1.2 stores each message as sent: numbers are never re-printed (`1e2` stays `1e2`, not
+// `100.0`; `-0` stays `-0`), and integers beyond 64 bits are valid.
 TEST(json_payload, keeps_each_message_byte_for_byte) {
   EXPECT_EQ(stored(json_payload("1e2")), "1e2,");
   EXPECT_EQ(stored(json_payload("-0")), "-0,");

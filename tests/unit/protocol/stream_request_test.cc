@@ -140,7 +140,7 @@ TEST(stream_request, read_errors) {
   EXPECT_EQ(error_of(fake_request(http::method::get, "/a?offset=-1&live=websocket", {})), errc::bad_live);
 }
 
-// Issue 14: a browser's EventSource reconnects to its original URL (often offset=-1) with the id of the
+// A browser's EventSource reconnects to its original URL (often offset=-1) with the id of the
 // last event it dispatched; that id (an offset) is where the session resumes.
 TEST(stream_request, last_event_id_wins_over_the_url_offset_for_sse) {
   fake_request f(http::method::get, "/a?offset=-1&live=sse",
@@ -173,7 +173,8 @@ TEST(stream_request, a_bad_last_event_id_is_400) {
   EXPECT_NE(s.reason.find("-1"), std::string_view::npos);
 }
 
-// Issue 12: PUT /healthz made a stream nobody could read; `%5f_ds` slipped past the `__ds` check.
+// The server's own paths are not streams (a PUT /healthz would make a stream nobody could read), and a
+// percent-encoded `__ds` (`%5f_ds`) is refused as the reserved segment itself is.
 TEST(stream_request, server_and_reserved_paths_are_not_streams) {
   EXPECT_EQ(error_of(fake_request(http::method::put, "/healthz", {})), errc::server_path);
   EXPECT_EQ(error_of(fake_request(http::method::put, "/%68ealthz", {})), errc::server_path);
@@ -188,7 +189,7 @@ TEST(stream_request, server_and_reserved_paths_are_not_streams) {
   EXPECT_EQ(error_of(fake_request(http::method::put, "/v1/__ds/x", {})), errc::reserved_path);
 }
 
-// Issue 12: `Content-Type: ;;;` is a malformed header (400), not a mismatch (409).
+// `Content-Type: ;;;` is a malformed header (400), not a mismatch (409).
 TEST(stream_request, malformed_content_type_is_400) {
   EXPECT_EQ(error_of(fake_request(http::method::put, "/a", {{"Content-Type", ";;;"}})),
             errc::bad_content_type);
@@ -200,7 +201,7 @@ TEST(stream_request, malformed_content_type_is_400) {
       errc::ok);
 }
 
-// Issue 12: the Host header goes into Location.
+// The Host header goes into Location, so it must be a plain host[:port].
 TEST(stream_request, a_create_needs_a_plain_host) {
   EXPECT_EQ(error_of(fake_request(http::method::put, "/a", {{"Host", "evil.example/x?"}})), errc::bad_host);
   EXPECT_EQ(error_of(fake_request(http::method::put, "/a", {{"Host", "user@evil.example"}})), errc::bad_host);

@@ -1,4 +1,4 @@
-// Records larger than the SSE queue and the read chunk (issue 12, item 8): a 16 MiB record reaches an
+// Records larger than the SSE queue and the read chunk (docs/limits.md): a 16 MiB record reaches an
 // SSE reader whole (one data event written over many windows, followed by its control event and by the
 // later data), and catch-up and long-poll reads of it follow the read chunk (byte streams: 64 KiB
 // pieces; JSON: the record whole, the response being a JSON array of whole messages, written from the

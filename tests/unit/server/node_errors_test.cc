@@ -1,6 +1,6 @@
-// Wrong answers and unhelpful errors found by hand (issues 11 and 12), checked through a whole node on
-// loopback: every status, the headers that belong to it, and bodies that say how to fix the request
-// without showing the server's internals.
+// Wrong answers and unhelpful errors found by hand, checked through a whole node on loopback: every
+// status, the headers that belong to it, and bodies that say how to fix the request without showing the
+// server's internals.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

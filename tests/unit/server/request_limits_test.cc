@@ -1,5 +1,5 @@
-// What a client can make the server keep (issue 12 item 5), through a whole node: a stream quota, and
-// caps on Producer-Id and Content-Type; each limit answers a 4xx that names it.
+// What a client can make the server keep is bounded (docs/limits.md), checked through a whole node: a
+// stream quota, and caps on Producer-Id and Content-Type; each limit answers a 4xx that names it.
 #include <gtest/gtest.h>
 
 #include <map>

@@ -1,4 +1,4 @@
-// The subscription service inside a whole node on loopback (issue 12 items 5-7): webhook targets on
+// The subscription service inside a whole node on loopback (docs/subscriptions.md): webhook targets on
 // loopback are refused unless allow-loopback-webhooks is set, the subscription limits come from the
 // node's settings, and subscriptions come back after a restart from subscriptions.log.
 #include "server/subscription_host.h"
@@ -98,8 +98,8 @@ TEST(subscription_host, limits_come_from_the_settings) {
   std::filesystem::remove_all(dir);
 }
 
-// Issue 12 item 7 end to end: streams created under a wildcard are linked, the links reach the log as
-// changes, and a restarted node reads them back.
+// Links written as changes, end to end: streams created under a wildcard are linked, the links reach
+// the log as changes, and a restarted node reads them back.
 TEST(subscription_host, wildcard_links_survive_a_restart) {
   std::string dir = fresh_dir("restart");
   constexpr int streams = 40;

@@ -221,9 +221,9 @@ TEST(subscription_journal, recovers_after_a_torn_tail) {
   EXPECT_TRUE(r->subs.at(0).links.count("events/after"));
 }
 
-// Issue 12 item 7: with a wildcard subscription, every stream creation writes O(1) bytes (one link
-// record, plus its share of the amortised compactions), not the whole state: the old snapshot design
-// wrote every existing link again (about 80 bytes each) for each creation.
+// With a wildcard subscription, every stream creation writes O(1) bytes (one link record, plus its share
+// of the amortised compactions), not the whole state: the old snapshot design wrote every existing link
+// again (about 80 bytes each) for each creation.
 TEST(subscription_journal, stream_creations_write_constant_bytes_each) {
   storage::mem_env mem;
   ASSERT_TRUE(mem.create_dirs("/data"));

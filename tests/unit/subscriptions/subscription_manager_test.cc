@@ -603,8 +603,8 @@ TEST(subscription_manager, late_ack_after_lease_deadline_is_fenced) {
 namespace weir::subscriptions {
 namespace {
 
-// Issue 12 item 6: a webhook that keeps failing is retried a bounded number of times, then the
-// subscription stays `failed` and paused until an identical PUT re-confirms it.
+// A webhook that keeps failing is retried a bounded number of times, then the subscription stays
+// `failed` and paused until an identical PUT re-confirms it.
 TEST(subscription_manager, webhook_retries_are_capped) {
   manager_options o = dev_options();
   o.max_webhook_retries = 3;
@@ -632,7 +632,7 @@ TEST(subscription_manager, webhook_retries_are_capped) {
   EXPECT_EQ(str(json_doc(h.call(http::method::get, "subscriptions/s").body)["status"]), "active");
 }
 
-// Issue 12 item 5: the number of subscriptions is bounded and the answer names the limit.
+// The number of subscriptions is bounded (docs/limits.md) and the answer names the limit.
 TEST(subscription_manager, subscription_count_is_capped) {
   manager_options o = dev_options();
   o.max_subscriptions = 2;
