@@ -1,8 +1,9 @@
-// fanout_workload: SSE fan-out (issue 10). One stream, N SSE subscribers (PROTOCOL.md 5.8), one writer
-// appending `events` tagged events at a fixed rate. Latency runs from the append's send to each
-// subscriber's receipt, on this process's one monotonic clock; every (subscriber, event) pair must
-// arrive exactly once: lost and duplicated deliveries are counted (delivery_tracker) and are errors.
-// The SSE machinery is sse_workload's with one stream; error kinds are "fanout.<kind>".
+// fanout_workload: SSE fan-out (docs/benchmarks.md, "Many streams, SSE fan-out and soak"). One stream,
+// N SSE subscribers (PROTOCOL.md 5.8), one writer appending `events` tagged events at a fixed rate.
+// Latency runs from the append's send to each subscriber's receipt, on this process's one monotonic
+// clock; every (subscriber, event) pair must arrive exactly once: lost and duplicated deliveries are
+// counted (delivery_tracker) and are errors. The SSE machinery is sse_workload's with one stream; error
+// kinds are "fanout.<kind>".
 #pragma once
 
 #include <string>

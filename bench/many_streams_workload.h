@@ -1,6 +1,6 @@
-// many_streams_workload: the many-streams measurement (issue 10). N streams are created, then M
-// closed-loop writers (one keep-alive connection each) append `append_bytes` for a fixed time, writer w
-// cycling over streams w, w+M, w+2M, ... so that every stream is written; then the streams are deleted.
+// many_streams_workload: the many-streams measurement. N streams are created, then M closed-loop
+// writers (one keep-alive connection each) append `append_bytes` for a fixed time, writer w cycling over
+// streams w, w+M, w+2M, ... so that every stream is written; then the streams are deleted.
 // Figures: acknowledged appends per second and their latency (p50, p99). Every wrong status, timeout or
 // transport failure is counted under "many.<kind>" (creation: "many_create.<kind>").
 #pragma once

@@ -1,4 +1,4 @@
-// soak_workload: a long mixed run (issue 10) that shows a leak or a slow creep as a line going up.
+// soak_workload: a long mixed run that shows a leak or a slow creep as a line going up.
 // Over `streams` stream slots, for `secs`:
 //   - one writer per slot appends `append_bytes`, paced so that all slots together make `rate` appends
 //     per second; after `stream_appends` appends it deletes its stream and creates the next generation

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/cluster-burst/run.sh BIN OUTDIR [runs]: the 512 KiB write burst against a 3-node cluster, repeated,
 # with one summary line per run (bench errors, elections, leaderships lost, longest loop turn, longest
-# peer-queue wait). The method of docs/benchmarks.md "Session 11: elections during the burst"; see
+# peer-queue wait). The method of docs/benchmarks.md "Cluster: elections during the burst"; see
 # README.md beside this script.
 #
 # Each run: start 3 nodes as `bench/compare --cluster` does (weir serve --node-id N --peer-listen ...

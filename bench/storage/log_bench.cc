@@ -4,8 +4,8 @@
 // single "event loop" thread drains, as in the server. The peer measured in the same run is the disk
 // itself: a loop of write + fdatasync of one record, the ceiling without group commit.
 // With --loops N the producers are spread over N such loops, and --layout compares a log per loop (as
-// weir serve keeps one per core) with one log shared by all loops (a node-wide group commit; issue 13:
-// how many logs should share one device).
+// weir serve keeps one per core) with one log shared by all loops (a node-wide group commit): how many
+// logs should share one device (docs/benchmarks.md, "Redis: how many logs on one device").
 //
 //   weir-log-bench --dir /var/tmp/weir-bench --producers 64 --seconds 5 --payload 256
 //   weir-log-bench --loops 2 --layout both --producers 2,64 --payload 1024
