@@ -117,7 +117,7 @@ struct soak_result : workload_tally {
 };
 
 // Where a soak ended against where it was after its first minute (or half the run when shorter than
-// two minutes): the "within 10%" check.
+// two minutes): the soak's target is to stay within 10%.
 struct soak_drift {
   double base_t_s = no_value;
   double base_rss_mib = no_value, end_rss_mib = no_value;

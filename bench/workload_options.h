@@ -1,6 +1,6 @@
 // workload_options: which workloads `weir bench` runs and how big they are, beyond the seed's
-// concurrency sweep (issue 10): many streams, SSE fan-out and a soak. Parsed from the command line;
-// pure values, no I/O.
+// concurrency sweep: many streams, SSE fan-out and a soak. Parsed from the command line; pure values,
+// no I/O.
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 #     cold: from the segment files) and checking each stream's length against what was appended;
 #   - the data directory's size.
 # Prints a table and writes DIR/restart.md. There is no peer here: the Node reference server keeps
-# every stream in memory (it could not hold 10 GiB), so only the targets of the issue are checked:
+# every stream in memory (it could not hold 10 GiB), so only weir's own targets are checked:
 # restart < 5 s, RSS < 1 GiB.
 # Env: WEIR_BIN (default build/release/src/server/weir, built if missing).
 set -euo pipefail

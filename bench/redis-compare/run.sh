@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/redis-compare/run.sh: weir's append path against Redis Streams, both fsyncing every write, in one
-# run on one machine and one disk (issue 13; docs/benchmarks.md, section "Append path against Redis").
+# run on one machine and one disk (docs/benchmarks.md, section "Append path against Redis Streams").
 #
 #   bench/redis-compare/run.sh [--secs N] [--rounds N] [--threads N] [--size BYTES] [--streams N] [--out DIR]
 #                              [--cases fsync-64,fsync-1,relaxed-64]
@@ -17,7 +17,7 @@
 # settings otherwise (AOF rewrite on). Both get a 2 s warm-up. Reported per case and target: requests/s,
 # p50 and p99 (ms), and server CPU per request (utime+stime of the server process over the phase).
 # Medians over the rounds go to DIR/redis-compare.md with the ratios (weir / Redis), and weir's
-# interval-mode p99 beside its always-mode p99 of the same run (issue 13: no worse).
+# interval-mode p99 beside its always-mode p99 of the same run (the goal: no worse).
 # Env: WEIR_BIN (default build/release/src/server/weir), WEIR_FLAGS (more `weir serve` flags, e.g.
 # "--group-commit-gather-us 500"). WEIR_ALT_BIN: a second weir binary (e.g. built with another default)
 # measured in every round right after the first, reported as target `weir-alt` (WEIR_ALT_FLAGS: its flags).

@@ -13,7 +13,7 @@
 #
 #   read-pipelined:    GET of a small stream (catch-up), 16 requests per write on 16 connections: the
 #                      per-request cost of access control, which /healthz does not pay.
-# With VARIANTS="bare ops" (issue 14's "everything on against everything off"): `bare` is plain HTTP
+# With VARIANTS="bare ops" (docs/benchmarks.md, "Everything on against everything off"): `bare` is plain HTTP
 # with --metrics false; `ops` is TLS + an API key checked on every request (Authorization: Bearer) +
 # metrics on.
 #

@@ -53,7 +53,8 @@ enum class errc : std::uint8_t {
   bad_last_event_id,      // an SSE Last-Event-ID that is not an offset
 };
 
-// What a client can make the server keep per request (issue 12 item 5): each answered with a 4xx naming it.
+// What a client can make the server keep per request is bounded (docs/limits.md): each limit is answered
+// with a 4xx naming it.
 inline constexpr std::size_t max_producer_id_bytes = 256;
 inline constexpr std::size_t max_content_type_bytes = 256;
 

@@ -11,7 +11,7 @@
 
 namespace weir::raft {
 
-// A Raft group: one replicated log (issue 9: 64 by default, fixed when the cluster is created).
+// A Raft group: one replicated log (64 by default, fixed when the cluster is created).
 using group_id = strong_id<struct group_id_tag, std::uint32_t>;
 // A node of the cluster (libraft's raft_id; never 0).
 using node_id = strong_id<struct node_id_tag, std::uint64_t>;

@@ -157,7 +157,7 @@ TEST(stream_responses, status_mapping_is_total) {
   }
 }
 
-// Issue 12: a 405 without Allow.
+// A 405 lists the methods the resource allows (RFC 9110 15.5.6: Allow is required).
 TEST(stream_responses, method_not_allowed_lists_the_methods) {
   response r = error_response(status_for(errc::method_not_allowed));
   EXPECT_EQ(r.status, 405);
@@ -178,7 +178,7 @@ TEST(stream_responses, storage_failures_name_no_internals) {
   EXPECT_EQ(error_response(status_for(errc::storage_unavailable)).body, "storage unavailable\n");
 }
 
-// Issue 11: errors that teach.
+// Errors that teach: each says how to fix the request.
 TEST(stream_responses, errors_say_how_to_fix_the_request) {
   std::string offset = error_response(status_for(errc::bad_offset)).body;
   EXPECT_NE(offset.find("-1"), std::string::npos) << offset;
