@@ -1,0 +1,145 @@
+// object_format: the bytes of one cold object (docs/cold-tier.md, "Object format"). One object packs the
+// bytes of several streams of one group, so that a flush of many small streams is one PUT:
+//
+//   header   32 bytes: magic "WEIRCOLD", u16 version (1), u16 flags (0), u32 block_size, u32 group,
+//            u64 reserved (0), u32 CRC32C of the 28 bytes before it
+//   blocks   the data region (the record bytes of every range, back to back) cut into blocks of
+//            block_size bytes (the last one shorter), each followed by the u32 CRC32C of its bytes
+//   footer   u32 range count, then per range: u16 stream-name length, the name, u64 first offset,
+//            u64 end offset, u64 data position, u64 length
+//   trailer  32 bytes: u64 data length, u32 footer length, u32 footer CRC32C, u32 block_size,
+//            u32 CRC32C of the 20 bytes before it, magic "WEIRTAIL"
+// All integers little-endian. A reader that knows the object's size (from the index or a listing) reads
+// the trailer, then the footer, then only the stored blocks that hold the bytes it wants (one aligned
+// range GET), and checks each block's CRC. It never uses a suffix range (bytes=-N), which s3rver answers
+// wrongly.
+//
+// The decoders are fuzz-safe: garbage yields an error, never a crash or an unbounded allocation
+// (tests/fuzz/object_footer_fuzz.cc). Pure; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "streams/types.h"
+#include "tier/object_key.h"
+#include "tier/object_store.h"
+
+namespace weir::tier {
+
+enum class object_format_errc {
+  truncated = 1,  // fewer bytes than the format needs
+  bad_magic,
+  bad_version,
+  bad_checksum,  // a CRC32C that does not match: corrupt bytes
+  inconsistent,  // lengths or positions that do not fit together
+};
+
+constexpr std::uint16_t object_format_version = 1;
+constexpr std::size_t object_header_size = 32;
+constexpr std::size_t object_trailer_size = 32;
+constexpr std::uint32_t default_object_block_size = 1u << 20;
+constexpr std::uint32_t max_object_block_size = 16u << 20;
+constexpr std::size_t max_stream_name_bytes = 4096;
+
+// One stream's contiguous bytes in the object: stream offsets [first, end), stored at data position
+// [data_position, data_position + length) of the data region.
+struct object_range {
+  std::string stream;
+  streams::stream_offset first;
+  streams::stream_offset end;
+  std::uint64_t data_position = 0;
+  std::uint64_t length = 0;
+  bool operator==(const object_range&) const = default;
+};
+
+struct object_trailer {
+  std::uint64_t data_length = 0;
+  std::uint32_t footer_length = 0;
+  std::uint32_t footer_crc = 0;
+  std::uint32_t block_size = 0;
+  std::uint64_t footer_offset = 0;  // derived: header + stored blocks
+};
+
+struct object_footer {
+  object_trailer trailer;
+  std::vector<object_range> ranges;
+};
+
+// The stored size of `data_length` bytes of data cut into blocks (each block's CRC included).
+std::uint64_t stored_data_size(std::uint64_t data_length, std::uint32_t block_size);
+
+// Packs ranges into one object. Owned by one thread (the uploader that fills it).
+class object_writer {
+ public:
+  explicit object_writer(cold_group group, std::uint32_t block_size = default_object_block_size);
+
+  // Appends one stream's bytes for offsets [first, end); returns the range as recorded.
+  const object_range& add(std::string_view stream, streams::stream_offset first, streams::stream_offset end,
+                          std::span<const std::byte> bytes);
+  std::uint64_t data_size() const { return data_.size(); }
+  // The size finish() will return.
+  std::uint64_t encoded_size() const;
+  const std::vector<object_range>& ranges() const { return ranges_; }
+  // The whole object.
+  object_bytes finish() const;
+
+ private:
+  cold_group group_;
+  std::uint32_t block_size_;
+  object_bytes data_;
+  std::vector<object_range> ranges_;
+};
+
+// Checks the header (the first object_header_size bytes); returns the block size.
+result<std::uint32_t> decode_object_header(std::span<const std::byte> header);
+// `tail`: the last object_trailer_size bytes of an object of `object_size` bytes.
+result<object_trailer> decode_object_trailer(std::span<const std::byte> tail, std::uint64_t object_size);
+// `footer`: the trailer.footer_length bytes at trailer.footer_offset.
+result<object_footer> decode_object_footer(std::span<const std::byte> footer, const object_trailer& trailer);
+
+// The stored blocks that hold data bytes [data_position, data_position + length): one aligned range.
+struct block_span {
+  std::uint64_t first_block = 0;
+  std::uint64_t block_count = 0;
+  std::uint64_t object_offset = 0;  // where the first block starts in the object
+  std::uint64_t object_length = 0;  // the stored bytes of those blocks (CRCs included)
+};
+// length must be > 0 and the bytes within the data region (the caller checks against the trailer).
+block_span blocks_covering(const object_trailer& t, std::uint64_t data_position, std::uint64_t length);
+// Checks each fetched block's CRC and returns data bytes [data_position, data_position + length).
+// `stored`: exactly the span.object_length bytes at span.object_offset.
+result<object_bytes> extract_from_blocks(const object_trailer& t, const block_span& span,
+                                         std::span<const std::byte> stored, std::uint64_t data_position,
+                                         std::uint64_t length);
+
+// Reads one object through an object_store: the trailer and footer on open (one GET of the tail when the
+// footer fits in it), then aligned block ranges. Format errors come back as store_errc::other with the
+// reason; a CRC mismatch as store_errc::other with code "Corrupt". Blocking (an object_store worker).
+class object_reader {
+ public:
+  static constexpr std::uint64_t tail_read_bytes = 64 * 1024;
+
+  static store_result<object_reader> open(object_store& store, std::string key, std::uint64_t object_size);
+
+  const object_footer& footer() const { return footer_; }
+  const std::string& key() const { return key_; }
+  // Data bytes [data_position, data_position + length) (within the data region).
+  store_result<object_bytes> read(std::uint64_t data_position, std::uint64_t length);
+  store_result<object_bytes> read(const object_range& r) { return read(r.data_position, r.length); }
+
+ private:
+  object_reader(object_store& store, std::string key, object_footer footer)
+      : store_(&store), key_(std::move(key)), footer_(std::move(footer)) {}
+  object_store* store_;
+  std::string key_;
+  object_footer footer_;
+};
+
+}  // namespace weir::tier
