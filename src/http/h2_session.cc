@@ -27,6 +27,11 @@ std::uint64_t steady_ns() {
 // Empty DATA frames without END_STREAM carry nothing and cost a callback each: beyond this many on one
 // connection the peer is flooding (the empty-frame flood, CVE-2019-9518).
 constexpr std::uint32_t max_empty_data_frames = 1024;
+// Rapid reset (CVE-2023-44487): every RST_STREAM from the client takes a token; a bucket of this many,
+// refilled at this rate per second, is what a browser closing its tails never exhausts. nghttp2's own
+// limiter (the same idea, answering INTERNAL_ERROR) is set above it as a backstop.
+constexpr std::uint32_t reset_burst = 1000;
+constexpr std::uint32_t resets_per_second = 33;
 
 // RFC 9113 8.2.2: connection-specific fields are malformed in HTTP/2; a handler's header list may hold
 // them (it was written for HTTP/1.1), so they are left out.
@@ -156,7 +161,7 @@ h2_session::h2_session(loop_context& ctx, connection& conn, io::byte_buffer& out
   nghttp2_option_set_max_outbound_ack(opt, 1000);
   nghttp2_option_set_max_settings(opt, 32);
   nghttp2_option_set_max_continuations(opt, 8);
-  nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
+  nghttp2_option_set_stream_reset_rate_limit(opt, 2 * reset_burst, 2 * resets_per_second);
   nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
   int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
   nghttp2_option_del(opt);
@@ -172,6 +177,8 @@ h2_session::h2_session(loop_context& ctx, connection& conn, io::byte_buffer& out
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                         static_cast<std::int32_t>(o.connection_window_bytes));
   idle_since_ms_ = ctx.loop->now_ms();
+  reset_tokens_ms_ = idle_since_ms_;
+  reset_tokens_ = reset_burst;
   ctx.h2_sessions.add();
 }
 
@@ -229,7 +236,21 @@ void h2_session::shutdown() {
 }
 
 void h2_session::calm_down() {
+  if (calm_) return;
+  calm_ = true;  // no stream opened from now on reaches the handler
   nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+bool h2_session::take_reset_token() {
+  const std::int64_t now = ctx_->loop->now_ms();
+  const auto refill = static_cast<std::uint64_t>(now - reset_tokens_ms_) * resets_per_second / 1000;
+  if (refill > 0) {
+    reset_tokens_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(reset_burst, reset_tokens_ + refill));
+    reset_tokens_ms_ = now;
+  }
+  if (reset_tokens_ == 0) return false;
+  --reset_tokens_;
+  return true;
 }
 
 void h2_session::closed() {
@@ -255,6 +276,7 @@ void h2_session::kick() {
 // --- receiving -------------------------------------------------------------------------------------
 
 int h2_session::on_begin_headers(std::int32_t id) {
+  if (calm_) return 0;
   auto s = std::make_unique<stream>();
   s->id = id;
   if (ctx_->opts->observer != nullptr) s->start_ns = steady_ns();
@@ -327,6 +349,10 @@ int h2_session::on_data(std::int32_t id, std::string_view data) {
 int h2_session::on_frame_recv(std::int32_t id, std::uint8_t type, std::uint8_t flags, std::size_t length) {
   if (type == NGHTTP2_DATA && length == 0 && !(flags & NGHTTP2_FLAG_END_STREAM) &&
       ++empty_data_frames_ > max_empty_data_frames) {
+    calm_down();
+    return 0;
+  }
+  if (type == NGHTTP2_RST_STREAM && !take_reset_token()) {
     calm_down();
     return 0;
   }

@@ -98,6 +98,7 @@ class h2_session {
   void observe_finish(stream& s);
   void update_stall();
   void calm_down();  // GOAWAY ENHANCE_YOUR_CALM: the peer abuses the protocol
+  bool take_reset_token();
 
   loop_context* ctx_;
   connection* conn_;
@@ -108,7 +109,10 @@ class h2_session {
   bool failed_ = false;
   bool closed_ = false;
   std::size_t high_water_ = 0;  // of the send in progress
+  bool calm_ = false;           // calm_down() was called
   std::uint32_t empty_data_frames_ = 0;
+  std::uint32_t reset_tokens_ = 0;  // rapid-reset bucket (h2_session.cc)
+  std::int64_t reset_tokens_ms_ = 0;
   std::int64_t idle_since_ms_ = 0;
   std::int64_t stalled_since_ms_ = 0;
 };
