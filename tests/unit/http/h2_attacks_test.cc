@@ -255,6 +255,11 @@ TEST(h2_attacks, streams_beyond_the_concurrency_limit_are_refused) {
     }
     return false;
   }));
+  for (const auto& f : parse_frames(p.buffer())) {
+    if (f.type == NGHTTP2_RST_STREAM) {
+      EXPECT_EQ(be32(f.payload, 0), static_cast<std::uint32_t>(NGHTTP2_REFUSED_STREAM));
+    }
+  }
   EXPECT_EQ(started.load(), 10);
 }
 
