@@ -800,6 +800,15 @@ void connection::drain() {
 }
 
 void connection::on_timeout() {
+  if (h2_) {
+    if (deadline_kind_ == deadline_kind::body) {  // the late requests get 408, the others go on
+      h2_->expire_incomplete(ctx_->loop->now_ms() - ctx_->opts->body_timeout.count());
+      if (fd_ >= 0) refresh_deadline();
+      return;
+    }
+    close_now();  // idle, or output that does not move
+    return;
+  }
   switch (deadline_kind_) {
     case deadline_kind::head:
     case deadline_kind::body:
@@ -840,6 +849,9 @@ void connection::refresh_deadline() {
     } else if (h2_->idle()) {
       deadline_ = std::max(idle_since_ms_, h2_->idle_since_ms()) + o.idle_timeout.count();
       deadline_kind_ = deadline_kind::idle;
+    } else if (std::int64_t started = h2_->oldest_incomplete_ms(); started != 0) {
+      deadline_ = started + o.body_timeout.count();  // a request whose head or body stopped coming
+      deadline_kind_ = deadline_kind::body;
     } else {
       deadline_ = 0;  // streams open (live tails): each ends on its own terms
       deadline_kind_ = deadline_kind::none;

@@ -102,6 +102,7 @@ ssize_t send_cb(nghttp2_session*, const std::uint8_t* data, std::size_t length, 
 // One request/response on the session: the request as it arrives, then the response body not yet framed.
 struct h2_session::stream {
   std::int32_t id = 0;
+  std::int64_t opened_ms = 0;
   // Request fields, names and values back to back in `fields`; `spans` holds (offset, length) pairs.
   std::string fields;
   std::vector<std::uint32_t> spans;
@@ -223,6 +224,23 @@ bool h2_session::produce(std::size_t high_water) {
   return rv == 0;
 }
 
+std::int64_t h2_session::oldest_incomplete_ms() const {
+  std::int64_t oldest = 0;
+  for (const auto& [id, sp] : streams_) {
+    if (sp->request_complete || sp->refused) continue;
+    if (oldest == 0 || sp->opened_ms < oldest) oldest = sp->opened_ms;
+  }
+  return oldest;
+}
+
+void h2_session::expire_incomplete(std::int64_t cutoff_ms) {
+  for (auto& [id, sp] : streams_) {
+    if (!sp->request_complete && !sp->refused && sp->opened_ms <= cutoff_ms)
+      answer(*sp, 408, "request timeout");
+  }
+  kick();
+}
+
 bool h2_session::done() const {
   return closed_ || failed_ ||
          (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_));
@@ -279,6 +297,7 @@ int h2_session::on_begin_headers(std::int32_t id) {
   if (calm_) return 0;
   auto s = std::make_unique<stream>();
   s->id = id;
+  s->opened_ms = ctx_->loop->now_ms();
   if (ctx_->opts->observer != nullptr) s->start_ns = steady_ns();
   streams_.emplace(id, std::move(s));
   ctx_->h2_streams.add();

@@ -61,6 +61,11 @@ class h2_session {
   // When a response stopped moving because the peer's flow-control window is closed (0: none is).
   std::int64_t stalled_since_ms() const { return stalled_since_ms_; }
   std::size_t open_streams() const { return streams_.size(); }
+  // When the oldest request still waiting for the end of its head or body began (0: none waits). The
+  // connection bounds it with body_timeout, as an HTTP/1.1 body.
+  std::int64_t oldest_incomplete_ms() const;
+  // Answers 408 to every request incomplete since before `cutoff_ms` (the stream is then reset).
+  void expire_incomplete(std::int64_t cutoff_ms);
 
   // The exchange calls (exchange.cc), by stream id.
   bool alive(std::int32_t id) const;

@@ -307,6 +307,30 @@ TEST(h2_session, an_answer_from_another_core_comes_back_with_post) {
   EXPECT_EQ(c.response(id).body.rfind("from core ", 0), 0u);
 }
 
+TEST(h2_session, a_request_body_that_stops_coming_gets_408_and_the_other_streams_go_on) {
+  auto o = testing::test_options();
+  o.body_timeout = 200ms;
+  std::vector<exchange> tails;
+  running_server s(o, [&](const request& req, exchange ex) {
+    if (req.path() == "/tail") {
+      ex.begin_stream(200, sse_headers);
+      ex.write("data: live\n\n");
+      ex.flush();
+      tails.push_back(ex);
+      return;
+    }
+    ex.respond(200, {}, "done");
+  });
+  h2_client c(s.port());
+  auto tail = c.request("GET", "/tail");
+  // A body announced (no END_STREAM) that never comes: nghttp2 defers the empty source forever.
+  auto slow = c.request("POST", "/slow", {{"content-length", "10"}}, "", true);
+  ASSERT_TRUE(c.run_until([&] { return c.response(slow).closed; }));
+  EXPECT_EQ(c.response(slow).status, 408);
+  EXPECT_FALSE(c.response(tail).closed);  // the live tail is untouched
+  EXPECT_EQ(c.response(tail).body, "data: live\n\n");
+}
+
 TEST(h2_session, server_stop_drains_open_streams_with_goaway) {
   auto keep = std::make_shared<std::vector<exchange>>();
   auto o = testing::test_options();

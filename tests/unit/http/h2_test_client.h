@@ -119,7 +119,8 @@ class h2_client {
   nghttp2_session* session() { return session_; }
   int fd() const { return fd_; }
 
-  // A request; the body (if any) is sent with flow control by nghttp2.
+  // A request; the body (if any) is sent with flow control by nghttp2. with_body and an empty body: the
+  // request announces a body and never sends it.
   std::int32_t request(const std::string& method, const std::string& path,
                        std::vector<std::pair<std::string, std::string>> extra = {}, std::string body = {},
                        bool with_body = false) {
@@ -137,6 +138,7 @@ class h2_client {
     provider.read_callback = [](nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t len,
                                 std::uint32_t* flags, nghttp2_data_source* src, void*) -> ssize_t {
       auto* b = static_cast<body_source*>(src->ptr);
+      if (b->data.empty()) return NGHTTP2_ERR_DEFERRED;  // with_body and no bytes: a body that never comes
       std::size_t n = std::min(len, b->data.size() - b->pos);
       std::memcpy(buf, b->data.data() + b->pos, n);
       b->pos += n;
