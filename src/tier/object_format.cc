@@ -285,7 +285,8 @@ result<object_bytes> extract_from_blocks(const object_trailer& t, const block_sp
 namespace {
 
 store_error format_store_error(const weir::error& e) {
-  bool corrupt = e.as<object_format_errc>() == object_format_errc::bad_checksum;
+  // Every error reaching here is the format's own (format_error): compare the code directly.
+  bool corrupt = e.code == static_cast<int>(object_format_errc::bad_checksum);
   return make_store_error(store_errc::other, e.reason, 0, corrupt ? "Corrupt" : "BadObject");
 }
 

@@ -1,0 +1,65 @@
+// libFuzzer target: the decoders of bytes weir reads back from an object store, on arbitrary bytes:
+// the cold object's header, trailer and footer and its CRC-checked block reads (tier/object_format.h),
+// object keys met in a listing (tier/object_key.h), and S3's ListObjectsV2 and <Error> replies
+// (tier/s3_xml.h). Invariants:
+//   - nothing crashes, and no decoder allocates more than its input justifies;
+//   - a decoded footer's ranges lie inside the data region, and the data region and footer inside the
+//     object;
+//   - reading any decoded range through blocks_covering/extract_from_blocks either fails (a CRC) or
+//     returns exactly the range's length;
+//   - a parsed object key formats back to the same string.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+#include <string_view>
+
+#include "tier/object_format.h"
+#include "tier/object_key.h"
+#include "tier/s3_xml.h"
+
+namespace {
+
+using namespace weir::tier;
+
+#define FUZZ_CHECK(cond)                                                         \
+  do {                                                                           \
+    if (!(cond)) {                                                               \
+      std::fprintf(stderr, "invariant broken: %s (line %d)\n", #cond, __LINE__); \
+      std::abort();                                                              \
+    }                                                                            \
+  } while (0)
+
+void check_object(std::span<const std::byte> obj) {
+  (void)decode_object_header(obj);
+  if (obj.size() < object_trailer_size) return;
+  auto t = decode_object_trailer(obj.last(object_trailer_size), obj.size());
+  if (!t) return;
+  FUZZ_CHECK(t->footer_offset + t->footer_length + object_trailer_size == obj.size());
+  FUZZ_CHECK(object_header_size + stored_data_size(t->data_length, t->block_size) == t->footer_offset);
+  auto f = decode_object_footer(obj.subspan(t->footer_offset, t->footer_length), *t);
+  if (!f) return;
+  for (const auto& r : f->ranges) {
+    FUZZ_CHECK(r.first <= r.end);
+    FUZZ_CHECK(r.data_position <= t->data_length && r.length <= t->data_length - r.data_position);
+    if (r.length == 0) continue;
+    block_span s = blocks_covering(*t, r.data_position, r.length);
+    FUZZ_CHECK(s.object_offset + s.object_length <= t->footer_offset);
+    auto got =
+        extract_from_blocks(*t, s, obj.subspan(s.object_offset, s.object_length), r.data_position, r.length);
+    if (got) FUZZ_CHECK(got->size() == r.length);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  auto bytes = std::as_bytes(std::span(data, size));
+  check_object(bytes);
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (auto name = parse_object_key(text)) FUZZ_CHECK(object_key(*name) == text);
+  if (auto page = parse_list_objects_v2(text)) FUZZ_CHECK(!page->truncated || !page->next_token.empty());
+  (void)parse_s3_error(text);
+  return 0;
+}
