@@ -28,6 +28,8 @@ struct raw_options {
   std::string workloads = "seed";
   std::string streams = "100,500,2000";
   std::string subscribers = "50,200,500,1000";
+  std::string sat_streams = "100,1000,10000";
+  std::string sat_connections = "64,256,1024,4096";
   std::vector<std::string> server_pids;
   std::vector<std::string> info;
   bool render_only = false;
@@ -119,6 +121,12 @@ int run(const raw_options& raw, const std::string& command) {
   auto subscribers = parse_levels(raw.subscribers, "--subscribers", 50'000);
   if (!subscribers) return fail(subscribers.err());
   w.subscriber_levels = *subscribers;
+  auto sat_streams = parse_levels(raw.sat_streams, "--sat-streams", 1'000'000);
+  if (!sat_streams) return fail(sat_streams.err());
+  w.sat_stream_levels = *sat_streams;
+  auto sat_connections = parse_levels(raw.sat_connections, "--sat-connections", 60'000);
+  if (!sat_connections) return fail(sat_connections.err());
+  w.sat_connections = *sat_connections;
   for (const auto& spec : raw.server_pids) {
     auto pid = parse_server_pid(spec);
     if (!pid) return fail(pid.err());
@@ -147,10 +155,11 @@ int run(const raw_options& raw, const std::string& command) {
   for (const auto& r : report->many_streams) errors += r.errors();
   for (const auto& r : report->fanout) errors += r.errors();
   for (const auto& r : report->soak) errors += r.errors();
-  std::fprintf(
-      stderr, "weir bench: %zu runs, %llu errors; results in %s (report.html)\n",
-      report->runs.size() + report->many_streams.size() + report->fanout.size() + report->soak.size(),
-      static_cast<unsigned long long>(errors), o.out.c_str());
+  for (const auto& r : report->saturation) errors += r.errors();
+  std::fprintf(stderr, "weir bench: %zu runs, %llu errors; results in %s (report.html)\n",
+               report->runs.size() + report->many_streams.size() + report->fanout.size() +
+                   report->soak.size() + report->saturation.size(),
+               static_cast<unsigned long long>(errors), o.out.c_str());
   return 0;
 }
 
@@ -197,7 +206,8 @@ void register_command(CLI::App& app) {
                   "target); 0: do not wait")
       ->capture_default_str();
   cmd->add_option("--workloads", raw->workloads,
-                  "Workloads to run, comma-separated: seed, many-streams, fanout, soak (or all)")
+                  "Workloads to run, comma-separated: seed, many-streams, fanout, soak (or all: those "
+                  "four), saturation")
       ->capture_default_str();
   auto& w = o.work;
   cmd->add_option("--streams", raw->streams, "many-streams: stream counts, comma-separated")
@@ -220,6 +230,18 @@ void register_command(CLI::App& app) {
                   "soak: appends before a stream is deleted and replaced")
       ->capture_default_str();
   cmd->add_option("--soak-readers", w.soak_readers, "soak: closed-loop catch-up readers")
+      ->capture_default_str();
+  cmd->add_option("--sat-streams", raw->sat_streams,
+                  "saturation: stream counts, comma-separated (one producer per stream)")
+      ->capture_default_str();
+  cmd->add_option("--sat-connections", raw->sat_connections,
+                  "saturation: the connection ladder, comma-separated (capped at the stream count)")
+      ->capture_default_str();
+  cmd->add_option("--sat-secs", w.sat_secs, "saturation: measured seconds per step")->capture_default_str();
+  cmd->add_option("--sat-warmup-secs", w.sat_warmup_secs, "saturation: unmeasured seconds before each step")
+      ->capture_default_str();
+  cmd->add_option("--sat-plateau", w.sat_plateau,
+                  "saturation: stop climbing once a step adds no more than this share (0.05: 5%)")
       ->capture_default_str();
   cmd->add_option(
          "--server-pid", raw->server_pids,

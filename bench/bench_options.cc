@@ -45,9 +45,37 @@ result<target_spec> parse_target(std::string_view spec) {
   const auto eq = spec.find('=');
   if (eq == std::string_view::npos || eq == 0)
     return bad(fmt::format("--target {}: expected NAME=URL or NAME=URL,URL,...", spec));
-  auto bases = parse_url_list(spec.substr(eq + 1), "--target", spec);
+  // redis://HOST:PORT reads as http://HOST:PORT for the address; its path is never used.
+  std::string urls(spec.substr(eq + 1));
+  constexpr std::string_view redis_scheme = "redis://";
+  const bool redis = urls.rfind(redis_scheme, 0) == 0;
+  if (redis) {
+    std::string rewritten;
+    std::string_view rest = urls;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const auto url = rest.substr(0, comma);
+      if (url.rfind(redis_scheme, 0) != 0)
+        return bad(fmt::format("--target {}: every URL of a redis:// target must be redis://", spec));
+      rewritten +=
+          (rewritten.empty() ? "http://" : ",http://") + std::string(url.substr(redis_scheme.size()));
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    urls = std::move(rewritten);
+  }
+  auto bases = parse_url_list(urls, "--target", spec);
   if (!bases) return bases.err();
-  return target_spec{std::string(spec.substr(0, eq)), std::move(*bases), {}};
+  target_spec t{std::string(spec.substr(0, eq)), std::move(*bases), {}};
+  t.redis = redis;
+  if (redis) {
+    std::string_view rest = spec.substr(eq + 1);
+    for (auto& b : t.bases) {  // the report shows the URL as given
+      const auto comma = rest.find(',');
+      b.url = std::string(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+  }
+  return t;
 }
 
 status apply_read_bases(std::string_view spec, std::vector<target_spec>& targets) {
@@ -100,6 +128,10 @@ status validate(const bench_options& o) {
   if (!(o.throughput_secs > 0) || o.throughput_secs > 3600)
     return bad("--throughput-secs must be in (0, 3600]");
   if (o.sse_readers == 0) return bad("--sse-readers must be positive");
+  for (const auto& t : o.targets) {
+    if (t.redis && (o.work.workloads.size() != 1 || o.work.workloads[0] != workload::saturation))
+      return bad(fmt::format("target {} is redis://: only --workloads saturation can drive it", t.name));
+  }
   return {};
 }
 

@@ -24,6 +24,9 @@ struct target_spec {
   std::string name;
   std::vector<endpoint> bases;       // never empty (parse_target)
   std::vector<endpoint> read_bases;  // catch-up reads and SSE are spread over these (default: `bases`)
+  // redis://HOST:PORT: a Redis server, which only the saturation workload drives (XADD, the Redis Streams
+  // counterpart of an append); every URL of the target must then be redis://.
+  bool redis = false;
 
   const endpoint& base(std::size_t connection) const { return bases[connection % bases.size()]; }
   const endpoint& read_base(std::size_t connection) const {

@@ -127,6 +127,42 @@ struct soak_drift {
 };
 soak_drift drift_of(const soak_result& r);
 
+// saturation: one step of the connection ladder (saturation_workload.h), figures over its measured window.
+struct saturation_level {
+  unsigned connections = 0;
+  double ops_s = no_value;  // acknowledged appends per second
+  double p50_ms = no_value;
+  double p99_ms = no_value;
+  double p999_ms = no_value;
+  std::uint64_t ok = 0;
+  std::uint64_t errors = 0;
+  phase_cpu client;                        // the generator over the window
+  double server_cpu_s = no_value;          // the server's user+system seconds over the window
+  double server_rss_mib = no_value;        // at the window's end
+  double server_cgroup_ws_mib = no_value;  // the server's own cgroup's working set, when it has one
+  double client_lag_p99_ms = no_value;     // the generator's own event-loop lag (io::event_loop::lag_us)
+  double server_us_per_op() const { return ok ? server_cpu_s * 1e6 / static_cast<double>(ok) : no_value; }
+  double client_us_per_op() const { return ok ? client.cpu_s * 1e6 / static_cast<double>(ok) : no_value; }
+};
+
+// saturation: N streams, one idempotent producer per stream, 256 B appends over a ladder of connection
+// counts until throughput stops climbing; the ceiling is the best step. Errors by status in error_kinds.
+struct saturation_result : workload_tally {
+  std::string target;
+  std::string protocol;  // "http" (Durable Streams, Producer-Id/Epoch/Seq) or "redis" (XADD)
+  unsigned streams = 0;
+  std::vector<saturation_level> levels;
+  std::size_t ceiling = 0;            // index into levels of the highest ops_s
+  double rss_before_mib = no_value;   // the server before the streams were created
+  double rss_streams_mib = no_value;  // after they were created, before any append
+  double create_s = no_value;         // how long creating them took
+  const saturation_level* top() const { return levels.empty() ? nullptr : &levels[ceiling]; }
+  // (RSS after creating the streams - before) / streams, in KiB: what an empty stream costs.
+  double kib_per_stream() const {
+    return streams ? (rss_streams_mib - rss_before_mib) * 1024 / static_cast<double>(streams) : no_value;
+  }
+};
+
 // A seed run whose client was saturated in any phase.
 inline bool seed_saturated(const run_result& r) {
   for (const auto& [phase, cpu] : r.client_cpu) {
@@ -153,6 +189,8 @@ struct bench_report {
   std::vector<many_streams_result> many_streams;
   std::vector<fanout_result> fanout;
   std::vector<soak_result> soak;
+  std::vector<unsigned> saturation_streams;  // saturation: the stream counts
+  std::vector<saturation_result> saturation;
 };
 
 // The charted metrics, in report order.

@@ -19,6 +19,7 @@
 #include "bench/proc_sampler.h"
 #include "bench/request_loop.h"
 #include "bench/results_writer.h"
+#include "bench/saturation_workload.h"
 #include "bench/soak_workload.h"
 #include "bench/sse_workload.h"
 
@@ -436,6 +437,15 @@ result<bench_report> run_bench(const bench_options& opts) {
     report.options["soak_stream_appends"] = w.soak_stream_appends;
     report.options["soak_readers"] = w.soak_readers;
   }
+  if (runs(w, workload::saturation)) {
+    report.saturation_streams = w.sat_stream_levels;
+    report.options["append_bytes"] = static_cast<double>(w.append_bytes);
+    report.options["sat_secs"] = w.sat_secs;
+    report.options["sat_warmup_secs"] = w.sat_warmup_secs;
+    report.options["sat_plateau"] = w.sat_plateau;
+    for (std::size_t i = 0; i < w.sat_connections.size(); ++i)
+      report.options[fmt::format("sat_connections_{}", i)] = w.sat_connections[i];
+  }
   if (!runs(w, workload::seed)) report.concurrency.clear();
   std::vector<double> cpu_at_start(opts.targets.size(), no_value);
   for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
@@ -515,6 +525,27 @@ result<bench_report> run_bench(const bench_options& opts) {
                         cfg.server_pid = report.targets[ti].server_pid;
                         report.soak.push_back(run_soak(opts.targets[ti], cfg, progress));
                       }});
+    }
+  }
+  if (runs(w, workload::saturation)) {
+    for (unsigned n : w.sat_stream_levels) {
+      for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
+        const double steps = static_cast<double>(ladder_for(w.sat_connections, n).size());
+        plan.push_back({steps * (w.sat_secs + w.sat_warmup_secs + 1) + n / 2000.0, [&, n, ti] {
+                          saturation_config cfg;
+                          cfg.label = fmt::format("[saturation {} n={}]", opts.targets[ti].name, n);
+                          cfg.stream_prefix = fmt::format("bench-{}-t{}-sat{}", run_id, ti, n);
+                          cfg.streams = n;
+                          cfg.connections = w.sat_connections;
+                          cfg.append_bytes = w.append_bytes;
+                          cfg.secs = w.sat_secs;
+                          cfg.warmup_secs = w.sat_warmup_secs;
+                          cfg.plateau = w.sat_plateau;
+                          cfg.request_timeout_ms = opts.request_timeout_ms;
+                          cfg.server_pid = report.targets[ti].server_pid;
+                          report.saturation.push_back(run_saturation(opts.targets[ti], cfg, progress));
+                        }});
+      }
     }
   }
   double left = 0;

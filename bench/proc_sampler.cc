@@ -59,6 +59,43 @@ double cpu_seconds_of_stat(std::string_view stat, long ticks_per_s) {
   return ticks / static_cast<double>(ticks_per_s);
 }
 
+std::string_view cgroup_path_of(std::string_view proc_cgroup) {
+  // cgroups(7): one line per hierarchy, "ID:CONTROLLERS:PATH"; v2's is "0::PATH".
+  std::size_t pos = 0;
+  while (pos < proc_cgroup.size()) {
+    auto eol = proc_cgroup.find('\n', pos);
+    if (eol == std::string_view::npos) eol = proc_cgroup.size();
+    const auto line = proc_cgroup.substr(pos, eol - pos);
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+    pos = eol + 1;
+  }
+  return {};
+}
+
+double working_set_mib(std::string_view memory_current, std::string_view memory_stat) {
+  const std::string current(memory_current);
+  char* end = nullptr;
+  const double bytes = std::strtod(current.c_str(), &end);
+  if (end == current.c_str()) return no_value;
+  constexpr std::string_view key = "inactive_file ";
+  std::size_t at = memory_stat.rfind(key, 0) == 0 ? 0 : memory_stat.find("\n" + std::string(key));
+  if (at == std::string_view::npos) return no_value;
+  if (at != 0) ++at;
+  const std::string value(memory_stat.substr(at + key.size(), 24));
+  const double inactive = std::strtod(value.c_str(), &end);
+  if (end == value.c_str()) return no_value;
+  return (bytes > inactive ? bytes - inactive : 0) / (1024.0 * 1024.0);
+}
+
+double cgroup_working_set_mib(int pid) {
+  if (pid <= 0) return no_value;
+  const std::string theirs(cgroup_path_of(slurp("/proc/" + std::to_string(pid) + "/cgroup")));
+  const std::string ours(cgroup_path_of(slurp("/proc/self/cgroup")));
+  if (theirs.empty() || theirs == ours) return no_value;
+  const std::string dir = "/sys/fs/cgroup" + theirs;
+  return working_set_mib(slurp(dir + "/memory.current"), slurp(dir + "/memory.stat"));
+}
+
 proc_figures sample_process(int pid) {
   proc_figures f{no_value, no_value, no_value};
   if (pid <= 0) return f;

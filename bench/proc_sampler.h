@@ -23,6 +23,16 @@ proc_figures sample_process(int pid);
 bool wait_until_idle(const std::vector<int>& pids, double limit_s, double share = 0.05,
                      double window_s = 0.5);
 
+// The working set of the cgroup (v2) that `pid` runs in, in MiB: memory.current less the inactive file
+// cache (memory.stat inactive_file), the figure Kubernetes calls container_memory_working_set_bytes.
+// NaN when that cgroup is this process's own (the server then shares it with the generator and every
+// other process in it, so the figure would not be the server's) or cannot be read.
+double cgroup_working_set_mib(int pid);
+// The cgroup v2 path of a /proc/PID/cgroup text ("0::/a/b" -> "/a/b"), empty if there is none.
+std::string_view cgroup_path_of(std::string_view proc_cgroup);
+// memory.current bytes less memory.stat's inactive_file, in MiB; NaN if either is missing.
+double working_set_mib(std::string_view memory_current, std::string_view memory_stat);
+
 // VmRSS of a /proc/PID/status text, in MiB.
 double rss_mib_of_status(std::string_view status);
 // utime + stime of a /proc/PID/stat line, in seconds (`ticks_per_s` = sysconf(_SC_CLK_TCK)).

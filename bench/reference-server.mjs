@@ -2,6 +2,7 @@
 // Streams" peer in bench/compare, file-backed as in the published comparisons.
 //
 //   node bench/reference-server.mjs PORT DATADIR
+//   node bench/reference-server.mjs PORT memory     (in-memory store, as ds-bench runs it: --saturation)
 //
 // The package is resolved from tests/node/node_modules (installed by `npm install` in tests/node), or
 // from the directory named by WEIR_NODE_MODULES_FROM (a folder holding a package.json). Prints one line
@@ -21,17 +22,18 @@ const from = process.env.WEIR_NODE_MODULES_FROM ?? join(here, "..", "tests", "no
 const require = createRequire(join(resolve(from), "package.json"))
 const { DurableStreamTestServer } = require("@durable-streams/server")
 
-const dataDir = resolve(dataArg)
-mkdirSync(dataDir, { recursive: true })
+const inMemory = dataArg === "memory"
+const dataDir = inMemory ? undefined : resolve(dataArg)
+if (dataDir) mkdirSync(dataDir, { recursive: true })
 const server = new DurableStreamTestServer({
   port: Number(portArg),
   host: "127.0.0.1",
-  dataDir,
+  dataDir, // undefined: the package's in-memory store
   longPollTimeout: Number(process.env.DS_LONG_POLL_MS ?? 30000),
   compression: false, // the benchmark measures the protocol, not gzip; weir does not compress either
 })
 const url = await server.start()
-console.log(`listening ${url} pid=${process.pid} store=file:${dataDir}`)
+console.log(`listening ${url} pid=${process.pid} store=${inMemory ? "memory" : `file:${dataDir}`}`)
 
 let stopping = false
 async function stop(signal) {

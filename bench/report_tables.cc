@@ -182,6 +182,41 @@ std::vector<report_table> workload_tables(const bench_report& report) {
     }
     out.push_back(std::move(t));
   }
+  if (!report.saturation.empty()) {
+    report_table t;
+    t.title = "Saturation";
+    t.note = fmt::format(
+        "{} B appends, one idempotent producer per stream (Redis: XADD), over a connection ladder until "
+        "throughput stops climbing; the ceiling is the best step; latency in ms, CPU in us per append; RSS "
+        "in MiB (after creating the streams, and at the ceiling)",
+        format_number(report.options.count("append_bytes") ? report.options.at("append_bytes") : no_value));
+    t.header = {
+        "Streams", "Target", "Ladder (appends/s)", "Ceiling appends/s",    "Connections",   "p50",
+        "p99",     "p999",   "Server CPU/append",  "Generator CPU/append", "Generator CPU", "KiB/stream",
+        "RSS",     "Errors"};
+    for (unsigned n : report.saturation_streams) {
+      for (const auto& tg : report.targets) {
+        const auto* r = find(report.saturation, tg.name, [&](const auto& x) { return x.streams == n; });
+        if (!r) continue;
+        std::string ladder;
+        for (const auto& l : r->levels)
+          ladder +=
+              fmt::format("{}{}: {}", ladder.empty() ? "" : ", ", l.connections, format_number(l.ops_s));
+        const auto* top = r->top();
+        auto v = [&](double x) { return format_number(top ? x : no_value); };
+        t.rows.push_back(
+            {std::to_string(n), tg.name, ladder, v(top ? top->ops_s : 0),
+             top ? std::to_string(top->connections) : "n/a", v(top ? top->p50_ms : 0),
+             v(top ? top->p99_ms : 0), v(top ? top->p999_ms : 0), v(top ? top->server_us_per_op() : 0),
+             v(top ? top->client_us_per_op() : 0), top ? cpu_cell(top->client) : "n/a",
+             format_number(r->kib_per_stream()),
+             fmt::format("{} / {}", format_number(r->rss_streams_mib), v(top ? top->server_rss_mib : 0)),
+             std::to_string(r->errors())});
+        t.flagged.push_back(r->saturated() || r->errors() > 0);
+      }
+    }
+    out.push_back(std::move(t));
+  }
   if (!report.fanout.empty()) {
     report_table t;
     t.title = "SSE fan-out";
@@ -274,6 +309,8 @@ std::vector<std::string> report_warnings(const bench_report& report) {
   };
   for (const auto& r : report.many_streams)
     tally(fmt::format("many-streams {} at {} streams", r.target, r.streams), r);
+  for (const auto& r : report.saturation)
+    tally(fmt::format("saturation {} at {} streams (at the ceiling)", r.target, r.streams), r);
   for (const auto& r : report.fanout) {
     const auto what = fmt::format("fanout {} at {} subscribers", r.target, r.subscribers);
     tally(what, r);

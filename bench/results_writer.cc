@@ -97,6 +97,27 @@ std::string soak_json(const soak_result& r) {
   return out + "]" + tally_json(r);
 }
 
+std::string saturation_json(const saturation_result& r) {
+  std::string out = fmt::format(
+      "    {{\"target\": {}, \"protocol\": {}, \"streams\": {}, \"ceiling\": {}, \"rss_before_mib\": {}, "
+      "\"rss_streams_mib\": {}, \"kib_per_stream\": {}, \"create_s\": {},\n     \"levels\": [",
+      json_string(r.target), json_string(r.protocol), r.streams, r.ceiling, json_number(r.rss_before_mib),
+      json_number(r.rss_streams_mib), json_number(r.kib_per_stream()), json_number(r.create_s));
+  for (std::size_t i = 0; i < r.levels.size(); ++i) {
+    const auto& l = r.levels[i];
+    out += fmt::format(
+        "{}\n       {{\"connections\": {}, \"ops_s\": {}, \"p50_ms\": {}, \"p99_ms\": {}, \"p999_ms\": {}, "
+        "\"ok\": {}, \"errors\": {}, \"server_cpu_s\": {}, \"server_us_per_op\": {}, \"server_rss_mib\": {}, "
+        "\"server_cgroup_ws_mib\": {}, \"client_cpu\": {}, \"client_us_per_op\": {}, "
+        "\"client_lag_p99_ms\": {}}}",
+        i ? "," : "", l.connections, json_number(l.ops_s), json_number(l.p50_ms), json_number(l.p99_ms),
+        json_number(l.p999_ms), l.ok, l.errors, json_number(l.server_cpu_s),
+        json_number(l.server_us_per_op()), json_number(l.server_rss_mib), json_number(l.server_cgroup_ws_mib),
+        cpu_json(l.client), json_number(l.client_us_per_op()), json_number(l.client_lag_p99_ms));
+  }
+  return out + "]" + tally_json(r);
+}
+
 template <class T, class Fn>
 std::string json_array(const std::vector<T>& items, Fn&& one) {
   std::string out = "[\n";
@@ -169,6 +190,8 @@ std::string to_json(const bench_report& report) {
   out += ",\n  \"many_streams\": " + json_array(report.many_streams, many_streams_json);
   out += ",\n  \"fanout\": " + json_array(report.fanout, fanout_json);
   out += ",\n  \"soak\": " + json_array(report.soak, soak_json);
+  out += ",\n  \"saturation_streams\": " + levels_json(report.saturation_streams);
+  out += ",\n  \"saturation\": " + json_array(report.saturation, saturation_json);
   out += "\n}\n";
   return out;
 }

@@ -19,8 +19,11 @@ bool parse_uint(std::string_view s, T& out) {
   return ec == std::errc{} && p == s.data() + s.size();
 }
 
+// "all" is the side-by-side set of bench/compare; saturation runs on its own (bench/compare --saturation).
 constexpr workload all_workloads[] = {workload::seed, workload::many_streams, workload::fanout,
                                       workload::soak};
+constexpr workload named_workloads[] = {workload::seed, workload::many_streams, workload::fanout,
+                                        workload::soak, workload::saturation};
 
 }  // namespace
 
@@ -34,6 +37,8 @@ const char* workload_name(workload w) {
       return "fanout";
     case workload::soak:
       return "soak";
+    case workload::saturation:
+      return "saturation";
   }
   return "?";
 }
@@ -44,11 +49,11 @@ result<std::vector<workload>> parse_workloads(std::string_view list) {
   while (!list.empty()) {
     const auto comma = list.find(',');
     const auto name = list.substr(0, comma);
-    const auto* it = std::find_if(std::begin(all_workloads), std::end(all_workloads),
+    const auto* it = std::find_if(std::begin(named_workloads), std::end(named_workloads),
                                   [&](workload w) { return name == workload_name(w); });
-    if (it == std::end(all_workloads)) {
-      return bad(
-          fmt::format("--workloads: unknown workload '{}' (seed, many-streams, fanout, soak, all)", name));
+    if (it == std::end(named_workloads)) {
+      return bad(fmt::format(
+          "--workloads: unknown workload '{}' (seed, many-streams, fanout, soak, saturation, all)", name));
     }
     if (std::find(out.begin(), out.end(), *it) != out.end())
       return bad(fmt::format("--workloads: '{}' given twice", name));
@@ -108,6 +113,14 @@ status validate(const workload_options& w) {
   if (w.soak_streams == 0 || w.soak_streams > 10'000) return bad("--soak-streams must be in 1..10000");
   if (!(w.soak_rate > 0) || w.soak_rate > 1e6) return bad("--soak-rate must be in (0, 1e6] per second");
   if (w.soak_stream_appends == 0) return bad("--soak-stream-appends must be positive");
+  if (runs(w, workload::saturation)) {
+    if (w.sat_stream_levels.empty() || w.sat_connections.empty())
+      return bad("--sat-streams and --sat-connections need at least one level");
+    if (!(w.sat_secs > 0) || w.sat_secs > 3600) return bad("--sat-secs must be in (0, 3600]");
+    if (!(w.sat_warmup_secs >= 0) || w.sat_warmup_secs > 600)
+      return bad("--sat-warmup-secs must be in [0, 600]");
+    if (!(w.sat_plateau >= 0) || w.sat_plateau > 1) return bad("--sat-plateau must be in [0, 1]");
+  }
   return {};
 }
 

@@ -13,7 +13,7 @@
 
 namespace weir::bench {
 
-enum class workload : std::uint8_t { seed, many_streams, fanout, soak };
+enum class workload : std::uint8_t { seed, many_streams, fanout, soak, saturation };
 
 struct workload_options {
   std::vector<workload> workloads = {workload::seed};
@@ -39,6 +39,14 @@ struct workload_options {
   unsigned soak_stream_appends = 1000;
   unsigned soak_readers = 4;  // closed-loop catch-up readers (20 ms apart)
 
+  // saturation (saturation_workload.h): for each stream count, one producer per stream writes
+  // `append_bytes` over the connection ladder until throughput stops climbing by more than sat_plateau.
+  std::vector<unsigned> sat_stream_levels = {100, 1000, 10'000};
+  std::vector<unsigned> sat_connections = {64, 256, 1024, 4096};
+  double sat_secs = 10;
+  double sat_warmup_secs = 2;
+  double sat_plateau = 0.05;
+
   // Target name -> the PID of its server process on this machine, for RSS, descriptors and CPU.
   std::map<std::string, int> server_pids;
   // Free-form facts for the report ("weir version" -> "3f7d88a"), in the order given.
@@ -46,7 +54,7 @@ struct workload_options {
 };
 
 const char* workload_name(workload w);
-// "seed,many-streams,fanout,soak" or "all"; no duplicates, at least one.
+// "seed,many-streams,fanout,soak,saturation" or "all" (the first four); no duplicates, at least one.
 result<std::vector<workload>> parse_workloads(std::string_view list);
 // "100,500,2000" for `option` (named in errors): positive, strictly increasing, at most `max`.
 result<std::vector<unsigned>> parse_levels(std::string_view list, std::string_view option,

@@ -93,5 +93,21 @@ TEST(bench_options, validate_requires_a_target_and_sane_sizes) {
   EXPECT_FALSE(validate(o).has_value());
 }
 
+// A redis:// target is a Redis server: only the saturation workload speaks its protocol (XADD).
+TEST(bench_options, a_redis_target_is_driven_by_the_saturation_workload_only) {
+  auto t = parse_target("redis=redis://127.0.0.1:6379");
+  ASSERT_TRUE(t.has_value()) << t.err().reason;
+  EXPECT_TRUE(t->redis);
+  EXPECT_EQ(t->base(0).port, 6379);
+  EXPECT_EQ(t->urls(), "redis://127.0.0.1:6379");
+  EXPECT_FALSE(parse_target("weir=http://127.0.0.1:1")->redis);
+  EXPECT_FALSE(parse_target("mixed=redis://127.0.0.1:1,http://127.0.0.1:2").has_value());
+  bench_options o;
+  o.targets.push_back(*t);
+  EXPECT_FALSE(validate(o).has_value());  // the default workload is seed
+  o.work.workloads = {workload::saturation};
+  EXPECT_TRUE(validate(o).has_value());
+}
+
 }  // namespace
 }  // namespace weir::bench

@@ -28,6 +28,24 @@ TEST(proc_sampler, cpu_seconds_count_fields_after_the_command_name) {
   EXPECT_TRUE(std::isnan(cpu_seconds_of_stat("no parenthesis", 100)));
 }
 
+TEST(proc_sampler, the_cgroup_v2_path_is_the_0_colon_colon_line) {
+  EXPECT_EQ(cgroup_path_of("0::/system.slice/weir.service\n"), "/system.slice/weir.service");
+  EXPECT_EQ(cgroup_path_of("12:memory:/x\n0::/a/b"), "/a/b");
+  EXPECT_EQ(cgroup_path_of("12:memory:/x\n"), "");
+}
+
+TEST(proc_sampler, the_working_set_is_memory_current_less_inactive_file) {
+  const std::string stat = "anon 1000\nfile 4194304\nactive_file 1048576\ninactive_file 3145728\n";
+  EXPECT_DOUBLE_EQ(working_set_mib("8388608\n", stat), 5.0);  // 8 MiB - 3 MiB
+  EXPECT_DOUBLE_EQ(working_set_mib("8388608\n", "inactive_file 1048576\n"), 7.0);
+  EXPECT_TRUE(std::isnan(working_set_mib("", stat)));
+  EXPECT_TRUE(std::isnan(working_set_mib("8388608", "anon 1\n")));
+}
+
+TEST(proc_sampler, a_process_in_our_own_cgroup_has_no_working_set_of_its_own) {
+  EXPECT_TRUE(std::isnan(cgroup_working_set_mib(static_cast<int>(::getpid()))));
+}
+
 TEST(proc_sampler, samples_this_process) {
   const auto f = sample_process(::getpid());
   EXPECT_GT(f.rss_mib, 0.0);

@@ -13,6 +13,9 @@ TEST(workload_options, parses_workload_lists_and_all) {
   ASSERT_TRUE(all.has_value());
   EXPECT_EQ(all->size(), 4u);
   EXPECT_EQ(std::string(workload_name(all->back())), "soak");
+  auto sat = parse_workloads("saturation");  // by name only: "all" is bench/compare's side-by-side set
+  ASSERT_TRUE(sat.has_value());
+  EXPECT_EQ(*sat, std::vector<workload>{workload::saturation});
   auto seed = parse_workloads("seed");
   ASSERT_TRUE(seed.has_value());
   EXPECT_EQ(*seed, std::vector<workload>{workload::seed});
@@ -64,7 +67,8 @@ TEST(workload_options, validate_checks_each_workload_range) {
   EXPECT_TRUE(validate(w).has_value());
   auto broken = [&](auto change) {
     workload_options c;
-    c.workloads = {workload::seed, workload::many_streams, workload::fanout, workload::soak};
+    c.workloads = {workload::seed, workload::many_streams, workload::fanout, workload::soak,
+                   workload::saturation};
     change(c);
     return !validate(c).has_value();
   };
@@ -78,6 +82,9 @@ TEST(workload_options, validate_checks_each_workload_range) {
     c.soak_sample_secs = 10;
   }));
   EXPECT_TRUE(broken([](workload_options& c) { c.soak_stream_appends = 0; }));
+  EXPECT_TRUE(broken([](workload_options& c) { c.sat_secs = 0; }));
+  EXPECT_TRUE(broken([](workload_options& c) { c.sat_plateau = -0.1; }));
+  EXPECT_TRUE(broken([](workload_options& c) { c.sat_connections.clear(); }));
   EXPECT_FALSE(broken([](workload_options&) {}));
   // Without fanout a 16-byte append is fine.
   workload_options small;
