@@ -227,7 +227,7 @@ bool h2_session::produce(std::size_t high_water) {
 std::int64_t h2_session::oldest_incomplete_ms() const {
   std::int64_t oldest = 0;
   for (const auto& [id, sp] : streams_) {
-    if (sp->request_complete || sp->refused) continue;
+    if (sp->request_complete || sp->refused || sp->dispatched) continue;
     if (oldest == 0 || sp->opened_ms < oldest) oldest = sp->opened_ms;
   }
   return oldest;
@@ -387,6 +387,13 @@ int h2_session::on_frame_recv(std::int32_t id, std::uint8_t type, std::uint8_t f
     }
     if (s->has_length && s->content_length > ctx_->opts->limits.max_body_bytes) {
       answer(*s, 413, "request body too large");
+      return 0;
+    }
+    if (!end_stream && s->has_length && s->content_length == 0) {
+      // RFC 9113 8.1.1: content-length 0 declares the body empty (DATA bytes would be malformed), so
+      // the request is complete without END_STREAM; some clients (undici) send that only much later.
+      // The answer is followed by RST_STREAM NO_ERROR (on_frame_send) if the stream is still open.
+      dispatch(*s);
       return 0;
     }
     if (!end_stream && s->expect_continue) {

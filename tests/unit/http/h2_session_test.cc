@@ -331,6 +331,19 @@ TEST(h2_session, a_request_body_that_stops_coming_gets_408_and_the_other_streams
   EXPECT_EQ(c.response(tail).body, "data: live\n\n");
 }
 
+TEST(h2_session, content_length_zero_is_a_complete_request_without_end_stream) {
+  // undici sends an empty POST as HEADERS with content-length 0 and ends the stream only later (or
+  // never): the request is complete at its headers (RFC 9113 8.1.1), and the stream is reset with
+  // NO_ERROR after the answer.
+  running_server s(testing::test_options(), echo_handler());
+  h2_client c(s.port());
+  auto id = c.request("POST", "/empty", {{"content-length", "0"}}, "", true);
+  ASSERT_TRUE(c.wait_closed(id));
+  EXPECT_EQ(c.response(id).status, 200);
+  EXPECT_EQ(c.response(id).body, "post /empty q= host=127.0.0.1 len=0");
+  EXPECT_EQ(c.response(id).error_code, static_cast<std::uint32_t>(NGHTTP2_NO_ERROR));
+}
+
 TEST(h2_session, server_stop_drains_open_streams_with_goaway) {
   auto keep = std::make_shared<std::vector<exchange>>();
   auto o = testing::test_options();
