@@ -13,6 +13,7 @@
 #include "tier/object_format.h"
 #include "tier/object_store_retry.h"
 #include "tier/s3_object_store.h"
+#include "unit/tier/object_store_contract.h"
 
 namespace weir::tier {
 namespace {
@@ -58,6 +59,12 @@ class S3ClientTest : public ::testing::Test {
 };
 
 test::s3rver_process* S3ClientTest::server_ = nullptr;
+
+// The same checks as the fake's (mem_object_store_test): the fake answers what S3 answers.
+TEST_F(S3ClientTest, BehavesAsTheFakeDoes) {
+  auto store = make_store();
+  test::check_object_store_contract(*store, "contract/");
+}
 
 TEST_F(S3ClientTest, PutGetHeadDelete) {
   auto store = make_store();

@@ -6,6 +6,8 @@
 
 #include <thread>
 
+#include "unit/tier/object_store_contract.h"
+
 namespace weir::tier {
 namespace {
 
@@ -39,6 +41,11 @@ TEST(MemObjectStore, PutGetHeadRemove) {
   auto e1 = s.head("c")->etag;
   ASSERT_TRUE(s.put("c", bytes_of("y")));
   EXPECT_NE(s.head("c")->etag, e1);
+}
+
+TEST(MemObjectStore, BehavesAsS3Does) {
+  mem_object_store s;
+  test::check_object_store_contract(s, "contract/");
 }
 
 TEST(MemObjectStore, RefusesWhatS3Refuses) {
