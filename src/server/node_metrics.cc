@@ -319,6 +319,10 @@ std::string node_metrics::render(const node_figures& f) const {
            "The longest event loop turn since the start, over the cores.");
   t.sample_double("weir_event_loop_longest_turn_seconds", {},
                   static_cast<double>(f.longest_turn_ms) / 1000.0);
+  t.family("weir_event_loop_lag_seconds", metric_type::histogram,
+           "How late each core's loop got round to a probe due every 25 ms (io::event_loop::lag_us), over "
+           "the cores: a long turn delays every request on its core by up to this much.");
+  t.histogram("weir_event_loop_lag_seconds", {}, metrics::latency_us_bounds, f.loop_lag_us, 1'000'000);
   t.family("weir_streams", metric_type::gauge,
            "Streams held (soft-deleted ones that forks still read included).");
   t.sample("weir_streams", {}, sum.streams);

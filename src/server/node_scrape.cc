@@ -41,6 +41,7 @@ void node::serve_metrics(http::exchange ex) {
       for (unsigned i = 0; i < http_->threads(); ++i) {  // every core's, with shards or not
         s->figures.slow_turns += http_->loop(i).slow_turns();
         s->figures.longest_turn_ms = std::max(s->figures.longest_turn_ms, http_->loop(i).longest_turn_ms());
+        s->figures.loop_lag_us.merge(http_->loop(i).lag_us().read());
       }
       s->figures.process = read_process_figures();
       protocol::response r;

@@ -97,6 +97,28 @@ TEST(node_metrics, without_counting_only_the_gathered_figures_are_rendered) {
   EXPECT_TRUE(has_line(t, "weir_subscription_deliveries_total{result=\"ok\"} 4"));
 }
 
+// Loop lag arrives as every core's counts added up (node_scrape.cc) and renders in 1-2-5 steps.
+TEST(node_metrics, loop_lag_renders_in_one_two_five_steps) {
+  node_metrics m(false);
+  m.set_cores(2);
+  node_figures f;
+  metrics::histogram a(metrics::latency_us_bounds), b(metrics::latency_us_bounds);
+  a.observe(15);      // <= 20 us
+  a.observe(1'500);   // <= 2 ms
+  b.observe(30'000);  // <= 50 ms
+  f.loop_lag_us.merge(a.read());
+  f.loop_lag_us.merge(b.read());
+  const std::string t = m.render(f);
+  EXPECT_TRUE(has_line(t, "weir_event_loop_lag_seconds_bucket{le=\"1e-05\"} 0")) << t;
+  EXPECT_TRUE(has_line(t, "weir_event_loop_lag_seconds_bucket{le=\"2e-05\"} 1"));
+  EXPECT_TRUE(has_line(t, "weir_event_loop_lag_seconds_bucket{le=\"0.001\"} 1"));
+  EXPECT_TRUE(has_line(t, "weir_event_loop_lag_seconds_bucket{le=\"0.002\"} 2"));
+  EXPECT_TRUE(has_line(t, "weir_event_loop_lag_seconds_bucket{le=\"0.02\"} 2"));
+  EXPECT_TRUE(has_line(t, "weir_event_loop_lag_seconds_bucket{le=\"0.05\"} 3"));
+  EXPECT_TRUE(has_line(t, "weir_event_loop_lag_seconds_bucket{le=\"+Inf\"} 3"));
+  EXPECT_TRUE(has_line(t, "weir_event_loop_lag_seconds_count 3"));
+}
+
 TEST(node_metrics, the_log_families_appear_only_for_a_durable_node) {
   node_metrics m(true);
   m.set_cores(1);
