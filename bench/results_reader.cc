@@ -120,6 +120,41 @@ result<bench_report> parse_report(std::string_view json) {
       r.many_streams.push_back(std::move(m));
     }
   }
+  levels("saturation_streams", r.saturation_streams);
+  if (doc["saturation"].get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto e : arr) {
+      saturation_result x;
+      x.target = string_or_empty(e["target"]);
+      x.protocol = string_or_empty(e["protocol"]);
+      x.streams = static_cast<unsigned>(uint_of(e["streams"]));
+      x.ceiling = static_cast<std::size_t>(uint_of(e["ceiling"]));
+      x.rss_before_mib = number_or_nan(e["rss_before_mib"]);
+      x.rss_streams_mib = number_or_nan(e["rss_streams_mib"]);
+      x.create_s = number_or_nan(e["create_s"]);
+      simdjson::dom::array steps;
+      if (e["levels"].get_array().get(steps) == simdjson::SUCCESS) {
+        for (auto l : steps) {
+          saturation_level v;
+          v.connections = static_cast<unsigned>(uint_of(l["connections"]));
+          v.ops_s = number_or_nan(l["ops_s"]);
+          v.p50_ms = number_or_nan(l["p50_ms"]);
+          v.p99_ms = number_or_nan(l["p99_ms"]);
+          v.p999_ms = number_or_nan(l["p999_ms"]);
+          v.ok = uint_of(l["ok"]);
+          v.errors = uint_of(l["errors"]);
+          v.server_cpu_s = number_or_nan(l["server_cpu_s"]);
+          v.server_rss_mib = number_or_nan(l["server_rss_mib"]);
+          v.server_cgroup_ws_mib = number_or_nan(l["server_cgroup_ws_mib"]);
+          v.client = {number_or_nan(l["client_cpu"]["wall_s"]), number_or_nan(l["client_cpu"]["cpu_s"])};
+          v.client_lag_p99_ms = number_or_nan(l["client_lag_p99_ms"]);
+          x.levels.push_back(v);
+        }
+      }
+      if (x.ceiling >= x.levels.size()) x.ceiling = 0;
+      tally_of(e, x);
+      r.saturation.push_back(std::move(x));
+    }
+  }
   if (doc["fanout"].get_array().get(arr) == simdjson::SUCCESS) {
     for (auto e : arr) {
       fanout_result f;

@@ -33,7 +33,7 @@ enum class op : std::uint8_t { create, append, remove };
 class writer_connection {
  public:
   virtual ~writer_connection() = default;
-  virtual void connect(std::function<void(bool)> done) = 0;
+  virtual void connect(std::function<void(bool ok, std::string_view why)> done) = 0;
   virtual void send(op o, unsigned stream, std::uint64_t seq, outcome_fn done) = 0;
   virtual bool busy() const = 0;
   virtual void expire_if_older(std::int64_t started_before_ns) = 0;
@@ -46,9 +46,7 @@ class http_writer final : public writer_connection {
  public:
   http_writer(io::event_loop& loop, const endpoint& ep, const std::string& prefix, const std::string& body)
       : conn_(loop, ep), ep_(ep), prefix_(prefix), body_(body) {}
-  void connect(std::function<void(bool)> done) override {
-    conn_.connect([done = std::move(done)](bool ok, std::string_view) { done(ok); });
-  }
+  void connect(std::function<void(bool, std::string_view)> done) override { conn_.connect(std::move(done)); }
   void send(op o, unsigned stream, std::uint64_t seq, outcome_fn done) override {
     std::string_view body;
     switch (o) {
@@ -95,7 +93,9 @@ class redis_writer final : public writer_connection {
  public:
   redis_writer(io::event_loop& loop, const endpoint& ep, const std::string& prefix, const std::string& body)
       : conn_(loop, ep), prefix_(prefix), body_(body) {}
-  void connect(std::function<void(bool)> done) override { conn_.connect(std::move(done)); }
+  void connect(std::function<void(bool, std::string_view)> done) override {
+    conn_.connect([done = std::move(done)](bool ok) { done(ok, ok ? "" : "connect failed"); });
+  }
   void send(op o, unsigned stream, std::uint64_t, outcome_fn done) override {
     const std::string key = fmt::format("s:{}-{}", prefix_, stream);
     switch (o) {
@@ -260,6 +260,8 @@ class saturation_run {
     proc_figures server_before{};
     double client_before = 0;
     metrics::histogram_counts lag_before;
+    std::uint64_t connect_failures = 0;
+    std::string first_failure;
 
     std::function<void(std::size_t)> next = [&](std::size_t c) {
       if (!sending) {
@@ -307,8 +309,12 @@ class saturation_run {
           });
     };
     for (std::size_t c = 0; c < connections; ++c) {
-      conns[c]->connect([&](bool ok) {
-        if (!ok) ++r_.error_kinds["sat.connect"];
+      conns[c]->connect([&](bool ok, std::string_view why) {
+        if (!ok) {
+          // The writer still runs: its first append connects again.
+          ++r_.error_kinds["sat.connect"];
+          if (connect_failures++ == 0) first_failure = std::string(why);
+        }
         if (--connecting == 0) start_all();
       });
     }
@@ -342,6 +348,12 @@ class saturation_run {
         cfg_.label, connections, format_number(lv.ops_s), format_number(lv.p50_ms), format_number(lv.p99_ms),
         format_number(lv.p999_ms), format_number(lv.server_us_per_op()), 100 * lv.client.share(),
         format_number(lv.client_us_per_op()), format_number(lv.client_lag_p99_ms), lv.errors));
+    if (connect_failures > 0) {
+      progress_.done(
+          fmt::format("{} c={}: {} of {} connections failed to open at first ({}); they opened again "
+                      "on their first append",
+                      cfg_.label, connections, connect_failures, connections, first_failure));
+    }
     return lv;
   }
 

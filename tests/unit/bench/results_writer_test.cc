@@ -88,6 +88,43 @@ TEST(results_reader, reads_back_what_the_writer_wrote) {
   EXPECT_FALSE(parse_report("not json").has_value());
 }
 
+// A saturation run: its ladder, ceiling and figures survive results.json and show in results.md.
+TEST(results_reader, a_saturation_run_reads_back_and_renders_its_ceiling) {
+  auto original = sample_report();
+  original.saturation_streams = {1000};
+  saturation_result x;
+  x.target = "weir";
+  x.protocol = "http";
+  x.streams = 1000;
+  x.rss_before_mib = 20;
+  x.rss_streams_mib = 22;
+  x.create_s = 0.5;
+  for (unsigned c : {64u, 256u}) {
+    saturation_level l;
+    l.connections = c;
+    l.ops_s = 100.0 * c;
+    l.p50_ms = 1;
+    l.p99_ms = 4;
+    l.p999_ms = 9;
+    l.ok = 1000 * c;
+    l.server_cpu_s = 1.5;
+    l.client = {10, 0.25};
+    x.levels.push_back(l);
+  }
+  x.ceiling = 1;
+  x.error_kinds["sat.status_409"] = 2;
+  x.cpu = x.levels[1].client;
+  original.saturation.push_back(x);
+  auto back = parse_report(to_json(original));
+  ASSERT_TRUE(back.has_value()) << back.err().reason;
+  EXPECT_EQ(to_json(*back), to_json(original));
+  const std::string md = to_markdown(*back);
+  EXPECT_NE(md.find("**Saturation**"), std::string::npos) << md;
+  // "(!)": the row is flagged for its errors.
+  EXPECT_NE(md.find("| 1000 (!) | weir | 64: 6400, 256: 25600 | 25600 | 256 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("sat.status_409 2"), std::string::npos) << md;
+}
+
 TEST(results_writer, markdown_has_a_table_per_level_with_every_target_and_metric) {
   const auto md = to_markdown(sample_report());
   EXPECT_NE(md.find("## Concurrency 4"), std::string::npos);
