@@ -806,7 +806,12 @@ void connection::on_timeout() {
       if (fd_ >= 0) refresh_deadline();
       return;
     }
-    close_now();  // idle, or output that does not move
+    if (deadline_kind_ == deadline_kind::idle && !h2_->shutting_down()) {
+      h2_->shutdown();  // RFC 9113 6.8: GOAWAY before closing an idle connection
+      if (fd_ >= 0) refresh_deadline();
+      return;
+    }
+    close_now();  // output that does not move, or an idle connection that did not end after GOAWAY
     return;
   }
   switch (deadline_kind_) {

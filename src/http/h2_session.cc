@@ -247,7 +247,8 @@ bool h2_session::done() const {
 }
 
 void h2_session::shutdown() {
-  if (closed_ || failed_) return;
+  if (closed_ || failed_ || shutting_down_) return;
+  shutting_down_ = true;
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
                         NGHTTP2_NO_ERROR, nullptr, 0);
   kick();

@@ -47,8 +47,10 @@ class h2_session {
   // Moves the frames nghttp2 has ready into the output buffer, up to `high_water` bytes queued there.
   // False: the session failed and the connection must close.
   bool produce(std::size_t high_water);
-  // Server shutdown: GOAWAY (NO_ERROR); streams already started finish, then the connection closes.
+  // Server shutdown or idle timeout: GOAWAY (NO_ERROR); streams already started finish, then the
+  // connection closes.
   void shutdown();
+  bool shutting_down() const { return shutting_down_; }
   // The connection closed: unfinished exchanges get their on_close (from a task), the observer its
   // reports, body budget reservations are returned. Every later call is a no-op.
   void closed();
@@ -115,6 +117,7 @@ class h2_session {
   bool closed_ = false;
   std::size_t high_water_ = 0;  // of the send in progress
   bool calm_ = false;           // calm_down() was called
+  bool shutting_down_ = false;  // shutdown() was called
   std::uint32_t empty_data_frames_ = 0;
   std::uint32_t reset_tokens_ = 0;  // rapid-reset bucket (h2_session.cc)
   std::int64_t reset_tokens_ms_ = 0;

@@ -344,6 +344,18 @@ TEST(h2_session, content_length_zero_is_a_complete_request_without_end_stream) {
   EXPECT_EQ(c.response(id).error_code, static_cast<std::uint32_t>(NGHTTP2_NO_ERROR));
 }
 
+TEST(h2_session, an_idle_connection_gets_goaway_and_is_closed) {
+  auto o = testing::test_options();
+  o.idle_timeout = 100ms;
+  running_server s(o, echo_handler());
+  h2_client c(s.port());
+  auto id = c.request("GET", "/once");
+  ASSERT_TRUE(c.wait_closed(id));
+  EXPECT_TRUE(c.wait_eof());
+  EXPECT_TRUE(c.goaway());
+  EXPECT_EQ(c.goaway_code(), static_cast<std::uint32_t>(NGHTTP2_NO_ERROR));
+}
+
 TEST(h2_session, server_stop_drains_open_streams_with_goaway) {
   auto keep = std::make_shared<std::vector<exchange>>();
   auto o = testing::test_options();
