@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts a 3-node weir cluster on this machine (docs/operations.md, "Cluster") and stops it on Ctrl-C.
-# Builds nothing: runs $WEIR (default build/release/src/server/weir of this checkout).
+# Builds nothing: runs $WEIR (default build/release/src/app/weir of this checkout).
 #
 #   node N (1..3): HTTP 127.0.0.1:4437..4439, peers 127.0.0.1:5437..5439,
 #                  data $DATA/node-N, log $DATA/node-N.log  ($DATA default ./data/cluster)
@@ -16,7 +16,7 @@ if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
 fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-WEIR=${WEIR:-$root/build/release/src/server/weir}
+WEIR=${WEIR:-$root/build/release/src/app/weir}
 DATA=${DATA:-./data/cluster}
 host=127.0.0.1
 nodes=(1 2 3)

@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake --preset release -DWEIR_TESTS=OFF >/dev/null
 cmake --build build/release --target weir
-exec build/release/src/server/weir serve "$@"
+exec build/release/src/app/weir serve "$@"

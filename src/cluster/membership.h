@@ -43,6 +43,31 @@ enum class membership_errc : int {
   outcome_unknown,  // proposed, then group 0's leader was lost: the change may or may not be made
 };
 
+inline const char* errc_name(membership_errc e) {
+  switch (e) {
+    case membership_errc::invalid:
+      return "invalid";
+    case membership_errc::unknown:
+      return "unknown";
+    case membership_errc::io_error:
+      return "io_error";
+    case membership_errc::corrupt:
+      return "corrupt";
+    case membership_errc::stale:
+      return "stale";
+    case membership_errc::no_quorum:
+      return "no_quorum";
+    case membership_errc::outcome_unknown:
+      return "outcome_unknown";
+  }
+  return "unknown code";
+}
+
+inline const std::error_category& error_category_of(membership_errc) {
+  static const named_error_category<membership_errc> c("cluster");
+  return c;
+}
+
 struct membership {
   // Every change adds one; 0: no change was ever asked for (the groups keep the configuration they were
   // bootstrapped with, the --peers list).

@@ -260,7 +260,7 @@ class replicator {
   // InstallSnapshot messages sent to peers that were too far behind.
   std::uint64_t snapshots_sent() const;
   // The I/O of this node's groups: where chunked snapshot transfers plug in
-  // (raft::node_io::set_snapshot_transfers, server/snapshot_transfer.h).
+  // (raft::node_io::set_snapshot_transfers, replica/snapshot_transfer.h).
   raft::node_io& io() { return *io_; }
   // Where the callbacks' state (callbacks::snapshot's) starts in a snapshot buffer libraft holds; what
   // precedes it is the replicator's own. nullopt when malformed.

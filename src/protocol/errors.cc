@@ -66,28 +66,6 @@ http_status status_for(errc e) {
       return {400, "invalid Content-Type: expected a media type such as text/plain or application/json"};
     case errc::bad_host:
       return {400, "invalid Host: expected host[:port]"};
-    // PROTOCOL.md has no code for a failed disk: 507 for a full disk (RFC 4918 11.5), 503 otherwise.
-    // Retry-After: the core rebuilds its state and retries the disk within about a second. The body
-    // never names files or system errors (they are logged).
-    case errc::storage_full:
-      return {507, "insufficient storage", {}, "1"};
-    case errc::storage_unavailable:
-      return {503, "storage unavailable", {}, "1"};
-    case errc::writes_backlogged:
-      return {503, "too many writes waiting for the disk; retry", {}, "1"};
-    // A cluster without a quorum for the stream's group (docs/replication.md).
-    case errc::cluster_unavailable:
-      return {503, "the cluster cannot reach a quorum for this stream; retry", {}, "1"};
-    case errc::cluster_outcome_unknown:
-      return {503,
-              "the write may or may not have been applied (leader lost); retry with a producer id to be safe",
-              {},
-              "1"};
-    // No Retry-After: asking this node again never helps.
-    case errc::cluster_left:
-      return {
-          503,
-          "this node is no longer a member of the cluster: send requests to a member (GET /cluster/members)"};
     // RFC 6750 3: the Bearer challenge, with an error attribute when a token was sent.
     case errc::token_missing:
       return {401, "unauthorized", {}, {}, R"(Bearer realm="weir")"};
@@ -97,6 +75,36 @@ http_status status_for(errc e) {
       return {400, "invalid token request", {}, {}, R"(Bearer realm="weir", error="invalid_request")"};
     case errc::access_denied:
       return {403, "forbidden", {}, {}, R"(Bearer realm="weir", error="insufficient_scope")"};
+  }
+  return {500, "internal error"};
+}
+
+http_status status_for(replica::errc e) {
+  switch (e) {
+    case replica::errc::ok:
+      return {200, "ok"};
+    // PROTOCOL.md has no code for a failed disk: 507 for a full disk (RFC 4918 11.5), 503 otherwise.
+    // Retry-After: the core rebuilds its state and retries the disk within about a second. The body
+    // never names files or system errors (they are logged).
+    case replica::errc::storage_full:
+      return {507, "insufficient storage", {}, "1"};
+    case replica::errc::storage_unavailable:
+      return {503, "storage unavailable", {}, "1"};
+    case replica::errc::writes_backlogged:
+      return {503, "too many writes waiting for the disk; retry", {}, "1"};
+    // A cluster without a quorum for the stream's group (docs/replication.md).
+    case replica::errc::cluster_unavailable:
+      return {503, "the cluster cannot reach a quorum for this stream; retry", {}, "1"};
+    case replica::errc::cluster_outcome_unknown:
+      return {503,
+              "the write may or may not have been applied (leader lost); retry with a producer id to be safe",
+              {},
+              "1"};
+    // No Retry-After: asking this node again never helps.
+    case replica::errc::cluster_left:
+      return {
+          503,
+          "this node is no longer a member of the cluster: send requests to a member (GET /cluster/members)"};
   }
   return {500, "internal error"};
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "replica/errc.h"
 #include "streams/state_machine.h"
 
 namespace weir::protocol {
@@ -31,17 +32,11 @@ enum class errc : std::uint8_t {
   sub_offset_without_offset,
   reserved_path,  // a `__ds` path when subscriptions are not available
   body_too_large,
-  encoded_reserved_path,    // a percent-encoded `__ds` segment (PROTOCOL.md 6: routed before streams)
-  server_path,              // a stream operation on the server's own paths (/healthz, /metrics)
-  server_path_missing,      // a read of a server path that this build does not serve
-  bad_content_type,         // Content-Type that is not a media type (RFC 9110 8.3.1)
-  bad_host,                 // a Host that cannot be copied into a URL (Location, callback_url)
-  storage_full,             // the log's disk is full
-  storage_unavailable,      // the log or a segment could not be read or written
-  writes_backlogged,        // too many writes waiting for the disk
-  cluster_unavailable,      // no leader of the stream's group reachable in time (no quorum): nothing written
-  cluster_outcome_unknown,  // proposed, then leadership was lost or time ran out: it may still commit
-  cluster_left,             // this node was removed from the cluster: it serves no stream any more
+  encoded_reserved_path,  // a percent-encoded `__ds` segment (PROTOCOL.md 6: routed before streams)
+  server_path,            // a stream operation on the server's own paths (/healthz, /metrics)
+  server_path_missing,    // a read of a server path that this build does not serve
+  bad_content_type,       // Content-Type that is not a media type (RFC 9110 8.3.1)
+  bad_host,               // a Host that cannot be copied into a URL (Location, callback_url)
   // Access control (src/auth, docs/security.md; RFC 6750 3.1 names the error attributes).
   token_missing,          // no bearer token where one is needed: 401
   token_invalid,          // a token that is malformed, expired, unknown or badly signed: 401
@@ -72,6 +67,8 @@ inline constexpr std::string_view stream_methods = "GET, HEAD, POST, PUT, DELETE
 
 http_status status_for(errc e);
 http_status status_for(streams::errc e);
+// The partition's failures: a full or failed disk, a backlog, a cluster without quorum.
+http_status status_for(replica::errc e);
 
 // The 4xx for a create, append or delete on one of the server's own paths (see is_server_path).
 inline constexpr std::string_view server_path_methods = "GET, HEAD";

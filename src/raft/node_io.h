@@ -138,7 +138,7 @@ class node_io {
     std::uint32_t chunks = 0;
     std::vector<std::byte> data;  // libraft's snapshot buffer
   };
-  // Who moves a snapshot's data-log records to a peer (server/snapshot_transfer.h). With one set, libraft's
+  // Who moves a snapshot's data-log records to a peer (replica/snapshot_transfer.h). With one set, libraft's
   // InstallSnapshot goes to `send` instead of the wire (its send callback completes at once, the message
   // being copied); the handler sends chunks (send_chunk) and then the install (send_install). Chunks,
   // acks and installs that name a transfer arrive at `on_chunk`, `on_chunk_ack`, `on_install`; the

@@ -45,4 +45,9 @@ inline const char* errc_name(errc e) {
   return "unknown";
 }
 
+inline const std::error_category& error_category_of(errc) {
+  static const named_error_category<errc> c("raft");
+  return c;
+}
+
 }  // namespace weir::raft

@@ -6,9 +6,9 @@
 #include "protocol/offset_token.h"
 #include "protocol/sse_format.h"
 #include "protocol/stream_responses.h"
-#include "server/hot_tier.h"
 #include "server/reply.h"
 #include "server/stream_shard.h"
+#include "tier/hot_tier.h"
 
 namespace weir::server {
 
@@ -32,12 +32,12 @@ class long_poll final : public live_reader {
   void wake() override {
     // A read in flight answers with what it finds (its plan has data).
     if (done_ || reading_) return;
-    streams::read_result rr = shard_.read_planned(req_.path, at_, shard_.options().read_chunk_bytes);
-    if (rr.code == streams::errc::ok && hot_tier::has_cold(rr.plan)) {
+    streams::read_result rr = shard_.part().read_planned(req_.path, at_, shard_.options().read_chunk_bytes);
+    if (rr.code == streams::errc::ok && tier::hot_tier::has_cold(rr.plan)) {
       reading_ = true;
       std::weak_ptr<live_reader> weak = weak_from_this();
       // After the hop the reader may be done (timeout, cancelled, gone): then the answer is dropped.
-      shard_.read_cold(
+      shard_.part().read_cold(
           req_.path, std::move(rr),
           [weak](streams::read_result& r, status) {
             if (auto self = weak.lock()) static_cast<long_poll*>(self.get())->answer(r);
@@ -79,7 +79,7 @@ class long_poll final : public live_reader {
  private:
   void timeout() {
     if (done_) return;
-    streams::read_result rr = shard_.read_visible(req_.path, at_, 0);
+    streams::read_result rr = shard_.part().read_visible(req_.path, at_, 0);
     if (rr.code != streams::errc::ok) return gone();
     finish(protocol::long_poll_empty(*rr.meta, at_, shard_.cursor(req_.cursor)));
   }
@@ -226,16 +226,17 @@ class sse_session final : public live_reader {
     bool finished = false;
     while (out.size() < window_bytes) {
       if (!cur_) {
-        streams::read_result rr = shard_.read_planned(req_.path, at_, shard_.options().read_chunk_bytes);
+        streams::read_result rr =
+            shard_.part().read_planned(req_.path, at_, shard_.options().read_chunk_bytes);
         if (rr.code != streams::errc::ok) {
           if (!out.empty()) send_stream_chunk(ex_, std::move(out), false);
           return gone();
         }
-        if (hot_tier::has_cold(rr.plan)) {
+        if (tier::hot_tier::has_cold(rr.plan)) {
           // Read off the loop; what this pump wrote so far goes out now, the event when it is back.
           reading_ = true;
           std::weak_ptr<live_reader> weak = weak_from_this();
-          shard_.read_cold(
+          shard_.part().read_cold(
               req_.path, std::move(rr),
               [weak](streams::read_result& r, status) {
                 if (auto self = weak.lock()) static_cast<sse_session*>(self.get())->on_read(r);
@@ -356,7 +357,7 @@ std::shared_ptr<live_reader> start_long_poll(stream_shard& shard, protocol::stre
 
 std::shared_ptr<live_reader> start_sse(stream_shard& shard, protocol::stream_request req, http::exchange ex,
                                        streams::stream_offset at, std::uint64_t live_id) {
-  streams::read_result rr = shard.read_visible(req.path, at, 0);
+  streams::read_result rr = shard.part().read_visible(req.path, at, 0);
   if (rr.code != streams::errc::ok) {
     send_response(ex, protocol::error_response(protocol::status_for(rr.code)), req.cors);
     return nullptr;

@@ -18,22 +18,18 @@
 #include "io/tls.h"
 #include "protocol/header_values.h"
 #include "protocol/stream_request.h"
+#include "replica/wal_recovery.h"
 #include "server/access_log.h"
-#include "server/cold_reader.h"
 #include "server/node_metrics.h"
 #include "server/owned_request.h"
 #include "server/replication.h"
 #include "server/reply.h"
 #include "server/stream_shard.h"
 #include "server/subscription_host.h"
-#include "server/wal_recovery.h"
 #include "storage/dir_lock.h"
+#include "tier/cold_reader.h"
 
 namespace weir::server {
-
-unsigned owner_index(std::string_view path, unsigned shards) {
-  return static_cast<unsigned>(fnv1a64(path) % shards);
-}
 
 node::node(serve_config cfg, storage::env* storage_env)
     : cfg_(std::move(cfg)),
@@ -77,19 +73,19 @@ void node::make_shards(unsigned count) {
   so.read_chunk_bytes = cfg_.read_chunk_bytes;
   so.sse_close_after_ms = cfg_.sse_close_after_ms;
   so.sse_keep_alive_ms = cfg_.sse_keep_alive_ms;
-  so.hot_bytes = std::max<std::size_t>(1, cfg_.hot_bytes / count);
-  so.checkpoint_bytes = cfg_.checkpoint_bytes;
+  so.part.hot_bytes = std::max<std::size_t>(1, cfg_.hot_bytes / count);
+  so.part.checkpoint_bytes = cfg_.checkpoint_bytes;
   so.max_in_flight_bytes = cfg_.max_in_flight_bytes;
   if (cfg_.cluster.enabled()) {
     so.admit_bytes = cfg_.cluster.proposal_bytes;
     so.fork_sweep_ms = static_cast<std::int64_t>(cfg_.cluster.fork_sweep_secs) * 1000;
     count = cfg_.cluster.lanes;  // one shard per lane
-    so.hot_bytes = std::max<std::size_t>(1, cfg_.hot_bytes / count);
+    so.part.hot_bytes = std::max<std::size_t>(1, cfg_.hot_bytes / count);
   }
   so.deleted_path_hold_ms = static_cast<std::int64_t>(cfg_.deleted_path_hold_ms);
   so.max_streams = cfg_.max_streams;
   for (unsigned i = 0; i < count; ++i) {
-    so.core = i;
+    so.part.core = i;
     // Shard i runs on core i modulo the cores: a data directory keeps the log count it was created
     // with (wal_recovery.h, recorded_log_count), whatever the core count of this start; a cluster
     // node's lane count is the cluster's.
@@ -136,7 +132,7 @@ void node::gather_lanes(std::function<void(replication&)> fn, std::function<void
 
 std::size_t node::stream_count() const {
   std::size_t n = 0;
-  for (const auto& s : shards_) n += s->stream_count();
+  for (const auto& s : shards_) n += s->part().stream_count();
   return n;
 }
 
@@ -495,7 +491,7 @@ status node::open_cluster() {
   // always (storage::log_options::prepare_segments, raft::node_log_options::prepare_segments).
   const bool prepare = cfg_.prepare_segments && cfg_.fsync == "always";
   for (std::uint32_t l = 0; l < lanes; ++l) {
-    if (auto st = shards_[l]->open_data_log(*env_, dirs[l], cfg_.segment_bytes, readers); !st)
+    if (auto st = shards_[l]->part().open_data_log(*env_, dirs[l], cfg_.segment_bytes, readers); !st)
       return st.err();
     auto repl = replication::open(*shards_[l], *env_, cfg_.data_dir, cfg_.cluster, prepare, l);
     if (!repl) return repl.err();
@@ -560,7 +556,7 @@ status node::start() {
   } else if (cfg_.durable) {
     // A data directory keeps its log count (the cores it was created with); its shards run on this
     // start's cores, several on one core or some cores with none (they parse HTTP only).
-    auto logs = recorded_log_count(*env_, cfg_.data_dir, http_->threads());
+    auto logs = replica::recorded_log_count(*env_, cfg_.data_dir, http_->threads());
     if (!logs) return logs.err();
     if (*logs != shard_count()) {
       make_shards(*logs);
@@ -569,7 +565,7 @@ status node::start() {
           *logs, *logs, http_->threads());
     }
     // Before any loop runs: replay the logs into the shards, then log every command from now on.
-    wal_options wo;
+    replica::wal_options wo;
     wo.data_dir = cfg_.data_dir;
     wo.segment_bytes = cfg_.segment_bytes;
     wo.gather = std::chrono::microseconds(cfg_.group_commit_gather_us);
@@ -577,10 +573,10 @@ status node::start() {
     auto policy = storage::parse_sync_policy(cfg_.fsync);
     if (!policy) return policy.err();
     wo.sync = *policy;
-    std::vector<stream_shard*> shards;
-    for (auto& s : shards_) shards.push_back(s.get());
+    std::vector<replica::partition*> parts;
+    for (auto& s : shards_) parts.push_back(&s->part());
     const auto began = std::chrono::steady_clock::now();
-    auto rec = open_durable_store(*env_, wo, shards, segments_);
+    auto rec = replica::open_durable_store(*env_, wo, parts, segments_);
     if (!rec) return rec.err();
     recovery_ = *rec;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
@@ -593,8 +589,8 @@ status node::start() {
   }
   if (!segments_.empty()) {
     // Reads of data evicted from memory run on the cold_reader's threads, not on the loops.
-    cold_reads_ = std::make_unique<cold_reader>(2);
-    for (auto& s : shards_) s->attach_cold_reader(cold_reads_.get());
+    cold_reads_ = std::make_unique<tier::cold_reader>(2);
+    for (auto& s : shards_) s->part().attach_cold_reader(cold_reads_.get());
   }
   if (!cfg_.access_log.empty()) {
     auto opened = access_log::open(cfg_.access_log, cfg_.log_format == "json", http_->threads());
@@ -602,7 +598,7 @@ status node::start() {
     access_log_ = std::move(*opened);
     metrics_->set_access_log(access_log_.get());
   }
-  for (auto& s : shards_) s->recount_streams();
+  for (auto& s : shards_) s->part().recount_streams();
   status st = http_->start();
   if (!st) return st;
   for (auto& s : shards_) {

@@ -26,8 +26,9 @@
 #include "base/result.h"
 #include "http/exchange.h"
 #include "protocol/cors.h"
+#include "replica/placement.h"
+#include "replica/wal_recovery.h"
 #include "server/serve_config.h"
-#include "server/wal_recovery.h"
 #include "storage/segment_reader.h"
 #include "streams/state_machine.h"
 
@@ -47,7 +48,11 @@ class tls_context;
 namespace weir::server {
 
 class stream_shard;
+}  // namespace weir::server
+namespace weir::tier {
 class cold_reader;
+}  // namespace weir::tier
+namespace weir::server {
 class replication;
 struct subscriptions_glue;
 class node_metrics;
@@ -87,7 +92,7 @@ class node {
   stream_shard& shard_of_group(std::uint32_t group) { return *shards_[group % shards_.size()]; }
   const serve_config& config() const { return cfg_; }
   // What start() recovered from the data directory.
-  const wal_recovery_stats& recovery() const { return recovery_; }
+  const replica::wal_recovery_stats& recovery() const { return recovery_; }
 
   // Stream events for the subscription service (called on the owner core; delivered on core 0).
   void report_created(const streams::stream_meta& m);
@@ -132,17 +137,16 @@ class node {
   std::vector<std::unique_ptr<storage::segment_reader>> segments_;  // before shards_: outlives them
   std::vector<std::unique_ptr<stream_shard>> shards_;
   // After shards_ and segments_: its threads stop (and drop the reads not yet done) before either goes.
-  std::unique_ptr<cold_reader> cold_reads_;  // null without segment files (nothing is ever cold)
+  std::unique_ptr<tier::cold_reader> cold_reads_;  // null without segment files (nothing is ever cold)
   std::unique_ptr<subscriptions_glue> subs_;
   std::unique_ptr<auth::authorizer> auth_;  // null: access control off; set by start()
   std::shared_ptr<io::tls_context> tls_;    // null: plain HTTP; the certificate is loaded by start()
   std::atomic<std::uint64_t> next_live_id_{1};
   std::atomic<bool> stopping_{false};
   std::atomic<int> exit_code_{0};
-  wal_recovery_stats recovery_;
+  replica::wal_recovery_stats recovery_;
 };
 
-// The owner shard index of a stream path (stable across runs: FNV-1a 64).
-unsigned owner_index(std::string_view path, unsigned shards);
+using replica::owner_index;
 
 }  // namespace weir::server

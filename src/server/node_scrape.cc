@@ -56,17 +56,17 @@ void node::serve_metrics(http::exchange ex) {
     stream_shard* sh = shards_[i].get();
     sh->loop().post([sh, s, i, finish] {
       shard_figures& f = s->figures.shards[i];
-      f.streams = sh->machine().size();
-      f.producers = sh->machine().producer_count();
-      f.hot_bytes = sh->hot().bytes();
-      f.hot_budget = sh->hot().budget();
-      f.hot_evicted = sh->hot().evicted();
-      f.commands_in_flight = sh->wal().in_flight();
-      f.bytes_in_flight = sh->wal().in_flight_bytes();
-      f.cold_reads = sh->cold_reads_done();
-      f.cold_reads_pending = sh->cold_reads_pending();
-      f.cold_read_us = sh->cold_read_latency().read();
-      if (storage::log_writer* w = sh->wal().writer()) {
+      f.streams = sh->part().machine().size();
+      f.producers = sh->part().machine().producer_count();
+      f.hot_bytes = sh->part().hot().bytes();
+      f.hot_budget = sh->part().hot().budget();
+      f.hot_evicted = sh->part().hot().evicted();
+      f.commands_in_flight = sh->part().wal().in_flight();
+      f.bytes_in_flight = sh->part().wal().in_flight_bytes();
+      f.cold_reads = sh->part().cold_reads_done();
+      f.cold_reads_pending = sh->part().cold_reads_pending();
+      f.cold_read_us = sh->part().cold_read_latency().read();
+      if (storage::log_writer* w = sh->part().wal().writer()) {
         f.durable = true;
         f.log = w->stats();
       }

@@ -7,12 +7,12 @@
 #include "base/fnv.h"
 #include "base/json_writer.h"
 #include "base/log.h"
-#include "server/cold_reader.h"
-#include "server/group_snapshot.h"
+#include "replica/group_snapshot.h"
+#include "replica/snapshot_transfer.h"
 #include "server/node.h"
-#include "server/snapshot_transfer.h"
 #include "server/stream_shard.h"
 #include "streams/command_codec.h"
+#include "tier/cold_reader.h"
 
 namespace weir::server {
 
@@ -85,7 +85,7 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   // Not while the data log holds more unsynced bytes than a quarter of a snapshot's worth: they would be
   // inlined. A sync starts now; the snapshot is taken at a later apply once it is done (or 2 s on).
   cb.snapshot_later = [p, limit = o.snapshot_bytes / 4](std::uint32_t) {
-    data_log* d = p->shard_.data();
+    tier::data_log* d = p->shard_.part().data();
     if (d == nullptr || d->unsynced_bytes() <= limit) return false;
     d->sync_now();
     return true;
@@ -121,18 +121,19 @@ replication::~replication() {
 void replication::open_snapshot_transfers() {
   // One thread: a transfer reads a chunk at a time (a few ahead), and client cold reads keep the node's
   // own cold_reader threads.
-  transfer_reads_ = std::make_unique<cold_reader>(1);
+  transfer_reads_ = std::make_unique<tier::cold_reader>(1);
   raft::node_io& io = repl_->io();
-  snapshot_transfers::ports p;
+  replica::snapshot_transfers::ports p;
   p.send_chunk = [&io](raft::node_id to, raft::group_id g, raft::wire::snapshot_chunk c) {
     io.send_chunk(to, g, std::move(c));
   };
   p.send_ack = [&io](raft::node_id to, raft::group_id g, raft::wire::snapshot_chunk_ack a) {
     io.send_chunk_ack(to, g, a);
   };
-  p.send_install = [&io](const snapshot_transfers::install& s) { return io.send_install(s); };
-  p.deliver = [&io](const snapshot_transfers::install& s) { return io.deliver_install(s); };
-  p.read = [this](std::vector<snapshot_transfers::piece_read> pieces, snapshot_transfers::read_done done) {
+  p.send_install = [&io](const replica::snapshot_transfers::install& s) { return io.send_install(s); };
+  p.deliver = [&io](const replica::snapshot_transfers::install& s) { return io.deliver_install(s); };
+  p.read = [this](std::vector<replica::snapshot_transfers::piece_read> pieces,
+                  replica::snapshot_transfers::read_done done) {
     streams::read_plan plan;
     for (const auto& r : pieces) {
       streams::chunk_slice s;
@@ -145,7 +146,7 @@ void replication::open_snapshot_transfers() {
     plan.next = streams::stream_offset(plan.bytes);
     // The segments stay while the group's snapshot pins them; one reclaimed meanwhile (a newer
     // snapshot pinned others) fails the read, and the transfer with it (libraft sends the newer one).
-    transfer_reads_->submit(shard_.hot().readers(), std::move(plan), shard_.loop(),
+    transfer_reads_->submit(shard_.part().hot().readers(), std::move(plan), shard_.loop(),
                             [done = std::move(done), n = pieces.size()](streams::read_plan got, status st) {
                               if (!st) return done(st.err());
                               std::vector<std::string> out;
@@ -155,25 +156,26 @@ void replication::open_snapshot_transfers() {
                               done(std::move(out));
                             });
   };
-  p.write = [this](std::uint64_t transfer, std::string bytes, data_log::raw_done done) {
-    if (data_log* d = shard_.data()) return d->write_raw(transfer, std::move(bytes), std::move(done));
+  p.write = [this](std::uint64_t transfer, std::string bytes, tier::data_log::raw_done done) {
+    if (tier::data_log* d = shard_.part().data())
+      return d->write_raw(transfer, std::move(bytes), std::move(done));
     shard_.loop().post([done = std::move(done)] {
       done(make_error(storage::errc::invalid_argument, "this node has no data log"));
     });
   };
   p.unpin = [this](std::uint64_t transfer) {
-    if (data_log* d = shard_.data()) d->unpin_transfer(transfer);
+    if (tier::data_log* d = shard_.part().data()) d->unpin_transfer(transfer);
   };
   p.when_durable = [this](const streams::disk_location& at, std::function<void()> fn) {
-    if (data_log* d = shard_.data()) d->when_durable(at, std::move(fn));
+    if (tier::data_log* d = shard_.part().data()) d->when_durable(at, std::move(fn));
   };
   p.state_offset = [](std::span<const std::byte> data) {
     return cluster::replicator::snapshot_state_offset(data);
   };
-  snapshot_transfers::options o;
+  replica::snapshot_transfers::options o;
   // Transfer ids differ from an earlier run's (a receiver may still hold one of those).
   o.first_id = ((std::uint64_t(std::random_device{}()) << 32 | std::random_device{}()) >> 1) | 1;
-  transfers_ = std::make_unique<snapshot_transfers>(*executor_, std::move(p), o);
+  transfers_ = std::make_unique<replica::snapshot_transfers>(*executor_, std::move(p), o);
   io.set_snapshot_transfers(transfers_.get());
 }
 
@@ -219,30 +221,31 @@ streams::state_machine::path_predicate replication::in_group(std::uint32_t group
 
 result<std::vector<std::byte>> replication::take_snapshot(std::uint32_t group, std::uint64_t index) {
   std::set<std::uint64_t> segments;  // of the data log, that the snapshot references
-  auto streams = shard_.machine().snapshot_part(in_group(group), [&](const streams::disk_location& at) {
-    if (!shard_.data_durable(at)) return false;
-    segments.insert(at.segment);
-    return true;
-  });
+  auto streams =
+      shard_.part().machine().snapshot_part(in_group(group), [&](const streams::disk_location& at) {
+        if (!shard_.part().data_durable(at)) return false;
+        segments.insert(at.segment);
+        return true;
+      });
   if (!streams) return streams.err();
   const std::vector<std::byte> subs =
       subscriptions_ != nullptr ? subscriptions_->snapshot_part(group) : std::vector<std::byte>{};
   // Pinned from now on: a snapshot that does not become durable leaves the previous one in the node
   // log, whose references the state still holds or a later snapshot pinned (docs/replication.md).
-  shard_.pin_snapshot_segments(group, std::vector<std::uint64_t>(segments.begin(), segments.end()));
+  shard_.part().pin_snapshot_segments(group, std::vector<std::uint64_t>(segments.begin(), segments.end()));
   log::debug("weir cluster: group {} snapshot at {}: {} bytes of streams, {} of subscriptions", group, index,
              streams->size(), subs.size());
-  return encode_group_snapshot(*streams, subs);
+  return replica::encode_group_snapshot(*streams, subs);
 }
 
 status replication::restore_snapshot(std::uint32_t group, std::uint64_t index,
                                      std::span<const std::byte> state) {
-  auto parts = decode_group_snapshot(state);
+  auto parts = replica::decode_group_snapshot(state);
   if (!parts) return parts.err();
   if (auto st = shard_.restore_part(parts->streams, in_group(group)); !st) return st;
   // What the snapshot references stays on disk until the group's next snapshot, as when it was taken:
   // this node may send it to a peer (a transfer reads every record) after the state moved on.
-  shard_.pin_snapshot_segments(group, shard_.machine().referenced_segments(0, in_group(group)));
+  shard_.part().pin_snapshot_segments(group, shard_.part().machine().referenced_segments(0, in_group(group)));
   // A snapshot that came in a transfer: its copies are pinned through the state from now on.
   if (transfers_) transfers_->restored(raft::group_id(group));
   if (subscriptions_ != nullptr) {
@@ -253,7 +256,7 @@ status replication::restore_snapshot(std::uint32_t group, std::uint64_t index,
   return {};
 }
 
-void replication::submit(const streams::command& c, shard_wal::completion done) {
+void replication::submit(const streams::command& c, replica::shard_wal::completion done) {
   streams::encode_into(c, scratch_);
   const std::uint32_t g = group_of(streams::command_path(c));
   const std::uint64_t ticket =
@@ -272,7 +275,7 @@ void replication::linearize(std::string_view path, std::function<void(bool)> rea
 
 void replication::wait_for_sources(std::string path, std::function<void(bool)> ready) {
   // Most reads are of streams that are not forks (or forks made before origins were recorded).
-  auto w = shard_.machine().fork_wait_of(path);
+  auto w = shard_.part().machine().fork_wait_of(path);
   if (!w) return ready(true);
   // One link at a time, on the lane of the source's group (the source lives there): the source's own
   // origin is known there only once its group applied its create, which this wait covers (the fork's
@@ -322,16 +325,16 @@ void replication::apply(std::uint32_t group, std::uint64_t index, cluster::entry
   if (kind == cluster::entry_kind::subscriptions) {
     if (subscriptions_ != nullptr) subscriptions_->apply(group, bytes);
     if (ticket == 0) return;
-    if (auto it = waiting_.find(ticket); it != waiting_.end()) finish(it, durable_result{});
+    if (auto it = waiting_.find(ticket); it != waiting_.end()) finish(it, replica::durable_result{});
     return;
   }
   auto c = streams::decode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  durable_result r;
+  replica::durable_result r;
   if (!c) {
     // The same bytes fail on every node: the command is skipped everywhere alike.
     log::error("weir cluster: group {} entry {}: undecodable command ({}); skipped", group, index,
                c.err().reason);
-    r.failure = protocol::errc::storage_unavailable;
+    r.failure = replica::errc::storage_unavailable;
   } else {
     // The node that proposed it (and waits for it here, in this run) proposes the fork releases it
     // causes (stream_shard::propose_release): one node, once, not every node nor every replay.
@@ -347,12 +350,12 @@ void replication::apply(std::uint32_t group, std::uint64_t index, cluster::entry
   finish(it, std::move(r));
 }
 
-void replication::finish(waiter_map::iterator it, durable_result r) {
+void replication::finish(waiter_map::iterator it, replica::durable_result r) {
   in_flight_bytes_ -= it->second.bytes;
   shard_.in_flight_went_down();  // writes waiting for admission (they propose: never inside libraft)
   if (it->second.entry_done) {
     shard_.loop().post(
-        [done = std::move(it->second.entry_done), ok = r.failure == protocol::errc::ok] { done(ok); });
+        [done = std::move(it->second.entry_done), ok = r.failure == replica::errc::ok] { done(ok); });
     waiting_.erase(it);
     return;
   }
@@ -365,9 +368,9 @@ void replication::finish(waiter_map::iterator it, durable_result r) {
 void replication::failed(std::uint64_t ticket, cluster::submit_error e) {
   auto it = waiting_.find(ticket);
   if (it == waiting_.end()) return;
-  durable_result r;
-  r.failure = e == cluster::submit_error::no_leader ? protocol::errc::cluster_unavailable
-                                                    : protocol::errc::cluster_outcome_unknown;
+  replica::durable_result r;
+  r.failure = e == cluster::submit_error::no_leader ? replica::errc::cluster_unavailable
+                                                    : replica::errc::cluster_outcome_unknown;
   finish(it, std::move(r));
 }
 
@@ -540,7 +543,7 @@ std::string replication::status_json(const std::vector<lane_status>& others) con
   w.key("restored").value(std::int64_t(repl_->snapshots_restored()));
   w.key("sent").value(std::int64_t(repl_->snapshots_sent()));
   // Chunked transfers (server/snapshot_transfer.h): record bytes in chunks, transfers either side.
-  const snapshot_transfer_stats& ts = transfers_->stats();
+  const replica::snapshot_transfer_stats& ts = transfers_->stats();
   w.key("chunks_sent").value(std::int64_t(ts.chunks_sent));
   w.key("chunk_bytes_sent").value(std::int64_t(ts.bytes_sent));
   w.key("chunks_received").value(std::int64_t(ts.chunks_received));
@@ -569,7 +572,7 @@ std::string replication::status_json(const std::vector<lane_status>& others) con
   // Fork references on this node (docs/replication.md, "Forks"): the streams forks hold (soft-deleted
   // ones included) and their references, which every node's state must agree on once it applied the same.
   std::int64_t fork_sources = 0, fork_references = 0;
-  for (const auto& [path, count] : shard_.machine().ref_counts()) {
+  for (const auto& [path, count] : shard_.part().machine().ref_counts()) {
     ++fork_sources;
     fork_references += count;
   }
@@ -581,15 +584,15 @@ std::string replication::status_json(const std::vector<lane_status>& others) con
   const streams::fork_sweep::counters swept = shard_.fork_sweep_counts();
   w.key("sweeps").value(std::int64_t(swept.passes));
   w.key("releases_recovered").value(std::int64_t(swept.recovered));
-  w.key("tombstones").value(std::int64_t(shard_.machine().tombstones()));
+  w.key("tombstones").value(std::int64_t(shard_.part().machine().tombstones()));
   w.end_object();
   // Stream data on this node (data_log.h): in memory (the hot tier) and in the data log.
   w.key("stream_data").begin_object();
-  w.key("hot_bytes").value(std::int64_t(shard_.hot().bytes()));
-  w.key("hot_budget").value(std::int64_t(shard_.hot().budget()));
-  w.key("hot_evicted").value(std::int64_t(shard_.hot().evicted()));
-  if (const data_log* d = shard_.data()) {
-    const data_log_stats st = d->stats();
+  w.key("hot_bytes").value(std::int64_t(shard_.part().hot().bytes()));
+  w.key("hot_budget").value(std::int64_t(shard_.part().hot().budget()));
+  w.key("hot_evicted").value(std::int64_t(shard_.part().hot().evicted()));
+  if (const tier::data_log* d = shard_.part().data()) {
+    const tier::data_log_stats st = d->stats();
     w.key("data_log_records").value(std::int64_t(st.records));
     w.key("data_log_bytes_written").value(std::int64_t(st.bytes));
     w.key("data_log_unsynced_bytes").value(std::int64_t(st.unsynced_bytes));

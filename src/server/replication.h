@@ -29,15 +29,22 @@
 #include "cluster/replicator.h"
 #include "raft/loop_executor.h"
 #include "raft/thread_flusher.h"
-#include "server/shard_wal.h"
+#include "replica/shard_wal.h"
 #include "storage/env.h"
 #include "streams/command.h"
 
 namespace weir::server {
 
 class stream_shard;
+}  // namespace weir::server
+namespace weir::tier {
 class cold_reader;
+}  // namespace weir::tier
+namespace weir::server {}  // namespace weir::server
+namespace weir::replica {
 class snapshot_transfers;
+}  // namespace weir::replica
+namespace weir::server {
 
 // What a cluster node's subscription service takes from the raft groups (subscription_host.cc implements
 // it over subscriptions::service). Called on the replication's loop (core 0, the service's home).
@@ -74,7 +81,7 @@ class replication {
 
   // Proposes `c` in its stream's group; `done` runs on this loop once this node applied it (with the
   // outcome of that apply) or once it failed (durable_result::failure: cluster_unavailable).
-  void submit(const streams::command& c, shard_wal::completion done);
+  void submit(const streams::command& c, replica::shard_wal::completion done);
   // `ready(true)` once this node applied every command committed in `path`'s group before the call and,
   // when `path` is a fork, its source's group through the fork's retain (and so on up a chain of forks:
   // wait_for_sources). `ready(false)`: no read index, or a source's group stayed behind for the read
@@ -182,16 +189,16 @@ class replication {
   std::unique_ptr<cluster::replicator> repl_;
   // Snapshot transfers: the thread that reads the records a snapshot sent to a peer references (off the
   // loop), and the transfers themselves. Destroyed after repl_ (node_io calls transfers_).
-  std::unique_ptr<cold_reader> transfer_reads_;
-  std::unique_ptr<snapshot_transfers> transfers_;
+  std::unique_ptr<tier::cold_reader> transfer_reads_;
+  std::unique_ptr<replica::snapshot_transfers> transfers_;
   struct waiter {
-    shard_wal::completion done;
+    replica::shard_wal::completion done;
     std::function<void(bool)> entry_done;  // submit_entry's
     std::size_t bytes = 0;
   };
   using waiter_map = std::unordered_map<std::uint64_t, waiter>;
   // Runs the command's completion on the next loop turn and forgets it.
-  void finish(waiter_map::iterator it, durable_result r);
+  void finish(waiter_map::iterator it, replica::durable_result r);
 
   waiter_map waiting_;
   subscription_entries* subscriptions_ = nullptr;

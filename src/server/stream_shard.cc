@@ -6,12 +6,12 @@
 #include "protocol/cursor.h"
 #include "protocol/json_mode.h"
 #include "protocol/stream_responses.h"
-#include "server/cold_reader.h"
+#include "replica/wal_recovery.h"
 #include "server/live_reader.h"
 #include "server/node.h"
 #include "server/replication.h"
 #include "server/reply.h"
-#include "server/wal_recovery.h"
+#include "tier/cold_reader.h"
 
 namespace weir::server {
 
@@ -22,9 +22,9 @@ stream_shard::stream_shard(node& owner, io::event_loop& loop, const clock_source
       loop_(&loop),
       clock_(&clock),
       opts_(opts),
-      hot_(std::make_unique<hot_tier>(opts.hot_bytes, std::vector<storage::segment_reader*>{})),
-      rng_(std::random_device{}()),
-      cold_latency_(metrics::latency_us_bounds) {}
+      part_(loop, clock, opts.part, *this),
+      sm_(part_.machine()),
+      rng_(std::random_device{}()) {}
 
 stream_shard::~stream_shard() = default;
 
@@ -32,173 +32,33 @@ namespace {
 // A command whose log record could not be written, or data that could not be read (storage_full or
 // storage_unavailable). The detail (file names, system errors) was logged where it happened and never
 // reaches the client.
-protocol::response storage_failure(protocol::errc failure) {
+protocol::response storage_failure(replica::errc failure) {
   return protocol::error_response(protocol::status_for(failure));
 }
 }  // namespace
 
-void stream_shard::attach_segments(storage::env& e, std::string dir,
-                                   std::vector<storage::segment_reader*> readers) {
-  env_ = &e;
-  log_dir_ = std::move(dir);
-  own_segments_ = opts_.core < readers.size() ? readers[opts_.core] : nullptr;
-  hot_ = std::make_unique<hot_tier>(opts_.hot_bytes, std::move(readers));
-}
-
-void stream_shard::attach_wal(std::unique_ptr<storage::log_writer> writer) {
-  checkpointer_.reset();
-  wal_ = std::make_unique<shard_wal>(std::move(writer));
-  checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, opts_.core, opts_.checkpoint_bytes,
-                                                 own_segments_, [this] { resume_deferred(); });
-  wal_->on_failure([this] { schedule_rebuild(std::chrono::milliseconds(1000)); });
-}
-
-void stream_shard::schedule_rebuild(std::chrono::milliseconds delay) {
-  if (stopped_ || rebuild_timer_ != 0) return;
-  // Writes get 507/503 (Retry-After) meanwhile; the delay keeps a full disk from costing a rebuild
-  // per request.
-  rebuild_timer_ = loop_->add_timer(delay, [this] {
-    rebuild_timer_ = 0;
-    wal_->when_idle([this] { rebuild(); });
-  });
-}
-
-void stream_shard::rebuild() {
-  if (stopped_ || !wal_->failed()) return;
-  if (!wal_->recoverable()) {
-    log::error("weir serve: core {}: the log is in an unknown state; writes stay refused until a restart",
-               opts_.core);
-    return;
-  }
-  if (!env_ || checkpointer_->writing()) {
-    schedule_rebuild(std::chrono::milliseconds(50));
-    return;
-  }
-  const auto began = std::chrono::steady_clock::now();
-  wal_recovery_stats stats;
-  if (status st = rebuild_core(*env_, log_dir_, opts_.core, sm_, hot_, stats); !st) {
-    log::error("weir serve: core {}: rebuilding the state from the log failed ({}); retrying", opts_.core,
-               st.err().reason);
-    schedule_rebuild(std::chrono::milliseconds(1000));
-    return;
-  }
-  wal_->clear_failure();
-  wal_->writer()->resume();
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
-  log::info(
-      "weir serve: core {}: state rebuilt from the log in {:.1f} ms ({} commands replayed); writes resume",
-      opts_.core, ms, stats.records);
-  // Live readers may have been told about nothing the log lost (they only see durable data); wake them
-  // so that they re-read against the rebuilt state.
+void stream_shard::on_rebuilt() {
   std::vector<std::shared_ptr<live_reader>> all;
   for (auto& [path, r] : readers_) all.push_back(r);
   for (auto& r : all) r->wake();
 }
 
-streams::read_result stream_shard::read_visible(const std::string& path,
-                                                std::optional<streams::stream_offset> from,
-                                                std::size_t max_bytes, status* io) const {
-  streams::read_result rr = sm_.read(path, from, max_bytes);
-  wal_->clamp(path, rr);
-  if (status st = hot_->resolve(rr.plan); !st) {
-    log::error("weir serve: {}: reading stored data failed: {}", path, st.err().reason);
-    if (io) *io = st;
-  }
-  return rr;
-}
-
-streams::read_result stream_shard::read_planned(const std::string& path,
-                                                std::optional<streams::stream_offset> from,
-                                                std::size_t max_bytes) const {
-  streams::read_result rr = sm_.read(path, from, max_bytes);
-  wal_->clamp(path, rr);
-  return rr;
-}
-
-bool stream_shard::read_cold(std::string path, streams::read_result rr, read_done done, bool may_refuse) {
-  if (may_refuse && cold_waiting_.size() >= opts_.max_cold_waiting) return false;
-  streams::read_plan plan = std::move(rr.plan);
-  rr.plan = {};
-  read_slices(std::move(plan), [this, path = std::move(path), rr = std::move(rr), done = std::move(done)](
-                                   streams::read_plan p, status io) mutable {
-    if (!io) log::error("weir serve: {}: reading stored data failed: {}", path, io.err().reason);
-    rr.plan = std::move(p);
-    // The state moved on while the read was in flight. The bytes read are immutable, but the stream
-    // may be gone, or gone and created again at the same path: then its old bytes are not served.
-    streams::read_result now = sm_.head(path, now_ms());
-    if (now.code != streams::errc::ok || !now.meta || !rr.meta ||
-        now.meta->generation != rr.meta->generation) {
-      rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
-      rr.plan = {};
-    }
-    done(rr, io);
-  });
-  return true;
-}
-
-void stream_shard::read_slices(streams::read_plan plan, cold_reader::completion done) {
-  cold_waiting_.push_back(cold_job{std::move(plan), std::move(done), std::chrono::steady_clock::now()});
-  dispatch_cold();
-}
-
-void stream_shard::dispatch_cold() {
-  while (cold_in_flight_ < std::max<std::size_t>(1, opts_.max_cold_reads) && !cold_waiting_.empty()) {
-    cold_job j = std::move(cold_waiting_.front());
-    cold_waiting_.pop_front();
-    ++cold_in_flight_;
-    streams::read_plan plan = std::move(j.plan);
-    j.plan = {};
-    auto back = [this, j = std::move(j)](streams::read_plan p, status io) mutable {
-      finish_cold(j, std::move(p), std::move(io));
-    };
-    if (cold_) {
-      // The segment readers are the node's and outlive the read; a segment reclaimed meanwhile was
-      // either still open (its file stays readable until closed) or fails to open: the read then fails
-      // like any other (the plan is cut, 503 or a shorter answer).
-      cold_->submit(hot_->readers(), std::move(plan), *loop_, std::move(back));
-    } else {
-      loop_->post([readers = hot_->readers(), plan = std::move(plan), back = std::move(back)]() mutable {
-        status io = hot_tier::resolve_slices(readers, plan);
-        back(std::move(plan), std::move(io));
-      });
-    }
-  }
-}
-
-void stream_shard::finish_cold(cold_job& j, streams::read_plan plan, status io) {
-  --cold_in_flight_;
-  ++cold_done_;
-  cold_latency_.observe(static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - j.began)
-          .count()));
-  j.done(std::move(plan), std::move(io));
-  dispatch_cold();
-}
-
-streams::read_result stream_shard::head_visible(const std::string& path) const {
-  streams::read_result rr = sm_.head(path, now_ms());
-  wal_->clamp(path, rr);
-  return rr;
-}
-
 bool stream_shard::refuse_write(http::exchange ex, const protocol::cors_grant& cors) {
-  if (wal_->failed()) {
-    send_response(ex, storage_failure(wal_->failure()), cors);
+  if (auto failure = part_.write_failure()) {
+    send_response(ex, storage_failure(*failure), cors);
     return true;
   }
-  const std::size_t in_flight = repl_ ? repl_->in_flight() : wal_->in_flight();
-  const std::size_t in_flight_bytes = repl_ ? repl_->in_flight_bytes() : wal_->in_flight_bytes();
+  const std::size_t in_flight = repl_ ? repl_->in_flight() : part_.in_flight();
+  const std::size_t in_flight_bytes = repl_ ? repl_->in_flight_bytes() : part_.in_flight_bytes();
   if (in_flight >= opts_.max_in_flight || in_flight_bytes >= opts_.max_in_flight_bytes) {
-    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::writes_backlogged)),
-                  cors);
+    send_response(ex, protocol::error_response(protocol::status_for(replica::errc::writes_backlogged)), cors);
     return true;
   }
   return false;
 }
 
 bool stream_shard::defer_write(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id) {
-  if (!checkpointer_ || !checkpointer_->pausing()) return false;
+  if (!part_.holding_writes()) return false;
   deferred_.push_back(
       [this, req = std::move(req), ex, live_id]() mutable { handle(std::move(req), ex, live_id); });
   return true;
@@ -259,7 +119,7 @@ void stream_shard::expire_waiting_writes() {
     waiting_write w = std::move(admission_.front());
     admission_.pop_front();
     ++admission_expired_;
-    send_response(w.ex, protocol::error_response(protocol::status_for(protocol::errc::writes_backlogged)),
+    send_response(w.ex, protocol::error_response(protocol::status_for(replica::errc::writes_backlogged)),
                   w.cors);
   }
   admit_waiting();  // nothing in flight (proposals all failed): the next ones go now
@@ -282,13 +142,13 @@ std::string stream_shard::cursor(const std::optional<std::string>& client_cursor
 void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
   if (repl_ && repl_->left()) {
     // Its replicas stop where it left: reads would be stale, and no leader takes its writes.
-    send_response(ex, protocol::error_response(protocol::status_for(protocol::errc::cluster_left)), req.cors);
+    send_response(ex, protocol::error_response(protocol::status_for(replica::errc::cluster_left)), req.cors);
     return;
   }
   const std::int64_t now = now_ms();
   if (req.op == operation::append && req.has_body && !req.has_content_type) {
     // PROTOCOL.md 5.2: 400, answered here where the stream's own type is known.
-    send_response(ex, protocol::missing_content_type(head_visible(req.path)), req.cors);
+    send_response(ex, protocol::missing_content_type(part_.head_visible(req.path)), req.cors);
     return;
   }
   if (req.op == operation::create || req.op == operation::append || req.op == operation::remove) {
@@ -309,21 +169,22 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
       c.producer = req.producer;
       c.close = req.closed;
       c.now_ms = now;
-      execute(c, [ex, req = std::move(req)](durable_result& r) {
-        send_response(ex,
-                      r.failure != protocol::errc::ok ? storage_failure(r.failure)
-                                                      : protocol::append_response(r.o, req),
-                      req.cors);
+      execute(c, [ex, req = std::move(req)](replica::durable_result& r) {
+        send_response(
+            ex,
+            r.failure != replica::errc::ok ? storage_failure(r.failure) : protocol::append_response(r.o, req),
+            req.cors);
       });
       return;
     }
     case operation::remove: {
-      execute(streams::delete_command{req.path, now, opts_.deleted_path_hold_ms}, [ex, cors = req.cors](
-                                                                                      durable_result& r) {
-        send_response(
-            ex, r.failure != protocol::errc::ok ? storage_failure(r.failure) : protocol::delete_response(r.o),
-            cors);
-      });
+      execute(streams::delete_command{req.path, now, opts_.deleted_path_hold_ms},
+              [ex, cors = req.cors](replica::durable_result& r) {
+                send_response(ex,
+                              r.failure != replica::errc::ok ? storage_failure(r.failure)
+                                                             : protocol::delete_response(r.o),
+                              cors);
+              });
       return;
     }
     case operation::head: {
@@ -332,16 +193,16 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
         // removes it through raft).
         repl_->linearize(req.path, [this, ex, path = req.path, cors = req.cors](bool ok) {
           send_response(ex,
-                        ok ? protocol::head_response(head_visible(path))
-                           : storage_failure(protocol::errc::cluster_unavailable),
+                        ok ? protocol::head_response(part_.head_visible(path))
+                           : storage_failure(replica::errc::cluster_unavailable),
                         cors);
         });
         return;
       }
       // Lazy expiry; HEAD does not renew a TTL. Answered in order behind earlier writes.
       (void)execute(streams::expire_command{req.path, now},
-                    [this, ex, path = req.path, cors = req.cors](durable_result&) {
-                      send_response(ex, protocol::head_response(head_visible(path)), cors);
+                    [this, ex, path = req.path, cors = req.cors](replica::durable_result&) {
+                      send_response(ex, protocol::head_response(part_.head_visible(path)), cors);
                     });
       return;
     }
@@ -371,10 +232,10 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   c.now_ms = now;
   if (!req.fork) {
     c.initial = std::move(req.payload);
-    execute(c, [ex, req = std::move(req)](durable_result& r) {
+    execute(c, [ex, req = std::move(req)](replica::durable_result& r) {
       send_response(
           ex,
-          r.failure != protocol::errc::ok ? storage_failure(r.failure) : protocol::create_response(r.o, req),
+          r.failure != replica::errc::ok ? storage_failure(r.failure) : protocol::create_response(r.o, req),
           req.cors);
     });
     return;
@@ -382,10 +243,10 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   // A fork: when the target already exists, compare configurations without touching the source.
   if (sm_.head(req.path, now).code != streams::errc::not_found) {
     c.fork = streams::fork_spec{req.fork->source, req.fork->offset, req.fork->sub_offset, {}};
-    execute(c, [ex, req = std::move(req)](durable_result& r) {
+    execute(c, [ex, req = std::move(req)](replica::durable_result& r) {
       send_response(
           ex,
-          r.failure != protocol::errc::ok ? storage_failure(r.failure) : protocol::create_response(r.o, req),
+          r.failure != replica::errc::ok ? storage_failure(r.failure) : protocol::create_response(r.o, req),
           req.cors);
     });
     return;
@@ -398,13 +259,13 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   // The retain is durable on the source's core before the fork's create is applied, so a replayed
   // create always finds its reference taken (docs/storage.md, "In the server").
   if (&source == this) {
-    fork_retain(r, [this, req = std::move(req), ex](durable_result& d) mutable {
+    fork_retain(r, [this, req = std::move(req), ex](replica::durable_result& d) mutable {
       finish_fork(std::move(req), ex, std::move(d));
     });
     return;
   }
   source.loop().post([&source, self = this, r = std::move(r), req = std::move(req), ex]() mutable {
-    source.fork_retain(r, [self, req = std::move(req), ex](durable_result& d) mutable {
+    source.fork_retain(r, [self, req = std::move(req), ex](replica::durable_result& d) mutable {
       self->loop().post([self, req = std::move(req), ex, d = std::move(d)]() mutable {
         self->finish_fork(std::move(req), ex, std::move(d));
       });
@@ -412,12 +273,12 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   });
 }
 
-void stream_shard::fork_retain(const streams::fork_retain_command& c, shard_wal::completion done) {
+void stream_shard::fork_retain(const streams::fork_retain_command& c, replica::shard_wal::completion done) {
   (void)execute(c, std::move(done));
 }
 
-void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, durable_result d) {
-  if (d.failure != protocol::errc::ok) {
+void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, replica::durable_result d) {
+  if (d.failure != replica::errc::ok) {
     send_response(ex, storage_failure(d.failure), req.cors);
     return;
   }
@@ -434,8 +295,8 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
     p.slices.push_back(retained.sub_record->data);
     p.bytes = p.slices[0].size;
     p.next = streams::stream_offset(p.bytes);
-    read_slices(std::move(p), [this, req = std::move(req), ex, d = std::move(d)](streams::read_plan got,
-                                                                                 status io) mutable {
+    part_.read_slices(std::move(p), [this, req = std::move(req), ex, d = std::move(d)](streams::read_plan got,
+                                                                                       status io) mutable {
       if (io && got.slices.size() == 1 && !got.slices[0].cold()) {
         d.o.sub_record->data = std::move(got.slices[0]);
         create_fork(std::move(req), ex, std::move(d));
@@ -444,14 +305,14 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
       log::error("weir serve: fork {}: reading the source record failed: {}", req.path,
                  io ? std::string("no data") : io.err().reason);
       release({req.fork->source, d.o.resolution ? d.o.resolution->origin : std::nullopt});
-      send_response(ex, storage_failure(protocol::errc::storage_unavailable), req.cors);
+      send_response(ex, storage_failure(replica::errc::storage_unavailable), req.cors);
     });
     return;
   }
   create_fork(std::move(req), ex, std::move(d));
 }
 
-void stream_shard::create_fork(protocol::stream_request req, http::exchange ex, durable_result d) {
+void stream_shard::create_fork(protocol::stream_request req, http::exchange ex, replica::durable_result d) {
   streams::outcome& retained = d.o;
   streams::create_command c;
   c.path = req.path;
@@ -467,11 +328,11 @@ void stream_shard::create_fork(protocol::stream_request req, http::exchange ex, 
   f.resolved.retained = true;
   bool source_json = protocol::is_json_content_type(f.resolved.source_content_type);
   if (retained.sub_record) {
-    auto bytes = hot_->bytes_of(retained.sub_record->data);
+    auto bytes = part_.bytes_of(retained.sub_record->data);
     if (!bytes) {
       log::error("weir serve: fork {}: reading the source record failed: {}", req.path, bytes.err().reason);
       release({f.source, f.resolved.origin});
-      send_response(ex, storage_failure(protocol::errc::storage_unavailable), req.cors);
+      send_response(ex, storage_failure(replica::errc::storage_unavailable), req.cors);
       return;
     }
     std::string_view rec = *bytes;
@@ -484,10 +345,9 @@ void stream_shard::create_fork(protocol::stream_request req, http::exchange ex, 
   c.initial = req.has_content_type ? std::move(req.payload)
                                    : protocol::make_payload(req.raw_body, f.resolved.source_content_type);
   c.fork = std::move(f);
-  execute(c, [ex, req = std::move(req)](durable_result& r) {
+  execute(c, [ex, req = std::move(req)](replica::durable_result& r) {
     send_response(
-        ex,
-        r.failure != protocol::errc::ok ? storage_failure(r.failure) : protocol::create_response(r.o, req),
+        ex, r.failure != replica::errc::ok ? storage_failure(r.failure) : protocol::create_response(r.o, req),
         req.cors);
   });
 }
@@ -512,7 +372,7 @@ void stream_shard::handle_replicated_read(protocol::stream_request req, http::ex
   std::string path = req.path;
   repl_->linearize(path, [this, req = std::move(req), ex, live_id](bool ok) mutable {
     if (!ok) {
-      send_response(ex, storage_failure(protocol::errc::cluster_unavailable), req.cors);
+      send_response(ex, storage_failure(replica::errc::cluster_unavailable), req.cors);
       return;
     }
     const std::int64_t now = now_ms();
@@ -527,8 +387,8 @@ void stream_shard::handle_replicated_read(protocol::stream_request req, http::ex
     }
     // A sliding TTL: the renewal is a command like any other, replicated before the read is served.
     streams::touch_command touch{req.path, now};  // before `req` moves into the completion
-    execute(touch, [this, req = std::move(req), ex, live_id](durable_result& r) mutable {
-      if (r.failure != protocol::errc::ok) {
+    execute(touch, [this, req = std::move(req), ex, live_id](replica::durable_result& r) mutable {
+      if (r.failure != replica::errc::ok) {
         send_response(ex, storage_failure(r.failure), req.cors);
       } else if (r.o.code != streams::errc::ok) {
         send_response(ex, protocol::error_response(protocol::status_for(r.o.code)), req.cors);
@@ -541,7 +401,7 @@ void stream_shard::handle_replicated_read(protocol::stream_request req, http::ex
 
 void stream_shard::serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
   // What a reader may see: only durable data (shard_wal).
-  streams::read_result visible = head_visible(req.path);
+  streams::read_result visible = part_.head_visible(req.path);
   if (visible.code != streams::errc::ok) {
     send_response(ex, protocol::error_response(protocol::status_for(visible.code)), req.cors);
     return;
@@ -561,8 +421,8 @@ void stream_shard::serve_read(protocol::stream_request req, http::exchange ex, s
     send_response(ex, protocol::now_response(meta), req.cors);
     return;
   }
-  streams::read_result rr = read_planned(req.path, from, opts_.read_chunk_bytes);
-  if (hot_tier::has_cold(rr.plan)) {
+  streams::read_result rr = part_.read_planned(req.path, from, opts_.read_chunk_bytes);
+  if (tier::hot_tier::has_cold(rr.plan)) {
     // Off the loop (cold_reader); answered when the bytes are back.
     std::string path = req.path;
     const protocol::cors_grant cors = req.cors;
@@ -574,9 +434,9 @@ void stream_shard::serve_read(protocol::stream_request req, http::exchange ex, s
       const streams::stream_meta m = *r.meta;
       answer_read(std::move(req), ex, live_id, m, r, io);
     };
-    if (!read_cold(std::move(path), std::move(rr), std::move(answer), true)) {
+    if (!part_.read_cold(std::move(path), std::move(rr), std::move(answer), true)) {
       // Too many cold reads wait on this core already: the client retries (Retry-After).
-      send_response(ex, storage_failure(protocol::errc::storage_unavailable), cors);
+      send_response(ex, storage_failure(replica::errc::storage_unavailable), cors);
     }
     return;
   }
@@ -586,7 +446,7 @@ void stream_shard::serve_read(protocol::stream_request req, http::exchange ex, s
 void stream_shard::answer_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id,
                                const streams::stream_meta& meta, streams::read_result& rr, const status& io) {
   if (!io && rr.plan.bytes == 0) {
-    send_response(ex, storage_failure(protocol::errc::storage_unavailable), req.cors);
+    send_response(ex, storage_failure(replica::errc::storage_unavailable), req.cors);
     return;
   }
   if (req.live == protocol::live_mode::none) {
@@ -605,25 +465,14 @@ void stream_shard::answer_read(protocol::stream_request req, http::exchange ex, 
   (void)start_long_poll(*this, std::move(req), ex, rr.plan.next, live_id);
 }
 
-streams::outcome stream_shard::execute(const streams::command& c, shard_wal::completion done) {
+streams::outcome stream_shard::execute(const streams::command& c, replica::shard_wal::completion done) {
   if (repl_) {
     // Nothing changes here until the command is committed (apply_committed); callers in cluster mode
     // wait for `done` instead of looking at the returned outcome.
     repl_->submit(c, std::move(done));
     return {};
   }
-  wal_->before(c, sm_, now_ms());
-  streams::outcome o = sm_.apply(c);
-  if (o.mutated) recount_streams();
-  wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
-    if (r.failure == protocol::errc::ok) {
-      if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) admit(r);
-      effects(r.o);
-    }
-    if (done) done(r);
-  });
-  if (checkpointer_) checkpointer_->poll();
-  return o;
+  return part_.submit(c, std::move(done));
 }
 
 void stream_shard::effects(const streams::outcome& o, bool releases) {
@@ -656,14 +505,6 @@ void stream_shard::release(const streams::fork_release_command& r) {
   } else {
     s.loop().post([&s, r] { (void)s.execute(r); });
   }
-}
-
-void stream_shard::admit(const durable_result& r) {
-  streams::disk_location at = r.at;
-  at.core = opts_.core;
-  const streams::stream_meta& m = *r.o.meta;
-  // The command's record is the stream's last: it ends at the tail the command reported.
-  hot_->admit(sm_, m.generation, m.tail.value(), r.data_size, at);
 }
 
 void stream_shard::add_reader(const std::string& path, std::shared_ptr<live_reader> r,
@@ -712,7 +553,7 @@ void stream_shard::start() {
 void stream_shard::sweep() {
   if (stopped_) return;
   const std::int64_t now = now_ms();
-  if (data_log_) data_log_->tick(now);
+  part_.tick(now);
   for (const std::string& path : sm_.expired(now)) {
     if (repl_ && !repl_->leads(path)) continue;  // the group's leader proposes its expiries
     (void)execute(streams::expire_command{path, now});
@@ -723,7 +564,7 @@ void stream_shard::sweep() {
 void stream_shard::stop() {
   stopped_ = true;
   if (sweep_timer_ != 0) loop_->cancel_timer(sweep_timer_);
-  if (rebuild_timer_ != 0) loop_->cancel_timer(rebuild_timer_);
+  part_.stop();
   if (admission_timer_ != 0) loop_->cancel_timer(admission_timer_);
   admission_timer_ = 0;
   if (fork_sweep_timer_ != 0) loop_->cancel_timer(fork_sweep_timer_);

@@ -25,11 +25,7 @@
 #include "http/exchange.h"
 #include "io/event_loop.h"
 #include "protocol/stream_request.h"
-#include "server/checkpointer.h"
-#include "server/cold_reader.h"
-#include "server/data_log.h"
-#include "server/hot_tier.h"
-#include "server/shard_wal.h"
+#include "replica/partition.h"
 #include "streams/fork_sweep.h"
 #include "streams/state_machine.h"
 
@@ -44,9 +40,7 @@ struct shard_options {
   std::size_t read_chunk_bytes = 64 * 1024;
   std::int64_t sse_close_after_ms = 60'000;
   std::int64_t sse_keep_alive_ms = 15'000;
-  std::uint32_t core = 0;                          // this shard's index (its log is <data>/wal/core-N)
-  std::size_t hot_bytes = 256ull << 20;            // stream data this core keeps in memory (hot_tier)
-  std::uint64_t checkpoint_bytes = 256ull << 20;   // log growth between checkpoints; 0: never
+  replica::partition_options part;                 // the shard's index, hot bytes, checkpoints, cold reads
   std::size_t max_in_flight = 16384;               // commands waiting for the log before writes get 503
   std::size_t max_in_flight_bytes = 256ull << 20;  // and their bytes
   // A cluster node's admission: writes beyond this many bytes proposed and not applied yet wait in
@@ -55,11 +49,6 @@ struct shard_options {
   std::int64_t admit_wait_ms = 10'000;
   std::int64_t deleted_path_hold_ms = 0;  // a deleted stream's path cannot be re-created this long
   std::size_t max_streams = 0;            // streams the node holds before creates get 403; 0: any
-  // Cold reads (plans with slices to read from disk) this core has with the cold_reader at once, and
-  // how many more may wait here before new catch-up reads get 503 (Retry-After). A read in flight holds
-  // at most a read chunk (or one record) of bytes; a waiting one only its plan.
-  std::size_t max_cold_reads = 8;
-  std::size_t max_cold_waiting = 1024;
   // A cluster node's fork sweep (streams/fork_sweep.h): a pass this often over the fork references of
   // the source groups it leads (0: none), looking at references whose retain is older than the min age:
   // longer than the proposals' longest wait (a backlog keeps a proposal up to 30 s), so that a fork's
@@ -68,16 +57,18 @@ struct shard_options {
   std::int64_t fork_sweep_min_age_ms = 120'000;
 };
 
-class stream_shard {
+class stream_shard final : public replica::partition_host {
  public:
   stream_shard(node& owner, io::event_loop& loop, const clock_source& clock, shard_options opts);
-  ~stream_shard();
+  ~stream_shard() override;
   stream_shard(const stream_shard&) = delete;
   stream_shard& operator=(const stream_shard&) = delete;
 
   io::event_loop& loop() { return *loop_; }
   const shard_options& options() const { return opts_; }
-  streams::state_machine& machine() { return sm_; }
+  // The streams below HTTP: state machine, commit path, tiers (replica/partition.h).
+  replica::partition& part() { return part_; }
+  const replica::partition& part() const { return part_; }
   node& owner() { return *node_; }
   std::int64_t now_ms() const { return clock_->wall_ms(); }
 
@@ -88,11 +79,11 @@ class stream_shard {
 
   // Fork step 1, on the source's shard: validate and take a reference (PROTOCOL.md 4.2). `done` runs
   // here once the retain is durable (in the log before the fork's create is applied).
-  void fork_retain(const streams::fork_retain_command& c, shard_wal::completion done);
+  void fork_retain(const streams::fork_retain_command& c, replica::shard_wal::completion done);
   // Applies a command on this shard; once it is durable (shard_wal) carries out its effects (wake
   // readers, releases on other shards, subscription events) and runs `done`. Returns the outcome at
   // once (for reads that only need to know whether the stream exists).
-  streams::outcome execute(const streams::command& c, shard_wal::completion done = {});
+  streams::outcome execute(const streams::command& c, replica::shard_wal::completion done = {});
 
   // Cluster mode (docs/replication.md): before the loop runs, route every command through raft. Commands
   // then change the state machine only in apply_committed, on every node, in each group's log order.
@@ -120,72 +111,11 @@ class stream_shard {
   streams::outcome apply_committed(const streams::command& c, std::uint32_t group, std::uint64_t index,
                                    bool proposed_here = false);
 
-  // Cluster mode, start-up, before the loop runs (and before raft applies anything): the data log in
-  // `dir` (data_log.h), read back through readers[core] (readers: every lane's data log, indexed by
-  // lane = shard index; owned by the caller, outliving the shard). Stream bytes applied from then on
-  // are written there and may leave memory (hot tier) once it is synced.
-  status open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
-                       std::vector<storage::segment_reader*> readers);
-  data_log* data() { return data_log_.get(); }
-  // Whether a record's place `at` is in the data log and synced: a snapshot may reference it rather than
-  // inline its bytes. False without a data log.
-  bool data_durable(const streams::disk_location& at) const { return data_log_ && data_log_->durable(at); }
-  // The data-log segments group `group`'s latest snapshot references (replaces its previous set): they
-  // stay on disk (reclaim keeps them) until the group's next snapshot pins others.
-  void pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments);
-  // Writes every record of the streams `in_part` accepts that is held in memory without a place on disk
-  // (a snapshot installed from a peer inlines them) to the data log, so that they may leave memory like
-  // the others. Call after a snapshot was restored.
-  void persist_unlocated(const streams::state_machine::path_predicate& in_part);
   // Cluster mode: a raft group's snapshot replaces the group's part of the state (`in_part`: the paths
   // of the group), at start from the node log or installed from the group's leader. Live readers of
   // the part are woken (or told their stream is gone), and records restored inline go to the data log.
   // A damaged blob changes nothing.
   status restore_part(std::span<const std::byte> blob, const streams::state_machine::path_predicate& in_part);
-
-  // Start-up, before the log is replayed: where this core's log lives (`dir` in `e`) and where the
-  // cold data of every core can be read back.
-  void attach_segments(storage::env& e, std::string dir, std::vector<storage::segment_reader*> readers);
-  // Start-up, before the loop runs: log every command to `writer` from now on.
-  void attach_wal(std::unique_ptr<storage::log_writer> writer);
-  hot_tier& hot() { return *hot_; }
-  shard_wal& wal() { return *wal_; }
-  // Reads the bytes of one record slice, from memory or from disk (fork sub-offset prefixes).
-  result<std::string> bytes_of(const streams::chunk_slice& s) const { return hot_->bytes_of(s); }
-  // Reads as live readers and clients may see them: only what is durable (shard_wal::clamp).
-  // Cold data is read back from disk on this thread; when that fails the plan is cut before the failing
-  // slice, the error is logged and stored in `*io` (when given). Client reads use read_planned and
-  // read_cold instead, so that a disk read never blocks the loop.
-  streams::read_result read_visible(const std::string& path, std::optional<streams::stream_offset> from,
-                                    std::size_t max_bytes, status* io = nullptr) const;
-  // read_visible without reading anything from disk: the plan may hold cold slices
-  // (hot_tier::has_cold); then hand the result to read_cold. A plan without them is complete as is.
-  streams::read_result read_planned(const std::string& path, std::optional<streams::stream_offset> from,
-                                    std::size_t max_bytes) const;
-  // Runs on this loop once a plan's cold slices were read (the plan is cut before a failing slice; the
-  // error was logged and is in `io`). rr.code is not_found when the stream was deleted (or deleted and
-  // created again) while the read was in flight: its old bytes are never served.
-  using read_done = std::function<void(streams::read_result& rr, status io)>;
-  // Reads the cold slices of `rr` (read_planned of `path`) on the node's cold_reader threads; `done`
-  // runs later on this loop, never before read_cold returns. At most max_cold_reads per core are in
-  // flight, the others wait here in order. `may_refuse` (a new request): returns false, and `done`
-  // never runs, when max_cold_waiting reads wait already; the caller answers 503. Live readers already
-  // admitted pass false: each has at most one read outstanding, bounded by its connection.
-  bool read_cold(std::string path, streams::read_result rr, read_done done, bool may_refuse);
-  // Start-up, before the loop runs: the node's cold read threads (null: cold slices are read on this
-  // loop, after read_cold returned).
-  void attach_cold_reader(cold_reader* r) { cold_ = r; }
-  // Replaces max_cold_reads and max_cold_waiting (tests: a small bound to reach).
-  void set_cold_limits(std::size_t in_flight, std::size_t waiting) {
-    opts_.max_cold_reads = in_flight;
-    opts_.max_cold_waiting = waiting;
-  }
-  // Cold reads done, and those in flight or waiting (this loop only; metrics and tests).
-  std::uint64_t cold_reads_done() const { return cold_done_; }
-  std::size_t cold_reads_pending() const { return cold_in_flight_ + cold_waiting_.size(); }
-  // The latency of cold reads, microseconds from read_cold to `done` (written on this loop).
-  const metrics::histogram& cold_read_latency() const { return cold_latency_; }
-  streams::read_result head_visible(const std::string& path) const;
 
   // Live readers.
   std::size_t live_readers() const { return readers_.size(); }  // this loop only (tests)
@@ -194,20 +124,19 @@ class stream_shard {
 
   std::string cursor(const std::optional<std::string>& client_cursor);
 
-  // Publishes sm_.size() as stream_count(): after every command that changed it, and once before the
-  // loops run for what recovery restored, so the quota holds from the first request on every core.
-  void recount_streams() { stream_count_.store(sm_.size(), std::memory_order_relaxed); }
   void start();  // the TTL sweeper
   void stop();   // ends every live reader (shutdown)
 
-  // Streams this shard's state machine holds (soft-deleted ones too); readable from any thread.
-  std::size_t stream_count() const { return stream_count_.load(std::memory_order_relaxed); }
+  // partition_host: a durable command's effects, a rebuilt state, held writes resumed.
+  void on_durable(const streams::outcome& o) override { effects(o); }
+  void on_rebuilt() override;
+  void on_writes_resumed() override { resume_deferred(); }
 
  private:
   void handle_create(protocol::stream_request req, http::exchange ex);
-  void finish_fork(protocol::stream_request req, http::exchange ex, durable_result retained);
+  void finish_fork(protocol::stream_request req, http::exchange ex, replica::durable_result retained);
   // The fork's create, once the prefix's record (if any) is in memory.
-  void create_fork(protocol::stream_request req, http::exchange ex, durable_result retained);
+  void create_fork(protocol::stream_request req, http::exchange ex, replica::durable_result retained);
   // Answers 507/503 when the log failed earlier (writes are refused until a restart), or 503 when too
   // many commands wait for the log.
   bool refuse_write(http::exchange ex, const protocol::cors_grant& cors);
@@ -220,25 +149,10 @@ class stream_shard {
   void arm_admission_timer();  // every 250 ms while writes wait: expire_waiting_writes
   void admit_waiting();
   void resume_deferred();
-  // After a failed log write: once nothing is in flight, rebuild the state from the log and accept
-  // writes again (docs/storage.md, "Write failures").
-  void schedule_rebuild(std::chrono::milliseconds delay);
-  void rebuild();
   void handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   // The answer of a catch-up or long-poll read once its plan is complete (`meta`: the stream as read).
   void answer_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id,
                    const streams::stream_meta& meta, streams::read_result& rr, const status& io);
-  struct cold_job {
-    streams::read_plan plan;
-    cold_reader::completion done;
-    std::chrono::steady_clock::time_point began;
-  };
-  // Queues the cold slices of `plan` for the cold_reader (read_cold without the stream's checks);
-  // `done` runs later on this loop.
-  void read_slices(streams::read_plan plan, cold_reader::completion done);
-  // Hands waiting cold reads to the cold_reader while fewer than max_cold_reads are in flight.
-  void dispatch_cold();
-  void finish_cold(cold_job& j, streams::read_plan plan, status io);
   // The read itself, once the stream's TTL was renewed (and, in a cluster, the read linearized).
   void serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   // Cluster mode: waits for a read index, renews a sliding TTL through raft, then serve_read.
@@ -259,8 +173,6 @@ class stream_shard {
                      std::shared_ptr<const streams::memory_log> log);
   // `releases`: carry out o.release (always on a single node; in a cluster only on the proposing node).
   void effects(const streams::outcome& o, bool releases = true);
-  // A durable command's new record: into the hot tier, with its place in the log.
-  void admit(const durable_result& r);
   // Drops a fork's reference on its source (on the source's core; in a cluster, propose_release).
   void release(const streams::fork_release_command& r);
   // Cluster mode: proposes the release in the source's group, again a second later while no leader takes
@@ -278,12 +190,9 @@ class stream_shard {
   io::event_loop* loop_;
   const clock_source* clock_;
   shard_options opts_;
-  streams::state_machine sm_;
-  std::unique_ptr<shard_wal> wal_ = std::make_unique<shard_wal>(nullptr);
-  std::unique_ptr<hot_tier> hot_;
-  std::unique_ptr<checkpointer> checkpointer_;
+  replica::partition part_;
+  streams::state_machine& sm_;  // part_'s
   std::unique_ptr<replication> repl_;
-  std::unique_ptr<data_log> data_log_;  // cluster mode: where applied stream bytes go (data_log.h)
   // Cluster mode: forks applied before their source (source path -> fork path), until it is created.
   std::unordered_multimap<std::string, std::string> unlinked_forks_;
   // Lanes: requests for a source's log that wait for it here (source path -> asking shard, fork path).
@@ -291,10 +200,6 @@ class stream_shard {
   std::unordered_set<io::event_loop::timer_id> release_retries_;  // propose_release's, cancelled by stop()
   std::unique_ptr<streams::fork_sweep> fork_sweep_;               // cluster mode: lost releases recovered
   io::event_loop::timer_id fork_sweep_timer_ = 0;
-  storage::segment_reader* own_segments_ = nullptr;
-  storage::env* env_ = nullptr;
-  std::string log_dir_;
-  io::event_loop::timer_id rebuild_timer_ = 0;
   std::deque<std::function<void()>> deferred_;
   struct waiting_write {
     std::int64_t since_ms = 0;
@@ -313,12 +218,6 @@ class stream_shard {
   std::mt19937 rng_;
   io::event_loop::timer_id sweep_timer_ = 0;
   bool stopped_ = false;
-  std::atomic<std::size_t> stream_count_{0};  // sm_.size() after the last command (stream_count())
-  cold_reader* cold_ = nullptr;
-  std::deque<cold_job> cold_waiting_;
-  std::size_t cold_in_flight_ = 0;
-  std::uint64_t cold_done_ = 0;
-  metrics::histogram cold_latency_;
 };
 
 }  // namespace weir::server

@@ -37,9 +37,9 @@ void stream_shard::attach_replication(std::unique_ptr<replication> r) {
     auto run = [this, &there, c, done = std::move(done)]() mutable {
       // Shutting down: the pass ends here (nothing is proposed after stop()).
       if (there.stopped_) return loop_->post([done = std::move(done)] { done(nullptr); });
-      (void)there.execute(c, [this, done = std::move(done)](durable_result& d) mutable {
+      (void)there.execute(c, [this, done = std::move(done)](replica::durable_result& d) mutable {
         std::optional<streams::outcome> o;
-        if (d.failure == protocol::errc::ok) o = std::move(d.o);
+        if (d.failure == replica::errc::ok) o = std::move(d.o);
         loop_->post([done = std::move(done), o = std::move(o)] { done(o ? &*o : nullptr); });
       });
     };
@@ -53,7 +53,7 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
                                                std::uint64_t index, bool proposed_here) {
   sm_.set_entry_place(group, index);
   streams::outcome o = sm_.apply(c);
-  if (o.mutated) recount_streams();
+  if (o.mutated) part_.recount_streams();
   // A fork's link to its source's log is not in the command (like a replayed one): link it here, on
   // every node. The source lives on this shard, or on another lane's (ask_for_source).
   if (const auto* create = std::get_if<streams::create_command>(&c);
@@ -73,10 +73,8 @@ streams::outcome stream_shard::apply_committed(const streams::command& c, std::u
     link_waiting_forks(create->path);
   }
   if (o.created && !lend_waiting_.empty()) answer_lend_requests();
-  // The record it added goes to the data log; nobody waits for it (raft made the command durable).
-  if (data_log_ && o.code == streams::errc::ok && o.mutated && o.meta) {
-    data_log_->write(c, o.meta->generation, o.meta->tail.value());
-  }
+  // The record it added goes to the data log.
+  part_.write_applied(c, o);
   effects(o, proposed_here);
   return o;
 }
@@ -143,57 +141,11 @@ void stream_shard::link_waiting_forks(const std::string& source) {
   }
 }
 
-status stream_shard::open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
-                                   std::vector<storage::segment_reader*> readers) {
-  attach_segments(e, dir, std::move(readers));
-  data_log_options o;
-  o.core = opts_.core;
-  o.segment_bytes = segment_bytes;
-  // Memory holds the hot budget plus what waits for a sync: keep the latter a fraction of the budget.
-  o.sync_bytes = std::clamp<std::uint64_t>(opts_.hot_bytes / 4, 64u << 10, 8u << 20);
-  o.reclaim_bytes = std::max<std::uint64_t>(segment_bytes / 2, 1);
-  // Batches of records to the writer's thread (not a wake-up per turn): a record reaches the disk at most
-  // a tick (250 ms) after its apply, well within the interval it waits for its sync.
-  o.hand_over_bytes = std::min<std::uint64_t>(64u << 10, o.sync_bytes);
-  data_log::hooks h;
-  h.locate = [this](std::uint64_t generation, std::uint64_t end, const streams::disk_location& at) {
-    return sm_.locate(generation, end, at);
-  };
-  h.admit = [this](std::uint64_t generation, std::uint64_t end, std::uint32_t size,
-                   const streams::disk_location& at) { hot_->admit(sm_, generation, end, size, at); };
-  h.referenced = [this] { return sm_.referenced_segments(opts_.core); };
-  io::event_loop* loop = loop_;
-  auto d = data_log::open(
-      e, dir, o, [loop](std::function<void()> fn) { loop->post(std::move(fn)); }, own_segments_,
-      std::move(h));
-  if (!d) return d.err();
-  data_log_ = std::move(*d);
-  return {};
-}
-
-void stream_shard::pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments) {
-  if (data_log_) data_log_->pin(group, std::move(segments));
-}
-
-void stream_shard::persist_unlocated(const streams::state_machine::path_predicate& in_part) {
-  if (!data_log_) return;
-  struct found {
-    std::string path;
-    std::uint64_t generation;
-    streams::record r;
-  };
-  std::vector<found> all;  // collected first: writing does not touch the logs being walked
-  sm_.for_each_unlocated([&](std::string_view path, std::uint64_t generation, const streams::record& r) {
-    if (in_part(path)) all.push_back(found{std::string(path), generation, r});
-  });
-  for (const found& f : all) data_log_->write_record(f.path, f.generation, f.r);
-}
-
 status stream_shard::restore_part(std::span<const std::byte> blob,
                                   const streams::state_machine::path_predicate& in_part) {
   std::vector<std::string> removed;
   if (auto st = sm_.restore_part(blob, in_part, &removed); !st) return st;
-  recount_streams();
+  part_.recount_streams();
   for (const std::string& path : removed) node_->report_deleted(path);
   // Every live reader of the part looks again (its stream may have grown, closed, or gone).
   std::vector<std::string> paths;
@@ -201,7 +153,7 @@ status stream_shard::restore_part(std::span<const std::byte> blob,
     if (in_part(path) && (paths.empty() || paths.back() != path)) paths.push_back(path);
   for (const std::string& path : paths)
     wake(path, std::find(removed.begin(), removed.end(), path) != removed.end());
-  persist_unlocated(in_part);
+  part_.persist_unlocated(in_part);
   // Lanes: forks of the part whose source is another lane's ask that lane for its log, and requests
   // for this lane's logs that the part answers are answered.
   if (repl_ && node_->shard_count() > 1) {
@@ -215,11 +167,11 @@ status stream_shard::restore_part(std::span<const std::byte> blob,
 
 void stream_shard::propose_release(const streams::fork_release_command& release) {
   if (stopped_) return;
-  (void)execute(release, [this, release](durable_result& r) {
-    if (r.failure == protocol::errc::ok || stopped_) return;
+  (void)execute(release, [this, release](replica::durable_result& r) {
+    if (r.failure == replica::errc::ok || stopped_) return;
     // No leader took it (nothing was proposed), or, for a release by origin (idempotent: applied twice
     // it changes nothing), its outcome is unknown: again a second later.
-    if (r.failure == protocol::errc::cluster_unavailable || release.origin) {
+    if (r.failure == replica::errc::cluster_unavailable || release.origin) {
       auto id = std::make_shared<io::event_loop::timer_id>(0);
       *id = loop_->add_timer(std::chrono::milliseconds(1000), [this, release, id] {
         release_retries_.erase(*id);

@@ -44,12 +44,12 @@ class shard_stream_host final : public subscriptions::stream_host {
     for (unsigned i = 0; i < node_.shard_count(); ++i) {
       stream_shard& s = node_.shard(i);
       s.loop().post([&s, g, prefix] {
-        auto metas = s.machine().list(prefix, s.now_ms());
+        auto metas = s.part().machine().list(prefix, s.now_ms());
         {
           std::lock_guard lock(g->mu);
           for (const auto& m : metas) {
             // Only what is durable (a stream whose create is in flight is not listed yet).
-            streams::read_result v = s.head_visible(m.path);
+            streams::read_result v = s.part().head_visible(m.path);
             if (v.code == streams::errc::ok) g->all.push_back(to_info(*v.meta));
           }
         }
@@ -62,7 +62,7 @@ class shard_stream_host final : public subscriptions::stream_host {
                   std::function<void(std::optional<subscriptions::stream_info>)> done) override {
     stream_shard& s = node_.owner_of(path);
     s.loop().post([&s, path = std::move(path), done = std::move(done)] {
-      streams::read_result r = s.head_visible(path);
+      streams::read_result r = s.part().head_visible(path);
       if (r.code != streams::errc::ok) return done(std::nullopt);
       done(to_info(*r.meta));
     });
@@ -78,8 +78,8 @@ class shard_stream_host final : public subscriptions::stream_host {
       c.body = protocol::json_payload(body);
       c.now_ms = s.now_ms();
       // Answered once the append is durable (or failed), like a client's append.
-      (void)s.execute(c, [done](durable_result& r) {
-        if (r.failure != protocol::errc::ok)
+      (void)s.execute(c, [done](replica::durable_result& r) {
+        if (r.failure != replica::errc::ok)
           return done(make_error(storage::errc::io_error, "append to wake stream failed: " + r.reason));
         if (r.o.code != streams::errc::ok) return done(make_error(r.o.code, "append to wake stream failed"));
         done(protocol::format_offset(r.o.meta->tail));

@@ -62,6 +62,11 @@ inline const char* errc_name(errc e) {
   return "unknown";
 }
 
+inline const std::error_category& error_category_of(errc) {
+  static const named_error_category<errc> c("storage");
+  return c;
+}
+
 inline errc errc_of(const error& e) {
   return e.as<errc>();
 }

@@ -21,6 +21,10 @@
 
 namespace weir::streams {
 
+// The record type of a command in a log (a single node's write-ahead log, a cluster node's data log);
+// the command's own kind byte follows in the payload.
+inline constexpr std::uint8_t command_record_type = 1;
+
 enum class codec_errc { truncated = 1, bad_kind, bad_value };
 
 // The encoding of `c`. When `data_offset` is non-null and `c` carries data that becomes a record (a

@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(part.snapshot_part(everything, any).value() == before_parts.value());
   }
 
-  // What a snapshot transfer's receiver decodes (server/snapshot_transfer): a peer's part blob, whose
+  // What a snapshot transfer's receiver decodes (replica/snapshot_transfer): a peer's part blob, whose
   // references it lists and rewrites to its own copies. Rewritten to the same places, a decodable blob
   // lists the same references and comes out the same when rewritten again.
   auto refs = snapshot_part_references(blob);

@@ -167,15 +167,16 @@ TEST(stream_responses, method_not_allowed_lists_the_methods) {
   EXPECT_EQ(find(own, "Allow"), std::optional<std::string>("GET, HEAD"));
 }
 
-// Issue 12 item 2: "storage error: open dir /path: Too many open files" reached a client.
+// A disk failure's reason ("open dir /path: Too many open files") must never reach a client.
 TEST(stream_responses, storage_failures_name_no_internals) {
-  for (errc e : {errc::storage_full, errc::storage_unavailable, errc::writes_backlogged}) {
+  for (replica::errc e :
+       {replica::errc::storage_full, replica::errc::storage_unavailable, replica::errc::writes_backlogged}) {
     response r = error_response(status_for(e));
     EXPECT_TRUE(r.status == 503 || r.status == 507);
     EXPECT_EQ(find(r, "Retry-After"), std::optional<std::string>("1"));
     EXPECT_EQ(r.body.find('/'), std::string::npos) << r.body;
   }
-  EXPECT_EQ(error_response(status_for(errc::storage_unavailable)).body, "storage unavailable\n");
+  EXPECT_EQ(error_response(status_for(replica::errc::storage_unavailable)).body, "storage unavailable\n");
 }
 
 // Errors that teach: each says how to fix the request.

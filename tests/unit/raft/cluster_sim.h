@@ -38,7 +38,7 @@ struct sim_options {
   std::uint64_t log_segment_bytes = 4096;
   // Every InstallSnapshot goes through node_io's snapshot-transfer hooks (set_snapshot_transfers): the
   // sender's handler sends it naming a transfer of no chunks, the receiver's hands it back to libraft
-  // (deliver_install), as server/snapshot_transfer does after its chunks.
+  // (deliver_install), as replica/snapshot_transfer does after its chunks.
   bool relay_installs = false;
   // libraft's pre-vote. Off: libraft 0.15's pre-vote can live-lock a group (docs/replication.md, bug 4);
   // on, seed 201349 shows it.

@@ -245,7 +245,7 @@ TEST_F(cold_read_test, a_cold_catch_up_is_read_off_the_loop_while_the_core_serve
   const std::string cold = "/v1/stream/cold", other = "/v1/stream/other";
   std::string want = fill(cold, 40);
   ASSERT_EQ(http(port_, "PUT", other, text).status, 201);
-  ASSERT_GT(on_core([](stream_shard& s) { return s.hot().evicted(); }), 20u);
+  ASSERT_GT(on_core([](stream_shard& s) { return s.part().hot().evicted(); }), 20u);
 
   gate_.arm();
   auto catch_up = std::async(std::launch::async, [&] { return http(port_, "GET", cold + "?offset=-1"); });
@@ -258,7 +258,7 @@ TEST_F(cold_read_test, a_cold_catch_up_is_read_off_the_loop_while_the_core_serve
   EXPECT_EQ(http(port_, "HEAD", cold).status, 200);
   EXPECT_EQ(http(port_, "POST", cold, text, "+more").status, 204);
   if (HasFailure()) gate_.release();  // a blocked loop: let it go before asking it anything
-  EXPECT_EQ(on_core([](stream_shard& s) { return s.cold_reads_pending(); }), 1u);
+  EXPECT_EQ(on_core([](stream_shard& s) { return s.part().cold_reads_pending(); }), 1u);
   gate_.release();
 
   reply r = catch_up.get();
@@ -266,8 +266,8 @@ TEST_F(cold_read_test, a_cold_catch_up_is_read_off_the_loop_while_the_core_serve
   EXPECT_TRUE(r.body == want.substr(0, r.body.size())) << "the first chunk differs";
   EXPECT_GT(r.body.size(), 0u);
   EXPECT_TRUE(read_all(cold) == want + "+more");
-  EXPECT_GT(on_core([](stream_shard& s) { return s.cold_reads_done(); }), 1u);
-  EXPECT_EQ(on_core([](stream_shard& s) { return s.cold_reads_pending(); }), 0u);
+  EXPECT_GT(on_core([](stream_shard& s) { return s.part().cold_reads_done(); }), 1u);
+  EXPECT_EQ(on_core([](stream_shard& s) { return s.part().cold_reads_pending(); }), 0u);
   reply m = http(port_, "GET", "/metrics");
   ASSERT_EQ(m.status, 200);
   EXPECT_EQ(m.body.find("weir_cold_reads_total 0\n"), std::string::npos);
@@ -315,7 +315,7 @@ TEST_F(cold_read_test, a_reader_that_goes_away_during_its_cold_read_is_dropped) 
   ::close(fd);  // the client leaves: cancel_live while the read is in flight
   EXPECT_TRUE(eventually([](stream_shard& s) { return s.live_readers() == 0; }));
   gate_.release();
-  EXPECT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 0; }));
+  EXPECT_TRUE(eventually([](stream_shard& s) { return s.part().cold_reads_pending() == 0; }));
   // The core is well and the data intact.
   EXPECT_TRUE(read_all(p) == want);
 }
@@ -331,7 +331,7 @@ TEST_F(cold_read_test, a_stream_deleted_during_its_cold_read_is_not_served) {
   ASSERT_TRUE(gate_.wait_blocked());
   EXPECT_EQ(http(port_, "HEAD", p).status, 200);
   if (HasFailure()) gate_.release();  // a blocked loop: let it go before asking it anything
-  ASSERT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 2; }));
+  ASSERT_TRUE(eventually([](stream_shard& s) { return s.part().cold_reads_pending() == 2; }));
   ASSERT_EQ(http(port_, "DELETE", p).status, 204);
   // Created again at the same path: the old incarnation's bytes must not come back as the new one's.
   ASSERT_EQ(http(port_, "PUT", p, text).status, 201);
@@ -342,7 +342,7 @@ TEST_F(cold_read_test, a_stream_deleted_during_its_cold_read_is_not_served) {
   // The session was told its stream is gone: it ended without a data event of the old stream.
   sse_text ended = parse_sse(session.get());
   EXPECT_EQ(ended.data_events, 0);
-  EXPECT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 0; }));
+  EXPECT_TRUE(eventually([](stream_shard& s) { return s.part().cold_reads_pending() == 0; }));
   reply fresh = http(port_, "GET", p + "?offset=-1");
   EXPECT_EQ(fresh.status, 200);
   EXPECT_EQ(fresh.body, "new life");
@@ -372,7 +372,7 @@ TEST_F(cold_read_test, cold_reads_beyond_the_bound_get_503_with_retry_after) {
   const std::string p = "/v1/stream/busy";
   std::string want = fill(p, 40);
   on_core([](stream_shard& s) {
-    s.set_cold_limits(1, 1);
+    s.part().set_cold_limits(1, 1);
     return 0;
   });
 
@@ -383,7 +383,7 @@ TEST_F(cold_read_test, cold_reads_beyond_the_bound_get_503_with_retry_after) {
   const std::string second_offset = "0000000000000000_0000000000008192";
   auto second =
       std::async(std::launch::async, [&] { return http(port_, "GET", p + "?offset=" + second_offset); });
-  EXPECT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 2; }));
+  EXPECT_TRUE(eventually([](stream_shard& s) { return s.part().cold_reads_pending() == 2; }));
   reply refused = http(port_, "GET", p + "?offset=-1");
   EXPECT_EQ(refused.status, 503);
   EXPECT_EQ(refused.headers["retry-after"], "1");
@@ -396,7 +396,7 @@ TEST_F(cold_read_test, cold_reads_beyond_the_bound_get_503_with_retry_after) {
   ASSERT_EQ(b.status, 200);
   EXPECT_TRUE(a.body == want.substr(0, a.body.size()));
   EXPECT_TRUE(b.body == want.substr(8192, b.body.size()));
-  EXPECT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 0; }));
+  EXPECT_TRUE(eventually([](stream_shard& s) { return s.part().cold_reads_pending() == 0; }));
 }
 
 TEST_F(cold_read_test, a_failing_cold_read_answers_503_and_the_core_goes_on) {
@@ -413,7 +413,7 @@ TEST_F(cold_read_test, a_failing_cold_read_answers_503_and_the_core_goes_on) {
   EXPECT_EQ(r.status, 503);
   EXPECT_EQ(r.headers["retry-after"], "1");
   gate_.fail(false);
-  EXPECT_TRUE(eventually([](stream_shard& s) { return s.cold_reads_pending() == 0; }));
+  EXPECT_TRUE(eventually([](stream_shard& s) { return s.part().cold_reads_pending() == 0; }));
   EXPECT_TRUE(read_all(p) == want);
 }
 

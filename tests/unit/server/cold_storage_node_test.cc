@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "server/hot_tier.h"
 #include "server/stream_shard.h"
+#include "tier/hot_tier.h"
 
 #include "unit/server/durable_node_fixture.h"
 #include "unit/server/http_test_client.h"
@@ -87,8 +87,8 @@ TEST_F(cold_storage_test, data_beyond_the_memory_budget_is_read_back_from_disk) 
     }
   }
   for (unsigned core = 0; core < 2; ++core) {
-    EXPECT_LE(on_core(core, [](stream_shard& s) { return s.hot().bytes(); }), std::size_t{512 << 10});
-    EXPECT_GT(on_core(core, [](stream_shard& s) { return s.hot().evicted(); }), 40u);
+    EXPECT_LE(on_core(core, [](stream_shard& s) { return s.part().hot().bytes(); }), std::size_t{512 << 10});
+    EXPECT_GT(on_core(core, [](stream_shard& s) { return s.part().hot().evicted(); }), 40u);
   }
   for (auto& [p, want] : expected) EXPECT_TRUE(read_all(p) == want) << p;
   // A fork at an offset inside a cold record (sub-offset prefix read from disk) on the other core.

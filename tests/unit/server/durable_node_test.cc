@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "replica/shard_wal.h"
 #include "server/node.h"
-#include "server/shard_wal.h"
 #include "server/stream_shard.h"
 #include "storage/log_writer.h"
 #include "streams/command_codec.h"
@@ -41,7 +41,7 @@ class durable_node_test : public test_support::durable_node_fixture {
     stream_shard& s = n_->owner_of(path);
     std::promise<std::size_t> p;
     auto f = p.get_future();
-    s.loop().post([&] { p.set_value(s.machine().records_held(path)); });
+    s.loop().post([&] { p.set_value(s.part().machine().records_held(path)); });
     return f.get();
   }
 };
@@ -206,7 +206,7 @@ TEST_F(durable_node_test, a_reference_without_a_fork_is_released_at_start) {
     auto w = storage::log_writer::open(e, core0, {}, *rec, [](std::function<void()> fn) { fn(); });
     ASSERT_TRUE(w.has_value());
     std::string bytes = streams::encode(streams::fork_retain_command{src, std::nullopt, 0, "", 1});
-    (*w)->append(command_record_type, std::as_bytes(std::span(bytes.data(), bytes.size())),
+    (*w)->append(streams::command_record_type, std::as_bytes(std::span(bytes.data(), bytes.size())),
                  [&](result<storage::append_ack> r) {
                    EXPECT_TRUE(r.has_value());
                    std::lock_guard lock(mu);

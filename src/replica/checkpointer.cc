@@ -1,0 +1,70 @@
+#include "replica/checkpointer.h"
+
+#include <chrono>
+
+#include "base/log.h"
+
+namespace weir::replica {
+
+checkpointer::checkpointer(shard_wal& wal, streams::state_machine& sm, std::uint32_t core,
+                           std::uint64_t every_bytes, storage::segment_reader* reader,
+                           std::function<void()> resume)
+    : wal_(wal),
+      sm_(sm),
+      core_(core),
+      every_bytes_(every_bytes),
+      reader_(reader),
+      resume_(std::move(resume)) {}
+
+checkpointer::~checkpointer() {
+  *alive_ = false;
+}
+
+void checkpointer::poll() {
+  if (waiting_ || writing_ || every_bytes_ == 0 || !wal_.logging() || wal_.failed()) return;
+  if (wal_.logged_bytes() < every_bytes_) return;
+  waiting_ = true;
+  wal_.when_idle([this] { take(); });
+}
+
+void checkpointer::take() {
+  waiting_ = false;
+  if (wal_.failed()) {
+    // The state machine is ahead of the log: it must not be snapshotted.
+    resume_();
+    return;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::byte> blob = sm_.snapshot();
+  std::vector<storage::segment_id> keep;
+  for (std::uint64_t id : sm_.referenced_segments(core_)) keep.push_back(storage::segment_id{id});
+  const storage::lsn covered = wal_.last_lsn();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  const std::size_t blob_bytes = blob.size();
+  wal_.reset_logged_bytes();
+  writing_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  wal_.writer()->checkpoint(
+      covered, std::move(blob), std::move(keep),
+      [this, alive, covered, blob_bytes, ms](result<std::vector<storage::segment_id>> r) {
+        auto a = alive.lock();
+        if (!a || !*a) return;
+        writing_ = false;
+        if (!r) {
+          log::warn("weir serve: core {}: checkpoint at lsn {} failed: {}", core_, covered.value(),
+                    r.err().reason);
+          return;
+        }
+        ++taken_;
+        for (storage::segment_id id : *r) {
+          if (reader_) reader_->forget(id);
+        }
+        log::info(
+            "weir serve: core {}: checkpoint at lsn {} ({} bytes, snapshot {:.1f} ms), {} segments reclaimed",
+            core_, covered.value(), blob_bytes, ms, r->size());
+      });
+  resume_();
+}
+
+}  // namespace weir::replica

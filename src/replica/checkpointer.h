@@ -1,0 +1,57 @@
+// checkpointer: when a core's log has grown by `every_bytes` since its last checkpoint, snapshots the
+// core's state machine and hands it to the log writer (storage::log_writer::checkpoint), so that a
+// restart loads the snapshot and replays only the log after it; the writer then reclaims the segments
+// that the checkpoint covers and no record points at any more (docs/storage.md, "Checkpoints").
+//
+// A snapshot must describe exactly the records up to an lsn, so it is taken when no command is in
+// flight: once a checkpoint is due the shard holds back new writes (pausing()), the commands in flight
+// complete (one group commit), the snapshot is taken and the held writes resume.
+//
+// Lives on its shard's core.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "replica/shard_wal.h"
+#include "storage/segment_reader.h"
+#include "streams/state_machine.h"
+
+namespace weir::replica {
+
+class checkpointer {
+ public:
+  // `reader`: this core's segment files (its cached handles are dropped when a segment is reclaimed);
+  // may be null. `resume` runs once a checkpoint was taken (the shard replays the writes it held back).
+  checkpointer(shard_wal& wal, streams::state_machine& sm, std::uint32_t core, std::uint64_t every_bytes,
+               storage::segment_reader* reader, std::function<void()> resume);
+  ~checkpointer();
+  checkpointer(const checkpointer&) = delete;
+  checkpointer& operator=(const checkpointer&) = delete;
+
+  // Call after each command: starts a checkpoint when one is due.
+  void poll();
+  // A checkpoint waits for the commands in flight: hold back new writes.
+  bool pausing() const { return waiting_; }
+  // A checkpoint is being written (and segments reclaimed) by the log's sync thread.
+  bool writing() const { return writing_; }
+  std::uint64_t taken() const { return taken_; }
+
+ private:
+  void take();
+
+  shard_wal& wal_;
+  streams::state_machine& sm_;
+  std::uint32_t core_;
+  std::uint64_t every_bytes_;
+  storage::segment_reader* reader_;
+  std::function<void()> resume_;
+  bool waiting_ = false;
+  bool writing_ = false;  // a checkpoint is being written by the log's sync thread
+  std::uint64_t taken_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace weir::replica

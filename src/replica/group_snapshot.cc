@@ -1,0 +1,48 @@
+#include "replica/group_snapshot.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "base/assert.h"
+#include "raft/byte_codec.h"
+#include "raft/types.h"
+
+namespace weir::replica {
+
+namespace {
+constexpr std::uint8_t version = 1;
+}
+
+std::vector<std::byte> encode_group_snapshot(std::span<const std::byte> streams,
+                                             std::span<const std::byte> subscriptions) {
+  std::vector<std::byte> out;
+  out.reserve(9 + streams.size() + subscriptions.size());
+  raft::byte_writer w(out);
+  w.u8(version);
+  for (auto part : {streams, subscriptions}) {
+    WEIR_ASSERT(part.size() <= std::numeric_limits<std::uint32_t>::max(), "snapshot part of {} bytes",
+                part.size());
+    w.u32(static_cast<std::uint32_t>(part.size()));
+    w.bytes(part);
+  }
+  return out;
+}
+
+result<group_snapshot_view> decode_group_snapshot(std::span<const std::byte> in) {
+  raft::byte_reader r(in);
+  std::uint8_t v = 0;
+  if (!r.u8(v)) return make_error(raft::errc::malformed, "group snapshot: empty");
+  if (v != version)
+    return make_error(raft::errc::malformed, "group snapshot: unknown version " + std::to_string(v));
+  group_snapshot_view out;
+  for (auto* part : {&out.streams, &out.subscriptions}) {
+    std::uint32_t n = 0;
+    if (!r.u32(n) || !r.bytes(n, *part))
+      return make_error(raft::errc::malformed, "group snapshot: truncated");
+  }
+  if (r.remaining() != 0) return make_error(raft::errc::malformed, "group snapshot: bytes after the end");
+  return out;
+}
+
+}  // namespace weir::replica

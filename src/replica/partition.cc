@@ -1,0 +1,255 @@
+#include "replica/partition.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "replica/wal_recovery.h"
+
+namespace weir::replica {
+
+partition::partition(io::event_loop& loop, const clock_source& clock, partition_options opts,
+                     partition_host& host)
+    : loop_(&loop),
+      clock_(&clock),
+      opts_(opts),
+      host_(&host),
+      hot_(std::make_unique<tier::hot_tier>(opts.hot_bytes, std::vector<storage::segment_reader*>{})),
+      cold_latency_(metrics::latency_us_bounds) {}
+
+partition::~partition() = default;
+
+void partition::attach_segments(storage::env& e, std::string dir,
+                                std::vector<storage::segment_reader*> readers) {
+  env_ = &e;
+  log_dir_ = std::move(dir);
+  own_segments_ = opts_.core < readers.size() ? readers[opts_.core] : nullptr;
+  hot_ = std::make_unique<tier::hot_tier>(opts_.hot_bytes, std::move(readers));
+}
+
+void partition::attach_wal(std::unique_ptr<storage::log_writer> writer) {
+  checkpointer_.reset();
+  wal_ = std::make_unique<shard_wal>(std::move(writer));
+  checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, opts_.core, opts_.checkpoint_bytes,
+                                                 own_segments_, [this] { host_->on_writes_resumed(); });
+  wal_->on_failure([this] { schedule_rebuild(std::chrono::milliseconds(1000)); });
+}
+
+streams::outcome partition::submit(const streams::command& c, completion done) {
+  wal_->before(c, sm_, now_ms());
+  streams::outcome o = sm_.apply(c);
+  if (o.mutated) recount_streams();
+  wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
+    if (r.failure == errc::ok) {
+      if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) admit(r);
+      host_->on_durable(r.o);
+    }
+    if (done) done(r);
+  });
+  if (checkpointer_) checkpointer_->poll();
+  return o;
+}
+
+std::optional<errc> partition::write_failure() const {
+  if (wal_->failed()) return wal_->failure();
+  return std::nullopt;
+}
+
+void partition::admit(const durable_result& r) {
+  streams::disk_location at = r.at;
+  at.core = opts_.core;
+  const streams::stream_meta& m = *r.o.meta;
+  // The command's record is the stream's last: it ends at the tail the command reported.
+  hot_->admit(sm_, m.generation, m.tail.value(), r.data_size, at);
+}
+
+void partition::schedule_rebuild(std::chrono::milliseconds delay) {
+  if (stopped_ || rebuild_timer_ != 0) return;
+  // Writes get 507/503 (Retry-After) meanwhile; the delay keeps a full disk from costing a rebuild
+  // per request.
+  rebuild_timer_ = loop_->add_timer(delay, [this] {
+    rebuild_timer_ = 0;
+    wal_->when_idle([this] { rebuild(); });
+  });
+}
+
+void partition::rebuild() {
+  if (stopped_ || !wal_->failed()) return;
+  if (!wal_->recoverable()) {
+    log::error("weir serve: core {}: the log is in an unknown state; writes stay refused until a restart",
+               opts_.core);
+    return;
+  }
+  if (!env_ || checkpointer_->writing()) {
+    schedule_rebuild(std::chrono::milliseconds(50));
+    return;
+  }
+  const auto began = std::chrono::steady_clock::now();
+  wal_recovery_stats stats;
+  if (status st = rebuild_core(*env_, log_dir_, opts_.core, sm_, hot_, stats); !st) {
+    log::error("weir serve: core {}: rebuilding the state from the log failed ({}); retrying", opts_.core,
+               st.err().reason);
+    schedule_rebuild(std::chrono::milliseconds(1000));
+    return;
+  }
+  wal_->clear_failure();
+  wal_->writer()->resume();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+  log::info(
+      "weir serve: core {}: state rebuilt from the log in {:.1f} ms ({} commands replayed); writes resume",
+      opts_.core, ms, stats.records);
+  // Live readers may have been told about nothing the log lost (they only see durable data); they
+  // re-read against the rebuilt state.
+  host_->on_rebuilt();
+}
+
+streams::read_result partition::read_visible(const std::string& path,
+                                             std::optional<streams::stream_offset> from,
+                                             std::size_t max_bytes, status* io) const {
+  streams::read_result rr = sm_.read(path, from, max_bytes);
+  wal_->clamp(path, rr);
+  if (status st = hot_->resolve(rr.plan); !st) {
+    log::error("weir serve: {}: reading stored data failed: {}", path, st.err().reason);
+    if (io) *io = st;
+  }
+  return rr;
+}
+
+streams::read_result partition::read_planned(const std::string& path,
+                                             std::optional<streams::stream_offset> from,
+                                             std::size_t max_bytes) const {
+  streams::read_result rr = sm_.read(path, from, max_bytes);
+  wal_->clamp(path, rr);
+  return rr;
+}
+
+streams::read_result partition::head_visible(const std::string& path) const {
+  streams::read_result rr = sm_.head(path, now_ms());
+  wal_->clamp(path, rr);
+  return rr;
+}
+
+bool partition::read_cold(std::string path, streams::read_result rr, read_done done, bool may_refuse) {
+  if (may_refuse && cold_waiting_.size() >= opts_.max_cold_waiting) return false;
+  streams::read_plan plan = std::move(rr.plan);
+  rr.plan = {};
+  read_slices(std::move(plan), [this, path = std::move(path), rr = std::move(rr), done = std::move(done)](
+                                   streams::read_plan p, status io) mutable {
+    if (!io) log::error("weir serve: {}: reading stored data failed: {}", path, io.err().reason);
+    rr.plan = std::move(p);
+    // The state moved on while the read was in flight. The bytes read are immutable, but the stream
+    // may be gone, or gone and created again at the same path: then its old bytes are not served.
+    streams::read_result now = sm_.head(path, now_ms());
+    if (now.code != streams::errc::ok || !now.meta || !rr.meta ||
+        now.meta->generation != rr.meta->generation) {
+      rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
+      rr.plan = {};
+    }
+    done(rr, io);
+  });
+  return true;
+}
+
+void partition::read_slices(streams::read_plan plan, tier::cold_reader::completion done) {
+  cold_waiting_.push_back(cold_job{std::move(plan), std::move(done), std::chrono::steady_clock::now()});
+  dispatch_cold();
+}
+
+void partition::dispatch_cold() {
+  while (cold_in_flight_ < std::max<std::size_t>(1, opts_.max_cold_reads) && !cold_waiting_.empty()) {
+    cold_job j = std::move(cold_waiting_.front());
+    cold_waiting_.pop_front();
+    ++cold_in_flight_;
+    streams::read_plan plan = std::move(j.plan);
+    j.plan = {};
+    auto back = [this, j = std::move(j)](streams::read_plan p, status io) mutable {
+      finish_cold(j, std::move(p), std::move(io));
+    };
+    if (cold_) {
+      // The segment readers are the node's and outlive the read; a segment reclaimed meanwhile was
+      // either still open (its file stays readable until closed) or fails to open: the read then fails
+      // like any other (the plan is cut, 503 or a shorter answer).
+      cold_->submit(hot_->readers(), std::move(plan), *loop_, std::move(back));
+    } else {
+      loop_->post([readers = hot_->readers(), plan = std::move(plan), back = std::move(back)]() mutable {
+        status io = tier::hot_tier::resolve_slices(readers, plan);
+        back(std::move(plan), std::move(io));
+      });
+    }
+  }
+}
+
+void partition::finish_cold(cold_job& j, streams::read_plan plan, status io) {
+  --cold_in_flight_;
+  ++cold_done_;
+  cold_latency_.observe(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - j.began)
+          .count()));
+  j.done(std::move(plan), std::move(io));
+  dispatch_cold();
+}
+
+status partition::open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
+                                std::vector<storage::segment_reader*> readers) {
+  attach_segments(e, dir, std::move(readers));
+  tier::data_log_options o;
+  o.core = opts_.core;
+  o.segment_bytes = segment_bytes;
+  // Memory holds the hot budget plus what waits for a sync: keep the latter a fraction of the budget.
+  o.sync_bytes = std::clamp<std::uint64_t>(opts_.hot_bytes / 4, 64u << 10, 8u << 20);
+  o.reclaim_bytes = std::max<std::uint64_t>(segment_bytes / 2, 1);
+  // Batches of records to the writer's thread (not a wake-up per turn): a record reaches the disk at most
+  // a tick (250 ms) after its apply, well within the interval it waits for its sync.
+  o.hand_over_bytes = std::min<std::uint64_t>(64u << 10, o.sync_bytes);
+  tier::data_log::hooks h;
+  h.locate = [this](std::uint64_t generation, std::uint64_t end, const streams::disk_location& at) {
+    return sm_.locate(generation, end, at);
+  };
+  h.admit = [this](std::uint64_t generation, std::uint64_t end, std::uint32_t size,
+                   const streams::disk_location& at) { hot_->admit(sm_, generation, end, size, at); };
+  h.referenced = [this] { return sm_.referenced_segments(opts_.core); };
+  io::event_loop* loop = loop_;
+  auto d = tier::data_log::open(
+      e, dir, o, [loop](std::function<void()> fn) { loop->post(std::move(fn)); }, own_segments_,
+      std::move(h));
+  if (!d) return d.err();
+  data_log_ = std::move(*d);
+  return {};
+}
+
+void partition::write_applied(const streams::command& c, const streams::outcome& o) {
+  // Nobody waits for it: raft made the command durable.
+  if (data_log_ && o.code == streams::errc::ok && o.mutated && o.meta) {
+    data_log_->write(c, o.meta->generation, o.meta->tail.value());
+  }
+}
+
+void partition::pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments) {
+  if (data_log_) data_log_->pin(group, std::move(segments));
+}
+
+void partition::persist_unlocated(const streams::state_machine::path_predicate& in_part) {
+  if (!data_log_) return;
+  struct found {
+    std::string path;
+    std::uint64_t generation;
+    streams::record r;
+  };
+  std::vector<found> all;  // collected first: writing does not touch the logs being walked
+  sm_.for_each_unlocated([&](std::string_view path, std::uint64_t generation, const streams::record& r) {
+    if (in_part(path)) all.push_back(found{std::string(path), generation, r});
+  });
+  for (const found& f : all) data_log_->write_record(f.path, f.generation, f.r);
+}
+
+void partition::tick(std::int64_t now_ms) {
+  if (data_log_) data_log_->tick(now_ms);
+}
+
+void partition::stop() {
+  stopped_ = true;
+  if (rebuild_timer_ != 0) loop_->cancel_timer(rebuild_timer_);
+  rebuild_timer_ = 0;
+}
+
+}  // namespace weir::replica

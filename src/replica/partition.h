@@ -1,0 +1,215 @@
+// partition: the streams of one shard (a core of a single node, a lane of a cluster node) below the
+// HTTP front. Owns the shard's state machine, its local commit path (the write-ahead log, shard_wal),
+// the places its bytes live (the hot tier in memory, the log's segments, a cluster node's data log),
+// its checkpoints, the rebuild after a failed log write, and the reads of data that left memory (off
+// the loop, on the node's cold_reader threads).
+//
+// What it needs from the node is its host (partition_host): told when a command's effects are due and
+// when held writes may go on. It knows commands, outcomes and read plans; it includes nothing of HTTP or
+// of the protocol layer (checked by src/replica/CMakeLists.txt), so it is built directly by unit tests
+// and by the simulations.
+//
+// Lives on one loop: every method runs there (the writer's and the cold reads' completions are posted
+// there); stream_count() may be read from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "io/event_loop.h"
+#include "replica/checkpointer.h"
+#include "replica/errc.h"
+#include "replica/shard_wal.h"
+#include "storage/env.h"
+#include "storage/log_writer.h"
+#include "storage/segment_reader.h"
+#include "streams/state_machine.h"
+#include "tier/cold_reader.h"
+#include "tier/data_log.h"
+#include "tier/hot_tier.h"
+
+namespace weir::replica {
+
+struct partition_options {
+  std::uint32_t core = 0;                         // the shard's index (its log is <data>/wal/core-N)
+  std::size_t hot_bytes = 256ull << 20;           // stream data kept in memory (hot_tier)
+  std::uint64_t checkpoint_bytes = 256ull << 20;  // log growth between checkpoints; 0: never
+  // Cold reads (plans with slices to read from disk) in flight with the cold_reader at once, and how
+  // many more may wait before read_cold refuses new ones (the caller answers 503 with Retry-After). A
+  // read in flight holds at most a read chunk (or one record) of bytes; a waiting one only its plan.
+  std::size_t max_cold_reads = 8;
+  std::size_t max_cold_waiting = 1024;
+};
+
+// What a partition tells the node it runs in. Called on the partition's loop.
+class partition_host {
+ public:
+  virtual ~partition_host() = default;
+  // A command of the local commit path is durable: carry out its effects (wake live readers, report
+  // stream events, release fork references). Runs before the command's own completion.
+  virtual void on_durable(const streams::outcome& o) = 0;
+  // The state was rebuilt from the log after a failed write: live readers re-read.
+  virtual void on_rebuilt() = 0;
+  // A checkpoint that held writes back is written: the held writes may go on.
+  virtual void on_writes_resumed() = 0;
+};
+
+class partition {
+ public:
+  using completion = shard_wal::completion;
+
+  partition(io::event_loop& loop, const clock_source& clock, partition_options opts, partition_host& host);
+  ~partition();
+  partition(const partition&) = delete;
+  partition& operator=(const partition&) = delete;
+
+  io::event_loop& loop() { return *loop_; }
+  const partition_options& options() const { return opts_; }
+  streams::state_machine& machine() { return sm_; }
+  const streams::state_machine& machine() const { return sm_; }
+  std::int64_t now_ms() const { return clock_->wall_ms(); }
+
+  // Start-up, before the log is replayed: where this shard's log lives (`dir` in `e`) and where the
+  // cold data of every shard can be read back (readers: indexed by shard, owned by the caller, outliving
+  // the partition).
+  void attach_segments(storage::env& e, std::string dir, std::vector<storage::segment_reader*> readers);
+  // Start-up, before the loop runs: log every command to `writer` from now on.
+  void attach_wal(std::unique_ptr<storage::log_writer> writer);
+
+  // The local commit path: applies `c` to the state machine at once, logs it if it changed state, and
+  // once its record is durable admits its bytes to the hot tier, tells the host (on_durable) and runs
+  // `done`, in the order commands were submitted. Returns the outcome at once (for callers that only
+  // need to know whether the stream exists).
+  streams::outcome submit(const streams::command& c, completion done = {});
+
+  // Why a write must be refused now: the log failed earlier (writes are refused until the state is
+  // rebuilt from it), or nullopt.
+  std::optional<errc> write_failure() const;
+  // Commands of the local commit path queued behind the log, and their bytes.
+  std::size_t in_flight() const { return wal_->in_flight(); }
+  std::size_t in_flight_bytes() const { return wal_->in_flight_bytes(); }
+  // A checkpoint waits for the commands in flight: hold new writes back until on_writes_resumed.
+  bool holding_writes() const { return checkpointer_ && checkpointer_->pausing(); }
+
+  // Reads as live readers and clients may see them: only what is durable (shard_wal::clamp). Cold data
+  // is read back from disk on this thread; when that fails the plan is cut before the failing slice, the
+  // error is logged and stored in `*io` (when given). Client reads use read_planned and read_cold
+  // instead, so that a disk read never blocks the loop.
+  streams::read_result read_visible(const std::string& path, std::optional<streams::stream_offset> from,
+                                    std::size_t max_bytes, status* io = nullptr) const;
+  // read_visible without reading anything from disk: the plan may hold cold slices
+  // (hot_tier::has_cold); then hand the result to read_cold. A plan without them is complete as is.
+  streams::read_result read_planned(const std::string& path, std::optional<streams::stream_offset> from,
+                                    std::size_t max_bytes) const;
+  streams::read_result head_visible(const std::string& path) const;
+  // Runs on this loop once a plan's cold slices were read (the plan is cut before a failing slice; the
+  // error was logged and is in `io`). rr.code is not_found when the stream was deleted (or deleted and
+  // created again) while the read was in flight: its old bytes are never served.
+  using read_done = std::function<void(streams::read_result& rr, status io)>;
+  // Reads the cold slices of `rr` (read_planned of `path`) on the node's cold_reader threads; `done`
+  // runs later on this loop, never before read_cold returns. At most max_cold_reads are in flight, the
+  // others wait here in order. `may_refuse` (a new request): returns false, and `done` never runs, when
+  // max_cold_waiting reads wait already. Live readers already admitted pass false: each has at most one
+  // read outstanding, bounded by its connection.
+  bool read_cold(std::string path, streams::read_result rr, read_done done, bool may_refuse);
+  // read_cold of a bare plan, without the stream's checks (a fork's source record); `done` runs later on
+  // this loop.
+  void read_slices(streams::read_plan plan, tier::cold_reader::completion done);
+  // Reads the bytes of one record slice, from memory or from disk (fork sub-offset prefixes).
+  result<std::string> bytes_of(const streams::chunk_slice& s) const { return hot_->bytes_of(s); }
+
+  // Start-up, before the loop runs: the node's cold read threads (null: cold slices are read on this
+  // loop, after read_cold returned).
+  void attach_cold_reader(tier::cold_reader* r) { cold_ = r; }
+  // Replaces max_cold_reads and max_cold_waiting (tests: a small bound to reach).
+  void set_cold_limits(std::size_t in_flight, std::size_t waiting) {
+    opts_.max_cold_reads = in_flight;
+    opts_.max_cold_waiting = waiting;
+  }
+  // Cold reads done, and those in flight or waiting (this loop only; metrics and tests).
+  std::uint64_t cold_reads_done() const { return cold_done_; }
+  std::size_t cold_reads_pending() const { return cold_in_flight_ + cold_waiting_.size(); }
+  // The latency of cold reads, microseconds from read_cold to `done` (written on this loop).
+  const metrics::histogram& cold_read_latency() const { return cold_latency_; }
+
+  tier::hot_tier& hot() { return *hot_; }
+  shard_wal& wal() { return *wal_; }
+
+  // A cluster node's data log (data_log.h), opened at start-up before the loop runs (and before raft
+  // applies anything) in `dir`, read back through readers[core] (every lane's data log, indexed by lane
+  // = shard index; owned by the caller, outliving the partition). Stream bytes applied from then on are
+  // written there (write_applied) and may leave memory (hot tier) once it is synced.
+  status open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
+                       std::vector<storage::segment_reader*> readers);
+  tier::data_log* data() { return data_log_.get(); }
+  // A committed command applied with outcome `o`: its stream bytes go to the data log (no-op without).
+  void write_applied(const streams::command& c, const streams::outcome& o);
+  // Whether a record's place `at` is in the data log and synced: a snapshot may reference it rather than
+  // inline its bytes. False without a data log.
+  bool data_durable(const streams::disk_location& at) const { return data_log_ && data_log_->durable(at); }
+  // The data-log segments group `group`'s latest snapshot references (replaces its previous set): they
+  // stay on disk (reclaim keeps them) until the group's next snapshot pins others.
+  void pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments);
+  // Writes every record of the streams `in_part` accepts that is held in memory without a place on disk
+  // (a snapshot installed from a peer inlines them) to the data log, so that they may leave memory like
+  // the others. Call after a snapshot was restored.
+  void persist_unlocated(const streams::state_machine::path_predicate& in_part);
+
+  // Publishes the state machine's size as stream_count(): after every command that changed it, and once
+  // before the loops run for what recovery restored.
+  void recount_streams() { stream_count_.store(sm_.size(), std::memory_order_relaxed); }
+  // Streams the state machine holds (soft-deleted ones too); readable from any thread.
+  std::size_t stream_count() const { return stream_count_.load(std::memory_order_relaxed); }
+
+  // Periodic upkeep (the shard's sweeper): the data log's sync and reclaim.
+  void tick(std::int64_t now_ms);
+  void stop();
+
+ private:
+  // A durable command's new record: into the hot tier, with its place in the log.
+  void admit(const durable_result& r);
+  // After a failed log write: once nothing is in flight, rebuild the state from the log and accept
+  // writes again (docs/storage.md, "Write failures").
+  void schedule_rebuild(std::chrono::milliseconds delay);
+  void rebuild();
+  struct cold_job {
+    streams::read_plan plan;
+    tier::cold_reader::completion done;
+    std::chrono::steady_clock::time_point began;
+  };
+  // Hands waiting cold reads to the cold_reader while fewer than max_cold_reads are in flight.
+  void dispatch_cold();
+  void finish_cold(cold_job& j, streams::read_plan plan, status io);
+
+  io::event_loop* loop_;
+  const clock_source* clock_;
+  partition_options opts_;
+  partition_host* host_;
+  streams::state_machine sm_;
+  std::unique_ptr<shard_wal> wal_ = std::make_unique<shard_wal>(nullptr);
+  std::unique_ptr<tier::hot_tier> hot_;
+  std::unique_ptr<checkpointer> checkpointer_;
+  std::unique_ptr<tier::data_log> data_log_;  // cluster mode: where applied stream bytes go
+  storage::segment_reader* own_segments_ = nullptr;
+  storage::env* env_ = nullptr;
+  std::string log_dir_;
+  io::event_loop::timer_id rebuild_timer_ = 0;
+  bool stopped_ = false;
+  std::atomic<std::size_t> stream_count_{0};  // sm_.size() after the last command (stream_count())
+  tier::cold_reader* cold_ = nullptr;
+  std::deque<cold_job> cold_waiting_;
+  std::size_t cold_in_flight_ = 0;
+  std::uint64_t cold_done_ = 0;
+  metrics::histogram cold_latency_;
+};
+
+}  // namespace weir::replica

@@ -1,0 +1,197 @@
+// The partition built directly, without HTTP or a node: its local commit path over an in-memory file
+// system (a command completes only once durable, and its host hears of it first), its reads of data
+// that left memory, its recovery from the log, and its refusal of writes after a failed log write.
+#include "replica/partition.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "replica/wal_recovery.h"
+#include "storage/mem_env.h"
+
+namespace weir::replica {
+namespace {
+
+// Records what the partition tells its host.
+struct recording_host final : partition_host {
+  std::vector<streams::outcome> durable;
+  int rebuilt = 0;
+  int resumed = 0;
+  void on_durable(const streams::outcome& o) override { durable.push_back(o); }
+  void on_rebuilt() override { ++rebuilt; }
+  void on_writes_resumed() override { ++resumed; }
+};
+
+streams::create_command create(const std::string& path) {
+  streams::create_command c;
+  c.path = path;
+  c.content_type = "application/octet-stream";
+  c.now_ms = 1000;
+  return c;
+}
+
+streams::append_command append(const std::string& path, const std::string& bytes) {
+  streams::append_command c;
+  c.path = path;
+  c.content_type = "application/octet-stream";
+  c.body.bytes = streams::make_chunk(bytes);
+  c.now_ms = 1000;
+  return c;
+}
+
+std::string text(const streams::read_result& rr) {
+  std::string out;
+  for (const auto& s : rr.plan.slices) out += s.view();
+  return out;
+}
+
+// One partition on its own loop (a thread), opened over `env` the way a single node opens its shards
+// (open_durable_store: recovery, then the log writer).
+class partition_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    open();
+    ASSERT_TRUE(opened_);
+  }
+  void TearDown() override { close(); }
+
+  // Runs `fn` on the partition's loop and returns its result.
+  template <class F>
+  auto on_loop(F fn) {
+    std::promise<decltype(fn())> p;
+    loop_->post([&] { p.set_value(fn()); });
+    return p.get_future().get();
+  }
+  void open(std::size_t hot_bytes = 1 << 20) {
+    loop_ = std::make_unique<io::event_loop>(0);
+    thread_ = std::thread([l = loop_.get()] { l->run(); });
+    partition_options o;
+    o.hot_bytes = hot_bytes;
+    opened_ = on_loop([&] {
+      part_ = std::make_unique<partition>(*loop_, clock_, o, host_);
+      wal_options wo;
+      wo.data_dir = "/data";
+      wo.sync = storage::sync_policy{};
+      std::vector<partition*> parts{part_.get()};
+      auto rec = open_durable_store(env_, wo, parts, readers_);
+      EXPECT_TRUE(rec.has_value()) << rec.err().reason;
+      if (rec) recovered_ = *rec;
+      return rec.has_value();
+    });
+  }
+  void close() {
+    if (!loop_) return;
+    on_loop([&] {
+      part_->stop();
+      part_.reset();
+      return 0;
+    });
+    loop_->stop();
+    thread_.join();
+    loop_.reset();
+    readers_.clear();
+  }
+
+  // Submits `c` and waits for its completion.
+  durable_result submit(const streams::command& c) {
+    std::promise<durable_result> p;
+    loop_->post([&] { (void)part_->submit(c, [&](durable_result& r) { p.set_value(r); }); });
+    return p.get_future().get();
+  }
+  // A read of `path` from offset 0, cold slices read back off the loop.
+  std::string read_all(const std::string& path) {
+    std::promise<std::string> p;
+    loop_->post([&] {
+      streams::read_result rr = part_->read_planned(path, streams::stream_offset(0), 64 << 20);
+      if (!tier::hot_tier::has_cold(rr.plan)) return p.set_value(text(rr));
+      const bool taken = part_->read_cold(
+          path, std::move(rr),
+          [&](streams::read_result& got, status io) {
+            p.set_value(io ? text(got) : "read failed: " + io.err().reason);
+          },
+          true);
+      if (!taken) p.set_value("read refused");
+    });
+    return p.get_future().get();
+  }
+
+  storage::mem_env env_;
+  manual_clock clock_;
+  recording_host host_;
+  std::unique_ptr<io::event_loop> loop_;
+  std::thread thread_;
+  std::unique_ptr<partition> part_;
+  segment_readers readers_;
+  wal_recovery_stats recovered_;
+  bool opened_ = false;
+};
+
+TEST_F(partition_test, a_command_completes_once_durable_and_its_host_hears_first) {
+  durable_result made = submit(create("/s"));
+  EXPECT_EQ(made.failure, errc::ok);
+  EXPECT_TRUE(made.o.created);
+  durable_result added = submit(append("/s", "hello"));
+  EXPECT_EQ(added.failure, errc::ok);
+  EXPECT_TRUE(added.at.known());  // its bytes have a place in the log
+  on_loop([&] {
+    EXPECT_EQ(host_.durable.size(), 2u);
+    EXPECT_TRUE(host_.durable[1].appended);
+    EXPECT_EQ(part_->stream_count(), 1u);
+    EXPECT_EQ(text(part_->read_visible("/s", streams::stream_offset(0), 1 << 20)), "hello");
+    return 0;
+  });
+}
+
+TEST_F(partition_test, a_rejected_command_changes_nothing_and_still_completes_in_order) {
+  durable_result missing = submit(append("/nowhere", "x"));
+  EXPECT_EQ(missing.failure, errc::ok);
+  EXPECT_EQ(missing.o.code, streams::errc::not_found);
+  on_loop([&] {
+    EXPECT_EQ(part_->stream_count(), 0u);
+    return 0;
+  });
+}
+
+TEST_F(partition_test, records_evicted_from_memory_read_back_identical_from_the_log) {
+  close();
+  open(/*hot_bytes=*/4096);
+  ASSERT_TRUE(opened_);
+  ASSERT_EQ(submit(create("/big")).failure, errc::ok);
+  std::string all;
+  for (int i = 0; i < 64; ++i) {
+    std::string rec(512, static_cast<char>('a' + i % 26));
+    all += rec;
+    ASSERT_EQ(submit(append("/big", rec)).failure, errc::ok);
+  }
+  EXPECT_GT(on_loop([&] { return part_->hot().evicted(); }), 0u);
+  EXPECT_EQ(read_all("/big"), all);
+  EXPECT_GT(on_loop([&] { return part_->cold_reads_done(); }), 0u);
+}
+
+TEST_F(partition_test, a_reopened_partition_recovers_every_acknowledged_record) {
+  ASSERT_EQ(submit(create("/r")).failure, errc::ok);
+  ASSERT_EQ(submit(append("/r", "one,")).failure, errc::ok);
+  ASSERT_EQ(submit(append("/r", "two")).failure, errc::ok);
+  close();
+  open();
+  ASSERT_TRUE(opened_);
+  EXPECT_EQ(recovered_.records, 3u);
+  EXPECT_EQ(read_all("/r"), "one,two");
+  EXPECT_EQ(on_loop([&] { return part_->stream_count(); }), 1u);
+}
+
+TEST_F(partition_test, a_failed_log_write_fails_the_command_and_refuses_writes) {
+  ASSERT_EQ(submit(create("/f")).failure, errc::ok);
+  env_.set_write_error(true);
+  durable_result failed = submit(append("/f", "lost"));
+  EXPECT_EQ(failed.failure, errc::storage_unavailable);
+  EXPECT_EQ(on_loop([&] { return part_->write_failure(); }), std::optional<errc>(errc::storage_unavailable));
+  // Readers never see the failed append: it was not durable.
+  EXPECT_EQ(read_all("/f"), "");
+  env_.set_write_error(false);
+}
+
+}  // namespace
+}  // namespace weir::replica
