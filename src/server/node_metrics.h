@@ -89,10 +89,10 @@ struct node_figures {
   process_figures process;
   std::vector<shard_figures> shards;
   http::server_stats http;
-  std::uint64_t slow_turns = 0;      // event-loop turns of 250 ms or more, every core's
-  std::int64_t longest_turn_ms = 0;  // the longest turn of any core
+  std::uint64_t slow_turns = 0;           // event-loop turns of 250 ms or more, every core's
+  std::int64_t longest_turn_ms = 0;       // the longest turn of any core
   metrics::histogram_counts loop_lag_us;  // every core's io::event_loop::lag_us, added up
-  bool cluster = false;              // a cluster node: `leadership` means something
+  bool cluster = false;                   // a cluster node: `leadership` means something
   cluster::leadership_counts leadership;
   bool subscriptions = false;  // the service exists: the next three mean something
   std::uint64_t subscription_count = 0;

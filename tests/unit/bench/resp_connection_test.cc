@@ -39,13 +39,14 @@ TEST(resp_connection, a_reply_is_complete_only_with_its_last_byte) {
   EXPECT_EQ(resp_reply_length("$x\r\n", err), -1);
 }
 
-// A peer that reads one command and answers with `reply`, in two writes to exercise reassembly.
+// A peer that reads one command of `expect` bytes and answers with `reply`, in two writes to exercise
+// reassembly.
 struct one_shot_peer {
   int listen_fd = -1;
   std::uint16_t port = 0;
   std::string received;
   std::thread t;
-  explicit one_shot_peer(std::string reply) {
+  one_shot_peer(std::size_t expect, std::string reply) {
     listen_fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -55,10 +56,10 @@ struct one_shot_peer {
     socklen_t len = sizeof a;
     ::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&a), &len);
     port = ntohs(a.sin_port);
-    t = std::thread([this, reply] {
+    t = std::thread([this, expect, reply] {
       const int fd = ::accept(listen_fd, nullptr, nullptr);
       char buf[4096];
-      while (received.find("\r\nd\r\n") == std::string::npos || !received.ends_with("\r\n")) {
+      while (received.size() < expect) {
         const auto n = ::read(fd, buf, sizeof buf);
         if (n <= 0) break;
         received.append(buf, static_cast<std::size_t>(n));
@@ -72,8 +73,13 @@ struct one_shot_peer {
       ::close(fd);
     });
   }
+  // What the peer read, once it is done (the client closed its connection).
+  const std::string& finish() {
+    if (t.joinable()) t.join();
+    return received;
+  }
   ~one_shot_peer() {
-    t.join();
+    finish();
     ::close(listen_fd);
   }
 };
@@ -95,17 +101,18 @@ resp_reply exchange_with(one_shot_peer& peer, const std::string& command) {
 }
 
 TEST(resp_connection, an_xadd_gets_its_bulk_reply) {
-  one_shot_peer peer("$15\r\n1700000000000-0\r\n");
   const std::string cmd = resp_command({"XADD", "s:1", "*", "d", "payload"});
+  one_shot_peer peer(cmd.size(), "$15\r\n1700000000000-0\r\n");
   const resp_reply r = exchange_with(peer, cmd);
   EXPECT_EQ(r.status, 200) << r.error;
   EXPECT_GE(r.done_ns, r.sent_ns);
-  EXPECT_EQ(peer.received, cmd);
+  EXPECT_EQ(peer.finish(), cmd);
 }
 
 TEST(resp_connection, an_error_reply_is_status_500_with_its_text) {
-  one_shot_peer peer("-ERR wrong type\r\n");
-  const resp_reply r = exchange_with(peer, resp_command({"XADD", "s:1", "*", "d", "x"}));
+  const std::string cmd = resp_command({"XADD", "s:1", "*", "d", "x"});
+  one_shot_peer peer(cmd.size(), "-ERR wrong type\r\n");
+  const resp_reply r = exchange_with(peer, cmd);
   EXPECT_EQ(r.status, 500);
   EXPECT_EQ(r.error, "ERR wrong type");
 }
