@@ -15,7 +15,7 @@
 # Prints a table and writes DIR/restart.md. There is no peer here: the Node reference server keeps
 # every stream in memory (it could not hold 10 GiB), so only weir's own targets are checked:
 # restart < 5 s, RSS < 1 GiB.
-# Env: WEIR_BIN (default build/release/src/server/weir, built if missing).
+# Env: WEIR_BIN (default build/release/src/app/weir, built if missing).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$repo"
@@ -39,7 +39,7 @@ while [[ $# -gt 0 ]]; do
 done
 out="bench/results/$(date -u +%Y-%m-%d)-restart"
 mkdir -p "$out"
-weir_bin="${WEIR_BIN:-build/release/src/server/weir}"
+weir_bin="${WEIR_BIN:-build/release/src/app/weir}"
 if [[ ! -x "$weir_bin" ]]; then
   cmake --preset release -DWEIR_TESTS=OFF >/dev/null
   cmake --build build/release --target weir -j2

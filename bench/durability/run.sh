@@ -20,7 +20,7 @@
 #                 generator needs the other CPU and a second loop only adds cross-core hand-offs and
 #                 context switches; 2 otherwise). The reference server is one Node process.
 #   --dry-run     allow a weir without --fsync (in-memory): a rehearsal, not a result
-# Env: WEIR_BIN (default build/release/src/server/weir, built if missing), NODE (default node).
+# Env: WEIR_BIN (default build/release/src/app/weir, built if missing), NODE (default node).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$repo"
@@ -50,7 +50,7 @@ if [[ -z "$out" ]]; then
 fi
 mkdir -p "$out"
 
-weir_bin="${WEIR_BIN:-build/release/src/server/weir}"
+weir_bin="${WEIR_BIN:-build/release/src/app/weir}"
 if [[ ! -x "$weir_bin" ]]; then
   echo "durability: building $weir_bin (release)" >&2
   cmake --preset release -DWEIR_TESTS=OFF >/dev/null

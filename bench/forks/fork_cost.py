@@ -4,7 +4,7 @@ recovery time after a restart, and the latency of 64 KiB reads of a fork (alone,
 small reads of other streams on the same core). Loopback only; the server is started and stopped
 here by its PID. Used for docs/limits.md ("Forks").
 
-  bench/forks/fork_cost.py --weir build/release/src/server/weir [--records 100000] [--forks 200]
+  bench/forks/fork_cost.py --weir build/release/src/app/weir [--records 100000] [--forks 200]
 """
 import argparse
 import http.client

@@ -15,7 +15,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-WEIR=${WEIR:-$root/build/release/src/server/weir}
+WEIR=${WEIR:-$root/build/release/src/app/weir}
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 PORT=${PORT:-18090}

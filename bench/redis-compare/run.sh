@@ -18,7 +18,7 @@
 # p50 and p99 (ms), and server CPU per request (utime+stime of the server process over the phase).
 # Medians over the rounds go to DIR/redis-compare.md with the ratios (weir / Redis), and weir's
 # interval-mode p99 beside its always-mode p99 of the same run (the goal: no worse).
-# Env: WEIR_BIN (default build/release/src/server/weir), WEIR_FLAGS (more `weir serve` flags, e.g.
+# Env: WEIR_BIN (default build/release/src/app/weir), WEIR_FLAGS (more `weir serve` flags, e.g.
 # "--group-commit-gather-us 500"). WEIR_ALT_BIN: a second weir binary (e.g. built with another default)
 # measured in every round right after the first, reported as target `weir-alt` (WEIR_ALT_FLAGS: its flags).
 set -euo pipefail
@@ -44,7 +44,7 @@ done
 mkdir -p "$out"
 if [[ -z "$threads" ]]; then threads=2; if (( $(nproc) <= 2 )); then threads=1; fi; fi
 
-weir_bin="${WEIR_BIN:-build/release/src/server/weir}"
+weir_bin="${WEIR_BIN:-build/release/src/app/weir}"
 for tool in "$weir_bin" redis-server redis-benchmark redis-cli c++; do
   command -v "$tool" >/dev/null || [[ -x "$tool" ]] || { echo "redis-compare: $tool is missing" >&2; exit 1; }
 done

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-WEIR = sys.argv[1] if len(sys.argv) > 1 else "build/release/src/server/weir"
+WEIR = sys.argv[1] if len(sys.argv) > 1 else "build/release/src/app/weir"
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
 PORT = 18130
 
