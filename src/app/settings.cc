@@ -314,7 +314,8 @@ const std::array table{
     // TLS (docs/http-engine.md, "TLS"): with a certificate the listen address speaks HTTPS only.
     setting{"tls-cert", "FILE",
             "PEM certificate chain (leaf first) to serve HTTPS on the listen address (then HTTPS only; TLS "
-            "1.2 and 1.3, ALPN http/1.1); re-read on SIGHUP for new connections. An expired certificate is "
+            "1.2 and 1.3, ALPN h2 and http/1.1); re-read on SIGHUP for new connections. An expired "
+            "certificate is "
             "a start-up error",
             field<&serve_config::tls_cert>()},
     setting{"tls-key", "FILE", "PEM private key of tls-cert; empty: the tls-cert file holds the key too",
@@ -324,6 +325,10 @@ const std::array table{
         "Hand the TLS record layer to the kernel (Linux tls module) after each handshake where the kernel "
         "offers it; user space otherwise",
         field<&serve_config::tls_ktls>()},
+    setting{"http2", "true|false",
+            "HTTP/2 beside HTTP/1.1 on the listen address: with prior knowledge (h2c) on plain TCP, through "
+            "ALPN (h2) with tls-cert. Off: HTTP/1.1 only",
+            field<&serve_config::http2>()},
     // Cluster mode (docs/operations.md, "Cluster"); validate() checks them together
     // (cluster::validate).
     setting{"node-id", "N",

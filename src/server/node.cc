@@ -47,6 +47,7 @@ node::node(serve_config cfg, storage::env* storage_env)
   o.body_budget_bytes = cfg_.body_budget_bytes;
   o.read_bytes_per_turn = cfg_.read_bytes_per_turn;
   o.max_stream_queue_bytes = cfg_.max_stream_queue_bytes;
+  o.h2.enabled = cfg_.http2;
   // Live reads hold a request open for the long-poll timeout or the SSE lifetime.
   o.idle_timeout = std::chrono::milliseconds(std::max<std::int64_t>(60'000, cfg_.sse_close_after_ms + 5'000));
   if (!cfg_.tls_cert.empty()) {

@@ -87,6 +87,7 @@ struct serve_config {
   std::string tls_cert;
   std::string tls_key;
   bool tls_ktls = false;  // SSL_OP_ENABLE_KTLS
+  bool http2 = true;      // h2c with prior knowledge, h2 through ALPN (docs/http2.md)
   // Cluster mode (docs/operations.md, "Cluster"): node-id, peer-listen, peers, raft-groups. Without a
   // node id (the default) the node runs alone.
   cluster::cluster_options cluster;

@@ -139,6 +139,7 @@ const std::map<std::string, sample>& samples() {
       {"tls-cert", {"/etc/weir/tls/cert.pem", "\"/etc/weir/tls/cert.pem\""}},
       {"tls-key", {"/etc/weir/tls/key.pem", "\"/etc/weir/tls/key.pem\""}},
       {"tls-ktls", {"true", "true"}},
+      {"http2", {"false", "false"}},
       {"node-id", {"2", "2", {"peer-listen", "peers"}}},
       {"peer-listen", {"127.0.0.1:5438", "\"127.0.0.1:5438\"", {"node-id", "peers"}}},
       {"peers",
