@@ -329,6 +329,19 @@ const std::array table{
             "HTTP/2 beside HTTP/1.1 on the listen address: with prior knowledge (h2c) on plain TCP, through "
             "ALPN (h2) with tls-cert. Off: HTTP/1.1 only",
             field<&serve_config::http2>()},
+    setting{"http2-max-streams", "N",
+            "HTTP/2 requests (live tails included) one connection may have open at once "
+            "(SETTINGS_MAX_CONCURRENT_STREAMS); more are refused",
+            field<&serve_config::http2_max_streams>(), 1, 100'000},
+    setting{"http2-max-header-list-bytes", "BYTES",
+            "Largest HTTP/2 request header list (names + values + 32 per field); larger ones get 431",
+            field<&serve_config::http2_max_header_list_bytes>(), kib, 1024 * kib},
+    setting{"http2-stream-window-bytes", "BYTES",
+            "Request body bytes an HTTP/2 client may send on one stream ahead of the node (flow control)",
+            field<&serve_config::http2_stream_window_bytes>(), 65'535, 2'147'483'647},
+    setting{"http2-connection-window-bytes", "BYTES",
+            "Request body bytes an HTTP/2 client may send on all its streams together ahead of the node",
+            field<&serve_config::http2_connection_window_bytes>(), 65'535, 2'147'483'647},
     // Cluster mode (docs/operations.md, "Cluster"); validate() checks them together
     // (cluster::validate).
     setting{"node-id", "N",

@@ -88,6 +88,11 @@ struct serve_config {
   std::string tls_key;
   bool tls_ktls = false;  // SSL_OP_ENABLE_KTLS
   bool http2 = true;      // h2c with prior knowledge, h2 through ALPN (docs/http2.md)
+  // HTTP/2 limits per connection (http::h2_options, same defaults).
+  std::uint32_t http2_max_streams = 256;
+  std::uint32_t http2_max_header_list_bytes = 32 * 1024;
+  std::uint32_t http2_stream_window_bytes = 1u << 20;
+  std::uint32_t http2_connection_window_bytes = 16u << 20;
   // Cluster mode (docs/operations.md, "Cluster"): node-id, peer-listen, peers, raft-groups. Without a
   // node id (the default) the node runs alone.
   cluster::cluster_options cluster;
