@@ -7,12 +7,43 @@
 
 namespace weir::replica {
 
+// The local commit path of a single node: the partition's own write-ahead log.
+class partition::local_commit final : public commit_path {
+ public:
+  explicit local_commit(partition& p) : p_(p) {}
+  streams::outcome submit(const streams::command& c, completion done) override {
+    return p_.submit(c, std::move(done));
+  }
+  std::size_t in_flight() const override { return p_.in_flight(); }
+  std::size_t in_flight_bytes() const override { return p_.in_flight_bytes(); }
+  void linearize(const std::string& path, std::int64_t now_ms, std::function<void(bool)> ready) override {
+    // Lazy expiry of a stream past its TTL, answered in order behind the commands before it.
+    (void)p_.submit(streams::expire_command{path, now_ms},
+                    [ready = std::move(ready)](durable_result&) { ready(true); });
+  }
+  void prepare_read(const std::string& path, std::int64_t now_ms,
+                    std::function<void(errc, streams::errc)> ready) override {
+    // Reads renew a sliding TTL, live ones when they begin (PROTOCOL.md 5.1, Stream-TTL); the read itself
+    // sees only durable data (shard_wal::clamp), so it need not wait for the renewal.
+    const streams::outcome touched = p_.submit(streams::touch_command{path, now_ms});
+    ready(errc::ok, touched.code);
+  }
+  bool leads(const std::string&) const override { return true; }
+  bool left() const override { return false; }
+  bool names_forks() const override { return false; }
+
+ private:
+  partition& p_;
+};
+
 partition::partition(io::event_loop& loop, const clock_source& clock, partition_options opts,
                      partition_host& host)
     : loop_(&loop),
       clock_(&clock),
       opts_(opts),
       host_(&host),
+      local_(std::make_unique<local_commit>(*this)),
+      commit_(local_.get()),
       hot_(std::make_unique<tier::hot_tier>(opts.hot_bytes, std::vector<storage::segment_reader*>{})),
       cold_latency_(metrics::latency_us_bounds) {}
 

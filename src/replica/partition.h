@@ -27,6 +27,7 @@
 #include "base/metrics.h"
 #include "io/event_loop.h"
 #include "replica/checkpointer.h"
+#include "replica/commit_path.h"
 #include "replica/errc.h"
 #include "replica/shard_wal.h"
 #include "storage/env.h"
@@ -84,6 +85,11 @@ class partition {
   void attach_segments(storage::env& e, std::string dir, std::vector<storage::segment_reader*> readers);
   // Start-up, before the loop runs: log every command to `writer` from now on.
   void attach_wal(std::unique_ptr<storage::log_writer> writer);
+
+  // The commit path the shard's commands take (commit_path.h): this partition's own log until a cluster
+  // node gives it its raft lane (use_commit_path, before the loop runs; `p` outlives the partition).
+  commit_path& commit() { return *commit_; }
+  void use_commit_path(commit_path& p) { commit_ = &p; }
 
   // The local commit path: applies `c` to the state machine at once, logs it if it changed state, and
   // once its record is durable admits its bytes to the hot tier, tells the host (on_durable) and runs
@@ -181,6 +187,8 @@ class partition {
   // writes again (docs/storage.md, "Write failures").
   void schedule_rebuild(std::chrono::milliseconds delay);
   void rebuild();
+  class local_commit;
+
   struct cold_job {
     streams::read_plan plan;
     tier::cold_reader::completion done;
@@ -196,6 +204,8 @@ class partition {
   partition_host* host_;
   streams::state_machine sm_;
   std::unique_ptr<shard_wal> wal_ = std::make_unique<shard_wal>(nullptr);
+  std::unique_ptr<commit_path> local_;  // a local_commit over this partition
+  commit_path* commit_ = nullptr;       // local_ or a raft lane
   std::unique_ptr<tier::hot_tier> hot_;
   std::unique_ptr<checkpointer> checkpointer_;
   std::unique_ptr<tier::data_log> data_log_;  // cluster mode: where applied stream bytes go

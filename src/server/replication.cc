@@ -256,13 +256,28 @@ status replication::restore_snapshot(std::uint32_t group, std::uint64_t index,
   return {};
 }
 
-void replication::submit(const streams::command& c, replica::shard_wal::completion done) {
+streams::outcome replication::submit(const streams::command& c, completion done) {
   streams::encode_into(c, scratch_);
   const std::uint32_t g = group_of(streams::command_path(c));
   const std::uint64_t ticket =
       repl_->submit(g, std::as_bytes(std::span<const char>(scratch_.data(), scratch_.size())));
   waiting_.emplace(ticket, waiter{std::move(done), {}, scratch_.size()});
   in_flight_bytes_ += scratch_.size();
+  return {};
+}
+
+void replication::prepare_read(const std::string& path, std::int64_t,
+                               std::function<void(replica::errc, streams::errc)> ready) {
+  linearize(std::string_view(path), [this, path, ready = std::move(ready)](bool ok) mutable {
+    if (!ok) return ready(replica::errc::cluster_unavailable, streams::errc::ok);
+    const std::int64_t now = shard_.now_ms();
+    streams::read_result head = shard_.part().machine().head(path, now);
+    if (head.code != streams::errc::ok) return ready(replica::errc::ok, head.code);
+    if (!head.meta->expiry.ttl_seconds) return ready(replica::errc::ok, streams::errc::ok);
+    // A sliding TTL: the renewal is a command like any other, replicated before the read is served.
+    (void)submit(streams::touch_command{path, now},
+                 [ready = std::move(ready)](replica::durable_result& r) { ready(r.failure, r.o.code); });
+  });
 }
 
 void replication::linearize(std::string_view path, std::function<void(bool)> ready) {

@@ -29,6 +29,7 @@
 #include "cluster/replicator.h"
 #include "raft/loop_executor.h"
 #include "raft/thread_flusher.h"
+#include "replica/commit_path.h"
 #include "replica/shard_wal.h"
 #include "storage/env.h"
 #include "streams/command.h"
@@ -66,7 +67,8 @@ class subscription_entries {
 // FNV-1a, stable across runs and the same on every node.
 std::uint32_t cluster_group_of(std::string_view path, std::uint32_t groups);
 
-class replication {
+// A raft lane as its partition's commit path (replica/commit_path.h).
+class replication final : public replica::commit_path {
  public:
   // Opens the peer links and the node log under `data_dir`/raft and starts every group.
   // prepare_log_segments: raft::node_log_options::prepare_segments (the server's prepare-segments with
@@ -77,11 +79,20 @@ class replication {
                                                    const std::string& data_dir,
                                                    const cluster::cluster_options& o,
                                                    bool prepare_log_segments = false, std::uint32_t lane = 0);
-  ~replication();
+  ~replication() override;
 
   // Proposes `c` in its stream's group; `done` runs on this loop once this node applied it (with the
-  // outcome of that apply) or once it failed (durable_result::failure: cluster_unavailable).
-  void submit(const streams::command& c, replica::shard_wal::completion done);
+  // outcome of that apply) or once it failed (durable_result::failure: cluster_unavailable). Returns an
+  // empty outcome: nothing is applied before the command is committed.
+  streams::outcome submit(const streams::command& c, completion done) override;
+  // commit_path::linearize (a read index; expiries are the leader's, not the reader's) and prepare_read
+  // (linearize, then a sliding TTL's renewal through raft before the read is served).
+  void linearize(const std::string& path, std::int64_t, std::function<void(bool)> ready) override {
+    linearize(std::string_view(path), std::move(ready));
+  }
+  void prepare_read(const std::string& path, std::int64_t now_ms,
+                    std::function<void(replica::errc, streams::errc)> ready) override;
+  bool names_forks() const override { return true; }
   // `ready(true)` once this node applied every command committed in `path`'s group before the call and,
   // when `path` is a fork, its source's group through the fork's retain (and so on up a chain of forks:
   // wait_for_sources). `ready(false)`: no read index, or a source's group stayed behind for the read
@@ -123,11 +134,13 @@ class replication {
   std::vector<std::pair<bool, std::uint64_t>> group_views() const;
   // Commands this node proposed that are not applied or failed yet, and their encoded bytes (the
   // shard refuses writes beyond max-in-flight, as it does for its log when alone).
-  std::size_t in_flight() const { return waiting_.size(); }
-  std::size_t in_flight_bytes() const { return in_flight_bytes_; }
-  bool leads(std::string_view path) const { return repl_->leads(group_of(path)); }
+  std::size_t in_flight() const override { return waiting_.size(); }
+  std::size_t in_flight_bytes() const override { return in_flight_bytes_; }
+  bool leads(const std::string& path) const override { return repl_->leads(group_of(path)); }
   bool has_quorum() const { return repl_->has_quorum(); }
-  bool left() const { return repl_->left(); }  // removed from the cluster (cluster::replicator::left)
+  bool left() const override {
+    return repl_->left();
+  }  // removed from the cluster (cluster::replicator::left)
   // Elections and leadership changes of this node's groups (GET /metrics: weir_raft_*).
   const cluster::leadership_counts& leadership() const { return repl_->leadership(); }
   // This node's view, as JSON: groups (with their configurations), leaders, terms, indexes, peer links,

@@ -48,8 +48,8 @@ bool stream_shard::refuse_write(http::exchange ex, const protocol::cors_grant& c
     send_response(ex, storage_failure(*failure), cors);
     return true;
   }
-  const std::size_t in_flight = repl_ ? repl_->in_flight() : part_.in_flight();
-  const std::size_t in_flight_bytes = repl_ ? repl_->in_flight_bytes() : part_.in_flight_bytes();
+  const std::size_t in_flight = part_.commit().in_flight();
+  const std::size_t in_flight_bytes = part_.commit().in_flight_bytes();
   if (in_flight >= opts_.max_in_flight || in_flight_bytes >= opts_.max_in_flight_bytes) {
     send_response(ex, protocol::error_response(protocol::status_for(replica::errc::writes_backlogged)), cors);
     return true;
@@ -70,8 +70,8 @@ bool stream_shard::defer_write(protocol::stream_request& req, http::exchange ex,
 // here instead, in arrival order, they reach raft a few MiB at a time. Not a rejection: a write that
 // waits longer than admit_wait_ms gets 503 writes_backlogged (nothing was written).
 bool stream_shard::admit_later(protocol::stream_request& req, http::exchange ex, std::uint64_t live_id) {
-  if (!repl_ || admitting_ || opts_.admit_bytes == 0) return false;
-  if (admission_.empty() && repl_->in_flight_bytes() < opts_.admit_bytes) return false;
+  if (admitting_ || opts_.admit_bytes == 0) return false;
+  if (admission_.empty() && part_.commit().in_flight_bytes() < opts_.admit_bytes) return false;
   waiting_write w;
   w.since_ms = now_ms();
   w.ex = ex;
@@ -91,7 +91,7 @@ void stream_shard::arm_admission_timer() {
 }
 
 void stream_shard::in_flight_went_down() {
-  if (admission_.empty() || admit_posted_ || repl_->in_flight_bytes() >= opts_.admit_bytes) return;
+  if (admission_.empty() || admit_posted_ || part_.commit().in_flight_bytes() >= opts_.admit_bytes) return;
   admit_posted_ = true;
   loop_->post([this] {
     admit_posted_ = false;
@@ -100,11 +100,11 @@ void stream_shard::in_flight_went_down() {
 }
 
 void stream_shard::admit_waiting() {
-  if (admitting_ || !repl_) return;
+  if (admitting_) return;
   admitting_ = true;
   // While there is room at all: a write larger than the limit goes once the bytes before it are under
   // it (waiting for nothing in flight could wait for good under a steady load).
-  while (!admission_.empty() && !stopped_ && repl_->in_flight_bytes() < opts_.admit_bytes) {
+  while (!admission_.empty() && !stopped_ && part_.commit().in_flight_bytes() < opts_.admit_bytes) {
     std::function<void()> run = std::move(admission_.front().run);
     admission_.pop_front();
     ++admitted_after_wait_;
@@ -140,7 +140,7 @@ std::string stream_shard::cursor(const std::optional<std::string>& client_cursor
 }
 
 void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
-  if (repl_ && repl_->left()) {
+  if (part_.commit().left()) {
     // Its replicas stop where it left: reads would be stale, and no leader takes its writes.
     send_response(ex, protocol::error_response(protocol::status_for(replica::errc::cluster_left)), req.cors);
     return;
@@ -188,22 +188,13 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
       return;
     }
     case operation::head: {
-      if (repl_) {
-        // Expiry needs no command here: head() treats an expired stream as absent (the leader's sweeper
-        // removes it through raft).
-        repl_->linearize(req.path, [this, ex, path = req.path, cors = req.cors](bool ok) {
-          send_response(ex,
-                        ok ? protocol::head_response(part_.head_visible(path))
-                           : storage_failure(replica::errc::cluster_unavailable),
-                        cors);
-        });
-        return;
-      }
-      // Lazy expiry; HEAD does not renew a TTL. Answered in order behind earlier writes.
-      (void)execute(streams::expire_command{req.path, now},
-                    [this, ex, path = req.path, cors = req.cors](replica::durable_result&) {
-                      send_response(ex, protocol::head_response(part_.head_visible(path)), cors);
-                    });
+      // HEAD does not renew a TTL; answered once it sees every write acknowledged before it (commit_path).
+      part_.commit().linearize(req.path, now, [this, ex, path = req.path, cors = req.cors](bool ok) {
+        send_response(ex,
+                      ok ? protocol::head_response(part_.head_visible(path))
+                         : storage_failure(replica::errc::cluster_unavailable),
+                      cors);
+      });
       return;
     }
     case operation::read:
@@ -254,7 +245,7 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
   streams::fork_retain_command r{req.fork->source, req.fork->offset, req.fork->sub_offset, req.content_type,
                                  now};
   // A cluster's reference names its fork, so that the fork sweep can look for it (docs/replication.md).
-  if (repl_) r.fork = req.path;
+  if (part_.commit().names_forks()) r.fork = req.path;
   stream_shard& source = node_->owner_of(r.source);
   // The retain is durable on the source's core before the fork's create is applied, so a replayed
   // create always finds its reference taken (docs/storage.md, "In the server").
@@ -353,50 +344,18 @@ void stream_shard::create_fork(protocol::stream_request req, http::exchange ex, 
 }
 
 void stream_shard::handle_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
-  if (repl_) {
-    handle_replicated_read(std::move(req), ex, live_id);
-    return;
-  }
-  const std::int64_t now = now_ms();
-  // Reads renew a sliding TTL, live ones when they begin (PROTOCOL.md 5.1, Stream-TTL).
-  streams::outcome touched = execute(streams::touch_command{req.path, now});
-  if (touched.code != streams::errc::ok) {
-    send_response(ex, protocol::error_response(protocol::status_for(touched.code)), req.cors);
-    return;
-  }
-  serve_read(std::move(req), ex, live_id);
-}
-
-void stream_shard::handle_replicated_read(protocol::stream_request req, http::exchange ex,
-                                          std::uint64_t live_id) {
   std::string path = req.path;
-  repl_->linearize(path, [this, req = std::move(req), ex, live_id](bool ok) mutable {
-    if (!ok) {
-      send_response(ex, storage_failure(replica::errc::cluster_unavailable), req.cors);
-      return;
-    }
-    const std::int64_t now = now_ms();
-    streams::read_result head = sm_.head(req.path, now);
-    if (head.code != streams::errc::ok) {
-      send_response(ex, protocol::error_response(protocol::status_for(head.code)), req.cors);
-      return;
-    }
-    if (!head.meta->expiry.ttl_seconds) {
-      serve_read(std::move(req), ex, live_id);
-      return;
-    }
-    // A sliding TTL: the renewal is a command like any other, replicated before the read is served.
-    streams::touch_command touch{req.path, now};  // before `req` moves into the completion
-    execute(touch, [this, req = std::move(req), ex, live_id](replica::durable_result& r) mutable {
-      if (r.failure != replica::errc::ok) {
-        send_response(ex, storage_failure(r.failure), req.cors);
-      } else if (r.o.code != streams::errc::ok) {
-        send_response(ex, protocol::error_response(protocol::status_for(r.o.code)), req.cors);
-      } else {
-        serve_read(std::move(req), ex, live_id);
-      }
-    });
-  });
+  part_.commit().prepare_read(
+      path, now_ms(),
+      [this, req = std::move(req), ex, live_id](replica::errc failure, streams::errc code) mutable {
+        if (failure != replica::errc::ok) {
+          send_response(ex, storage_failure(failure), req.cors);
+        } else if (code != streams::errc::ok) {
+          send_response(ex, protocol::error_response(protocol::status_for(code)), req.cors);
+        } else {
+          serve_read(std::move(req), ex, live_id);
+        }
+      });
 }
 
 void stream_shard::serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id) {
@@ -466,13 +425,9 @@ void stream_shard::answer_read(protocol::stream_request req, http::exchange ex, 
 }
 
 streams::outcome stream_shard::execute(const streams::command& c, replica::shard_wal::completion done) {
-  if (repl_) {
-    // Nothing changes here until the command is committed (apply_committed); callers in cluster mode
-    // wait for `done` instead of looking at the returned outcome.
-    repl_->submit(c, std::move(done));
-    return {};
-  }
-  return part_.submit(c, std::move(done));
+  // In a cluster nothing changes here until the command is committed (apply_committed): the outcome is
+  // empty and callers wait for `done` instead.
+  return part_.commit().submit(c, std::move(done));
 }
 
 void stream_shard::effects(const streams::outcome& o, bool releases) {
@@ -490,21 +445,33 @@ void stream_shard::effects(const streams::outcome& o, bool releases) {
 }
 
 void stream_shard::release(const streams::fork_release_command& r) {
-  if (repl_) {
-    // A command of the source's group, applied by every node there: the source's references are that
-    // group's state, so the group's snapshots carry them exactly (docs/replication.md, "Forks"). The
-    // source's lane proposes it.
-    stream_shard& s = node_->owner_of(r.source);
-    if (&s == this) return propose_release(r);
-    s.loop().post([&s, r] { s.propose_release(r); });
-    return;
-  }
+  // On the source's shard: the source's references are its state (in a cluster, its group's, so that
+  // the group's snapshots carry them exactly: docs/replication.md, "Forks").
   stream_shard& s = node_->owner_of(r.source);
-  if (&s == this) {
-    (void)execute(r);
-  } else {
-    s.loop().post([&s, r] { (void)s.execute(r); });
-  }
+  if (&s == this) return propose_release(r);
+  s.loop().post([&s, r] { s.propose_release(r); });
+}
+
+void stream_shard::propose_release(const streams::fork_release_command& release) {
+  if (stopped_) return;
+  (void)execute(release, [this, release](replica::durable_result& r) {
+    if (r.failure == replica::errc::ok || stopped_) return;
+    // No leader took it (nothing was proposed), or, for a release by origin (idempotent: applied twice
+    // it changes nothing), its outcome is unknown: again a second later.
+    if (r.failure == replica::errc::cluster_unavailable || release.origin) {
+      auto id = std::make_shared<io::event_loop::timer_id>(0);
+      *id = loop_->add_timer(std::chrono::milliseconds(1000), [this, release, id] {
+        release_retries_.erase(*id);
+        propose_release(release);
+      });
+      release_retries_.insert(*id);
+      return;
+    }
+    log::warn(
+        "weir: the release of fork source {} (a fork without an origin) failed or may be lost ({}); if it is "
+        "lost, the source keeps one reference too many",
+        release.source, replica::errc_name(r.failure));
+  });
 }
 
 void stream_shard::add_reader(const std::string& path, std::shared_ptr<live_reader> r,
@@ -555,7 +522,7 @@ void stream_shard::sweep() {
   const std::int64_t now = now_ms();
   part_.tick(now);
   for (const std::string& path : sm_.expired(now)) {
-    if (repl_ && !repl_->leads(path)) continue;  // the group's leader proposes its expiries
+    if (!part_.commit().leads(path)) continue;  // in a cluster, the group's leader proposes its expiries
     (void)execute(streams::expire_command{path, now});
   }
   sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] { sweep(); });

@@ -155,8 +155,6 @@ class stream_shard final : public replica::partition_host {
                    const streams::stream_meta& meta, streams::read_result& rr, const status& io);
   // The read itself, once the stream's TTL was renewed (and, in a cluster, the read linearized).
   void serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
-  // Cluster mode: waits for a read index, renews a sliding TTL through raft, then serve_read.
-  void handle_replicated_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
   // Cluster mode: links the forks applied before their source `source` was created here.
   void link_waiting_forks(const std::string& source);
   // Lanes (cluster mode, docs/replication.md "Lanes"): a fork whose source lives on another lane's shard
@@ -173,13 +171,13 @@ class stream_shard final : public replica::partition_host {
                      std::shared_ptr<const streams::memory_log> log);
   // `releases`: carry out o.release (always on a single node; in a cluster only on the proposing node).
   void effects(const streams::outcome& o, bool releases = true);
-  // Drops a fork's reference on its source (on the source's core; in a cluster, propose_release).
+  // Drops a fork's reference on its source: propose_release on the source's shard.
   void release(const streams::fork_release_command& r);
-  // Cluster mode: proposes the release in the source's group, again a second later while no leader takes
-  // it, or, for a release by origin (idempotent), while its outcome is unknown. A release without an
-  // origin (a fork created before creates carried one) whose outcome is unknown is not sent again (it
-  // may apply, and twice would free a source that forks still read); if it was lost the count stays one
-  // too high. A release by origin lost with this node is recovered by the fork sweep.
+  // Submits the release, and again a second later while no cluster leader takes it or, for a release by
+  // origin (idempotent), while its outcome is unknown. A release without an origin (a single node's, or a
+  // fork created before creates carried one) whose outcome is unknown is not sent again (it may apply,
+  // and twice would free a source that forks still read); if it was lost the count stays one too high.
+  // A release by origin lost with this node is recovered by the fork sweep.
   void propose_release(const streams::fork_release_command& r);
   void wake(const std::string& path, bool removed);
   void sweep();

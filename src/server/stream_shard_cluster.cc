@@ -12,6 +12,7 @@ namespace weir::server {
 
 void stream_shard::attach_replication(std::unique_ptr<replication> r) {
   repl_ = std::move(r);
+  part_.use_commit_path(*repl_);  // every command through raft from now on
   streams::fork_sweep::ports p;
   p.leads = [this](std::uint32_t g) { return repl_->leads_group(g); };
   p.group_of = [this](std::string_view path) { return repl_->group_of(path); };
@@ -163,28 +164,6 @@ status stream_shard::restore_part(std::span<const std::byte> blob,
   }
   if (!lend_waiting_.empty()) answer_lend_requests();
   return {};
-}
-
-void stream_shard::propose_release(const streams::fork_release_command& release) {
-  if (stopped_) return;
-  (void)execute(release, [this, release](replica::durable_result& r) {
-    if (r.failure == replica::errc::ok || stopped_) return;
-    // No leader took it (nothing was proposed), or, for a release by origin (idempotent: applied twice
-    // it changes nothing), its outcome is unknown: again a second later.
-    if (r.failure == replica::errc::cluster_unavailable || release.origin) {
-      auto id = std::make_shared<io::event_loop::timer_id>(0);
-      *id = loop_->add_timer(std::chrono::milliseconds(1000), [this, release, id] {
-        release_retries_.erase(*id);
-        propose_release(release);
-      });
-      release_retries_.insert(*id);
-      return;
-    }
-    log::warn(
-        "weir cluster: the release of fork source {} (a fork without an origin) may be lost (no answer in "
-        "time); if it is, the source keeps one reference too many",
-        release.source);
-  });
 }
 
 void stream_shard::arm_fork_sweep() {

@@ -10,6 +10,7 @@
 
 #include "replica/wal_recovery.h"
 #include "storage/mem_env.h"
+#include "unit/streams/command_builders.h"
 
 namespace weir::replica {
 namespace {
@@ -24,22 +25,8 @@ struct recording_host final : partition_host {
   void on_writes_resumed() override { ++resumed; }
 };
 
-streams::create_command create(const std::string& path) {
-  streams::create_command c;
-  c.path = path;
-  c.content_type = "application/octet-stream";
-  c.now_ms = 1000;
-  return c;
-}
-
-streams::append_command append(const std::string& path, const std::string& bytes) {
-  streams::append_command c;
-  c.path = path;
-  c.content_type = "application/octet-stream";
-  c.body.bytes = streams::make_chunk(bytes);
-  c.now_ms = 1000;
-  return c;
-}
+using streams::testing::make_append;
+using streams::testing::make_create;
 
 std::string text(const streams::read_result& rr) {
   std::string out;
@@ -129,10 +116,10 @@ class partition_test : public ::testing::Test {
 };
 
 TEST_F(partition_test, a_command_completes_once_durable_and_its_host_hears_first) {
-  durable_result made = submit(create("/s"));
+  durable_result made = submit(make_create("/s"));
   EXPECT_EQ(made.failure, errc::ok);
   EXPECT_TRUE(made.o.created);
-  durable_result added = submit(append("/s", "hello"));
+  durable_result added = submit(make_append("/s", "hello"));
   EXPECT_EQ(added.failure, errc::ok);
   EXPECT_TRUE(added.at.known());  // its bytes have a place in the log
   on_loop([&] {
@@ -145,7 +132,7 @@ TEST_F(partition_test, a_command_completes_once_durable_and_its_host_hears_first
 }
 
 TEST_F(partition_test, a_rejected_command_changes_nothing_and_still_completes_in_order) {
-  durable_result missing = submit(append("/nowhere", "x"));
+  durable_result missing = submit(make_append("/nowhere", "x"));
   EXPECT_EQ(missing.failure, errc::ok);
   EXPECT_EQ(missing.o.code, streams::errc::not_found);
   on_loop([&] {
@@ -158,12 +145,12 @@ TEST_F(partition_test, records_evicted_from_memory_read_back_identical_from_the_
   close();
   open(/*hot_bytes=*/4096);
   ASSERT_TRUE(opened_);
-  ASSERT_EQ(submit(create("/big")).failure, errc::ok);
+  ASSERT_EQ(submit(make_create("/big")).failure, errc::ok);
   std::string all;
   for (int i = 0; i < 64; ++i) {
     std::string rec(512, static_cast<char>('a' + i % 26));
     all += rec;
-    ASSERT_EQ(submit(append("/big", rec)).failure, errc::ok);
+    ASSERT_EQ(submit(make_append("/big", rec)).failure, errc::ok);
   }
   EXPECT_GT(on_loop([&] { return part_->hot().evicted(); }), 0u);
   EXPECT_EQ(read_all("/big"), all);
@@ -171,9 +158,9 @@ TEST_F(partition_test, records_evicted_from_memory_read_back_identical_from_the_
 }
 
 TEST_F(partition_test, a_reopened_partition_recovers_every_acknowledged_record) {
-  ASSERT_EQ(submit(create("/r")).failure, errc::ok);
-  ASSERT_EQ(submit(append("/r", "one,")).failure, errc::ok);
-  ASSERT_EQ(submit(append("/r", "two")).failure, errc::ok);
+  ASSERT_EQ(submit(make_create("/r")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/r", "one,")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/r", "two")).failure, errc::ok);
   close();
   open();
   ASSERT_TRUE(opened_);
@@ -183,9 +170,9 @@ TEST_F(partition_test, a_reopened_partition_recovers_every_acknowledged_record) 
 }
 
 TEST_F(partition_test, a_failed_log_write_fails_the_command_and_refuses_writes) {
-  ASSERT_EQ(submit(create("/f")).failure, errc::ok);
+  ASSERT_EQ(submit(make_create("/f")).failure, errc::ok);
   env_.set_write_error(true);
-  durable_result failed = submit(append("/f", "lost"));
+  durable_result failed = submit(make_append("/f", "lost"));
   EXPECT_EQ(failed.failure, errc::storage_unavailable);
   EXPECT_EQ(on_loop([&] { return part_->write_failure(); }), std::optional<errc>(errc::storage_unavailable));
   // Readers never see the failed append: it was not durable.
