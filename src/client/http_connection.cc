@@ -93,6 +93,8 @@ void http_connection::connect(std::function<void(bool, std::string_view)> done) 
     cb(true, {});
     return;
   }
+  // A bare connect is an exchange too: expire_if_older measures it from now, not from the last request.
+  resp_.sent_ns = mono_ns();
   open_socket();
 }
 

@@ -248,6 +248,26 @@ TEST(http_connection, an_unanswered_request_times_out) {
   EXPECT_FALSE(conn.busy());
 }
 
+// A sweep expires exchanges older than its cutoff; a bare connect begun after the cutoff is not one,
+// whatever the connection did before (many connections opening at once must not time out).
+TEST(http_connection, a_connect_in_progress_counts_from_its_own_start) {
+  scripted_server server({"never sent"}, 1 << 20, /*silent=*/true);
+  io::event_loop loop(0);
+  http_connection conn(loop, server.ep());
+  bool ok = false;
+  std::string why;
+  run_loop(loop, [&] {
+    const std::int64_t cutoff = mono_ns();
+    conn.connect([&](bool connected, std::string_view e) {
+      ok = connected;
+      why = e;
+      loop.stop();
+    });
+    conn.expire_if_older(cutoff);
+  });
+  EXPECT_TRUE(ok) << why;
+}
+
 TEST(http_connection, a_refused_connection_is_reported_to_connect) {
   std::uint16_t port = 0;
   {
