@@ -284,6 +284,11 @@ std::string node_metrics::render(const node_figures& f) const {
   t.family("weir_http_reads_deferred_total", metric_type::counter,
            "Connection reads put off to a later event-loop turn: the turn's read budget was spent.");
   t.sample("weir_http_reads_deferred_total", {}, h.reads_deferred);
+  t.family("weir_http2_connections_total", metric_type::counter,
+           "Connections that spoke HTTP/2 (h2c or h2).");
+  t.sample("weir_http2_connections_total", {}, h.h2_connections);
+  t.family("weir_http2_streams_total", metric_type::counter, "HTTP/2 streams (requests) opened by clients.");
+  t.sample("weir_http2_streams_total", {}, h.h2_streams);
 
   shard_figures sum;
   metrics::histogram_counts fsync, batch_records, batch_bytes, cold_read;

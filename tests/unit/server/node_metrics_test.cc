@@ -73,6 +73,8 @@ TEST(node_metrics, without_counting_only_the_gathered_figures_are_rendered) {
   m.finished(0, record(request_kind::append, 204, 1, 1, 1));  // ignored, no crash
   node_figures f;
   f.http.open_connections = 3;
+  f.http.h2_connections = 2;
+  f.http.h2_streams = 9;
   shard_figures a, b;
   a.streams = 2;
   b.streams = 5;
@@ -89,6 +91,8 @@ TEST(node_metrics, without_counting_only_the_gathered_figures_are_rendered) {
   const std::string t = m.render(f);
   EXPECT_EQ(t.find("weir_http_requests_total"), std::string::npos);
   EXPECT_TRUE(has_line(t, "weir_http_connections_open 3")) << t;
+  EXPECT_TRUE(has_line(t, "weir_http2_connections_total 2"));
+  EXPECT_TRUE(has_line(t, "weir_http2_streams_total 9"));
   EXPECT_TRUE(has_line(t, "weir_streams 7"));
   EXPECT_TRUE(has_line(t, "weir_log_segments 3"));
   EXPECT_TRUE(has_line(t, "weir_log_segment_bytes 150"));
