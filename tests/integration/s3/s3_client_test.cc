@@ -27,7 +27,7 @@ std::string text_of(const object_bytes& b) {
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
-class S3ClientTest : public ::testing::Test {
+class s3_client_test : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server_ = new test::s3rver_process();
@@ -58,15 +58,15 @@ class S3ClientTest : public ::testing::Test {
   static test::s3rver_process* server_;
 };
 
-test::s3rver_process* S3ClientTest::server_ = nullptr;
+test::s3rver_process* s3_client_test::server_ = nullptr;
 
 // The same checks as the fake's (mem_object_store_test): the fake answers what S3 answers.
-TEST_F(S3ClientTest, BehavesAsTheFakeDoes) {
+TEST_F(s3_client_test, behaves_as_the_fake_does) {
   auto store = make_store();
   test::check_object_store_contract(*store, "contract/");
 }
 
-TEST_F(S3ClientTest, PutGetHeadDelete) {
+TEST_F(s3_client_test, put_get_head_delete) {
   auto store = make_store();
   object_bytes body = bytes_of("hello, cold tier");
   auto put = store->put("a/b.obj", body);
@@ -99,7 +99,7 @@ TEST_F(S3ClientTest, PutGetHeadDelete) {
   EXPECT_GE(store->metrics().get_latency_us.read().count(), 2u);
 }
 
-TEST_F(S3ClientTest, Ranges) {
+TEST_F(s3_client_test, ranges) {
   auto store = make_store();
   ASSERT_TRUE(store->put("r.obj", bytes_of("0123456789abcdef")));
   auto mid = store->get_range("r.obj", 3, 4);
@@ -118,7 +118,7 @@ TEST_F(S3ClientTest, Ranges) {
   EXPECT_EQ(past.err().http_status, 416);
 }
 
-TEST_F(S3ClientTest, KeysThatNeedEncoding) {
+TEST_F(s3_client_test, keys_that_need_encoding) {
   auto store = make_store();
   // No '&', '<', '>', '"' or '\'' here: s3rver escapes those twice in its listings (real S3 once), so
   // they would come back as "&amp;"; weir's own keys are hex and never have them (object_key.h).
@@ -134,7 +134,7 @@ TEST_F(S3ClientTest, KeysThatNeedEncoding) {
   EXPECT_EQ(page->objects[0].key, key);
 }
 
-TEST_F(S3ClientTest, ListWithContinuation) {
+TEST_F(s3_client_test, list_with_continuation) {
   auto store = make_store();
   std::set<std::string> want;
   for (int i = 0; i < 23; ++i) {
@@ -162,7 +162,7 @@ TEST_F(S3ClientTest, ListWithContinuation) {
   EXPECT_EQ(seen.size(), want.size());
 }
 
-TEST_F(S3ClientTest, WrongSecretIsAnAuthError) {
+TEST_F(s3_client_test, wrong_secret_is_an_auth_error) {
   auto store = make_store("not-the-secret");
   auto put = store->put("k.obj", bytes_of("x"));
   ASSERT_FALSE(put);
@@ -178,7 +178,7 @@ TEST_F(S3ClientTest, WrongSecretIsAnAuthError) {
   EXPECT_EQ(again.err().attempts, 1);
 }
 
-TEST_F(S3ClientTest, ConnectionRefusedIsRetriedThenReported) {
+TEST_F(s3_client_test, connection_refused_is_retried_then_reported) {
   // A port nothing listens on: every attempt is a connection failure, retried up to the limit.
   s3_settings s;
   s.location = *parse_cold_location("s3://weir-test/x");
@@ -195,7 +195,7 @@ TEST_F(S3ClientTest, ConnectionRefusedIsRetriedThenReported) {
   EXPECT_EQ(delays.size(), 2u);
 }
 
-TEST_F(S3ClientTest, ObjectFormatRoundTripThroughS3) {
+TEST_F(s3_client_test, object_format_round_trip_through_s3) {
   auto store = make_store();
   object_writer w(cold_group{3}, 64);  // small blocks: a read spans several
   std::string a(200, 'a');

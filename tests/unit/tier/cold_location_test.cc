@@ -9,7 +9,7 @@
 namespace weir::tier {
 namespace {
 
-TEST(ColdLocation, Parse) {
+TEST(cold_location, parse) {
   auto a = parse_cold_location("s3://my-bucket/weir/prod/");
   ASSERT_TRUE(a) << a.err().reason;
   EXPECT_EQ(a->bucket, "my-bucket");
@@ -27,7 +27,7 @@ TEST(ColdLocation, Parse) {
   EXPECT_FALSE(parse_cold_location("s3://bucket/a/\n"));
 }
 
-TEST(ColdLocation, Endpoint) {
+TEST(cold_location, endpoint) {
   auto e = parse_s3_endpoint("http://127.0.0.1:4568/");
   ASSERT_TRUE(e);
   EXPECT_EQ(e->scheme, "http");
@@ -40,7 +40,7 @@ TEST(ColdLocation, Endpoint) {
   EXPECT_FALSE(parse_s3_endpoint("http://"));
 }
 
-TEST(ColdLocation, PathStyleWithAnEndpoint) {
+TEST(cold_location, path_style_with_an_endpoint) {
   s3_settings s;
   s.location = *parse_cold_location("s3://bkt/pre/fix");
   s.endpoint = *parse_s3_endpoint("http://127.0.0.1:9000");
@@ -53,7 +53,7 @@ TEST(ColdLocation, PathStyleWithAnEndpoint) {
   EXPECT_EQ(list.url, "http://127.0.0.1:9000/bkt?list-type=2&prefix=pre%2Ffix%2Fe0001%2F");
 }
 
-TEST(ColdLocation, VirtualHostedForAws) {
+TEST(cold_location, virtual_hosted_for_aws) {
   s3_settings s;
   s.location = *parse_cold_location("s3://bkt");
   s.region = "eu-west-3";
@@ -64,7 +64,7 @@ TEST(ColdLocation, VirtualHostedForAws) {
   EXPECT_EQ(address_for(s, "").path, "/");
 }
 
-TEST(ColdLocation, CredentialsFromTheEnvironmentAreNeverDescribed) {
+TEST(cold_location, credentials_from_the_environment_are_never_described) {
   ::setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
   ::setenv("AWS_SECRET_ACCESS_KEY", "very-secret-value", 1);
   ::setenv("AWS_SESSION_TOKEN", "session-token-value", 1);

@@ -20,7 +20,7 @@ std::string text_of(const object_bytes& b) {
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
-TEST(MemObjectStore, PutGetHeadRemove) {
+TEST(mem_object_store, put_get_head_remove) {
   mem_object_store s;
   auto put = s.put("a", bytes_of("0123456789"));
   ASSERT_TRUE(put);
@@ -43,12 +43,12 @@ TEST(MemObjectStore, PutGetHeadRemove) {
   EXPECT_NE(s.head("c")->etag, e1);
 }
 
-TEST(MemObjectStore, BehavesAsS3Does) {
+TEST(mem_object_store, behaves_as_s3_does) {
   mem_object_store s;
   test::check_object_store_contract(s, "contract/");
 }
 
-TEST(MemObjectStore, RefusesWhatS3Refuses) {
+TEST(mem_object_store, refuses_what_s3_refuses) {
   mem_object_store s;
   EXPECT_EQ(s.put("", bytes_of("x")).err().kind, store_errc::invalid);
   object_bytes big(object_store::max_object_bytes + 1);
@@ -57,7 +57,7 @@ TEST(MemObjectStore, RefusesWhatS3Refuses) {
   EXPECT_EQ(s.list("", "bogus", 10).err().kind, store_errc::other);
 }
 
-TEST(MemObjectStore, IfAbsentAnswers412) {
+TEST(mem_object_store, if_absent_answers412) {
   mem_object_store s;
   ASSERT_TRUE(s.put("k", bytes_of("one"), put_options{true}));
   auto again = s.put("k", bytes_of("two"), put_options{true});
@@ -67,7 +67,7 @@ TEST(MemObjectStore, IfAbsentAnswers412) {
   EXPECT_EQ(text_of(*s.contents("k")), "one");
 }
 
-TEST(MemObjectStore, ListPagesInKeyOrder) {
+TEST(mem_object_store, list_pages_in_key_order) {
   mem_object_store s;
   for (int i = 24; i >= 0; --i) ASSERT_TRUE(s.put(fmt::format("p/{:02}", i), bytes_of("x")));
   ASSERT_TRUE(s.put("q/0", bytes_of("x")));
@@ -90,7 +90,7 @@ TEST(MemObjectStore, ListPagesInKeyOrder) {
   EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
 }
 
-TEST(MemObjectStore, InjectedErrorsHitTheNamedOperationAndKeys) {
+TEST(mem_object_store, injected_errors_hit_the_named_operation_and_keys) {
   mem_object_store s;
   s.inject({store_op::put, fault_kind::error,
             make_store_error(store_errc::conflict, "busy", 409, "OperationAborted"), "hot/"},
@@ -108,7 +108,7 @@ TEST(MemObjectStore, InjectedErrorsHitTheNamedOperationAndKeys) {
   EXPECT_EQ(s.requests(store_op::put), 4u);
 }
 
-TEST(MemObjectStore, TimeoutsAndResetsBeforeAndAfterApplying) {
+TEST(mem_object_store, timeouts_and_resets_before_and_after_applying) {
   mem_object_store s;
   s.inject({store_op::put, fault_kind::timeout});
   EXPECT_EQ(s.put("a", bytes_of("x")).err().kind, store_errc::timeout);
@@ -137,7 +137,7 @@ TEST(MemObjectStore, TimeoutsAndResetsBeforeAndAfterApplying) {
   EXPECT_EQ(s.list("", "", 10).err().kind, store_errc::throttled);
 }
 
-TEST(MemObjectStore, PartialAndCorruptReads) {
+TEST(mem_object_store, partial_and_corrupt_reads) {
   mem_object_store s;
   ASSERT_TRUE(s.put("a", bytes_of("0123456789")));
   s.inject({store_op::get, fault_kind::short_read});
@@ -153,7 +153,7 @@ TEST(MemObjectStore, PartialAndCorruptReads) {
   EXPECT_EQ(text_of(*s.contents("a")), "0123456789");  // the stored bytes are intact
 }
 
-TEST(MemObjectStore, StallBlocksUntilReleased) {
+TEST(mem_object_store, stall_blocks_until_released) {
   mem_object_store s;
   s.inject({store_op::put, fault_kind::stall});
   store_result<object_info> r = make_store_error(store_errc::other, "not run");
@@ -178,7 +178,7 @@ std::vector<std::string> fault_trace(std::uint64_t seed) {
   return trace;
 }
 
-TEST(MemObjectStore, RandomFaultsAreDeterministicPerSeed) {
+TEST(mem_object_store, random_faults_are_deterministic_per_seed) {
   auto a = fault_trace(1);
   EXPECT_EQ(a, fault_trace(1));
   EXPECT_NE(a, fault_trace(2));
@@ -190,7 +190,7 @@ TEST(MemObjectStore, RandomFaultsAreDeterministicPerSeed) {
   EXPECT_LT(failures, 150);
 }
 
-TEST(MemObjectStore, RandomFaultsAreRetryableOnly) {
+TEST(mem_object_store, random_faults_are_retryable_only) {
   mem_object_store s;
   s.set_random_faults(1.0, 9);
   for (int i = 0; i < 100; ++i) {

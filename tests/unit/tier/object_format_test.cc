@@ -40,7 +40,7 @@ decoded decode(const object_bytes& obj) {
   return decoded{*t, *f};
 }
 
-TEST(ObjectFormat, RoundTripSeveralStreams) {
+TEST(object_format, round_trip_several_streams) {
   object_writer w(cold_group{7}, 16);
   std::string a = pattern(40, 'a');
   std::string b = pattern(5, 'B');
@@ -75,7 +75,7 @@ TEST(ObjectFormat, RoundTripSeveralStreams) {
   }
 }
 
-TEST(ObjectFormat, EmptyObject) {
+TEST(object_format, empty_object) {
   object_writer w(cold_group{1});
   object_bytes obj = w.finish();
   EXPECT_EQ(obj.size(), object_header_size + 4 + object_trailer_size);
@@ -84,7 +84,7 @@ TEST(ObjectFormat, EmptyObject) {
   EXPECT_TRUE(d.footer.ranges.empty());
 }
 
-TEST(ObjectFormat, EveryFlippedByteIsCaught) {
+TEST(object_format, every_flipped_byte_is_caught) {
   object_writer w(cold_group{2}, 8);
   w.add("x", streams::stream_offset{0}, streams::stream_offset{20}, bytes_of(pattern(20, 'k')));
   const object_bytes good = w.finish();
@@ -113,7 +113,7 @@ TEST(ObjectFormat, EveryFlippedByteIsCaught) {
   }
 }
 
-TEST(ObjectFormat, DecodersRefuseGarbage) {
+TEST(object_format, decoders_refuse_garbage) {
   std::mt19937_64 rng(42);
   for (int round = 0; round < 2000; ++round) {
     std::size_t n = rng() % 200;
@@ -138,7 +138,7 @@ TEST(ObjectFormat, DecodersRefuseGarbage) {
   }
 }
 
-TEST(ObjectFormat, FooterCountCannotForceAHugeAllocation) {
+TEST(object_format, footer_count_cannot_force_a_huge_allocation) {
   object_bytes footer(8, std::byte{0});
   footer[0] = footer[1] = footer[2] = footer[3] = std::byte{0xff};  // 4 billion ranges in 8 bytes
   object_trailer t{};
@@ -150,7 +150,7 @@ TEST(ObjectFormat, FooterCountCannotForceAHugeAllocation) {
   EXPECT_EQ(f.err().as<object_format_errc>(), object_format_errc::inconsistent);
 }
 
-TEST(ObjectFormat, TrailerSizesMustFitTheObject) {
+TEST(object_format, trailer_sizes_must_fit_the_object) {
   object_writer w(cold_group{2}, 8);
   w.add("x", streams::stream_offset{0}, streams::stream_offset{20}, bytes_of(pattern(20, 'k')));
   object_bytes obj = w.finish();
@@ -161,7 +161,7 @@ TEST(ObjectFormat, TrailerSizesMustFitTheObject) {
   EXPECT_FALSE(decode_object_trailer(tail, std::uint64_t{1} << 60));
 }
 
-TEST(ObjectFormat, ReaderThroughAStoreUsesAlignedRanges) {
+TEST(object_format, reader_through_a_store_uses_aligned_ranges) {
   mem_object_store store;
   object_writer w(cold_group{4}, 32);
   std::string a = pattern(300, 'a');
@@ -178,7 +178,7 @@ TEST(ObjectFormat, ReaderThroughAStoreUsesAlignedRanges) {
   EXPECT_EQ(store.requests(store_op::get), 2u);  // one range GET for the blocks
 }
 
-TEST(ObjectFormat, ReaderReportsCorruptAndShortReads) {
+TEST(object_format, reader_reports_corrupt_and_short_reads) {
   mem_object_store store;
   object_writer w(cold_group{4}, 32);
   w.add("s/a", streams::stream_offset{0}, streams::stream_offset{100}, bytes_of(pattern(100, 'a')));
@@ -202,7 +202,7 @@ TEST(ObjectFormat, ReaderReportsCorruptAndShortReads) {
   EXPECT_EQ(past.err().kind, store_errc::invalid);
 }
 
-TEST(ObjectFormat, ReaderReadsALargeFooterSeparately) {
+TEST(object_format, reader_reads_a_large_footer_separately) {
   mem_object_store store;
   object_writer w(cold_group{4}, 1024);
   std::string name(1000, 'n');
@@ -220,7 +220,7 @@ TEST(ObjectFormat, ReaderReadsALargeFooterSeparately) {
   EXPECT_EQ(text_of(*x), "x");
 }
 
-TEST(ObjectFormat, ReaderRefusesAForeignObject) {
+TEST(object_format, reader_refuses_a_foreign_object) {
   mem_object_store store;
   ASSERT_TRUE(store.put("k.obj", object_bytes(100, std::byte{'z'})));
   auto r = object_reader::open(store, "k.obj", 100);

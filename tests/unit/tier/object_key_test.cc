@@ -9,7 +9,7 @@
 namespace weir::tier {
 namespace {
 
-TEST(ObjectKey, FormatAndParse) {
+TEST(object_key, format_and_parse) {
   object_name n{cold_epoch{1}, cold_group{3}, leader_term{5}, upload_seq{18}};
   EXPECT_EQ(object_key(n), "e0001/g00000003/t0000000000000005-s0000000000000012.obj");
   EXPECT_EQ(parse_object_key(object_key(n)), n);
@@ -20,7 +20,7 @@ TEST(ObjectKey, FormatAndParse) {
   EXPECT_EQ(object_key(n).rfind(epoch_key_prefix(n.epoch), 0), 0u);
 }
 
-TEST(ObjectKey, ForeignKeysAreRefused) {
+TEST(object_key, foreign_keys_are_refused) {
   for (const char* k : {"", "e0001/", "e0001/g00000003/t0000000000000005-s0000000000000012",
                         "e0001/g00000003/t0000000000000005-s0000000000000012.obj.tmp",
                         "e0001/g0000000G/t0000000000000005-s0000000000000012.obj",
@@ -30,7 +30,7 @@ TEST(ObjectKey, ForeignKeysAreRefused) {
   }
 }
 
-TEST(ObjectKey, LexicalOrderIsNumericOrder) {
+TEST(object_key, lexical_order_is_numeric_order) {
   std::vector<object_name> names;
   for (std::uint64_t term : {1ull, 2ull, 15ull, 16ull, 300ull}) {
     for (std::uint64_t seq : {0ull, 9ull, 10ull, 255ull, 4096ull}) {

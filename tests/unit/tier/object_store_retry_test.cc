@@ -25,7 +25,7 @@ struct fixture {
                               [this](millis d) { delays.push_back(d); }};
 };
 
-TEST(BackoffDelay, FullJitterUnderAGrowingCap) {
+TEST(backoff_delay, full_jitter_under_a_growing_cap) {
   retry_policy p{10, millis{100}, millis{1'000}, 4};
   std::mt19937_64 rng(3);
   for (int round = 0; round < 200; ++round) {
@@ -43,7 +43,7 @@ TEST(BackoffDelay, FullJitterUnderAGrowingCap) {
   EXPECT_EQ(backoff_delay(retry_policy{3, millis{0}, millis{0}, 4}, 2, false, rng), millis{0});
 }
 
-TEST(RetryingObjectStore, RetriesEachRetryableKind) {
+TEST(retrying_object_store, retries_each_retryable_kind) {
   const std::vector<injected_fault> faults = {
       {store_op::get, fault_kind::error, make_store_error(store_errc::throttled, "slow", 503, "SlowDown")},
       {store_op::get, fault_kind::error,
@@ -63,7 +63,7 @@ TEST(RetryingObjectStore, RetriesEachRetryableKind) {
   }
 }
 
-TEST(RetryingObjectStore, NeverRetriesOtherClientErrors) {
+TEST(retrying_object_store, never_retries_other_client_errors) {
   const std::vector<store_error> errors = {
       make_store_error(store_errc::not_found, "", 404, "NoSuchKey"),
       make_store_error(store_errc::auth, "", 403, "SignatureDoesNotMatch"),
@@ -84,7 +84,7 @@ TEST(RetryingObjectStore, NeverRetriesOtherClientErrors) {
   }
 }
 
-TEST(RetryingObjectStore, GivesUpAfterMaxAttempts) {
+TEST(retrying_object_store, gives_up_after_max_attempts) {
   fixture x;
   x.fake.inject({store_op::head, fault_kind::timeout}, 100);
   auto r = x.store.head("k");
@@ -97,7 +97,7 @@ TEST(RetryingObjectStore, GivesUpAfterMaxAttempts) {
   EXPECT_NE(r.err().describe().find("after 5 attempts"), std::string::npos);
 }
 
-TEST(RetryingObjectStore, ThrottlingWaitsLonger) {
+TEST(retrying_object_store, throttling_waits_longer) {
   // With the same seed, the delay after a SlowDown is drawn under a four times higher cap.
   fixture slow;
   slow.fake.inject(
@@ -110,7 +110,7 @@ TEST(RetryingObjectStore, ThrottlingWaitsLonger) {
   for (std::size_t i = 0; i < slow.delays.size(); ++i) EXPECT_GE(slow.delays[i], plain.delays[i]);
 }
 
-TEST(RetryingObjectStore, AmbiguousUploadIsCompletedWithTheSameBytes) {
+TEST(retrying_object_store, ambiguous_upload_is_completed_with_the_same_bytes) {
   fixture x;
   x.fake.inject({store_op::put, fault_kind::timeout_after_apply});
   auto r = x.store.put("e0001/g00000001/t1-s1.obj", bytes_of("the bytes"));
@@ -119,7 +119,7 @@ TEST(RetryingObjectStore, AmbiguousUploadIsCompletedWithTheSameBytes) {
   EXPECT_EQ(*x.fake.contents("e0001/g00000001/t1-s1.obj"), bytes_of("the bytes"));
 }
 
-TEST(RetryingObjectStore, IfAbsentAfterAnAmbiguousAttemptSaysSo) {
+TEST(retrying_object_store, if_absent_after_an_ambiguous_attempt_says_so) {
   // The first attempt landed but its answer was lost; the retry meets its own object as 412. The error
   // carries attempts > 1 so the caller checks the object instead of blaming another writer.
   fixture x;
@@ -131,7 +131,7 @@ TEST(RetryingObjectStore, IfAbsentAfterAnAmbiguousAttemptSaysSo) {
   EXPECT_EQ(x.store.head("k")->etag, x.fake.head("k")->etag);
 }
 
-TEST(RetryingObjectStore, RandomFaultsAreRiddenOut) {
+TEST(retrying_object_store, random_faults_are_ridden_out) {
   fixture x;
   x.fake.set_random_faults(0.3, 11);
   for (int i = 0; i < 100; ++i) {
@@ -145,7 +145,7 @@ TEST(RetryingObjectStore, RandomFaultsAreRiddenOut) {
   EXPECT_GT(x.store.retries(), 20u);
 }
 
-TEST(RetryingObjectStore, CancelWakesASleepingRetry) {
+TEST(retrying_object_store, cancel_wakes_a_sleeping_retry) {
   mem_object_store fake;
   fake.inject({store_op::get, fault_kind::timeout}, 100);
   // A real sleep of up to an hour: only cancel() can end it.

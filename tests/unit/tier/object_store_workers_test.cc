@@ -26,7 +26,7 @@ struct loop_thread {
   }
 };
 
-TEST(ObjectStoreWorkers, CompletionRunsOnTheNamedLoop) {
+TEST(object_store_workers, completion_runs_on_the_named_loop) {
   mem_object_store fake;
   object_store_workers workers(fake, 2);
   loop_thread lt;
@@ -52,7 +52,7 @@ TEST(ObjectStoreWorkers, CompletionRunsOnTheNamedLoop) {
   EXPECT_EQ(got.get_future().get(), "v");
 }
 
-TEST(ObjectStoreWorkers, CompletionWithoutALoopRunsOnAWorker) {
+TEST(object_store_workers, completion_without_a_loop_runs_on_a_worker) {
   mem_object_store fake;
   object_store_workers workers(fake, 1);
   std::promise<std::thread::id> where;
@@ -63,7 +63,7 @@ TEST(ObjectStoreWorkers, CompletionWithoutALoopRunsOnAWorker) {
   EXPECT_NE(where.get_future().get(), std::this_thread::get_id());
 }
 
-TEST(ObjectStoreWorkers, EveryOperation) {
+TEST(object_store_workers, every_operation) {
   mem_object_store fake;
   object_store_workers workers(fake, 2);
   std::promise<void> p1;
@@ -82,7 +82,7 @@ TEST(ObjectStoreWorkers, EveryOperation) {
   EXPECT_FALSE(fake.contents("a/1"));
 }
 
-TEST(ObjectStoreWorkers, AStalledCallHoldsOneWorkerOnly) {
+TEST(object_store_workers, a_stalled_call_holds_one_worker_only) {
   mem_object_store fake;
   object_store_workers workers(fake, 2);
   loop_thread lt;
@@ -106,7 +106,7 @@ TEST(ObjectStoreWorkers, AStalledCallHoldsOneWorkerOnly) {
   EXPECT_TRUE(stalled_done.get_future().get());
 }
 
-TEST(ObjectStoreWorkers, QueuedCallsWaitForAFreeWorker) {
+TEST(object_store_workers, queued_calls_wait_for_a_free_worker) {
   mem_object_store fake;
   fake.inject({store_op::get, fault_kind::stall});
   std::promise<void> first;

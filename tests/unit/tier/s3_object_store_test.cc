@@ -179,7 +179,7 @@ class scripted_server {
   std::thread thread_;
 };
 
-class S3ObjectStoreTest : public ::testing::Test {
+class s3_object_store_test : public ::testing::Test {
  protected:
   s3_object_store make_store(millis timeout = millis{10'000}) {
     s3_settings s;
@@ -195,7 +195,7 @@ class S3ObjectStoreTest : public ::testing::Test {
   scripted_server server;
 };
 
-TEST_F(S3ObjectStoreTest, PutSendsThePayloadHashAndSignsIt) {
+TEST_F(s3_object_store_test, put_sends_the_payload_hash_and_signs_it) {
   s3_object_store store = make_store();
   server.script(answer(200, "", {"ETag: \"abc\""}));
   auto r = store.put("k.obj", bytes_of("Welcome to Amazon S3."), put_options{true});
@@ -217,7 +217,7 @@ TEST_F(S3ObjectStoreTest, PutSendsThePayloadHashAndSignsIt) {
   EXPECT_NE(req.find("\r\n\r\nWelcome to Amazon S3."), std::string::npos);
 }
 
-TEST_F(S3ObjectStoreTest, ConnectionIsReused) {
+TEST_F(s3_object_store_test, connection_is_reused) {
   s3_object_store store = make_store();
   for (int i = 0; i < 3; ++i) server.script(answer(206, "xy", {"Content-Range: bytes 0-1/9"}));
   for (int i = 0; i < 3; ++i) {
@@ -230,7 +230,7 @@ TEST_F(S3ObjectStoreTest, ConnectionIsReused) {
   EXPECT_NE(server.requests()[0].find("Range: bytes=0-1"), std::string::npos);
 }
 
-TEST_F(S3ObjectStoreTest, ErrorsAreClassified) {
+TEST_F(s3_object_store_test, errors_are_classified) {
   s3_object_store store = make_store();
   server.script(answer(503, "<Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>"));
   server.script(answer(500, "<Error><Code>InternalError</Code></Error>"));
@@ -260,7 +260,7 @@ TEST_F(S3ObjectStoreTest, ErrorsAreClassified) {
   EXPECT_EQ(store.metrics().failures.get(), want.size());
 }
 
-TEST_F(S3ObjectStoreTest, ResetAndCutBodyAreConnectionErrors) {
+TEST_F(s3_object_store_test, reset_and_cut_body_are_connection_errors) {
   s3_object_store store = make_store();
   server.script(scripted_answer{scripted_answer::reset});
   auto r1 = store.get_range("k", 0, 10);
@@ -273,7 +273,7 @@ TEST_F(S3ObjectStoreTest, ResetAndCutBodyAreConnectionErrors) {
   EXPECT_EQ(r2.err().kind, store_errc::connection) << r2.err().describe();
 }
 
-TEST_F(S3ObjectStoreTest, NoAnswerIsATimeout) {
+TEST_F(s3_object_store_test, no_answer_is_a_timeout) {
   s3_object_store store = make_store(millis{300});
   server.script(scripted_answer{scripted_answer::silent});
   auto r = store.head("k");
@@ -281,7 +281,7 @@ TEST_F(S3ObjectStoreTest, NoAnswerIsATimeout) {
   EXPECT_EQ(r.err().kind, store_errc::timeout) << r.err().describe();
 }
 
-TEST_F(S3ObjectStoreTest, RetryPolicyRidesOutTransientFailures) {
+TEST_F(s3_object_store_test, retry_policy_rides_out_transient_failures) {
   s3_object_store store = make_store();
   retrying_object_store retrying(store, retry_policy{}, 3, [](millis) {});
   server.script(answer(503, "<Error><Code>SlowDown</Code></Error>"));
@@ -296,7 +296,7 @@ TEST_F(S3ObjectStoreTest, RetryPolicyRidesOutTransientFailures) {
     EXPECT_NE(req.find("\r\n\r\nv"), std::string::npos);  // the same bytes each time
 }
 
-TEST_F(S3ObjectStoreTest, ServerThatIgnoresRangeIsCutHere) {
+TEST_F(s3_object_store_test, server_that_ignores_range_is_cut_here) {
   s3_object_store store = make_store();
   server.script(answer(200, "0123456789"));
   auto r = store.get_range("k", 3, 4);
@@ -305,7 +305,7 @@ TEST_F(S3ObjectStoreTest, ServerThatIgnoresRangeIsCutHere) {
   EXPECT_EQ(r->object_size, 10u);
 }
 
-TEST_F(S3ObjectStoreTest, HeadAndListAndDelete) {
+TEST_F(s3_object_store_test, head_and_list_and_delete) {
   s3_object_store store = make_store();
   server.script(answer(200, "", {"ETag: \"t\""}));
   server.script(answer(200,
@@ -338,14 +338,14 @@ TEST_F(S3ObjectStoreTest, HeadAndListAndDelete) {
   EXPECT_EQ(reqs[3].rfind("DELETE /bkt/pre/k ", 0), 0u);
 }
 
-TEST_F(S3ObjectStoreTest, RefusesOversizedPutsWithoutSending) {
+TEST_F(s3_object_store_test, refuses_oversized_puts_without_sending) {
   s3_object_store store = make_store();
   object_bytes big(object_store::max_object_bytes + 1);
   EXPECT_EQ(store.put("k", big).err().kind, store_errc::invalid);
   EXPECT_TRUE(server.requests().empty());
 }
 
-TEST(ClassifyS3Answer, ThrottlingCodes) {
+TEST(classify_s3_answer, throttling_codes) {
   EXPECT_EQ(classify_s3_answer(503, ""), store_errc::throttled);
   EXPECT_EQ(classify_s3_answer(429, ""), store_errc::throttled);
   EXPECT_EQ(classify_s3_answer(400, "SlowDown"), store_errc::throttled);

@@ -12,7 +12,7 @@ const s3_credentials example_creds{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDEN
 constexpr const char* example_date = "20130524T000000Z";
 constexpr const char* example_host = "examplebucket.s3.amazonaws.com";
 
-TEST(S3Signer, GetObjectWithRange) {
+TEST(s3_signer, get_object_with_range) {
   s3_request_to_sign req{"GET", "/test.txt", {}, {{"Range", "bytes=0-9"}}, empty_payload_sha256};
   sigv4_parts p = sign_request(req, example_creds, "us-east-1", example_host, example_date);
   EXPECT_EQ(p.canonical_request,
@@ -34,7 +34,7 @@ TEST(S3Signer, GetObjectWithRange) {
   EXPECT_TRUE(has_auth);
 }
 
-TEST(S3Signer, PutObjectHashesTheBodyAndEncodesTheKey) {
+TEST(s3_signer, put_object_hashes_the_body_and_encodes_the_key) {
   std::string hash = payload_sha256_hex(std::string_view("Welcome to Amazon S3."));
   EXPECT_EQ(hash, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
   s3_request_to_sign req{
@@ -57,7 +57,7 @@ TEST(S3Signer, PutObjectHashesTheBodyAndEncodesTheKey) {
   EXPECT_EQ(p.signature, "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd");
 }
 
-TEST(S3Signer, ListObjectsSortsTheQuery) {
+TEST(s3_signer, list_objects_sorts_the_query) {
   // The example's URL is /?max-keys=2&prefix=J; given in the other order, the canonical query is sorted.
   s3_request_to_sign req{"GET", "/", {{"prefix", "J"}, {"max-keys", "2"}}, {}, empty_payload_sha256};
   sigv4_parts p = sign_request(req, example_creds, "us-east-1", example_host, example_date);
@@ -65,7 +65,7 @@ TEST(S3Signer, ListObjectsSortsTheQuery) {
   EXPECT_EQ(p.signature, "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
 }
 
-TEST(S3Signer, BucketLifecycleHasAnEmptyValue) {
+TEST(s3_signer, bucket_lifecycle_has_an_empty_value) {
   // GET /?lifecycle: a parameter without a value is "lifecycle=" in the canonical query.
   s3_request_to_sign req{"GET", "/", {{"lifecycle", ""}}, {}, empty_payload_sha256};
   sigv4_parts p = sign_request(req, example_creds, "us-east-1", example_host, example_date);
@@ -73,7 +73,7 @@ TEST(S3Signer, BucketLifecycleHasAnEmptyValue) {
   EXPECT_EQ(p.signature, "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543");
 }
 
-TEST(S3Signer, SigningKeyDependsOnEveryScopePart) {
+TEST(s3_signer, signing_key_depends_on_every_scope_part) {
   std::string k = sigv4_signing_key("secret", "20130524", "us-east-1", "s3");
   EXPECT_EQ(k.size(), 32u);
   EXPECT_NE(k, sigv4_signing_key("secret", "20130525", "us-east-1", "s3"));
@@ -81,7 +81,7 @@ TEST(S3Signer, SigningKeyDependsOnEveryScopePart) {
   EXPECT_NE(k, sigv4_signing_key("secret2", "20130524", "us-east-1", "s3"));
 }
 
-TEST(S3Signer, UriEncoding) {
+TEST(s3_signer, uri_encoding) {
   EXPECT_EQ(uri_encode("a b", false), "a%20b");
   EXPECT_EQ(uri_encode("a+b", false), "a%2Bb");
   EXPECT_EQ(uri_encode("100%", false), "100%25");
@@ -92,14 +92,14 @@ TEST(S3Signer, UriEncoding) {
   EXPECT_EQ(uri_encode("\xd0\xba", true), "%D0%BA");
 }
 
-TEST(S3Signer, CanonicalQueryEncodesContinuationTokens) {
+TEST(s3_signer, canonical_query_encodes_continuation_tokens) {
   // s3rver's continuation tokens are base64 ('+', '/', '='): every one of them is encoded.
   EXPECT_EQ(canonical_query({{"list-type", "2"}, {"continuation-token", "ab+c/d=="}, {"prefix", "e1/g2/"}}),
             "continuation-token=ab%2Bc%2Fd%3D%3D&list-type=2&prefix=e1%2Fg2%2F");
   EXPECT_EQ(canonical_query({{"b", "2"}, {"a", "y"}, {"a", "x"}}), "a=x&a=y&b=2");
 }
 
-TEST(S3Signer, SessionTokenIsSentAndSigned) {
+TEST(s3_signer, session_token_is_sent_and_signed) {
   s3_credentials creds = example_creds;
   creds.session_token = "token/with+chars";
   s3_request_to_sign req{"GET", "/k", {}, {}, empty_payload_sha256};
@@ -109,14 +109,14 @@ TEST(S3Signer, SessionTokenIsSentAndSigned) {
   EXPECT_EQ(p.authorization.find(creds.session_token), std::string::npos);
 }
 
-TEST(S3Signer, HeaderNamesAndValuesAreNormalized) {
+TEST(s3_signer, header_names_and_values_are_normalized) {
   s3_request_to_sign a{"GET", "/k", {}, {{"X-Amz-Meta-A", "  two   words "}}, empty_payload_sha256};
   s3_request_to_sign b{"GET", "/k", {}, {{"x-amz-meta-a", "two words"}}, empty_payload_sha256};
   EXPECT_EQ(sign_request(a, example_creds, "us-east-1", example_host, example_date).signature,
             sign_request(b, example_creds, "us-east-1", example_host, example_date).signature);
 }
 
-TEST(S3Signer, AmzDate) {
+TEST(s3_signer, amz_date) {
   EXPECT_EQ(amz_date_from_unix(1369353600), "20130524T000000Z");
 }
 

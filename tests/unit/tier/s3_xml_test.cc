@@ -31,7 +31,7 @@ constexpr std::string_view aws_page = R"(<?xml version="1.0" encoding="UTF-8"?>
   </Contents>
 </ListBucketResult>)";
 
-TEST(S3Xml, ListPage) {
+TEST(s3_xml, list_page) {
   auto page = parse_list_objects_v2(aws_page);
   ASSERT_TRUE(page) << page.err().reason;
   ASSERT_EQ(page->objects.size(), 2u);
@@ -45,7 +45,7 @@ TEST(S3Xml, ListPage) {
   EXPECT_EQ(page->next_token, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=");
 }
 
-TEST(S3Xml, LastAndEmptyPages) {
+TEST(s3_xml, last_and_empty_pages) {
   auto last = parse_list_objects_v2(
       "<ListBucketResult><KeyCount>1</KeyCount><IsTruncated>false</IsTruncated>"
       "<Contents><Key>k</Key><Size>3</Size></Contents></ListBucketResult>");
@@ -59,7 +59,7 @@ TEST(S3Xml, LastAndEmptyPages) {
   EXPECT_TRUE(empty->objects.empty());
 }
 
-TEST(S3Xml, MalformedListsAreErrors) {
+TEST(s3_xml, malformed_lists_are_errors) {
   EXPECT_FALSE(parse_list_objects_v2("<Error><Code>AccessDenied</Code></Error>"));
   EXPECT_FALSE(
       parse_list_objects_v2("<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>"));
@@ -69,7 +69,7 @@ TEST(S3Xml, MalformedListsAreErrors) {
       parse_list_objects_v2("<ListBucketResult><Contents><Key>a&bogus;</Key><Size>1</Size></Contents>"));
 }
 
-TEST(S3Xml, ErrorDocument) {
+TEST(s3_xml, error_document) {
   auto e = parse_s3_error(R"(<?xml version="1.0" encoding="UTF-8"?>
 <Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message><RequestId>1</RequestId></Error>)");
   ASSERT_TRUE(e);
@@ -79,7 +79,7 @@ TEST(S3Xml, ErrorDocument) {
   EXPECT_FALSE(parse_s3_error("<html>bad gateway</html>"));
 }
 
-TEST(S3Xml, Unescape) {
+TEST(s3_xml, unescape) {
   EXPECT_EQ(*xml_unescape("a&lt;b&gt;c&amp;d&quot;e&apos;f"), "a<b>c&d\"e'f");
   EXPECT_EQ(*xml_unescape("&#65;&#x42;&#x1F600;"), "AB\xf0\x9f\x98\x80");
   EXPECT_FALSE(xml_unescape("&#xD800;"));
@@ -88,7 +88,7 @@ TEST(S3Xml, Unescape) {
   EXPECT_FALSE(xml_unescape("&#;"));
 }
 
-TEST(S3Xml, GarbageNeverCrashes) {
+TEST(s3_xml, garbage_never_crashes) {
   std::mt19937_64 rng(5);
   const std::string alphabet = "<>/&;#x Contents Key Size IsTruncated ListBucketResult Error Code 0123456789";
   for (int i = 0; i < 5000; ++i) {
