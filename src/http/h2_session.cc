@@ -289,7 +289,7 @@ void h2_session::closed() {
 
 void h2_session::kick() {
   if (in_callbacks_ || closed_) return;
-  conn_->h2_send();  // last: it may close the connection (and this session with it)
+  conn_->h2_send();  // last: it may close the connection (and this h2_session object with it)
 }
 
 // --- receiving -------------------------------------------------------------------------------------
