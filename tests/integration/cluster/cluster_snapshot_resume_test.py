@@ -75,6 +75,11 @@ def transfers(node):
     return st["snapshots"] if st else {}
 
 
+def leaders(node):
+    """Group -> leader id in `node`'s view (GET /cluster)."""
+    return {g["group"]: g["leader"] for g in node.status()["raft_groups"]}
+
+
 def cs_get(node, key):
     return transfers(node).get(key, 0)
 
@@ -142,6 +147,7 @@ def main():
             inbound.armed = True
         nodes[3].start()
         wait_for("2.5 MiB to cross one link toward node 3", lambda: inbound.fired, 60)
+        leaders_at_cut = leaders(nodes[1])
 
         # 3. Both ends give up on their transfers; node 3 keeps what it wrote.
         wait_for("node 3 to keep a dropped transfer's records",
@@ -159,8 +165,17 @@ def main():
         cluster.wait_caught_up(3, timeout=120)
         s3 = transfers(nodes[3])
         skipped = cs_get(nodes[1], "chunk_bytes_skipped") + cs_get(nodes[2], "chunk_bytes_skipped")
-        check(s3["transfers_resumed"] > 0, "node 3 resumed a cut transfer: %r" % s3)
-        check(skipped > 0, "the leaders skipped records node 3 held (%d bytes)" % skipped)
+        # A transfer resumes only from the sender it was cut from (docs/replication.md, "What a cluster
+        # does not do yet, and why"): when a group's leader changed meanwhile (an election on a loaded
+        # machine), its newer snapshot comes from another node and is sent whole.
+        moved = {g: (was, leaders(nodes[1]).get(g)) for g, was in leaders_at_cut.items()
+                 if leaders(nodes[1]).get(g) != was}
+        if moved:
+            print("leaders changed between the cut and the restore (group: before, after): %r; a resume is "
+                  "not expected there" % moved)
+        else:
+            check(s3["transfers_resumed"] > 0, "node 3 resumed a cut transfer: %r" % s3)
+            check(skipped > 0, "the leaders skipped records node 3 held (%d bytes)" % skipped)
         check(s3["transfers_completed"] > 0 and s3["restored"] > 0, "node 3 installed the snapshots: %r" % s3)
         for i in (1, 2, 3):
             bad = [p for p, want in sorted(expected.items()) if cs.read_stream(nodes[i], p)[0] != want]
