@@ -325,11 +325,7 @@ class saturation_run {
     const auto t0 = mono_ns();
     const bool in_time = driver.run(bound, [&] {
       const auto now = mono_ns();
-      // Not while connecting: a connection that is still opening has no request start time yet
-      // (http_connection::expire_if_older would call it a timeout at the first sweep).
-      if (connecting == 0) {
-        for (auto& c : conns) c->expire_if_older(now - timeout_ns);
-      }
+      for (auto& c : conns) c->expire_if_older(now - timeout_ns);
       progress_.update(fmt::format("{} c={} {:.0f}/{:.0f} s, {} ok in the window", cfg_.label, connections,
                                    static_cast<double>(now - t0) / 1e9, cfg_.warmup_secs + cfg_.secs, lv.ok));
     });
