@@ -8,7 +8,10 @@ its group's leader over the peer link and each read waits for a read index. The 
 (tests/node/client.test.mjs) then runs against node 3. At the end the nodes stop on SIGTERM with
 status 0.
 
-Usage: run-conformance-cluster.py WEIR_BINARY TESTS_NODE_DIR [extra serve flags...]
+With --h2c the suite speaks HTTP/2 with prior knowledge to node 2 (tests/node/h2_dispatcher.mjs: every
+connection it opens must be HTTP/2) and the client test is left out.
+
+Usage: run-conformance-cluster.py [--h2c] WEIR_BINARY TESTS_NODE_DIR [extra serve flags...]
 """
 import os
 import subprocess
@@ -21,11 +24,17 @@ import cluster_support as cs  # noqa: E402
 
 
 def main():
-    weir, node_dir = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    h2c = bool(args) and args[0] == "--h2c"
+    if h2c:
+        args = args[1:]
+    weir, node_dir = args[0], args[1]
+    name = "conformance_h2c_cluster" if h2c else "conformance_cluster"
+    over = " over h2c" if h2c else ""
     # Leaders stay where the elections put them: node 2 must remain a follower of every group.
     extra = ["--long-poll-timeout-ms", "500", "--allow-loopback-webhooks", "true", "--threads", "2",
-             "--balance-leaders", "false", *sys.argv[3:]]
-    cluster = cs.Cluster(weir, extra, prefix="weir-conformance-cluster-")
+             "--balance-leaders", "false", *args[2:]]
+    cluster = cs.Cluster(weir, extra, prefix="weir-%s-" % name.replace("_", "-"))
     ok = False
     try:
         t0 = time.monotonic()
@@ -45,20 +54,28 @@ def main():
 
         env = dict(os.environ, CONFORMANCE_TEST_URL=cluster.node(2).url, CONFORMANCE_SUBSCRIPTIONS="1",
                    CONFORMANCE_LONG_POLL_MS="500")
+        config = "vitest.conformance.config.mjs"
+        if h2c:
+            env["WEIR_H2"] = "h2c"
+            config = "vitest.conformance.h2.config.mjs"
         t1 = time.monotonic()
-        suite = subprocess.call(["npx", "vitest", "run", "--config", "vitest.conformance.config.mjs",
-                                 "--reporter=dot"], cwd=node_dir, env=env)
-        print("conformance against node 2: status %d in %.0f s" % (suite, time.monotonic() - t1), flush=True)
+        suite = subprocess.call(["npx", "vitest", "run", "--config", config, "--reporter=dot"], cwd=node_dir,
+                                env=env)
+        print("conformance%s against node 2: status %d in %.0f s" % (over, suite, time.monotonic() - t1),
+              flush=True)
 
         st = cluster.node(2).status()
         led = st["groups_led"] if st else "?"
         print("node 2 led %s groups at the end of the suite" % led, flush=True)
 
-        env = dict(os.environ, WEIR_URL=cluster.node(3).url)
-        t2 = time.monotonic()
-        client = subprocess.call(["npx", "vitest", "run", "--config", "vitest.client.config.mjs"],
-                                 cwd=node_dir, env=env)
-        print("client test against node 3: status %d in %.0f s" % (client, time.monotonic() - t2), flush=True)
+        client = 0
+        if not h2c:
+            env = dict(os.environ, WEIR_URL=cluster.node(3).url)
+            t2 = time.monotonic()
+            client = subprocess.call(["npx", "vitest", "run", "--config", "vitest.client.config.mjs"],
+                                     cwd=node_dir, env=env)
+            print("client test against node 3: status %d in %.0f s" % (client, time.monotonic() - t2),
+                  flush=True)
 
         # Every write the clients made is answered: no node keeps bytes counted as in flight (a waiter
         # never finished would hold writes back for admission for good, raft-proposal-bytes).
@@ -83,7 +100,7 @@ def main():
         if bad_stop:
             print("FAIL: node(s) did not stop cleanly on SIGTERM (status, None = killed): %s" % bad_stop)
         if suite != 0:
-            print("FAIL: the conformance suite failed against node 2 (status %d)" % suite)
+            print("FAIL: the conformance suite%s failed against node 2 (status %d)" % (over, suite))
         if client != 0:
             print("FAIL: the client test failed against node 3 (status %d)" % client)
         ok = suite == 0 and client == 0 and drained and not dead and not bad_stop
@@ -94,7 +111,7 @@ def main():
         cluster.remove()
     if not ok:
         return 1
-    print("conformance_cluster: all tests passed")
+    print("%s: all tests passed" % name)
     return 0
 
 
