@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,15 +109,13 @@ bool s3rver_process::start(std::string& why) {
 
 void s3rver_process::stop() {
   if (pid_ > 0) {
+    // Give it up to 2 s to close its server (woken by its exit through a pidfd); then make sure.
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
     ::kill(pid_, SIGTERM);
-    // Give it the time to close its server; then make sure.
-    for (int i = 0; i < 200; ++i) {
-      int st = 0;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      ::usleep(10'000);
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      if (::poll(&p, 1, 2000) == 1 && ::waitpid(pid_, nullptr, WNOHANG) == pid_) pid_ = -1;
+      ::close(pidfd);
     }
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);

@@ -66,7 +66,8 @@ TEST(event_loop, a_turn_that_holds_the_loop_shows_as_loop_lag) {
   loop_thread lt;
   static constexpr std::int64_t hold_ms = 2 * event_loop::lag_probe_us / 1000 + 20;
   // A probe falls due at most lag_probe_us (and a millisecond of rounding) into the hold, so it runs at
-  // least hold - lag_probe_us - 1 ms late: above 20 ms.
+  // least hold - lag_probe_us - 1 ms late: above 20 ms. The sleep is the turn under test (a task
+  // holding the loop), not a wait for an event.
   lt.sync([] { std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms)); });
   lt.sync([] {});  // the probe is read at the start of the turn after the hold
   const metrics::histogram_counts c = lt.loop.lag_us().read();
