@@ -795,6 +795,7 @@ void connection::observe_finish() {
   r.total_ns = now > ex_start_ns_ ? now - ex_start_ns_ : 0;
   r.head_ns = ex_head_ns_ != 0 && ex_head_ns_ > ex_start_ns_ ? ex_head_ns_ - ex_start_ns_ : r.total_ns;
   r.client = client;
+  r.protocol = http10_ ? http_protocol::http1_0 : http_protocol::http1_1;
   r.method = ex_method_;
   r.path = ex_path_;
   ctx_->opts->observer->finished(ctx_->loop->index(), r);

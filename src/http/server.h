@@ -20,7 +20,8 @@ class tls_context;
 
 namespace weir::http {
 
-enum class http_protocol : std::uint8_t { http1, h2 };
+// Which HTTP version served an exchange (an access log writes it as HTTP/1.1, HTTP/1.0 or HTTP/2).
+enum class http_protocol : std::uint8_t { http1_1, http1_0, h2 };
 
 // What the engine reports of one finished exchange (server_options::observer).
 struct exchange_record {
@@ -36,7 +37,7 @@ struct exchange_record {
   // Only when the observer asked for them (wants_request_line); never the query string.
   std::string_view method;
   std::string_view path;
-  http_protocol protocol = http_protocol::http1;  // HTTP/1.x, or h2/h2c
+  http_protocol protocol = http_protocol::http1_1;  // h2: h2 or h2c
 };
 
 // Told of every exchange as it finishes (response complete, or connection closed first), on the

@@ -74,6 +74,18 @@ void append_plain(std::string& out, std::string_view s) {
   }
 }
 
+std::string_view protocol_name(http::http_protocol p) {
+  switch (p) {
+    case http::http_protocol::http1_0:
+      return "HTTP/1.0";
+    case http::http_protocol::h2:
+      return "HTTP/2";
+    case http::http_protocol::http1_1:
+      break;
+  }
+  return "HTTP/1.1";
+}
+
 }  // namespace
 
 result<std::unique_ptr<access_log>> access_log::open(const std::string& target, bool json, unsigned cores) {
@@ -104,7 +116,9 @@ void access_log::format_line(std::string& out, const http::exchange_record& r,
     json_writer::append_quoted(out, r.method.empty() ? std::string_view("-") : r.method);
     out += ",\"path\":";
     json_writer::append_quoted(out, r.path.empty() ? std::string_view("-") : r.path);
-    out += ",\"status\":";
+    out += ",\"protocol\":\"";
+    out += protocol_name(r.protocol);
+    out += "\",\"status\":";
     append_uint(out, static_cast<std::uint64_t>(r.status));
     out += ",\"bytes\":";
     append_uint(out, r.bytes_out);
@@ -120,6 +134,8 @@ void access_log::format_line(std::string& out, const http::exchange_record& r,
   append_plain(out, r.method);
   out += ' ';
   append_plain(out, r.path);
+  out += ' ';
+  out += protocol_name(r.protocol);
   out += "\" ";
   append_uint(out, static_cast<std::uint64_t>(r.status));
   out += ' ';

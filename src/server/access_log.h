@@ -1,7 +1,7 @@
 // access_log: the optional access log (setting access-log): one line per finished request with the
 // time, the client's address, the method, the path WITHOUT its query string (a query may carry a
-// token: it is never logged), the status, the response bytes and the duration. Text for people, or
-// one JSON object a line with --log-format json.
+// token: it is never logged), the HTTP version (HTTP/1.1, HTTP/1.0 or HTTP/2), the status, the response bytes
+// and the duration. Text for people, or one JSON object a line with --log-format json.
 //
 // Each core formats its lines into its own buffer (no lock, no shared cache line on the request path);
 // a buffer is written out (one write(2), O_APPEND) when it passes 32 KiB, by a once-a-second timer of

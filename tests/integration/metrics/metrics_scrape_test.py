@@ -1,6 +1,6 @@
 """GET /metrics of a real `weir serve`, parsed back with prometheus_client's text parser.
 
-Makes known requests over raw sockets (so that the bytes each one sent and received are known
+Makes known requests over raw sockets (and one read over h2c with curl) (so that the bytes each one sent and received are known
 exactly), scrapes before and after, and checks that every counter moved by exactly what was done:
 requests by operation and status, errors by class, bytes in and out, latency histogram counts,
 live readers, streams, the write-ahead log's batches and fsyncs, webhook deliveries. Then stops the node and reads the
@@ -190,6 +190,17 @@ def main():
         st, _, _, _ = exchange(port, request("DELETE", "/v1/stream/m2"))
         check(st in (200, 204), f"delete {st}")
 
+        # One read over HTTP/2 (h2c, prior knowledge): counted as a connection and a stream, and its
+        # access log line names the protocol.
+        h2_before, _ = scrape(port)
+        out = subprocess.run(["curl", "-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
+                              f"http://127.0.0.1:{port}/v1/stream/m1?offset=-1"],
+                             capture_output=True, text=True, timeout=30)
+        check(out.stdout == "2 200", f"h2c read: {out.stdout!r} {out.stderr!r}")
+        h2_after, _ = scrape(port)
+        check(delta(h2_before, h2_after, "weir_http2_connections_total") == 1
+              and delta(h2_before, h2_after, "weir_http2_streams_total") == 1, "one h2 connection and stream counted")
+
         # A long-poll in progress shows as a live reader until data arrives.
         st, _, _, _ = exchange(port, request("PUT", "/v1/stream/m3", headers=[("Content-Type", "text/plain")]))
         waiter = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -210,7 +221,7 @@ def main():
         expect = [
             ("weir_http_requests_total", dict(op="create", code="201"), 3),
             ("weir_http_requests_total", dict(op="close", code="204"), 1),
-            ("weir_http_requests_total", dict(op="read", code="200"), 1),
+            ("weir_http_requests_total", dict(op="read", code="200"), 2),  # one over h2c
             ("weir_http_requests_total", dict(op="read", code="404"), 1),
             ("weir_http_requests_total", dict(op="head", code="200"), 1),
             ("weir_http_requests_total", dict(op="long_poll", code="204"), 1),
@@ -295,6 +306,10 @@ def main():
         for want in (("PUT", "/v1/stream/m1", 201), ("GET", "/v1/stream/m1", 200), ("GET", "/v1/stream/absent", 404),
                      ("HEAD", "/v1/stream/m1", 200), ("DELETE", "/v1/stream/m2", 204), ("GET", "/metrics", 200)):
             check(want in paths, f"access log line {want}")
+        h2_lines = [ln for ln in lines if ln["protocol"] == "HTTP/2"]
+        check(len(h2_lines) == 1 and h2_lines[0]["path"] == "/v1/stream/m1",
+              f"the h2c read is the one HTTP/2 line: {h2_lines}")
+        check(all(ln["protocol"] == "HTTP/1.1" for ln in lines if ln not in h2_lines), "the others say HTTP/1.1")
         check(all(ln["client"] == "127.0.0.1" and ln["bytes"] > 0 and ln["duration_s"] >= 0 and ln["ts"].endswith("Z")
                   for ln in lines), "every access log line has client, bytes, duration and time")
         # Every request answered before the last scrape is counted in it; the last scrape is logged too.

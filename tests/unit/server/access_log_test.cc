@@ -1,6 +1,6 @@
-// access_log: the line formats (text and JSON), what they never contain (the query string is not even
-// handed over by the engine; a quote or control byte cannot forge a field), and that lines reach the
-// file once flushed.
+// access_log: the line formats (text and JSON, with the HTTP version), what they never contain (the query
+// string is not even handed over by the engine; a quote or control byte cannot forge a field), and that lines
+// reach the file once flushed.
 #include "server/access_log.h"
 
 #include <gtest/gtest.h>
@@ -33,7 +33,7 @@ const system_clock::time_point at = system_clock::time_point(seconds(1'764'583'2
 TEST(access_log, text_line_has_time_client_request_status_bytes_and_duration) {
   std::string line;
   access_log::format_line(line, sample_record(), at, false);
-  EXPECT_EQ(line, "2025-12-01T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a\" 204 321 0.001500\n");
+  EXPECT_EQ(line, "2025-12-01T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a HTTP/1.1\" 204 321 0.001500\n");
 }
 
 TEST(access_log, the_cached_second_follows_the_clock) {
@@ -43,9 +43,9 @@ TEST(access_log, the_cached_second_follows_the_clock) {
   access_log::format_line(lines, sample_record(), at + milliseconds(1'995), false, cache);
   access_log::format_line(lines, sample_record(), at + hours(24), false, cache);
   EXPECT_EQ(lines,
-            "2025-12-01T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a\" 204 321 0.001500\n"
-            "2025-12-01T10:00:02.002Z 127.0.0.1 \"POST /v1/stream/a\" 204 321 0.001500\n"
-            "2025-12-02T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a\" 204 321 0.001500\n");
+            "2025-12-01T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a HTTP/1.1\" 204 321 0.001500\n"
+            "2025-12-01T10:00:02.002Z 127.0.0.1 \"POST /v1/stream/a HTTP/1.1\" 204 321 0.001500\n"
+            "2025-12-02T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a HTTP/1.1\" 204 321 0.001500\n");
 }
 
 TEST(access_log, durations_print_with_six_decimals) {
@@ -61,7 +61,20 @@ TEST(access_log, text_line_cannot_be_forged_by_quotes_or_control_bytes) {
   r.path = "/a\" 200 0 0\n2025 x";
   std::string line;
   access_log::format_line(line, r, at, false);
-  EXPECT_EQ(line, "2025-12-01T10:00:00.007Z 127.0.0.1 \"POST /a??200?0?0?2025?x\" 204 321 0.001500\n");
+  EXPECT_EQ(line,
+            "2025-12-01T10:00:00.007Z 127.0.0.1 \"POST /a??200?0?0?2025?x HTTP/1.1\" 204 321 0.001500\n");
+}
+
+TEST(access_log, lines_name_the_http_version_that_served_the_exchange) {
+  http::exchange_record r = sample_record();
+  r.protocol = http::http_protocol::h2;
+  std::string line;
+  access_log::format_line(line, r, at, false);
+  EXPECT_EQ(line, "2025-12-01T10:00:00.007Z 127.0.0.1 \"POST /v1/stream/a HTTP/2\" 204 321 0.001500\n");
+  r.protocol = http::http_protocol::http1_0;
+  line.clear();
+  access_log::format_line(line, r, at, true);
+  EXPECT_NE(line.find("\"protocol\":\"HTTP/1.0\""), std::string::npos) << line;
 }
 
 TEST(access_log, unknown_parts_are_dashes) {
@@ -69,7 +82,7 @@ TEST(access_log, unknown_parts_are_dashes) {
   r.status = 400;
   std::string line;
   access_log::format_line(line, r, at, false);
-  EXPECT_EQ(line, "2025-12-01T10:00:00.007Z - \"- -\" 400 0 0.000000\n");
+  EXPECT_EQ(line, "2025-12-01T10:00:00.007Z - \"- - HTTP/1.1\" 400 0 0.000000\n");
 }
 
 TEST(access_log, json_line_parses_back_with_every_field) {
@@ -85,6 +98,7 @@ TEST(access_log, json_line_parses_back_with_every_field) {
   EXPECT_EQ(std::string_view(doc["client"]), "127.0.0.1");
   EXPECT_EQ(std::string_view(doc["method"]), "POST");
   EXPECT_EQ(std::string_view(doc["path"]), "/v1/stream/\"quoted\"\\");
+  EXPECT_EQ(std::string_view(doc["protocol"]), "HTTP/1.1");
   EXPECT_EQ(int64_t(doc["status"]), 204);
   EXPECT_EQ(int64_t(doc["bytes"]), 321);
   EXPECT_DOUBLE_EQ(double(doc["duration_s"]), 0.0015);
