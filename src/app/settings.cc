@@ -342,6 +342,10 @@ const std::array table{
     setting{"http2-connection-window-bytes", "BYTES",
             "Request body bytes an HTTP/2 client may send on all its streams together ahead of the node",
             field<&serve_config::http2_connection_window_bytes>(), 65'535, 2'147'483'647},
+    setting{"http2-connection-queue-bytes", "BYTES",
+            "Response bytes all streams of one HTTP/2 connection may hold queued for a peer that does not "
+            "read them; beyond it the streams holding most are reset. 0: no bound",
+            field<&serve_config::http2_connection_queue_bytes>()},
     // Cluster mode (docs/operations.md, "Cluster"); validate() checks them together
     // (cluster::validate).
     setting{"node-id", "N",

@@ -430,6 +430,7 @@ int h2_session::on_stream_close(std::int32_t id, std::uint32_t) {
     if (ctx_->opts->observer != nullptr) observe_finish(s);
     if (s.on_close) ctx_->loop->post(std::move(s.on_close));
   }
+  if (!s.dropped) queued_bytes_ -= s.out.size();
   streams_.erase(it);
   if (streams_.empty()) idle_since_ms_ = ctx_->loop->now_ms();
   return 0;
@@ -502,6 +503,7 @@ void h2_session::answer(stream& s, int status, std::string_view reason, bool ret
   std::string text(reason);
   text += '\n';
   s.out.append(text);
+  queued(s, text.size());
   s.eof = true;
   s.body_allowed = true;
   s.status = status;
@@ -570,6 +572,7 @@ void h2_session::respond(std::int32_t id, int status, std::span<const header> he
     s->body_allowed = true;
   }
   submit(*s, status, headers, add_length, body.size(), send_body);
+  if (send_body) queued(*s, body.size());
   if (ctx_->opts->observer != nullptr) {
     s->bytes_out = send_body ? body.size() : 0;
     observe_finish(*s);
@@ -599,11 +602,35 @@ void h2_session::write(std::int32_t id, std::string_view data) {
   const std::size_t queue_limit = ctx_->opts->max_stream_queue_bytes;
   if (queue_limit != 0 && s->out.size() > queue_limit) {
     // This stream's reader does not keep up (its window stays closed): drop it, not the connection.
-    // on_close comes from on_stream_close, from a task.
-    s->dropped = true;
-    ctx_->streams_dropped.add();
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    queued_bytes_ += data.size();
+    drop(*s);
+    return;
   }
+  queued(*s, data.size());
+}
+
+void h2_session::queued(stream& s, std::size_t n) {
+  queued_bytes_ += n;
+  const std::size_t budget = ctx_->opts->h2.connection_queue_bytes;
+  while (budget != 0 && queued_bytes_ > budget) {
+    // The streams holding most are the ones whose readers lag furthest: they go, the others stay.
+    stream* most = &s;
+    for (const auto& [id, sp] : streams_)
+      if (!sp->dropped && sp->out.size() > most->out.size()) most = sp.get();
+    // One stream alone over it is max_stream_queue_bytes' and the write timeout's to bound.
+    if (most->dropped || most->out.size() == queued_bytes_) return;
+    drop(*most);
+  }
+}
+
+void h2_session::drop(stream& s) {
+  // Its bytes leave the connection's count now; on_close comes from on_stream_close, from a task.
+  // They stay in `out` until the stream closes: a DATA frame nghttp2 has already begun may still
+  // read them (on_send_data).
+  s.dropped = true;
+  queued_bytes_ -= s.out.size();
+  ctx_->streams_dropped.add();
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_CANCEL);
 }
 
 void h2_session::flush(std::int32_t id) {
@@ -669,6 +696,7 @@ int h2_session::on_send_data(std::int32_t id, const std::uint8_t* framehd, std::
   out_->append(sv(framehd, 9));
   out_->append(std::string_view(s->out.data(), length));
   s->out.consume(length);
+  if (!s->dropped) queued_bytes_ -= length;
   if (s->on_drain && s->out.size() <= s->drain_low) {
     ctx_->loop->post(std::move(s->on_drain));
     s->on_drain = nullptr;

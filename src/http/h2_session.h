@@ -63,6 +63,7 @@ class h2_session {
   // When a response stopped moving because the peer's flow-control window is closed (0: none is).
   std::int64_t stalled_since_ms() const { return stalled_since_ms_; }
   std::size_t open_streams() const { return streams_.size(); }
+  std::size_t queued_bytes() const { return queued_bytes_; }
   // When the oldest request still waiting for the end of its head or body began (0: none waits). The
   // connection bounds it with body_timeout, as an HTTP/1.1 body.
   std::int64_t oldest_incomplete_ms() const;
@@ -105,6 +106,10 @@ class h2_session {
   void observe_finish(stream& s);
   void update_stall();
   void calm_down();  // GOAWAY ENHANCE_YOUR_CALM: the peer abuses the protocol
+  // Response bytes queued on `s` (n of them just appended): counted against the connection's
+  // budget (h2_options::connection_queue_bytes), which resets the streams holding most beyond it.
+  void queued(stream& s, std::size_t n);
+  void drop(stream& s);  // reset a stream whose queue is over a budget (RST_STREAM CANCEL)
   bool take_reset_token();
 
   loop_context* ctx_;
@@ -115,9 +120,10 @@ class h2_session {
   bool in_callbacks_ = false;  // inside nghttp2_session_mem_recv/send: no nested send
   bool failed_ = false;
   bool closed_ = false;
-  std::size_t high_water_ = 0;  // of the send in progress
-  bool calm_ = false;           // calm_down() was called
-  bool shutting_down_ = false;  // shutdown() was called
+  std::size_t high_water_ = 0;    // of the send in progress
+  bool calm_ = false;             // calm_down() was called
+  bool shutting_down_ = false;    // shutdown() was called
+  std::size_t queued_bytes_ = 0;  // response bytes of every stream not dropped, not framed yet
   std::uint32_t empty_data_frames_ = 0;
   std::uint32_t reset_tokens_ = 0;  // rapid-reset bucket (h2_session.cc)
   std::int64_t reset_tokens_ms_ = 0;

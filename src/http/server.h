@@ -64,6 +64,11 @@ struct h2_options {
   std::uint32_t stream_window_bytes = 1u << 20;
   // The connection's receive window (all streams' request bodies together).
   std::uint32_t connection_window_bytes = 16u << 20;
+  // Response bytes all streams of one connection may hold queued, not yet framed (peers' windows
+  // closed, or a slow reader). Beyond it the stream holding the most is reset (RST_STREAM CANCEL,
+  // counted in streams_dropped): max_stream_queue_bytes bounds one stream, this bounds the
+  // connection's hundreds of them together. 0: no such bound.
+  std::size_t connection_queue_bytes = 32u << 20;
 };
 
 struct server_options {

@@ -52,6 +52,7 @@ node::node(serve_config cfg, storage::env* storage_env)
   o.h2.max_header_list_bytes = cfg_.http2_max_header_list_bytes;
   o.h2.stream_window_bytes = cfg_.http2_stream_window_bytes;
   o.h2.connection_window_bytes = cfg_.http2_connection_window_bytes;
+  o.h2.connection_queue_bytes = cfg_.http2_connection_queue_bytes;
   // Live reads hold a request open for the long-poll timeout or the SSE lifetime.
   o.idle_timeout = std::chrono::milliseconds(std::max<std::int64_t>(60'000, cfg_.sse_close_after_ms + 5'000));
   if (!cfg_.tls_cert.empty()) {

@@ -93,6 +93,7 @@ struct serve_config {
   std::uint32_t http2_max_header_list_bytes = 32 * 1024;
   std::uint32_t http2_stream_window_bytes = 1u << 20;
   std::uint32_t http2_connection_window_bytes = 16u << 20;
+  std::size_t http2_connection_queue_bytes = 32u << 20;
   // Cluster mode (docs/operations.md, "Cluster"): node-id, peer-listen, peers, raft-groups. Without a
   // node id (the default) the node runs alone.
   cluster::cluster_options cluster;

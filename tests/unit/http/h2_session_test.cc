@@ -1,11 +1,13 @@
 // HTTP/2 with prior knowledge (h2c) on the engine's port, against nghttp2's client session: requests reach
 // the same exchange as HTTP/1.1, responses with bodies, request bodies larger than every window, streamed
-// responses with per-stream back-pressure, resets, and HTTP/1.1 still served on the same port.
+// responses with per-stream back-pressure and the connection's queue budget, resets, and HTTP/1.1 still
+// served on the same port.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "http/h2_session.h"
 #include "integration/http/http_test_support.h"
@@ -244,6 +246,43 @@ TEST(h2_session, a_stream_whose_reader_never_opens_its_window_is_dropped_alone) 
   auto head = c.request("HEAD", "/");
   ASSERT_TRUE(c.wait_closed(head));
   EXPECT_EQ(c.response(head).status, 200);
+}
+
+TEST(h2_session, the_connection_queue_budget_resets_the_streams_holding_most) {
+  // Window 0 again: nothing moves. Ten tails of 40 KiB each stay under max_stream_queue_bytes, but the
+  // connection may hold 256 KiB: the six first fit, each later one would pass it and is reset.
+  auto o = testing::test_options();
+  o.max_stream_queue_bytes = 64 * 1024;
+  o.h2.connection_queue_bytes = 256 * 1024;
+  std::atomic<int> closed{0};
+  running_server s(o, [&](const request& req, exchange ex) {
+    if (req.method() == method::head) {
+      ex.respond(200, {}, "abc");
+      return;
+    }
+    ex.begin_stream(200, sse_headers);
+    ex.on_close([&] { ++closed; });
+    ex.write(std::string(40 * 1024, 'e'));
+    ex.flush();
+  });
+  h2_client c(s.port(), {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}});
+  std::vector<std::int32_t> tails;
+  for (int i = 0; i < 10; ++i) {
+    tails.push_back(c.request("GET", "/tail/" + std::to_string(i)));
+    // Answered (its HEADERS), or reset before they left.
+    ASSERT_TRUE(c.run_until(
+        [&] { return c.response(tails.back()).status == 200 || c.response(tails.back()).closed; }));
+  }
+  for (int i = 6; i < 10; ++i) {
+    ASSERT_TRUE(c.wait_closed(tails[i])) << i;
+    EXPECT_EQ(c.response(tails[i]).error_code, static_cast<std::uint32_t>(NGHTTP2_CANCEL)) << i;
+  }
+  EXPECT_TRUE(testing::eventually([&] { return closed.load() == 4; }));
+  EXPECT_EQ(s.server().stats().streams_dropped, 4u);
+  auto head = c.request("HEAD", "/");
+  ASSERT_TRUE(c.wait_closed(head));
+  EXPECT_EQ(c.response(head).status, 200);
+  for (int i = 0; i < 6; ++i) EXPECT_FALSE(c.response(tails[i]).closed) << i;
 }
 
 TEST(h2_session, http1_is_served_on_the_same_port) {
