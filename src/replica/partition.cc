@@ -36,9 +36,9 @@ class partition::local_commit final : public commit_path {
   partition& p_;
 };
 
-partition::partition(io::event_loop& loop, const clock_source& clock, partition_options opts,
+partition::partition(raft::executor& ex, const clock_source& clock, partition_options opts,
                      partition_host& host)
-    : loop_(&loop),
+    : ex_(&ex),
       clock_(&clock),
       opts_(opts),
       host_(&host),
@@ -97,7 +97,7 @@ void partition::schedule_rebuild(std::chrono::milliseconds delay) {
   if (stopped_ || rebuild_timer_ != 0) return;
   // Writes get 507/503 (Retry-After) meanwhile; the delay keeps a full disk from costing a rebuild
   // per request.
-  rebuild_timer_ = loop_->add_timer(delay, [this] {
+  rebuild_timer_ = ex_->add_timer(delay, [this] {
     rebuild_timer_ = 0;
     wal_->when_idle([this] { rebuild(); });
   });
@@ -200,9 +200,9 @@ void partition::dispatch_cold() {
       // The segment readers are the node's and outlive the read; a segment reclaimed meanwhile was
       // either still open (its file stays readable until closed) or fails to open: the read then fails
       // like any other (the plan is cut, 503 or a shorter answer).
-      cold_->submit(hot_->readers(), std::move(plan), *loop_, std::move(back));
+      cold_->submit(hot_->readers(), std::move(plan), *cold_home_, std::move(back));
     } else {
-      loop_->post([readers = hot_->readers(), plan = std::move(plan), back = std::move(back)]() mutable {
+      ex_->post([readers = hot_->readers(), plan = std::move(plan), back = std::move(back)]() mutable {
         status io = tier::hot_tier::resolve_slices(readers, plan);
         back(std::move(plan), std::move(io));
       });
@@ -221,7 +221,7 @@ void partition::finish_cold(cold_job& j, streams::read_plan plan, status io) {
 }
 
 status partition::open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
-                                std::vector<storage::segment_reader*> readers) {
+                                std::vector<storage::segment_reader*> readers, storage::disk_worker* worker) {
   attach_segments(e, dir, std::move(readers));
   tier::data_log_options o;
   o.core = opts_.core;
@@ -239,10 +239,10 @@ status partition::open_data_log(storage::env& e, const std::string& dir, std::ui
   h.admit = [this](std::uint64_t generation, std::uint64_t end, std::uint32_t size,
                    const streams::disk_location& at) { hot_->admit(sm_, generation, end, size, at); };
   h.referenced = [this] { return sm_.referenced_segments(opts_.core); };
-  io::event_loop* loop = loop_;
+  raft::executor* ex = ex_;
   auto d = tier::data_log::open(
-      e, dir, o, [loop](std::function<void()> fn) { loop->post(std::move(fn)); }, own_segments_,
-      std::move(h));
+      e, dir, o, [ex](std::function<void()> fn) { ex->post(std::move(fn)); }, own_segments_, std::move(h),
+      worker);
   if (!d) return d.err();
   data_log_ = std::move(*d);
   return {};
@@ -279,7 +279,7 @@ void partition::tick(std::int64_t now_ms) {
 
 void partition::stop() {
   stopped_ = true;
-  if (rebuild_timer_ != 0) loop_->cancel_timer(rebuild_timer_);
+  if (rebuild_timer_ != 0) ex_->cancel_timer(rebuild_timer_);
   rebuild_timer_ = 0;
 }
 

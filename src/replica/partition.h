@@ -9,8 +9,9 @@
 // of the protocol layer (checked by src/replica/CMakeLists.txt), so it is built directly by unit tests
 // and by the simulations.
 //
-// Lives on one loop: every method runs there (the writer's and the cold reads' completions are posted
-// there); stream_count() may be read from any thread.
+// Lives on one executor (raft::executor: an event loop's in the server, the simulation's scheduler in
+// tests): every method runs there, the writer's and the cold reads' completions are posted there, and
+// its timers are that executor's; stream_count() may be read from any thread.
 #pragma once
 
 #include <atomic>
@@ -25,7 +26,7 @@
 
 #include "base/clock.h"
 #include "base/metrics.h"
-#include "io/event_loop.h"
+#include "raft/executor.h"
 #include "replica/checkpointer.h"
 #include "replica/commit_path.h"
 #include "replica/errc.h"
@@ -51,7 +52,7 @@ struct partition_options {
   std::size_t max_cold_waiting = 1024;
 };
 
-// What a partition tells the node it runs in. Called on the partition's loop.
+// What a partition tells the node it runs in. Called on the partition's executor.
 class partition_host {
  public:
   virtual ~partition_host() = default;
@@ -68,12 +69,12 @@ class partition {
  public:
   using completion = shard_wal::completion;
 
-  partition(io::event_loop& loop, const clock_source& clock, partition_options opts, partition_host& host);
+  partition(raft::executor& ex, const clock_source& clock, partition_options opts, partition_host& host);
   ~partition();
   partition(const partition&) = delete;
   partition& operator=(const partition&) = delete;
 
-  io::event_loop& loop() { return *loop_; }
+  raft::executor& executor() { return *ex_; }
   const partition_options& options() const { return opts_; }
   streams::state_machine& machine() { return sm_; }
   const streams::state_machine& machine() const { return sm_; }
@@ -133,9 +134,13 @@ class partition {
   // Reads the bytes of one record slice, from memory or from disk (fork sub-offset prefixes).
   result<std::string> bytes_of(const streams::chunk_slice& s) const { return hot_->bytes_of(s); }
 
-  // Start-up, before the loop runs: the node's cold read threads (null: cold slices are read on this
-  // loop, after read_cold returned).
-  void attach_cold_reader(tier::cold_reader* r) { cold_ = r; }
+  // Start-up, before the loop runs: the node's cold read threads, which post their completions to `home`
+  // (the loop this partition's executor runs on). Without: cold slices are read on the executor, after
+  // read_cold returned.
+  void attach_cold_reader(tier::cold_reader* r, io::event_loop& home) {
+    cold_ = r;
+    cold_home_ = &home;
+  }
   // Replaces max_cold_reads and max_cold_waiting (tests: a small bound to reach).
   void set_cold_limits(std::size_t in_flight, std::size_t waiting) {
     opts_.max_cold_reads = in_flight;
@@ -154,8 +159,9 @@ class partition {
   // applies anything) in `dir`, read back through readers[core] (every lane's data log, indexed by lane
   // = shard index; owned by the caller, outliving the partition). Stream bytes applied from then on are
   // written there (write_applied) and may leave memory (hot tier) once it is synced.
+  // `worker`: where its writer's disk work runs (storage::disk_worker; null: the writer's own threads).
   status open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
-                       std::vector<storage::segment_reader*> readers);
+                       std::vector<storage::segment_reader*> readers, storage::disk_worker* worker = nullptr);
   tier::data_log* data() { return data_log_.get(); }
   // A committed command applied with outcome `o`: its stream bytes go to the data log (no-op without).
   void write_applied(const streams::command& c, const streams::outcome& o);
@@ -198,7 +204,7 @@ class partition {
   void dispatch_cold();
   void finish_cold(cold_job& j, streams::read_plan plan, status io);
 
-  io::event_loop* loop_;
+  raft::executor* ex_;
   const clock_source* clock_;
   partition_options opts_;
   partition_host* host_;
@@ -212,10 +218,11 @@ class partition {
   storage::segment_reader* own_segments_ = nullptr;
   storage::env* env_ = nullptr;
   std::string log_dir_;
-  io::event_loop::timer_id rebuild_timer_ = 0;
+  raft::executor::timer_id rebuild_timer_ = 0;
   bool stopped_ = false;
   std::atomic<std::size_t> stream_count_{0};  // sm_.size() after the last command (stream_count())
   tier::cold_reader* cold_ = nullptr;
+  io::event_loop* cold_home_ = nullptr;  // where cold_ posts its completions
   std::deque<cold_job> cold_waiting_;
   std::size_t cold_in_flight_ = 0;
   std::uint64_t cold_done_ = 0;

@@ -205,7 +205,7 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
                 real);
       stats.leaked_references += count - real;
       for (std::uint32_t k = real; k < count; ++k) {
-        s->loop().post([s, path = path] { (void)s->submit(streams::fork_release_command{path}); });
+        s->executor().post([s, path = path] { (void)s->submit(streams::fork_release_command{path}); });
       }
     }
   }
@@ -218,9 +218,10 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
   lo.prepare_segments = opts.prepare_segments;
   lo.fence_after_failure = true;  // a failed write is undone by rebuilding the core's state (partition)
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    io::event_loop* loop = &parts[i]->loop();
-    auto w = storage::log_writer::open(e, core_dir(root, i), lo, recovered[i],
-                                       [loop](std::function<void()> fn) { loop->post(std::move(fn)); });
+    raft::executor* ex = &parts[i]->executor();
+    auto w = storage::log_writer::open(
+        e, core_dir(root, i), lo, recovered[i], [ex](std::function<void()> fn) { ex->post(std::move(fn)); },
+        opts.worker);
     if (!w) return w.err();
     parts[i]->attach_wal(std::move(*w));
     // What recovery restored counts from the first request on (the stream quota).

@@ -34,6 +34,9 @@ struct wal_options {
   std::uint64_t segment_bytes = 128ull << 20;
   std::chrono::microseconds gather{0};  // storage::log_options::gather
   bool prepare_segments = true;         // storage::log_options::prepare_segments
+  // Where the logs' disk work runs (storage::disk_worker; null: each writer's own threads; the
+  // simulation runs it on its scheduler). Outlives the partitions.
+  storage::disk_worker* worker = nullptr;
 };
 
 // The logs of a data directory: as many as the cores it was created with (<data_dir>/wal/cores), each

@@ -596,7 +596,7 @@ status node::start() {
   if (!segments_.empty()) {
     // Reads of data evicted from memory run on the cold_reader's threads, not on the loops.
     cold_reads_ = std::make_unique<tier::cold_reader>(2);
-    for (auto& s : shards_) s->part().attach_cold_reader(cold_reads_.get());
+    for (auto& s : shards_) s->part().attach_cold_reader(cold_reads_.get(), s->loop());
   }
   if (!cfg_.access_log.empty()) {
     auto opened = access_log::open(cfg_.access_log, cfg_.log_format == "json", http_->threads());

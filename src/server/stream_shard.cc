@@ -20,9 +20,10 @@ using protocol::operation;
 stream_shard::stream_shard(node& owner, io::event_loop& loop, const clock_source& clock, shard_options opts)
     : node_(&owner),
       loop_(&loop),
+      ex_(loop),
       clock_(&clock),
       opts_(opts),
-      part_(loop, clock, opts.part, *this),
+      part_(ex_, clock, opts.part, *this),
       sm_(part_.machine()),
       rng_(std::random_device{}()) {}
 

@@ -25,6 +25,7 @@
 #include "http/exchange.h"
 #include "io/event_loop.h"
 #include "protocol/stream_request.h"
+#include "raft/loop_executor.h"
 #include "replica/partition.h"
 #include "streams/fork_sweep.h"
 #include "streams/state_machine.h"
@@ -186,6 +187,7 @@ class stream_shard final : public replica::partition_host {
 
   node* node_;
   io::event_loop* loop_;
+  raft::loop_executor ex_;  // loop_ as the partition's executor
   const clock_source* clock_;
   shard_options opts_;
   replica::partition part_;

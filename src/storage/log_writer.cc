@@ -28,16 +28,17 @@ result<sync_policy> parse_sync_policy(std::string_view text) {
                     fmt::format("fsync mode '{}': expected always, interval:MS (MS > 0) or never", text));
 }
 
-log_writer::log_writer(env& e, std::string dir, log_options opts, executor exec)
-    : env_(e), dir_(std::move(dir)), opts_(opts), exec_(std::move(exec)) {}
+log_writer::log_writer(env& e, std::string dir, log_options opts, executor exec, disk_worker* worker)
+    : env_(e), dir_(std::move(dir)), opts_(opts), exec_(std::move(exec)), worker_(worker) {}
 
 result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, log_options opts,
-                                                     const recovered_log& rec, executor exec) {
+                                                     const recovered_log& rec, executor exec,
+                                                     disk_worker* worker) {
   if (opts.segment_bytes <= format::segment_header_size) {
     return make_error(errc::invalid_argument,
                       fmt::format("segment size {} is too small", opts.segment_bytes));
   }
-  std::unique_ptr<log_writer> w(new log_writer(e, std::move(dir), opts, std::move(exec)));
+  std::unique_ptr<log_writer> w(new log_writer(e, std::move(dir), opts, std::move(exec), worker));
   w->next_lsn_ = rec.next_lsn;
   w->segments_.assign(rec.segments.begin(), rec.segments.end());
   if (rec.start_new_segment) {
@@ -71,6 +72,7 @@ result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, lo
   }
   w->last_sync_ = std::chrono::steady_clock::now();
   w->publish_segments();
+  if (worker) return w;  // the worker runs the disk work: no threads
   w->thread_ = std::thread([raw = w.get()] { raw->run(); });
   if (opts.sync.mode != sync_mode::always) {
     w->flusher_thread_ = std::thread([raw = w.get()] { raw->flusher_run(); });
@@ -79,6 +81,22 @@ result<std::unique_ptr<log_writer>> log_writer::open(env& e, std::string dir, lo
 }
 
 log_writer::~log_writer() {
+  if (worker_) {
+    *alive_ = false;  // the tasks handed over and not run yet find nothing to do
+    {
+      std::unique_lock lock(mu_);
+      stop_ = true;
+      std::size_t answered = 0;
+      std::chrono::microseconds last_batch_time{0};
+      write_pending(lock, answered, last_batch_time);
+    }
+    {
+      std::unique_lock lock(flusher_.mu);
+      if (flusher_.file) sync_requested(lock);
+    }
+    finish_stop();
+    return;
+  }
   {
     std::lock_guard lock(mu_);
     stop_ = true;
@@ -119,13 +137,14 @@ void log_writer::append(std::uint8_t type, std::span<const std::byte> payload, a
     pending_.records.push_back(pending_record{offset, size, std::move(done)});
     work_posted_.store(true, std::memory_order_release);
     wake = pending_.records.size() == wake_at_;
+    if (worker_) return hand_to_worker();
   }
   if (wake) cv_.notify_one();
 }
 
 bool log_writer::try_write_inline(std::unique_lock<std::mutex>& lock, std::uint8_t type,
                                   std::span<const std::byte> payload, append_callback& done) {
-  if (opts_.inline_after == 0 || opts_.sync.mode != sync_mode::always) return false;
+  if (worker_ || opts_.inline_after == 0 || opts_.sync.mode != sync_mode::always) return false;
   if (payload.size() > opts_.inline_max_bytes) return false;
   // The sync thread must be idle: nothing queued (the record would overtake it), nothing being written.
   if (busy_ || !pending_.records.empty() || !pending_.checkpoints.empty() || !pending_.syncs.empty()) {
@@ -161,6 +180,7 @@ void log_writer::checkpoint(lsn covered, std::vector<std::byte> blob, std::vecto
     pending_.checkpoints.push_back(
         pending_checkpoint{covered, std::move(blob), std::move(keep), std::move(done)});
     work_posted_.store(true, std::memory_order_release);
+    if (worker_) return hand_to_worker();
   }
   cv_.notify_one();
 }
@@ -175,6 +195,7 @@ void log_writer::sync(sync_callback done) {
     }
     pending_.syncs.push_back(std::move(done));
     work_posted_.store(true, std::memory_order_release);
+    if (worker_) return hand_to_worker();
   }
   cv_.notify_one();
 }
@@ -262,46 +283,79 @@ void log_writer::run() {
     }
     work_posted_.store(false, std::memory_order_relaxed);
     if (stop_ && pending_.records.empty() && pending_.checkpoints.empty() && pending_.syncs.empty()) break;
-
-    batch b;
-    std::swap(b, pending_);
-    pending_.bytes = std::move(spare_);
-    pending_.bytes.clear();
-    busy_ = true;
-    lock.unlock();
-
-    answered = b.records.size();
-    if (!b.records.empty()) {
-      const auto began = std::chrono::steady_clock::now();
-      {
-        std::lock_guard wl(write_mu_);
-        write_batch(b);
-      }
-      last_batch_time =
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began);
-      // With idle_spin, a lone writer's batch: its completion cannot bring the next append (that needs a
-      // round trip to the client), so waiting for it to run only costs two thread wake-ups.
-      const bool lone = opts_.idle_spin.count() > 0 && b.records.size() == 1;
-      if (opts_.sync.mode == sync_mode::always && opts_.linger.count() > 0 && !lone) {
-        std::unique_lock tl(tracker_->mu);
-        tracker_->cv.wait_for(tl, opts_.linger, [&] { return tracker_->ran >= posted_; });
-      }
-    }
-    {
-      std::lock_guard wl(write_mu_);
-      if (opts_.sync.mode == sync_mode::interval && dirty_ &&
-          std::chrono::steady_clock::now() >= last_sync_ + opts_.sync.interval) {
-        request_background_sync();
-      }
-      handle_syncs(b.syncs);
-      for (auto& c : b.checkpoints) do_checkpoint(c);
-    }
-
-    lock.lock();
-    busy_ = false;
-    if (spare_.capacity() < b.bytes.capacity()) spare_ = std::move(b.bytes);
+    write_pending(lock, answered, last_batch_time);
   }
   lock.unlock();
+  finish_stop();
+}
+
+void log_writer::write_pending(std::unique_lock<std::mutex>& lock, std::size_t& answered,
+                               std::chrono::microseconds& last_batch_time) {
+  batch b;
+  std::swap(b, pending_);
+  pending_.bytes = std::move(spare_);
+  pending_.bytes.clear();
+  busy_ = true;
+  lock.unlock();
+
+  answered = b.records.size();
+  if (!b.records.empty()) {
+    const auto began = std::chrono::steady_clock::now();
+    {
+      std::lock_guard wl(write_mu_);
+      write_batch(b);
+    }
+    last_batch_time =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began);
+    // With idle_spin, a lone writer's batch: its completion cannot bring the next append (that needs a
+    // round trip to the client), so waiting for it to run only costs two thread wake-ups.
+    const bool lone = opts_.idle_spin.count() > 0 && b.records.size() == 1;
+    if (!worker_ && opts_.sync.mode == sync_mode::always && opts_.linger.count() > 0 && !lone) {
+      std::unique_lock tl(tracker_->mu);
+      tracker_->cv.wait_for(tl, opts_.linger, [&] { return tracker_->ran >= posted_; });
+    }
+  }
+  {
+    std::lock_guard wl(write_mu_);
+    if (opts_.sync.mode == sync_mode::interval && dirty_ &&
+        std::chrono::steady_clock::now() >= last_sync_ + opts_.sync.interval) {
+      request_background_sync();
+    }
+    handle_syncs(b.syncs);
+    for (auto& c : b.checkpoints) do_checkpoint(c);
+  }
+
+  lock.lock();
+  busy_ = false;
+  if (spare_.capacity() < b.bytes.capacity()) spare_ = std::move(b.bytes);
+}
+
+void log_writer::hand_to_worker() {
+  if (worker_turn_queued_) return;
+  worker_turn_queued_ = true;
+  worker_->run([this, alive = std::weak_ptr<bool>(alive_)] {
+    if (auto a = alive.lock(); !a || !*a) return;
+    std::unique_lock lock(mu_);
+    worker_turn_queued_ = false;
+    std::size_t answered = 0;
+    std::chrono::microseconds last_batch_time{0};
+    write_pending(lock, answered, last_batch_time);
+  });
+}
+
+void log_writer::wake_flusher() {
+  if (!worker_) {
+    flusher_.cv.notify_one();
+    return;
+  }
+  worker_->run([this, alive = std::weak_ptr<bool>(alive_)] {
+    if (auto a = alive.lock(); !a || !*a) return;
+    std::unique_lock lock(flusher_.mu);
+    if (flusher_.file) sync_requested(lock);
+  });
+}
+
+void log_writer::finish_stop() {
   // A clean stop leaves nothing unsynced, whatever the mode, and no prepared zeros for recovery to cut.
   std::lock_guard wl(write_mu_);
   if (dirty_ && !poisoned_) periodic_sync();
@@ -537,7 +591,7 @@ void log_writer::request_background_sync() {
     flusher_.file = active_;
   }
   dirty_ = false;
-  flusher_.cv.notify_one();
+  wake_flusher();
 }
 
 void log_writer::handle_syncs(std::vector<sync_callback>& syncs) {
@@ -567,7 +621,7 @@ void log_writer::handle_syncs(std::vector<sync_callback>& syncs) {
   syncs.clear();
   dirty_ = false;
   last_sync_ = std::chrono::steady_clock::now();
-  flusher_.cv.notify_one();
+  wake_flusher();
 }
 
 void log_writer::flusher_run() {
@@ -575,38 +629,42 @@ void log_writer::flusher_run() {
   for (;;) {
     flusher_.cv.wait(lock, [&] { return flusher_.stop || flusher_.file; });
     if (!flusher_.file) return;  // stopping with nothing requested
-    std::shared_ptr<writable_file> file = std::move(flusher_.file);
-    std::vector<sync_callback> waiters = std::move(flusher_.waiters);
-    flusher_.waiters.clear();
-    flusher_.running = true;
-    // After a failed fdatasync a later one may succeed without the pages the kernel dropped: never report
-    // a sync as done once one failed.
-    const std::optional<error> failed_before = flusher_.failure;
-    lock.unlock();
-    status st;
-    if (failed_before) {
-      st = *failed_before;
-    } else {
-      syncs_.fetch_add(1, std::memory_order_relaxed);
-      const auto began = std::chrono::steady_clock::now();
-      st = file->sync();
-      sync_us_.observe_shared(micros_since(began));
-    }
-    file.reset();
+    sync_requested(lock);
+  }
+}
+
+void log_writer::sync_requested(std::unique_lock<std::mutex>& lock) {
+  std::shared_ptr<writable_file> file = std::move(flusher_.file);
+  std::vector<sync_callback> waiters = std::move(flusher_.waiters);
+  flusher_.waiters.clear();
+  flusher_.running = true;
+  // After a failed fdatasync a later one may succeed without the pages the kernel dropped: never report
+  // a sync as done once one failed.
+  const std::optional<error> failed_before = flusher_.failure;
+  lock.unlock();
+  status st;
+  if (failed_before) {
+    st = *failed_before;
+  } else {
+    syncs_.fetch_add(1, std::memory_order_relaxed);
+    const auto began = std::chrono::steady_clock::now();
+    st = file->sync();
+    sync_us_.observe_shared(micros_since(began));
+  }
+  file.reset();
+  lock.lock();
+  // Recorded before the waiters learn of it, so that an append they make next is refused.
+  if (!st && !failed_before) {
+    if (!flusher_.failure) flusher_.failure = st.err();
+    failed_periodic_syncs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  flusher_.running = false;
+  if (!waiters.empty()) {
+    lock.unlock();  // the executor may run inline
+    exec_([waiters = std::move(waiters), st]() mutable {
+      for (auto& w : waiters) w(st);
+    });
     lock.lock();
-    // Recorded before the waiters learn of it, so that an append they make next is refused.
-    if (!st && !failed_before) {
-      if (!flusher_.failure) flusher_.failure = st.err();
-      failed_periodic_syncs_.fetch_add(1, std::memory_order_relaxed);
-    }
-    flusher_.running = false;
-    if (!waiters.empty()) {
-      lock.unlock();  // the executor may run inline
-      exec_([waiters = std::move(waiters), st]() mutable {
-        for (auto& w : waiters) w(st);
-      });
-      lock.lock();
-    }
   }
 }
 

@@ -131,6 +131,21 @@ using sync_callback = std::function<void(status)>;
 // Runs a completion on the caller's thread (io::event_loop::post in the server).
 using executor = std::function<void(std::function<void()>)>;
 
+// Where a log_writer's disk work runs. By default (no worker) on threads the writer owns: its sync
+// thread, and in `interval` and `never` modes its flusher. A disk_worker runs that work as tasks
+// instead: the writer hands it one task per piece of work (take the pending batch and write it with its
+// syncs and checkpoints; one requested fdatasync), and the worker runs them later, in the order handed
+// over, never inside run(). The simulation's worker runs them on its executor after a chosen disk
+// latency, so that a seed replays (raft::log_flusher is the node log's equivalent). With a worker the
+// writer is single-threaded: append(), sync() and checkpoint() must come from the thread the worker
+// runs its tasks on; nothing goes inline, there is no linger, gather or idle spin, and `interval` mode's
+// periodic sync happens only at a batch. The worker outlives the writer.
+class disk_worker {
+ public:
+  virtual ~disk_worker() = default;
+  virtual void run(std::function<void()> work) = 0;
+};
+
 struct log_stats {
   std::uint64_t records = 0;                // records written successfully
   std::uint64_t batches = 0;                // batches written successfully
@@ -149,10 +164,13 @@ struct log_stats {
 class log_writer {
  public:
   // Opens the log for appending where recovery left it. `rec` must come from recover_log() on `dir`.
-  // Blocking (it may create the first segment): call at start-up.
+  // Blocking (it may create the first segment): call at start-up. `worker`: where the disk work runs
+  // (disk_worker; null: the writer's own threads).
   static result<std::unique_ptr<log_writer>> open(env& e, std::string dir, log_options opts,
-                                                  const recovered_log& rec, executor exec);
-  // Writes and completes everything appended so far, then stops the sync thread.
+                                                  const recovered_log& rec, executor exec,
+                                                  disk_worker* worker = nullptr);
+  // Writes and completes everything appended so far, then stops the sync thread (with a disk_worker:
+  // does that work itself, at once; the tasks it handed over and that have not run yet do nothing).
   ~log_writer();
   log_writer(const log_writer&) = delete;
   log_writer& operator=(const log_writer&) = delete;
@@ -212,7 +230,7 @@ class log_writer {
     std::vector<sync_callback> syncs;
   };
 
-  log_writer(env& e, std::string dir, log_options opts, executor exec);
+  log_writer(env& e, std::string dir, log_options opts, executor exec, disk_worker* worker);
 
   static constexpr std::size_t spin_batch_max = 4;  // log_options::idle_spin: batches this small spin
 
@@ -223,6 +241,19 @@ class log_writer {
 
   // Whoever holds write_mu_ (the sync thread, or append()'s inline path), from here on.
   void run();
+  // Takes everything pending and writes it (a batch, its syncs and checkpoints): one turn of run(), after
+  // its waits. Called with `lock` (mu_) held; returns with it held.
+  void write_pending(std::unique_lock<std::mutex>& lock, std::size_t& answered,
+                     std::chrono::microseconds& last_batch_time);
+  // The writer's stop: the pending work written, unsynced bytes synced, prepared zeros cut.
+  void finish_stop();
+  // Work was queued (mu_ held by the caller): with a disk_worker, hands it a turn of write_pending
+  // (unless one is handed over already).
+  void hand_to_worker();
+  // A background fdatasync was requested (flusher_.file set): wakes the flusher, or hands it to the worker.
+  void wake_flusher();
+  // With flusher_.mu held (by `lock`) and a file requested: syncs it, completes its waiters.
+  void sync_requested(std::unique_lock<std::mutex>& lock);
   void write_batch(batch& b);
   // Interval / never modes: a failed background fdatasync poisons the log (checked before each batch and
   // each sync request).
@@ -254,6 +285,10 @@ class log_writer {
   const std::string dir_;
   const log_options opts_;
   const executor exec_;
+  disk_worker* const worker_;        // null: the threads below
+  bool worker_turn_queued_ = false;  // mu_: a write_pending turn is handed to worker_ and has not run
+  // Tasks handed to worker_ find the writer gone through this (they may run after its end).
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
   // Held by whoever writes a batch, runs a checkpoint or handles sync requests (the sync thread, or an
   // inline append): the file and segment state below is never touched by two threads at once. Lock order:

@@ -20,7 +20,7 @@ data_log::~data_log() {
 
 result<std::unique_ptr<data_log>> data_log::open(storage::env& e, const std::string& dir, data_log_options o,
                                                  storage::executor exec, storage::segment_reader* reader,
-                                                 hooks h) {
+                                                 hooks h, storage::disk_worker* worker) {
   if (auto st = e.create_dirs(dir); !st) return st.err();
   // Nothing is read back: raft rebuilds the state. Recovery only finds where writing continues (and cuts
   // a torn tail).
@@ -42,7 +42,7 @@ result<std::unique_ptr<data_log>> data_log::open(storage::env& e, const std::str
   lo.segment_bytes = o.segment_bytes;
   lo.sync.mode = storage::sync_mode::never;  // durability comes from raft; synced explicitly (sync_now)
   self->exec_ = exec;
-  auto w = storage::log_writer::open(e, dir, lo, *rec, std::move(exec));
+  auto w = storage::log_writer::open(e, dir, lo, *rec, std::move(exec), worker);
   if (!w) return w.err();
   self->writer_ = std::move(*w);
   return self;

@@ -33,6 +33,8 @@
 // for a batch.
 //
 // Lives on its shard's loop (its lane's): every method runs there; the writer's completions are posted there.
+// Its disk work runs on the writer's threads, or as tasks of a storage::disk_worker given to open() (the
+// simulation's, on its scheduler: then the whole log is deterministic).
 #pragma once
 
 #include <cstdint>
@@ -94,11 +96,12 @@ class data_log {
   };
 
   // Recovers the log's tail in `dir` (records are not read back) and opens it for appending. `reader`
-  // (may be null) is the hot tier's reader of `dir`: reclaimed segments are forgotten there. Blocking:
-  // call at start-up.
+  // (may be null) is the hot tier's reader of `dir`: reclaimed segments are forgotten there. `worker`:
+  // where the writer's disk work runs (storage::disk_worker; null: the writer's own threads, as in
+  // production; the simulation runs it on its scheduler). Blocking: call at start-up.
   static result<std::unique_ptr<data_log>> open(storage::env& e, const std::string& dir, data_log_options o,
                                                 storage::executor exec, storage::segment_reader* reader,
-                                                hooks h);
+                                                hooks h, storage::disk_worker* worker = nullptr);
   ~data_log();
   data_log(const data_log&) = delete;
   data_log& operator=(const data_log&) = delete;

@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "raft/loop_executor.h"
 #include "replica/wal_recovery.h"
 #include "storage/mem_env.h"
 #include "unit/streams/command_builders.h"
@@ -53,11 +54,12 @@ class partition_test : public ::testing::Test {
   }
   void open(std::size_t hot_bytes = 1 << 20) {
     loop_ = std::make_unique<io::event_loop>(0);
+    ex_ = std::make_unique<raft::loop_executor>(*loop_);
     thread_ = std::thread([l = loop_.get()] { l->run(); });
     partition_options o;
     o.hot_bytes = hot_bytes;
     opened_ = on_loop([&] {
-      part_ = std::make_unique<partition>(*loop_, clock_, o, host_);
+      part_ = std::make_unique<partition>(*ex_, clock_, o, host_);
       wal_options wo;
       wo.data_dir = "/data";
       wo.sync = storage::sync_policy{};
@@ -108,6 +110,7 @@ class partition_test : public ::testing::Test {
   manual_clock clock_;
   recording_host host_;
   std::unique_ptr<io::event_loop> loop_;
+  std::unique_ptr<raft::loop_executor> ex_;  // the partition's executor: loop_
   std::thread thread_;
   std::unique_ptr<partition> part_;
   segment_readers readers_;

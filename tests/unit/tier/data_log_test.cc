@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
+#include <functional>
 
 #include "storage/log_format.h"
 #include "storage/mem_env.h"
@@ -39,6 +41,7 @@ struct data_log_test : ::testing::Test {
   std::unique_ptr<data_log> log;
   std::size_t located = 0, admitted = 0;
   std::vector<std::uint64_t> extra_referenced;  // besides the state machine's
+  storage::disk_worker* worker = nullptr;       // null: the writer's own threads
 
   void open(data_log_options o, std::size_t budget = 1 << 20) {
     log.reset();
@@ -59,7 +62,7 @@ struct data_log_test : ::testing::Test {
       r.insert(r.end(), extra_referenced.begin(), extra_referenced.end());
       return r;
     };
-    auto d = data_log::open(mem, dir, o, q.exec(), reader.get(), std::move(h));
+    auto d = data_log::open(mem, dir, o, q.exec(), reader.get(), std::move(h), worker);
     ASSERT_TRUE(d) << d.err().reason;
     log = std::move(*d);
   }
@@ -272,6 +275,82 @@ TEST_F(data_log_test, a_crash_keeps_what_was_synced_and_writing_continues_after_
   EXPECT_TRUE(next.segment > synced_at.segment ||
               (next.segment == synced_at.segment && next.offset > synced_at.offset));
   EXPECT_FALSE(log->durable(next));
+}
+
+// The writer's disk work as tasks (storage::disk_worker), which this test runs one by one as the
+// simulation's scheduler does: nothing reaches the files before its task runs, a sync is two tasks (the
+// request, then the fdatasync), and a crash between them keeps only what an earlier sync covered.
+struct held_worker final : storage::disk_worker {
+  std::deque<std::function<void()>> tasks;
+  void run(std::function<void()> work) override { tasks.push_back(std::move(work)); }
+  bool step() {
+    if (tasks.empty()) return false;
+    auto t = std::move(tasks.front());
+    tasks.pop_front();
+    t();
+    return true;
+  }
+};
+
+TEST_F(data_log_test, with_a_disk_worker_the_disk_changes_only_when_its_tasks_run) {
+  held_worker w;
+  worker = &w;
+  data_log_options o;
+  o.sync_bytes = 1ull << 30;
+  open(o, /*budget=*/100);
+  const std::string body = pattern(300, 1);
+  apply(make_create("/s", "text/plain", body));
+  const std::uint64_t appends_before = mem.append_count();
+  q.run_ready();  // the turn's hand-over: one task for the worker, nothing written yet
+  ASSERT_EQ(w.tasks.size(), 1u);
+  EXPECT_EQ(mem.append_count(), appends_before);
+  EXPECT_EQ(located, 0u);
+  ASSERT_TRUE(w.step());
+  EXPECT_GT(mem.append_count(), appends_before);
+  q.run_ready();
+  EXPECT_EQ(located, 1u);
+  EXPECT_EQ(admitted, 0u);
+  streams::disk_location first;
+  sm.log_of("/s")->for_each_record([&](const streams::record& r) { first = r.data.at; });
+
+  log->sync_now();
+  ASSERT_TRUE(w.step());  // the request: hands the fdatasync over as a task of its own
+  q.run_ready();
+  EXPECT_EQ(log->stats().syncs, 0u);
+  const std::uint64_t syncs_before = mem.sync_count();
+  ASSERT_TRUE(w.step());
+  EXPECT_EQ(mem.sync_count(), syncs_before + 1);
+  q.run_ready();
+  EXPECT_EQ(log->stats().syncs, 1u);
+  EXPECT_EQ(admitted, 1u);
+  EXPECT_TRUE(log->durable(first));
+  EXPECT_FALSE(w.step());  // nothing else was handed over
+
+  apply(make_append("/s", pattern(300, 2)));
+  q.run_ready();
+  ASSERT_TRUE(w.step());
+  q.run_ready();
+  EXPECT_EQ(located, 2u);
+  streams::disk_location second;
+  sm.log_of("/s")->for_each_record([&](const streams::record& r) { second = r.data.at; });
+  log->sync_now();
+  ASSERT_TRUE(w.step());  // the fdatasync's task is queued, and never runs before the crash
+  EXPECT_EQ(w.tasks.size(), 1u);
+  mem.crash();
+  log.reset();
+  while (w.step()) {
+  }  // tasks of a writer that is gone do nothing
+  mem.restart();
+
+  open(o);
+  EXPECT_TRUE(log->durable(first));
+  EXPECT_FALSE(log->durable(second));
+  auto got = reader->read_data(storage::log_position{storage::segment_id{first.segment}, first.offset},
+                               first.data_offset, body.size());
+  ASSERT_TRUE(got) << got.err().reason;
+  EXPECT_EQ(*got, body);
+  EXPECT_FALSE(
+      reader->read_record(storage::log_position{storage::segment_id{second.segment}, second.offset}));
 }
 
 TEST_F(data_log_test, reclaim_deletes_segments_nothing_references_and_keeps_pinned_ones) {
