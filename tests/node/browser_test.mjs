@@ -12,164 +12,20 @@
 // across a kill -9 and restart of weir on the same port and data directory; the official client
 // (examples/browser/client.html) shows the same messages; a credentialed request works from the listed
 // origin and is refused by the browser from another; a bad Last-Event-ID is a 400 naming the accepted
-// forms. Screenshots go to DIR. Every process started here is stopped by its PID.
-import { execFileSync, spawn } from 'node:child_process';
-import { X509Certificate, createHash, generateKeyPairSync, sign } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import puppeteer from 'puppeteer-core';
+// forms. Screenshots go to DIR. Every process started here is stopped by its PID (browser_support.mjs).
+import { join } from 'node:path';
+import { check, createTestEnv, parseArgs } from './browser_support.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
-const args = process.argv.slice(2);
-const arg = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : fallback;
-};
-const weirBin = arg('--weir');
-const outDir = arg('--out');
-const chromiumPath = arg('--chromium', '/usr/bin/chromium');
-if (!weirBin || !outDir) {
-  console.error('usage: node browser_test.mjs --weir WEIR_BINARY --out DIR [--chromium PATH]');
-  process.exit(2);
-}
-
-mkdirSync(outDir, { recursive: true });
-const work = mkdtempSync(join(tmpdir(), 'weir-browser-'));
-const dataDir = join(work, 'data');
-const children = new Set();  // processes started here, stopped by PID in cleanup()
-
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-  console.log(`ok: ${what}`);
-}
-
-// ---- access control: an Ed25519 key, its JWKS, and a short-lived JWT (docs/security.md) ----
-const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-const jwk = publicKey.export({ format: 'jwk' });
-const jwksFile = join(work, 'jwks.json');
-writeFileSync(jwksFile, JSON.stringify({ keys: [{ ...jwk, kid: 'browser-test', use: 'sig', alg: 'EdDSA' }] }));
-const b64url = (v) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
-function makeJwt() {
-  const now = Math.floor(Date.now() / 1000);
-  const head = b64url({ alg: 'EdDSA', typ: 'JWT', kid: 'browser-test' });
-  // exp within --query-token-max-ttl-s (600): the same token may then ride in an EventSource's URL.
-  const claims = b64url({ iss: 'weir-browser-test', aud: 'weir', iat: now, exp: now + 590,
-                          scope: 'read,write:/v1/stream/' });
-  const sig = sign(null, Buffer.from(`${head}.${claims}`), privateKey).toString('base64url');
-  return `${head}.${claims}.${sig}`;
-}
-const token = makeJwt();
-
-// ---- TLS: a CA and a leaf for 127.0.0.1 made by the openssl CLI (keys only in `work`) ----
-function makeCertificates() {
-  const run = (...a) => execFileSync('openssl', a, { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
-  run('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key',
-      '-out', 'ca.pem', '-days', '2', '-subj', '/CN=weir browser test CA');
-  run('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'leaf.key',
-      '-out', 'leaf.csr', '-subj', '/CN=127.0.0.1');
-  writeFileSync(join(work, 'ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' +
-                                   'extendedKeyUsage=serverAuth\n');
-  run('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-set_serial', '0x5152',
-      '-days', '2', '-extfile', 'ext', '-out', 'leaf.pem');
-  const leaf = new X509Certificate(readFileSync(join(work, 'leaf.pem')));
-  // Chromium trusts a server key named by the base64 SHA-256 of its SubjectPublicKeyInfo.
-  const spki = createHash('sha256').update(leaf.publicKey.export({ type: 'spki', format: 'der' }))
-    .digest('base64');
-  return { cert: join(work, 'leaf.pem'), key: join(work, 'leaf.key'), ca: readFileSync(join(work, 'ca.pem')), spki };
-}
-const tls = makeCertificates();
-
-// A request from this process to weir over TLS, trusting only the test CA.
-function weirRequest(url, { method = 'GET', headers = {} } = {}) {
-  return new Promise((resolveReq, rejectReq) => {
-    const req = httpsRequest(url, { method, headers, ca: tls.ca }, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolveReq({ status: res.statusCode, headers: res.headers, body }));
-    });
-    req.on('error', rejectReq);
-    req.end();
-  });
-}
-
-// ---- processes ----
-// Starts `cmd args`, resolves with the first output line matching `re` (its match), rejects if the
-// process exits first.
-function startProcess(name, cmd, argv, re, logFile) {
-  return new Promise((resolveStart, rejectStart) => {
-    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let log = '';
-    let matched = false;
-    const onData = (chunk) => {
-      log += chunk.toString();
-      if (logFile) writeFileSync(logFile, log);
-      const m = !matched && log.match(re);
-      if (m) {
-        matched = true;
-        resolveStart({ child, match: m, log: () => log });
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code, signal) => {
-      children.delete(child);
-      if (!matched) rejectStart(new Error(`${name} exited (${code ?? signal}) before it was ready:\n${log}`));
-    });
-  });
-}
-
-function waitExit(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((r) => child.once('exit', () => r()));
-}
-
-async function startWeir(port, allowedOrigin) {
-  const w = await startProcess(
-    'weir', weirBin,
-    ['serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--threads', '2',
-     '--tls-cert', tls.cert, '--tls-key', tls.key, '--cors-allowed-origins', allowedOrigin,
-     '--jwks-file', jwksFile, '--jwt-issuer', 'weir-browser-test', '--jwt-audience', 'weir',
-     // Short SSE lifetime: the browser's own reconnection is exercised many times per run.
-     '--sse-close-after-ms', '1500', '--sse-keep-alive-ms', '500'],
-    /listening on 127\.0\.0\.1:(\d+)/, join(work, `weir-${Date.now()}.log`));
-  const url = `https://127.0.0.1:${w.match[1]}`;
-  // Listening is logged once the node serves; /healthz (over TLS, the test CA) confirms it.
-  const res = await weirRequest(`${url}/healthz`);
-  if (res.status !== 200) throw new Error(`weir /healthz: ${res.status}`);
-  console.log(`weir (pid ${w.child.pid}) serving ${url}`);
-  return { child: w.child, url, port: Number(w.match[1]) };
-}
-
-// Sends `signal`; a process still there after 10 s gets SIGKILL (a bound, not a synchronisation).
-async function stopChild(child, signal) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  process.kill(child.pid, signal);
-  let timer;
-  const bound = new Promise((r) => { timer = setTimeout(() => r('late'), 10_000); });
-  if (await Promise.race([waitExit(child).then(() => 'exited'), bound]) === 'late') {
-    console.error(`pid ${child.pid} did not exit on ${signal}: SIGKILL`);
-    process.kill(child.pid, 'SIGKILL');
-    await waitExit(child);
-  }
-  clearTimeout(timer);
-}
-
-async function cleanup(browser) {
-  if (browser) {
-    const pid = browser.process()?.pid;
-    await browser.close().catch(() => {});
-    if (pid) {
-      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
-    }
-  }
-  for (const child of [...children]) await stopChild(child, 'SIGTERM');
-  rmSync(work, { recursive: true, force: true });
-}
+const { outDir, ...paths } = parseArgs('browser_test.mjs');
+const env = createTestEnv('browser', paths);
+const dataDir = join(env.work, 'data');
+const token = env.makeJwt();
+const weirRequest = env.weirRequest;
+const startWeir = (port, allowedOrigin) => env.startWeir({
+  port, dataDir, allowedOrigin,
+  // Short SSE lifetime: the browser's own reconnection is exercised many times per run.
+  extraArgs: ['--sse-close-after-ms', '1500', '--sse-keep-alive-ms', '500'],
+});
 
 // ---- page helpers ----
 const shownTexts = (page) =>
@@ -200,14 +56,11 @@ const connections = (page) =>
 const expected = (n) => Array.from({ length: n }, (_, i) => `message ${i + 1}`);
 
 async function main() {
-  let browser;
   try {
-    const site = await startProcess('static server', process.execPath,
-                                    [join(repo, 'examples/browser/serve.mjs'), '--port', '0'],
-                                    /serving (http:\/\/127\.0\.0\.1:(\d+))/);
-    const siteUrl = site.match[1];
+    const site = await env.startSite();
+    const siteUrl = site.url;
     // The same pages from another origin (localhost, not 127.0.0.1): not listed.
-    const otherSiteUrl = `http://localhost:${site.match[2]}`;
+    const otherSiteUrl = `http://localhost:${site.port}`;
     let weir = await startWeir(0, siteUrl);
     const stream = `/v1/stream/browser-${process.pid}`;
 
@@ -226,17 +79,7 @@ async function main() {
             'a preflight from the listed origin echoes it with credentials and Vary: Origin');
     }
 
-    browser = await puppeteer.launch({
-      executablePath: chromiumPath,
-      headless: true,  // puppeteer passes --headless=new
-      protocolTimeout: 60_000,
-      userDataDir: join(work, 'chromium-profile'),
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-             '--disable-background-networking', '--disable-component-update', '--disable-sync',
-             // Trust exactly weir's key (the leaf's SPKI hash), as a pinned self-signed certificate.
-             `--ignore-certificate-errors-spki-list=${tls.spki}`],
-    });
-    console.log(`chromium ${await browser.version()} (pid ${browser.process().pid})`);
+    const browser = await env.launchChromium();
 
     const query = (extra) =>
       `?weir=${encodeURIComponent(weir.url)}&stream=${encodeURIComponent(stream)}` +
@@ -310,7 +153,7 @@ async function main() {
 
     // 3. kill -9 and restart on the same port and data directory.
     const port = weir.port;
-    await stopChild(weir.child, 'SIGKILL');
+    await env.stopChild(weir.child, 'SIGKILL');
     console.log(`weir killed with SIGKILL`);
     await tail.waitForFunction(() => /reconnecting/.test(document.getElementById('tail-status').textContent),
                                { timeout: 10_000, polling: 'mutation' });
@@ -358,7 +201,7 @@ async function main() {
     console.log(`screenshots in ${outDir}`);
     console.log('browser test: all checks passed');
   } finally {
-    await cleanup(browser);
+    await env.cleanup();
   }
 }
 
