@@ -195,8 +195,12 @@ void h2_session::check_thread() const {
 }
 
 h2_session::stream* h2_session::find(std::int32_t id) const {
+  // nghttp2 calls back for one stream several times in a row (begin headers, each field, the frame).
+  if (last_ != nullptr && last_->id == id) return last_;
   auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : it->second.get();
+  if (it == streams_.end()) return nullptr;
+  last_ = it->second.get();
+  return last_;
 }
 
 void h2_session::receive(std::string_view data) {
@@ -284,6 +288,7 @@ void h2_session::closed() {
       if (s.on_close) ctx_->loop->post(std::move(s.on_close));
     }
   }
+  last_ = nullptr;
   streams_.clear();
 }
 
@@ -431,6 +436,7 @@ int h2_session::on_stream_close(std::int32_t id, std::uint32_t) {
     if (s.on_close) ctx_->loop->post(std::move(s.on_close));
   }
   if (!s.dropped) queued_bytes_ -= s.out.size();
+  if (last_ == &s) last_ = nullptr;
   streams_.erase(it);
   if (streams_.empty()) idle_since_ms_ = ctx_->loop->now_ms();
   return 0;
@@ -438,7 +444,7 @@ int h2_session::on_stream_close(std::int32_t id, std::uint32_t) {
 
 void h2_session::dispatch(stream& s) {
   request_head& head = ctx_->head;
-  head = request_head{};
+  head.reset();
   head.method_name = s.at(s.pseudo[0]);
   head.method = method_from_token(head.method_name);
   head.target = s.at(s.pseudo[1]);

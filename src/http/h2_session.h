@@ -117,7 +117,8 @@ class h2_session {
   io::byte_buffer* out_;
   nghttp2_session* session_ = nullptr;
   std::unordered_map<std::int32_t, std::unique_ptr<stream>> streams_;
-  bool in_callbacks_ = false;  // inside nghttp2_session_mem_recv/send: no nested send
+  mutable stream* last_ = nullptr;  // the stream find() returned last (a one-entry cache)
+  bool in_callbacks_ = false;       // inside nghttp2_session_mem_recv/send: no nested send
   bool failed_ = false;
   bool closed_ = false;
   std::size_t high_water_ = 0;    // of the send in progress

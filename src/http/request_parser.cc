@@ -202,11 +202,7 @@ parse_result parse_request_head(std::string_view buf, request_head& out, const p
     return {};
   };
 
-  out.header_count = 0;
-  out.framing = body_framing::none;
-  out.content_length = 0;
-  out.keep_alive = true;
-  out.expect_continue = false;
+  out.reset();
 
   // RFC 9112 2.2: ignore empty lines before the request-line.
   const char* p = begin;
