@@ -301,7 +301,13 @@ void h2_session::kick() {
 
 int h2_session::on_begin_headers(std::int32_t id) {
   if (calm_) return 0;
-  auto s = std::make_unique<stream>();
+  std::unique_ptr<stream> s;
+  if (spare_.empty()) {
+    s = std::make_unique<stream>();
+  } else {
+    s = std::move(spare_.back());
+    spare_.pop_back();
+  }
   s->id = id;
   s->opened_ms = ctx_->loop->now_ms();
   if (ctx_->opts->observer != nullptr) s->start_ns = steady_ns();
@@ -437,9 +443,28 @@ int h2_session::on_stream_close(std::int32_t id, std::uint32_t) {
   }
   if (!s.dropped) queued_bytes_ -= s.out.size();
   if (last_ == &s) last_ = nullptr;
+  std::unique_ptr<stream> done = std::move(it->second);
   streams_.erase(it);
   if (streams_.empty()) idle_since_ms_ = ctx_->loop->now_ms();
+  recycle(std::move(done));
   return 0;
+}
+
+void h2_session::recycle(std::unique_ptr<stream> s) {
+  // The next stream reuses the object and the room its request fields took (one allocation fewer
+  // per field list, per span array and per stream); buffers that grew large are given back.
+  constexpr std::size_t max_spare = 16, keep_fields_bytes = 4096;
+  if (spare_.size() >= max_spare) return;
+  std::string fields = std::move(s->fields);
+  std::vector<std::uint32_t> spans = std::move(s->spans);
+  *s = stream{};
+  if (fields.capacity() <= keep_fields_bytes) {
+    fields.clear();
+    s->fields = std::move(fields);
+    spans.clear();
+    s->spans = std::move(spans);
+  }
+  spare_.push_back(std::move(s));
 }
 
 void h2_session::dispatch(stream& s) {
@@ -532,28 +557,43 @@ void h2_session::submit(stream& s, int status, std::span<const header> headers, 
       static_cast<std::size_t>(std::to_chars(length, length + sizeof length, content_length).ptr - length);
   std::size_t name_bytes = 0;
   for (const auto& h : headers) name_bytes += h.name.size();
-  std::string lower;  // field names are lowercase in HTTP/2 (RFC 9113 8.2.1)
-  lower.reserve(name_bytes);
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(headers.size() + 4);
-  auto add = [&nva](std::string_view n, std::string_view v) {
-    nva.push_back(nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(n.data())),
-                             reinterpret_cast<std::uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(),
-                             NGHTTP2_NV_FLAG_NONE});
+  // Field names are lowercase in HTTP/2 (RFC 9113 8.2.1): written into `lower`. Both arrays live on
+  // the stack for the usual response (nghttp2 copies them into its own frame).
+  constexpr std::size_t stack_fields = 24, stack_name_bytes = 512;
+  char lower_stack[stack_name_bytes];
+  std::string lower_heap;
+  char* lower = lower_stack;
+  if (name_bytes > stack_name_bytes) {
+    lower_heap.resize(name_bytes);
+    lower = lower_heap.data();
+  }
+  nghttp2_nv nva_stack[stack_fields];
+  std::vector<nghttp2_nv> nva_heap;
+  nghttp2_nv* nva = nva_stack;
+  if (headers.size() + 4 > stack_fields) {
+    nva_heap.resize(headers.size() + 4);
+    nva = nva_heap.data();
+  }
+  std::size_t fields = 0;
+  auto add = [&](std::string_view n, std::string_view v) {
+    nva[fields++] = nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(n.data())),
+                               reinterpret_cast<std::uint8_t*>(const_cast<char*>(v.data())), n.size(),
+                               v.size(), NGHTTP2_NV_FLAG_NONE};
   };
   add(":status", std::string_view(code, 3));
   add("server", ctx_->opts->server_name);
   add("date", ctx_->date.value());
+  std::size_t lower_size = 0;
   for (const auto& h : headers) {
     if (connection_specific(h.name)) continue;
-    std::size_t at = lower.size();
-    for (char c : h.name) lower += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    add(std::string_view(lower).substr(at, h.name.size()), h.value);
+    char* name = lower + lower_size;
+    for (char c : h.name) lower[lower_size++] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    add(std::string_view(name, h.name.size()), h.value);
   }
   if (add_length) add("content-length", std::string_view(length, length_size));
   nghttp2_data_provider provider{};
   provider.read_callback = read_data_cb;
-  int rv = nghttp2_submit_response(session_, s.id, nva.data(), nva.size(), with_body ? &provider : nullptr);
+  int rv = nghttp2_submit_response(session_, s.id, nva, fields, with_body ? &provider : nullptr);
   if (rv != 0) nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
 }
 

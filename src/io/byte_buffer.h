@@ -24,6 +24,16 @@ class byte_buffer {
         begin_(std::exchange(o.begin_, 0)),
         end_(std::exchange(o.end_, 0)),
         cap_(std::exchange(o.cap_, 0)) {}
+  byte_buffer& operator=(byte_buffer&& o) noexcept {
+    if (this != &o) {
+      std::free(data_);
+      data_ = std::exchange(o.data_, nullptr);
+      begin_ = std::exchange(o.begin_, 0);
+      end_ = std::exchange(o.end_, 0);
+      cap_ = std::exchange(o.cap_, 0);
+    }
+    return *this;
+  }
 
   const char* data() const { return data_ + begin_; }
   char* data() { return data_ + begin_; }

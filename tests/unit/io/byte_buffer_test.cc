@@ -67,5 +67,19 @@ TEST(byte_buffer, release_frees_memory) {
   EXPECT_EQ(b.view(), "again");
 }
 
+TEST(byte_buffer, move_assignment_takes_the_bytes_and_frees_its_own) {
+  byte_buffer a;
+  a.append("abcdef");
+  a.consume(2);
+  byte_buffer b;
+  b.append(std::string(10'000, 'x'));
+  b = std::move(a);
+  EXPECT_EQ(b.view(), "cdef");
+  EXPECT_EQ(a.capacity(), 0u);  // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+  EXPECT_TRUE(a.empty());
+  a.append("reused");
+  EXPECT_EQ(a.view(), "reused");
+}
+
 }  // namespace
 }  // namespace weir::io
