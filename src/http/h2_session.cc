@@ -164,6 +164,9 @@ h2_session::h2_session(loop_context& ctx, connection& conn, io::byte_buffer& out
   nghttp2_option_set_max_continuations(opt, 8);
   nghttp2_option_set_stream_reset_rate_limit(opt, 2 * reset_burst, 2 * resets_per_second);
   nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+  // No RFC 7540 priority tree (SETTINGS_NO_RFC7540_PRIORITIES below; RFC 9113 5.3.2 deprecates it), so
+  // closed streams need not be kept for it: less bookkeeping per request.
+  nghttp2_option_set_no_closed_streams(opt, 1);
   int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -173,6 +176,7 @@ h2_session::h2_session(loop_context& ctx, connection& conn, io::byte_buffer& out
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, o.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, o.stream_window_bytes},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, o.max_header_list_bytes},
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   };
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
