@@ -38,6 +38,30 @@ protocol::response storage_failure(replica::errc failure) {
 }
 }  // namespace
 
+void stream_shard::attach_replication(std::unique_ptr<replication> r) {
+  repl_ = std::move(r);
+  part_.use_commit_path(repl_->core());  // every command through raft from now on
+}
+
+void stream_shard::post_to_lane(std::uint32_t lane, std::function<void()> fn) {
+  node_->shard(lane).loop().post(std::move(fn));
+}
+
+void stream_shard::fail(const std::string& why) {
+  node_->fail(why);
+}
+
+void stream_shard::on_restored(const streams::state_machine::path_predicate& in_part,
+                               const std::vector<std::string>& removed) {
+  for (const std::string& path : removed) node_->report_deleted(path);
+  // Every live reader of the part looks again (its stream may have grown, closed, or gone).
+  std::vector<std::string> paths;
+  for (const auto& [path, reader] : readers_)
+    if (in_part(path) && (paths.empty() || paths.back() != path)) paths.push_back(path);
+  for (const std::string& path : paths)
+    wake(path, std::find(removed.begin(), removed.end(), path) != removed.end());
+}
+
 void stream_shard::on_rebuilt() {
   std::vector<std::shared_ptr<live_reader>> all;
   for (auto& [path, r] : readers_) all.push_back(r);
@@ -515,7 +539,7 @@ void stream_shard::wake(const std::string& path, bool removed) {
 
 void stream_shard::start() {
   sweep_timer_ = loop_->add_timer(std::chrono::milliseconds(250), [this] { sweep(); });
-  arm_fork_sweep();
+  if (repl_) repl_->core().start();  // the fork sweep
 }
 
 void stream_shard::sweep() {
@@ -535,8 +559,7 @@ void stream_shard::stop() {
   part_.stop();
   if (admission_timer_ != 0) loop_->cancel_timer(admission_timer_);
   admission_timer_ = 0;
-  if (fork_sweep_timer_ != 0) loop_->cancel_timer(fork_sweep_timer_);
-  fork_sweep_timer_ = 0;
+  if (repl_) repl_->core().stop();
   for (io::event_loop::timer_id id : release_retries_) loop_->cancel_timer(id);
   release_retries_.clear();
   std::vector<std::shared_ptr<live_reader>> all;

@@ -3,8 +3,9 @@
 //
 // Lives on one core: every method runs on loop() (other cores reach it with loop().post(...)).
 // Requests arrive already validated (protocol::stream_request); answers go back to the connection's
-// core through reply.h. Cluster mode (applies of committed commands, the data log, snapshot parts, fork
-// releases and links across lanes) is in stream_shard_cluster.cc.
+// core through reply.h. In a cluster the partition's commit path is a raft lane (replica::raft_lane,
+// through server/replication), whose host this shard is: it carries out what the lane applies (wakes
+// live readers, reports stream events, proposes fork releases) and posts the lane's tasks to other lanes.
 #pragma once
 
 #include <atomic>
@@ -27,7 +28,7 @@
 #include "protocol/stream_request.h"
 #include "raft/loop_executor.h"
 #include "replica/partition.h"
-#include "streams/fork_sweep.h"
+#include "replica/raft_lane.h"
 #include "streams/state_machine.h"
 
 namespace weir::server {
@@ -58,7 +59,7 @@ struct shard_options {
   std::int64_t fork_sweep_min_age_ms = 120'000;
 };
 
-class stream_shard final : public replica::partition_host {
+class stream_shard final : public replica::partition_host, public replica::lane_host {
  public:
   stream_shard(node& owner, io::event_loop& loop, const clock_source& clock, shard_options opts);
   ~stream_shard() override;
@@ -87,7 +88,8 @@ class stream_shard final : public replica::partition_host {
   streams::outcome execute(const streams::command& c, replica::shard_wal::completion done = {});
 
   // Cluster mode (docs/replication.md): before the loop runs, route every command through raft. Commands
-  // then change the state machine only in apply_committed, on every node, in each group's log order.
+  // then change the state machine only when committed (replica::raft_lane::apply_committed), on every
+  // node, in each group's log order.
   void attach_replication(std::unique_ptr<replication> r);
   replication* replicated() { return repl_.get(); }
   // Cluster mode: proposals in flight went down (called inside libraft's apply). Writes that wait for
@@ -99,25 +101,6 @@ class stream_shard final : public replica::partition_host {
     std::uint64_t expired = 0;  // writes that waited admit_wait_ms and got 503
   };
   admission_counts admission() const { return {admission_.size(), admitted_after_wait_, admission_expired_}; }
-  // Cluster mode: the fork sweep's counts (what it checked, kept, recovered; nothing without a cluster).
-  streams::fork_sweep::counters fork_sweep_counts() const {
-    return fork_sweep_ ? fork_sweep_->stats() : streams::fork_sweep::counters{};
-  }
-  // A committed command of a cluster, at `index` of `group`'s log (what a stream it creates is called, and
-  // the place of a fork reference it takes: state_machine::set_entry_place; the same on all nodes).
-  // `proposed_here`: this node proposed it in this run (its answer waits here). Only that node proposes
-  // the fork releases the command causes (a fork deleted or expired, a fork create that gave its
-  // reference back, a cascade), each as a fork_release entry of the source's group (propose_release);
-  // a release lost on the way is recovered by the fork sweep of the source's group's leader.
-  streams::outcome apply_committed(const streams::command& c, std::uint32_t group, std::uint64_t index,
-                                   bool proposed_here = false);
-
-  // Cluster mode: a raft group's snapshot replaces the group's part of the state (`in_part`: the paths
-  // of the group), at start from the node log or installed from the group's leader. Live readers of
-  // the part are woken (or told their stream is gone), and records restored inline go to the data log.
-  // A damaged blob changes nothing.
-  status restore_part(std::span<const std::byte> blob, const streams::state_machine::path_predicate& in_part);
-
   // Live readers.
   std::size_t live_readers() const { return readers_.size(); }  // this loop only (tests)
   void add_reader(const std::string& path, std::shared_ptr<live_reader> r, std::uint64_t live_id);
@@ -132,6 +115,15 @@ class stream_shard final : public replica::partition_host {
   void on_durable(const streams::outcome& o) override { effects(o); }
   void on_rebuilt() override;
   void on_writes_resumed() override { resume_deferred(); }
+
+  // lane_host (cluster mode): the lane's tasks on other lanes' loops, what its applies and restores do
+  // here, its proposals going down, and a failed node log.
+  void post_to_lane(std::uint32_t lane, std::function<void()> fn) override;
+  void on_applied(const streams::outcome& o, bool releases) override { effects(o, releases); }
+  void on_restored(const streams::state_machine::path_predicate& in_part,
+                   const std::vector<std::string>& removed) override;
+  void on_in_flight_down() override { in_flight_went_down(); }
+  void fail(const std::string& why) override;
 
  private:
   void handle_create(protocol::stream_request req, http::exchange ex);
@@ -156,20 +148,6 @@ class stream_shard final : public replica::partition_host {
                    const streams::stream_meta& meta, streams::read_result& rr, const status& io);
   // The read itself, once the stream's TTL was renewed (and, in a cluster, the read linearized).
   void serve_read(protocol::stream_request req, http::exchange ex, std::uint64_t live_id);
-  // Cluster mode: links the forks applied before their source `source` was created here.
-  void link_waiting_forks(const std::string& source);
-  // Lanes (cluster mode, docs/replication.md "Lanes"): a fork whose source lives on another lane's shard
-  // gets its source's log from that shard by message. On the fork's shard: asks for it.
-  void ask_for_source(const std::string& fork, const std::string& source);
-  // On the source's shard: hands `source`'s log to `to` for its fork `fork` once the source exists here
-  // and is linked all the way up its own fork chain (a log lent to another loop is never linked later
-  // on this one); until then the request waits (lend_waiting_).
-  void lend_log(const std::string& source, stream_shard* to, const std::string& fork);
-  // Answers the waiting requests that can be answered now (after a create, a link, a restore).
-  void answer_lend_requests();
-  // On the fork's shard: links `fork` to the lent log if it still waits for it.
-  void take_lent_log(const std::string& fork, const std::string& source,
-                     std::shared_ptr<const streams::memory_log> log);
   // `releases`: carry out o.release (always on a single node; in a cluster only on the proposing node).
   void effects(const streams::outcome& o, bool releases = true);
   // Drops a fork's reference on its source: propose_release on the source's shard.
@@ -182,8 +160,6 @@ class stream_shard final : public replica::partition_host {
   void propose_release(const streams::fork_release_command& r);
   void wake(const std::string& path, bool removed);
   void sweep();
-  // Cluster mode: a pass of fork_sweep_ fork_sweep_ms from now, and so on (none with fork_sweep_ms 0).
-  void arm_fork_sweep();
 
   node* node_;
   io::event_loop* loop_;
@@ -193,13 +169,7 @@ class stream_shard final : public replica::partition_host {
   replica::partition part_;
   streams::state_machine& sm_;  // part_'s
   std::unique_ptr<replication> repl_;
-  // Cluster mode: forks applied before their source (source path -> fork path), until it is created.
-  std::unordered_multimap<std::string, std::string> unlinked_forks_;
-  // Lanes: requests for a source's log that wait for it here (source path -> asking shard, fork path).
-  std::unordered_multimap<std::string, std::pair<stream_shard*, std::string>> lend_waiting_;
   std::unordered_set<io::event_loop::timer_id> release_retries_;  // propose_release's, cancelled by stop()
-  std::unique_ptr<streams::fork_sweep> fork_sweep_;               // cluster mode: lost releases recovered
-  io::event_loop::timer_id fork_sweep_timer_ = 0;
   std::deque<std::function<void()>> deferred_;
   struct waiting_write {
     std::int64_t since_ms = 0;
