@@ -7,7 +7,8 @@
 //     object;
 //   - reading any decoded range through blocks_covering/extract_from_blocks either fails (a CRC) or
 //     returns exactly the range's length;
-//   - a parsed object key formats back to the same string.
+//   - a parsed object key formats back to the same string;
+//   - a decoded cold index encodes to bytes that decode to the same index.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <span>
 #include <string_view>
 
+#include "tier/cold_index.h"
 #include "tier/object_format.h"
 #include "tier/object_key.h"
 #include "tier/s3_xml.h"
@@ -61,5 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto name = parse_object_key(text)) FUZZ_CHECK(object_key(*name) == text);
   if (auto page = parse_list_objects_v2(text)) FUZZ_CHECK(!page->truncated || !page->next_token.empty());
   (void)parse_s3_error(text);
+  if (auto ix = cold_index::decode(bytes)) {
+    auto again = cold_index::decode(ix->encode());
+    FUZZ_CHECK(again && *again == *ix);
+  }
   return 0;
 }
