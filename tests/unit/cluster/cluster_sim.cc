@@ -195,12 +195,12 @@ void cluster::on_apply(node& n, std::uint32_t g, std::uint64_t index, std::span<
   mine.push_back(index);
   auto c = streams::decode(cmd);
   if (!c) return fail(fmt::format("group {} index {}: undecodable command: {}", g, index, c.err().reason));
-  // What server/replication.cc does: the generation of a created stream, and the place of a fork
+  // What replica::raft_lane does: the generation of a created stream, and the place of a fork
   // reference a retain takes (which its outcome carries for the fork's create), come from its log position.
   n.sm->set_entry_place(g, index);
   streams::outcome out = n.sm->apply(*c);
   link_forks(n, *c, out);
-  // What server/replication.cc does: reads of forks waiting for this group go on after this apply.
+  // What replica::raft_lane does: reads of forks waiting for this group go on after this apply.
   n.waits->applied(g, index);
   if (ticket == 0) return;
   if (auto side = n.side_writes.find(ticket); side != n.side_writes.end()) {
@@ -231,7 +231,7 @@ void cluster::on_apply(node& n, std::uint32_t g, std::uint64_t index, std::span<
   });
 }
 
-// What stream_shard::apply_committed does: a fork's create links it to its source's log when the source
+// What replica::raft_lane::apply_committed does: a fork's create links it to its source's log when the source
 // is here, and a source's create links the forks applied before it (its group was behind).
 void cluster::link_forks(node& n, const streams::command& c, const streams::outcome& out) {
   const auto* create = std::get_if<streams::create_command>(&c);
@@ -410,7 +410,7 @@ void cluster::start_attempt(client& c, op& p, node& n) {
   if (!n.writes.emplace(ticket, a).second) fail(fmt::format("node {}: ticket {} given twice", n.id, ticket));
 }
 
-// What server/replication.cc's wait_for_sources does after a read index: a fork is read once its
+// What replica::raft_lane::wait_for_sources does after a read index: a fork is read once its
 // source's group applied the retain its create recorded, up the chain of forks.
 void cluster::wait_for_sources(node& n, const std::string& path, std::function<void(bool)> done) {
   auto first = n.sm->fork_wait_of(path);

@@ -11,7 +11,7 @@
 // into other groups as the server does (fork_retain in the source's group; once it is applied, the
 // fork's create with the retain's place, fork_resolution::origin, in the fork's group) and read a new
 // fork at once on a random node: a read of a fork waits, after its read index, until the source's group
-// applied the retain on that node (cluster::applied_waits, as server/replication.cc does).
+// applied the retain on that node (cluster::applied_waits, as replica::raft_lane does).
 //
 // The faults: partitions, packet loss, delays and reordering, slow disks, failed syncs (the node stops,
 // as node::fail makes a server do, and starts again), power losses of one or two

@@ -67,7 +67,7 @@ struct data_log_test : ::testing::Test {
     log = std::move(*d);
   }
 
-  // Applies `c` as stream_shard::apply_committed does and writes its record.
+  // Applies `c` as replica::raft_lane::apply_committed does and writes its record.
   streams::outcome apply(const streams::command& c) {
     streams::outcome o = sm.apply(c);
     EXPECT_EQ(o.code, streams::errc::ok);
