@@ -55,10 +55,16 @@ parse_outcome parse_stream_request(const http::request& req, const request_limit
   {
     // Checked on the decoded path, so that an escape cannot hide a reserved name (`%5f_ds`).
     std::string_view root, rest;
-    const std::optional<std::string> decoded = percent_decode(r.path, false);  // valid: checked above
+    // A path without escapes is its own decoding (the usual case: no copy per request).
+    std::optional<std::string> decoded_copy;
+    std::string_view decoded = r.path;
+    if (r.path.find('%') != std::string::npos) {
+      decoded_copy = percent_decode(r.path, false);  // valid: checked above
+      decoded = *decoded_copy;
+    }
     if (split_reserved_path(r.path, root, rest)) return fail(errc::reserved_path);
-    if (has_reserved_segment(*decoded)) return fail(errc::encoded_reserved_path);
-    if (is_server_path(*decoded)) {
+    if (has_reserved_segment(decoded)) return fail(errc::encoded_reserved_path);
+    if (is_server_path(decoded)) {
       return fail(r.op == operation::read || r.op == operation::head ? errc::server_path_missing
                                                                      : errc::server_path);
     }
