@@ -98,7 +98,9 @@ class h2_session {
 
  private:
   stream* find(std::int32_t id) const;
-  void recycle(std::unique_ptr<stream> s);  // a closed stream, kept for the next one
+  // A stream object, reused from this thread's closed ones when there is one (h2_session.cc).
+  static std::unique_ptr<stream> new_stream();
+  static void recycle(std::unique_ptr<stream> s);  // a closed stream, kept for the next one
   void dispatch(stream& s);
   void answer(stream& s, int status, std::string_view reason, bool retry_after = false);
   void submit(stream& s, int status, std::span<const header> headers, bool add_length,
@@ -119,9 +121,8 @@ class h2_session {
   io::byte_buffer* out_;
   nghttp2_session* session_ = nullptr;
   std::unordered_map<std::int32_t, std::unique_ptr<stream>> streams_;
-  mutable stream* last_ = nullptr;              // the stream find() returned last (a one-entry cache)
-  std::vector<std::unique_ptr<stream>> spare_;  // closed streams, reset, for the next ones
-  bool in_callbacks_ = false;                   // inside nghttp2_session_mem_recv/send: no nested send
+  mutable stream* last_ = nullptr;  // the stream find() returned last (a one-entry cache)
+  bool in_callbacks_ = false;       // inside nghttp2_session_mem_recv/send: no nested send
   bool failed_ = false;
   bool closed_ = false;
   std::size_t high_water_ = 0;    // of the send in progress
