@@ -200,6 +200,8 @@ void data_log::on_written(const result<storage::append_ack>& r, std::uint64_t ge
   }
   const streams::disk_location at = counted(*r, size, data_offset);
   if (!hooks_.locate(generation, end, at)) return;  // the stream is gone
+  // The record's newest copy: an older one still waiting for its sync is not admitted (see on_synced).
+  newest_[{generation, end}] = at;
   if (unsynced_.empty()) oldest_unsynced_ms_ = now_ms_;
   unsynced_.push_back(written{generation, end, size, at});
   unsynced_bytes_ += size;
@@ -236,7 +238,18 @@ void data_log::on_synced(const status& st, std::size_t count) {
     unsynced_bytes_ -= w.size;
     durable_segment_ = w.at.segment;
     durable_offset_ = w.at.offset + 1;
-    if (w.generation != 0) hooks_.admit(w.generation, w.end, w.size, w.at);
+    if (w.generation == 0) continue;
+    // Admission locates the record at w.at again. A record may have two copies waiting for a sync: one
+    // written at its apply, and one written after a snapshot restored it inline (persist_unlocated)
+    // before the first was synced. Only the newest copy is admitted: the state points at it, so a reclaim
+    // may have deleted the older copy's segment already.
+    auto newest = newest_.find({w.generation, w.end});
+    if (newest == newest_.end() || newest->second.segment != w.at.segment ||
+        newest->second.offset != w.at.offset) {
+      continue;
+    }
+    newest_.erase(newest);
+    hooks_.admit(w.generation, w.end, w.size, w.at);
   }
   fire_durable_waiters();
   oldest_unsynced_ms_ = now_ms_;  // those left were written while the sync ran

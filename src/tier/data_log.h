@@ -45,6 +45,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -185,6 +186,8 @@ class data_log {
   std::uint64_t queued_size_ = 0;  // their stream bytes
   bool hand_over_posted_ = false;
   std::deque<written> unsynced_;  // written, in log order, not yet covered by a completed sync
+  // The newest place of each record of unsynced_ (generation, end): the copy a sync admits.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, streams::disk_location> newest_;
   std::uint64_t unsynced_bytes_ = 0;
   bool syncing_ = false;
   std::int64_t oldest_unsynced_ms_ = 0;  // when the oldest record of unsynced_ was written (tick time)

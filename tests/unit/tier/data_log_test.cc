@@ -353,6 +353,49 @@ TEST_F(data_log_test, with_a_disk_worker_the_disk_changes_only_when_its_tasks_ru
       reader->read_record(storage::log_position{storage::segment_id{second.segment}, second.offset}));
 }
 
+// A record written twice before a sync (at its apply, and again after a snapshot restored it inline:
+// partition::persist_unlocated) is admitted at its newest copy only. Admitting the older copy would point
+// the record back at it, and a reclaim may already have deleted that copy's segment (the simulation
+// found it: tests/unit/cluster/lane_sim.h).
+TEST_F(data_log_test, a_record_written_twice_before_a_sync_is_admitted_at_its_newest_copy_only) {
+  held_worker w;
+  worker = &w;
+  data_log_options o;
+  o.sync_bytes = 1ull << 30;
+  open(o);
+  const streams::outcome made = apply(make_create("/s", "text/plain", pattern(100, 1)));
+  q.run_ready();
+  ASSERT_TRUE(w.step());
+  q.run_ready();
+  streams::record rec;
+  sm.log_of("/s")->for_each_record([&](const streams::record& r) { rec = r; });
+  const streams::disk_location first = rec.data.at;
+  ASSERT_TRUE(first.known());
+
+  log->sync_now();                                      // covers the first copy only
+  log->write_record("/s", made.meta->generation, rec);  // the second copy, written before that sync ends
+  q.run_ready();
+  ASSERT_TRUE(w.step());  // the second copy's write, then the sync's request
+  q.run_ready();
+  streams::disk_location second;
+  sm.log_of("/s")->for_each_record([&](const streams::record& r) { second = r.data.at; });
+  ASSERT_GT(second.offset, first.offset);
+  ASSERT_TRUE(w.step());  // the fdatasync
+  q.run_ready();
+  EXPECT_EQ(log->stats().syncs, 1u);
+  EXPECT_EQ(admitted, 0u);  // the older copy is not admitted
+  streams::disk_location now;
+  sm.log_of("/s")->for_each_record([&](const streams::record& r) { now = r.data.at; });
+  EXPECT_EQ(now.offset, second.offset);  // the record still points at its newest copy
+
+  log->sync_now();
+  while (w.step()) q.run_ready();
+  q.run_ready();
+  EXPECT_EQ(admitted, 1u);
+  sm.log_of("/s")->for_each_record([&](const streams::record& r) { now = r.data.at; });
+  EXPECT_EQ(now.offset, second.offset);
+}
+
 TEST_F(data_log_test, reclaim_deletes_segments_nothing_references_and_keeps_pinned_ones) {
   data_log_options o;
   o.segment_bytes = 4096;
