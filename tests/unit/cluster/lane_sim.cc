@@ -42,10 +42,19 @@ struct sim_node final : replica::partition_host, replica::lane_host {
   std::unique_ptr<storage::mem_env> env = std::make_unique<storage::mem_env>();
   std::unique_ptr<raft::sim_executor> ex;
   std::unique_ptr<replica::testing::sim_disk_worker> worker;
-  std::unique_ptr<mem_links> links;
-  std::unique_ptr<storage::segment_reader> reader;
-  std::unique_ptr<replica::partition> part;
-  std::unique_ptr<replica::raft_lane> lane;
+  // By lane: each lane's links (on a network of its own), data log reader, partition and raft lane.
+  std::vector<std::unique_ptr<mem_links>> links;
+  std::vector<std::unique_ptr<storage::segment_reader>> readers;
+  std::vector<std::unique_ptr<replica::partition>> parts;
+  std::vector<std::unique_ptr<replica::raft_lane>> lanes;
+  std::uint32_t groups = 1;
+
+  // The lane of a stream: its group's (group g runs on lane g % lanes).
+  std::size_t lane_of(std::string_view path) const {
+    return replica::cluster_group_of(path, groups) % lanes.size();
+  }
+  replica::raft_lane& lane(std::string_view path) { return *lanes[lane_of(path)]; }
+  replica::partition& part(std::string_view path) { return *parts[lane_of(path)]; }
 
   void on_durable(const streams::outcome&) override {}
   void on_rebuilt() override {}
@@ -67,7 +76,9 @@ struct sim_client {
 
 class lane_sim {
  public:
-  explicit lane_sim(const lane_sim_options& o) : o_(o), sched_(o.seed), net_(sched_) {}
+  explicit lane_sim(const lane_sim_options& o) : o_(o), sched_(o.seed) {
+    for (int l = 0; l < o.lanes; ++l) nets_.push_back(std::make_unique<raft::mem_network>(sched_));
+  }
 
   lane_sim_report run();
   void node_failed(sim_node& n, const std::string& why);
@@ -82,6 +93,10 @@ class lane_sim {
 
   void start_node(sim_node& n);
   void stop_node(sim_node& n, bool power_loss);
+  void end_process(sim_node& n);
+  void each_net(const std::function<void(raft::mem_network&)>& fn) {
+    for (auto& w : nets_) fn(*w);
+  }
   void tick(sim_node& n, int incarnation);
   sim_node* random_up_node();
   void create_streams(int s);
@@ -92,7 +107,7 @@ class lane_sim {
 
   lane_sim_options o_;
   raft::sim_scheduler sched_;
-  raft::mem_network net_;
+  std::vector<std::unique_ptr<raft::mem_network>> nets_;  // by lane
   manual_clock clock_{1'700'000'000'000};
   std::vector<std::unique_ptr<sim_node>> nodes_;
   std::vector<sim_client> clients_;
@@ -111,47 +126,67 @@ void sim_node::fail(const std::string& why) {
 void lane_sim::start_node(sim_node& n) {
   n.env->restart();
   ++n.incarnation;
+  n.groups = static_cast<std::uint32_t>(o_.groups);
   n.ex = std::make_unique<raft::sim_executor>(sched_);
   n.worker = std::make_unique<replica::testing::sim_disk_worker>(
       *n.ex, [this, &n] { return milliseconds(sched_.uniform(0, n.disk_max_ms)); });
   std::vector<std::uint64_t> peers;
   for (const auto& m : nodes_)
     if (m->id != n.id) peers.push_back(m->id);
-  n.links =
-      std::make_unique<mem_links>(net_, n.id, peers, [this](std::uint64_t p) { return nodes_[p - 1]->up; });
-  replica::partition_options po;
-  po.hot_bytes = o_.hot_bytes;
-  n.part = std::make_unique<replica::partition>(*n.ex, clock_, po, n);
-  n.reader = std::make_unique<storage::segment_reader>(*n.env, data_dir);
-  if (auto st =
-          n.part->open_data_log(*n.env, data_dir, o_.data_segment_bytes, {n.reader.get()}, n.worker.get());
-      !st) {
-    return fail(fmt::format("node {}: the data log does not open: {}", n.id, st.err().reason));
-  }
-  replica::raft_lane_options lo;
-  lo.cluster.node_id = n.id;
-  for (const auto& m : nodes_) lo.cluster.peers.emplace(m->id, peer_address{fmt::format("n{}", m->id), 1});
-  lo.cluster.groups = static_cast<std::uint32_t>(o_.groups);
-  lo.cluster.election_timeout_ms = 300;
-  lo.cluster.snapshot_entries = o_.snapshot_entries;
-  lo.cluster.snapshot_trailing = 4;
-  lo.data_dir = "";
-  lo.fork_sweep_ms = 0;
-  lo.first_transfer_id = sched_.rng()() >> 2 | 1;
-  lo.adjust = [seed = sched_.rng()() | 1](replicator::options& ro) {
-    ro.submit_timeout = milliseconds(1500);
-    ro.read_timeout = milliseconds(1000);
-    ro.id_seed = seed;
+  const auto lanes = static_cast<std::uint32_t>(o_.lanes);
+  auto data_dir_of = [](std::uint32_t l) {
+    return l == 0 ? std::string(data_dir) : fmt::format("{}-{}", data_dir, l);
   };
-  auto flusher = std::make_unique<raft::delayed_flusher>(
-      *n.ex, [this, &n] { return milliseconds(sched_.uniform(0, n.disk_max_ms)); });
-  auto lane =
-      replica::raft_lane::open(*n.part, *n.ex, std::move(flusher), *n.links, *n.env, n, std::move(lo));
-  if (!lane) return fail(fmt::format("node {}: the raft lane does not open: {}", n.id, lane.err().reason));
-  n.lane = std::move(*lane);
-  n.part->use_commit_path(*n.lane);
-  replica::raft_lane::connect_lanes({n.lane.get()});
-  n.lane->start();
+  std::vector<storage::segment_reader*> readers;  // every lane's data log, read by every lane (as a server's)
+  for (std::uint32_t l = 0; l < lanes; ++l) {
+    n.links.push_back(std::make_unique<mem_links>(*nets_[l], n.id, peers,
+                                                  [this](std::uint64_t p) { return nodes_[p - 1]->up; }));
+    n.readers.push_back(std::make_unique<storage::segment_reader>(*n.env, data_dir_of(l)));
+    readers.push_back(n.readers.back().get());
+  }
+  for (std::uint32_t l = 0; l < lanes; ++l) {
+    replica::partition_options po;
+    po.core = l;
+    po.hot_bytes = o_.hot_bytes;
+    n.parts.push_back(std::make_unique<replica::partition>(*n.ex, clock_, po, n));
+    if (auto st =
+            n.parts[l]->open_data_log(*n.env, data_dir_of(l), o_.data_segment_bytes, readers, n.worker.get());
+        !st) {
+      return fail(fmt::format("node {}: lane {}'s data log does not open: {}", n.id, l, st.err().reason));
+    }
+  }
+  std::vector<replica::raft_lane*> all;
+  for (std::uint32_t l = 0; l < lanes; ++l) {
+    replica::raft_lane_options lo;
+    lo.cluster.node_id = n.id;
+    for (const auto& m : nodes_) lo.cluster.peers.emplace(m->id, peer_address{fmt::format("n{}", m->id), 1});
+    lo.cluster.groups = n.groups;
+    lo.cluster.lanes = lanes;
+    lo.cluster.election_timeout_ms = 300;
+    lo.cluster.snapshot_entries = o_.snapshot_entries;
+    lo.cluster.snapshot_trailing = 4;
+    lo.lane = l;
+    lo.data_dir = "";
+    lo.fork_sweep_ms = 0;
+    lo.first_transfer_id = sched_.rng()() >> 2 | 1;
+    lo.adjust = [seed = sched_.rng()() | 1](replicator::options& ro) {
+      ro.submit_timeout = milliseconds(1500);
+      ro.read_timeout = milliseconds(1000);
+      ro.id_seed = seed;
+    };
+    auto flusher = std::make_unique<raft::delayed_flusher>(
+        *n.ex, [this, &n] { return milliseconds(sched_.uniform(0, n.disk_max_ms)); });
+    auto lane = replica::raft_lane::open(*n.parts[l], *n.ex, std::move(flusher), *n.links[l], *n.env, n,
+                                         std::move(lo));
+    if (!lane)
+      return fail(fmt::format("node {}: raft lane {} does not open: {}", n.id, l, lane.err().reason));
+    n.lanes.push_back(std::move(*lane));
+    n.parts[l]->use_commit_path(*n.lanes[l]);
+    all.push_back(n.lanes[l].get());
+  }
+  // A node's lanes share its executor here (a server's run on loops of their own).
+  replica::raft_lane::connect_lanes(all);
+  for (auto& lane : n.lanes) lane->start();
   n.up = true;
   tick(n, n.incarnation);
   note("node {} starts (incarnation {})", n.id, n.incarnation);
@@ -161,7 +196,7 @@ void lane_sim::start_node(sim_node& n) {
 void lane_sim::tick(sim_node& n, int incarnation) {
   n.ex->add_timer(milliseconds(250), [this, &n, incarnation] {
     if (!n.up || n.incarnation != incarnation) return;
-    n.part->tick(n.ex->now_ms());
+    for (auto& part : n.parts) part->tick(n.ex->now_ms());
     tick(n, incarnation);
   });
 }
@@ -179,17 +214,7 @@ void lane_sim::stop_node(sim_node& n, bool power_loss) {
   note("node {} {}", n.id, power_loss ? "loses power" : "is killed");
   n.up = false;
   n.ex->halt();
-  report_.evicted += n.part->hot().evicted();
-  report_.data_syncs += n.part->data()->stats().syncs;
-  report_.snapshots += n.lane->replicator().snapshots_taken();
-  n.lane->stop();
-  n.part->stop();
-  n.lane.reset();
-  n.part.reset();
-  n.reader.reset();
-  n.worker.reset();
-  n.links.reset();
-  n.ex.reset();
+  end_process(n);
   for (sim_client& c : clients_) {
     if (c.on != &n) continue;
     c.on = nullptr;
@@ -197,6 +222,23 @@ void lane_sim::stop_node(sim_node& n, bool power_loss) {
     ++report_.not_acked;
     sched_.at(milliseconds(sched_.uniform(1, 30)), [this, &c] { client_step(c); });
   }
+}
+
+// The counts of a process that ends, then its objects, lanes before the partitions they apply to.
+void lane_sim::end_process(sim_node& n) {
+  for (std::size_t l = 0; l < n.lanes.size(); ++l) {
+    report_.evicted += n.parts[l]->hot().evicted();
+    report_.data_syncs += n.parts[l]->data()->stats().syncs;
+    report_.snapshots += n.lanes[l]->replicator().snapshots_taken();
+    n.lanes[l]->stop();
+    n.parts[l]->stop();
+  }
+  n.lanes.clear();
+  n.parts.clear();
+  n.readers.clear();
+  n.worker.reset();
+  n.links.clear();
+  n.ex.reset();
 }
 
 void lane_sim::node_failed(sim_node& n, const std::string& why) {
@@ -227,13 +269,13 @@ void lane_sim::create_streams(int s) {
   }
   sim_node* n = random_up_node();
   if (n == nullptr) return (void)sched_.at(milliseconds(50), [this, s] { create_streams(s); });
-  (void)n->lane->submit(streams::testing::make_create(path_of(s), "application/octet-stream"),
-                        [this, s](replica::durable_result& r) {
-                          const bool ok = r.failure == replica::errc::ok && r.o.code == streams::errc::ok;
-                          note("create {}: {}", path_of(s), ok ? "acknowledged" : "failed");
-                          sched_.at(milliseconds(ok ? 0 : 100),
-                                    [this, s, ok] { create_streams(ok ? s + 1 : s); });
-                        });
+  (void)n->lane(path_of(s))
+      .submit(streams::testing::make_create(path_of(s), "application/octet-stream"),
+              [this, s](replica::durable_result& r) {
+                const bool ok = r.failure == replica::errc::ok && r.o.code == streams::errc::ok;
+                note("create {}: {}", path_of(s), ok ? "acknowledged" : "failed");
+                sched_.at(milliseconds(ok ? 0 : 100), [this, s, ok] { create_streams(ok ? s + 1 : s); });
+              });
 }
 
 void lane_sim::client_step(sim_client& c) {
@@ -252,20 +294,21 @@ void lane_sim::client_step(sim_client& c) {
   submitted_[static_cast<std::size_t>(s)].insert(token);
   c.on = n;
   const std::uint64_t attempt = ++c.attempt;
-  (void)n->lane->submit(streams::testing::make_append(path_of(s), token),
-                        [this, &c, attempt, s, token](replica::durable_result& r) {
-                          if (c.attempt != attempt) return;
-                          c.on = nullptr;
-                          if (r.failure == replica::errc::ok && r.o.code == streams::errc::ok) {
-                            ++report_.acked;
-                            acked_[static_cast<std::size_t>(s)].insert(token);
-                          } else {
-                            ++report_.not_acked;
-                            note("client {}: {} failed ({})", c.id, token.substr(0, token.find('-')),
-                                 replica::errc_name(r.failure));
-                          }
-                          sched_.at(milliseconds(sched_.uniform(0, 20)), [this, &c] { client_step(c); });
-                        });
+  (void)n->lane(path_of(s))
+      .submit(streams::testing::make_append(path_of(s), token),
+              [this, &c, attempt, s, token](replica::durable_result& r) {
+                if (c.attempt != attempt) return;
+                c.on = nullptr;
+                if (r.failure == replica::errc::ok && r.o.code == streams::errc::ok) {
+                  ++report_.acked;
+                  acked_[static_cast<std::size_t>(s)].insert(token);
+                } else {
+                  ++report_.not_acked;
+                  note("client {}: {} failed ({})", c.id, token.substr(0, token.find('-')),
+                       replica::errc_name(r.failure));
+                }
+                sched_.at(milliseconds(sched_.uniform(0, 20)), [this, &c] { client_step(c); });
+              });
 }
 
 void lane_sim::fault_step() {
@@ -274,11 +317,11 @@ void lane_sim::fault_step() {
   const std::int64_t pick = sched_.uniform(0, 9);
   sim_node& n = *nodes_[static_cast<std::size_t>(sched_.uniform(0, o_.nodes - 1))];
   if (pick <= 1) {
-    net_.partition({raft::node_id(n.id)});
+    each_net([&](raft::mem_network& w) { w.partition({raft::node_id(n.id)}); });
     ++report_.partitions;
     note("partition: node {} cut off", n.id);
   } else if (pick <= 3) {
-    net_.heal();
+    each_net([](raft::mem_network& w) { w.heal(); });
     note("network heals");
   } else if (pick <= 6) {
     for (const auto& m : nodes_)
@@ -294,7 +337,7 @@ void lane_sim::fault_step() {
     note("node {}: sync latency up to {} ms", n.id, n.disk_max_ms);
   } else {
     const raft::link_faults f = raft::random_link_faults(sched_);
-    net_.set_all_links(f);
+    each_net([&](raft::mem_network& w) { w.set_all_links(f); });
     note("links: loss {}, delay 1-{} ms, reorder {}", f.drop, f.max_delay.count(), f.reorder);
   }
 }
@@ -303,7 +346,7 @@ void lane_sim::fault_step() {
 // reads the stream through its partition (records that left memory come from the data log).
 void lane_sim::verify(std::size_t node, int s) {
   sim_node& n = *nodes_[node];
-  n.lane->linearize(path_of(s), 0, [this, node, s, &n](bool ok) {
+  n.lane(path_of(s)).linearize(path_of(s), 0, [this, node, s, &n](bool ok) {
     if (!ok) {
       note("node {}: no read index for {} yet", n.id, path_of(s));
       return (void)sched_.at(milliseconds(50), [this, node, s] { verify(node, s); });
@@ -312,7 +355,7 @@ void lane_sim::verify(std::size_t node, int s) {
     std::optional<streams::stream_offset> from = streams::stream_offset(0);
     for (;;) {
       status io;
-      streams::read_result rr = n.part->read_visible(path_of(s), from, 1 << 20, &io);
+      streams::read_result rr = n.part(path_of(s)).read_visible(path_of(s), from, 1 << 20, &io);
       if (!io) return fail(fmt::format("node {}: reading {} failed: {}", n.id, path_of(s), io.err().reason));
       if (rr.code != streams::errc::ok) {
         return fail(
@@ -370,8 +413,10 @@ lane_sim_report lane_sim::run() {
   if (o_.faults) sched_.at(milliseconds(1500), [this] { fault_step(); });
   sched_.at(milliseconds(o_.fault_phase_ms), [this] {
     recovering_ = true;
-    net_.heal();
-    net_.set_all_links(raft::link_faults{});
+    each_net([](raft::mem_network& w) {
+      w.heal();
+      w.set_all_links(raft::link_faults{});
+    });
     note("recovery: the network heals, every node starts");
     for (auto& n : nodes_) {
       n->disk_max_ms = 2;
@@ -402,24 +447,19 @@ lane_sim_report lane_sim::run() {
     std::string where;
     for (const auto& n : nodes_) {
       if (!n->up) continue;
-      for (const auto& g : n->lane->replicator().status()) {
-        where +=
-            fmt::format("; node {} group {}: {} term {} leader {} commit {} applied {} last {}", n->id,
-                        g.group, g.role, g.term, g.leader, g.commit_index, g.applied_index, g.last_index);
-      }
+      for (const auto& lane : n->lanes)
+        for (const auto& g : lane->replicator().status()) {
+          where +=
+              fmt::format("; node {} group {}: {} term {} leader {} commit {} applied {} last {}", n->id,
+                          g.group, g.role, g.term, g.leader, g.commit_index, g.applied_index, g.last_index);
+        }
     }
     fail("the run did not finish within the recovery limit" + where);
   }
   for (auto& n : nodes_) {
     if (!n->up) continue;
-    report_.evicted += n->part->hot().evicted();
-    report_.data_syncs += n->part->data()->stats().syncs;
-    report_.snapshots += n->lane->replicator().snapshots_taken();
     n->ex->halt();
-    n->lane->stop();
-    n->part->stop();
-    n->lane.reset();
-    n->part.reset();
+    end_process(*n);
   }
   report_.tasks = sched_.tasks_run();
   return report_;

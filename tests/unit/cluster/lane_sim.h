@@ -25,6 +25,9 @@ struct lane_sim_options {
   std::uint64_t seed = 1;
   int nodes = 3;
   int groups = 3;
+  // Each node splits its groups over this many lanes (a partition and a raft lane each, on networks of
+  // their own: the faults strike every lane's alike); a node's lanes share its executor.
+  int lanes = 1;
   int streams = 4;
   int clients = 4;
   int appends_per_client = 20;
