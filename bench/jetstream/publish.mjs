@@ -144,6 +144,8 @@ async function createStream(o) {
   for (;;) {
     try {
       const info = await jsm.streams.info(o.stream);
+      // A single server's stream (no cluster) has no leader to wait for.
+      if (o.replicas === 1 && !info.cluster?.name) break;
       if (info.cluster?.leader && (info.cluster.replicas ?? []).length + 1 >= o.replicas) break;
     } catch (err) {
       if (Date.now() > deadline) throw err;
