@@ -221,22 +221,28 @@ TEST(h2_session, a_producer_waits_for_its_stream_window_with_on_drain) {
   EXPECT_EQ(s.server().stats().streams_dropped, 0u);
 }
 
+// HEAD: a short answer. Anything else: a tail that writes `pieces` x `bytes` at once and counts its
+// on_close in `closed`.
+handler tail_handler(std::atomic<int>& closed, int pieces, std::size_t bytes) {
+  return [&closed, pieces, bytes](const request& req, exchange ex) {
+    if (req.method() == method::head) {
+      ex.respond(200, {}, "abc");
+      return;
+    }
+    ex.begin_stream(200, sse_headers);
+    ex.on_close([&closed] { ++closed; });
+    for (int i = 0; i < pieces; ++i) ex.write(std::string(bytes, 'e'));
+    ex.flush();
+  };
+}
+
 TEST(h2_session, a_stream_whose_reader_never_opens_its_window_is_dropped_alone) {
   // Initial window 0: no DATA may be sent on any stream. A tail that keeps writing passes
   // max_stream_queue_bytes and is reset (CANCEL); the connection and a HEAD request (no DATA) go on.
   auto o = testing::test_options();
   o.max_stream_queue_bytes = 64 * 1024;
   std::atomic<int> closed{0};
-  running_server s(o, [&](const request& req, exchange ex) {
-    if (req.method() == method::head) {
-      ex.respond(200, {}, "abc");
-      return;
-    }
-    ex.begin_stream(200, sse_headers);
-    ex.on_close([&] { ++closed; });
-    for (int i = 0; i < 20; ++i) ex.write(std::string(8 * 1024, 'e'));
-    ex.flush();
-  });
+  running_server s(o, tail_handler(closed, 20, 8 * 1024));
   h2_client c(s.port(), {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}});
   auto tail = c.request("GET", "/tail");
   ASSERT_TRUE(c.wait_closed(tail));
@@ -255,16 +261,7 @@ TEST(h2_session, the_connection_queue_budget_resets_the_streams_holding_most) {
   o.max_stream_queue_bytes = 64 * 1024;
   o.h2.connection_queue_bytes = 256 * 1024;
   std::atomic<int> closed{0};
-  running_server s(o, [&](const request& req, exchange ex) {
-    if (req.method() == method::head) {
-      ex.respond(200, {}, "abc");
-      return;
-    }
-    ex.begin_stream(200, sse_headers);
-    ex.on_close([&] { ++closed; });
-    ex.write(std::string(40 * 1024, 'e'));
-    ex.flush();
-  });
+  running_server s(o, tail_handler(closed, 1, 40 * 1024));
   h2_client c(s.port(), {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}});
   std::vector<std::int32_t> tails;
   for (int i = 0; i < 10; ++i) {
