@@ -1,7 +1,7 @@
 // applied_waits: how far this node applied each raft group, and the callers waiting for a group to get
 // somewhere. Groups apply independently, so on a node one group may be behind another: a fork (in one
 // group) whose source lives in another group is read only once the source's group applied the fork's
-// retain there (docs/replication.md, "Forks"; server/replication.cc uses it, and so does the cluster
+// retain there (docs/replication.md, "Forks"; replica/raft_lane.cc uses it, and so does the cluster
 // simulation).
 //
 // Lives on the executor given to the constructor (the replicator's); every method runs there.

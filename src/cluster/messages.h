@@ -34,7 +34,7 @@
 
 namespace weir::cluster {
 
-// What the command of an entry is (replication::apply dispatches on it).
+// What the command of an entry is (replica::raft_lane's apply dispatches on it).
 enum class entry_kind : std::uint8_t {
   streams = 1,        // a streams command (streams/command_codec)
   subscriptions = 2,  // a subscription change (subscriptions/subscription_replica.h)

@@ -303,10 +303,10 @@ class state_machine {
   // not name the source generation; a fork of a new incarnation whose source part is behind gets the
   // same treatment as apply-time stitching: whatever stream is at the path). Linking happens here, on
   // the owner core: valid only while no other core reads these logs (cluster mode: every stream of the
-  // node is on core 0, as in stream_shard::apply_committed).
+  // node is on core 0, as in replica::raft_lane's apply_committed).
   //
   // Fork references (the source's anonymous count and its references by origin): a cluster makes both the
-  // retain and the release entries of the source's group (stream_shard::propose_release), so a source's
+  // retain and the release entries of the source's group (replica::lane_host::on_applied proposes the releases), so a source's
   // references are part of its group's state and the blob's are taken as is (a version 4 or 5 blob's
   // count becomes anonymous references); tombstones of forks in the part (fork_tombstone) are the
   // blob's too. A fork that vanishes with the restore releases nothing

@@ -55,7 +55,7 @@ bool inside(std::span<const std::byte> view, std::span<const std::byte> whole) {
   return view.data() >= whole.data() && view.data() + view.size() <= whole.data() + whole.size();
 }
 
-// streams::decode of a command from another node, as src/server/replication.cc calls it.
+// streams::decode of a command from another node, as src/replica/raft_lane.cc calls it.
 void check_command(std::span<const std::byte> bytes) {
   const std::string_view in(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   auto c = streams::decode(in);
