@@ -176,6 +176,9 @@ export function createTestEnv(name, { weirBin, chromiumPath }) {
       headless: true,  // puppeteer passes --headless=new
       protocolTimeout: 60_000,
       userDataDir: join(work, 'chromium-profile'),
+      // Chromium's own temporary files (a singleton socket directory) go to the scratch directory too,
+      // which cleanup removes, not to /tmp.
+      env: { ...process.env, TMPDIR: work },
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
              '--disable-background-networking', '--disable-component-update', '--disable-sync',
              // Trust exactly weir's key (the leaf's SPKI hash), as a pinned self-signed certificate.
