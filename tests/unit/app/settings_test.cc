@@ -144,6 +144,7 @@ const std::map<std::string, sample>& samples() {
       {"http2-max-header-list-bytes", {"16384", "16384"}},
       {"http2-stream-window-bytes", {"65535", "65535"}},
       {"http2-connection-window-bytes", {"1048576", "1048576"}},
+      {"http2-connection-queue-bytes", {"8388608", "8388608"}},
       {"node-id", {"2", "2", {"peer-listen", "peers"}}},
       {"peer-listen", {"127.0.0.1:5438", "\"127.0.0.1:5438\"", {"node-id", "peers"}}},
       {"peers",
