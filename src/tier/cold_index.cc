@@ -196,4 +196,70 @@ bool cold_index::operator==(const cold_index& o) const {
   return encode() == o.encode();
 }
 
+namespace {
+constexpr std::uint32_t record_magic = 0x52444943;  // "CIDR"
+constexpr std::uint16_t record_version = 1;
+}  // namespace
+
+std::vector<std::byte> encode_index_record(const uploaded_object& u) {
+  // u32 magic, u16 version, u16 epoch, u32 group, u64 term, u64 seq, u64 size, u32 ranges, per range:
+  // u16 name length, name, u64 first, u64 end, u64 data position, u64 length. The key is the name's.
+  std::vector<std::byte> out;
+  raft::byte_writer w(out);
+  w.u32(record_magic);
+  w.u16(record_version);
+  w.u16(u.name.epoch.value());
+  w.u32(u.name.group.value());
+  w.u64(u.name.term.value());
+  w.u64(u.name.seq.value());
+  w.u64(u.size);
+  w.u32(static_cast<std::uint32_t>(u.ranges.size()));
+  for (const object_range& r : u.ranges) {
+    w.u16(static_cast<std::uint16_t>(r.stream.size()));
+    w.text(r.stream);
+    w.u64(r.first.value());
+    w.u64(r.end.value());
+    w.u64(r.data_position);
+    w.u64(r.length);
+  }
+  return out;
+}
+
+result<uploaded_object> decode_index_record(std::span<const std::byte> bytes) {
+  raft::byte_reader r(bytes);
+  std::uint32_t magic = 0, group = 0, count = 0;
+  std::uint16_t version = 0, epoch = 0;
+  std::uint64_t term = 0, seq = 0;
+  uploaded_object u;
+  if (!r.u32(magic) || magic != record_magic) return bad_index("bad record magic");
+  if (!r.u16(version) || version != record_version) return bad_index("unknown record version");
+  if (!r.u16(epoch) || !r.u32(group) || !r.u64(term) || !r.u64(seq) || !r.u64(u.size) || !r.u32(count)) {
+    return bad_index("truncated record");
+  }
+  if (count > r.remaining() / 35) return bad_index("range count past the end");
+  u.name = object_name{cold_epoch(epoch), cold_group(group), leader_term(term), upload_seq(seq)};
+  u.key = object_key(u.name);
+  std::uint64_t data_end = 0;
+  u.ranges.resize(count);
+  for (object_range& o : u.ranges) {
+    std::uint16_t len = 0;
+    std::span<const std::byte> name;
+    std::uint64_t first = 0, end = 0;
+    if (!r.u16(len) || len == 0 || len > max_stream_name_bytes || !r.bytes(len, name) || !r.u64(first) ||
+        !r.u64(end) || !r.u64(o.data_position) || !r.u64(o.length)) {
+      return bad_index("truncated range");
+    }
+    o.stream.assign(reinterpret_cast<const char*>(name.data()), name.size());
+    o.first = streams::stream_offset(first);
+    o.end = streams::stream_offset(end);
+    if (first > end || end - first != o.length || o.data_position < data_end ||
+        o.length > u.size - std::min(u.size, o.data_position)) {
+      return bad_index("a range out of order or outside the object");
+    }
+    data_end = o.data_position + o.length;
+  }
+  if (r.remaining() != 0) return bad_index("bytes after the record");
+  return u;
+}
+
 }  // namespace weir::tier

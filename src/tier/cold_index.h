@@ -54,6 +54,12 @@ struct cold_apply_result {
   bool recorded = false;    // the object is in the table (at least one range applied)
 };
 
+// The index record: an uploaded object as it travels through the group's log to every replica (key,
+// name, size and ranges). The decoder is fuzz-safe, and checks that the key is the name's and that the
+// ranges lie in order inside a data region no larger than the object.
+std::vector<std::byte> encode_index_record(const uploaded_object& u);
+result<uploaded_object> decode_index_record(std::span<const std::byte> bytes);
+
 class cold_index {
  public:
   // A stream as this replica knows it: its first own offset (0, or a fork's fork point) and its durable

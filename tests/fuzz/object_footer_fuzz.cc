@@ -8,7 +8,9 @@
 //   - reading any decoded range through blocks_covering/extract_from_blocks either fails (a CRC) or
 //     returns exactly the range's length;
 //   - a parsed object key formats back to the same string;
-//   - a decoded cold index encodes to bytes that decode to the same index.
+//   - a decoded cold index encodes to bytes that decode to the same index, and a decoded index record
+//     encodes back to the same bytes.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -63,6 +65,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto name = parse_object_key(text)) FUZZ_CHECK(object_key(*name) == text);
   if (auto page = parse_list_objects_v2(text)) FUZZ_CHECK(!page->truncated || !page->next_token.empty());
   (void)parse_s3_error(text);
+  if (auto rec = decode_index_record(bytes)) {
+    const auto again = encode_index_record(*rec);
+    FUZZ_CHECK(again.size() == bytes.size() && std::equal(again.begin(), again.end(), bytes.begin()));
+  }
   if (auto ix = cold_index::decode(bytes)) {
     auto again = cold_index::decode(ix->encode());
     FUZZ_CHECK(again && *again == *ix);

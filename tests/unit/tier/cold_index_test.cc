@@ -165,5 +165,33 @@ TEST(cold_index, snapshots_round_trip_and_damaged_ones_are_errors) {
   }
 }
 
+TEST(cold_index, an_index_record_round_trips_and_damaged_ones_are_errors) {
+  const uploaded_object u = object(12, {{"/a", 0, 1000}, {"/b/c", 500, 700}});
+  const auto bytes = encode_index_record(u);
+  auto back = decode_index_record(bytes);
+  ASSERT_TRUE(back) << back.err().reason;
+  EXPECT_EQ(back->key, u.key);
+  EXPECT_EQ(back->name, u.name);
+  EXPECT_EQ(back->size, u.size);
+  EXPECT_EQ(back->ranges, u.ranges);
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_FALSE(decode_index_record(std::span(bytes).first(n))) << n;
+  // A range past the object's size, and ranges out of order, are refused.
+  uploaded_object past = u;
+  past.size = 900;
+  EXPECT_FALSE(decode_index_record(encode_index_record(past)));
+  uploaded_object reversed = u;
+  std::swap(reversed.ranges[0], reversed.ranges[1]);
+  EXPECT_FALSE(decode_index_record(encode_index_record(reversed)));
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    auto damaged = bytes;
+    damaged[rng() % damaged.size()] ^= std::byte(static_cast<std::uint8_t>(1 + rng() % 255));
+    if (auto d = decode_index_record(damaged)) {
+      EXPECT_EQ(encode_index_record(*d), damaged);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weir::tier
