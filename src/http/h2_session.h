@@ -64,7 +64,6 @@ class h2_session {
   // When a response stopped moving because the peer's flow-control window is closed (0: none is).
   std::int64_t stalled_since_ms() const { return stalled_since_ms_; }
   std::size_t open_streams() const { return streams_.size(); }
-  std::size_t queued_bytes() const { return queued_bytes_; }
   // When the oldest request still waiting for the end of its head or body began (0: none waits). The
   // connection bounds it with body_timeout, as an HTTP/1.1 body.
   std::int64_t oldest_incomplete_ms() const;

@@ -306,16 +306,15 @@ class state_machine {
   // node is on core 0, as in replica::raft_lane's apply_committed).
   //
   // Fork references (the source's anonymous count and its references by origin): a cluster makes both the
-  // retain and the release entries of the source's group (replica::lane_host::on_applied proposes the releases), so a source's
-  // references are part of its group's state and the blob's are taken as is (a version 4 or 5 blob's
-  // count becomes anonymous references); tombstones of forks in the part (fork_tombstone) are the
-  // blob's too. A fork that vanishes with the restore releases nothing
-  // (its release is an entry of its source's group). A source may thus be erased while a fork whose
-  // delete this node has not applied yet still links to its log: that fork is never read again here
-  // (its own group's read index covers the delete), and the log object lives on with the link.
-  // `removed` (optional) gets the paths whose stream ceased to
-  // exist or became another incarnation (live readers must be told), cascades included; removals()
-  // moves when a generation stops existing, so the hot tier forgets it.
+  // retain and the release entries of the source's group (replica::lane_host::on_applied proposes the
+  // releases), so a source's references are part of its group's state and the blob's are taken as is (a
+  // version 4 or 5 blob's count becomes anonymous references); tombstones of forks in the part
+  // (fork_tombstone) are the blob's too. A fork that vanishes with the restore releases nothing (its release
+  // is an entry of its source's group). A source may thus be erased while a fork whose delete this node has
+  // not applied yet still links to its log: that fork is never read again here (its own group's read index
+  // covers the delete), and the log object lives on with the link. `removed` (optional) gets the paths whose
+  // stream ceased to exist or became another incarnation (live readers must be told), cascades included;
+  // removals() moves when a generation stops existing, so the hot tier forgets it.
   status restore_part(std::span<const std::byte> blob, const path_predicate& in_part,
                       std::vector<std::string>* removed = nullptr);
 

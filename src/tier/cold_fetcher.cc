@@ -5,19 +5,11 @@
 #include <algorithm>
 #include <utility>
 
-#include "storage/crc32c.h"
-
 namespace weir::tier {
 namespace {
 
 std::string block_id(const std::string& key, std::uint64_t index) {
   return key + '#' + std::to_string(index);
-}
-
-std::uint32_t read_le32(const std::byte* p) {
-  std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<std::uint32_t>(p[i]);
-  return v;
 }
 
 }  // namespace
@@ -120,30 +112,26 @@ store_result<object_bytes> cold_fetcher::read(const std::string& key, std::uint6
     const std::uint64_t data_to = std::min(t.data_length, (to + 1) * t.block_size);
     const block_span span = blocks_covering(t, data_from, data_to - data_from);
     auto got = store_.get_range(key, span.object_offset, span.object_length);
-    if (!got) {
-      note(1, 0, true);
-      return std::move(got.err());
-    }
-    note(1, got->bytes.size(), false);
-    if (got->bytes.size() != span.object_length) {
+    note(1, got ? got->bytes.size() : 0, false);
+    auto fail = [this](store_error e) {
       note(0, 0, true);
-      return make_store_error(
-          store_errc::connection,
-          fmt::format("short read of {} blocks: {} of {} bytes", key, got->bytes.size(), span.object_length));
+      return e;
+    };
+    if (!got) return fail(std::move(got.err()));
+    if (got->bytes.size() != span.object_length) {
+      return fail(
+          make_store_error(store_errc::connection, fmt::format("short read of {} blocks: {} of {} bytes", key,
+                                                               got->bytes.size(), span.object_length)));
     }
-    std::uint64_t at = 0;
-    for (std::uint64_t b = span.first_block; b < span.first_block + span.block_count; ++b) {
-      const std::uint64_t n = std::min<std::uint64_t>(t.block_size, t.data_length - b * t.block_size);
-      const std::byte* p = got->bytes.data() + at;
-      if (storage::crc32c(std::span<const std::byte>(p, n)) != read_le32(p + n)) {
-        note(0, 0, true);
-        return make_store_error(store_errc::other, fmt::format("{}: block {} CRC mismatch", key, b), 0,
-                                "Corrupt");
-      }
-      auto blk = std::make_shared<const object_bytes>(p, p + n);
+    // Every fetched block's CRC checked, then the data cut back into blocks for the cache.
+    auto data = extract_from_blocks(t, span, got->bytes, data_from, data_to - data_from);
+    if (!data) return fail(format_store_error(data.err()));
+    for (std::uint64_t b = span.first_block, at = 0; at < data->size(); ++b, at += t.block_size) {
+      const auto from = data->begin() + static_cast<std::ptrdiff_t>(at);
+      auto blk = std::make_shared<const object_bytes>(
+          from, from + static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(t.block_size, data->size() - at)));
       if (b >= first && b <= last && !have[b - first]) have[b - first] = blk;
       insert_block(block_id(key, b), std::move(blk));
-      at += n + 4;
     }
   }
   object_bytes out;

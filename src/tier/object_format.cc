@@ -282,15 +282,13 @@ result<object_bytes> extract_from_blocks(const object_trailer& t, const block_sp
   return out;
 }
 
-namespace {
+namespace {}  // namespace
 
 store_error format_store_error(const weir::error& e) {
   // Every error reaching here is the format's own (format_error): compare the code directly.
   bool corrupt = e.code == static_cast<int>(object_format_errc::bad_checksum);
   return make_store_error(store_errc::other, e.reason, 0, corrupt ? "Corrupt" : "BadObject");
 }
-
-}  // namespace
 
 store_result<object_reader> object_reader::open(object_store& store, std::string key,
                                                 std::uint64_t object_size) {

@@ -119,6 +119,10 @@ result<object_bytes> extract_from_blocks(const object_trailer& t, const block_sp
                                          std::span<const std::byte> stored, std::uint64_t data_position,
                                          std::uint64_t length);
 
+// A format error (one of the decoders above) as a store error: code "Corrupt" for a CRC mismatch,
+// "BadObject" for any other.
+store_error format_store_error(const weir::error& e);
+
 // Reads one object through an object_store: the trailer and footer on open (one GET of the tail when the
 // footer fits in it), then aligned block ranges. Format errors come back as store_errc::other with the
 // reason; a CRC mismatch as store_errc::other with code "Corrupt". Blocking (an object_store worker).

@@ -100,32 +100,33 @@ void uploader::on_put(std::uint64_t seq, store_result<object_info> r) {
   if (it == pending_.end()) return;
   pending& p = it->second;
   if (!r) {
-    // Retry later with the same key and bytes, however the attempt failed: an ambiguous one may have
-    // landed (then the retry rewrites the same bytes), a refused one (credentials, a missing bucket)
-    // may be cured by the operator. Appends go on; the caller's budget bounds the bytes waiting.
-    ++attempts_failed_;
-    last_error_ = p.object.key + ": " + r.err().describe();
-    log::warn("cold tier: group {}: upload of {} failed ({}); retrying in {} ms", o_.group.value(),
-              p.object.key, r.err().describe(), p.next_delay.count());
-    const auto delay = p.next_delay;
-    p.next_delay = std::min(o_.retry_max, p.next_delay * 2);
-    p.retry_timer = ex_.add_timer(delay, [this, seq] { send(seq); });
+    // However the attempt failed: an ambiguous one may have landed (then the retry rewrites the same
+    // bytes), a refused one (credentials, a missing bucket) may be cured by the operator.
+    retry_later(seq, r.err().describe());
     return;
   }
   if (r->size != 0 && r->size != p.object.size) {
     // A store that kept other bytes under our key: never treat as uploaded.
-    ++attempts_failed_;
-    last_error_ = p.object.key + ": the store reports " + std::to_string(r->size) + " bytes, sent " +
-                  std::to_string(p.object.size);
-    log::error("cold tier: group {}: {}", o_.group.value(), last_error_);
-    p.retry_timer = ex_.add_timer(p.next_delay, [this, seq] { send(seq); });
-    p.next_delay = std::min(o_.retry_max, p.next_delay * 2);
+    retry_later(seq, "the store reports " + std::to_string(r->size) + " bytes, sent " +
+                         std::to_string(p.object.size));
     return;
   }
   p.landed = true;
   p.bytes = object_bytes{};  // the store has them
   last_error_.clear();
   report_landed();
+}
+
+void uploader::retry_later(std::uint64_t seq, const std::string& why) {
+  // The same key and bytes, after a backoff that doubles up to retry_max. Appends go on meanwhile; the
+  // caller's budget bounds the bytes waiting.
+  pending& p = pending_.at(seq);
+  ++attempts_failed_;
+  last_error_ = p.object.key + ": " + why;
+  log::warn("cold tier: group {}: upload of {} failed ({}); retrying in {} ms", o_.group.value(),
+            p.object.key, why, p.next_delay.count());
+  p.retry_timer = ex_.add_timer(p.next_delay, [this, seq] { send(seq); });
+  p.next_delay = std::min(o_.retry_max, p.next_delay * 2);
 }
 
 void uploader::report_landed() {

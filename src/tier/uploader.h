@@ -99,6 +99,7 @@ class uploader {
   void seal();
   void send(std::uint64_t seq);
   void on_put(std::uint64_t seq, store_result<object_info> r);
+  void retry_later(std::uint64_t seq, const std::string& why);
   void report_landed();
 
   raft::executor& ex_;
