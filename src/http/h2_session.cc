@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "base/assert.h"
@@ -100,20 +101,18 @@ ssize_t send_cb(nghttp2_session*, const std::uint8_t* data, std::size_t length, 
 }  // namespace
 
 // One request/response on the session: the request as it arrives, then the response body not yet framed.
-struct h2_session::stream {
+// The plain fields are a base of their own so that a recycled stream is reset with one assignment
+// (recycle()), its buffers cleared in place rather than swapped with those of a fresh temporary.
+struct h2_stream_state {
   std::int32_t id = 0;
   std::int64_t opened_ms = 0;
-  // Request fields, names and values back to back in `fields`; `spans` holds (offset, length) pairs.
-  std::string fields;
-  std::vector<std::uint32_t> spans;
-  std::uint32_t pseudo[4][2] = {};  // :method, :path, :authority, :scheme (offset, length)
+  std::uint32_t pseudo[4][2] = {};  // :method, :path, :authority, :scheme (offset, length) in `fields`
   std::size_t list_bytes = 0;       // RFC 9113 6.5.2 size of the field list so far
   bool head_too_large = false;
   bool headers_done = false;
   bool expect_continue = false;
   bool has_length = false;
   std::uint64_t content_length = 0;
-  io::byte_buffer body;
   std::size_t body_reserved = 0;  // of the node's body budget
   bool request_complete = false;  // END_STREAM received
   bool refused = false;           // answered before its body was read (413, 503): body bytes dropped
@@ -125,16 +124,24 @@ struct h2_session::stream {
   bool body_allowed = false;
   bool eof = false;  // no bytes follow those in `out`
   bool dropped = false;
-  io::byte_buffer out;  // response body bytes not framed yet
-  std::function<void()> on_close;
-  std::function<void()> on_drain;
   std::size_t drain_low = 0;
 
   // Observer figures.
   std::uint8_t tag = 0;
   int status = 0;
   std::uint64_t start_ns = 0, head_ns = 0, bytes_in = 0, bytes_out = 0;
-  std::string method, path;
+};
+static_assert(std::is_trivially_copyable_v<h2_stream_state>);
+
+struct h2_session::stream : h2_stream_state {
+  // Request fields, names and values back to back in `fields`; `spans` holds (offset, length) pairs.
+  std::string fields;
+  std::vector<std::uint32_t> spans;
+  io::byte_buffer body;
+  io::byte_buffer out;  // response body bytes not framed yet
+  std::function<void()> on_close;
+  std::function<void()> on_drain;
+  std::string method, path;  // for the observer
 
   std::string_view at(const std::uint32_t (&p)[2]) const {
     return std::string_view(fields).substr(p[0], p[1]);
@@ -466,20 +473,22 @@ std::unique_ptr<h2_session::stream> h2_session::new_stream() {
 
 void h2_session::recycle(std::unique_ptr<stream> s) {
   if (spare_streams.size() >= max_spare_streams) return;
-  std::string fields = std::move(s->fields);
-  std::vector<std::uint32_t> spans = std::move(s->spans);
-  io::byte_buffer out = std::move(s->out);
-  *s = stream{};
-  if (fields.capacity() <= keep_fields_bytes) {
-    fields.clear();
-    s->fields = std::move(fields);
-    spans.clear();
-    s->spans = std::move(spans);
+  static_cast<h2_stream_state&>(*s) = h2_stream_state{};
+  if (s->fields.capacity() <= keep_fields_bytes) {
+    s->fields.clear();
+    s->spans.clear();
+  } else {
+    s->fields = std::string();
+    s->spans = std::vector<std::uint32_t>();
   }
-  if (out.capacity() <= keep_out_bytes) {
-    out.clear();
-    s->out = std::move(out);
-  }
+  s->body.clear();
+  if (s->body.capacity() > keep_out_bytes) s->body.release();
+  s->out.clear();
+  if (s->out.capacity() > keep_out_bytes) s->out.release();
+  if (s->on_close) s->on_close = nullptr;
+  if (s->on_drain) s->on_drain = nullptr;
+  s->method.clear();
+  s->path.clear();
   spare_streams.push_back(std::move(s));
 }
 
@@ -532,7 +541,7 @@ void h2_session::dispatch(stream& s) {
   // the callbacks, but a handler may have reset it): look it up again before touching it.
   if (stream* again = find(ex.stream_); again != nullptr) {
     again->body.clear();
-    again->body.release();
+    if (again->body.capacity() > keep_out_bytes) again->body.release();
   }
 }
 
