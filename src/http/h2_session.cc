@@ -12,6 +12,7 @@
 #include "base/assert.h"
 #include "http/body_budget.h"
 #include "http/connection.h"
+#include "http/h2_request_check.h"
 #include "http/loop_context.h"
 #include "http/status_text.h"
 
@@ -111,8 +112,8 @@ struct h2_stream_state {
   bool head_too_large = false;
   bool headers_done = false;
   bool expect_continue = false;
-  bool has_length = false;
-  std::uint64_t content_length = 0;
+  bool malformed = false;         // RFC 9113 8.1.1: reset with PROTOCOL_ERROR, never dispatched
+  h2_request_check check;         // the request's fields, content-length and DATA (RFC 9113 8.1.1, 8.2, 8.3)
   std::size_t body_reserved = 0;  // of the node's body budget
   bool request_complete = false;  // END_STREAM received
   bool refused = false;           // answered before its body was read (413, 503): body bytes dropped
@@ -174,6 +175,9 @@ h2_session::h2_session(loop_context& ctx, connection& conn, io::byte_buffer& out
   // No RFC 7540 priority tree (SETTINGS_NO_RFC7540_PRIORITIES below; RFC 9113 5.3.2 deprecates it), so
   // closed streams need not be kept for it: less bookkeeping per request.
   nghttp2_option_set_no_closed_streams(opt, 1);
+  // Requests are checked by h2_request_check as their fields arrive (the same rules as nghttp2's HTTP
+  // messaging checks, in one pass instead of a second one per field).
+  nghttp2_option_set_no_http_messaging(opt, 1);
   int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -323,7 +327,14 @@ int h2_session::on_begin_headers(std::int32_t id) {
 
 int h2_session::on_header(std::int32_t id, std::string_view name, std::string_view value) {
   stream* s = find(id);
-  if (s == nullptr || s->headers_done) return 0;  // trailers are read and ignored
+  if (s == nullptr || s->malformed) return 0;
+  h2_request_check::pseudo slot = h2_request_check::none;
+  const auto verdict = s->check.field(name, value, s->headers_done, slot);
+  if (verdict == h2_request_check::verdict::malformed) {
+    malformed(*s);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the rest of the block is decoded, not delivered
+  }
+  if (s->headers_done) return 0;  // trailers are checked, then ignored
   s->list_bytes += name.size() + value.size() + 32;
   s->bytes_in += name.size() + value.size() + 4;
   if (s->list_bytes > ctx_->opts->h2.max_header_list_bytes || s->spans.size() >= 4 * max_headers) {
@@ -331,35 +342,33 @@ int h2_session::on_header(std::int32_t id, std::string_view name, std::string_vi
   }
   if (s->head_too_large) return 0;
   auto off = static_cast<std::uint32_t>(s->fields.size());
+  if (slot != h2_request_check::none) {
+    s->fields.append(value);
+    s->pseudo[slot][0] = off;
+    s->pseudo[slot][1] = static_cast<std::uint32_t>(value.size());
+    return 0;
+  }
   s->fields.append(name).append(value);
   auto nlen = static_cast<std::uint32_t>(name.size());
   auto vlen = static_cast<std::uint32_t>(value.size());
-  if (!name.empty() && name[0] == ':') {
-    int slot = name == ":method"      ? 0
-               : name == ":path"      ? 1
-               : name == ":authority" ? 2
-               : name == ":scheme"    ? 3
-                                      : -1;
-    if (slot >= 0) {
-      s->pseudo[slot][0] = off + nlen;
-      s->pseudo[slot][1] = vlen;
-    }
-    return 0;
-  }
   s->spans.insert(s->spans.end(), {off, nlen, off + nlen, vlen});
-  // nghttp2 checked that a content-length is a number and that DATA agrees with it.
-  if (name == "content-length") {
-    s->has_length = true;
-    std::from_chars(value.data(), value.data() + value.size(), s->content_length);
-  } else if (name == "expect" && ascii_iequals(value, "100-continue")) {
-    s->expect_continue = true;
-  }
+  if (name == "expect" && ascii_iequals(value, "100-continue")) s->expect_continue = true;
   return 0;
+}
+
+void h2_session::malformed(stream& s) {
+  s.malformed = true;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_PROTOCOL_ERROR);
 }
 
 int h2_session::on_data(std::int32_t id, std::string_view data) {
   stream* s = find(id);
-  if (s == nullptr || s->refused || s->dispatched) return 0;
+  if (s == nullptr || s->malformed) return 0;
+  if (!s->check.data(data.size())) {
+    malformed(*s);  // more DATA than its content-length
+    return 0;
+  }
+  if (s->refused || s->dispatched) return 0;
   s->bytes_in += data.size();
   const std::uint64_t max_body = ctx_->opts->limits.max_body_bytes;
   if (s->body.size() + data.size() > max_body) {
@@ -394,19 +403,29 @@ int h2_session::on_frame_recv(std::int32_t id, std::uint8_t type, std::uint8_t f
   }
   if (type != NGHTTP2_HEADERS && type != NGHTTP2_DATA) return 0;
   stream* s = find(id);
-  if (s == nullptr) return 0;
+  if (s == nullptr || s->malformed) return 0;
   const bool end_stream = (flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  // RFC 9113 8.1: the request's header block needs its pseudo-header fields; trailers end the stream;
+  // the body is as long as its content-length says.
+  if (type == NGHTTP2_HEADERS && (s->headers_done ? !end_stream : !s->check.head_complete())) {
+    malformed(*s);
+    return 0;
+  }
+  if (end_stream && !s->check.end_stream()) {
+    malformed(*s);
+    return 0;
+  }
   if (type == NGHTTP2_HEADERS && !s->headers_done) {
     s->headers_done = true;
     if (s->head_too_large) {
       answer(*s, 431, "request header fields too large");
       return 0;
     }
-    if (s->has_length && s->content_length > ctx_->opts->limits.max_body_bytes) {
+    if (s->check.has_content_length() && s->check.content_length() > ctx_->opts->limits.max_body_bytes) {
       answer(*s, 413, "request body too large");
       return 0;
     }
-    if (!end_stream && s->has_length && s->content_length == 0) {
+    if (!end_stream && s->check.has_content_length() && s->check.content_length() == 0) {
       // RFC 9113 8.1.1: content-length 0 declares the body empty (DATA bytes would be malformed), so
       // the request is complete without END_STREAM; some clients (undici) send that only much later.
       // The answer is followed by RST_STREAM NO_ERROR (on_frame_send) if the stream is still open.

@@ -112,7 +112,8 @@ class h2_session {
   // Response bytes queued on `s` (n of them just appended): counted against the connection's
   // budget (h2_options::connection_queue_bytes), which resets the streams holding most beyond it.
   void queued(stream& s, std::size_t n);
-  void drop(stream& s);  // reset a stream whose queue is over a budget (RST_STREAM CANCEL)
+  void drop(stream& s);       // reset a stream whose queue is over a budget (RST_STREAM CANCEL)
+  void malformed(stream& s);  // RFC 9113 8.1.1: RST_STREAM PROTOCOL_ERROR, the request never dispatched
   bool take_reset_token();
 
   loop_context* ctx_;
