@@ -3,8 +3,10 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -38,9 +40,18 @@ constexpr std::uint32_t resets_per_second = 33;
 // RFC 9113 8.2.2: connection-specific fields are malformed in HTTP/2; a handler's header list may hold
 // them (it was written for HTTP/1.1), so they are left out.
 bool connection_specific(std::string_view name) {
-  return ascii_iequals(name, "connection") || ascii_iequals(name, "keep-alive") ||
-         ascii_iequals(name, "transfer-encoding") || ascii_iequals(name, "upgrade") ||
-         ascii_iequals(name, "proxy-connection");
+  switch (name.size()) {
+    case 7:
+      return ascii_iequals(name, "upgrade");
+    case 10:
+      return ascii_iequals(name, "connection") || ascii_iequals(name, "keep-alive");
+    case 16:
+      return ascii_iequals(name, "proxy-connection");
+    case 17:
+      return ascii_iequals(name, "transfer-encoding");
+    default:
+      return false;
+  }
 }
 
 bool has_header(std::span<const header> headers, std::string_view name) {
@@ -143,6 +154,7 @@ struct h2_session::stream : h2_stream_state {
   std::function<void()> on_close;
   std::function<void()> on_drain;
   std::string method, path;  // for the observer
+  std::string head;          // the response's field names and values nghttp2 frames in place (submit)
 
   std::string_view at(const std::uint32_t (&p)[2]) const {
     return std::string_view(fields).substr(p[0], p[1]);
@@ -508,6 +520,11 @@ void h2_session::recycle(std::unique_ptr<stream> s) {
   if (s->on_drain) s->on_drain = nullptr;
   s->method.clear();
   s->path.clear();
+  if (s->head.capacity() <= keep_fields_bytes) {
+    s->head.clear();
+  } else {
+    s->head = std::string();
+  }
   spare_streams.push_back(std::move(s));
 }
 
@@ -591,26 +608,43 @@ void h2_session::answer(stream& s, int status, std::string_view reason, bool ret
 
 // --- responding ------------------------------------------------------------------------------------
 
+namespace {
+// "100" to "999", three characters each: a status code that outlives any HEADERS frame.
+constexpr std::array<char, 3000> status_codes = [] {
+  std::array<char, 3000> a{};
+  for (int i = 0; i < 1000; ++i) {
+    a[3 * i] = static_cast<char>('0' + i / 100);
+    a[3 * i + 1] = static_cast<char>('0' + i / 10 % 10);
+    a[3 * i + 2] = static_cast<char>('0' + i % 10);
+  }
+  return a;
+}();
+}  // namespace
+
 void h2_session::submit(stream& s, int status, std::span<const header> headers, bool add_length,
                         std::uint64_t content_length, bool with_body) {
   if (status < 100 || status > 999) status = 500;
-  char code[3] = {static_cast<char>('0' + status / 100), static_cast<char>('0' + status / 10 % 10),
-                  static_cast<char>('0' + status % 10)};
   char length[20];
-  std::size_t length_size =
+  const auto length_size =
       static_cast<std::size_t>(std::to_chars(length, length + sizeof length, content_length).ptr - length);
-  std::size_t name_bytes = 0;
-  for (const auto& h : headers) name_bytes += h.name.size();
-  // Field names are lowercase in HTTP/2 (RFC 9113 8.2.1): written into `lower`. Both arrays live on
-  // the stack for the usual response (nghttp2 copies them into its own frame).
-  constexpr std::size_t stack_fields = 24, stack_name_bytes = 512;
-  char lower_stack[stack_name_bytes];
-  std::string lower_heap;
-  char* lower = lower_stack;
-  if (name_bytes > stack_name_bytes) {
-    lower_heap.resize(name_bytes);
-    lower = lower_heap.data();
-  }
+  const std::string_view date = ctx_->date.value();
+  // nghttp2 reads the fields only when it frames the HEADERS, which may be a later loop turn (the
+  // output buffer full): every name and value handed over with NO_COPY lives at least as long as the
+  // stream. Constant ones (names written here, the status code, the server name) are used in place;
+  // the rest (the handler's fields, names in lowercase as RFC 9113 8.2.1 wants them, the date, the
+  // length) are written into the stream's `head`, sized first so that it does not move while filled.
+  // nghttp2 would otherwise copy and lowercase every field itself. A second HEADERS on one stream
+  // (none is sent today) is copied by nghttp2, as the first one's bytes may still wait in `head`.
+  const bool own = s.head.empty();
+  std::size_t bytes = date.size() + length_size;
+  for (const auto& h : headers) bytes += h.name.size() + h.value.size();
+  constexpr std::uint8_t keep = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+  const std::uint8_t copied = own ? keep : std::uint8_t{NGHTTP2_NV_FLAG_NONE};
+  std::string lower_copy;  // the names when `head` cannot be used
+  std::string& store = own ? s.head : lower_copy;
+  store.resize(bytes);
+  char* w = store.data();  // never beyond the `bytes` counted above
+  constexpr std::size_t stack_fields = 24;
   nghttp2_nv nva_stack[stack_fields];
   std::vector<nghttp2_nv> nva_heap;
   nghttp2_nv* nva = nva_stack;
@@ -619,22 +653,27 @@ void h2_session::submit(stream& s, int status, std::span<const header> headers, 
     nva = nva_heap.data();
   }
   std::size_t fields = 0;
-  auto add = [&](std::string_view n, std::string_view v) {
-    nva[fields++] = nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(n.data())),
-                               reinterpret_cast<std::uint8_t*>(const_cast<char*>(v.data())), n.size(),
-                               v.size(), NGHTTP2_NV_FLAG_NONE};
+  auto add = [&](std::string_view n, std::string_view v, std::uint8_t flags) {
+    nva[fields++] =
+        nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(n.data())),
+                   reinterpret_cast<std::uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(), flags};
   };
-  add(":status", std::string_view(code, 3));
-  add("server", ctx_->opts->server_name);
-  add("date", ctx_->date.value());
-  std::size_t lower_size = 0;
+  auto put = [&](std::string_view v) {
+    if (!own) return v;  // nghttp2 copies it
+    if (!v.empty()) std::memcpy(w, v.data(), v.size());
+    w += v.size();
+    return std::string_view(w - v.size(), v.size());
+  };
+  add(":status", std::string_view(&status_codes[3 * static_cast<std::size_t>(status)], 3), keep);
+  add("server", ctx_->opts->server_name, keep);
+  add("date", put(date), copied);
   for (const auto& h : headers) {
     if (connection_specific(h.name)) continue;
-    char* name = lower + lower_size;
-    for (char c : h.name) lower[lower_size++] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    add(std::string_view(name, h.name.size()), h.value);
+    char* name = w;
+    for (char c : h.name) *w++ = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    add(std::string_view(name, h.name.size()), put(h.value), copied);
   }
-  if (add_length) add("content-length", std::string_view(length, length_size));
+  if (add_length) add("content-length", put(std::string_view(length, length_size)), copied);
   nghttp2_data_provider provider{};
   provider.read_callback = read_data_cb;
   int rv = nghttp2_submit_response(session_, s.id, nva, fields, with_body ? &provider : nullptr);
