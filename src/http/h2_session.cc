@@ -14,6 +14,7 @@
 #include "base/assert.h"
 #include "http/body_budget.h"
 #include "http/connection.h"
+#include "http/h2_alloc.h"
 #include "http/h2_request_check.h"
 #include "http/loop_context.h"
 #include "http/status_text.h"
@@ -190,10 +191,10 @@ h2_session::h2_session(loop_context& ctx, connection& conn, io::byte_buffer& out
   // Requests are checked by h2_request_check as their fields arrive (the same rules as nghttp2's HTTP
   // messaging checks, in one pass instead of a second one per field).
   nghttp2_option_set_no_http_messaging(opt, 1);
-  int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
+  int rv = nghttp2_session_server_new3(&session_, cbs, this, opt, h2_mem());
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
-  WEIR_ASSERT(rv == 0, "nghttp2_session_server_new2: {}", nghttp2_strerror(rv));
+  WEIR_ASSERT(rv == 0, "nghttp2_session_server_new3: {}", nghttp2_strerror(rv));
 
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, o.max_concurrent_streams},
