@@ -20,6 +20,10 @@ serve_options::serve_options(CLI::App& cmd) : values_(settings().size()) {
   const serve_config defaults;
   for (std::size_t i = 0; i < settings().size(); ++i) {
     const setting& s = settings()[i];
+    if (s.secret) {  // settings file only
+      options_.push_back(nullptr);
+      continue;
+    }
     auto* opt = cmd.add_option("--" + std::string(s.name), values_[i], std::string(s.help));
     opt->type_name(std::string(s.value_name));
     setting_value d = s.access.get(defaults);
@@ -40,7 +44,7 @@ serve_config serve_options::resolve() const {
   serve_config cfg;
   if (!config_.empty()) load_config_file(cfg, config_);
   for (std::size_t i = 0; i < settings().size(); ++i) {
-    if (options_[i]->count() > 0) apply_flag(cfg, settings()[i], values_[i]);
+    if (options_[i] && options_[i]->count() > 0) apply_flag(cfg, settings()[i], values_[i]);
   }
   if (cfg.threads == 0) cfg.threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   validate(cfg);

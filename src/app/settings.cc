@@ -13,6 +13,7 @@
 #include "protocol/cors.h"
 #include "protocol/header_values.h"
 #include "storage/log_writer.h"
+#include "tier/cold_location.h"
 
 namespace weir::app {
 
@@ -164,6 +165,34 @@ std::string check_webhook_allow_hosts(const serve_config& c) {
 std::string check_public_url(const serve_config& c) {
   if (c.public_url.empty() || protocol::valid_origin(c.public_url)) return "";
   return "http://HOST[:PORT] or https://HOST[:PORT] without a path, got '" + c.public_url + "'";
+}
+
+// The cold tier's settings make sense only together: a location, and where it is.
+std::string check_cold(const serve_config& c) {
+  if (c.cold.empty()) return "";
+  if (auto l = tier::parse_cold_location(c.cold); !l) return l.err().reason;
+  return "";
+}
+std::string check_s3_endpoint(const serve_config& c) {
+  if (c.s3_endpoint.empty()) return "";
+  if (auto e = tier::parse_s3_endpoint(c.s3_endpoint); !e) return e.err().reason;
+  return "";
+}
+std::string check_s3_region(const serve_config& c) {
+  bool ok = !c.s3_region.empty() && c.s3_region.size() <= 64;
+  for (char ch : c.s3_region) ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-');
+  return ok ? "" : "a region name such as us-east-1, got '" + c.s3_region + "'";
+}
+std::string check_local_bytes(const serve_config& c) {
+  if (c.local_bytes == 0) return "";
+  if (c.cold.empty()) return "needs cold (without a bucket every byte stays on the node's disk)";
+  // Appends stop at the budget; it must hold what the tier waits for before it uploads: two objects
+  // being filled and sent, and a segment being written.
+  const std::uint64_t smallest = 2 * c.cold_object_bytes + c.segment_bytes;
+  if (c.local_bytes >= smallest) return "";
+  return "at least " + std::to_string(smallest) +
+         " (two cold-object-bytes and a segment-bytes) so that uploads can keep up, got " +
+         std::to_string(c.local_bytes);
 }
 
 // THE table: one row per setting. Names are the flags and the TOML keys; the order is --help's.
@@ -346,6 +375,36 @@ const std::array table{
             "Response bytes all streams of one HTTP/2 connection may hold queued for a peer that does not "
             "read them; beyond it the streams holding most are reset. 0: no bound",
             field<&serve_config::http2_connection_queue_bytes>()},
+    // The cold tier (docs/cold-tier.md).
+    setting{"cold", "s3://BUCKET[/PREFIX]",
+            "Move stream data to this S3 bucket (AWS, or any S3-compatible server with s3-endpoint) in the "
+            "background, so that the node's disk holds a bounded working set; empty: every byte stays on "
+            "local disk",
+            field<&serve_config::cold>(), 0, UINT64_MAX, check_cold},
+    setting{"s3-region", "REGION", "The bucket's region (signed into every request)",
+            field<&serve_config::s3_region>(), 0, UINT64_MAX, check_s3_region},
+    setting{"s3-endpoint", "URL",
+            "http[s]://HOST[:PORT] of an S3-compatible server (MinIO, Ceph RGW, s3rver; path-style "
+            "addressing); empty: AWS (virtual-hosted style)",
+            field<&serve_config::s3_endpoint>(), 0, UINT64_MAX, check_s3_endpoint},
+    setting{"s3-access-key-id", "KEY-ID", "The access key id; empty: AWS_ACCESS_KEY_ID",
+            field<&serve_config::s3_access_key_id>()},
+    setting{"s3-secret-access-key", "SECRET",
+            "The secret access key (settings file only, never printed); empty: AWS_SECRET_ACCESS_KEY",
+            field<&serve_config::s3_secret_access_key>(), 0, UINT64_MAX, nullptr, true},
+    setting{"s3-session-token", "TOKEN",
+            "A session token of temporary credentials (settings file only, never printed); empty: "
+            "AWS_SESSION_TOKEN",
+            field<&serve_config::s3_session_token>(), 0, UINT64_MAX, nullptr, true},
+    setting{"local-bytes", "BYTES",
+            "With cold: the most stream data not yet in the bucket that the node keeps on its disk; appends "
+            "get 503 + Retry-After at it (while the bucket cannot be reached). 0: no budget",
+            field<&serve_config::local_bytes>(), 0, UINT64_MAX, check_local_bytes},
+    setting{"cold-object-bytes", "BYTES", "With cold: an object is cut once it holds this many bytes",
+            field<&serve_config::cold_object_bytes>(), 64 * kib, 16 * 1024 * kib - 64 * kib},
+    setting{"cold-max-age-ms", "MS",
+            "With cold: an object is sent once its oldest bytes waited this long, however small",
+            field<&serve_config::cold_max_age_ms>(), 10, 3'600'000},
     // Cluster mode (docs/operations.md, "Cluster"); validate() checks them together
     // (cluster::validate).
     setting{"node-id", "N",
@@ -653,6 +712,11 @@ std::string print_config(const serve_config& c) {
       "# Start from it with: weir serve --config FILE\n";
   for (const setting& s : table) {
     out += "\n# " + std::string(s.help) + "\n";
+    if (s.secret) {
+      const bool set = s.access.get(c) != s.access.get(serve_config{});
+      out += "# " + name_of(s) + (set ? " is set (not shown)\n" : " is not set\n");
+      continue;
+    }
     out += name_of(s) + " = " + to_toml_value(s.access.get(c)) + "\n";
   }
   if (!c.api_keys.empty()) {

@@ -47,6 +47,9 @@ struct setting {
   std::uint64_t max = UINT64_MAX;
   // Checks beyond the range (choices, forms, other settings): "" or what is wrong.
   std::string (*check)(const serve_config&) = nullptr;
+  // A secret (a credential): read from the settings file only, never a flag (command lines are visible
+  // to every user of the machine), and never printed (--print-config shows whether it is set).
+  bool secret = false;
 };
 
 // Every setting of `weir serve`, in --help and --print-config order.
@@ -68,7 +71,7 @@ void load_config_file(serve_config& c, const std::string& path);
 void load_config_text(serve_config& c, std::string_view toml_text, const std::string& source = "config");
 
 // The configuration as TOML that load_config_file accepts, one commented line per setting, then the
-// [[auth.api-keys]] tables.
+// [[auth.api-keys]] tables. Secret settings are printed as comments that say whether they are set.
 std::string print_config(const serve_config& c);
 
 // A setting's value as TOML (`"./weir-data"`, `30000`, `true`).

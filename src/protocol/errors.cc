@@ -100,6 +100,13 @@ http_status status_for(replica::errc e) {
               "the write may or may not have been applied (leader lost); retry with a producer id to be safe",
               {},
               "1"};
+    // The cold tier cannot upload (the bucket is down or slow) and the node's budget of data not yet
+    // uploaded is full (docs/cold-tier.md); the upload that frees room may take a while.
+    case replica::errc::cold_backlogged:
+      return {503,
+              "the node's disk budget for data not yet in the bucket is full (uploads are behind); retry",
+              {},
+              "5"};
     // No Retry-After: asking this node again never helps.
     case replica::errc::cluster_left:
       return {

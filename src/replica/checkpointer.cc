@@ -3,14 +3,16 @@
 #include <chrono>
 
 #include "base/log.h"
+#include "replica/cold_state.h"
 
 namespace weir::replica {
 
-checkpointer::checkpointer(shard_wal& wal, streams::state_machine& sm, std::uint32_t core,
-                           std::uint64_t every_bytes, storage::segment_reader* reader,
+checkpointer::checkpointer(shard_wal& wal, streams::state_machine& sm, const tier::cold_index& cold,
+                           std::uint32_t core, std::uint64_t every_bytes, storage::segment_reader* reader,
                            std::function<void()> resume)
     : wal_(wal),
       sm_(sm),
+      cold_(cold),
       core_(core),
       every_bytes_(every_bytes),
       reader_(reader),
@@ -35,7 +37,7 @@ void checkpointer::take() {
     return;
   }
   const auto started = std::chrono::steady_clock::now();
-  std::vector<std::byte> blob = sm_.snapshot();
+  std::vector<std::byte> blob = encode_checkpoint(sm_.snapshot(), cold_);
   std::vector<storage::segment_id> keep;
   for (std::uint64_t id : sm_.referenced_segments(core_)) keep.push_back(storage::segment_id{id});
   const storage::lsn covered = wal_.last_lsn();

@@ -18,6 +18,7 @@
 #include "replica/shard_wal.h"
 #include "storage/segment_reader.h"
 #include "streams/state_machine.h"
+#include "tier/cold_index.h"
 
 namespace weir::replica {
 
@@ -25,8 +26,9 @@ class checkpointer {
  public:
   // `reader`: this core's segment files (its cached handles are dropped when a segment is reclaimed);
   // may be null. `resume` runs once a checkpoint was taken (the shard replays the writes it held back).
-  checkpointer(shard_wal& wal, streams::state_machine& sm, std::uint32_t core, std::uint64_t every_bytes,
-               storage::segment_reader* reader, std::function<void()> resume);
+  // `cold`: the partition's cold index, snapshotted with the state machine (replica/cold_state.h).
+  checkpointer(shard_wal& wal, streams::state_machine& sm, const tier::cold_index& cold, std::uint32_t core,
+               std::uint64_t every_bytes, storage::segment_reader* reader, std::function<void()> resume);
   ~checkpointer();
   checkpointer(const checkpointer&) = delete;
   checkpointer& operator=(const checkpointer&) = delete;
@@ -44,6 +46,7 @@ class checkpointer {
 
   shard_wal& wal_;
   streams::state_machine& sm_;
+  const tier::cold_index& cold_;
   std::uint32_t core_;
   std::uint64_t every_bytes_;
   storage::segment_reader* reader_;

@@ -18,6 +18,7 @@ enum class errc : std::uint8_t {
   cluster_unavailable,      // no leader of the stream's group reachable in time: nothing written
   cluster_outcome_unknown,  // proposed, then leadership was lost or time ran out: it may still commit
   cluster_left,             // this node was removed from the cluster: it serves no stream any more
+  cold_backlogged,          // the node's disk holds local-bytes of data not yet in the bucket
 };
 
 inline const char* errc_name(errc e) {
@@ -36,6 +37,8 @@ inline const char* errc_name(errc e) {
       return "cluster_outcome_unknown";
     case errc::cluster_left:
       return "cluster_left";
+    case errc::cold_backlogged:
+      return "cold_backlogged";
   }
   return "unknown code";
 }

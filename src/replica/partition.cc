@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "replica/cold_mover.h"
+#include "replica/cold_state.h"
 #include "replica/wal_recovery.h"
 
 namespace weir::replica {
@@ -49,6 +51,20 @@ partition::partition(raft::executor& ex, const clock_source& clock, partition_op
 
 partition::~partition() = default;
 
+void partition::attach_cold(const cold_mover_options& o, tier::uploader::put_fn put,
+                            std::uint64_t local_bytes) {
+  mover_ = std::make_unique<cold_mover>(*this, o, std::move(put));
+  local_bytes_budget_ = local_bytes;
+}
+
+bool partition::local_budget_full() const {
+  return mover_ && local_bytes_budget_ > 0 && mover_->local_bytes() >= local_bytes_budget_;
+}
+
+void partition::start_cold() {
+  if (mover_) mover_->start();
+}
+
 void partition::attach_segments(storage::env& e, std::string dir,
                                 std::vector<storage::segment_reader*> readers) {
   env_ = &e;
@@ -60,7 +76,7 @@ void partition::attach_segments(storage::env& e, std::string dir,
 void partition::attach_wal(std::unique_ptr<storage::log_writer> writer) {
   checkpointer_.reset();
   wal_ = std::make_unique<shard_wal>(std::move(writer));
-  checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, opts_.core, opts_.checkpoint_bytes,
+  checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, cold_index_, opts_.core, opts_.checkpoint_bytes,
                                                  own_segments_, [this] { host_->on_writes_resumed(); });
   wal_->on_failure([this] { schedule_rebuild(std::chrono::milliseconds(1000)); });
 }
@@ -69,15 +85,27 @@ streams::outcome partition::submit(const streams::command& c, completion done) {
   wal_->before(c, sm_, now_ms());
   streams::outcome o = sm_.apply(c);
   if (o.mutated) recount_streams();
+  follow_command(cold_index_, sm_, c, o);
   wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
     if (r.failure == errc::ok) {
-      if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) admit(r);
+      if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) {
+        admit(r);
+        if (mover_) mover_->note_written(r.o.meta->path);
+      }
       host_->on_durable(r.o);
     }
     if (done) done(r);
   });
   if (checkpointer_) checkpointer_->poll();
   return o;
+}
+
+result<tier::cold_apply_result> partition::submit_index_record(std::vector<std::byte> record,
+                                                               completion done) {
+  auto applied = apply_index_record(cold_index_, sm_, record);
+  if (!applied) return applied;  // never logged: a replay would refuse it the same way
+  if (applied->recorded) wal_->log_record(cold_index_record_type, std::move(record), std::move(done));
+  return applied;
 }
 
 std::optional<errc> partition::write_failure() const {
@@ -116,7 +144,7 @@ void partition::rebuild() {
   }
   const auto began = std::chrono::steady_clock::now();
   wal_recovery_stats stats;
-  if (status st = rebuild_core(*env_, log_dir_, opts_.core, sm_, hot_, stats); !st) {
+  if (status st = rebuild_core(*env_, log_dir_, opts_.core, sm_, cold_index_, hot_, stats); !st) {
     log::error("weir serve: core {}: rebuilding the state from the log failed ({}); retrying", opts_.core,
                st.err().reason);
     schedule_rebuild(std::chrono::milliseconds(1000));
@@ -279,6 +307,7 @@ void partition::tick(std::int64_t now_ms) {
 
 void partition::stop() {
   stopped_ = true;
+  if (mover_) mover_->stop();
   if (rebuild_timer_ != 0) ex_->cancel_timer(rebuild_timer_);
   rebuild_timer_ = 0;
 }

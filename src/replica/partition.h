@@ -35,11 +35,16 @@
 #include "storage/log_writer.h"
 #include "storage/segment_reader.h"
 #include "streams/state_machine.h"
+#include "tier/cold_index.h"
 #include "tier/cold_reader.h"
 #include "tier/data_log.h"
 #include "tier/hot_tier.h"
+#include "tier/uploader.h"
 
 namespace weir::replica {
+
+class cold_mover;
+struct cold_mover_options;
 
 struct partition_options {
   std::uint32_t core = 0;                         // the shard's index (its log is <data>/wal/core-N)
@@ -97,6 +102,28 @@ class partition {
   // `done`, in the order commands were submitted. Returns the outcome at once (for callers that only
   // need to know whether the stream exists).
   streams::outcome submit(const streams::command& c, completion done = {});
+
+  // The cold tier's index of this partition (replica/cold_state.h): which stream bytes live in which
+  // objects of the bucket. Replicated state, like the state machine.
+  tier::cold_index& cold_index() { return cold_index_; }
+  const tier::cold_index& cold_index() const { return cold_index_; }
+  // The local commit path: applies an index record (tier::encode_index_record) to the cold index at
+  // once and logs it in order with the commands when it recorded anything; `done` (not empty) then runs
+  // once it is durable (or failed: then the state is rebuilt from the log, which does not hold it).
+  // Returns what applying it did; an undecodable record is an error and changes nothing.
+  result<tier::cold_apply_result> submit_index_record(std::vector<std::byte> record, completion done);
+
+  // Start-up, before the loop runs (a single node with a cold tier): moves durable stream data to objects
+  // through `put` (replica/cold_mover.h), and refuses appends (write_failure: cold_backlogged) while more
+  // than `local_bytes` of stream data is in no object yet (0: never: local_budget_full). start_cold()
+  // starts it on the loop.
+  void attach_cold(const cold_mover_options& o, tier::uploader::put_fn put, std::uint64_t local_bytes);
+  void start_cold();
+  cold_mover* mover() { return mover_.get(); }
+  const cold_mover* mover() const { return mover_.get(); }
+  // Writes that add stream bytes are refused (cold_backlogged) while the data not yet in the bucket
+  // fills the budget; deletes and reads go on.
+  bool local_budget_full() const;
 
   // Why a write must be refused now: the log failed earlier (writes are refused until the state is
   // rebuilt from it), or nullopt.
@@ -209,12 +236,15 @@ class partition {
   partition_options opts_;
   partition_host* host_;
   streams::state_machine sm_;
+  tier::cold_index cold_index_;
   std::unique_ptr<shard_wal> wal_ = std::make_unique<shard_wal>(nullptr);
   std::unique_ptr<commit_path> local_;  // a local_commit over this partition
   commit_path* commit_ = nullptr;       // local_ or a raft lane
   std::unique_ptr<tier::hot_tier> hot_;
   std::unique_ptr<checkpointer> checkpointer_;
   std::unique_ptr<tier::data_log> data_log_;  // cluster mode: where applied stream bytes go
+  std::unique_ptr<cold_mover> mover_;         // a single node's cold tier
+  std::uint64_t local_bytes_budget_ = 0;
   storage::segment_reader* own_segments_ = nullptr;
   storage::env* env_ = nullptr;
   std::string log_dir_;

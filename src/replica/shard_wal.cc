@@ -95,6 +95,28 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
   if (scratch_.capacity() > (1u << 20)) std::string().swap(scratch_);  // keep no huge body around
 }
 
+void shard_wal::log_record(std::uint8_t type, std::vector<std::byte> bytes, completion done) {
+  op next;
+  next.r.o.mutated = true;
+  next.done = std::move(done);
+  if (!writer_) {
+    if (ops_.empty()) return next.done(next.r);
+    next.ready = true;
+    ops_.push_back(std::move(next));
+    return;
+  }
+  const std::uint64_t seq = front_seq_ + ops_.size();
+  next.bytes = bytes.size();
+  lone_appends_ = 0;
+  in_flight_bytes_ += bytes.size();
+  logged_bytes_ += bytes.size();
+  ops_.push_back(std::move(next));
+  std::weak_ptr<bool> alive = alive_;
+  writer_->append(type, bytes, [this, alive, seq](const result<storage::append_ack>& r) {
+    if (auto a = alive.lock(); a && *a) on_logged(seq, r);
+  });
+}
+
 void shard_wal::on_logged(std::uint64_t seq, const result<storage::append_ack>& r) {
   WEIR_ASSERT(seq >= front_seq_ && seq < front_seq_ + ops_.size(), "log completion {} outside [{}, {})", seq,
               front_seq_, front_seq_ + ops_.size());

@@ -85,6 +85,11 @@ class shard_wal {
   // Call right after: logs `c` if it mutated and queues `done` behind every earlier command.
   void after(const streams::command& c, streams::outcome o, completion done);
 
+  // Logs a record of another kind than a command (`type`: replica::cold_index_record_type), already
+  // applied by the caller, in order with the commands: `done` runs once it is durable, after the
+  // completions of the commands before it. A failed write fails it like a command.
+  void log_record(std::uint8_t type, std::vector<std::byte> bytes, completion done);
+
   // The durable view of `rr` (a read or head of `path`): clamps the tail, the closed flag and the
   // data to what is durable.
   void clamp(const std::string& path, streams::read_result& rr) const;

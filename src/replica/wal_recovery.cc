@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "base/log.h"
+#include "replica/cold_state.h"
 #include "replica/partition.h"
 #include "replica/placement.h"
 #include "replica/shard_wal.h"
@@ -71,10 +72,10 @@ result<unsigned> recorded_log_count(storage::env& e, const std::string& data_dir
 }
 
 result<storage::recovered_log> replay_core(storage::env& e, const std::string& dir, std::uint32_t core,
-                                           streams::state_machine& sm, tier::hot_tier& hot,
-                                           wal_recovery_stats& stats) {
+                                           streams::state_machine& sm, tier::cold_index& cold,
+                                           tier::hot_tier& hot, wal_recovery_stats& stats) {
   auto restore = [&](const storage::checkpoint& ck) -> status {
-    if (status st = sm.restore(ck.blob); !st) {
+    if (status st = restore_checkpoint(ck.blob, sm, cold); !st) {
       return start_error(dir + ": checkpoint at lsn " + std::to_string(ck.covered.value()) +
                          " does not load: " + st.err().reason);
     }
@@ -85,11 +86,20 @@ result<storage::recovered_log> replay_core(storage::env& e, const std::string& d
   auto replay = [&](const storage::record_view& r) -> status {
     const std::string where =
         dir + " segment " + std::to_string(r.pos.segment.value()) + " offset " + std::to_string(r.pos.offset);
+    if (r.type == cold_index_record_type) {
+      // Applied where it was applied first: the same state machine before it, the same result.
+      auto applied = apply_index_record(cold, sm, r.payload);
+      if (!applied)
+        return start_error("undecodable cold index record in " + where + ": " + applied.err().reason);
+      ++stats.index_records;
+      return {};
+    }
     if (r.type != streams::command_record_type) return start_error("unknown record type in " + where);
     std::string_view bytes(reinterpret_cast<const char*>(r.payload.data()), r.payload.size());
     auto cmd = streams::decode(bytes);
     if (!cmd) return start_error("undecodable command in " + where + ": " + cmd.err().reason);
     streams::outcome o = sm.apply(*cmd);
+    follow_command(cold, sm, *cmd, o);
     ++stats.records;
     if (o.code != streams::errc::ok || !o.mutated || !o.meta) return {};
     const streams::payload* data = streams::command_data(*cmd);
@@ -107,10 +117,11 @@ result<storage::recovered_log> replay_core(storage::env& e, const std::string& d
 }
 
 status rebuild_core(storage::env& e, const std::string& dir, std::uint32_t core, streams::state_machine& sm,
-                    std::unique_ptr<tier::hot_tier>& hot, wal_recovery_stats& stats) {
+                    tier::cold_index& cold, std::unique_ptr<tier::hot_tier>& hot, wal_recovery_stats& stats) {
   streams::state_machine fresh;
+  tier::cold_index fresh_cold;
   std::unique_ptr<tier::hot_tier> fresh_hot = hot->empty_like();
-  auto rec = replay_core(e, dir, core, fresh, *fresh_hot, stats);
+  auto rec = replay_core(e, dir, core, fresh, fresh_cold, *fresh_hot, stats);
   if (!rec) return rec.err();
   // The rebuilt streams keep the log objects of the state they replace: forks on other cores point at
   // them, and the forks among them keep their links.
@@ -127,6 +138,7 @@ status rebuild_core(storage::env& e, const std::string& dir, std::uint32_t core,
     }
   }
   sm.swap(fresh);
+  cold = std::move(fresh_cold);
   hot = std::move(fresh_hot);
   return {};
 }
@@ -155,8 +167,8 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string dir = core_dir(root, i);
     if (auto st = e.create_dirs(dir); !st) return st.err();
-    auto rec =
-        replay_core(e, dir, static_cast<std::uint32_t>(i), parts[i]->machine(), parts[i]->hot(), stats);
+    auto rec = replay_core(e, dir, static_cast<std::uint32_t>(i), parts[i]->machine(), parts[i]->cold_index(),
+                           parts[i]->hot(), stats);
     if (!rec) return rec.err();
     if (rec->truncated_bytes > 0) {
       log::warn("weir serve: {}: cut a torn tail of {} bytes (never acknowledged)", dir,

@@ -20,6 +20,7 @@
 #include "storage/log_writer.h"
 #include "storage/segment_reader.h"
 #include "streams/state_machine.h"
+#include "tier/cold_index.h"
 
 namespace weir::tier {
 class hot_tier;
@@ -52,8 +53,9 @@ result<unsigned> recorded_log_count(storage::env& e, const std::string& data_dir
 using segment_readers = std::vector<std::unique_ptr<storage::segment_reader>>;
 
 struct wal_recovery_stats {
-  std::uint64_t records = 0;      // commands replayed (all cores)
-  std::uint64_t checkpoints = 0;  // cores restored from a checkpoint
+  std::uint64_t records = 0;        // commands replayed (all cores)
+  std::uint64_t index_records = 0;  // cold index records replayed
+  std::uint64_t checkpoints = 0;    // cores restored from a checkpoint
   std::uint64_t checkpoint_streams = 0;
   std::uint64_t truncated_bytes = 0;  // torn tails cut
   std::uint64_t forks_stitched = 0;
@@ -63,9 +65,10 @@ struct wal_recovery_stats {
 // Restores `sm` (empty) from the checkpoint in `dir` (core `core`'s log) and replays the records after
 // it, admitting their data to `hot` with its place in the log. Used at start-up and when a core rebuilds
 // its state after a log write failed.
+// The cold index (`cold`, empty going in) is restored and replayed with it (replica/cold_state.h).
 result<storage::recovered_log> replay_core(storage::env& e, const std::string& dir, std::uint32_t core,
-                                           streams::state_machine& sm, tier::hot_tier& hot,
-                                           wal_recovery_stats& stats);
+                                           streams::state_machine& sm, tier::cold_index& cold,
+                                           tier::hot_tier& hot, wal_recovery_stats& stats);
 
 // A running core's state rebuilt from its own log, after a log write failed (the writer fenced every
 // later append, so the log holds exactly the commands that succeeded): a fresh state machine is
@@ -75,7 +78,7 @@ result<storage::recovered_log> replay_core(storage::env& e, const std::string& d
 // fresh tier that matches it. Blocking: runs on the core's loop while no command is in flight and no
 // checkpoint is being written. On error `sm` and `hot` are left as they were.
 status rebuild_core(storage::env& e, const std::string& dir, std::uint32_t core, streams::state_machine& sm,
-                    std::unique_ptr<tier::hot_tier>& hot, wal_recovery_stats& stats);
+                    tier::cold_index& cold, std::unique_ptr<tier::hot_tier>& hot, wal_recovery_stats& stats);
 
 // `parts[i]` is shard i (core i of a single node). The number of cores is stored in <data_dir>/wal/cores: a
 // stream's owner core is a hash of its path modulo that number, so a data directory only opens with the same

@@ -28,6 +28,8 @@
 #include "server/subscription_host.h"
 #include "storage/dir_lock.h"
 #include "tier/cold_reader.h"
+#include "tier/object_store.h"
+#include "tier/object_store_workers.h"
 
 namespace weir::server {
 
@@ -598,6 +600,7 @@ status node::start() {
     cold_reads_ = std::make_unique<tier::cold_reader>(2);
     for (auto& s : shards_) s->part().attach_cold_reader(cold_reads_.get(), s->loop());
   }
+  if (auto st = open_cold(); !st) return st;
   if (!cfg_.access_log.empty()) {
     auto opened = access_log::open(cfg_.access_log, cfg_.log_format == "json", http_->threads());
     if (!opened) return opened.err();
@@ -609,7 +612,10 @@ status node::start() {
   if (!st) return st;
   for (auto& s : shards_) {
     stream_shard* sp = s.get();
-    sp->loop().post([sp] { sp->start(); });
+    sp->loop().post([sp] {
+      sp->start();
+      sp->part().start_cold();
+    });
   }
   if (access_log_) {
     for (unsigned i = 0; i < http_->threads(); ++i)

@@ -51,6 +51,8 @@ class stream_shard;
 }  // namespace weir::server
 namespace weir::tier {
 class cold_reader;
+class object_store;
+class object_store_workers;
 }  // namespace weir::tier
 namespace weir::server {
 class replication;
@@ -116,6 +118,8 @@ class node {
   std::vector<replication*> lanes();
   // Opens the data log, the node log and the replication of every lane (start()).
   status open_cluster();
+  // The cold tier of a single node (node_cold.cc): the bucket checked, each shard's mover attached.
+  status open_cold();
   // GET /cluster and /healthz of a cluster node: `fn(lane)` runs on every lane's loop, then `done` on
   // lane 0's (after every fn ran).
   void gather_lanes(std::function<void(replication&)> fn, std::function<void()> done);
@@ -138,6 +142,11 @@ class node {
   std::vector<std::unique_ptr<stream_shard>> shards_;
   // After shards_ and segments_: its threads stop (and drop the reads not yet done) before either goes.
   std::unique_ptr<tier::cold_reader> cold_reads_;  // null without segment files (nothing is ever cold)
+  // The cold tier (null without --cold): the S3 client, its retries, and the threads that run them; the
+  // workers go first (their completions post to the shards' loops).
+  std::unique_ptr<tier::object_store> cold_s3_;
+  std::unique_ptr<tier::object_store> cold_store_;
+  std::unique_ptr<tier::object_store_workers> cold_workers_;
   std::unique_ptr<subscriptions_glue> subs_;
   std::unique_ptr<auth::authorizer> auth_;  // null: access control off; set by start()
   std::shared_ptr<io::tls_context> tls_;    // null: plain HTTP; the certificate is loaded by start()

@@ -94,6 +94,19 @@ struct serve_config {
   std::uint32_t http2_stream_window_bytes = 1u << 20;
   std::uint32_t http2_connection_window_bytes = 16u << 20;
   std::size_t http2_connection_queue_bytes = 32u << 20;
+  // The cold tier (docs/cold-tier.md): sealed stream data goes to an S3 bucket in the background. cold
+  // "": none. The credentials come from these (settings file only) or else AWS_ACCESS_KEY_ID,
+  // AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN; the secret and the token are never printed.
+  std::string cold;  // s3://BUCKET[/PREFIX]
+  std::string s3_region = "us-east-1";
+  std::string s3_endpoint;  // http[s]://HOST[:PORT] of an S3-compatible server; "": AWS
+  std::string s3_access_key_id;
+  std::string s3_secret_access_key;
+  std::string s3_session_token;
+  // The most stream data a node keeps on its own disk that is not yet in the bucket; 0: no budget.
+  std::uint64_t local_bytes = 0;
+  std::uint64_t cold_object_bytes = 8ull << 20;  // an object is cut at about this size
+  std::uint64_t cold_max_age_ms = 30'000;        // or once its oldest bytes waited this long
   // Cluster mode (docs/operations.md, "Cluster"): node-id, peer-listen, peers, raft-groups. Without a
   // node id (the default) the node runs alone.
   cluster::cluster_options cluster;

@@ -179,6 +179,12 @@ void stream_shard::handle(protocol::stream_request req, http::exchange ex, std::
   if (req.op == operation::create || req.op == operation::append || req.op == operation::remove) {
     if (defer_write(req, ex, live_id) || refuse_write(ex, req.cors) || admit_later(req, ex, live_id)) return;
   }
+  if ((req.op == operation::create || req.op == operation::append) && part_.local_budget_full()) {
+    // The cold tier is behind (docs/cold-tier.md, "The local budget"): deletes and reads go on.
+    send_response(ex, protocol::error_response(protocol::status_for(replica::errc::cold_backlogged)),
+                  req.cors);
+    return;
+  }
   switch (req.op) {
     case operation::create:
       handle_create(std::move(req), ex);

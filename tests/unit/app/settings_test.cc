@@ -145,6 +145,15 @@ const std::map<std::string, sample>& samples() {
       {"http2-stream-window-bytes", {"65535", "65535"}},
       {"http2-connection-window-bytes", {"1048576", "1048576"}},
       {"http2-connection-queue-bytes", {"8388608", "8388608"}},
+      {"cold", {"s3://weir-data/node-1", "\"s3://weir-data/node-1\""}},
+      {"s3-region", {"eu-west-3", "\"eu-west-3\""}},
+      {"s3-endpoint", {"http://127.0.0.1:4568", "\"http://127.0.0.1:4568\""}},
+      {"s3-access-key-id", {"AKIDEXAMPLE", "\"AKIDEXAMPLE\""}},
+      {"s3-secret-access-key", {"wJalrXUtnFEMI/K7MDENG", "\"wJalrXUtnFEMI/K7MDENG\""}},
+      {"s3-session-token", {"FwoGZXIvYXdzEXAMPLE", "\"FwoGZXIvYXdzEXAMPLE\""}},
+      {"local-bytes", {"1073741824", "1073741824", {"cold"}}},
+      {"cold-object-bytes", {"1048576", "1048576"}},
+      {"cold-max-age-ms", {"1000", "1000"}},
       {"node-id", {"2", "2", {"peer-listen", "peers"}}},
       {"peer-listen", {"127.0.0.1:5438", "\"127.0.0.1:5438\"", {"node-id", "peers"}}},
       {"peers",
@@ -199,6 +208,7 @@ TEST(serve_config, every_setting_has_a_sample_and_a_dash_name) {
 TEST(serve_config, flag_and_toml_give_the_same_result_for_every_setting) {
   const serve_config defaults;
   for (const setting& s : settings()) {
+    if (s.secret) continue;  // settings file only: secret_settings_are_read_from_the_file_only
     const sample& v = samples().at(std::string(s.name));
     std::vector<std::string> args = {"--" + std::string(s.name), v.flag};
     if (s.name != "threads") args.insert(args.end(), {"--threads", "1"});  // not the CPU count
@@ -237,6 +247,10 @@ TEST(serve_config, flags_override_the_file_whatever_their_order) {
 TEST(serve_config, print_config_round_trips_through_the_file_and_the_command) {
   serve_config all;  // every setting away from its default
   for (const setting& s : settings()) apply_flag(all, s, samples().at(std::string(s.name)).flag);
+  // Secrets are never printed, so they cannot round-trip (secret_settings_are_read_from_the_file_only...).
+  for (const setting& s : settings()) {
+    if (s.secret) s.access.set(all, s.access.get(serve_config{}));
+  }
   ASSERT_NO_THROW(validate(all));
   std::string printed = print_config(all);
   serve_config back;
@@ -475,6 +489,46 @@ TEST(serve_config, a_public_url_that_is_not_a_plain_origin_stops_the_start) {
   serve_config good;
   good.public_url = "https://streams.example:8443";
   EXPECT_NO_THROW(validate(good));
+}
+
+TEST(serve_config, secret_settings_are_read_from_the_file_only_and_never_printed) {
+  std::size_t secrets = 0;
+  for (const setting& s : settings()) {
+    if (!s.secret) continue;
+    ++secrets;
+    const sample& v = samples().at(std::string(s.name));
+    // Not a flag: a command line is visible to every user of the machine.
+    EXPECT_THROW(parse_serve({"--" + std::string(s.name), v.flag}), CLI::ParseError) << s.name;
+    serve_config c;
+    load_config_text(c, std::string(s.name) + " = " + v.toml + "\n");
+    EXPECT_NE(s.access.get(c), s.access.get(serve_config{})) << s.name;
+    const std::string printed = print_config(c);
+    EXPECT_EQ(printed.find(v.flag), std::string::npos) << s.name << " printed";
+    EXPECT_NE(printed.find("# " + std::string(s.name) + " is set (not shown)"), std::string::npos) << printed;
+    EXPECT_NE(print_config(serve_config{}).find("# " + std::string(s.name) + " is not set"),
+              std::string::npos);
+  }
+  EXPECT_EQ(secrets, 2u);  // the secret access key and the session token
+}
+
+TEST(serve_config, cold_settings_are_checked_together) {
+  EXPECT_NE(error_of([] { parse_serve({"--cold", "s3://Bad_Bucket"}); }).find("cold:"), std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_serve({"--s3-endpoint", "ftp://x"});
+            }).find("s3-endpoint:"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_serve({"--s3-region", "US East"}); }).find("s3-region:"), std::string::npos);
+  // A budget needs a bucket, and room for what the tier waits for before it uploads.
+  EXPECT_NE(error_of([] {
+              parse_serve({"--local-bytes", "1073741824"});
+            }).find("needs cold"),
+            std::string::npos);
+  const std::string small = error_of([] { parse_serve({"--cold", "s3://weir", "--local-bytes", "1000"}); });
+  EXPECT_NE(small.find("local-bytes: at least 150994944"), std::string::npos) << small;
+  serve_config ok = parse_serve(
+      {"--cold", "s3://weir/n1", "--s3-endpoint", "http://127.0.0.1:4568", "--local-bytes", "150994944"});
+  EXPECT_EQ(ok.cold, "s3://weir/n1");
+  EXPECT_EQ(ok.local_bytes, 150994944u);
 }
 
 }  // namespace

@@ -1,0 +1,189 @@
+#include "replica/cold_mover.h"
+
+#include <charconv>
+#include <vector>
+
+#include "base/log.h"
+#include "tier/cold_index.h"
+
+namespace weir::replica {
+
+result<std::uint64_t> next_cold_term(storage::env& e, const std::string& dir) {
+  const std::string path = storage::join_path(dir, "cold-term");
+  std::uint64_t last = 0;
+  if (e.file_exists(path)) {
+    auto f = e.open_readable(path);
+    if (!f) return f.err();
+    char buf[32] = {};
+    auto n = (*f)->read(0, std::as_writable_bytes(std::span(buf, sizeof buf - 1)));
+    if (!n) return n.err();
+    auto [p, ec] = std::from_chars(buf, buf + *n, last);
+    if (ec != std::errc() || (p != buf + *n && *p != '\n')) {
+      return make_error(storage::errc::corruption, path + ": not a term");
+    }
+  }
+  const std::uint64_t term = last + 1;
+  const std::string tmp = path + ".tmp";
+  if (e.file_exists(tmp)) (void)e.remove_file(tmp);
+  auto f = e.open_writable(tmp, storage::open_mode::create_new);
+  if (!f) return f.err();
+  const std::string text = std::to_string(term) + "\n";
+  if (auto st = (*f)->append(std::as_bytes(std::span(text.data(), text.size()))); !st) return st.err();
+  if (auto st = (*f)->sync(); !st) return st.err();
+  if (auto st = e.rename_file(tmp, path); !st) return st.err();
+  if (auto st = e.sync_dir(dir); !st) return st.err();
+  return term;
+}
+
+cold_mover::cold_mover(partition& p, cold_mover_options o, tier::uploader::put_fn put)
+    : part_(p), o_(std::move(o)) {
+  uploader_ = std::make_unique<tier::uploader>(p.executor(), o_.upload, std::move(put),
+                                               [this](const tier::uploaded_object& u) { on_uploaded(u); });
+}
+
+cold_mover::~cold_mover() {
+  *alive_ = false;
+  stop();
+}
+
+void cold_mover::start() {
+  for (const streams::stream_meta& m : part_.machine().list("", part_.now_ms())) dirty_.insert(m.path);
+  arm();
+}
+
+void cold_mover::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (timer_ != 0) part_.executor().cancel_timer(timer_);
+  timer_ = 0;
+  uploader_->stop();
+}
+
+void cold_mover::arm() {
+  if (stopped_) return;
+  timer_ = part_.executor().add_timer(o_.scan_interval, [this] {
+    timer_ = 0;
+    pass();
+    arm();
+  });
+}
+
+void cold_mover::pass() {
+  if (stopped_) return;
+  std::vector<std::string> done;
+  for (const std::string& path : dirty_) {
+    if (uploader_->bytes_waiting() >= o_.max_waiting_bytes) break;
+    if (!feed(path)) done.push_back(path);
+  }
+  for (const std::string& path : done) dirty_.erase(path);
+  recount_local_bytes();
+}
+
+bool cold_mover::feed(const std::string& path) {
+  const streams::state_machine& sm = part_.machine();
+  auto log = sm.log_of(path);
+  if (!log) {
+    streams_.erase(path);
+    return false;
+  }
+  streams::read_result head = part_.head_visible(path);
+  if (head.code != streams::errc::ok || !head.meta) return false;  // soft-deleted or expired: stays
+  stream_state& s = streams_[path];
+  if (s.reading) return true;
+  if (s.generation != head.meta->generation) {
+    s = stream_state{};
+    s.generation = head.meta->generation;
+    s.fed = part_.cold_index().cold_end(path).value_or(log->base());
+  }
+  if (s.fed < log->base()) s.fed = log->base();
+  // read_planned sees only durable bytes.
+  streams::read_result rr = part_.read_planned(path, s.fed, o_.scan_bytes);
+  if (rr.code != streams::errc::ok || rr.plan.slices.empty() || rr.plan.next <= s.fed) return false;
+  const std::uint64_t generation = s.generation;
+  const streams::stream_offset from = s.fed;
+  bool cold = false;
+  for (const auto& slice : rr.plan.slices) cold = cold || slice.cold();
+  if (!cold) {
+    hand_over(path, generation, from, rr.plan);
+    return true;
+  }
+  s.reading = true;
+  std::weak_ptr<bool> alive = alive_;
+  part_.read_slices(std::move(rr.plan),
+                    [this, alive, path, generation, from](streams::read_plan plan, status io) {
+                      if (auto a = alive.lock(); !a || !*a || stopped_) return;
+                      auto it = streams_.find(path);
+                      if (it == streams_.end()) return;
+                      it->second.reading = false;
+                      if (!io) {
+                        ++stats_.read_failures;
+                        log::warn("weir serve: cold tier: reading {} for an upload failed ({}); trying again",
+                                  path, io.err().reason);
+                        return;  // still dirty: the next pass reads it again
+                      }
+                      hand_over(path, generation, from, plan);
+                    });
+  return true;
+}
+
+void cold_mover::hand_over(const std::string& path, std::uint64_t generation, streams::stream_offset from,
+                           streams::read_plan& plan) {
+  auto it = streams_.find(path);
+  if (it == streams_.end() || it->second.generation != generation || it->second.fed != from) return;
+  std::string bytes;
+  bytes.reserve(plan.bytes);
+  for (const auto& slice : plan.slices) bytes.append(slice.view());
+  if (bytes.size() != plan.next.value() - from.value()) {
+    // A read plan counts the bytes from `from` to `next`; anything else is a bug upstream. Nothing is
+    // uploaded for it.
+    log::error("weir serve: cold tier: {}: read [{}, {}) gave {} bytes; not uploaded", path, from.value(),
+               plan.next.value(), bytes.size());
+    return;
+  }
+  uploader_->add(path, from, plan.next, std::as_bytes(std::span(bytes.data(), bytes.size())));
+  it->second.fed = plan.next;
+}
+
+void cold_mover::on_uploaded(const tier::uploaded_object& u) {
+  if (stopped_) return;
+  auto applied = part_.submit_index_record(tier::encode_index_record(u), [](durable_result&) {});
+  if (!applied) {
+    log::error("weir serve: cold tier: the index record of {} does not apply: {}", u.key,
+               applied.err().reason);
+    return;
+  }
+  if (applied->recorded) {
+    ++stats_.objects;
+    for (const auto& r : u.ranges) stats_.bytes += r.end.value() - r.first.value();
+    recount_local_bytes();  // the budget frees up at once, not at the next pass
+  }
+  if (applied->refused == 0) return;
+  stats_.ranges_refused += applied->refused;
+  // Set the streams of refused ranges back to their cold end: their bytes go again in a later object.
+  for (const auto& r : u.ranges) {
+    auto it = streams_.find(r.stream);
+    if (it == streams_.end()) continue;
+    auto end = part_.cold_index().cold_end(r.stream);
+    if (end && *end >= r.end) continue;
+    it->second.generation = 0;  // re-read from the cold end at the next pass
+    dirty_.insert(r.stream);
+  }
+}
+
+void cold_mover::recount_local_bytes() {
+  std::uint64_t total = 0;
+  const streams::state_machine& sm = part_.machine();
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    auto log = sm.log_of(it->first);
+    if (!log) {
+      it = streams_.erase(it);
+      continue;
+    }
+    const std::uint64_t first = part_.cold_index().cold_end(it->first).value_or(log->base()).value();
+    total += log->tail().value() > first ? log->tail().value() - first : 0;
+    ++it;
+  }
+  stats_.local_bytes = total;
+}
+
+}  // namespace weir::replica

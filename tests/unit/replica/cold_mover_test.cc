@@ -1,0 +1,315 @@
+// A single node's cold tier built directly (replica::cold_mover over a partition on its own loop, the
+// in-memory object store): durable bytes go to objects, the index records them through the partition's
+// log, a restart replays (or loads from a checkpoint) the same index, a refused upload is retried with
+// the same key and bytes, and appends stop at the local budget while the bucket is down.
+#include "replica/cold_mover.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "raft/loop_executor.h"
+#include "replica/cold_state.h"
+#include "replica/wal_recovery.h"
+#include "storage/mem_env.h"
+#include "tier/mem_object_store.h"
+#include "tier/object_format.h"
+#include "unit/streams/command_builders.h"
+
+namespace weir::replica {
+namespace {
+
+using streams::testing::make_append;
+using streams::testing::make_create;
+
+struct quiet_host final : partition_host {
+  void on_durable(const streams::outcome&) override {}
+  void on_rebuilt() override {}
+  void on_writes_resumed() override {}
+};
+
+class cold_mover_test : public ::testing::Test {
+ protected:
+  void SetUp() override { open(); }
+  void TearDown() override { close(); }
+
+  template <class F>
+  auto on_loop(F fn) {
+    std::promise<decltype(fn())> p;
+    loop_->post([&] { p.set_value(fn()); });
+    return p.get_future().get();
+  }
+  void open(std::uint64_t checkpoint_bytes = 0, std::uint64_t local_budget = 0) {
+    loop_ = std::make_unique<io::event_loop>(0);
+    ex_ = std::make_unique<raft::loop_executor>(*loop_);
+    thread_ = std::thread([l = loop_.get()] { l->run(); });
+    partition_options po;
+    po.checkpoint_bytes = checkpoint_bytes;
+    ASSERT_TRUE(on_loop([&] {
+      part_ = std::make_unique<partition>(*ex_, clock_, po, host_);
+      wal_options wo;
+      wo.data_dir = "/data";
+      wo.sync = storage::sync_policy{};
+      std::vector<partition*> parts{part_.get()};
+      auto rec = open_durable_store(env_, wo, parts, readers_);
+      EXPECT_TRUE(rec.has_value()) << rec.err().reason;
+      if (!rec) return false;
+      recovered_ = *rec;
+      auto term = next_cold_term(env_, "/data/wal/core-0");
+      EXPECT_TRUE(term.has_value());
+      if (!term) return false;
+      cold_mover_options o;
+      o.upload.group = tier::cold_group(0);
+      o.upload.term = tier::leader_term(*term);
+      o.upload.target_object_bytes = 1 << 20;
+      o.upload.max_age = std::chrono::hours(1);  // objects go when a test flushes
+      o.upload.retry_base = std::chrono::milliseconds(1);
+      o.upload.retry_max = std::chrono::milliseconds(2);
+      o.scan_interval = std::chrono::hours(1);  // passes run when a test asks
+      raft::executor* ex = ex_.get();
+      part_->attach_cold(
+          o,
+          [this, ex](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
+            // The store answers on the loop's next turn, as the workers post their completions; while the
+            // bucket is out of reach (hold_puts_) the request waits for release_puts().
+            auto send = [this, ex, key = std::move(key), bytes = std::move(bytes), done = std::move(done)] {
+              auto r = store_.put(key, bytes);
+              ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+            };
+            if (hold_puts_) return held_.push_back(std::move(send));
+            send();
+          },
+          local_budget);
+      part_->start_cold();
+      return true;
+    }));
+  }
+  void close() {
+    if (!loop_) return;
+    on_loop([&] {
+      part_->stop();
+      part_.reset();
+      return 0;
+    });
+    loop_->stop();
+    thread_.join();
+    loop_.reset();
+    readers_.clear();
+  }
+  durable_result submit(const streams::command& c) {
+    std::promise<durable_result> p;
+    loop_->post([&] { (void)part_->submit(c, [&](durable_result& r) { p.set_value(r); }); });
+    return p.get_future().get();
+  }
+  // One pass of the mover, the object being filled sent, its answer and its index record applied, and
+  // the record durable (a command submitted after it completes after it).
+  void upload_now() {
+    on_loop([&] {
+      part_->mover()->pass();
+      const_cast<tier::uploader&>(part_->mover()->uploads()).flush();
+      return 0;
+    });
+    on_loop([] { return 0; });  // the put's answer, then the report and the index record
+    ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
+  }
+  // The puts held while the bucket was out of reach are sent, answered and recorded.
+  void release_puts() {
+    on_loop([&] {
+      hold_puts_ = false;
+      for (auto& send : held_) send();
+      held_.clear();
+      return 0;
+    });
+    on_loop([] { return 0; });
+    ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
+  }
+  // Waits (at most about 10 s, in 1 ms steps of the loop's timers) until `stream`'s cold end is `end`.
+  void wait_for_cold_end(const std::string& stream, std::uint64_t end) {
+    for (int i = 0; i < 10'000 && cold_end(stream) != end; ++i) {
+      std::promise<void> turn;
+      auto done = turn.get_future();
+      on_loop([&] {
+        ex_->add_timer(std::chrono::milliseconds(1), [&] { turn.set_value(); });
+        return 0;
+      });
+      done.get();
+    }
+  }
+  // The bytes of `stream` the index places in objects, read back from the store.
+  std::string cold_bytes(const std::string& stream) {
+    return on_loop([&] {
+      std::string out;
+      const tier::cold_index& index = part_->cold_index();
+      std::uint64_t at = 0;
+      while (auto loc = index.find(stream, streams::stream_offset(at))) {
+        auto reader = tier::object_reader::open(store_, loc->object->key, loc->object->size);
+        EXPECT_TRUE(reader.has_value());
+        if (!reader) break;
+        const tier::cold_extent& e = *loc->extent;
+        auto got = reader->read(e.data_position, e.end.value() - e.first.value());
+        EXPECT_TRUE(got.has_value());
+        if (!got) break;
+        out.append(reinterpret_cast<const char*>(got->data()), got->size());
+        at = e.end.value();
+      }
+      return out;
+    });
+  }
+  std::optional<std::uint64_t> cold_end(const std::string& stream) {
+    return on_loop([&]() -> std::optional<std::uint64_t> {
+      auto e = part_->cold_index().cold_end(stream);
+      if (!e) return std::nullopt;
+      return e->value();
+    });
+  }
+
+  storage::mem_env env_;
+  tier::mem_object_store store_;
+  manual_clock clock_;
+  quiet_host host_;
+  std::unique_ptr<io::event_loop> loop_;
+  std::unique_ptr<raft::loop_executor> ex_;
+  std::thread thread_;
+  std::unique_ptr<partition> part_;
+  segment_readers readers_;
+  wal_recovery_stats recovered_;
+  bool hold_puts_ = false;                   // the loop's
+  std::vector<std::function<void()>> held_;  // the loop's
+};
+
+TEST_F(cold_mover_test, durable_bytes_of_every_stream_go_to_one_object_and_the_index_records_them) {
+  ASSERT_EQ(submit(make_create("/a")).failure, errc::ok);
+  ASSERT_EQ(submit(make_create("/b")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a", "alpha,")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/b", "bravo")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a", "again")).failure, errc::ok);
+  upload_now();
+  EXPECT_EQ(store_.keys().size(), 1u);  // several streams per object
+  EXPECT_EQ(store_.keys()[0], "e0001/g00000000/t0000000000000001-s0000000000000000.obj");
+  EXPECT_EQ(cold_end("/a"), 11u);
+  EXPECT_EQ(cold_end("/b"), 5u);
+  EXPECT_EQ(cold_bytes("/a"), "alpha,again");
+  EXPECT_EQ(cold_bytes("/b"), "bravo");
+  EXPECT_EQ(on_loop([&] { return part_->mover()->local_bytes(); }), 0u);
+
+  // Later appends go in a later object, contiguous with the first.
+  ASSERT_EQ(submit(make_append("/a", "+more")).failure, errc::ok);
+  on_loop([&] {
+    part_->mover()->note_written("/a");
+    return 0;
+  });
+  upload_now();
+  EXPECT_EQ(store_.keys().size(), 2u);
+  EXPECT_EQ(cold_bytes("/a"), "alpha,again+more");
+  EXPECT_EQ(on_loop([&] { return part_->mover()->stats().objects; }), 2u);
+}
+
+TEST_F(cold_mover_test, a_restart_replays_the_index_and_uploads_under_a_new_term) {
+  ASSERT_EQ(submit(make_create("/r")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/r", "one,")).failure, errc::ok);
+  upload_now();
+  ASSERT_EQ(submit(make_append("/r", "two")).failure, errc::ok);
+  close();
+  open();
+  EXPECT_EQ(recovered_.index_records, 1u);
+  EXPECT_EQ(cold_end("/r"), 4u);
+  EXPECT_EQ(cold_bytes("/r"), "one,");
+  // What the first run did not upload goes now, under term 2: no key of the first run is written again.
+  upload_now();
+  EXPECT_EQ(cold_bytes("/r"), "one,two");
+  auto keys = store_.keys();
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_NE(keys[1].find("/t0000000000000002-s0000000000000000.obj"), std::string::npos) << keys[1];
+}
+
+TEST_F(cold_mover_test, a_checkpoint_holds_the_index_beside_the_streams) {
+  close();
+  open(/*checkpoint_bytes=*/64 * 1024);
+  ASSERT_EQ(submit(make_create("/c")).failure, errc::ok);
+  const std::string chunk(16 * 1024, 'c');
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(submit(make_append("/c", chunk)).failure, errc::ok);
+  upload_now();
+  // Enough log to checkpoint after the index record: a restart loads the index from the checkpoint.
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(submit(make_append("/c", chunk)).failure, errc::ok);
+  EXPECT_GE(on_loop([&] { return part_->machine().size(); }), 1u);
+  close();
+  open();
+  EXPECT_GE(recovered_.checkpoints, 1u);
+  EXPECT_EQ(recovered_.index_records, 0u);  // the checkpoint covered it
+  EXPECT_EQ(cold_end("/c"), 3u * chunk.size());
+  EXPECT_EQ(cold_bytes("/c"), chunk + chunk + chunk);
+}
+
+TEST_F(cold_mover_test, a_deleted_and_recreated_stream_starts_with_no_cold_bytes) {
+  ASSERT_EQ(submit(make_create("/d")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/d", "old bytes")).failure, errc::ok);
+  upload_now();
+  EXPECT_EQ(cold_end("/d"), 9u);
+  ASSERT_EQ(submit(streams::delete_command{"/d", 0, 0}).failure, errc::ok);
+  EXPECT_EQ(cold_end("/d"), std::nullopt);
+  ASSERT_EQ(submit(make_create("/d")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/d", "new")).failure, errc::ok);
+  upload_now();
+  EXPECT_EQ(cold_bytes("/d"), "new");
+  close();
+  open();
+  EXPECT_EQ(cold_bytes("/d"), "new");  // the replay drops the old extents the same way
+}
+
+TEST_F(cold_mover_test, a_failed_upload_is_sent_again_with_the_same_key_and_bytes) {
+  ASSERT_EQ(submit(make_create("/f")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/f", "payload")).failure, errc::ok);
+  tier::injected_fault f;
+  f.op = tier::store_op::put;
+  f.kind = tier::fault_kind::timeout_after_apply;  // landed, but the answer was lost
+  store_.inject(f, 1);
+  upload_now();
+  // The retry (after a millisecond or two) sends the same key again; its report records it.
+  wait_for_cold_end("/f", 7);
+  ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
+  EXPECT_EQ(cold_end("/f"), 7u);
+  EXPECT_EQ(store_.keys().size(), 1u);
+  EXPECT_EQ(store_.requests(tier::store_op::put), 2u);
+  EXPECT_EQ(cold_bytes("/f"), "payload");
+}
+
+TEST_F(cold_mover_test, appends_stop_at_the_local_budget_while_the_bucket_is_down_and_go_on_after) {
+  close();
+  open(0, /*local_budget=*/1000);
+  ASSERT_EQ(submit(make_create("/q")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/q", std::string(1200, 'q'))).failure, errc::ok);
+  on_loop([&] {
+    hold_puts_ = true;  // the bucket is out of reach
+    return 0;
+  });
+  upload_now();
+  EXPECT_EQ(on_loop([&] { return part_->mover()->local_bytes(); }), 1200u);
+  EXPECT_TRUE(on_loop([&] { return part_->local_budget_full(); }));
+  EXPECT_EQ(cold_end("/q"), std::nullopt);
+  // The bucket answers again: the bytes are in it, the budget frees up.
+  release_puts();
+  EXPECT_EQ(cold_end("/q"), 1200u);
+  EXPECT_EQ(on_loop([&] { return part_->mover()->local_bytes(); }), 0u);
+  EXPECT_FALSE(on_loop([&] { return part_->local_budget_full(); }));
+}
+
+TEST(cold_state, a_checkpoint_without_cold_bytes_is_the_state_machine_snapshot_alone) {
+  streams::state_machine sm;
+  (void)sm.apply(make_create("/x"));
+  tier::cold_index index;
+  const auto plain = sm.snapshot();
+  EXPECT_EQ(encode_checkpoint(plain, index), plain);  // readable by a weir without a cold tier
+  auto parts = decode_checkpoint(plain);
+  ASSERT_TRUE(parts.has_value());
+  EXPECT_EQ(parts->sm.size(), plain.size());
+  EXPECT_TRUE(parts->index.empty());
+  // A damaged container is an error, never a crash.
+  std::vector<std::byte> bad = {std::byte{'w'}, std::byte{'e'}, std::byte{'i'}, std::byte{'r'},
+                                std::byte{'c'}, std::byte{'o'}, std::byte{'l'}, std::byte{'d'},
+                                std::byte{1},   std::byte{0x7f}};
+  EXPECT_FALSE(decode_checkpoint(bad).has_value());
+}
+
+}  // namespace
+}  // namespace weir::replica
