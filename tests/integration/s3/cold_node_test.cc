@@ -1,0 +1,187 @@
+// A single node with a cold tier, as a user runs it: `weir serve --cold s3://... --s3-endpoint` against
+// s3rver on loopback (real processes, real SigV4). Appended bytes reach the bucket in objects whose
+// ranges read back identical; a node killed with SIGKILL comes back with every byte and uploads the rest
+// under a new term; a node whose credentials the bucket refuses does not start, and says why.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "crash/blocking_client.h"
+#include "crash/server_process.h"
+#include "integration/s3/s3rver_process.h"
+#include "tier/object_format.h"
+#include "tier/s3_object_store.h"
+
+namespace weir::tier {
+namespace {
+
+using namespace std::chrono_literals;
+using crash_test::blocking_client;
+using crash_test::server_process;
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("weir-cold-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+class cold_node_test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new test::s3rver_process();
+    std::string why;
+    ASSERT_TRUE(server_->start(why)) << why;
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override { dir_ = fresh_dir(::testing::UnitTest::GetInstance()->current_test_info()->name()); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string prefix() const {
+    return std::string("cold-node/") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+  std::vector<std::string> cold_args() const {
+    return {"--threads",
+            "1",
+            "--cold",
+            std::string("s3://") + test::s3rver_process::bucket + "/" + prefix(),
+            "--s3-endpoint",
+            server_->endpoint(),
+            "--cold-max-age-ms",
+            "100"};
+  }
+  // The test's view of the bucket: the same prefix, its own client.
+  std::unique_ptr<s3_object_store> bucket() const {
+    s3_settings s;
+    s.location = *parse_cold_location(std::string("s3://") + test::s3rver_process::bucket + "/" + prefix());
+    s.endpoint = *parse_s3_endpoint(server_->endpoint());
+    s.credentials = s3_credentials{test::s3rver_process::access_key, test::s3rver_process::secret_key, ""};
+    return std::make_unique<s3_object_store>(std::move(s));
+  }
+  // The bytes of `stream` in the bucket's objects, in key order (sequence order within a term, terms in
+  // order), and the keys.
+  std::string cold_bytes(const std::string& stream, std::vector<std::string>* keys = nullptr) const {
+    auto store = bucket();
+    auto page = store->list("e0001/", "");
+    if (!page) return "list failed: " + page.err().describe();
+    std::map<std::string, std::uint64_t> objects;
+    for (const auto& o : page->objects) objects[o.key] = o.size;
+    std::string out;
+    for (const auto& [key, size] : objects) {
+      if (keys) keys->push_back(key);
+      auto reader = object_reader::open(*store, key, size);
+      if (!reader) return "open failed: " + reader.err().describe();
+      for (const object_range& r : reader->footer().ranges) {
+        if (r.stream != stream) continue;
+        if (r.first.value() != out.size()) return "a gap or overlap at " + std::to_string(r.first.value());
+        auto got = reader->read(r);
+        if (!got) return "read failed: " + got.err().describe();
+        out.append(reinterpret_cast<const char*>(got->data()), got->size());
+      }
+    }
+    return out;
+  }
+  // Waits (up to 30 s) until the bucket holds `want` of `stream`: the node uploads in the background.
+  std::string wait_for_cold(const std::string& stream, const std::string& want,
+                            std::vector<std::string>* keys = nullptr) const {
+    std::string got;
+    for (auto end = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < end;) {
+      std::vector<std::string> k;
+      got = cold_bytes(stream, &k);
+      if (got == want) {
+        if (keys) *keys = k;
+        return got;
+      }
+      std::this_thread::sleep_for(50ms);  // polling another process's background upload
+    }
+    return got;
+  }
+
+  static test::s3rver_process* server_;
+  std::filesystem::path dir_;
+};
+
+test::s3rver_process* cold_node_test::server_ = nullptr;
+
+// s3rver's built-in account, as a user would pass it.
+void use_credentials(const char* secret) {
+  ::setenv("AWS_ACCESS_KEY_ID", test::s3rver_process::access_key, 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
+}
+
+std::string append_all(std::uint16_t port, const std::string& stream, int from, int to) {
+  blocking_client c(port);
+  std::string all;
+  for (int i = from; i < to; ++i) {
+    std::string body = "record-" + std::to_string(i) + ";";
+    auto r = c.request("POST", stream, {{"Content-Type", "text/plain"}}, body);
+    EXPECT_EQ(r.status, 204) << r.error;
+    all += body;
+  }
+  return all;
+}
+
+TEST_F(cold_node_test, appended_bytes_reach_the_bucket_and_survive_a_kill_with_a_new_term) {
+  use_credentials(test::s3rver_process::secret_key);
+  server_process node(WEIR_BINARY, dir_ / "data", cold_args(), dir_ / "node.log");
+  node.start("first");
+  std::string why;
+  ASSERT_TRUE(node.wait_ready(20s, why)) << why << node.log_tail(2000);
+  const std::string stream = "/v1/stream/cold";
+  {
+    blocking_client c(node.port());
+    ASSERT_EQ(c.request("PUT", stream, {{"Content-Type", "text/plain"}}).status, 201);
+  }
+  std::string all = append_all(node.port(), stream, 0, 200);
+  std::vector<std::string> keys;
+  ASSERT_EQ(wait_for_cold(stream, all, &keys), all) << node.log_tail(3000);
+  ASSERT_FALSE(keys.empty());
+  EXPECT_NE(keys[0].find("e0001/g00000000/t0000000000000001-s"), std::string::npos) << keys[0];
+
+  ASSERT_TRUE(node.kill(why)) << why;
+  node.start("after kill -9");
+  ASSERT_TRUE(node.wait_ready(20s, why)) << why << node.log_tail(2000);
+  {
+    blocking_client c(node.port());
+    auto r = c.request("GET", stream + "?offset=-1");
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, all);
+  }
+  all += append_all(node.port(), stream, 200, 300);
+  ASSERT_EQ(wait_for_cold(stream, all, &keys), all) << node.log_tail(3000);
+  EXPECT_NE(keys.back().find("/t0000000000000002-s"), std::string::npos) << keys.back();
+  ASSERT_TRUE(node.kill(why)) << why;
+}
+
+TEST_F(cold_node_test, a_node_whose_credentials_the_bucket_refuses_does_not_start) {
+  use_credentials("not-the-secret");
+  server_process node(WEIR_BINARY, dir_ / "data", cold_args(), dir_ / "node.log");
+  node.start("wrong secret");
+  std::string why;
+  bool exited = false;
+  for (auto end = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < end;) {
+    if (!node.alive(why)) {
+      exited = true;
+      break;
+    }
+    std::this_thread::sleep_for(20ms);  // polling a child's exit status: there is no event to wait on
+  }
+  ASSERT_TRUE(exited) << "still running with a refused secret";
+  const std::string log = node.log_tail(4000);
+  EXPECT_NE(log.find("cannot be listed"), std::string::npos) << log;
+  EXPECT_NE(log.find("SignatureDoesNotMatch"), std::string::npos) << log;
+  EXPECT_EQ(log.find("not-the-secret"), std::string::npos) << "the secret is in the log";
+}
+
+}  // namespace
+}  // namespace weir::tier
