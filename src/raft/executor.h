@@ -1,6 +1,6 @@
 // executor: what the raft module needs from an event loop: run a task soon, run one later, read the
 // time. io::event_loop has these members (post, add_timer, cancel_timer, now_ms); an adapter wires it in.
-// The simulation implements it with a seeded scheduler and a manual clock (sim_scheduler.h).
+// The simulations implement it with a seeded scheduler and a manual clock (tests/support/sim).
 // Single-threaded: every call comes from the executor's own thread.
 #pragma once
 

@@ -61,19 +61,6 @@ struct node_log::carried {
   }
 };
 
-void delayed_flusher::flush(storage::writable_file& f, std::vector<std::byte> bytes,
-                            std::function<void(status)> done) {
-  status st = f.append(bytes);
-  ex_.add_timer(latency_(), [&f, st = std::move(st), done = std::move(done)]() mutable {
-    if (!st) return done(std::move(st));
-    done(f.sync());
-  });
-}
-
-void delayed_flusher::run(std::function<status()> work, std::function<void(status)> done) {
-  ex_.add_timer(latency_(), [work = std::move(work), done = std::move(done)]() mutable { done(work()); });
-}
-
 node_log::node_log(storage::env& env, log_flusher& f, std::string path, node_log_options opts)
     : env_(env), flusher_(f), path_(std::move(path)), opts_(opts) {
   const auto slash = path_.rfind('/');

@@ -51,8 +51,9 @@
 
 namespace weir::raft {
 
-// Where the node log's disk work runs. Production runs it on a sync thread (thread_flusher);
-// delayed_flusher runs it on the executor after a chosen disk latency (tests and the simulation).
+// Where the node log's disk work runs. Production runs it on a sync thread (thread_flusher); the tests
+// and the simulations run it on the executor after a chosen disk latency (tests/support/sim's
+// delayed_flusher).
 // Jobs run in the order they were handed over.
 class log_flusher {
  public:
@@ -64,21 +65,6 @@ class log_flusher {
   // Runs `work` (file-system calls that may block: a directory sync, an unlink, a read of an old
   // segment), then calls `done` with its outcome on the node's executor.
   virtual void run(std::function<status()> work, std::function<void(status)> done) = 0;
-};
-
-// Appends at once (the bytes reach the "page cache": a crash may still drop them), syncs after
-// latency() milliseconds on the executor; run() runs its work after latency() too.
-class delayed_flusher final : public log_flusher {
- public:
-  delayed_flusher(executor& ex, std::function<std::chrono::milliseconds()> latency)
-      : ex_(ex), latency_(std::move(latency)) {}
-  void flush(storage::writable_file& f, std::vector<std::byte> bytes,
-             std::function<void(status)> done) override;
-  void run(std::function<status()> work, std::function<void(status)> done) override;
-
- private:
-  executor& ex_;
-  std::function<std::chrono::milliseconds()> latency_;
 };
 
 struct node_log_options {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "raft/sim_scheduler.h"
+#include "support/sim/sim_scheduler.h"
 
 namespace weir::cluster {
 namespace {

@@ -13,6 +13,7 @@
 
 #include "cluster_sim_model.h"
 #include "raft/node_log.h"
+#include "support/sim/delayed_flusher.h"
 #include "streams/command_codec.h"
 
 namespace weir::cluster::sim {

@@ -11,16 +11,17 @@
 #include <fmt/format.h>
 
 #include "base/clock.h"
-#include "raft/mem_network.h"
 #include "raft/node_log.h"
-#include "raft/sim_faults.h"
-#include "raft/sim_scheduler.h"
 #include "replica/partition.h"
 #include "replica/raft_lane.h"
 #include "storage/mem_env.h"
 #include "storage/segment_reader.h"
+#include "support/sim/delayed_flusher.h"
+#include "support/sim/mem_network.h"
+#include "support/sim/sim_disk_worker.h"
+#include "support/sim/sim_faults.h"
+#include "support/sim/sim_scheduler.h"
 #include "unit/cluster/mem_links.h"
-#include "unit/replica/sim_disk_worker.h"
 #include "unit/streams/command_builders.h"
 
 namespace weir::cluster::sim {

@@ -1,6 +1,7 @@
-// mem_links: cluster::links over the simulation's raft::mem_network, for the cluster simulation
-// (cluster_sim.h). Each frame becomes one mem_network packet: the channel byte, then the payload; channel
-// 0 goes to the raft_transport() adapter's receiver (node_io), every other channel to set_receiver's.
+// mem_links: cluster::links over the simulations' raft::mem_network (tests/support/sim), for the
+// cluster simulation (lane_sim.h) and the replicator tests. Each frame becomes one mem_network packet:
+// the channel byte, then the payload; channel 0 goes to the raft_transport() adapter's receiver
+// (node_io), every other channel to set_receiver's.
 // The network's faults (loss, delay, reordering, partitions) apply to both channels alike; a frame to a
 // node that is down is lost, like one sent on a broken TCP connection.
 //
@@ -15,7 +16,7 @@
 #include <vector>
 
 #include "cluster/links.h"
-#include "raft/mem_network.h"
+#include "support/sim/mem_network.h"
 
 namespace weir::cluster::sim {
 

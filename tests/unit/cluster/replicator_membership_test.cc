@@ -16,11 +16,11 @@
 
 #include "cluster/messages.h"
 #include "cluster/replicator.h"
-#include "raft/mem_network.h"
 #include "raft/node_log.h"
-#include "raft/sim_scheduler.h"
 #include "replicator_sim_cluster.h"
 #include "storage/mem_env.h"
+#include "support/sim/mem_network.h"
+#include "support/sim/sim_scheduler.h"
 
 namespace weir::cluster {
 namespace {

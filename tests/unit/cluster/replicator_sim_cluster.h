@@ -17,10 +17,11 @@
 #include "cluster/membership.h"
 #include "cluster/replicator.h"
 #include "mem_links.h"
-#include "raft/mem_network.h"
 #include "raft/node_log.h"
-#include "raft/sim_scheduler.h"
 #include "storage/mem_env.h"
+#include "support/sim/delayed_flusher.h"
+#include "support/sim/mem_network.h"
+#include "support/sim/sim_scheduler.h"
 
 namespace weir::cluster::sim {
 

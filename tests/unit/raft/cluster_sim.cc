@@ -11,12 +11,13 @@
 #include <fmt/format.h>
 
 #include "raft/byte_codec.h"
-#include "raft/mem_network.h"
 #include "raft/node_io.h"
 #include "raft/node_log.h"
-#include "raft/sim_faults.h"
-#include "raft/sim_scheduler.h"
 #include "storage/mem_env.h"
+#include "support/sim/delayed_flusher.h"
+#include "support/sim/mem_network.h"
+#include "support/sim/sim_faults.h"
+#include "support/sim/sim_scheduler.h"
 
 namespace weir::raft::sim {
 namespace {

@@ -16,6 +16,7 @@
 #include "raft/node_io.h"
 #include "raft/node_log.h"
 #include "raft/thread_flusher.h"
+#include "support/sim/delayed_flusher.h"
 
 namespace weir::raft {
 namespace {

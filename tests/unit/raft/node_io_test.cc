@@ -8,9 +8,10 @@
 #include <map>
 
 #include "raft/libraft.h"
-#include "raft/sim_scheduler.h"
 #include "raft/wire_format.h"
 #include "storage/mem_env.h"
+#include "support/sim/delayed_flusher.h"
+#include "support/sim/sim_scheduler.h"
 
 namespace weir::raft {
 namespace {

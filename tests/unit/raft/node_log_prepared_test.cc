@@ -12,9 +12,10 @@
 #include <unistd.h>
 
 #include "raft/node_log.h"
-#include "raft/sim_scheduler.h"
 #include "raft/thread_flusher.h"
 #include "storage/mem_env.h"
+#include "support/sim/delayed_flusher.h"
+#include "support/sim/sim_scheduler.h"
 #include "unit/raft/node_log_test_util.h"
 #include "unit/raft/posted_loop.h"
 

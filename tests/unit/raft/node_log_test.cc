@@ -1,11 +1,12 @@
 // node_log (node_log.h): group commit across groups, recovery of every group's state, crash loss of
 // unsynced batches, torn tails.
 #include "raft/node_log.h"
+#include "support/sim/delayed_flusher.h"
 
 #include <gtest/gtest.h>
 
-#include "raft/sim_scheduler.h"
 #include "storage/mem_env.h"
+#include "support/sim/sim_scheduler.h"
 
 namespace weir::raft {
 namespace {

@@ -4,11 +4,11 @@
 // before that task loses the command and nothing before it.
 #include <gtest/gtest.h>
 
-#include "raft/sim_scheduler.h"
 #include "replica/partition.h"
 #include "replica/wal_recovery.h"
 #include "storage/mem_env.h"
-#include "unit/replica/sim_disk_worker.h"
+#include "support/sim/sim_disk_worker.h"
+#include "support/sim/sim_scheduler.h"
 #include "unit/streams/command_builders.h"
 
 namespace weir::replica {

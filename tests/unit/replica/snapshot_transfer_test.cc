@@ -13,9 +13,9 @@
 #include <map>
 #include <set>
 
-#include "raft/sim_scheduler.h"
 #include "replica/group_snapshot.h"
 #include "streams/state_machine.h"
+#include "support/sim/sim_scheduler.h"
 #include "unit/streams/command_builders.h"
 
 namespace weir::replica {

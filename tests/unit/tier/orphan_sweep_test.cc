@@ -8,7 +8,7 @@
 
 #include <set>
 
-#include "raft/sim_scheduler.h"
+#include "support/sim/sim_scheduler.h"
 #include "tier/cold_index.h"
 #include "tier/mem_object_store.h"
 #include "tier/uploader.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "raft/sim_scheduler.h"
+#include "support/sim/sim_scheduler.h"
 #include "tier/mem_object_store.h"
 
 namespace weir::tier {

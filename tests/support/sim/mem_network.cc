@@ -1,4 +1,4 @@
-#include "raft/mem_network.h"
+#include "support/sim/mem_network.h"
 
 #include <algorithm>
 

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "raft/mem_network.h"
-#include "raft/sim_scheduler.h"
+#include "support/sim/mem_network.h"
+#include "support/sim/sim_scheduler.h"
 
 namespace weir::raft {
 

@@ -12,8 +12,8 @@
 #include <set>
 #include <utility>
 
-#include "raft/sim_scheduler.h"
 #include "raft/transport.h"
+#include "support/sim/sim_scheduler.h"
 
 namespace weir::raft {
 

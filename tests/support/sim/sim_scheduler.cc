@@ -1,4 +1,4 @@
-#include "raft/sim_scheduler.h"
+#include "support/sim/sim_scheduler.h"
 
 #include "base/assert.h"
 
