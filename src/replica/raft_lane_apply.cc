@@ -111,12 +111,16 @@ status raft_lane::restore_part(std::span<const std::byte> blob,
   part_.recount_streams();
   host_.on_restored(in_part, removed);
   part_.persist_unlocated(in_part);
-  // Lanes: forks of the part whose source is another lane's ask that lane for its log, and requests
-  // for this lane's logs that the part answers are answered.
-  if (opts_.cluster.lanes > 1) {
-    for (const auto& link : sm.forks_to_stitch()) {
-      if (in_part(link.path) && lane_index_of(link.source) != opts_.lane)
-        ask_for_source(link.path, link.source);
+  // Forks of the part left unlinked: one whose source is another lane's asks that lane for its log
+  // (lanes); one whose source is this lane's but not created here yet (its group is behind the fork's
+  // after a restart) is linked when that create is applied, like a fork whose create is applied before
+  // its source's (link_waiting_forks). Requests for this lane's logs that the part answers are answered.
+  for (const auto& link : sm.forks_to_stitch()) {
+    if (!in_part(link.path)) continue;
+    if (lane_index_of(link.source) != opts_.lane) {
+      ask_for_source(link.path, link.source);
+    } else if (!sm.log_of(link.source)) {
+      unlinked_forks_.emplace(link.source, link.path);
     }
   }
   if (!lend_waiting_.empty()) answer_lend_requests();
