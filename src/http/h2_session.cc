@@ -15,7 +15,7 @@
 #include "http/body_budget.h"
 #include "http/connection.h"
 #include "http/h2_alloc.h"
-#include "http/h2_request_check.h"
+#include "http/h2_stream.h"
 #include "http/loop_context.h"
 #include "http/status_text.h"
 
@@ -112,55 +112,6 @@ ssize_t send_cb(nghttp2_session*, const std::uint8_t* data, std::size_t length, 
 }
 
 }  // namespace
-
-// One request/response on the session: the request as it arrives, then the response body not yet framed.
-// The plain fields are a base of their own so that a recycled stream is reset with one assignment
-// (recycle()), its buffers cleared in place rather than swapped with those of a fresh temporary.
-struct h2_stream_state {
-  std::int32_t id = 0;
-  std::int64_t opened_ms = 0;
-  std::uint32_t pseudo[4][2] = {};  // :method, :path, :authority, :scheme (offset, length) in `fields`
-  std::size_t list_bytes = 0;       // RFC 9113 6.5.2 size of the field list so far
-  bool head_too_large = false;
-  bool headers_done = false;
-  bool expect_continue = false;
-  bool malformed = false;         // RFC 9113 8.1.1: reset with PROTOCOL_ERROR, never dispatched
-  h2_request_check check;         // the request's fields, content-length and DATA (RFC 9113 8.1.1, 8.2, 8.3)
-  std::size_t body_reserved = 0;  // of the node's body budget
-  bool request_complete = false;  // END_STREAM received
-  bool refused = false;           // answered before its body was read (413, 503): body bytes dropped
-
-  // Exchange.
-  bool dispatched = false;
-  bool finished = false;  // respond() or end() called: the exchange is over for the handler
-  bool is_head = false;
-  bool body_allowed = false;
-  bool eof = false;  // no bytes follow those in `out`
-  bool dropped = false;
-  std::size_t drain_low = 0;
-
-  // Observer figures.
-  std::uint8_t tag = 0;
-  int status = 0;
-  std::uint64_t start_ns = 0, head_ns = 0, bytes_in = 0, bytes_out = 0;
-};
-static_assert(std::is_trivially_copyable_v<h2_stream_state>);
-
-struct h2_session::stream : h2_stream_state {
-  // Request fields, names and values back to back in `fields`; `spans` holds (offset, length) pairs.
-  std::string fields;
-  std::vector<std::uint32_t> spans;
-  io::byte_buffer body;
-  io::byte_buffer out;  // response body bytes not framed yet
-  std::function<void()> on_close;
-  std::function<void()> on_drain;
-  std::string method, path;  // for the observer
-  std::string head;          // the response's field names and values nghttp2 frames in place (submit)
-
-  std::string_view at(const std::uint32_t (&p)[2]) const {
-    return std::string_view(fields).substr(p[0], p[1]);
-  }
-};
 
 h2_session::h2_session(loop_context& ctx, connection& conn, io::byte_buffer& out)
     : ctx_(&ctx), conn_(&conn), out_(&out) {
@@ -485,48 +436,6 @@ int h2_session::on_stream_close(std::int32_t id, std::uint32_t) {
   if (streams_.empty()) idle_since_ms_ = ctx_->loop->now_ms();
   recycle(std::move(done));
   return 0;
-}
-
-namespace {
-// Closed streams of every session of this thread (a loop's), reset, for the next streams opened on it:
-// one allocation fewer per stream, field list, span array and response body. Per thread, not per
-// session, so that a client that had 100 requests in flight reuses 100 while an idle connection holds
-// none; bounded in count and in the room each keeps (at most about 4 MiB a thread).
-constexpr std::size_t max_spare_streams = 512, keep_fields_bytes = 4096, keep_out_bytes = 4096;
-thread_local std::vector<std::unique_ptr<h2_session::stream>> spare_streams;
-}  // namespace
-
-std::unique_ptr<h2_session::stream> h2_session::new_stream() {
-  if (spare_streams.empty()) return std::make_unique<stream>();
-  std::unique_ptr<stream> s = std::move(spare_streams.back());
-  spare_streams.pop_back();
-  return s;
-}
-
-void h2_session::recycle(std::unique_ptr<stream> s) {
-  if (spare_streams.size() >= max_spare_streams) return;
-  static_cast<h2_stream_state&>(*s) = h2_stream_state{};
-  if (s->fields.capacity() <= keep_fields_bytes) {
-    s->fields.clear();
-    s->spans.clear();
-  } else {
-    s->fields = std::string();
-    s->spans = std::vector<std::uint32_t>();
-  }
-  s->body.clear();
-  if (s->body.capacity() > keep_out_bytes) s->body.release();
-  s->out.clear();
-  if (s->out.capacity() > keep_out_bytes) s->out.release();
-  if (s->on_close) s->on_close = nullptr;
-  if (s->on_drain) s->on_drain = nullptr;
-  s->method.clear();
-  s->path.clear();
-  if (s->head.capacity() <= keep_fields_bytes) {
-    s->head.clear();
-  } else {
-    s->head = std::string();
-  }
-  spare_streams.push_back(std::move(s));
 }
 
 void h2_session::dispatch(stream& s) {
