@@ -25,6 +25,21 @@ constexpr milliseconds read_poll{2};
 constexpr milliseconds read_resend{300};
 }  // namespace
 
+raft_bytes::raft_bytes(std::size_t n) : base_(static_cast<std::byte*>(raft_malloc(n))), len_(base_ ? n : 0) {}
+
+raft_bytes& raft_bytes::operator=(raft_bytes&& o) noexcept {
+  if (this != &o) {
+    raft_free(base_);
+    base_ = std::exchange(o.base_, nullptr);
+    len_ = std::exchange(o.len_, 0);
+  }
+  return *this;
+}
+
+raft_bytes::~raft_bytes() {
+  raft_free(base_);
+}
+
 replicator::replicator(raft::executor& ex, links& l, options o, callbacks cb)
     : ex_(ex), links_(l), opts_(std::move(o)), cb_(std::move(cb)) {}
 
@@ -208,7 +223,14 @@ std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> co
   s.group = gi;
   group* g = find(gi);
   if (g != nullptr) ++g->submits;
-  s.entry = encode_entry(entry_header{opts_.self, ticket, kind}, command);
+  // The one copy of the command on its way into libraft's log: straight into the buffer raft_apply
+  // takes, after its header (docs/replication.md, "The path of an append").
+  const std::vector<std::byte> header = encode_entry(entry_header{opts_.self, ticket, kind}, {});
+  s.entry = raft_bytes(header.size() + command.size());
+  if (!s.entry.empty()) {
+    std::memcpy(s.entry.data(), header.data(), header.size());
+    if (!command.empty()) std::memcpy(s.entry.data() + header.size(), command.data(), command.size());
+  }
   // Another lane's group: no leader here, and none to forward to (fails on the next turn).
   s.here_only = here_only || g == nullptr;
   s.started_ms = ex_.now_ms();
@@ -234,6 +256,16 @@ void replicator::try_submit(std::uint64_t ticket) {
   if (it == submits_.end()) return;
   pending_submit& s = it->second;
   s.retry_armed = false;
+  // Already in this node's libraft (a stale reject of an earlier forward): never proposed twice.
+  if (s.proposed && s.proposed_to == opts_.self && s.entry.empty()) return;
+  if (s.entry.empty()) {
+    // raft_malloc failed in submit: nothing was proposed.
+    s.retry_armed = true;
+    ex_.post([this, alive = std::weak_ptr<bool>(alive_), ticket] {
+      if (auto a = alive.lock(); a && *a) resolve_failed(ticket, submit_error::no_leader);
+    });
+    return;
+  }
   const std::uint64_t leader = leader_of(s.group);
   if (leader == opts_.self) {
     s.proposed = true;
@@ -252,15 +284,14 @@ void replicator::try_submit(std::uint64_t ticket) {
   if (leader != 0) {
     s.proposed = true;
     s.proposed_to = leader;
-    send(leader, forward{s.group, s.entry});
+    send(leader, forward{s.group, s.entry.bytes()});
     return;
   }
   s.retry_armed = true;
   after(retry_delay, [this, ticket] { try_submit(ticket); });
 }
 
-void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::uint64_t origin,
-                         std::uint64_t ticket) {
+void replicator::propose(std::uint32_t gi, raft_bytes& entry, std::uint64_t origin, std::uint64_t ticket) {
   group& g = *find(gi);  // try_submit and on_message checked it is this lane's
   auto retry = [&] {
     if (origin != opts_.self) {
@@ -277,20 +308,22 @@ void replicator::propose(std::uint32_t gi, std::vector<std::byte> entry, std::ui
     retry();
     return;
   }
+  raft_bytes taken = std::move(entry);
   raft_buffer buf;
-  buf.len = entry.size();
-  buf.base = raft_malloc(entry.size());
-  std::memcpy(buf.base, entry.data(), entry.size());
+  buf.len = taken.size();
+  buf.base = taken.data();
   auto* p = new group_glue::proposal;
   p->owner = this;
   p->origin = origin;
   p->ticket = ticket;
   p->req.data = p;
   if (int rv = raft_apply(&g.r, &p->req, &buf, 1, &group_glue::applied); rv != 0) {
-    raft_free(buf.base);
     delete p;
+    entry = std::move(taken);  // still ours: a retry proposes it again
     retry();
+    return;
   }
+  (void)taken.release();  // libraft's log owns it now
 }
 
 void replicator::leadership_lost(std::uint64_t ticket) {
@@ -517,8 +550,11 @@ void replicator::on_message(std::uint64_t from, std::span<const std::byte> bytes
     if (find(f->group) == nullptr) return;
     auto entry = decode_entry(f->entry);
     if (!entry) return;
-    propose(f->group, std::vector<std::byte>(f->entry.begin(), f->entry.end()), entry->first.origin,
-            entry->first.ticket);
+    // The forwarded entry's one copy on this node before libraft: from the message into its buffer.
+    raft_bytes copy(f->entry.size());
+    if (copy.empty()) return;  // out of memory: the proposer's deadline answers it
+    std::memcpy(copy.data(), f->entry.data(), f->entry.size());
+    propose(f->group, copy, entry->first.origin, entry->first.ticket);
   } else if (auto* rj = std::get_if<forward_reject>(&*m)) {
     auto it = submits_.find(rj->ticket);
     if (it == submits_.end()) return;

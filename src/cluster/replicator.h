@@ -42,6 +42,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -53,6 +54,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -73,6 +75,31 @@ class log_flusher;
 namespace weir::cluster {
 
 class links;
+
+// An entry's bytes (entry header + command) in one buffer from raft_malloc: raft_apply takes the buffer
+// itself, so the bytes are not copied again on their way into libraft's log (docs/replication.md, "The
+// path of an append"). Empty once handed over. Move-only.
+class raft_bytes {
+ public:
+  raft_bytes() = default;
+  explicit raft_bytes(std::size_t n);  // n bytes, uninitialized; empty() on allocation failure
+  raft_bytes(raft_bytes&& o) noexcept : base_(o.base_), len_(o.len_) { o.base_ = nullptr, o.len_ = 0; }
+  raft_bytes& operator=(raft_bytes&& o) noexcept;
+  ~raft_bytes();
+  std::byte* data() { return base_; }
+  std::span<const std::byte> bytes() const { return {base_, len_}; }
+  std::size_t size() const { return len_; }
+  bool empty() const { return base_ == nullptr; }
+  // Gives the buffer up (to libraft, which frees it with raft_free).
+  std::byte* release() {
+    len_ = 0;
+    return std::exchange(base_, nullptr);
+  }
+
+ private:
+  std::byte* base_ = nullptr;
+  std::size_t len_ = 0;
+};
 
 enum class submit_error : std::uint8_t {
   no_leader = 1,  // no leader could be reached in time: nothing was committed
@@ -286,7 +313,8 @@ class replicator {
 
   struct pending_submit {
     std::uint32_t group = 0;
-    std::vector<std::byte> entry;
+    // Header + command, until this node's libraft takes it (propose); forwarded to a leader from here.
+    raft_bytes entry;
     std::int64_t deadline_ms = 0;   // executor time
     std::int64_t started_ms = 0;    // executor time of submit()
     bool proposed = false;          // handed to a leader that accepted it (a retry could apply it twice)
@@ -319,7 +347,10 @@ class replicator {
   void after(std::chrono::milliseconds delay, std::function<void()> fn);
   void soon(std::function<void()> fn);
   void try_submit(std::uint64_t ticket);
-  void propose(std::uint32_t group, std::vector<std::byte> entry, std::uint64_t origin, std::uint64_t ticket);
+  // Proposes `entry` (header + command) to this node's libraft when it leads `group`: the buffer goes to
+  // libraft (entry is left empty) once raft_apply took it; otherwise it stays and the proposal is
+  // retried or rejected.
+  void propose(std::uint32_t group, raft_bytes& entry, std::uint64_t origin, std::uint64_t ticket);
   void try_read(std::uint64_t id);
   void try_call(std::uint64_t id);
   void retry_call(std::uint64_t id);
