@@ -286,6 +286,20 @@ struct group_io_methods {
     return 0;
   }
 
+  // At least the encoded frame's size (wire_format.cc: a frame's header and fields, 13 bytes per entry
+  // ahead of its data; servers and snapshot data of an InstallSnapshot).
+  static std::size_t frame_size_hint(const raft_message& m) {
+    std::size_t n = 128;
+    if (m.type == RAFT_IO_APPEND_ENTRIES) {
+      for (unsigned k = 0; k < m.append_entries.n_entries; ++k) n += 16 + m.append_entries.entries[k].buf.len;
+    } else if (m.type == RAFT_IO_INSTALL_SNAPSHOT) {
+      n += m.install_snapshot.data.len;
+      for (unsigned k = 0; k < m.install_snapshot.conf.n; ++k)
+        n += 32 + std::strlen(m.install_snapshot.conf.servers[k].address);
+    }
+    return n;
+  }
+
   // An AppendEntries of barriers only, each of a few bytes (none: a heartbeat).
   static bool only_small_barriers(const raft_append_entries& a) {
     constexpr std::size_t small_barrier = 64;
@@ -379,7 +393,9 @@ struct group_io_methods {
         std::snprintf(io->errmsg, RAFT_ERRMSG_BUF_SIZE, "send of message type %u", m->type);
         return RAFT_MALFORMED;
     }
+    // Room for the whole frame first: its entries are copied into it once, never moved by a regrowth.
     std::vector<std::byte> frame;
+    frame.reserve(frame_size_hint(*m));
     wire::encode_frame(w, frame);
     // Small messages may take the urgent lane (node_io.h, "Lanes"): all but InstallSnapshot, an
     // AppendEntries that carries entries other than small barriers, and a heartbeat past what `to` has
@@ -548,10 +564,14 @@ void node_io::queue_frame(group& g, node_id to, std::vector<std::byte> frame, bo
 
 namespace {
 
-// Appends `frame` to the last of `packets`, or starts a packet (see node_io::max_packet_bytes).
+// Appends `frame` to the last of `packets`, or starts a packet (see node_io::max_packet_bytes). A large
+// frame (node_io::own_packet_bytes: entries of a large append) is a packet of its own and no frame is
+// added to it, so that its bytes are not copied again (into a packet, or by a packet's regrowth).
 void add_to_packets(std::vector<std::vector<std::byte>>& packets, std::vector<std::byte>&& frame,
                     std::size_t max_bytes) {
-  if (!packets.empty() && packets.back().size() + frame.size() <= max_bytes) {
+  if (!packets.empty() && frame.size() < node_io::own_packet_bytes &&
+      packets.back().size() < node_io::own_packet_bytes &&
+      packets.back().size() + frame.size() <= max_bytes) {
     packets.back().insert(packets.back().end(), frame.begin(), frame.end());
     return;
   }

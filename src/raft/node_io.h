@@ -173,6 +173,9 @@ class node_io {
   // at once: a turn's frames for a peer under a burst of 512 KiB entries made packets of 2-5 MiB, each
   // handled in one go (200-470 ms on a starved CPU, heartbeats of other groups behind the entries).
   static constexpr std::size_t max_packet_bytes = 1u << 20;
+  // A frame of at least this many bytes goes in a packet of its own, and a packet that reached it takes
+  // no more frames: coalescing saves little per large frame and would copy its bytes again.
+  static constexpr std::size_t own_packet_bytes = 32u << 10;
 
   node_id self() const { return opts_.self; }
   // Membership changes at run time: a node that joins gets an address (its frames are taken from then

@@ -183,14 +183,15 @@ TEST(raft_node_io, a_message_after_set_term_waits_for_the_sync) {
   f.close_all({g0, g1});
 }
 
-// A turn's frames for one peer leave in packets of at most max_packet_bytes (a larger frame alone), in the
-// order they were sent: the receiver handles a packet whole, so a turn of megabytes of entries does not
-// become one packet that holds every frame behind it (docs/replication.md, "The raft layer").
+// A turn's frames for one peer leave in packets of at most max_packet_bytes, in the order they were sent:
+// the receiver handles a packet whole, so a turn of megabytes of entries does not become one packet that
+// holds every frame behind it (docs/replication.md, "The raft layer"). Small frames share packets; a
+// frame of own_packet_bytes or more goes alone, so that its entries are not copied again into a packet.
 TEST(raft_node_io, a_turns_frames_leave_in_packets_of_bounded_size_in_order) {
   node_fixture f;
   raft_io* g0 = f.start_group(0);
-  const std::vector<std::size_t> sizes = {300u << 10, 300u << 10, 300u << 10, 1500u << 10,
-                                          10,         300u << 10, 10};
+  const std::vector<std::size_t> sizes = {300u << 10, 300u << 10, 1500u << 10, 10,         10,
+                                          10,         20u << 10,  20u << 10,   300u << 10, 10};
   std::vector<std::vector<char>> data;
   for (std::size_t i = 0; i < sizes.size(); ++i) data.emplace_back(sizes[i], static_cast<char>('a' + i));
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -206,9 +207,10 @@ TEST(raft_node_io, a_turns_frames_leave_in_packets_of_bounded_size_in_order) {
     ASSERT_EQ(g0->send(g0, new raft_io_send{}, &m, callbacks::on_send), 0);
   }
   f.sched.run_until(1);
-  // Packets: the first three entries (900 KiB) share one, the fourth (1.5 MiB) goes alone, the rest
-  // share a third.
-  ASSERT_EQ(f.net.sent.size(), 3u);
+  // Packets: each large frame alone; the five small ones after the 1.5 MiB frame share one (it reaches
+  // own_packet_bytes with the second 20 KiB frame and takes no more); the last small frame starts another.
+  ASSERT_EQ(f.net.sent.size(), 6u);
+  std::vector<std::size_t> per_packet;
   for (const auto& [to, packet] : f.net.sent) {
     EXPECT_EQ(to, node_id(2));
     std::span<const std::byte> rest(packet);
@@ -221,7 +223,9 @@ TEST(raft_node_io, a_turns_frames_leave_in_packets_of_bounded_size_in_order) {
     }
     EXPECT_TRUE(packet.size() <= node_io::max_packet_bytes || frames == 1)
         << packet.size() << " bytes, " << frames;
+    per_packet.push_back(frames);
   }
+  EXPECT_EQ(per_packet, (std::vector<std::size_t>{1, 1, 1, 5, 1, 1}));
   const auto frames = f.net.frames_to(node_id(2));
   ASSERT_EQ(frames.size(), sizes.size());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -272,11 +276,12 @@ TEST(raft_node_io, small_messages_of_other_groups_overtake_entries_but_not_their
   ASSERT_EQ(g1->send(g1, new raft_io_send{}, &vote, callbacks::on_send), 0);
   f.sched.run_until(1);
   using c = std::vector<std::pair<std::uint32_t, int>>;
-  ASSERT_EQ(f.net.sent.size(), 3u);
-  EXPECT_EQ(f.net.urgent, (std::vector<bool>{true, false, false}));
-  EXPECT_EQ(contents(f.net.sent[0].second), (c{{1, 0}, {1, -1}}));         // sent first
-  EXPECT_EQ(contents(f.net.sent[1].second), (c{{0, 1}, {0, 1}, {0, 1}}));  // packets of 1 MiB at most
-  EXPECT_EQ(contents(f.net.sent[2].second), (c{{0, 1}, {0, 0}}));
+  ASSERT_EQ(f.net.sent.size(), 6u);
+  EXPECT_EQ(f.net.urgent, (std::vector<bool>{true, false, false, false, false, false}));
+  EXPECT_EQ(contents(f.net.sent[0].second), (c{{1, 0}, {1, -1}}));  // sent first
+  for (std::size_t k = 1; k <= 4; ++k)
+    EXPECT_EQ(contents(f.net.sent[k].second), (c{{0, 1}})) << k;  // a large frame: a packet of its own
+  EXPECT_EQ(contents(f.net.sent[5].second), (c{{0, 0}}));
   EXPECT_EQ(f.io->counters().urgent_packets_sent, 1u);
 
   // A later turn: while the transport still queues group 0's bulk packets, its heartbeat follows them;
@@ -332,10 +337,11 @@ TEST(raft_node_io, a_small_barrier_takes_the_urgent_lane_unless_its_group_has_bu
   send_append(g0, 4, 8, RAFT_BARRIER);                                   // group 0's, behind its entries
   f.sched.run_until(1);
   using c = std::vector<std::pair<std::uint32_t, int>>;
-  ASSERT_EQ(f.net.sent.size(), 3u);
-  EXPECT_EQ(f.net.urgent, (std::vector<bool>{true, false, false}));
+  ASSERT_EQ(f.net.sent.size(), 6u);  // each large frame in a packet of its own
+  EXPECT_EQ(f.net.urgent, (std::vector<bool>{true, false, false, false, false, false}));
   EXPECT_EQ(contents(f.net.sent[0].second), (c{{1, 1}}));
-  EXPECT_EQ(contents(f.net.sent[2].second), (c{{0, 1}, {0, 1}}));
+  EXPECT_EQ(contents(f.net.sent[4].second), (c{{0, 1}}));
+  EXPECT_EQ(contents(f.net.sent[5].second), (c{{0, 1}}));  // group 0's barrier, behind its entries
   f.net.sent.clear();
   f.net.urgent.clear();
   f.net.queued[node_id(2)] = 0;
