@@ -123,6 +123,9 @@ std::uint64_t node_log::add(const record::log_record& r) {
     // state the log really passed through.
     roll_preamble_ = preamble();
   }
+  // A new batch starts with room for about as much as the last one held: a batch grown from nothing by
+  // doubling copies its records once more on the way (and, at megabytes, maps fresh pages each time).
+  if (pending_.capacity() == 0) pending_.reserve(batch_hint_);
   const std::size_t start = pending_.size();
   record::encode_record(r, pending_);
   if (!roll_preamble_ && wants_prepared_segment(start, sealed_roll)) {
@@ -152,6 +155,8 @@ std::uint64_t node_log::live_bytes() const {
 }
 
 void node_log::seal() {
+  const std::uint64_t cap = opts_.max_batch_bytes != 0 ? opts_.max_batch_bytes + (1u << 20) : 8u << 20;
+  batch_hint_ = static_cast<std::size_t>(std::min<std::uint64_t>(pending_.size(), cap));
   sealed_.push_back(sealed_batch{open_++, std::move(pending_), std::move(roll_preamble_)});
   pending_ = {};
   roll_preamble_.reset();

@@ -193,6 +193,7 @@ class node_log {
   std::uint64_t live_total_ = 0;  // sum of live_[g].live_bytes()
   std::map<group_id, group_state> recovered_;
   std::vector<std::byte> pending_;
+  std::size_t batch_hint_ = 0;  // the last sealed batch's size (capped): the next one's first capacity
   std::optional<std::vector<std::byte>> roll_preamble_;  // set: the open batch starts a new segment
   std::deque<sealed_batch> sealed_;                      // full batches, oldest first, none started
   std::uint64_t open_ = 1;                               // batch that add() fills
