@@ -208,8 +208,10 @@ status raft_lane::restore_snapshot(std::uint32_t group, std::uint64_t index,
   if (!parts) return parts.err();
   if (auto st = restore_part(parts->streams, in_group(group)); !st) return st;
   // What the snapshot references stays on disk until the group's next snapshot, as when it was taken:
-  // this node may send it to a peer (a transfer reads every record) after the state moved on.
-  part_.pin_snapshot_segments(group, part_.machine().referenced_segments(0, in_group(group)));
+  // this node may send it to a peer (a transfer reads every record) after the state moved on. The
+  // segments are this lane's data log's (its partition's core), not lane 0's.
+  part_.pin_snapshot_segments(group,
+                              part_.machine().referenced_segments(part_.options().core, in_group(group)));
   // A snapshot that came in a transfer: its copies are pinned through the state from now on.
   if (transfers_) transfers_->restored(raft::group_id(group));
   if (subscriptions_ != nullptr) {
