@@ -25,6 +25,7 @@
 // Checked while running and at the end (final reads through every node's partition, after a
 // linearize: records evicted from the hot tier are read back from the data log):
 //   1. every node holds the same streams: the same bytes, generation and tail for every stream and fork;
+//      every record applied reached its data log (none is left in memory without a place on disk);
 //   2. no acknowledged write lost: every acknowledged append is in its stream at the end, exactly once;
 //      every token there was appended to it; a plain append that failed with cluster_unavailable (no
 //      leader took it) is in none; a stream exists exactly when its create was acknowledged;

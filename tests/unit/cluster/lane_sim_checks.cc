@@ -48,6 +48,23 @@ void lane_sim::final_reads() {
   while (report_.ok && left > 0 && sched_.now_ms() < limit && sched_.run_one()) {
   }
   if (report_.ok && left > 0) fail(fmt::format("{} final reads not served within 10 s", left));
+  // Every record applied reached the data log: once its writes are done (a moment after the last
+  // apply), no record is held in memory without a place on disk (the hot tier may drop each of them).
+  const std::int64_t settle = sched_.now_ms() + 200;
+  while (report_.ok && sched_.now_ms() < settle && sched_.run_one()) {
+  }
+  for (const auto& n : nodes_) {
+    for (const auto& part : n->parts) {
+      std::size_t unlocated = 0;
+      std::string first;
+      part->machine().for_each_unlocated([&](std::string_view path, std::uint64_t, const streams::record& r) {
+        if (unlocated++ == 0) first = fmt::format("{} up to {}", path, r.end);
+      });
+      if (report_.ok && unlocated > 0)
+        fail(fmt::format("node {} lane {}: {} records never reached the data log (the first: {})", n->id,
+                         part->options().core, unlocated, first));
+    }
+  }
 }
 
 void lane_sim::check_final() {
