@@ -22,9 +22,15 @@ checkpointer::~checkpointer() {
   *alive_ = false;
 }
 
+void checkpointer::request() {
+  requested_ = true;
+  poll();
+}
+
 void checkpointer::poll() {
-  if (waiting_ || writing_ || every_bytes_ == 0 || !wal_.logging() || wal_.failed()) return;
-  if (wal_.logged_bytes() < every_bytes_) return;
+  if (waiting_ || writing_ || !wal_.logging() || wal_.failed()) return;
+  if (!requested_ && (every_bytes_ == 0 || wal_.logged_bytes() < every_bytes_)) return;
+  requested_ = false;
   waiting_ = true;
   wal_.when_idle([this] { take(); });
 }

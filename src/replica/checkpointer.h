@@ -35,6 +35,9 @@ class checkpointer {
 
   // Call after each command: starts a checkpoint when one is due.
   void poll();
+  // A checkpoint is due now (records were forgotten whose segments it may delete): taken at once, or
+  // after the one being written.
+  void request();
   // A checkpoint waits for the commands in flight: hold back new writes.
   bool pausing() const { return waiting_; }
   // A checkpoint is being written (and segments reclaimed) by the log's sync thread.
@@ -52,6 +55,7 @@ class checkpointer {
   storage::segment_reader* reader_;
   std::function<void()> resume_;
   bool waiting_ = false;
+  bool requested_ = false;
   bool writing_ = false;  // a checkpoint is being written by the log's sync thread
   std::uint64_t taken_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -1,5 +1,6 @@
 #include "replica/cold_mover.h"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -77,6 +78,40 @@ void cold_mover::pass() {
   }
   for (const std::string& path : done) dirty_.erase(path);
   recount_local_bytes();
+  if (o_.keep_bytes > 0 && stats_.held_bytes > o_.keep_bytes) reclaim();
+}
+
+void cold_mover::reclaim() {
+  const streams::state_machine& sm = part_.machine();
+  std::unordered_set<std::string> with_forks;
+  for (const auto& [path, count] : sm.ref_counts()) {
+    if (count > 0) with_forks.insert(path);
+  }
+  struct candidate {
+    std::string path;
+    std::uint64_t bytes;
+    streams::stream_offset until;
+  };
+  std::vector<candidate> all;
+  for (const auto& [path, s] : streams_) {
+    auto log = sm.log_of(path);
+    auto end = part_.cold_index().cold_end(path);
+    if (!log || !end || *end <= log->held_from() || with_forks.count(path) > 0) continue;
+    streams::read_result head = part_.head_visible(path);
+    if (head.code != streams::errc::ok || !head.meta || head.meta->json) continue;
+    all.push_back(candidate{path, end->value() - log->held_from().value(), *end});
+  }
+  std::sort(all.begin(), all.end(), [](const candidate& a, const candidate& b) { return a.bytes > b.bytes; });
+  std::uint64_t forgotten = 0;
+  for (const candidate& c : all) {
+    if (stats_.held_bytes - forgotten <= o_.keep_bytes) break;
+    forgotten += part_.forget_cold(c.path, c.until);
+  }
+  if (forgotten == 0) return;
+  stats_.forgotten_bytes += forgotten;
+  ++stats_.reclaims;
+  recount_local_bytes();
+  part_.request_checkpoint();
 }
 
 bool cold_mover::feed(const std::string& path) {
@@ -172,6 +207,7 @@ void cold_mover::on_uploaded(const tier::uploaded_object& u) {
 
 void cold_mover::recount_local_bytes() {
   std::uint64_t total = 0;
+  std::uint64_t held = 0;
   const streams::state_machine& sm = part_.machine();
   for (auto it = streams_.begin(); it != streams_.end();) {
     auto log = sm.log_of(it->first);
@@ -181,9 +217,11 @@ void cold_mover::recount_local_bytes() {
     }
     const std::uint64_t first = part_.cold_index().cold_end(it->first).value_or(log->base()).value();
     total += log->tail().value() > first ? log->tail().value() - first : 0;
+    held += log->tail().value() - log->held_from().value();
     ++it;
   }
   stats_.local_bytes = total;
+  stats_.held_bytes = held;
 }
 
 }  // namespace weir::replica

@@ -47,14 +47,20 @@ struct cold_mover_options {
   // gives per pass.
   std::chrono::milliseconds scan_interval{200};
   std::size_t scan_bytes = 1u << 20;
+  // Stream bytes this shard keeps on its disk (its share of --local-bytes); beyond it, records whose
+  // bytes are in objects are forgotten and a checkpoint deletes their segments. 0: nothing is dropped.
+  std::uint64_t keep_bytes = 0;
 };
 
 struct cold_mover_stats {
-  std::uint64_t objects = 0;         // objects uploaded and recorded in the index
-  std::uint64_t bytes = 0;           // their stream bytes
-  std::uint64_t ranges_refused = 0;  // ranges the index refused (set back and sent again)
-  std::uint64_t read_failures = 0;   // reads of local data for an upload that failed (tried again)
-  std::uint64_t local_bytes = 0;     // stream bytes not in an object, all streams (last pass)
+  std::uint64_t objects = 0;          // objects uploaded and recorded in the index
+  std::uint64_t bytes = 0;            // their stream bytes
+  std::uint64_t ranges_refused = 0;   // ranges the index refused (set back and sent again)
+  std::uint64_t read_failures = 0;    // reads of local data for an upload that failed (tried again)
+  std::uint64_t local_bytes = 0;      // stream bytes not in an object, all streams (last pass)
+  std::uint64_t held_bytes = 0;       // stream bytes this shard holds on disk or in memory (last pass)
+  std::uint64_t forgotten_bytes = 0;  // bytes left to objects alone (records forgotten)
+  std::uint64_t reclaims = 0;         // passes that forgot records (each asks for a checkpoint)
 };
 
 class cold_mover {
@@ -94,6 +100,10 @@ class cold_mover {
                  streams::read_plan& plan);
   void on_uploaded(const tier::uploaded_object& u);
   void recount_local_bytes();
+  // Over keep_bytes: forgets the records of streams whose bytes are in objects (byte streams without
+  // forks: a JSON stream's objects do not keep its message boundaries, a fork on another shard reads its
+  // source through this shard's logs), largest first, and asks for a checkpoint.
+  void reclaim();
 
   partition& part_;
   cold_mover_options o_;

@@ -190,6 +190,10 @@ streams::read_result partition::head_visible(const std::string& path) const {
 
 bool partition::read_cold(std::string path, streams::read_result rr, read_done done, bool may_refuse) {
   if (may_refuse && cold_waiting_.size() >= opts_.max_cold_waiting) return false;
+  if (rr.plan.in_objects) {
+    read_objects(std::move(path), std::move(rr), std::move(done));
+    return true;
+  }
   streams::read_plan plan = std::move(rr.plan);
   rr.plan = {};
   read_slices(std::move(plan), [this, path = std::move(path), rr = std::move(rr), done = std::move(done)](
@@ -207,6 +211,80 @@ bool partition::read_cold(std::string path, streams::read_result rr, read_done d
     done(rr, io);
   });
   return true;
+}
+
+void partition::read_objects(std::string path, streams::read_result rr, read_done done) {
+  const streams::object_span span = *rr.plan.in_objects;
+  auto fail = [this, rr, done](const std::string& why) mutable {
+    rr.plan.in_objects.reset();
+    ex_->post([rr = std::move(rr), done = std::move(done), why]() mutable {
+      done(rr, make_error(storage::errc::io_error, why));
+    });
+  };
+  // The index of the stream whose bytes they are; a fork's inherited bytes on another shard are that
+  // shard's (not read from here yet: docs/cold-tier.md, "Status").
+  auto where = cold_index_.find(span.stream, span.from);
+  if (!fetch_object_)
+    return fail("bytes " + std::to_string(span.from.value()) + " of " + span.stream +
+                " are in the bucket, and the node has no cold tier");
+  if (!where) {
+    return fail("no object holds bytes " + std::to_string(span.from.value()) + " of " + span.stream +
+                " in this shard's index");
+  }
+  const tier::cold_extent& e = *where->extent;
+  const std::uint64_t end = std::min(span.until.value(), e.end.value());
+  const std::uint64_t length = end - span.from.value();
+  const std::uint64_t position = e.data_position + (span.from.value() - e.first.value());
+  const std::uint64_t generation = rr.meta ? rr.meta->generation : 0;
+  const auto began = std::chrono::steady_clock::now();
+  ++cold_in_flight_;
+  fetch_object_(
+      where->object->key, where->object->size, position, length,
+      [this, path = std::move(path), rr = std::move(rr), done = std::move(done), span, length, generation,
+       began](result<std::string> got) mutable {
+        --cold_in_flight_;
+        ++cold_done_;
+        cold_latency_.observe(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began)
+                .count()));
+        rr.plan.in_objects.reset();
+        status io;
+        if (!got) {
+          io = got.err();
+          log::error("weir serve: {}: reading bytes from the bucket failed: {}", path, io.err().reason);
+        } else if (got->size() != length) {
+          io = make_error(storage::errc::io_error, "the bucket returned " + std::to_string(got->size()) +
+                                                       " bytes of " + std::to_string(length));
+        } else {
+          streams::chunk_slice s;
+          s.size = static_cast<std::uint32_t>(length);
+          s.buf = streams::make_chunk(std::move(*got));
+          rr.plan.slices.push_back(std::move(s));
+          rr.plan.bytes = length;
+          rr.plan.next = streams::stream_offset(span.from.value() + length);
+          rr.plan.up_to_date = false;
+        }
+        // As read_cold: a stream deleted (or created again) meanwhile gets none of its old bytes.
+        streams::read_result now = sm_.head(path, now_ms());
+        if (now.code != streams::errc::ok || !now.meta || now.meta->generation != generation) {
+          rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
+          rr.plan = {};
+        }
+        done(rr, io);
+      });
+}
+
+std::uint64_t partition::forget_cold(const std::string& path, streams::stream_offset pos) {
+  auto log = sm_.log_of(path);
+  if (!log) return 0;
+  auto end = cold_index_.cold_end(path);
+  if (!end || pos > *end) return 0;
+  // The owner core is the only writer of its logs (stream_log.h); log_of hands out a const view.
+  return std::const_pointer_cast<streams::memory_log>(log)->forget_before(pos);
+}
+
+void partition::request_checkpoint() {
+  if (checkpointer_) checkpointer_->request();
 }
 
 void partition::read_slices(streams::read_plan plan, tier::cold_reader::completion done) {

@@ -121,6 +121,21 @@ class partition {
   void start_cold();
   cold_mover* mover() { return mover_.get(); }
   const cold_mover* mover() const { return mover_.get(); }
+  // Reads of bytes held only in objects (read_plan::in_objects): `fetch(key, object_size, data_position,
+  // length, done)` reads them off the loop and runs `done` on this partition's loop. Set at start-up
+  // with attach_cold; without it such a read fails (the plan is cut, the error says why).
+  using object_done = std::function<void(result<std::string>)>;
+  using object_fetch_fn = std::function<void(std::string key, std::uint64_t object_size,
+                                             std::uint64_t data_position, std::uint64_t length, object_done)>;
+  void attach_object_reads(object_fetch_fn fetch) { fetch_object_ = std::move(fetch); }
+  // Forgets the records of `path` before `pos` (their bytes are in objects: pos <= the index's cold end
+  // of the stream), so that the segments holding them may be reclaimed by the next checkpoint. Returns
+  // the bytes forgotten.
+  std::uint64_t forget_cold(const std::string& path, streams::stream_offset pos);
+  // Takes a checkpoint at the next chance, whatever the log grew since the last (segments whose records
+  // were forgotten are then deleted).
+  void request_checkpoint();
+
   // Writes that add stream bytes are refused (cold_backlogged) while the data not yet in the bucket
   // fills the budget; deletes and reads go on.
   bool local_budget_full() const;
@@ -230,6 +245,8 @@ class partition {
   // Hands waiting cold reads to the cold_reader while fewer than max_cold_reads are in flight.
   void dispatch_cold();
   void finish_cold(cold_job& j, streams::read_plan plan, status io);
+  // read_cold of a plan that starts in objects (read_plan::in_objects).
+  void read_objects(std::string path, streams::read_result rr, read_done done);
 
   raft::executor* ex_;
   const clock_source* clock_;
@@ -244,6 +261,7 @@ class partition {
   std::unique_ptr<checkpointer> checkpointer_;
   std::unique_ptr<tier::data_log> data_log_;  // cluster mode: where applied stream bytes go
   std::unique_ptr<cold_mover> mover_;         // a single node's cold tier
+  object_fetch_fn fetch_object_;
   std::uint64_t local_bytes_budget_ = 0;
   storage::segment_reader* own_segments_ = nullptr;
   storage::env* env_ = nullptr;

@@ -27,6 +27,7 @@
 #include "server/stream_shard.h"
 #include "server/subscription_host.h"
 #include "storage/dir_lock.h"
+#include "tier/cold_fetcher.h"
 #include "tier/cold_reader.h"
 #include "tier/object_store.h"
 #include "tier/object_store_workers.h"

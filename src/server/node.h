@@ -53,6 +53,7 @@ namespace weir::tier {
 class cold_reader;
 class object_store;
 class object_store_workers;
+class cold_fetcher;
 }  // namespace weir::tier
 namespace weir::server {
 class replication;
@@ -146,6 +147,7 @@ class node {
   // workers go first (their completions post to the shards' loops).
   std::unique_ptr<tier::object_store> cold_s3_;
   std::unique_ptr<tier::object_store> cold_store_;
+  std::unique_ptr<tier::cold_fetcher> cold_fetcher_;
   std::unique_ptr<tier::object_store_workers> cold_workers_;
   std::unique_ptr<subscriptions_glue> subs_;
   std::unique_ptr<auth::authorizer> auth_;  // null: access control off; set by start()

@@ -7,6 +7,7 @@
 #include "replica/cold_mover.h"
 #include "server/node.h"
 #include "server/stream_shard.h"
+#include "tier/cold_fetcher.h"
 #include "tier/cold_location.h"
 #include "tier/object_key.h"
 #include "tier/object_store_retry.h"
@@ -67,6 +68,7 @@ status node::open_cold() {
     return cold_error(described + " cannot be listed: " + page.err().describe());
   }
   cold_workers_ = std::make_unique<tier::object_store_workers>(*cold_store_, 2);
+  cold_fetcher_ = std::make_unique<tier::cold_fetcher>(*cold_store_);
   for (std::size_t i = 0; i < shards_.size(); ++i) {
     stream_shard& shard = *shards_[i];
     const std::string dir =
@@ -84,7 +86,23 @@ status node::open_cold() {
     auto put = [workers, loop](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
       workers->put(std::move(key), std::move(bytes), {}, std::move(done), loop);
     };
-    shard.part().attach_cold(o, std::move(put), cfg_.local_bytes / shards_.size());
+    const std::uint64_t share = cfg_.local_bytes / shards_.size();
+    // Keep the disk under its share: forget what is in objects once the held bytes pass three quarters
+    // of it, so that appends keep room while uploads catch up.
+    o.keep_bytes = share / 4 * 3;
+    shard.part().attach_cold(o, std::move(put), share);
+    shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers = cold_workers_.get(), loop](
+                                         std::string key, std::uint64_t size, std::uint64_t position,
+                                         std::uint64_t length, replica::partition::object_done done) {
+      workers->run_job([fetcher, loop, key = std::move(key), size, position, length,
+                        done = std::move(done)]() mutable {
+        auto got = fetcher->read(key, size, position, length);
+        result<std::string> r =
+            got ? result<std::string>(std::string(reinterpret_cast<const char*>(got->data()), got->size()))
+                : result<std::string>(got.err().to_error());
+        loop->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+      });
+    });
   }
   log::info("weir serve: cold tier {}: {} shards upload objects of about {} MiB (or after {} ms){}",
             described, shards_.size(), cfg_.cold_object_bytes >> 20, cfg_.cold_max_age_ms,

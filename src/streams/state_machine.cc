@@ -202,12 +202,14 @@ outcome state_machine::create(const create_command& c) {
     // The fork reads its records before the fork point from the source's log. On replay the log does
     // not carry that link: the caller gives it later (forks_to_stitch).
     s.log = std::make_shared<memory_log>(res.source_log, res.point);
+    s.log->set_name(c.path);
     fork_spec origin = *c.fork;
     origin.resolved.source_log.reset();
     origin.resolved.prefix = payload{};  // its bytes are the fork's first record; not needed again
     s.fork = std::move(origin);
   } else {
     s.log = std::make_shared<memory_log>();
+    s.log->set_name(c.path);
   }
   auto add = [&](const payload& p) {
     if (p.empty()) return;

@@ -373,8 +373,9 @@ class state_machine {
   // written as a reference (snapshot()); otherwise see snapshot_part. Fails only on a cold record that
   // cannot be referenced. `part`: as a part blob (version 6) writes it: with each fork's origin and the
   // references by origin; otherwise the references are one count (version 3).
+  // `held`: version 7, with where each stream's own records begin (memory_log::held_from).
   static status write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                             const location_predicate* referencable, bool part = false);
+                             const location_predicate* referencable, bool part = false, bool held = false);
   // Reads one stream entry of a blob of `version`, checking its log (contiguous from the fork point).
   static status read_stream(wire::reader& in, std::uint64_t version, std::string& path, stream_state& s);
   // A decoded per-part blob (state_snapshot.cc).

@@ -24,6 +24,10 @@ constexpr std::string_view snapshot_magic = "weirsnap";
 //    their last use (idle expiry).
 // 2: a fork lists its own records only (it reads the rest from its source); no "to stitch" flag.
 // 1: a fork listed its inherited records too (still read: they are dropped on restore).
+// 7: as 3, and each stream says where its own records begin (its bytes before are in cold objects;
+// memory_log::held_from). Written only when some stream has bytes only in objects, so that a directory
+// without a cold tier stays readable by a weir that does not know it.
+constexpr std::uint64_t snapshot_version_held = 7;
 constexpr std::uint64_t snapshot_version_part_references = 6;
 constexpr std::uint64_t snapshot_version_part_origins = 5;
 constexpr std::uint64_t snapshot_version_part = 4;
@@ -110,7 +114,7 @@ bool read_record(wire::reader& in, record& out, std::string& reason) {
 }  // namespace
 
 status state_machine::write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                                   const location_predicate* referencable, bool part) {
+                                   const location_predicate* referencable, bool part, bool held) {
   w.str(path);
   w.var(s.meta.generation);
   w.str(s.meta.content_type);
@@ -162,6 +166,9 @@ status state_machine::write_stream(wire::writer& w, const std::string& path, con
   }
   std::size_t count = 0;
   s.log->for_each_record([&](const record&) { ++count; });
+  if (held) w.var(s.log->held_from().value());
+  WEIR_ASSERT(held || s.log->held_from() == s.log->base(),
+              "{}: bytes only in objects in a version without them", path);
   w.var(count);
   std::optional<std::uint64_t> unwritable;
   s.log->for_each_record([&](const record& r) {
@@ -244,8 +251,12 @@ status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::
   // ending at the fork point); they are checked and dropped: the fork reads them from its source once
   // linked (forks_to_stitch).
   const std::uint64_t base = s.fork ? s.fork->resolved.point.value() : 0;
+  const std::uint64_t held_from = version == snapshot_version_held ? in.var() : base;
+  if (in.ok() && held_from < base) return bad("records of " + path + " begin before the fork point");
   const std::uint64_t records = in.var();
   auto log = std::make_shared<memory_log>(nullptr, stream_offset(base));
+  log->set_name(path);
+  if (in.ok()) log->set_held_from(stream_offset(held_from));
   std::optional<std::uint64_t> inherited_end;
   for (std::uint64_t k = 0; k < records && in.ok(); ++k) {
     record r;
@@ -278,13 +289,15 @@ std::vector<std::byte> state_machine::snapshot() const {
   for (const auto& entry : streams_) sorted.push_back(&entry);
   std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
 
+  bool held = false;
+  for (const auto* entry : sorted) held = held || entry->second.log->held_from() != entry->second.log->base();
   wire::writer w;
   w.raw(snapshot_magic);
-  w.var(snapshot_version);
+  w.var(held ? snapshot_version_held : snapshot_version);
   w.var(next_generation_);
   w.var(sorted.size());
   for (const auto* entry : sorted) {
-    status st = write_stream(w, entry->first, entry->second, nullptr);
+    status st = write_stream(w, entry->first, entry->second, nullptr, false, held);
     WEIR_ASSERT(st.has_value(), "snapshot: {}", st.err().reason);
   }
   w.var(held_until_.size());  // in path order (a std::map): the same state gives the same bytes
@@ -308,8 +321,8 @@ status state_machine::restore(std::span<const std::byte> blob) {
       version == snapshot_version_part_references) {
     return bad("a part snapshot (version " + std::to_string(version) + "): use restore_part");
   }
-  if (version != snapshot_version && version != snapshot_version_no_holds &&
-      version != snapshot_version_copied_forks) {
+  if (version != snapshot_version && version != snapshot_version_held &&
+      version != snapshot_version_no_holds && version != snapshot_version_copied_forks) {
     return bad("unknown version " + std::to_string(version));
   }
   const std::uint64_t next_generation = in.var();
@@ -464,6 +477,7 @@ result<std::vector<std::byte>> state_machine::rewrite_cold_records(
     std::vector<record> records;
     entry.second.log->for_each_record([&](const record& r) { records.push_back(r); });
     auto log = std::make_shared<memory_log>(nullptr, entry.second.log->base());
+    log->set_name(entry.first);
     for (record& r : records) {
       if (r.data.cold()) {
         if (auto e = rewrite(entry.first, r)) return *e;

@@ -8,7 +8,7 @@
 namespace weir::streams {
 
 memory_log::memory_log(std::shared_ptr<const memory_log> source, stream_offset base)
-    : base_(base.value()), source_(std::move(source)) {}
+    : base_(base.value()), held_from_(base.value()), source_(std::move(source)) {}
 
 memory_log::~memory_log() {
   // Unlink a chain of forks that only this log keeps alive one by one, so that destroying the end of a
@@ -30,11 +30,37 @@ void memory_log::take_records(memory_log& fresh) {
   std::lock_guard lock(mu_);
   records_ = std::move(fresh.records_);
   fresh.records_.clear();
+  held_from_ = fresh.held_from_;
   next_hint_ = 0;
 }
 
 stream_offset memory_log::tail() const {
-  return stream_offset(records_.empty() ? base_ : records_.back().end);
+  return stream_offset(records_.empty() ? held_from_ : records_.back().end);
+}
+
+std::uint64_t memory_log::forget_before(stream_offset pos) {
+  const std::uint64_t p = std::min(pos.value(), tail().value());
+  if (p <= held_from_) return 0;
+  const std::size_t n = first_ending_after(p);  // the records ending at or before p
+  if (n == 0) return 0;
+  const std::uint64_t until = records_[n - 1].end;
+  std::uint64_t bytes = 0;
+  std::vector<record> gone;  // released after the lock: readers in flight may still hold the chunks
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < n; ++i) bytes += records_[i].data.size;
+    gone.assign(std::make_move_iterator(records_.begin()), std::make_move_iterator(records_.begin() + n));
+    records_.erase(records_.begin(), records_.begin() + static_cast<std::ptrdiff_t>(n));
+    held_from_ = until;
+  }
+  next_hint_ = 0;
+  return bytes;
+}
+
+void memory_log::set_held_from(stream_offset pos) {
+  WEIR_ASSERT(records_.empty() && pos.value() >= base_, "held_from {} set on a log of {} records from {}",
+              pos.value(), records_.size(), base_);
+  held_from_ = pos.value();
 }
 
 void memory_log::append(record r) {
@@ -115,6 +141,10 @@ read_plan memory_log::read(stream_offset from, std::size_t max_bytes, bool whole
     // (its source's records not at hand) returns nothing before its base.
     pos = std::max(pos, base_);
     plan.next = stream_offset(pos);
+    if (pos < held_from_) {
+      plan.in_objects = object_span{name_, stream_offset(pos), stream_offset(held_from_)};
+      return plan;
+    }
     if (pos < tail_pos) (void)read_own(pos, tail_pos, max_bytes, whole_records, plan, full);
     plan.up_to_date = plan.next.value() == tail_pos;
     return plan;
@@ -140,12 +170,17 @@ read_plan memory_log::read(stream_offset from, std::size_t max_bytes, bool whole
       // An unlinked fork at the top of the chain: nothing to return before its base.
       pos = std::min(h.limit, h.log->base_);
     } else {
-      if (h.log == this) {
-        pos = read_own(pos, h.limit, max_bytes, whole_records, plan, full);
-      } else {
-        std::lock_guard lock(h.log->mu_);
-        pos = h.log->read_own(pos, h.limit, max_bytes, whole_records, plan, full);
+      std::unique_lock<std::mutex> lock;
+      if (h.log != this) lock = std::unique_lock(h.log->mu_);
+      if (pos < h.log->held_from_) {
+        // Bytes only in objects: the read stops before them (a read starting there gets them alone).
+        if (plan.slices.empty()) {
+          plan.in_objects = object_span{h.log->name_, stream_offset(pos),
+                                        stream_offset(std::min(h.limit, h.log->held_from_))};
+        }
+        break;
       }
+      pos = h.log->read_own(pos, h.limit, max_bytes, whole_records, plan, full);
       // The holder ends before this stream's view of it does (lost inherited data): skip the hole
       // rather than read it forever.
       if (!full && pos < h.limit) pos = h.limit;

@@ -92,6 +92,19 @@ class memory_log final : public stream_log {
   // are not counted: they are its source's).
   std::size_t record_count() const { return records_.size(); }
 
+  // The cold tier (docs/cold-tier.md, "Reclaiming"): own bytes before held_from() are held only in
+  // objects of the bucket; a read that starts there returns read_plan::in_objects and nothing else.
+  // held_from() is the fork point (0) until forget_before moves it.
+  stream_offset held_from() const { return stream_offset(held_from_); }
+  // Forgets the own records ending at or before `pos` (their bytes are in objects): held_from() moves to
+  // the end of the last of them. Returns the bytes forgotten.
+  std::uint64_t forget_before(stream_offset pos);
+  // Restore: a log whose own bytes before `pos` are in objects. Only while it holds no record.
+  void set_held_from(stream_offset pos);
+  // The stream's path, for the in_objects of a read that reaches this log through a fork.
+  void set_name(std::string name) { name_ = std::move(name); }
+  const std::string& name() const { return name_; }
+
  private:
   // Index of the first own record whose end is after `pos`.
   std::size_t first_ending_after(std::uint64_t pos) const;
@@ -108,6 +121,8 @@ class memory_log final : public stream_log {
   mutable std::mutex mu_;  // guards records_ against other cores' reads (the owner writes under it)
   std::vector<record> records_;
   std::uint64_t base_ = 0;
+  std::uint64_t held_from_ = 0;  // own bytes before it are only in objects (base_ unless forgotten)
+  std::string name_;
   std::shared_ptr<const memory_log> source_;
   std::size_t next_hint_ = 0;  // just after the record find_end last found (the hot tier evicts in order)
 };

@@ -66,11 +66,22 @@ struct record {
 };
 
 // What a read returns: views of the data (no copy) plus where the reader continues.
+// Stream bytes that left the node's disk for the cold tier (docs/cold-tier.md, "Reading"): [from, until)
+// of `stream` (the stream whose own bytes they are: a fork's inherited bytes are its source's).
+struct object_span {
+  std::string stream;
+  stream_offset from{};
+  stream_offset until{};
+};
+
 struct read_plan {
   std::vector<chunk_slice> slices;
   std::size_t bytes = 0;
   stream_offset next{};     // the offset after the last byte returned
   bool up_to_date = false;  // `next` is the tail at the time of the read
+  // Set when the read starts in bytes held only in objects: the plan then holds nothing before them
+  // (slices empty, next at `from`), and the reader fetches them from the cold tier.
+  std::optional<object_span> in_objects;
 };
 
 // An append's payload after protocol-level processing (JSON validation and flattening happen in the

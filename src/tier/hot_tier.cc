@@ -79,6 +79,7 @@ result<streams::chunk> hot_tier::load(const std::vector<storage::segment_reader*
 }
 
 bool hot_tier::has_cold(const streams::read_plan& plan) {
+  if (plan.in_objects) return true;  // bytes only in the bucket (partition::read_cold fetches them)
   for (const streams::chunk_slice& s : plan.slices)
     if (s.cold()) return true;
   return false;

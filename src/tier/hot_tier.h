@@ -51,7 +51,7 @@ class hot_tier {
   // resolve with the given readers; safe on any thread (the cold_reader's).
   static status resolve_slices(const std::vector<storage::segment_reader*>& readers,
                                streams::read_plan& plan);
-  // Whether `plan` holds a slice that must be read from disk.
+  // Whether `plan` holds a slice that must be read from disk, or starts in bytes only in the bucket.
   static bool has_cold(const streams::read_plan& plan);
   const std::vector<storage::segment_reader*>& readers() const { return readers_; }
   // The bytes of one slice, read from memory or from disk.

@@ -51,6 +51,12 @@ class object_store_workers {
   void submit(std::function<void()> job);
   void run();
 
+ public:
+  // Runs `job` on a worker thread (a cold_fetcher read, which makes its own store calls there). Dropped
+  // without running once the workers stop.
+  void run_job(std::function<void()> job) { submit(std::move(job)); }
+
+ private:
   object_store& store_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

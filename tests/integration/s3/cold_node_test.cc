@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -160,6 +161,92 @@ TEST_F(cold_node_test, appended_bytes_reach_the_bucket_and_survive_a_kill_with_a
   all += append_all(node.port(), stream, 200, 300);
   ASSERT_EQ(wait_for_cold(stream, all, &keys), all) << node.log_tail(3000);
   EXPECT_NE(keys.back().find("/t0000000000000002-s"), std::string::npos) << keys.back();
+  ASSERT_TRUE(node.kill(why)) << why;
+}
+
+// Bytes on the node's disk under its data directory's log (segments, checkpoints).
+std::uint64_t log_bytes(const std::filesystem::path& data) {
+  std::uint64_t n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(data / "wal")) {
+    if (e.is_regular_file()) n += e.file_size();
+  }
+  return n;
+}
+
+// Reads `stream` from offset 0 to its tail in the node's chunks (Stream-Next-Offset), as a client
+// catching up does.
+std::string catch_up(std::uint16_t port, const std::string& stream, int* requests) {
+  blocking_client c(port);
+  std::string out;
+  std::string offset = "-1";
+  for (*requests = 0; *requests < 100'000; ++*requests) {
+    auto r = c.request("GET", stream + "?offset=" + offset);
+    if (r.status != 200) return out + "<status " + std::to_string(r.status) + ": " + r.body + ">";
+    out += r.body;
+    const std::string next = r.header("Stream-Next-Offset");
+    if (r.header("Stream-Up-To-Date") == "true") return out;
+    if (next.empty() || next == offset) return out + "<no progress at " + offset + ">";
+    offset = next;
+  }
+  return out + "<too many requests>";
+}
+
+TEST_F(cold_node_test, a_node_past_its_local_budget_keeps_its_disk_bounded_and_reads_every_byte_back) {
+  use_credentials(test::s3rver_process::secret_key);
+  constexpr std::uint64_t budget = 2u << 20;
+  constexpr std::uint64_t segment = 256u << 10;
+  auto args = cold_args();
+  for (std::string a : {"--local-bytes", "2097152", "--segment-bytes", "262144", "--cold-object-bytes",
+                        "65536", "--hot-bytes", "65536", "--fsync", "interval:10"})
+    args.push_back(a);
+  server_process node(WEIR_BINARY, dir_ / "data", args, dir_ / "node.log");
+  node.start("tiered");
+  std::string why;
+  ASSERT_TRUE(node.wait_ready(20s, why)) << why << node.log_tail(2000);
+  const std::string stream = "/v1/stream/big";
+  {
+    blocking_client c(node.port());
+    ASSERT_EQ(c.request("PUT", stream, {{"Content-Type", "application/octet-stream"}}).status, 201);
+  }
+  // 8 MiB in 4 KiB appends; a 503 (the budget of bytes not yet uploaded is full) is retried, as a
+  // client honouring Retry-After would.
+  std::string all;
+  int refused = 0;
+  {
+    blocking_client c(node.port());
+    for (int i = 0; i < 2048; ++i) {
+      std::string body(4096, static_cast<char>('A' + i % 26));
+      std::memcpy(body.data(), &i, sizeof i);
+      for (;;) {
+        auto r = c.request("POST", stream, {{"Content-Type", "application/octet-stream"}}, body);
+        if (r.status == 204) break;
+        ASSERT_EQ(r.status, 503) << r.error << r.body;
+        ++refused;
+        std::this_thread::sleep_for(20ms);  // the node said to come back later
+      }
+      all += body;
+    }
+  }
+  ASSERT_EQ(wait_for_cold(stream, all), all) << node.log_tail(3000);
+  // The node forgets what is in the bucket and a checkpoint deletes the segments: wait for the disk to
+  // come under its budget (plus the active segment).
+  std::uint64_t on_disk = 0;
+  for (auto end = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < end;) {
+    on_disk = log_bytes(dir_ / "data");
+    if (on_disk <= budget + segment) break;
+    std::this_thread::sleep_for(50ms);  // polling the node's background reclaim
+  }
+  EXPECT_LE(on_disk, budget + segment) << node.log_tail(3000);
+  int requests = 0;
+  EXPECT_EQ(catch_up(node.port(), stream, &requests), all);
+  ::testing::Test::RecordProperty("refused_appends", refused);
+  ::testing::Test::RecordProperty("catch_up_requests", requests);
+
+  // After a kill -9 every byte still reads back, from the bucket and the disk.
+  ASSERT_TRUE(node.kill(why)) << why;
+  node.start("after kill -9");
+  ASSERT_TRUE(node.wait_ready(20s, why)) << why << node.log_tail(2000);
+  EXPECT_EQ(catch_up(node.port(), stream, &requests), all);
   ASSERT_TRUE(node.kill(why)) << why;
 }
 

@@ -13,6 +13,8 @@
 #include "replica/cold_state.h"
 #include "replica/wal_recovery.h"
 #include "storage/mem_env.h"
+#include "tier/cold_fetcher.h"
+#include "tier/hot_tier.h"
 #include "tier/mem_object_store.h"
 #include "tier/object_format.h"
 #include "unit/streams/command_builders.h"
@@ -40,7 +42,8 @@ class cold_mover_test : public ::testing::Test {
     loop_->post([&] { p.set_value(fn()); });
     return p.get_future().get();
   }
-  void open(std::uint64_t checkpoint_bytes = 0, std::uint64_t local_budget = 0) {
+  void open(std::uint64_t checkpoint_bytes = 0, std::uint64_t local_budget = 0,
+            std::uint64_t keep_bytes = 0) {
     loop_ = std::make_unique<io::event_loop>(0);
     ex_ = std::make_unique<raft::loop_executor>(*loop_);
     thread_ = std::thread([l = loop_.get()] { l->run(); });
@@ -51,6 +54,7 @@ class cold_mover_test : public ::testing::Test {
       wal_options wo;
       wo.data_dir = "/data";
       wo.sync = storage::sync_policy{};
+      wo.segment_bytes = 16 * 1024;  // several segments: a reclaim deletes some
       std::vector<partition*> parts{part_.get()};
       auto rec = open_durable_store(env_, wo, parts, readers_);
       EXPECT_TRUE(rec.has_value()) << rec.err().reason;
@@ -67,6 +71,7 @@ class cold_mover_test : public ::testing::Test {
       o.upload.retry_base = std::chrono::milliseconds(1);
       o.upload.retry_max = std::chrono::milliseconds(2);
       o.scan_interval = std::chrono::hours(1);  // passes run when a test asks
+      o.keep_bytes = keep_bytes;
       raft::executor* ex = ex_.get();
       part_->attach_cold(
           o,
@@ -81,6 +86,14 @@ class cold_mover_test : public ::testing::Test {
             send();
           },
           local_budget);
+      part_->attach_object_reads([this, ex](std::string key, std::uint64_t size, std::uint64_t position,
+                                            std::uint64_t length, partition::object_done done) {
+        auto got = fetcher_.read(key, size, position, length);
+        result<std::string> r =
+            got ? result<std::string>(std::string(reinterpret_cast<const char*>(got->data()), got->size()))
+                : result<std::string>(got.err().to_error());
+        ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+      });
       part_->start_cold();
       return true;
     }));
@@ -136,6 +149,40 @@ class cold_mover_test : public ::testing::Test {
       done.get();
     }
   }
+  // A reader's catch-up of `path` from offset 0 to its tail, as the server reads: chunks from memory,
+  // from the log's segments, and from objects, each continuing where the last ended.
+  std::string read_through(const std::string& path) {
+    std::string out;
+    streams::stream_offset at(0);
+    for (int chunk = 0; chunk < 10'000; ++chunk) {
+      std::promise<std::pair<streams::read_result, std::string>> p;
+      loop_->post([&] {
+        streams::read_result rr = part_->read_planned(path, at, 4096);
+        if (!tier::hot_tier::has_cold(rr.plan)) return p.set_value({rr, ""});
+        (void)part_->read_cold(
+            path, std::move(rr),
+            [&](streams::read_result& got, status io) {
+              p.set_value({got, io ? "" : io.err().reason});
+            },
+            false);
+      });
+      auto [rr, failed] = p.get_future().get();
+      if (!failed.empty()) return out + "<read failed: " + failed + ">";
+      for (const auto& s : rr.plan.slices) out += s.view();
+      if (rr.plan.next <= at && !rr.plan.up_to_date) return out + "<no progress>";
+      at = rr.plan.next;
+      if (rr.plan.up_to_date) return out;
+    }
+    return out + "<too many chunks>";
+  }
+  std::size_t segment_files() {
+    auto names = env_.list_dir("/data/wal/core-0");
+    std::size_t n = 0;
+    if (names) {
+      for (const auto& name : *names) n += name.ends_with(".log") ? 1 : 0;
+    }
+    return n;
+  }
   // The bytes of `stream` the index places in objects, read back from the store.
   std::string cold_bytes(const std::string& stream) {
     return on_loop([&] {
@@ -166,6 +213,7 @@ class cold_mover_test : public ::testing::Test {
 
   storage::mem_env env_;
   tier::mem_object_store store_;
+  tier::cold_fetcher fetcher_{store_};
   manual_clock clock_;
   quiet_host host_;
   std::unique_ptr<io::event_loop> loop_;
@@ -292,6 +340,52 @@ TEST_F(cold_mover_test, appends_stop_at_the_local_budget_while_the_bucket_is_dow
   EXPECT_EQ(cold_end("/q"), 1200u);
   EXPECT_EQ(on_loop([&] { return part_->mover()->local_bytes(); }), 0u);
   EXPECT_FALSE(on_loop([&] { return part_->local_budget_full(); }));
+}
+
+TEST_F(cold_mover_test, over_its_share_a_shard_forgets_what_is_in_objects_and_reads_it_from_there) {
+  close();
+  open(/*checkpoint_bytes=*/0, /*local_budget=*/0, /*keep_bytes=*/8 * 1024);
+  ASSERT_EQ(submit(make_create("/z")).failure, errc::ok);
+  ASSERT_EQ(submit(make_create("/j", "application/json")).failure, errc::ok);
+  std::string all;
+  for (int i = 0; i < 60; ++i) {
+    std::string body(1000, static_cast<char>('a' + i % 26));
+    body += std::to_string(i);
+    all += body;
+    ASSERT_EQ(submit(make_append("/z", body)).failure, errc::ok);
+  }
+  streams::append_command json = make_append("/j", "1,2,3,");
+  json.content_type = "application/json";
+  json.body.messages = 3;
+  const streams::outcome json_o = submit(json).o;
+  ASSERT_EQ(json_o.code, streams::errc::ok);
+  const std::size_t segments_before = segment_files();
+  upload_now();
+  ASSERT_EQ(cold_end("/z"), all.size());
+  // The next pass finds the shard over its share: the byte stream's records go, a checkpoint deletes
+  // their segments (the JSON stream keeps its records: objects do not keep its message boundaries).
+  on_loop([&] {
+    part_->mover()->pass();
+    return 0;
+  });
+  ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
+  const cold_mover_stats st = on_loop([&] { return part_->mover()->stats(); });
+  EXPECT_EQ(st.reclaims, 1u);
+  EXPECT_EQ(st.forgotten_bytes, all.size());
+  EXPECT_LE(st.held_bytes, 8u * 1024);
+  EXPECT_EQ(on_loop([&] { return part_->machine().log_of("/z")->held_from().value(); }), all.size());
+  EXPECT_EQ(on_loop([&] { return part_->machine().log_of("/j")->held_from().value(); }), 0u);
+  EXPECT_LT(segment_files(), segments_before);
+  EXPECT_EQ(read_through("/z"), all);
+  EXPECT_EQ(read_through("/j"), "1,2,3,");
+
+  // After a restart (the checkpoint says where the held records begin) every byte still reads back, and
+  // what is appended later joins them.
+  close();
+  open(0, 0, 8 * 1024);
+  EXPECT_EQ(read_through("/z"), all);
+  ASSERT_EQ(submit(make_append("/z", "tail")).failure, errc::ok);
+  EXPECT_EQ(read_through("/z"), all + "tail");
 }
 
 TEST(cold_state, a_checkpoint_without_cold_bytes_is_the_state_machine_snapshot_alone) {

@@ -53,6 +53,59 @@ TEST(memory_log, a_fork_sees_its_source_cut_at_the_fork_point) {
   EXPECT_FALSE(fork.is_boundary(stream_offset(4)));
 }
 
+TEST(memory_log, forgotten_records_leave_reads_that_start_before_them_to_the_objects) {
+  memory_log log;
+  log.set_name("/s");
+  log.append(rec("abc", 3));
+  log.append(rec("defg", 7));
+  log.append(rec("hi", 9));
+  // Up to the last record ending at or before the offset (5 is inside "defg": only "abc" goes).
+  EXPECT_EQ(log.forget_before(stream_offset(5)), 3u);
+  EXPECT_EQ(log.held_from().value(), 3u);
+  EXPECT_EQ(log.forget_before(stream_offset(2)), 0u);  // already gone
+  EXPECT_EQ(log.forget_before(stream_offset(7)), 4u);
+  EXPECT_EQ(log.held_from().value(), 7u);
+  EXPECT_EQ(log.tail().value(), 9u);
+  EXPECT_EQ(log.record_count(), 1u);
+  // A read that starts in the forgotten bytes gets nothing but where they are, capped at the held part.
+  read_plan p = log.read(stream_offset(1), 100, false);
+  EXPECT_TRUE(p.slices.empty());
+  ASSERT_TRUE(p.in_objects.has_value());
+  EXPECT_EQ(p.in_objects->stream, "/s");
+  EXPECT_EQ(p.in_objects->from.value(), 1u);
+  EXPECT_EQ(p.in_objects->until.value(), 7u);
+  EXPECT_EQ(p.next.value(), 1u);
+  EXPECT_FALSE(p.up_to_date);
+  // From the held part on, reads are as before.
+  p = log.read(stream_offset(7), 100, false);
+  EXPECT_FALSE(p.in_objects.has_value());
+  EXPECT_EQ(join(p), "hi");
+  // Everything forgotten: the tail stays.
+  EXPECT_EQ(log.forget_before(stream_offset(9)), 2u);
+  EXPECT_EQ(log.tail().value(), 9u);
+  log.append(rec("j", 10));
+  EXPECT_EQ(join(log.read(stream_offset(9), 100, false)), "j");
+}
+
+TEST(memory_log, a_fork_reading_its_sources_forgotten_bytes_is_sent_to_the_sources_objects) {
+  auto src = std::make_shared<memory_log>();
+  src->set_name("/src");
+  src->append(rec("abc", 3));
+  src->append(rec("defg", 7));
+  memory_log fork(src, stream_offset(5));
+  fork.set_name("/fork");
+  fork.append(rec("X", 6));
+  EXPECT_EQ(src->forget_before(stream_offset(3)), 3u);
+  read_plan p = fork.read(stream_offset(0), 100, false);
+  ASSERT_TRUE(p.in_objects.has_value());
+  EXPECT_EQ(p.in_objects->stream, "/src");
+  EXPECT_EQ(p.in_objects->until.value(), 3u);
+  // The read after them goes on through the source's held records and the fork's own.
+  p = fork.read(stream_offset(3), 100, false);
+  EXPECT_FALSE(p.in_objects.has_value());
+  EXPECT_EQ(join(p), "deX");
+}
+
 TEST(memory_log, boundaries) {
   memory_log log;
   log.append(rec("a,", 2, 1));
