@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -358,6 +359,18 @@ lane_sim_report lane_sim::run() {
   if (report_.ok && o_.lose_releases) release_phase();
   for (auto& n : nodes_) {
     if (!n->up) continue;
+    // Every leadership this incarnation won and did not lose is one it holds: the replicator saw every
+    // change of role (node_io's after-event hook runs after every tick and message).
+    for (const auto& lane : n->lanes) {
+      const replicator& r = lane->replicator();
+      std::uint64_t leads = 0;
+      for (const auto& g : r.status()) leads += std::string_view(g.role) == "leader" ? 1 : 0;
+      const leadership_counts& lc = r.leadership();
+      if (report_.ok && lc.leaderships_won - lc.leaderships_lost != leads) {
+        fail(fmt::format("node {} lane {} counted {} leaderships won and {} lost, and leads {} groups", n->id,
+                         r.lane(), lc.leaderships_won, lc.leaderships_lost, leads));
+      }
+    }
     n->up = false;
     n->ex->halt();
     end_process(*n);

@@ -40,7 +40,8 @@
 //   5. a minority never acknowledges: a write or read on a node that could not reach a majority (cut
 //      off, or the others down) from its start to its answer, with nothing changed in between, fails;
 //   6. liveness after the faults: within recovery_limit_ms every client finishes and every node applies
-//      everything committed;
+//      everything committed; at the end, each replicator's leaderships won less those lost are the
+//      groups it leads;
 //   7. lost fork releases (lose_releases): after the checks, on a healed cluster, references taken for
 //      forks never created, sources soft-deleted and forks deleted while half of the releases are lost
 //      (and the node that answers the first delete causing one is killed at once): the production fork
