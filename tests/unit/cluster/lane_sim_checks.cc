@@ -48,9 +48,10 @@ void lane_sim::final_reads() {
   while (report_.ok && left > 0 && sched_.now_ms() < limit && sched_.run_one()) {
   }
   if (report_.ok && left > 0) fail(fmt::format("{} final reads not served within 10 s", left));
-  // Every record applied reached the data log: once its writes are done (a moment after the last
-  // apply), no record is held in memory without a place on disk (the hot tier may drop each of them).
-  const std::int64_t settle = sched_.now_ms() + 200;
+  // Every record applied reached the data log: once its queue went to the writer (at each tick, every
+  // 250 ms here, or at 64 KiB) and the writes completed, no record is held in memory without a place on
+  // disk (the hot tier may drop each of them).
+  const std::int64_t settle = sched_.now_ms() + 600;
   while (report_.ok && sched_.now_ms() < settle && sched_.run_one()) {
   }
   for (const auto& n : nodes_) {
