@@ -195,6 +195,16 @@ std::string check_local_bytes(const serve_config& c) {
          std::to_string(c.local_bytes);
 }
 
+std::string check_cold_keep_bytes(const serve_config& c) {
+  if (c.cold_keep_bytes == 0) return "";
+  if (c.cold.empty()) return "needs cold";
+  if (c.local_bytes > 0 && c.cold_keep_bytes > c.local_bytes) {
+    return "at most local-bytes (" + std::to_string(c.local_bytes) + "), got " +
+           std::to_string(c.cold_keep_bytes);
+  }
+  return "";
+}
+
 // THE table: one row per setting. Names are the flags and the TOML keys; the order is --help's.
 const std::array table{
     setting{"listen", "HOST:PORT",
@@ -400,6 +410,10 @@ const std::array table{
             "With cold: the most stream data not yet in the bucket that the node keeps on its disk; appends "
             "get 503 + Retry-After at it (while the bucket cannot be reached). 0: no budget",
             field<&serve_config::local_bytes>(), 0, UINT64_MAX, check_local_bytes},
+    setting{"cold-keep-bytes", "BYTES",
+            "With cold: stream bytes the node keeps on its disk before it drops those already in the bucket "
+            "(reads of them then go to the bucket); 0: three quarters of local-bytes, or never without it",
+            field<&serve_config::cold_keep_bytes>(), 0, UINT64_MAX, check_cold_keep_bytes},
     setting{"cold-object-bytes", "BYTES", "With cold: an object is cut once it holds this many bytes",
             field<&serve_config::cold_object_bytes>(), 64 * kib, 16 * 1024 * kib - 64 * kib},
     setting{"cold-max-age-ms", "MS",

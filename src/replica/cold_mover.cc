@@ -216,7 +216,10 @@ void cold_mover::recount_local_bytes() {
       continue;
     }
     const std::uint64_t first = part_.cold_index().cold_end(it->first).value_or(log->base()).value();
-    total += log->tail().value() > first ? log->tail().value() - first : 0;
+    // A stream that is soft-deleted (kept for its forks) or expired is not uploaded: its bytes do not
+    // count against the budget of bytes waiting for the bucket.
+    if (sm.position_of(it->first, part_.now_ms()).exists)
+      total += log->tail().value() > first ? log->tail().value() - first : 0;
     held += log->tail().value() - log->held_from().value();
     ++it;
   }

@@ -248,11 +248,14 @@ void partition::read_objects(std::string path, streams::read_result rr, read_don
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began)
                 .count()));
         rr.plan.in_objects.reset();
+        ++bucket_reads_;
         status io;
         if (!got) {
+          ++bucket_read_failures_;
           io = got.err();
           log::error("weir serve: {}: reading bytes from the bucket failed: {}", path, io.err().reason);
         } else if (got->size() != length) {
+          ++bucket_read_failures_;
           io = make_error(storage::errc::io_error, "the bucket returned " + std::to_string(got->size()) +
                                                        " bytes of " + std::to_string(length));
         } else {

@@ -191,6 +191,9 @@ class partition {
   // Cold reads done, and those in flight or waiting (this loop only; metrics and tests).
   std::uint64_t cold_reads_done() const { return cold_done_; }
   std::size_t cold_reads_pending() const { return cold_in_flight_ + cold_waiting_.size(); }
+  // Reads of bytes held only in the bucket (read_objects), done and failed (this loop only).
+  std::uint64_t bucket_reads() const { return bucket_reads_; }
+  std::uint64_t bucket_read_failures() const { return bucket_read_failures_; }
   // The latency of cold reads, microseconds from read_cold to `done` (written on this loop).
   const metrics::histogram& cold_read_latency() const { return cold_latency_; }
 
@@ -262,6 +265,8 @@ class partition {
   std::unique_ptr<tier::data_log> data_log_;  // cluster mode: where applied stream bytes go
   std::unique_ptr<cold_mover> mover_;         // a single node's cold tier
   object_fetch_fn fetch_object_;
+  std::uint64_t bucket_reads_ = 0;
+  std::uint64_t bucket_read_failures_ = 0;
   std::uint64_t local_bytes_budget_ = 0;
   storage::segment_reader* own_segments_ = nullptr;
   storage::env* env_ = nullptr;

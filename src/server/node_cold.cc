@@ -1,6 +1,7 @@
 // The cold tier of a single node (docs/cold-tier.md): the bucket is reached once at start (a node that
 // cannot list it does not start: a wrong name, endpoint or credential shows at once, not after an hour of
 // appends), then every shard gets a cold_mover whose uploads run on the tier's worker threads.
+#include <algorithm>
 #include <cstdlib>
 
 #include "base/log.h"
@@ -88,8 +89,10 @@ status node::open_cold() {
     };
     const std::uint64_t share = cfg_.local_bytes / shards_.size();
     // Keep the disk under its share: forget what is in objects once the held bytes pass three quarters
-    // of it, so that appends keep room while uploads catch up.
-    o.keep_bytes = share / 4 * 3;
+    // of it (or cold-keep-bytes), so that appends keep room while uploads catch up.
+    o.keep_bytes = cfg_.cold_keep_bytes > 0
+                       ? std::max<std::uint64_t>(1, cfg_.cold_keep_bytes / shards_.size())
+                       : share / 4 * 3;
     shard.part().attach_cold(o, std::move(put), share);
     shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers = cold_workers_.get(), loop](
                                          std::string key, std::uint64_t size, std::uint64_t position,

@@ -294,6 +294,17 @@ std::string node_metrics::render(const node_figures& f) const {
   metrics::histogram_counts fsync, batch_records, batch_bytes, cold_read;
   for (const shard_figures& s : f.shards) {
     sum.cold_reads += s.cold_reads;
+    sum.tiered = sum.tiered || s.tiered;
+    sum.tier.objects += s.tier.objects;
+    sum.tier.bytes += s.tier.bytes;
+    sum.tier.local_bytes += s.tier.local_bytes;
+    sum.tier.held_bytes += s.tier.held_bytes;
+    sum.tier.forgotten_bytes += s.tier.forgotten_bytes;
+    sum.tier.read_failures += s.tier.read_failures;
+    sum.upload_waiting += s.upload_waiting;
+    sum.upload_failures += s.upload_failures;
+    sum.bucket_reads += s.bucket_reads;
+    sum.bucket_read_failures += s.bucket_read_failures;
     sum.cold_reads_pending += s.cold_reads_pending;
     cold_read.merge(s.cold_read_us);
     sum.streams += s.streams;
@@ -350,6 +361,35 @@ std::string node_metrics::render(const node_figures& f) const {
       "weir_cold_read_duration_seconds", metric_type::histogram,
       "Time of each cold read, from the request's plan to its bytes back on the core (queueing included).");
   t.histogram("weir_cold_read_duration_seconds", {}, metrics::latency_us_bounds, cold_read, 1'000'000);
+  if (sum.tiered) {
+    t.family("weir_tier_objects_uploaded_total", metric_type::counter,
+             "Objects uploaded to the bucket and recorded in the index (docs/cold-tier.md).");
+    t.sample("weir_tier_objects_uploaded_total", {}, sum.tier.objects);
+    t.family("weir_tier_uploaded_bytes_total", metric_type::counter, "Stream bytes in those objects.");
+    t.sample("weir_tier_uploaded_bytes_total", {}, sum.tier.bytes);
+    t.family("weir_tier_upload_failures_total", metric_type::counter,
+             "Failed upload attempts (each sent again later with the same key and bytes).");
+    t.sample("weir_tier_upload_failures_total", {}, sum.upload_failures);
+    t.family("weir_tier_upload_waiting_bytes", metric_type::gauge,
+             "Bytes packed for the bucket and not yet in it.");
+    t.sample("weir_tier_upload_waiting_bytes", {}, sum.upload_waiting);
+    t.family("weir_tier_local_bytes", metric_type::gauge,
+             "Stream bytes in no object yet (appends get 503 when they reach local-bytes).");
+    t.sample("weir_tier_local_bytes", {}, sum.tier.local_bytes);
+    t.family("weir_tier_held_bytes", metric_type::gauge,
+             "Stream bytes the node holds itself (on disk or in memory); past cold-keep-bytes those in the "
+             "bucket are dropped.");
+    t.sample("weir_tier_held_bytes", {}, sum.tier.held_bytes);
+    t.family("weir_tier_dropped_bytes_total", metric_type::counter,
+             "Stream bytes dropped from the node because they are in the bucket.");
+    t.sample("weir_tier_dropped_bytes_total", {}, sum.tier.forgotten_bytes);
+    t.family("weir_tier_bucket_reads_total", metric_type::counter,
+             "Reads served from the bucket (bytes the node no longer holds).");
+    t.sample("weir_tier_bucket_reads_total", {}, sum.bucket_reads);
+    t.family("weir_tier_bucket_read_failures_total", metric_type::counter,
+             "Reads from the bucket that failed (answered 503).");
+    t.sample("weir_tier_bucket_read_failures_total", {}, sum.bucket_read_failures);
+  }
   t.family("weir_log_commands_in_flight", metric_type::gauge, "Commands applied and waiting for the log.");
   t.sample("weir_log_commands_in_flight", {}, sum.commands_in_flight);
   t.family("weir_log_bytes_in_flight", metric_type::gauge, "Bytes of the commands waiting for the log.");

@@ -20,6 +20,7 @@
 #include "cluster/replicator_leadership.h"
 #include "http/server.h"
 #include "protocol/stream_request.h"
+#include "replica/cold_mover.h"
 #include "storage/log_writer.h"
 
 namespace weir::server {
@@ -68,6 +69,13 @@ struct shard_figures {
   std::uint64_t cold_reads = 0;          // reads of evicted data done (stream_shard::read_cold)
   std::uint64_t cold_reads_pending = 0;  // in flight on the cold_reader or waiting for it
   metrics::histogram_counts cold_read_us;
+  // The cold tier (a shard with a mover: docs/cold-tier.md).
+  bool tiered = false;
+  replica::cold_mover_stats tier;
+  std::uint64_t upload_waiting = 0;   // bytes handed to the uploader, not yet in the bucket
+  std::uint64_t upload_failures = 0;  // failed attempts (each retried with the same key and bytes)
+  std::uint64_t bucket_reads = 0;
+  std::uint64_t bucket_read_failures = 0;
   bool durable = false;
   storage::log_stats log;
 };

@@ -7,6 +7,7 @@
 #include "base/prometheus_text.h"
 #include "http/server.h"
 #include "io/event_loop.h"
+#include "replica/cold_mover.h"
 #include "server/access_log.h"
 #include "server/node.h"
 #include "server/node_metrics.h"
@@ -66,6 +67,14 @@ void node::serve_metrics(http::exchange ex) {
       f.cold_reads = sh->part().cold_reads_done();
       f.cold_reads_pending = sh->part().cold_reads_pending();
       f.cold_read_us = sh->part().cold_read_latency().read();
+      if (const replica::cold_mover* m = sh->part().mover()) {
+        f.tiered = true;
+        f.tier = m->stats();
+        f.upload_waiting = m->uploads().bytes_waiting();
+        f.upload_failures = m->uploads().attempts_failed();
+      }
+      f.bucket_reads = sh->part().bucket_reads();
+      f.bucket_read_failures = sh->part().bucket_read_failures();
       if (storage::log_writer* w = sh->part().wal().writer()) {
         f.durable = true;
         f.log = w->stats();

@@ -105,6 +105,9 @@ struct serve_config {
   std::string s3_session_token;
   // The most stream data a node keeps on its own disk that is not yet in the bucket; 0: no budget.
   std::uint64_t local_bytes = 0;
+  // Stream bytes the node keeps on its disk before it drops those already in the bucket (a local read
+  // cache of them); 0: three quarters of local_bytes (and with no local_bytes, nothing is dropped).
+  std::uint64_t cold_keep_bytes = 0;
   std::uint64_t cold_object_bytes = 8ull << 20;  // an object is cut at about this size
   std::uint64_t cold_max_age_ms = 30'000;        // or once its oldest bytes waited this long
   // Cluster mode (docs/operations.md, "Cluster"): node-id, peer-listen, peers, raft-groups. Without a

@@ -239,6 +239,20 @@ TEST_F(cold_node_test, a_node_past_its_local_budget_keeps_its_disk_bounded_and_r
   EXPECT_LE(on_disk, budget + segment) << node.log_tail(3000);
   int requests = 0;
   EXPECT_EQ(catch_up(node.port(), stream, &requests), all);
+  // The node's own account: most of the stream came back from the bucket.
+  {
+    blocking_client c(node.port());
+    auto m = c.request("GET", "/metrics");
+    ASSERT_EQ(m.status, 200);
+    auto value = [&](const std::string& name) -> std::uint64_t {
+      auto at = m.body.find("\n" + name + " ");
+      return at == std::string::npos ? 0 : std::stoull(m.body.substr(at + name.size() + 2));
+    };
+    EXPECT_GT(value("weir_tier_bucket_reads_total"), 50u) << m.body;
+    EXPECT_EQ(value("weir_tier_bucket_read_failures_total"), 0u);
+    EXPECT_GE(value("weir_tier_dropped_bytes_total"), all.size() - budget - segment);
+    EXPECT_GE(value("weir_tier_uploaded_bytes_total"), all.size());
+  }
   ::testing::Test::RecordProperty("refused_appends", refused);
   ::testing::Test::RecordProperty("catch_up_requests", requests);
 

@@ -152,6 +152,7 @@ const std::map<std::string, sample>& samples() {
       {"s3-secret-access-key", {"wJalrXUtnFEMI/K7MDENG", "\"wJalrXUtnFEMI/K7MDENG\""}},
       {"s3-session-token", {"FwoGZXIvYXdzEXAMPLE", "\"FwoGZXIvYXdzEXAMPLE\""}},
       {"local-bytes", {"1073741824", "1073741824", {"cold"}}},
+      {"cold-keep-bytes", {"536870912", "536870912", {"cold", "local-bytes"}}},
       {"cold-object-bytes", {"1048576", "1048576"}},
       {"cold-max-age-ms", {"1000", "1000"}},
       {"node-id", {"2", "2", {"peer-listen", "peers"}}},
@@ -525,6 +526,15 @@ TEST(serve_config, cold_settings_are_checked_together) {
             std::string::npos);
   const std::string small = error_of([] { parse_serve({"--cold", "s3://weir", "--local-bytes", "1000"}); });
   EXPECT_NE(small.find("local-bytes: at least 150994944"), std::string::npos) << small;
+  EXPECT_NE(error_of([] {
+              parse_serve({"--cold-keep-bytes", "1000"});
+            }).find("needs cold"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([] {
+        parse_serve({"--cold", "s3://weir", "--local-bytes", "150994944", "--cold-keep-bytes", "150994945"});
+      }).find("cold-keep-bytes: at most local-bytes"),
+      std::string::npos);
   serve_config ok = parse_serve(
       {"--cold", "s3://weir/n1", "--s3-endpoint", "http://127.0.0.1:4568", "--local-bytes", "150994944"});
   EXPECT_EQ(ok.cold, "s3://weir/n1");
