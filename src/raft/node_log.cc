@@ -1,10 +1,12 @@
 #include "raft/node_log.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "raft/byte_codec.h"
 
 namespace weir::raft {
 namespace {
@@ -31,19 +33,66 @@ bool wanted(const wanted_ranges& w, group_id g, std::uint64_t index) {
 struct node_log::carried {
   std::map<group_id, std::map<std::uint64_t, stored_entry>> entries;
 
+  // A segment is read in pieces of about this size into one buffer, reused for every segment of the pass:
+  // read whole, each segment took a fresh zero-filled buffer of its size (64 MiB), faulted in page by page
+  // (8% of a cluster node's samples under sustained 64 KiB appends: docs/benchmarks.md, "Cluster CPU: the
+  // copies of an append").
+  static constexpr std::size_t piece_bytes = 1u << 20;
+  std::vector<std::byte> buf;
+
   status read(storage::env& env, const std::string& path, const wanted_ranges& w) {
-    auto content = storage::read_whole_file(env, path);
-    if (!content) return content.err();
-    const std::span<const std::byte> all(*content);
-    if (!record::file_header_version(all))
+    auto file = env.open_readable(path);
+    if (!file) return file.err();
+    auto size = (*file)->size();
+    if (!size) return size.err();
+    const std::uint64_t end = *size;
+    std::uint64_t base = 0;  // the file offset of buf[0]
+    std::size_t have = 0;    // bytes of the file in buf
+    std::size_t pos = 0;     // the next record's offset in buf
+    // Moves what is left from `pos` to the front and reads on until buf holds `need` bytes from there
+    // (or the file ended).
+    auto fill = [&](std::size_t need) -> status {
+      if (pos > 0) {
+        if (have > pos) std::memmove(buf.data(), buf.data() + pos, have - pos);
+        base += pos;
+        have -= pos;
+        pos = 0;
+      }
+      const std::size_t want =
+          static_cast<std::size_t>(std::min<std::uint64_t>(std::max(need, piece_bytes), end - base));
+      if (buf.size() < want) buf.resize(want);
+      while (have < want) {
+        auto n = (*file)->read(base + have, std::span<std::byte>(buf.data() + have, want - have));
+        if (!n) return n.err();
+        if (*n == 0) break;
+        have += *n;
+      }
+      return {};
+    };
+    if (auto st = fill(record::file_header_size); !st) return st;
+    if (!record::file_header_version(std::span<const std::byte>(buf.data(), have)))
       return make_error(errc::corruption, fmt::format("{}: not a weir raft log segment", path));
-    std::size_t pos = record::file_header_size;
-    while (pos < all.size()) {
-      auto d = record::decode_record(all.subspan(pos));
-      if (!d || !d->has_value())
+    pos = record::file_header_size;
+    while (base + pos < end) {
+      const std::span<const std::byte> rest(buf.data() + pos, have - pos);
+      auto d = record::decode_record(rest);
+      if (d && !d->has_value()) {
+        // Cut short by the end of the buffer: read on, the whole record at once if its length is in.
+        std::size_t need = record::record_header_size;
+        if (rest.size() >= 4) {
+          std::uint32_t body = 0;
+          byte_reader(rest).u32(body);  // the record's body length (log_record.h)
+          need += body;
+        }
+        if (rest.size() >= need || base + pos + need > end)
+          return make_error(errc::corruption,
+                            fmt::format("{} at byte {}: record cut short", path, base + pos));
+        if (auto st = fill(need); !st) return st;
+        continue;
+      }
+      if (!d)
         return make_error(errc::corruption,
-                          fmt::format("{} at byte {}: {}", path, pos,
-                                      d ? std::string("record cut short") : d.err().reason));
+                          fmt::format("{} at byte {}: {}", path, base + pos, d.err().reason));
       const record::log_record& rec = (*d)->rec;
       auto take = [&](log_index first, const std::vector<wire::entry>& items) {
         std::uint64_t i = first.value();

@@ -14,9 +14,9 @@
 // their live entries forward (one batch) and then deletes them, so disk use stays within a small factor of
 // the live state plus one segment, whatever the history: a group that never writes again does not pin its
 // old segment. The file `<path>` itself, weir's log before segments (version 1), is read as segment 0.
-// Memory: no entry bytes are kept (live_group holds runs of indexes); a compaction reads its segments, one
-// whole at a time, on the flusher's thread and keeps their live entries until they are encoded into the
-// open batch.
+// Memory: no entry bytes are kept (live_group holds runs of indexes); a compaction reads its segments in
+// pieces of 1 MiB through one buffer, on the flusher's thread, and keeps their live entries until they are
+// encoded into the open batch.
 //
 // At open, the segments are scanned in order and each group's state (term, vote, snapshot, entries)
 // rebuilt; a group takes its state once, when libraft calls load(). A torn record can only sit at the end

@@ -306,6 +306,51 @@ struct backlog {
   }
 };
 
+// Compaction reads a segment back in pieces of 1 MiB (node_log.cc, carried::piece_bytes): records that
+// straddle a piece's end, and one larger than a piece, are carried forward whole and byte for byte.
+TEST(raft_node_log_compaction, records_across_read_pieces_are_carried_whole) {
+  fixture f(3, node_log_options{3u << 20});
+  model_group quiet;
+  model_group busy;
+  auto fill = [](std::size_t n, int k) {
+    std::string d(n, 'a');
+    for (std::size_t i = 0; i < n; ++i)
+      d[i] = static_cast<char>('a' + (i * 7 + static_cast<std::size_t>(k)) % 26);
+    return d;
+  };
+  {
+    auto log = f.open();
+    // The quiet group's entries, all in the first segment: a record of 1.4 MB, then five of 333,333 bytes.
+    std::vector<owned_record> quiet_records = {entries_rec(0, 1, 1, {fill(700'001, 1), fill(700'001, 2)})};
+    for (int k = 0; k < 5; ++k)
+      quiet_records.push_back(entries_rec(0, 3 + static_cast<std::uint64_t>(k), 1, {fill(333'333, 3 + k)}));
+    for (const auto& r : quiet_records) {
+      add(*log, r);
+      quiet.apply(r);
+      f.settle(*log);
+    }
+    // A busy group whose entries die at its snapshots, until compaction took the first segment.
+    std::uint64_t next = 1;
+    for (int round = 0; round < 80 && f.env.file_exists(seg(1)); ++round) {
+      const auto e = entries_rec(1, next++, 1, {fill(500'001, round)});
+      add(*log, e);
+      busy.apply(e);
+      if (round % 3 == 2) {
+        const auto sn = snapshot_rec(1, next - 1, 1, fmt::format("snap {}", round));
+        add(*log, sn);
+        busy.apply(sn);
+      }
+      f.settle(*log);
+    }
+    EXPECT_FALSE(f.env.file_exists(seg(1)));
+    EXPECT_GE(log->entries_carried(), 7u);
+  }
+  auto log = f.open();
+  std::string why;
+  EXPECT_TRUE(quiet.matches(log->take_group_state(group_id(0)), why)) << why;
+  EXPECT_TRUE(busy.matches(log->take_group_state(group_id(1)), why)) << why;
+}
+
 // Under sustained writes a one-segment pass (three disk round trips) fell behind by several segments. A
 // pass takes every segment it needs at once: the first deletion already brings the log under its bound,
 // with the live entries of all those segments carried in one go.
