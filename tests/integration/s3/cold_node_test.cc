@@ -34,17 +34,8 @@ std::filesystem::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-class cold_node_test : public ::testing::Test {
+class cold_node_test : public test::s3rver_suite {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new test::s3rver_process();
-    std::string why;
-    ASSERT_TRUE(server_->start(why)) << why;
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override { dir_ = fresh_dir(::testing::UnitTest::GetInstance()->current_test_info()->name()); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -108,11 +99,8 @@ class cold_node_test : public ::testing::Test {
     return got;
   }
 
-  static test::s3rver_process* server_;
   std::filesystem::path dir_;
 };
-
-test::s3rver_process* cold_node_test::server_ = nullptr;
 
 // s3rver's built-in account, as a user would pass it.
 void use_credentials(const char* secret) {

@@ -27,18 +27,8 @@ std::string text_of(const object_bytes& b) {
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
-class s3_client_test : public ::testing::Test {
+class s3_client_test : public test::s3rver_suite {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new test::s3rver_process();
-    std::string why;
-    ASSERT_TRUE(server_->start(why)) << why;
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   // A store on its own prefix per test, so tests do not see each other's keys.
   std::unique_ptr<s3_object_store> make_store(std::string secret = test::s3rver_process::secret_key) {
     s3_settings s;
@@ -54,11 +44,7 @@ class s3_client_test : public ::testing::Test {
     o.request_timeout = millis{20'000};
     return std::make_unique<s3_object_store>(std::move(s), o);
   }
-
-  static test::s3rver_process* server_;
 };
-
-test::s3rver_process* s3_client_test::server_ = nullptr;
 
 // The same checks as the fake's (mem_object_store_test): the fake answers what S3 answers.
 TEST_F(s3_client_test, behaves_as_the_fake_does) {

@@ -4,6 +4,7 @@
 // SIGKILL) in the destructor; PR_SET_PDEATHSIG makes a crashing test take it along. Main thread only.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -38,5 +39,21 @@ class s3rver_process {
 
 // A port on 127.0.0.1 that nothing listens on right now.
 std::uint16_t free_loopback_port();
+
+// The base of a test suite whose tests share one s3rver (server_), started before the first test and
+// stopped after the last.
+class s3rver_suite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new s3rver_process();
+    std::string why;
+    ASSERT_TRUE(server_->start(why)) << why;
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static inline s3rver_process* server_ = nullptr;
+};
 
 }  // namespace weir::tier::test

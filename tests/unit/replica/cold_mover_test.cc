@@ -9,14 +9,12 @@
 #include <future>
 #include <thread>
 
-#include "raft/loop_executor.h"
 #include "replica/cold_state.h"
-#include "replica/wal_recovery.h"
-#include "storage/mem_env.h"
 #include "tier/cold_fetcher.h"
 #include "tier/hot_tier.h"
 #include "tier/mem_object_store.h"
 #include "tier/object_format.h"
+#include "unit/replica/partition_on_loop.h"
 #include "unit/streams/command_builders.h"
 
 namespace weir::replica {
@@ -31,38 +29,21 @@ struct quiet_host final : partition_host {
   void on_writes_resumed() override {}
 };
 
-class cold_mover_test : public ::testing::Test {
+class cold_mover_test : public testing::partition_on_loop {
  protected:
   void SetUp() override { open(); }
-  void TearDown() override { close(); }
 
-  template <class F>
-  auto on_loop(F fn) {
-    std::promise<decltype(fn())> p;
-    loop_->post([&] { p.set_value(fn()); });
-    return p.get_future().get();
-  }
   void open(std::uint64_t checkpoint_bytes = 0, std::uint64_t local_budget = 0,
             std::uint64_t keep_bytes = 0) {
-    loop_ = std::make_unique<io::event_loop>(0);
-    ex_ = std::make_unique<raft::loop_executor>(*loop_);
-    thread_ = std::thread([l = loop_.get()] { l->run(); });
     partition_options po;
     po.checkpoint_bytes = checkpoint_bytes;
-    ASSERT_TRUE(on_loop([&] {
-      part_ = std::make_unique<partition>(*ex_, clock_, po, host_);
-      wal_options wo;
-      wo.data_dir = "/data";
-      wo.sync = storage::sync_policy{};
-      wo.segment_bytes = 16 * 1024;  // several segments: a reclaim deletes some
-      std::vector<partition*> parts{part_.get()};
-      auto rec = open_durable_store(env_, wo, parts, readers_);
-      EXPECT_TRUE(rec.has_value()) << rec.err().reason;
-      if (!rec) return false;
-      recovered_ = *rec;
+    wal_options wo;
+    wo.data_dir = "/data";
+    wo.sync = storage::sync_policy{};
+    wo.segment_bytes = 16 * 1024;  // several segments: a reclaim deletes some
+    ASSERT_TRUE(open_partition(host_, po, wo, [&] {
       auto term = next_cold_term(env_, "/data/wal/core-0");
-      EXPECT_TRUE(term.has_value());
-      if (!term) return false;
+      ASSERT_TRUE(term.has_value());
       cold_mover_options o;
       o.upload.group = tier::cold_group(0);
       o.upload.term = tier::leader_term(*term);
@@ -95,25 +76,7 @@ class cold_mover_test : public ::testing::Test {
         ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
       });
       part_->start_cold();
-      return true;
     }));
-  }
-  void close() {
-    if (!loop_) return;
-    on_loop([&] {
-      part_->stop();
-      part_.reset();
-      return 0;
-    });
-    loop_->stop();
-    thread_.join();
-    loop_.reset();
-    readers_.clear();
-  }
-  durable_result submit(const streams::command& c) {
-    std::promise<durable_result> p;
-    loop_->post([&] { (void)part_->submit(c, [&](durable_result& r) { p.set_value(r); }); });
-    return p.get_future().get();
   }
   // One pass of the mover, the object being filled sent, its answer and its index record applied, and
   // the record durable (a command submitted after it completes after it).
@@ -211,17 +174,9 @@ class cold_mover_test : public ::testing::Test {
     });
   }
 
-  storage::mem_env env_;
   tier::mem_object_store store_;
   tier::cold_fetcher fetcher_{store_};
-  manual_clock clock_;
   quiet_host host_;
-  std::unique_ptr<io::event_loop> loop_;
-  std::unique_ptr<raft::loop_executor> ex_;
-  std::thread thread_;
-  std::unique_ptr<partition> part_;
-  segment_readers readers_;
-  wal_recovery_stats recovered_;
   bool hold_puts_ = false;                   // the loop's
   std::vector<std::function<void()>> held_;  // the loop's
 };

@@ -8,9 +8,7 @@
 #include <future>
 #include <thread>
 
-#include "raft/loop_executor.h"
-#include "replica/wal_recovery.h"
-#include "storage/mem_env.h"
+#include "unit/replica/partition_on_loop.h"
 #include "unit/streams/command_builders.h"
 
 namespace weir::replica {
@@ -37,58 +35,22 @@ std::string text(const streams::read_result& rr) {
 
 // One partition on its own loop (a thread), opened over `env` the way a single node opens its shards
 // (open_durable_store: recovery, then the log writer).
-class partition_test : public ::testing::Test {
+class partition_test : public testing::partition_on_loop {
  protected:
   void SetUp() override {
     open();
     ASSERT_TRUE(opened_);
   }
-  void TearDown() override { close(); }
 
-  // Runs `fn` on the partition's loop and returns its result.
-  template <class F>
-  auto on_loop(F fn) {
-    std::promise<decltype(fn())> p;
-    loop_->post([&] { p.set_value(fn()); });
-    return p.get_future().get();
-  }
   void open(std::size_t hot_bytes = 1 << 20) {
-    loop_ = std::make_unique<io::event_loop>(0);
-    ex_ = std::make_unique<raft::loop_executor>(*loop_);
-    thread_ = std::thread([l = loop_.get()] { l->run(); });
     partition_options o;
     o.hot_bytes = hot_bytes;
-    opened_ = on_loop([&] {
-      part_ = std::make_unique<partition>(*ex_, clock_, o, host_);
-      wal_options wo;
-      wo.data_dir = "/data";
-      wo.sync = storage::sync_policy{};
-      std::vector<partition*> parts{part_.get()};
-      auto rec = open_durable_store(env_, wo, parts, readers_);
-      EXPECT_TRUE(rec.has_value()) << rec.err().reason;
-      if (rec) recovered_ = *rec;
-      return rec.has_value();
-    });
-  }
-  void close() {
-    if (!loop_) return;
-    on_loop([&] {
-      part_->stop();
-      part_.reset();
-      return 0;
-    });
-    loop_->stop();
-    thread_.join();
-    loop_.reset();
-    readers_.clear();
+    wal_options wo;
+    wo.data_dir = "/data";
+    wo.sync = storage::sync_policy{};
+    opened_ = open_partition(host_, o, wo);
   }
 
-  // Submits `c` and waits for its completion.
-  durable_result submit(const streams::command& c) {
-    std::promise<durable_result> p;
-    loop_->post([&] { (void)part_->submit(c, [&](durable_result& r) { p.set_value(r); }); });
-    return p.get_future().get();
-  }
   // A read of `path` from offset 0, cold slices read back off the loop.
   std::string read_all(const std::string& path) {
     std::promise<std::string> p;
@@ -106,15 +68,7 @@ class partition_test : public ::testing::Test {
     return p.get_future().get();
   }
 
-  storage::mem_env env_;
-  manual_clock clock_;
   recording_host host_;
-  std::unique_ptr<io::event_loop> loop_;
-  std::unique_ptr<raft::loop_executor> ex_;  // the partition's executor: loop_
-  std::thread thread_;
-  std::unique_ptr<partition> part_;
-  segment_readers readers_;
-  wal_recovery_stats recovered_;
   bool opened_ = false;
 };
 
