@@ -191,6 +191,9 @@ streams::read_result partition::head_visible(const std::string& path) const {
 bool partition::read_cold(std::string path, streams::read_result rr, read_done done, bool may_refuse) {
   if (may_refuse && cold_waiting_.size() >= opts_.max_cold_waiting) return false;
   if (rr.plan.in_objects) {
+    // Reads from the bucket are slower than the disk and cost the store requests: a bounded number in
+    // flight; a new request beyond it gets 503 + Retry-After rather than a place in an endless queue.
+    if (may_refuse && objects_in_flight_ >= opts_.max_object_reads) return false;
     read_objects(std::move(path), std::move(rr), std::move(done));
     return true;
   }
@@ -237,12 +240,12 @@ void partition::read_objects(std::string path, streams::read_result rr, read_don
   const std::uint64_t position = e.data_position + (span.from.value() - e.first.value());
   const std::uint64_t generation = rr.meta ? rr.meta->generation : 0;
   const auto began = std::chrono::steady_clock::now();
-  ++cold_in_flight_;
+  ++objects_in_flight_;
   fetch_object_(
       where->object->key, where->object->size, position, length,
       [this, path = std::move(path), rr = std::move(rr), done = std::move(done), span, length, generation,
        began](result<std::string> got) mutable {
-        --cold_in_flight_;
+        --objects_in_flight_;
         ++cold_done_;
         cold_latency_.observe(static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began)
@@ -272,6 +275,8 @@ void partition::read_objects(std::string path, streams::read_result rr, read_don
         if (now.code != streams::errc::ok || !now.meta || now.meta->generation != generation) {
           rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
           rr.plan = {};
+        } else if (io) {
+          rr.plan.up_to_date = rr.plan.next == now.meta->tail;
         }
         done(rr, io);
       });

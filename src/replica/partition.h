@@ -55,6 +55,8 @@ struct partition_options {
   // read in flight holds at most a read chunk (or one record) of bytes; a waiting one only its plan.
   std::size_t max_cold_reads = 8;
   std::size_t max_cold_waiting = 1024;
+  // Reads from the bucket (cold tier) in flight at once; a new client read beyond it is refused (503).
+  std::size_t max_object_reads = 32;
 };
 
 // What a partition tells the node it runs in. Called on the partition's executor.
@@ -190,7 +192,9 @@ class partition {
   }
   // Cold reads done, and those in flight or waiting (this loop only; metrics and tests).
   std::uint64_t cold_reads_done() const { return cold_done_; }
-  std::size_t cold_reads_pending() const { return cold_in_flight_ + cold_waiting_.size(); }
+  std::size_t cold_reads_pending() const {
+    return cold_in_flight_ + cold_waiting_.size() + objects_in_flight_;
+  }
   // Reads of bytes held only in the bucket (read_objects), done and failed (this loop only).
   std::uint64_t bucket_reads() const { return bucket_reads_; }
   std::uint64_t bucket_read_failures() const { return bucket_read_failures_; }
@@ -266,6 +270,7 @@ class partition {
   std::unique_ptr<cold_mover> mover_;         // a single node's cold tier
   object_fetch_fn fetch_object_;
   std::uint64_t bucket_reads_ = 0;
+  std::size_t objects_in_flight_ = 0;
   std::uint64_t bucket_read_failures_ = 0;
   std::uint64_t local_bytes_budget_ = 0;
   storage::segment_reader* own_segments_ = nullptr;

@@ -93,7 +93,8 @@ class memory_log final : public stream_log {
   std::size_t record_count() const { return records_.size(); }
 
   // The cold tier (docs/cold-tier.md, "Reclaiming"): own bytes before held_from() are held only in
-  // objects of the bucket; a read that starts there returns read_plan::in_objects and nothing else.
+  // objects of the bucket; a read that starts there returns read_plan::in_objects (at most max_bytes of
+  // them) and nothing else.
   // held_from() is the fork point (0) until forget_before moves it.
   stream_offset held_from() const { return stream_offset(held_from_); }
   // Forgets the own records ending at or before `pos` (their bytes are in objects): held_from() moves to

@@ -76,6 +76,7 @@ TEST(memory_log, forgotten_records_leave_reads_that_start_before_them_to_the_obj
   EXPECT_EQ(p.in_objects->until.value(), 7u);
   EXPECT_EQ(p.next.value(), 1u);
   EXPECT_FALSE(p.up_to_date);
+  EXPECT_EQ(log.read(stream_offset(1), 2, false).in_objects->until.value(), 3u);  // at most max_bytes
   // From the held part on, reads are as before.
   p = log.read(stream_offset(7), 100, false);
   EXPECT_FALSE(p.in_objects.has_value());

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The cold tier measured against local disk, in one run on one machine (docs/benchmarks.md, "Cold tier"):
+#   1. catch-up reads: the same 64 MiB stream read from the start on a node without a tier (local
+#      segments) and on a node whose bytes were moved to the bucket and dropped from its disk (s3rver on
+#      loopback): MiB/s and requests to the bucket per MiB;
+#   2. appends with the tier on against off: `weir bench --workloads seed` (small events, append
+#      latency) at 64 writers against both nodes while the tiered one uploads.
+# Usage: bench/cold/run.sh WEIR_BINARY [OUT_DIR]   (a release build: cmake --preset release)
+set -euo pipefail
+weir="$(realpath "$1")"
+out="${2:-bench/results/$(date -u +%Y-%m-%d)-cold-tier}"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+mkdir -p "$out"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/weir-cold-bench.XXXXXX")"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+node --openssl-legacy-provider "$root/tests/integration/s3/s3rver.mjs" "$root/tests/node" "$tmp/s3" bench \
+  >"$tmp/s3.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do grep -q '^port ' "$tmp/s3.out" && break; sleep 0.1; done
+s3_port="$(sed -n 's/^port //p' "$tmp/s3.out")"
+
+start_node() {  # NAME PORT [flags...]
+  local name="$1" port="$2"
+  shift 2
+  AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER "$weir" serve --listen "127.0.0.1:$port" \
+    --data-dir "$tmp/$name" --threads 1 --hot-bytes 4194304 "$@" >"$tmp/$name.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  cat "$tmp/$name.log" >&2
+  return 1
+}
+metric() {  # PORT NAME
+  curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'
+}
+start_node local 5201
+start_node tiered 5202 --cold s3://bench/node --s3-endpoint "http://127.0.0.1:$s3_port" \
+  --local-bytes 1073741824 --cold-keep-bytes 8388608 --cold-max-age-ms 1000
+
+# 64 MiB in 64 KiB appends (one per line of the file).
+python3 -c "
+import sys
+for i in range(1024):
+    sys.stdout.write(('%08d' % i) * 8191 + 'x' * 7 + '\n')
+" >"$tmp/data"
+for port in 5201 5202; do
+  "$weir" stream --server "http://127.0.0.1:$port" create big --content-type application/octet-stream >/dev/null
+  "$weir" stream --server "http://127.0.0.1:$port" append big --lines --content-type application/octet-stream \
+    <"$tmp/data" >/dev/null
+done
+# Wait until the tiered node dropped all but its keep share.
+for _ in $(seq 1 600); do
+  dropped="$(metric 5202 weir_tier_dropped_bytes_total)"
+  [ "${dropped:-0}" -ge $((56 << 20)) ] && break
+  sleep 0.5
+done
+echo "tiered node: $(metric 5202 weir_tier_uploaded_bytes_total) bytes uploaded, ${dropped:-0} dropped" | tee "$out/cold.txt"
+
+read_once() {  # PORT -> "seconds bytes"
+  local t0 t1
+  t0="$(date +%s.%N)"
+  local n
+  n="$("$weir" stream --server "http://127.0.0.1:$1" read big | wc -c)"
+  t1="$(date +%s.%N)"
+  echo "$(echo "$t1 - $t0" | bc -l) $n"
+}
+{
+  echo "round node seconds bytes MiB/s bucket_reads"
+  for round in 1 2 3; do
+    for port in 5201 5202; do
+      before="$(metric "$port" weir_tier_bucket_reads_total)"
+      read -r secs bytes <<<"$(read_once "$port")"
+      after="$(metric "$port" weir_tier_bucket_reads_total)"
+      name=local
+      [ "$port" = 5202 ] && name=tiered
+      echo "$round $name $secs $bytes $(echo "$bytes / 1048576 / $secs" | bc -l | cut -c1-6) $(( ${after:-0} - ${before:-0} ))"
+    done
+  done
+} | tee -a "$out/cold.txt"
+
+# Appends with the tier on against off, same run.
+"$weir" bench --target local=http://127.0.0.1:5201/v1/stream --target tiered=http://127.0.0.1:5202/v1/stream \
+  --workloads seed --concurrency 64 --throughput-secs 8 --settle-secs 5 --out "$out" | tail -40 | tee "$out/seed.txt"
