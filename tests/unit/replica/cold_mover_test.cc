@@ -100,17 +100,21 @@ class cold_mover_test : public testing::partition_on_loop {
     on_loop([] { return 0; });
     ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
   }
-  // Waits (at most about 10 s, in 1 ms steps of the loop's timers) until `stream`'s cold end is `end`.
-  void wait_for_cold_end(const std::string& stream, std::uint64_t end) {
-    for (int i = 0; i < 10'000 && cold_end(stream) != end; ++i) {
+  // Waits (at most about 10 s, in 1 ms steps of the loop's timers) until `done()`: for what the loop's
+  // timers or the log's thread finish later (a retried upload, a checkpoint).
+  void wait_until(const std::function<bool()>& done) {
+    for (int i = 0; i < 10'000 && !done(); ++i) {
       std::promise<void> turn;
-      auto done = turn.get_future();
+      auto stepped = turn.get_future();
       on_loop([&] {
         ex_->add_timer(std::chrono::milliseconds(1), [&] { turn.set_value(); });
         return 0;
       });
-      done.get();
+      stepped.get();
     }
+  }
+  void wait_for_cold_end(const std::string& stream, std::uint64_t end) {
+    wait_until([&] { return cold_end(stream) == end; });
   }
   // A reader's catch-up of `path` from offset 0 to its tail, as the server reads: chunks from memory,
   // from the log's segments, and from objects, each continuing where the last ended.
@@ -330,6 +334,8 @@ TEST_F(cold_mover_test, over_its_share_a_shard_forgets_what_is_in_objects_and_re
   EXPECT_LE(st.held_bytes, 8u * 1024);
   EXPECT_EQ(on_loop([&] { return part_->machine().log_of("/z")->held_from().value(); }), all.size());
   EXPECT_EQ(on_loop([&] { return part_->machine().log_of("/j")->held_from().value(); }), 0u);
+  // The checkpoint is written, and its segments deleted, on the log's thread: wait for it.
+  wait_until([&] { return segment_files() < segments_before; });
   EXPECT_LT(segment_files(), segments_before);
   EXPECT_EQ(read_through("/z"), all);
   EXPECT_EQ(read_through("/j"), "1,2,3,");
