@@ -23,15 +23,18 @@ trap cleanup EXIT
 node --openssl-legacy-provider "$root/tests/integration/s3/s3rver.mjs" "$root/tests/node" "$tmp/s3" bench \
   >"$tmp/s3.out" 2>&1 &
 pids+=($!)
+s3_pid=$!
 for _ in $(seq 1 100); do grep -q '^port ' "$tmp/s3.out" && break; sleep 0.1; done
 s3_port="$(sed -n 's/^port //p' "$tmp/s3.out")"
 
+declare -A node_pid
 start_node() {  # NAME PORT [flags...]
   local name="$1" port="$2"
   shift 2
   AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER "$weir" serve --listen "127.0.0.1:$port" \
     --data-dir "$tmp/$name" --threads 1 --hot-bytes 4194304 "$@" >"$tmp/$name.log" 2>&1 &
   pids+=($!)
+  node_pid[$name]=$!
   for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && return 0; sleep 0.1; done
   cat "$tmp/$name.log" >&2
   return 1
@@ -84,6 +87,11 @@ read_once() {  # PORT -> "seconds bytes"
   done
 } | tee -a "$out/cold.txt"
 
-# Appends with the tier on against off, same run.
+# Appends with the tier on against off, same run; the servers' CPU from /proc (weir bench), and the S3
+# server's over the whole run (it shares the machine: its CPU is not the node's).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+s3_before="$(cpu_ticks "$s3_pid")"
 "$weir" bench --target local=http://127.0.0.1:5201/v1/stream --target tiered=http://127.0.0.1:5202/v1/stream \
+  --server-pid "local=${node_pid[local]}" --server-pid "tiered=${node_pid[tiered]}" \
   --workloads seed --concurrency 64 --throughput-secs 8 --settle-secs 5 --out "$out" | tail -40 | tee "$out/seed.txt"
+echo "s3rver CPU over the seed runs: $(( ($(cpu_ticks "$s3_pid") - s3_before) / $(getconf CLK_TCK) )) s" | tee -a "$out/seed.txt"
