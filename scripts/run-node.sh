@@ -5,7 +5,7 @@
 # With --with-s3 as the first argument, the node also gets a cold tier (docs/cold-tier.md) on a local
 # S3-compatible server: s3rver from tests/node (npm), on 127.0.0.1:4568 with its files in ./weir-s3,
 # bucket `weir`, stopped with the node. A small cold-keep-bytes (64 MiB) makes the tier visible soon: see
-# `weir_tier_*` in http://127.0.0.1:4437/metrics and the objects under ./weir-s3.
+# `weir_tier_*` in http://127.0.0.1:4437/metrics and the objects under ./weir-s3/files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_s3=false
@@ -22,18 +22,10 @@ if ! $with_s3; then
   exec build/release/src/app/weir serve "$@"
 fi
 
-mkdir -p weir-s3
-s3_out="$(mktemp "${TMPDIR:-/tmp}/weir-s3rver.XXXXXX")"
-node --openssl-legacy-provider tests/integration/s3/s3rver.mjs "$PWD/tests/node" "$PWD/weir-s3" weir 4568 \
-  >"$s3_out" 2>&1 &
-s3_pid=$!
-trap 'kill -TERM "$s3_pid" 2>/dev/null; wait "$s3_pid" 2>/dev/null; rm -f "$s3_out"' EXIT
-for _ in $(seq 1 100); do
-  grep -q '^port ' "$s3_out" && break
-  kill -0 "$s3_pid" 2>/dev/null || { cat "$s3_out" >&2; exit 1; }
-  sleep 0.1
-done
-echo "s3rver (pid $s3_pid) on http://127.0.0.1:4568, bucket weir, files in ./weir-s3"
+. tests/integration/s3/s3rver.sh
+s3rver_start "$PWD/weir-s3" weir 4568
+trap s3rver_stop EXIT
+echo "s3rver (pid $S3RVER_PID) on http://127.0.0.1:4568, bucket weir, files in ./weir-s3/files"
 AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER build/release/src/app/weir serve \
   --cold s3://weir/node --s3-endpoint http://127.0.0.1:4568 --local-bytes 268435456 \
   --cold-keep-bytes 67108864 "$@"

@@ -20,12 +20,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-node --openssl-legacy-provider "$root/tests/integration/s3/s3rver.mjs" "$root/tests/node" "$tmp/s3" bench \
-  >"$tmp/s3.out" 2>&1 &
-pids+=($!)
-s3_pid=$!
-for _ in $(seq 1 100); do grep -q '^port ' "$tmp/s3.out" && break; sleep 0.1; done
-s3_port="$(sed -n 's/^port //p' "$tmp/s3.out")"
+. "$root/tests/integration/s3/s3rver.sh"
+s3rver_start "$tmp/s3" bench
+pids+=("$S3RVER_PID")
+s3_pid="$S3RVER_PID"
+s3_port="$S3RVER_PORT"
 
 declare -A node_pid
 start_node() {  # NAME PORT [flags...]

@@ -13,26 +13,20 @@ result<std::uint64_t> next_cold_term(storage::env& e, const std::string& dir) {
   const std::string path = storage::join_path(dir, "cold-term");
   std::uint64_t last = 0;
   if (e.file_exists(path)) {
-    auto f = e.open_readable(path);
-    if (!f) return f.err();
-    char buf[32] = {};
-    auto n = (*f)->read(0, std::as_writable_bytes(std::span(buf, sizeof buf - 1)));
-    if (!n) return n.err();
-    auto [p, ec] = std::from_chars(buf, buf + *n, last);
-    if (ec != std::errc() || (p != buf + *n && *p != '\n')) {
+    auto text = storage::read_whole_file(e, path);
+    if (!text) return text.err();
+    const char* b = reinterpret_cast<const char*>(text->data());
+    const char* end = b + text->size();
+    auto [p, ec] = std::from_chars(b, end, last);
+    if (ec != std::errc() || (p != end && *p != '\n')) {
       return make_error(storage::errc::corruption, path + ": not a term");
     }
   }
   const std::uint64_t term = last + 1;
-  const std::string tmp = path + ".tmp";
-  if (e.file_exists(tmp)) (void)e.remove_file(tmp);
-  auto f = e.open_writable(tmp, storage::open_mode::create_new);
-  if (!f) return f.err();
   const std::string text = std::to_string(term) + "\n";
-  if (auto st = (*f)->append(std::as_bytes(std::span(text.data(), text.size()))); !st) return st.err();
-  if (auto st = (*f)->sync(); !st) return st.err();
-  if (auto st = e.rename_file(tmp, path); !st) return st.err();
-  if (auto st = e.sync_dir(dir); !st) return st.err();
+  if (auto st = storage::replace_file(e, path, std::as_bytes(std::span(text.data(), text.size()))); !st) {
+    return st.err();
+  }
   return term;
 }
 

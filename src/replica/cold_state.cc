@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "storage/types.h"
+#include "streams/wire.h"
 
 namespace weir::replica {
 
@@ -14,26 +15,6 @@ constexpr std::uint64_t container_version = 1;
 
 error bad_checkpoint(const std::string& why) {
   return make_error(storage::errc::corruption, "checkpoint: " + why);
-}
-
-void put_var(std::vector<std::byte>& out, std::uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<std::byte>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<std::byte>(v));
-}
-
-// Reads a varint at `pos`; false at the end of the input or past 64 bits.
-bool get_var(std::span<const std::byte> in, std::size_t& pos, std::uint64_t& v) {
-  v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (pos >= in.size()) return false;
-    const auto b = static_cast<std::uint8_t>(in[pos++]);
-    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -62,11 +43,14 @@ void follow_command(tier::cold_index& index, const streams::state_machine& sm, c
 std::vector<std::byte> encode_checkpoint(std::vector<std::byte> sm_snapshot, const tier::cold_index& index) {
   if (index.streams() == 0 && index.objects() == 0) return sm_snapshot;
   const std::vector<std::byte> cold = index.encode();
+  streams::wire::writer head;
+  head.raw(container_magic);
+  head.var(container_version);
+  head.var(sm_snapshot.size());
+  const std::string h = head.take();
   std::vector<std::byte> out;
-  out.reserve(container_magic.size() + 20 + sm_snapshot.size() + cold.size());
-  for (char ch : container_magic) out.push_back(static_cast<std::byte>(ch));
-  put_var(out, container_version);
-  put_var(out, sm_snapshot.size());
+  out.reserve(h.size() + sm_snapshot.size() + cold.size());
+  for (char ch : h) out.push_back(static_cast<std::byte>(ch));
   out.insert(out.end(), sm_snapshot.begin(), sm_snapshot.end());
   out.insert(out.end(), cold.begin(), cold.end());
   return out;
@@ -77,15 +61,17 @@ result<checkpoint_parts> decode_checkpoint(std::span<const std::byte> blob) {
       std::memcmp(blob.data(), container_magic.data(), container_magic.size()) != 0) {
     return checkpoint_parts{blob, {}};  // the state machine's snapshot alone
   }
-  std::size_t pos = container_magic.size();
-  std::uint64_t version = 0, sm_size = 0;
-  if (!get_var(blob, pos, version)) return bad_checkpoint("truncated container header");
+  streams::wire::reader in(std::string_view(reinterpret_cast<const char*>(blob.data()), blob.size()));
+  in.expect(container_magic);
+  const std::uint64_t version = in.var();
+  if (!in.ok()) return bad_checkpoint("truncated container header");
   if (version != container_version) {
     return bad_checkpoint("container version " + std::to_string(version) + " is newer than this weir reads");
   }
-  if (!get_var(blob, pos, sm_size) || sm_size > blob.size() - pos) {
+  const std::uint64_t sm_size = in.var();
+  if (!in.ok() || sm_size > in.remaining())
     return bad_checkpoint("the state's length runs past the checkpoint");
-  }
+  const std::size_t pos = blob.size() - in.remaining();
   return checkpoint_parts{blob.subspan(pos, sm_size), blob.subspan(pos + sm_size)};
 }
 

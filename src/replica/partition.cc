@@ -203,17 +203,30 @@ bool partition::read_cold(std::string path, streams::read_result rr, read_done d
                                    streams::read_plan p, status io) mutable {
     if (!io) log::error("weir serve: {}: reading stored data failed: {}", path, io.err().reason);
     rr.plan = std::move(p);
-    // The state moved on while the read was in flight. The bytes read are immutable, but the stream
-    // may be gone, or gone and created again at the same path: then its old bytes are not served.
-    streams::read_result now = sm_.head(path, now_ms());
-    if (now.code != streams::errc::ok || !now.meta || !rr.meta ||
-        now.meta->generation != rr.meta->generation) {
-      rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
-      rr.plan = {};
-    }
+    drop_if_replaced(path, rr);
     done(rr, io);
   });
   return true;
+}
+
+std::optional<streams::stream_meta> partition::drop_if_replaced(const std::string& path,
+                                                                streams::read_result& rr) const {
+  // The state moved on while the read was in flight. The bytes read are immutable, but the stream may
+  // be gone, or gone and created again at the same path: then its old bytes are not served.
+  streams::read_result now = sm_.head(path, now_ms());
+  if (now.code != streams::errc::ok || !now.meta || !rr.meta || now.meta->generation != rr.meta->generation) {
+    rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
+    rr.plan = {};
+    return std::nullopt;
+  }
+  return std::move(now.meta);
+}
+
+void partition::observe_cold_read(std::chrono::steady_clock::time_point began) {
+  ++cold_done_;
+  cold_latency_.observe(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began)
+          .count()));
 }
 
 void partition::read_objects(std::string path, streams::read_result rr, read_done done) {
@@ -238,46 +251,36 @@ void partition::read_objects(std::string path, streams::read_result rr, read_don
   const std::uint64_t end = std::min(span.until.value(), e.end.value());
   const std::uint64_t length = end - span.from.value();
   const std::uint64_t position = e.data_position + (span.from.value() - e.first.value());
-  const std::uint64_t generation = rr.meta ? rr.meta->generation : 0;
   const auto began = std::chrono::steady_clock::now();
   ++objects_in_flight_;
   fetch_object_(
       where->object->key, where->object->size, position, length,
-      [this, path = std::move(path), rr = std::move(rr), done = std::move(done), span, length, generation,
-       began](result<std::string> got) mutable {
+      [this, path = std::move(path), rr = std::move(rr), done = std::move(done), span, length,
+       began](tier::store_result<tier::object_bytes> got) mutable {
         --objects_in_flight_;
-        ++cold_done_;
-        cold_latency_.observe(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began)
-                .count()));
+        observe_cold_read(began);
         rr.plan.in_objects.reset();
         ++bucket_reads_;
         status io;
         if (!got) {
-          ++bucket_read_failures_;
-          io = got.err();
-          log::error("weir serve: {}: reading bytes from the bucket failed: {}", path, io.err().reason);
+          io = got.err().to_error();
         } else if (got->size() != length) {
-          ++bucket_read_failures_;
           io = make_error(storage::errc::io_error, "the bucket returned " + std::to_string(got->size()) +
                                                        " bytes of " + std::to_string(length));
         } else {
           streams::chunk_slice s;
           s.size = static_cast<std::uint32_t>(length);
-          s.buf = streams::make_chunk(std::move(*got));
+          s.buf = streams::make_chunk(std::string(reinterpret_cast<const char*>(got->data()), got->size()));
           rr.plan.slices.push_back(std::move(s));
           rr.plan.bytes = length;
           rr.plan.next = streams::stream_offset(span.from.value() + length);
           rr.plan.up_to_date = false;
         }
-        // As read_cold: a stream deleted (or created again) meanwhile gets none of its old bytes.
-        streams::read_result now = sm_.head(path, now_ms());
-        if (now.code != streams::errc::ok || !now.meta || now.meta->generation != generation) {
-          rr.code = now.code != streams::errc::ok ? now.code : streams::errc::not_found;
-          rr.plan = {};
-        } else if (io) {
-          rr.plan.up_to_date = rr.plan.next == now.meta->tail;
+        if (!io) {
+          ++bucket_read_failures_;
+          log::error("weir serve: {}: reading bytes from the bucket failed: {}", path, io.err().reason);
         }
+        if (auto now = drop_if_replaced(path, rr); now && io) rr.plan.up_to_date = rr.plan.next == now->tail;
         done(rr, io);
       });
 }
@@ -326,10 +329,7 @@ void partition::dispatch_cold() {
 
 void partition::finish_cold(cold_job& j, streams::read_plan plan, status io) {
   --cold_in_flight_;
-  ++cold_done_;
-  cold_latency_.observe(static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - j.began)
-          .count()));
+  observe_cold_read(j.began);
   j.done(std::move(plan), std::move(io));
   dispatch_cold();
 }

@@ -126,7 +126,7 @@ class partition {
   // Reads of bytes held only in objects (read_plan::in_objects): `fetch(key, object_size, data_position,
   // length, done)` reads them off the loop and runs `done` on this partition's loop. Set at start-up
   // with attach_cold; without it such a read fails (the plan is cut, the error says why).
-  using object_done = std::function<void(result<std::string>)>;
+  using object_done = std::function<void(tier::store_result<tier::object_bytes>)>;
   using object_fetch_fn = std::function<void(std::string key, std::uint64_t object_size,
                                              std::uint64_t data_position, std::uint64_t length, object_done)>;
   void attach_object_reads(object_fetch_fn fetch) { fetch_object_ = std::move(fetch); }
@@ -252,6 +252,12 @@ class partition {
   // Hands waiting cold reads to the cold_reader while fewer than max_cold_reads are in flight.
   void dispatch_cold();
   void finish_cold(cold_job& j, streams::read_plan plan, status io);
+  // After an asynchronous read of `path`: when the stream is gone or created again meanwhile, `rr` gets
+  // its code and no bytes; otherwise the stream's current metadata.
+  std::optional<streams::stream_meta> drop_if_replaced(const std::string& path,
+                                                       streams::read_result& rr) const;
+  // A cold read (disk or bucket) is done: counted, its latency observed.
+  void observe_cold_read(std::chrono::steady_clock::time_point began);
   // read_cold of a plan that starts in objects (read_plan::in_objects).
   void read_objects(std::string path, streams::read_result rr, read_done done);
 

@@ -41,15 +41,7 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
   next.r.o = std::move(o);
   next.done = std::move(done);
   const bool log_it = writer_ && next.r.o.mutated;
-  if (!log_it) {
-    if (ops_.empty()) {
-      next.done(next.r);
-      return;
-    }
-    next.ready = true;
-    ops_.push_back(std::move(next));
-    return;
-  }
+  if (!log_it) return complete_unlogged(std::move(next));
   const std::string* path = viewed_path(c);
   if (path && next.r.o.meta) {
     auto it = views_.find(*path);
@@ -65,7 +57,6 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
       next.viewed = &it->second;
     }
   }
-  const std::uint64_t seq = front_seq_ + ops_.size();
   std::uint32_t data_offset = 0;
   streams::encode_into(c, scratch_, &data_offset);
   const std::string& bytes = scratch_;
@@ -75,23 +66,13 @@ void shard_wal::after(const streams::command& c, streams::outcome o, completion 
     next.data_offset = data_offset;
     next.r.data_size = static_cast<std::uint32_t>(data_size);
   }
-  next.bytes = bytes.size();
   // A lone writer: this append and the lone_after before it each found nothing else of this core in
   // flight. The log may then write it inline (the loop blocks for the fdatasync; a command arriving
   // meanwhile finds it in flight, ends the streak and queues). Nothing in flight for one append is not
   // enough: at 64 connections on one loop a fifth of the batches held one record.
   lone_appends_ = ops_.empty() ? lone_appends_ + 1 : 0;
-  const bool lone = lone_appends_ > lone_after;
-  in_flight_bytes_ += bytes.size();
-  logged_bytes_ += bytes.size();
-  ops_.push_back(std::move(next));
-  std::weak_ptr<bool> alive = alive_;
-  writer_->append(
-      streams::command_record_type, std::as_bytes(std::span(bytes.data(), bytes.size())),
-      [this, alive, seq](const result<storage::append_ack>& r) {
-        if (auto a = alive.lock(); a && *a) on_logged(seq, r);
-      },
-      lone);
+  append_op(std::move(next), streams::command_record_type,
+            std::as_bytes(std::span(bytes.data(), bytes.size())), lone_appends_ > lone_after);
   if (scratch_.capacity() > (1u << 20)) std::string().swap(scratch_);  // keep no huge body around
 }
 
@@ -99,22 +80,30 @@ void shard_wal::log_record(std::uint8_t type, std::vector<std::byte> bytes, comp
   op next;
   next.r.o.mutated = true;
   next.done = std::move(done);
-  if (!writer_) {
-    if (ops_.empty()) return next.done(next.r);
-    next.ready = true;
-    ops_.push_back(std::move(next));
-    return;
-  }
+  if (!writer_) return complete_unlogged(std::move(next));
+  lone_appends_ = 0;
+  append_op(std::move(next), type, bytes, false);
+}
+
+void shard_wal::complete_unlogged(op next) {
+  if (ops_.empty()) return next.done(next.r);
+  next.ready = true;  // completes in order, behind the commands before it
+  ops_.push_back(std::move(next));
+}
+
+void shard_wal::append_op(op next, std::uint8_t type, std::span<const std::byte> bytes, bool lone) {
   const std::uint64_t seq = front_seq_ + ops_.size();
   next.bytes = bytes.size();
-  lone_appends_ = 0;
   in_flight_bytes_ += bytes.size();
   logged_bytes_ += bytes.size();
   ops_.push_back(std::move(next));
   std::weak_ptr<bool> alive = alive_;
-  writer_->append(type, bytes, [this, alive, seq](const result<storage::append_ack>& r) {
-    if (auto a = alive.lock(); a && *a) on_logged(seq, r);
-  });
+  writer_->append(
+      type, bytes,
+      [this, alive, seq](const result<storage::append_ack>& r) {
+        if (auto a = alive.lock(); a && *a) on_logged(seq, r);
+      },
+      lone);
 }
 
 void shard_wal::on_logged(std::uint64_t seq, const result<storage::append_ack>& r) {

@@ -118,6 +118,10 @@ class shard_wal {
   // Drops views no longer in force once they outnumber those in force (amortized over the inserts).
   void sweep_views();
 
+  // An op with nothing to log: completed now, or queued ready behind the ops in flight.
+  void complete_unlogged(op next);
+  // Queues `next` and hands its record to the writer (the writer copies `bytes`).
+  void append_op(op next, std::uint8_t type, std::span<const std::byte> bytes, bool lone);
   void on_logged(std::uint64_t seq, const result<storage::append_ack>& r);
   void drain();
 

@@ -97,14 +97,11 @@ status node::open_cold() {
     shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers = cold_workers_.get(), loop](
                                          std::string key, std::uint64_t size, std::uint64_t position,
                                          std::uint64_t length, replica::partition::object_done done) {
-      workers->run_job([fetcher, loop, key = std::move(key), size, position, length,
-                        done = std::move(done)]() mutable {
-        auto got = fetcher->read(key, size, position, length);
-        result<std::string> r =
-            got ? result<std::string>(std::string(reinterpret_cast<const char*>(got->data()), got->size()))
-                : result<std::string>(got.err().to_error());
-        loop->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
-      });
+      workers->run_job(
+          [fetcher, loop, key = std::move(key), size, position, length, done = std::move(done)]() mutable {
+            auto got = fetcher->read(key, size, position, length);
+            loop->post([done = std::move(done), got = std::move(got)]() mutable { done(std::move(got)); });
+          });
     });
   }
   log::info("weir serve: cold tier {}: {} shards upload objects of about {} MiB (or after {} ms){}",

@@ -142,7 +142,8 @@ read_plan memory_log::read(stream_offset from, std::size_t max_bytes, bool whole
     pos = std::max(pos, base_);
     plan.next = stream_offset(pos);
     if (pos < held_from_) {
-      plan.in_objects = object_span{name_, stream_offset(pos), stream_offset(std::min(held_from_, pos + max_bytes))};
+      plan.in_objects =
+          object_span{name_, stream_offset(pos), stream_offset(std::min(held_from_, pos + max_bytes))};
       return plan;
     }
     if (pos < tail_pos) (void)read_own(pos, tail_pos, max_bytes, whole_records, plan, full);
@@ -175,8 +176,9 @@ read_plan memory_log::read(stream_offset from, std::size_t max_bytes, bool whole
       if (pos < h.log->held_from_) {
         // Bytes only in objects: the read stops before them (a read starting there gets them alone).
         if (plan.slices.empty()) {
-          plan.in_objects = object_span{h.log->name_, stream_offset(pos),
-                                        stream_offset(std::min({h.limit, h.log->held_from_, pos + max_bytes}))};
+          plan.in_objects =
+              object_span{h.log->name_, stream_offset(pos),
+                          stream_offset(std::min({h.limit, h.log->held_from_, pos + max_bytes}))};
         }
         break;
       }

@@ -2,35 +2,24 @@
 # The official conformance suite against a node whose data lives mostly in a bucket: `weir serve --cold`
 # on s3rver (npm, tests/node), keeping so little on its disk that a shard drops what it uploaded within a
 # fraction of a second.
-# Usage: run-conformance-cold.sh WEIR_BINARY TESTS_NODE_DIR S3RVER_SCRIPT [extra serve flags...]
+# Usage: run-conformance-cold.sh WEIR_BINARY TESTS_NODE_DIR [extra serve flags...]
 set -u
 weir_bin="$1"
 node_dir="$2"
-s3rver_script="$3"
-shift 3
+shift 2
 . "$node_dir/weir_node.sh"
+. "$(dirname "$0")/../s3/s3rver.sh"
 
 s3_dir="$(mktemp -d "${TMPDIR:-/tmp}/weir-s3rver.XXXXXX")"
-node --openssl-legacy-provider "$s3rver_script" "$node_dir" "$s3_dir/data" weir-conformance >"$s3_dir/out" 2>&1 &
-s3_pid=$!
-s3_port=""
-for i in $(seq 1 100); do  # up to 10 s
-  s3_port="$(sed -n 's/^port \([0-9][0-9]*\)$/\1/p' "$s3_dir/out" | head -n 1)"
-  [ -n "$s3_port" ] && break
-  kill -0 "$s3_pid" 2>/dev/null || break
-  sleep 0.1
-done
 stop_s3() {
-  kill -TERM "$s3_pid" 2>/dev/null
-  wait "$s3_pid" 2>/dev/null
+  s3rver_stop
   rm -rf "$s3_dir"
 }
-if [ -z "$s3_port" ]; then
-  echo "conformance_cold: s3rver did not start:" >&2
-  cat "$s3_dir/out" >&2
-  stop_s3
+if ! s3rver_start "$s3_dir" weir-conformance; then
+  rm -rf "$s3_dir"
   exit 1
 fi
+s3_port="$S3RVER_PORT"
 
 # Objects of 64 KiB, sent after 50 ms; past 64 KiB held per shard, what is in the bucket is dropped from
 # the disk (cold-keep-bytes), so reads of older bytes go to the bucket.

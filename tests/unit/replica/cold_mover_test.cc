@@ -70,10 +70,7 @@ class cold_mover_test : public testing::partition_on_loop {
       part_->attach_object_reads([this, ex](std::string key, std::uint64_t size, std::uint64_t position,
                                             std::uint64_t length, partition::object_done done) {
         auto got = fetcher_.read(key, size, position, length);
-        result<std::string> r =
-            got ? result<std::string>(std::string(reinterpret_cast<const char*>(got->data()), got->size()))
-                : result<std::string>(got.err().to_error());
-        ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+        ex->post([done = std::move(done), got = std::move(got)]() mutable { done(std::move(got)); });
       });
       part_->start_cold();
     }));
