@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "storage/crc32c.h"
+#include "tier/little_endian.h"
 
 namespace weir::tier {
 namespace {
@@ -18,18 +19,6 @@ constexpr std::size_t min_range_bytes = 2 + 8 * 4;
 
 weir::error format_error(object_format_errc code, std::string reason) {
   return make_error(code, std::move(reason));
-}
-
-template <class T>
-void put_le(object_bytes& out, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
-
-template <class T>
-T get_le(const std::byte* p) {
-  T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
-  return v;
 }
 
 // A bounds-checked cursor over a byte span.

@@ -47,22 +47,64 @@ std::string object_key(const object_name& n) {
                      n.seq.value());
 }
 
-std::optional<object_name> parse_object_key(std::string_view key) {
-  std::uint16_t epoch = 0;
-  std::uint32_t group = 0;
+namespace {
+
+// "t<term>-s<seq><suffix>" at the front of `s`, the whole rest of it.
+bool parse_term_seq(std::string_view s, std::string_view suffix, object_name& n) {
   std::uint64_t term = 0;
   std::uint64_t seq = 0;
-  std::string_view s = key;
-  if (!eat(s, "e") || !parse_hex(s.substr(0, 4), 4, epoch)) return std::nullopt;
+  if (!eat(s, "t") || !parse_hex(s.substr(0, 16), 16, term)) return false;
+  s.remove_prefix(16);
+  if (!eat(s, "-s") || !parse_hex(s.substr(0, 16), 16, seq)) return false;
+  s.remove_prefix(16);
+  if (s != suffix) return false;
+  n.term = leader_term{term};
+  n.seq = upload_seq{seq};
+  return true;
+}
+
+// "e<epoch>/" at the front of `s`, consumed.
+bool parse_epoch(std::string_view& s, object_name& n) {
+  std::uint16_t epoch = 0;
+  if (!eat(s, "e") || !parse_hex(s.substr(0, 4), 4, epoch)) return false;
   s.remove_prefix(4);
-  if (!eat(s, "/g") || !parse_hex(s.substr(0, 8), 8, group)) return std::nullopt;
+  n.epoch = cold_epoch{epoch};
+  return eat(s, "/");
+}
+
+// "g<group>/" at the front of `s`, consumed.
+bool parse_group(std::string_view& s, object_name& n) {
+  std::uint32_t group = 0;
+  if (!eat(s, "g") || !parse_hex(s.substr(0, 8), 8, group)) return false;
   s.remove_prefix(8);
-  if (!eat(s, "/t") || !parse_hex(s.substr(0, 16), 16, term)) return std::nullopt;
-  s.remove_prefix(16);
-  if (!eat(s, "-s") || !parse_hex(s.substr(0, 16), 16, seq)) return std::nullopt;
-  s.remove_prefix(16);
-  if (s != ".obj") return std::nullopt;
-  return object_name{cold_epoch{epoch}, cold_group{group}, leader_term{term}, upload_seq{seq}};
+  n.group = cold_group{group};
+  return eat(s, "/");
+}
+
+}  // namespace
+
+std::optional<object_name> parse_object_key(std::string_view key) {
+  object_name n;
+  if (!parse_epoch(key, n) || !parse_group(key, n) || !parse_term_seq(key, ".obj", n)) return std::nullopt;
+  return n;
+}
+
+std::string snapshot_key_prefix(cold_epoch epoch) {
+  return fmt::format("e{:04x}/snap/", epoch.value());
+}
+
+std::string snapshot_key(const object_name& n) {
+  return fmt::format("{}g{:08x}/t{:016x}-s{:016x}.snap", snapshot_key_prefix(n.epoch), n.group.value(),
+                     n.term.value(), n.seq.value());
+}
+
+std::optional<object_name> parse_snapshot_key(std::string_view key) {
+  object_name n;
+  if (!parse_epoch(key, n) || !eat(key, "snap/") || !parse_group(key, n) ||
+      !parse_term_seq(key, ".snap", n)) {
+    return std::nullopt;
+  }
+  return n;
 }
 
 }  // namespace weir::tier

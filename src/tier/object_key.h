@@ -43,4 +43,16 @@ std::string group_key_prefix(cold_epoch epoch, cold_group group);
 // "e<epoch>/".
 std::string epoch_key_prefix(cold_epoch epoch);
 
+// A group's restore snapshot (docs/cold-tier.md, "Restore"), beside the objects of its epoch:
+//
+//   e<epoch>/snap/g<group>/t<term>-s<seq>.snap
+//
+// named like an object by the uploading leader's term and a sequence of its own, so that a listing of
+// e<epoch>/snap/ walks each group's snapshots oldest first. An object listing (e<epoch>/g<group>/) never
+// sees them, and parse_object_key refuses them.
+std::string snapshot_key(const object_name& n);
+std::optional<object_name> parse_snapshot_key(std::string_view key);
+// "e<epoch>/snap/": every group's snapshots of one epoch.
+std::string snapshot_key_prefix(cold_epoch epoch);
+
 }  // namespace weir::tier

@@ -44,5 +44,21 @@ TEST(object_key, lexical_order_is_numeric_order) {
   for (std::size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(parse_object_key(keys[i]), names[i]);
 }
 
+TEST(object_key, restore_snapshot_keys_are_apart_from_objects) {
+  object_name n{cold_epoch{2}, cold_group{3}, leader_term{5}, upload_seq{18}};
+  EXPECT_EQ(snapshot_key(n), "e0002/snap/g00000003/t0000000000000005-s0000000000000012.snap");
+  EXPECT_EQ(parse_snapshot_key(snapshot_key(n)), n);
+  EXPECT_EQ(snapshot_key(n).rfind(snapshot_key_prefix(n.epoch), 0), 0u);
+  // Neither parser takes the other's keys, and an object listing of the group never sees a snapshot.
+  EXPECT_FALSE(parse_object_key(snapshot_key(n)));
+  EXPECT_FALSE(parse_snapshot_key(object_key(n)));
+  EXPECT_NE(snapshot_key(n).rfind(group_key_prefix(n.epoch, n.group), 0), 0u);
+  for (const char* k : {"e0002/snap/g00000003/t0000000000000005-s0000000000000012.obj",
+                        "e0002/snap/g00000003/t0000000000000005-s0000000000000012.snap.tmp",
+                        "e0002/snap/t0000000000000005-s0000000000000012.snap", "e0002/snap/"}) {
+    EXPECT_FALSE(parse_snapshot_key(k)) << k;
+  }
+}
+
 }  // namespace
 }  // namespace weir::tier
