@@ -408,6 +408,10 @@ class state_machine {
       std::span<const std::byte> blob,
       const std::function<std::optional<error>(const std::string&, record&)>& rewrite);
   friend result<std::vector<part_reference>> snapshot_part_references(std::span<const std::byte> blob);
+  friend result<std::vector<std::byte>> inline_snapshot(
+      std::span<const std::byte> blob,
+      const std::function<std::optional<stream_offset>(const std::string& path)>& forget_before,
+      const std::function<result<chunk>(const part_reference&)>& read);
   friend result<std::vector<std::byte>> relocate_snapshot_part(
       std::span<const std::byte> blob,
       const std::function<std::optional<part_reference>(const part_reference&)>& to);
@@ -456,6 +460,17 @@ result<std::vector<part_reference>> snapshot_part_references(std::span<const std
 result<std::vector<std::byte>> relocate_snapshot_part(
     std::span<const std::byte> blob,
     const std::function<std::optional<part_reference>(const part_reference&)>& to);
+
+// A whole-machine blob (state_machine::snapshot) rewritten so that it needs no local disk, for a restore
+// from the cold tier (docs/cold-tier.md, "Restore"): each stream's own records ending at or before
+// `forget_before(path)` are forgotten (as memory_log::forget_before: their bytes are in objects), and
+// every other record on disk has its bytes inlined, read with `read` (which must give exactly the
+// reference's size). Everything else is as the blob has it. Errors: a damaged blob (as restore), or the
+// first failed or short read (named). Blocking only as much as `read` is; touches no live state.
+result<std::vector<std::byte>> inline_snapshot(
+    std::span<const std::byte> blob,
+    const std::function<std::optional<stream_offset>(const std::string& path)>& forget_before,
+    const std::function<result<chunk>(const part_reference&)>& read);
 
 // Producer state a stream keeps (PROTOCOL.md 5.2.1, "Producer State Cleanup": servers MAY expire it).
 // A producer idle this long is forgotten and treated as new; and a stream keeps at most this many

@@ -527,4 +527,41 @@ result<std::vector<std::byte>> relocate_snapshot_part(
       });
 }
 
+result<std::vector<std::byte>> inline_snapshot(
+    std::span<const std::byte> blob,
+    const std::function<std::optional<stream_offset>(const std::string& path)>& forget_before,
+    const std::function<result<chunk>(const part_reference&)>& read) {
+  state_machine sm;
+  if (status st = sm.restore(blob); !st) return st.err();
+  for (auto& [path, s] : sm.streams_) {
+    if (auto pos = forget_before(path)) s.log->forget_before(*pos);
+    std::vector<record> records;
+    s.log->for_each_record([&](const record& r) { records.push_back(r); });
+    auto log = std::make_shared<memory_log>(nullptr, s.log->base());
+    log->set_name(path);
+    log->set_held_from(s.log->held_from());
+    for (record& r : records) {
+      if (r.data.cold()) {
+        const part_reference ref{r.data.at, r.data.begin, r.data.size};
+        auto bytes = read(ref);
+        if (!bytes) {
+          error e = bytes.err();
+          e.reason =
+              "reading the record of " + path + " ending at " + std::to_string(r.end) + ": " + e.reason;
+          return e;
+        }
+        if (!*bytes || (*bytes)->size() != r.data.size) {
+          return bad("the record of " + path + " ending at " + std::to_string(r.end) + " read back short");
+        }
+        r.data.buf = std::move(*bytes);
+        r.data.begin = 0;
+      }
+      r.data.at = {};  // inlined: no reference to this node's disk
+      log->append(std::move(r));
+    }
+    s.log = std::move(log);
+  }
+  return sm.snapshot();
+}
+
 }  // namespace weir::streams
