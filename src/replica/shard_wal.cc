@@ -8,7 +8,8 @@
 
 namespace weir::replica {
 
-shard_wal::shard_wal(std::unique_ptr<storage::log_writer> writer) : writer_(std::move(writer)) {}
+shard_wal::shard_wal(std::unique_ptr<storage::log_writer> writer, storage::lsn last)
+    : writer_(std::move(writer)), last_lsn_(last) {}
 
 shard_wal::~shard_wal() {
   *alive_ = false;  // completions the writer posts after this find the shard gone

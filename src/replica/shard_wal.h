@@ -51,7 +51,9 @@ class shard_wal {
   using completion = std::function<void(durable_result&)>;
 
   // `writer` may be null: nothing is logged and every completion runs at once.
-  explicit shard_wal(std::unique_ptr<storage::log_writer> writer);
+  // `last`: the lsn of the last record the log holds already (what recovery replayed), so that a
+  // checkpoint taken before the first new write covers exactly what the state holds.
+  explicit shard_wal(std::unique_ptr<storage::log_writer> writer, storage::lsn last = storage::lsn{0});
   ~shard_wal();
   shard_wal(const shard_wal&) = delete;
   shard_wal& operator=(const shard_wal&) = delete;

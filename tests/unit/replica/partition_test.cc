@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <future>
 #include <thread>
 
@@ -124,6 +126,36 @@ TEST_F(partition_test, a_reopened_partition_recovers_every_acknowledged_record) 
   EXPECT_EQ(recovered_.records, 3u);
   EXPECT_EQ(read_all("/r"), "one,two");
   EXPECT_EQ(on_loop([&] { return part_->stream_count(); }), 1u);
+}
+
+TEST_F(partition_test, a_checkpoint_before_the_first_new_write_covers_what_recovery_replayed) {
+  ASSERT_EQ(submit(make_create("/c")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/c", "one,")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/c", "two")).failure, errc::ok);
+  close();
+  open();
+  ASSERT_TRUE(opened_);
+  // A checkpoint right after the start (a reclaim asks for one): it must cover the three replayed
+  // records, or the next start would replay them on top of it and append them twice.
+  on_loop([&] {
+    EXPECT_EQ(part_->wal().last_lsn(), storage::lsn{3});
+    part_->request_checkpoint();
+    return 0;
+  });
+  // Written by the log's sync thread: wait for its file (at most about 10 s).
+  auto checkpoints = [&] {
+    auto names = env_.list_dir("/data/wal/core-0");
+    return names ? std::count_if(names->begin(), names->end(),
+                                 [](const std::string& n) { return n.ends_with(".ckpt"); })
+                 : 0;
+  };
+  for (int i = 0; i < 10'000 && checkpoints() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(checkpoints(), 1);
+  close();
+  open();
+  ASSERT_TRUE(opened_);
+  EXPECT_EQ(read_all("/c"), "one,two");
 }
 
 TEST_F(partition_test, a_failed_log_write_fails_the_command_and_refuses_writes) {
