@@ -419,6 +419,11 @@ const std::array table{
     setting{"cold-max-age-ms", "MS",
             "With cold: an object is sent once its oldest bytes waited this long, however small",
             field<&serve_config::cold_max_age_ms>(), 10, 3'600'000},
+    setting{"cold-gc-grace-ms", "MS",
+            "With cold: an object nothing names any more (a deleted or expired stream's, an orphan) is "
+            "deleted from the bucket once it stayed so this long; the bucket is listed every half of it "
+            "(at most once a second)",
+            field<&serve_config::cold_gc_grace_ms>(), 1'000, 7 * 24 * 3'600'000ull},
     // Cluster mode (docs/operations.md, "Cluster"); validate() checks them together
     // (cluster::validate).
     setting{"node-id", "N",

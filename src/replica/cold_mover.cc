@@ -34,6 +34,9 @@ cold_mover::cold_mover(partition& p, cold_mover_options o, tier::uploader::put_f
     : part_(p), o_(std::move(o)) {
   uploader_ = std::make_unique<tier::uploader>(p.executor(), o_.upload, std::move(put),
                                                [this](const tier::uploaded_object& u) { on_uploaded(u); });
+  if (o_.sweep.list && o_.sweep.remove) {
+    sweeper_ = std::make_unique<cold_sweeper>(p, o_.upload, *uploader_, o_.sweep);
+  }
 }
 
 cold_mover::~cold_mover() {
@@ -44,6 +47,7 @@ cold_mover::~cold_mover() {
 void cold_mover::start() {
   for (const streams::stream_meta& m : part_.machine().list("", part_.now_ms())) dirty_.insert(m.path);
   arm();
+  if (sweeper_) sweeper_->start();
 }
 
 void cold_mover::stop() {
@@ -51,6 +55,7 @@ void cold_mover::stop() {
   stopped_ = true;
   if (timer_ != 0) part_.executor().cancel_timer(timer_);
   timer_ = 0;
+  if (sweeper_) sweeper_->stop();  // before the uploader: its settled sequence means nothing after
   uploader_->stop();
 }
 

@@ -13,6 +13,9 @@
 // (while the bucket is down), and the partition's local bytes (not in objects) grow until the node's
 // budget refuses appends.
 //
+// It owns the shard's cold_sweeper, which deletes the objects nothing names any more (deleted and expired
+// streams, orphans) under this run's term and the uploader's settled sequence.
+//
 // Each run uploads under a term of its own (next_cold_term: a counter in the log's directory, bumped at
 // every start before anything is uploaded), so a key of an earlier run, which may hold other bytes
 // (an upload whose record never made it to the log), is never written again.
@@ -29,6 +32,7 @@
 
 #include "base/result.h"
 #include "raft/executor.h"
+#include "replica/cold_sweeper.h"
 #include "replica/partition.h"
 #include "storage/env.h"
 #include "tier/uploader.h"
@@ -50,6 +54,9 @@ struct cold_mover_options {
   // Stream bytes this shard keeps on its disk (its share of --local-bytes); beyond it, records whose
   // bytes are in objects are forgotten and a checkpoint deletes their segments. 0: nothing is dropped.
   std::uint64_t keep_bytes = 0;
+  // Deleting objects nothing names any more (replica/cold_sweeper.h); without its list and remove
+  // functions nothing is deleted.
+  cold_sweeper_options sweep;
 };
 
 struct cold_mover_stats {
@@ -82,6 +89,9 @@ class cold_mover {
   std::uint64_t local_bytes() const { return stats_.local_bytes; }
   const cold_mover_stats& stats() const { return stats_; }
   const tier::uploader& uploads() const { return *uploader_; }
+  // The sweeper of objects nothing names (null without sweep functions).
+  cold_sweeper* sweeper() { return sweeper_.get(); }
+  const cold_sweeper* sweeper() const { return sweeper_.get(); }
 
   // Runs one pass now (tests; the timer runs them otherwise).
   void pass();
@@ -108,6 +118,7 @@ class cold_mover {
   partition& part_;
   cold_mover_options o_;
   std::unique_ptr<tier::uploader> uploader_;
+  std::unique_ptr<cold_sweeper> sweeper_;  // after uploader_: destroyed before it
   std::unordered_map<std::string, stream_state> streams_;
   std::unordered_set<std::string> dirty_;
   raft::executor::timer_id timer_ = 0;

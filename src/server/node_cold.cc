@@ -93,6 +93,17 @@ status node::open_cold() {
     o.keep_bytes = cfg_.cold_keep_bytes > 0
                        ? std::max<std::uint64_t>(1, cfg_.cold_keep_bytes / shards_.size())
                        : share / 4 * 3;
+    // Objects nothing names any more go after cold-gc-grace-ms; the bucket is listed every half of it,
+    // at most once a second (each listing is a paid request per page).
+    o.sweep.grace = std::chrono::milliseconds(cfg_.cold_gc_grace_ms);
+    o.sweep.interval = std::max<std::chrono::milliseconds>(std::chrono::seconds(1), o.sweep.grace / 2);
+    o.sweep.list = [workers, loop](std::string prefix, std::string token, int max_keys,
+                                   replica::cold_sweeper_options::list_done done) {
+      workers->list(std::move(prefix), std::move(token), max_keys, std::move(done), loop);
+    };
+    o.sweep.remove = [workers, loop](std::string key, replica::cold_sweeper_options::remove_done done) {
+      workers->remove(std::move(key), std::move(done), loop);
+    };
     shard.part().attach_cold(o, std::move(put), share);
     shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers = cold_workers_.get(), loop](
                                          std::string key, std::uint64_t size, std::uint64_t position,

@@ -303,6 +303,11 @@ std::string node_metrics::render(const node_figures& f) const {
     sum.tier.read_failures += s.tier.read_failures;
     sum.upload_waiting += s.upload_waiting;
     sum.upload_failures += s.upload_failures;
+    sum.sweep.objects_deleted += s.sweep.objects_deleted;
+    sum.sweep.bytes_deleted += s.sweep.bytes_deleted;
+    sum.sweep.delete_failures += s.sweep.delete_failures;
+    sum.sweep.list_failures += s.sweep.list_failures;
+    sum.sweep.candidates += s.sweep.candidates;
     sum.bucket_reads += s.bucket_reads;
     sum.bucket_read_failures += s.bucket_read_failures;
     sum.cold_reads_pending += s.cold_reads_pending;
@@ -389,6 +394,21 @@ std::string node_metrics::render(const node_figures& f) const {
     t.family("weir_tier_bucket_read_failures_total", metric_type::counter,
              "Reads from the bucket that failed (answered 503).");
     t.sample("weir_tier_bucket_read_failures_total", {}, sum.bucket_read_failures);
+    t.family("weir_tier_objects_deleted_total", metric_type::counter,
+             "Objects deleted from the bucket because nothing names them any more (deleted or expired "
+             "streams, orphans), after cold-gc-grace-ms.");
+    t.sample("weir_tier_objects_deleted_total", {}, sum.sweep.objects_deleted);
+    t.family("weir_tier_deleted_bytes_total", metric_type::counter, "The sizes of those objects.");
+    t.sample("weir_tier_deleted_bytes_total", {}, sum.sweep.bytes_deleted);
+    t.family("weir_tier_delete_failures_total", metric_type::counter,
+             "Deletes of such objects that failed (a later sweep tries again).");
+    t.sample("weir_tier_delete_failures_total", {}, sum.sweep.delete_failures);
+    t.family("weir_tier_sweep_list_failures_total", metric_type::counter,
+             "Listings of the bucket for objects to delete that failed (the next sweep starts over).");
+    t.sample("weir_tier_sweep_list_failures_total", {}, sum.sweep.list_failures);
+    t.family("weir_tier_delete_candidates", metric_type::gauge,
+             "Objects nothing names that wait for their grace period before they are deleted.");
+    t.sample("weir_tier_delete_candidates", {}, sum.sweep.candidates);
   }
   t.family("weir_log_commands_in_flight", metric_type::gauge, "Commands applied and waiting for the log.");
   t.sample("weir_log_commands_in_flight", {}, sum.commands_in_flight);

@@ -74,6 +74,7 @@ struct shard_figures {
   replica::cold_mover_stats tier;
   std::uint64_t upload_waiting = 0;   // bytes handed to the uploader, not yet in the bucket
   std::uint64_t upload_failures = 0;  // failed attempts (each retried with the same key and bytes)
+  replica::cold_sweeper_stats sweep;  // objects deleted because nothing names them any more
   std::uint64_t bucket_reads = 0;
   std::uint64_t bucket_read_failures = 0;
   bool durable = false;

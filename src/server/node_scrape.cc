@@ -72,6 +72,7 @@ void node::serve_metrics(http::exchange ex) {
         f.tier = m->stats();
         f.upload_waiting = m->uploads().bytes_waiting();
         f.upload_failures = m->uploads().attempts_failed();
+        if (const replica::cold_sweeper* sw = m->sweeper()) f.sweep = sw->stats();
       }
       f.bucket_reads = sh->part().bucket_reads();
       f.bucket_read_failures = sh->part().bucket_read_failures();

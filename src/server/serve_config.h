@@ -110,6 +110,9 @@ struct serve_config {
   std::uint64_t cold_keep_bytes = 0;
   std::uint64_t cold_object_bytes = 8ull << 20;  // an object is cut at about this size
   std::uint64_t cold_max_age_ms = 30'000;        // or once its oldest bytes waited this long
+  // An object nothing names any more (a deleted stream's, an orphan) is deleted once it stayed so this
+  // long (docs/cold-tier.md, "Orphans").
+  std::uint64_t cold_gc_grace_ms = 600'000;
   // Cluster mode (docs/operations.md, "Cluster"): node-id, peer-listen, peers, raft-groups. Without a
   // node id (the default) the node runs alone.
   cluster::cluster_options cluster;

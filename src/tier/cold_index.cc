@@ -19,6 +19,7 @@ error bad_index(std::string what) {
 
 std::uint32_t cold_index::add_object(const uploaded_object& u) {
   object_slot slot{cold_object_ref{u.key, u.size}, 0};
+  ++keys_[u.key];
   if (!free_slots_.empty()) {
     const std::uint32_t i = free_slots_.back();
     free_slots_.pop_back();
@@ -87,6 +88,7 @@ std::vector<cold_object_ref> cold_index::drop_stream(std::string_view stream) {
     object_slot& o = objects_[e.object];
     --extents_;
     if (--o.extents == 0) {
+      if (auto k = keys_.find(o.ref.key); k != keys_.end() && --k->second == 0) keys_.erase(k);
       freed.push_back(std::move(o.ref));
       o.ref = {};
       free_slots_.push_back(e.object);
@@ -155,6 +157,7 @@ result<cold_index> cold_index::decode(std::span<const std::byte> bytes) {
     } else {
       if (o.ref.key.empty()) return bad_index("an object without a key");
       ++ix.live_objects_;
+      ++ix.keys_[o.ref.key];
     }
   }
   std::reverse(ix.free_slots_.begin(), ix.free_slots_.end());

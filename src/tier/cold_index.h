@@ -83,6 +83,8 @@ class cold_index {
   // The stream is gone for good (deleted or expired, and no fork reads through it): its extents go. The
   // objects no extent names any more come back, for the collector (after its grace period).
   std::vector<cold_object_ref> drop_stream(std::string_view stream);
+  // An extent names the object `key` (the orphan sweep keeps what the index names).
+  bool names(std::string_view key) const { return keys_.find(key) != keys_.end(); }
 
   std::size_t objects() const { return live_objects_; }
   std::size_t extents() const { return extents_; }
@@ -104,6 +106,7 @@ class cold_index {
   string_map<std::vector<cold_extent>> streams_;  // extents in offset order, contiguous
   std::vector<object_slot> objects_;
   std::vector<std::uint32_t> free_slots_;
+  string_map<std::uint32_t> keys_;  // live slots per object key (derived from objects_: not encoded)
   std::size_t live_objects_ = 0;
   std::size_t extents_ = 0;
 };

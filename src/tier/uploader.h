@@ -85,6 +85,11 @@ class uploader {
   // The last failure ("" once an upload succeeds after it).
   const std::string& last_error() const { return last_error_; }
   upload_seq next_seq() const { return next_seq_; }
+  // Every object of a lower sequence has been reported (reports go in sequence order, each once): the
+  // orphan sweep's settled sequence. The objects sent and not yet reported start here.
+  upload_seq first_unreported() const {
+    return pending_.empty() ? next_seq_ : upload_seq(pending_.begin()->first);
+  }
 
  private:
   struct pending {

@@ -1,7 +1,8 @@
 // A single node with a cold tier, as a user runs it: `weir serve --cold s3://... --s3-endpoint` against
 // s3rver on loopback (real processes, real SigV4). Appended bytes reach the bucket in objects whose
 // ranges read back identical; a node killed with SIGKILL comes back with every byte and uploads the rest
-// under a new term; a node whose credentials the bucket refuses does not start, and says why.
+// under a new term; a deleted stream's objects leave the bucket after the sweep's grace period while
+// another stream's stay; a node whose credentials the bucket refuses does not start, and says why.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include <cerrno>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include "crash/server_process.h"
 #include "integration/s3/s3rver_process.h"
 #include "tier/object_format.h"
+#include "tier/object_key.h"
 #include "tier/s3_object_store.h"
 
 namespace weir::tier {
@@ -71,7 +74,9 @@ class cold_node_test : public test::s3rver_suite {
     auto page = store->list("e0001/", "");
     if (!page) return "list failed: " + page.err().describe();
     std::map<std::string, std::uint64_t> objects;
-    for (const auto& o : page->objects) objects[o.key] = o.size;
+    for (const auto& o : page->objects) {
+      if (parse_object_key(o.key)) objects[o.key] = o.size;  // data objects only (no restore snapshots)
+    }
     std::string out;
     for (const auto& [key, size] : objects) {
       if (keys) keys->push_back(key);
@@ -253,6 +258,60 @@ TEST_F(cold_node_test, a_node_past_its_local_budget_keeps_its_disk_bounded_and_r
   node.start("after kill -9");
   ASSERT_TRUE(node.wait_ready(20s, why)) << why << node.log_tail(2000);
   EXPECT_EQ(catch_up(node.port(), stream, &requests), all);
+  ASSERT_TRUE(node.kill(why)) << why;
+}
+
+TEST_F(cold_node_test, a_deleted_streams_objects_leave_the_bucket_and_other_streams_stay) {
+  use_credentials(test::s3rver_process::secret_key);
+  auto args = cold_args();
+  for (std::string a : {"--cold-gc-grace-ms", "1000"}) args.push_back(a);
+  server_process node(WEIR_BINARY, dir_ / "data", args, dir_ / "node.log");
+  node.start("sweeping");
+  std::string why;
+  ASSERT_TRUE(node.wait_ready(20s, why)) << why << node.log_tail(2000);
+  const std::string gone = "/v1/stream/gone", kept = "/v1/stream/kept";
+  blocking_client c(node.port());
+  // The doomed stream's bytes reach the bucket before the other stream has any, so that no object holds
+  // both.
+  ASSERT_EQ(c.request("PUT", gone, {{"Content-Type", "text/plain"}}).status, 201);
+  const std::string gone_all = append_all(node.port(), gone, 0, 100);
+  std::vector<std::string> gone_keys;
+  ASSERT_EQ(wait_for_cold(gone, gone_all, &gone_keys), gone_all) << node.log_tail(3000);
+  ASSERT_FALSE(gone_keys.empty());
+  ASSERT_EQ(c.request("PUT", kept, {{"Content-Type", "text/plain"}}).status, 201);
+  const std::string kept_all = append_all(node.port(), kept, 0, 100);
+  ASSERT_EQ(wait_for_cold(kept, kept_all), kept_all) << node.log_tail(3000);
+
+  ASSERT_EQ(c.request("DELETE", gone).status, 204);
+  // The sweep lists the bucket every second and deletes what nothing names after a second's grace.
+  auto listed = [&]() -> long {
+    auto page = bucket()->list("e0001/", "");
+    if (!page) return -1;
+    std::vector<std::string> keys;
+    for (const auto& o : page->objects) keys.push_back(o.key);
+    return std::count_if(gone_keys.begin(), gone_keys.end(), [&](const std::string& k) {
+      return std::find(keys.begin(), keys.end(), k) != keys.end();
+    });
+  };
+  auto left = listed();
+  for (auto end = std::chrono::steady_clock::now() + 30s; left != 0 && std::chrono::steady_clock::now() < end;
+       left = listed()) {
+    std::this_thread::sleep_for(100ms);  // polling the node's background sweep
+  }
+  EXPECT_EQ(left, 0) << node.log_tail(3000);
+  EXPECT_EQ(cold_bytes(gone), "");
+  EXPECT_EQ(cold_bytes(kept), kept_all);
+  auto r = c.request("GET", kept + "?offset=-1");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, kept_all);
+  auto m = c.request("GET", "/metrics");
+  ASSERT_EQ(m.status, 200);
+  auto value = [&](const std::string& name) -> std::uint64_t {
+    auto at = m.body.find("\n" + name + " ");
+    return at == std::string::npos ? 0 : std::stoull(m.body.substr(at + name.size() + 2));
+  };
+  EXPECT_GE(value("weir_tier_objects_deleted_total"), gone_keys.size()) << m.body;
+  EXPECT_EQ(value("weir_tier_delete_failures_total"), 0u);
   ASSERT_TRUE(node.kill(why)) << why;
 }
 
