@@ -118,6 +118,27 @@ TEST(cold_index, dropping_streams_frees_an_object_once_nothing_names_it) {
   EXPECT_EQ(ix.objects(), 1u);
 }
 
+TEST(cold_index, names_the_keys_its_extents_name_after_drops_and_a_snapshot_round_trip) {
+  replica_streams rs;
+  rs.known["/a"] = {stream_offset(0), stream_offset(9000)};
+  rs.known["/b"] = {stream_offset(0), stream_offset(9000)};
+  cold_index ix;
+  ix.apply(object(0, {{"/a", 0, 100}, {"/b", 0, 100}}), rs.fn());
+  ix.apply(object(1, {{"/a", 100, 200}}), rs.fn());
+  EXPECT_TRUE(ix.names(object(0, {}).key));
+  EXPECT_TRUE(ix.names(object(1, {}).key));
+  EXPECT_FALSE(ix.names(object(2, {}).key));
+  (void)ix.drop_stream("/a");
+  EXPECT_TRUE(ix.names(object(0, {}).key));  // /b still reads from it
+  EXPECT_FALSE(ix.names(object(1, {}).key));
+  auto back = cold_index::decode(ix.encode());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->names(object(0, {}).key));
+  EXPECT_FALSE(back->names(object(1, {}).key));
+  (void)back->drop_stream("/b");
+  EXPECT_FALSE(back->names(object(0, {}).key));
+}
+
 TEST(cold_index, memory_follows_objects_not_records) {
   replica_streams rs;
   rs.known["/a"] = {stream_offset(0), stream_offset(10'000'000)};
