@@ -102,9 +102,10 @@ void cold_sweeper::on_page(tier::store_result<tier::list_page> r) {
   const tier::list_page& page = *r;
   const std::vector<std::string> keys = sweep_.consider(page, state());
   stats_.candidates = sweep_.candidates();
+  // consider() returns keys in the page's order: one walk finds each one's size.
+  auto it = page.objects.begin();
   for (const std::string& key : keys) {
-    auto it = std::find_if(page.objects.begin(), page.objects.end(),
-                           [&key](const tier::object_info& o) { return o.key == key; });
+    while (it != page.objects.end() && it->key != key) ++it;
     doomed_.push_back(doomed{key, it == page.objects.end() ? 0 : it->size});
   }
   more_ = page.truncated && !page.next_token.empty();
