@@ -1,6 +1,7 @@
 #include "replica/checkpointer.h"
 
 #include <chrono>
+#include <utility>
 
 #include "base/log.h"
 #include "replica/cold_state.h"
@@ -27,10 +28,24 @@ void checkpointer::request() {
   poll();
 }
 
+void checkpointer::snapshot_for_bucket(std::function<void(result<bucket_cut>)> fn) {
+  bucket_.push_back(std::move(fn));
+  poll();
+}
+
 void checkpointer::poll() {
-  if (waiting_ || writing_ || !wal_.logging() || wal_.failed()) return;
-  if (!requested_ && (every_bytes_ == 0 || wal_.logged_bytes() < every_bytes_)) return;
-  requested_ = false;
+  if (waiting_) return;
+  if (!wal_.logging() || wal_.failed()) {
+    // No cut can be taken: the state machine may be ahead of the log.
+    for (auto& fn : std::exchange(bucket_, {})) {
+      fn(make_error(storage::errc::io_error, "the core's log failed or is not open"));
+    }
+    return;
+  }
+  const bool local = !writing_ && (requested_ || (every_bytes_ != 0 && wal_.logged_bytes() >= every_bytes_));
+  if (!local && bucket_.empty()) return;
+  if (local) requested_ = false;
+  local_ = local;
   waiting_ = true;
   wal_.when_idle([this] { take(); });
 }
@@ -39,11 +54,24 @@ void checkpointer::take() {
   waiting_ = false;
   if (wal_.failed()) {
     // The state machine is ahead of the log: it must not be snapshotted.
+    local_ = false;
+    poll();  // fails the bucket's requests
     resume_();
     return;
   }
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::byte> blob = encode_checkpoint(sm_.snapshot(), cold_);
+  if (!bucket_.empty()) {
+    auto waiting = std::exchange(bucket_, {});
+    for (std::size_t i = 0; i < waiting.size(); ++i) {
+      const bool last = i + 1 == waiting.size() && !local_;
+      waiting[i](bucket_cut{wal_.last_lsn(), last ? std::move(blob) : blob});
+    }
+  }
+  if (!local_) {
+    resume_();
+    return;
+  }
   std::vector<storage::segment_id> keep;
   for (std::uint64_t id : sm_.referenced_segments(core_)) keep.push_back(storage::segment_id{id});
   const storage::lsn covered = wal_.last_lsn();

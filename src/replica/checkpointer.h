@@ -38,6 +38,16 @@ class checkpointer {
   // A checkpoint is due now (records were forgotten whose segments it may delete): taken at once, or
   // after the one being written.
   void request();
+  // The cold tier's restore snapshots (replica/cold_snapshots.h): the same cut as a checkpoint (taken when
+  // no command is in flight, so it describes exactly the log up to `lsn`: never a write that may still
+  // fail), handed to `fn` on this core instead of being written to disk: the checkpoint blob
+  // (encode_checkpoint) and the lsn it covers. An error when the log has failed (nothing is taken then).
+  struct bucket_cut {
+    storage::lsn covered;
+    std::vector<std::byte> blob;
+  };
+  void snapshot_for_bucket(std::function<void(result<bucket_cut>)> fn);
+
   // A checkpoint waits for the commands in flight: hold back new writes.
   bool pausing() const { return waiting_; }
   // A checkpoint is being written (and segments reclaimed) by the log's sync thread.
@@ -57,6 +67,8 @@ class checkpointer {
   bool waiting_ = false;
   bool requested_ = false;
   bool writing_ = false;  // a checkpoint is being written by the log's sync thread
+  bool local_ = false;    // the cut being waited for is written to disk (else only handed to bucket_)
+  std::vector<std::function<void(result<bucket_cut>)>> bucket_;
   std::uint64_t taken_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -1,9 +1,11 @@
 #include "replica/partition.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "base/log.h"
 #include "replica/cold_mover.h"
+#include "replica/cold_snapshots.h"
 #include "replica/cold_state.h"
 #include "replica/wal_recovery.h"
 
@@ -61,8 +63,13 @@ bool partition::local_budget_full() const {
   return mover_ && local_bytes_budget_ > 0 && mover_->local_bytes() >= local_bytes_budget_;
 }
 
+void partition::attach_cold_snapshots(const cold_snapshot_options& o, cold_snapshot_io io) {
+  snapshots_ = std::make_unique<cold_snapshots>(*this, o, std::move(io));
+}
+
 void partition::start_cold() {
   if (mover_) mover_->start();
+  if (snapshots_) snapshots_->start();
 }
 
 void partition::attach_segments(storage::env& e, std::string dir,
@@ -73,9 +80,9 @@ void partition::attach_segments(storage::env& e, std::string dir,
   hot_ = std::make_unique<tier::hot_tier>(opts_.hot_bytes, std::move(readers));
 }
 
-void partition::attach_wal(std::unique_ptr<storage::log_writer> writer) {
+void partition::attach_wal(std::unique_ptr<storage::log_writer> writer, storage::lsn last) {
   checkpointer_.reset();
-  wal_ = std::make_unique<shard_wal>(std::move(writer));
+  wal_ = std::make_unique<shard_wal>(std::move(writer), last);
   checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, cold_index_, opts_.core, opts_.checkpoint_bytes,
                                                  own_segments_, [this] { host_->on_writes_resumed(); });
   wal_->on_failure([this] { schedule_rebuild(std::chrono::milliseconds(1000)); });
@@ -290,12 +297,38 @@ std::uint64_t partition::forget_cold(const std::string& path, streams::stream_of
   if (!log) return 0;
   auto end = cold_index_.cold_end(path);
   if (!end || pos > *end) return 0;
+  // A restore snapshot being built reads the records of its cut from the segments: they stay.
+  if (snapshots_ && snapshots_->busy()) return 0;
   // The owner core is the only writer of its logs (stream_log.h); log_of hands out a const view.
   return std::const_pointer_cast<streams::memory_log>(log)->forget_before(pos);
 }
 
 void partition::request_checkpoint() {
   if (checkpointer_) checkpointer_->request();
+}
+
+void partition::snapshot_for_bucket(std::function<void(result<checkpointer::bucket_cut>)> fn) {
+  if (!checkpointer_) {
+    fn(make_error(storage::errc::io_error, "no write-ahead log"));
+    return;
+  }
+  checkpointer_->snapshot_for_bucket(std::move(fn));
+}
+
+std::vector<std::pair<std::string, streams::stream_offset>> partition::forgettable_cold() const {
+  std::unordered_set<std::string> with_forks;
+  for (const auto& [path, count] : sm_.ref_counts()) {
+    if (count > 0) with_forks.insert(path);
+  }
+  std::vector<std::pair<std::string, streams::stream_offset>> out;
+  cold_index_.for_each_cold_end([&](std::string_view stream, streams::stream_offset end) {
+    std::string path(stream);
+    if (with_forks.count(path) > 0) return;
+    streams::read_result head = head_visible(path);
+    if (head.code != streams::errc::ok || !head.meta || head.meta->json) return;
+    out.emplace_back(std::move(path), end);
+  });
+  return out;
 }
 
 void partition::read_slices(streams::read_plan plan, tier::cold_reader::completion done) {
@@ -394,6 +427,7 @@ void partition::tick(std::int64_t now_ms) {
 void partition::stop() {
   stopped_ = true;
   if (mover_) mover_->stop();
+  if (snapshots_) snapshots_->stop();
   if (rebuild_timer_ != 0) ex_->cancel_timer(rebuild_timer_);
   rebuild_timer_ = 0;
 }

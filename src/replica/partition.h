@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -45,6 +46,9 @@ namespace weir::replica {
 
 class cold_mover;
 struct cold_mover_options;
+class cold_snapshots;
+struct cold_snapshot_options;
+struct cold_snapshot_io;
 
 struct partition_options {
   std::uint32_t core = 0;                         // the shard's index (its log is <data>/wal/core-N)
@@ -91,8 +95,9 @@ class partition {
   // cold data of every shard can be read back (readers: indexed by shard, owned by the caller, outliving
   // the partition).
   void attach_segments(storage::env& e, std::string dir, std::vector<storage::segment_reader*> readers);
-  // Start-up, before the loop runs: log every command to `writer` from now on.
-  void attach_wal(std::unique_ptr<storage::log_writer> writer);
+  // Start-up, before the loop runs: log every command to `writer` from now on; `last`: the lsn of the
+  // last record recovery replayed (storage::recovered_log::next_lsn - 1).
+  void attach_wal(std::unique_ptr<storage::log_writer> writer, storage::lsn last = storage::lsn{0});
 
   // The commit path the shard's commands take (commit_path.h): this partition's own log until a cluster
   // node gives it its raft lane (use_commit_path, before the loop runs; `p` outlives the partition).
@@ -123,6 +128,11 @@ class partition {
   void start_cold();
   cold_mover* mover() { return mover_.get(); }
   const cold_mover* mover() const { return mover_.get(); }
+  // Start-up, with attach_cold: uploads restore snapshots of this partition (replica/cold_snapshots.h);
+  // start_cold() starts them. While one is being built, no record is forgotten (forget_cold).
+  void attach_cold_snapshots(const cold_snapshot_options& o, cold_snapshot_io io);
+  cold_snapshots* snapshots() { return snapshots_.get(); }
+  const cold_snapshots* snapshots() const { return snapshots_.get(); }
   // Reads of bytes held only in objects (read_plan::in_objects): `fetch(key, object_size, data_position,
   // length, done)` reads them off the loop and runs `done` on this partition's loop. Set at start-up
   // with attach_cold; without it such a read fails (the plan is cut, the error says why).
@@ -137,6 +147,14 @@ class partition {
   // Takes a checkpoint at the next chance, whatever the log grew since the last (segments whose records
   // were forgotten are then deleted).
   void request_checkpoint();
+  // The streams whose records in objects a reclaim or a restore snapshot may forget, each with its cold
+  // end: byte streams that are visible (not soft-deleted or expired) and that no fork reads through (a
+  // fork on another shard reads its source through this shard's log). A JSON stream's objects do not
+  // keep its message boundaries, so its records stay.
+  std::vector<std::pair<std::string, streams::stream_offset>> forgettable_cold() const;
+  // A cut of this partition's state for the cold tier's restore snapshots (checkpointer::
+  // snapshot_for_bucket); an error without a log.
+  void snapshot_for_bucket(std::function<void(result<checkpointer::bucket_cut>)> fn);
 
   // Writes that add stream bytes are refused (cold_backlogged) while the data not yet in the bucket
   // fills the budget; deletes and reads go on.
@@ -272,8 +290,9 @@ class partition {
   commit_path* commit_ = nullptr;       // local_ or a raft lane
   std::unique_ptr<tier::hot_tier> hot_;
   std::unique_ptr<checkpointer> checkpointer_;
-  std::unique_ptr<tier::data_log> data_log_;  // cluster mode: where applied stream bytes go
-  std::unique_ptr<cold_mover> mover_;         // a single node's cold tier
+  std::unique_ptr<tier::data_log> data_log_;   // cluster mode: where applied stream bytes go
+  std::unique_ptr<cold_mover> mover_;          // a single node's cold tier
+  std::unique_ptr<cold_snapshots> snapshots_;  // its restore snapshots
   object_fetch_fn fetch_object_;
   std::uint64_t bucket_reads_ = 0;
   std::size_t objects_in_flight_ = 0;

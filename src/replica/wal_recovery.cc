@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "base/log.h"
+#include "replica/cold_restore.h"
 #include "replica/cold_state.h"
 #include "replica/partition.h"
 #include "replica/placement.h"
@@ -149,6 +150,10 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
   wal_recovery_stats stats;
   const std::string root = storage::join_path(opts.data_dir, "wal");
   if (auto st = e.create_dirs(root); !st) return st.err();
+  if (e.file_exists(storage::join_path(root, restoring_marker))) {
+    return start_error(root + " holds a restore from the bucket that did not finish: remove " + root +
+                       " and start with --restore again");
+  }
   if (auto st = check_core_count(e, root, static_cast<unsigned>(parts.size())); !st) return st.err();
 
   readers.clear();
@@ -235,7 +240,8 @@ result<wal_recovery_stats> open_durable_store(storage::env& e, const wal_options
         e, core_dir(root, i), lo, recovered[i], [ex](std::function<void()> fn) { ex->post(std::move(fn)); },
         opts.worker);
     if (!w) return w.err();
-    parts[i]->attach_wal(std::move(*w));
+    // A checkpoint taken before the first new write covers what recovery replayed, not lsn 0.
+    parts[i]->attach_wal(std::move(*w), storage::lsn{recovered[i].next_lsn.value() - 1});
     // What recovery restored counts from the first request on (the stream quota).
     parts[i]->recount_streams();
   }

@@ -560,6 +560,8 @@ status node::start() {
   dir_lock_ = std::make_unique<storage::dir_lock>(std::move(*lock));
   // A cluster node's directory names its node id and group count; single-node data is never taken over.
   if (auto id = cluster::claim_identity(*env_, cfg_.data_dir, cfg_.cluster); !id) return id.err();
+  // The bucket first: a restore writes the logs that recovery then opens.
+  if (auto st = connect_cold(); !st) return st;
   if (cfg_.cluster.enabled()) {
     if (auto st = open_cluster(); !st) return st;
   } else if (cfg_.durable) {

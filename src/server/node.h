@@ -119,7 +119,11 @@ class node {
   std::vector<replication*> lanes();
   // Opens the data log, the node log and the replication of every lane (start()).
   status open_cluster();
-  // The cold tier of a single node (node_cold.cc): the bucket checked, each shard's mover attached.
+  // The cold tier of a single node (node_cold.cc): the bucket checked (and with restore, the data
+  // directory rebuilt from it) before the logs are opened; then each shard's mover and restore snapshots
+  // attached.
+  status connect_cold();
+  status restore_from_bucket();
   status open_cold();
   // GET /cluster and /healthz of a cluster node: `fn(lane)` runs on every lane's loop, then `done` on
   // lane 0's (after every fn ran).
@@ -149,6 +153,7 @@ class node {
   std::unique_ptr<tier::object_store> cold_store_;
   std::unique_ptr<tier::cold_fetcher> cold_fetcher_;
   std::unique_ptr<tier::object_store_workers> cold_workers_;
+  std::string cold_described_;  // the bucket, as logs name it (never the secret)
   std::unique_ptr<subscriptions_glue> subs_;
   std::unique_ptr<auth::authorizer> auth_;  // null: access control off; set by start()
   std::shared_ptr<io::tls_context> tls_;    // null: plain HTTP; the certificate is loaded by start()

@@ -3,9 +3,14 @@
 // appends), then every shard gets a cold_mover whose uploads run on the tier's worker threads.
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
+
+#include <fmt/format.h>
 
 #include "base/log.h"
 #include "replica/cold_mover.h"
+#include "replica/cold_restore.h"
+#include "replica/cold_snapshots.h"
 #include "server/node.h"
 #include "server/stream_shard.h"
 #include "tier/cold_fetcher.h"
@@ -18,6 +23,16 @@
 namespace weir::server {
 
 namespace {
+
+// "2026-01-31T12:00:00.123Z" for a wall-clock time in milliseconds.
+std::string format_utc_ms(std::int64_t ms) {
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return std::string(buf, n) + fmt::format(".{:03}Z", ms % 1000);
+}
 
 error cold_error(const std::string& why) {
   return make_error(storage::errc::io_error, "cold: " + why);
@@ -35,8 +50,11 @@ tier::s3_credentials cold_credentials(const serve_config& c) {
 
 }  // namespace
 
-status node::open_cold() {
-  if (cfg_.cold.empty()) return {};
+status node::connect_cold() {
+  if (cfg_.cold.empty()) {
+    if (cfg_.restore) return cold_error("restore needs cold (the bucket to restore from)");
+    return {};
+  }
   if (cfg_.cluster.enabled()) {
     return cold_error(
         "a cluster node does not move data to a bucket yet (docs/cold-tier.md, \"Status\"); "
@@ -64,10 +82,43 @@ status node::open_cold() {
   cold_store_ = std::make_unique<tier::retrying_object_store>(*cold_s3_, tier::retry_policy{},
                                                               static_cast<std::uint64_t>(std::rand()));
   // One listing, with the store's retries: the bucket exists, answers, and takes these credentials.
-  const tier::cold_epoch epoch{1};
-  if (auto page = cold_store_->list(tier::epoch_key_prefix(epoch), "", 1); !page) {
+  if (auto page = cold_store_->list(tier::epoch_key_prefix(tier::cold_epoch{1}), "", 1); !page) {
     return cold_error(described + " cannot be listed: " + page.err().describe());
   }
+  cold_described_ = described;
+  if (cfg_.restore) return restore_from_bucket();
+  return {};
+}
+
+status node::restore_from_bucket() {
+  const auto began = std::chrono::steady_clock::now();
+  auto point = replica::find_restore_point(*cold_store_);
+  if (!point) return cold_error(point.err().reason);
+  std::uint64_t bytes = 0;
+  for (const auto& g : point->groups) {
+    bytes += g.object.size();
+    log::info("weir serve: restore: group {} from {} (log position {}, taken {}), {} bytes",
+              g.header.group.value(), g.key, g.header.lsn, format_utc_ms(g.header.taken_at_ms),
+              g.object.size());
+  }
+  if (auto st = replica::write_restored_logs(*env_, cfg_.data_dir, *point); !st)
+    return cold_error(st.err().reason);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  log::info(
+      "weir serve: restored {} groups from {} epoch {} to the point in time {} ({} snapshot bytes in {:.2f} "
+      "s); "
+      "this node uploads under epoch {}",
+      point->groups.size(), cold_described_, point->epoch.value(), format_utc_ms(point->taken_at_ms()), bytes,
+      secs, point->next_epoch.value());
+  return {};
+}
+
+status node::open_cold() {
+  if (!cold_store_) return {};
+  auto epoch_read = replica::read_cold_epoch(*env_, cfg_.data_dir);
+  if (!epoch_read) return cold_error(epoch_read.err().reason);
+  const tier::cold_epoch epoch = *epoch_read;
+  const std::string described = cold_described_;
   cold_workers_ = std::make_unique<tier::object_store_workers>(*cold_store_, 2);
   cold_fetcher_ = std::make_unique<tier::cold_fetcher>(*cold_store_);
   for (std::size_t i = 0; i < shards_.size(); ++i) {
@@ -87,6 +138,7 @@ status node::open_cold() {
     auto put = [workers, loop](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
       workers->put(std::move(key), std::move(bytes), {}, std::move(done), loop);
     };
+    const tier::uploader::put_fn put_fn = put;
     const std::uint64_t share = cfg_.local_bytes / shards_.size();
     // Keep the disk under its share: forget what is in objects once the held bytes pass three quarters
     // of it (or cold-keep-bytes), so that appends keep room while uploads catch up.
@@ -104,6 +156,10 @@ status node::open_cold() {
     o.sweep.remove = [workers, loop](std::string key, replica::cold_sweeper_options::remove_done done) {
       workers->remove(std::move(key), std::move(done), loop);
     };
+    // A kept restore snapshot may name an object the live index dropped: it stays.
+    o.sweep.in_snapshot = [part = &shard.part()](std::string_view key) {
+      return part->snapshots() == nullptr || part->snapshots()->names(key);
+    };
     shard.part().attach_cold(o, std::move(put), share);
     shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers = cold_workers_.get(), loop](
                                          std::string key, std::uint64_t size, std::uint64_t position,
@@ -114,6 +170,31 @@ status node::open_cold() {
             loop->post([done = std::move(done), got = std::move(got)]() mutable { done(std::move(got)); });
           });
     });
+    replica::cold_snapshot_options so;
+    so.epoch = epoch;
+    so.group = tier::cold_group(static_cast<std::uint32_t>(i));
+    so.groups = static_cast<std::uint32_t>(shards_.size());
+    so.term = tier::leader_term(*term);
+    so.interval = std::chrono::milliseconds(cfg_.cold_snapshot_interval_ms);
+    replica::cold_snapshot_io io;
+    io.off_loop = [workers, loop](std::function<replica::cold_snapshot_io::built()> job,
+                                  std::function<void(replica::cold_snapshot_io::built)> done) {
+      workers->run_job([job = std::move(job), done = std::move(done), loop]() mutable {
+        auto built = job();
+        loop->post([done = std::move(done), built = std::move(built)]() mutable { done(std::move(built)); });
+      });
+    };
+    io.put = put_fn;
+    io.list = [workers, loop](std::string prefix, std::string token,
+                              std::function<void(tier::store_result<tier::list_page>)> done) {
+      workers->list(std::move(prefix), std::move(token), tier::object_store::max_list_keys, std::move(done),
+                    loop);
+    };
+    io.remove = [workers, loop](std::string key,
+                                std::function<void(tier::store_result<tier::store_done>)> done) {
+      workers->remove(std::move(key), std::move(done), loop);
+    };
+    shard.part().attach_cold_snapshots(so, std::move(io));
   }
   log::info("weir serve: cold tier {}: {} shards upload objects of about {} MiB (or after {} ms){}",
             described, shards_.size(), cfg_.cold_object_bytes >> 20, cfg_.cold_max_age_ms,

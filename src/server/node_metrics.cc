@@ -292,6 +292,7 @@ std::string node_metrics::render(const node_figures& f) const {
 
   shard_figures sum;
   metrics::histogram_counts fsync, batch_records, batch_bytes, cold_read;
+  std::int64_t restore_point_ms = -1;
   for (const shard_figures& s : f.shards) {
     sum.cold_reads += s.cold_reads;
     sum.tiered = sum.tiered || s.tiered;
@@ -308,6 +309,14 @@ std::string node_metrics::render(const node_figures& f) const {
     sum.sweep.delete_failures += s.sweep.delete_failures;
     sum.sweep.list_failures += s.sweep.list_failures;
     sum.sweep.candidates += s.sweep.candidates;
+    sum.snapshots.uploaded += s.snapshots.uploaded;
+    sum.snapshots.failed += s.snapshots.failed;
+    sum.snapshots.too_large += s.snapshots.too_large;
+    // The restore point is the oldest shard's last snapshot (0 while a shard has none).
+    if (s.tiered) {
+      restore_point_ms = restore_point_ms < 0 ? s.snapshots.last_taken_ms
+                                              : std::min(restore_point_ms, s.snapshots.last_taken_ms);
+    }
     sum.bucket_reads += s.bucket_reads;
     sum.bucket_read_failures += s.bucket_read_failures;
     sum.cold_reads_pending += s.cold_reads_pending;
@@ -409,6 +418,20 @@ std::string node_metrics::render(const node_figures& f) const {
     t.family("weir_tier_delete_candidates", metric_type::gauge,
              "Objects nothing names that wait for their grace period before they are deleted.");
     t.sample("weir_tier_delete_candidates", {}, sum.sweep.candidates);
+    t.family("weir_tier_restore_snapshots_total", metric_type::counter,
+             "Restore snapshots uploaded (each shard's state, what --restore rebuilds a node from).");
+    t.sample("weir_tier_restore_snapshots_total", {}, sum.snapshots.uploaded);
+    t.family("weir_tier_restore_snapshot_failures_total", metric_type::counter,
+             "Restore snapshots that could not be built or uploaded (tried again at the next interval).");
+    t.sample("weir_tier_restore_snapshot_failures_total", {}, sum.snapshots.failed);
+    t.family("weir_tier_restore_snapshots_too_large_total", metric_type::counter,
+             "Of those, snapshots larger than one PUT (the bytes not yet in objects are in them).");
+    t.sample("weir_tier_restore_snapshots_too_large_total", {}, sum.snapshots.too_large);
+    t.family("weir_tier_restore_point_timestamp_seconds", metric_type::gauge,
+             "The time a restore from the bucket would go back to: the oldest shard's last snapshot (0: a "
+             "shard has none yet).");
+    t.sample_double("weir_tier_restore_point_timestamp_seconds", {},
+                    static_cast<double>(std::max<std::int64_t>(0, restore_point_ms)) / 1000.0);
   }
   t.family("weir_log_commands_in_flight", metric_type::gauge, "Commands applied and waiting for the log.");
   t.sample("weir_log_commands_in_flight", {}, sum.commands_in_flight);

@@ -21,6 +21,7 @@
 #include "http/server.h"
 #include "protocol/stream_request.h"
 #include "replica/cold_mover.h"
+#include "replica/cold_snapshots.h"
 #include "storage/log_writer.h"
 
 namespace weir::server {
@@ -75,6 +76,7 @@ struct shard_figures {
   std::uint64_t upload_waiting = 0;   // bytes handed to the uploader, not yet in the bucket
   std::uint64_t upload_failures = 0;  // failed attempts (each retried with the same key and bytes)
   replica::cold_sweeper_stats sweep;  // objects deleted because nothing names them any more
+  replica::cold_snapshot_stats snapshots;  // restore snapshots uploaded (replica/cold_snapshots.h)
   std::uint64_t bucket_reads = 0;
   std::uint64_t bucket_read_failures = 0;
   bool durable = false;

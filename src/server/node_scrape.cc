@@ -74,6 +74,7 @@ void node::serve_metrics(http::exchange ex) {
         f.upload_failures = m->uploads().attempts_failed();
         if (const replica::cold_sweeper* sw = m->sweeper()) f.sweep = sw->stats();
       }
+      if (const replica::cold_snapshots* sn = sh->part().snapshots()) f.snapshots = sn->stats();
       f.bucket_reads = sh->part().bucket_reads();
       f.bucket_read_failures = sh->part().bucket_read_failures();
       if (storage::log_writer* w = sh->part().wal().writer()) {

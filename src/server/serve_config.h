@@ -113,6 +113,10 @@ struct serve_config {
   // An object nothing names any more (a deleted stream's, an orphan) is deleted once it stayed so this
   // long (docs/cold-tier.md, "Orphans").
   std::uint64_t cold_gc_grace_ms = 600'000;
+  // Each shard uploads a restore snapshot this often while its log grows (docs/cold-tier.md, "Restore").
+  std::uint64_t cold_snapshot_interval_ms = 10'000;
+  // Rebuild an empty data directory from the bucket before starting.
+  bool restore = false;
   // Cluster mode (docs/operations.md, "Cluster"): node-id, peer-listen, peers, raft-groups. Without a
   // node id (the default) the node runs alone.
   cluster::cluster_options cluster;

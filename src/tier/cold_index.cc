@@ -265,4 +265,18 @@ result<uploaded_object> decode_index_record(std::span<const std::byte> bytes) {
   return u;
 }
 
+void cold_index::for_each_cold_end(
+    const std::function<void(std::string_view, streams::stream_offset)>& fn) const {
+  for (const auto& [stream, extents] : streams_) {
+    if (!extents.empty()) fn(stream, extents.back().end);
+  }
+}
+
+std::vector<std::string> cold_index::object_keys() const {
+  std::vector<std::string> out;
+  out.reserve(keys_.size());
+  for (const auto& [key, slots] : keys_) out.push_back(key);
+  return out;
+}
+
 }  // namespace weir::tier

@@ -85,6 +85,10 @@ class cold_index {
   std::vector<cold_object_ref> drop_stream(std::string_view stream);
   // An extent names the object `key` (the orphan sweep keeps what the index names).
   bool names(std::string_view key) const { return keys_.find(key) != keys_.end(); }
+  // Every object key an extent names (a restore snapshot keeps them from the sweep).
+  std::vector<std::string> object_keys() const;
+  // Calls `fn` with each stream that has cold bytes and its cold end.
+  void for_each_cold_end(const std::function<void(std::string_view, streams::stream_offset)>& fn) const;
 
   std::size_t objects() const { return live_objects_; }
   std::size_t extents() const { return extents_; }

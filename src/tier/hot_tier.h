@@ -56,6 +56,9 @@ class hot_tier {
   const std::vector<storage::segment_reader*>& readers() const { return readers_; }
   // The bytes of one slice, read from memory or from disk.
   result<std::string> bytes_of(const streams::chunk_slice& s) const;
+  // The bytes of a cold slice, read from disk through readers[s.at.core]; safe on any thread.
+  static result<streams::chunk> load(const std::vector<storage::segment_reader*>& readers,
+                                     const streams::chunk_slice& s);
 
   // An empty tier with the same budget and readers (for a state rebuilt from the log).
   std::unique_ptr<hot_tier> empty_like() const { return std::make_unique<hot_tier>(budget_, readers_); }
@@ -80,8 +83,6 @@ class hot_tier {
     std::size_t entries = 0;
   };
 
-  static result<streams::chunk> load(const std::vector<storage::segment_reader*>& readers,
-                                     const streams::chunk_slice& s);
   // Forgets the streams `sm` removed since the last look (amortized: a look costs O(tallies_)), then
   // drops the FIFO entries of forgotten streams once they are half of it.
   void forget_removed(const streams::state_machine& sm);

@@ -93,9 +93,13 @@ std::string snapshot_key_prefix(cold_epoch epoch) {
   return fmt::format("e{:04x}/snap/", epoch.value());
 }
 
+std::string snapshot_key_prefix(cold_epoch epoch, cold_group group) {
+  return fmt::format("{}g{:08x}/", snapshot_key_prefix(epoch), group.value());
+}
+
 std::string snapshot_key(const object_name& n) {
-  return fmt::format("{}g{:08x}/t{:016x}-s{:016x}.snap", snapshot_key_prefix(n.epoch), n.group.value(),
-                     n.term.value(), n.seq.value());
+  return fmt::format("{}t{:016x}-s{:016x}.snap", snapshot_key_prefix(n.epoch, n.group), n.term.value(),
+                     n.seq.value());
 }
 
 std::optional<object_name> parse_snapshot_key(std::string_view key) {

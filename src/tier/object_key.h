@@ -52,7 +52,8 @@ std::string epoch_key_prefix(cold_epoch epoch);
 // sees them, and parse_object_key refuses them.
 std::string snapshot_key(const object_name& n);
 std::optional<object_name> parse_snapshot_key(std::string_view key);
-// "e<epoch>/snap/": every group's snapshots of one epoch.
+// "e<epoch>/snap/": every group's snapshots of one epoch; "e<epoch>/snap/g<group>/": one group's.
 std::string snapshot_key_prefix(cold_epoch epoch);
+std::string snapshot_key_prefix(cold_epoch epoch, cold_group group);
 
 }  // namespace weir::tier

@@ -334,5 +334,119 @@ TEST_F(cold_node_test, a_node_whose_credentials_the_bucket_refuses_does_not_star
   EXPECT_EQ(log.find("not-the-secret"), std::string::npos) << "the secret is in the log";
 }
 
+// The node's /metrics value `name` (0 when absent).
+double metric(std::uint16_t port, const std::string& name) {
+  blocking_client c(port);
+  auto m = c.request("GET", "/metrics");
+  auto at = m.body.find("\n" + name + " ");
+  return at == std::string::npos ? 0 : std::stod(m.body.substr(at + name.size() + 2));
+}
+
+TEST_F(cold_node_test, a_node_whose_disk_is_lost_comes_back_from_the_bucket_with_every_byte) {
+  use_credentials(test::s3rver_process::secret_key);
+  auto args = cold_args();
+  args[1] = "2";  // two shards: two groups, each with its own snapshots
+  for (std::string a :
+       {"--cold-snapshot-interval-ms", "200", "--local-bytes", "2097152", "--segment-bytes", "262144",
+        "--cold-object-bytes", "65536", "--hot-bytes", "65536", "--fsync", "interval:10"})
+    args.push_back(a);
+  server_process node(WEIR_BINARY, dir_ / "data", args, dir_ / "node.log");
+  node.start("before the loss");
+  std::string why;
+  ASSERT_TRUE(node.wait_ready(20s, why)) << why << node.log_tail(2000);
+  // A byte stream larger than the node keeps (most of it only in objects), JSON messages, a small stream
+  // whose bytes may not be in an object yet, and a deleted stream.
+  std::map<std::string, std::string> want;
+  {
+    blocking_client c(node.port());
+    for (const char* s : {"/v1/stream/big", "/v1/stream/small", "/v1/stream/gone"}) {
+      ASSERT_EQ(c.request("PUT", s, {{"Content-Type", "application/octet-stream"}}).status, 201);
+    }
+    ASSERT_EQ(c.request("PUT", "/v1/stream/json", {{"Content-Type", "application/json"}}).status, 201);
+    for (int i = 0; i < 1024; ++i) {
+      std::string body(4096, static_cast<char>('a' + i % 26));
+      std::memcpy(body.data(), &i, sizeof i);
+      for (;;) {
+        auto r = c.request("POST", "/v1/stream/big", {{"Content-Type", "application/octet-stream"}}, body);
+        if (r.status == 204) break;
+        ASSERT_EQ(r.status, 503) << r.error << r.body;
+        std::this_thread::sleep_for(20ms);  // the node said to come back later
+      }
+      want["/v1/stream/big"] += body;
+    }
+    for (int i = 0; i < 40; ++i) {
+      const std::string msg = "{\"n\":" + std::to_string(i) + "}";
+      ASSERT_EQ(c.request("POST", "/v1/stream/json", {{"Content-Type", "application/json"}}, msg).status,
+                204);
+    }
+    ASSERT_EQ(
+        c.request("POST", "/v1/stream/small", {{"Content-Type", "application/octet-stream"}}, "tail").status,
+        204);
+    want["/v1/stream/small"] = "tail";
+    ASSERT_EQ(c.request("DELETE", "/v1/stream/gone").status, 204);
+    auto j = c.request("GET", "/v1/stream/json?offset=-1");
+    ASSERT_EQ(j.status, 200);
+    want["/v1/stream/json"] = j.body;
+  }
+  // Every shard has uploaded a snapshot taken after the last write.
+  const double after =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (auto end = std::chrono::steady_clock::now() + 30s;
+       std::chrono::steady_clock::now() < end &&
+       metric(node.port(), "weir_tier_restore_point_timestamp_seconds") < after;) {
+    std::this_thread::sleep_for(50ms);  // polling the node's background snapshots
+  }
+  ASSERT_GE(metric(node.port(), "weir_tier_restore_point_timestamp_seconds"), after) << node.log_tail(3000);
+
+  // The disk is lost: a new node on an empty directory restores from the bucket alone.
+  ASSERT_TRUE(node.kill(why)) << why;
+  std::filesystem::remove_all(dir_ / "data");
+  auto restore_args = args;
+  restore_args.push_back("--restore");
+  restore_args.push_back("true");
+  server_process restored(WEIR_BINARY, dir_ / "restored", restore_args, dir_ / "restored.log");
+  restored.start("restored");
+  ASSERT_TRUE(restored.wait_ready(30s, why)) << why << restored.log_tail(3000);
+  const std::string log = restored.log_tail(6000);
+  EXPECT_NE(log.find("restored 2 groups"), std::string::npos) << log;
+  EXPECT_NE(log.find("to the point in time"), std::string::npos) << log;
+  EXPECT_NE(log.find("uploads under epoch 2"), std::string::npos) << log;
+  int requests = 0;
+  for (const auto& [stream, bytes] : want)
+    EXPECT_EQ(catch_up(restored.port(), stream, &requests), bytes) << stream;
+  {
+    blocking_client c(restored.port());
+    EXPECT_EQ(c.request("GET", "/v1/stream/gone?offset=-1").status, 404);
+    // It takes writes, and they survive its own restart.
+    ASSERT_EQ(
+        c.request("POST", "/v1/stream/small", {{"Content-Type", "application/octet-stream"}}, "+more").status,
+        204);
+  }
+  ASSERT_TRUE(restored.kill(why)) << why;
+  // A second start with --restore refuses the directory it restored: it holds data now.
+  restored.start("restore again");
+  EXPECT_FALSE(restored.wait_ready(20s, why));
+  EXPECT_NE(restored.log_tail(2000).find("a restore starts from an empty data directory"), std::string::npos)
+      << restored.log_tail(2000);
+  restored.set_args(args);
+  restored.start("after the restore");
+  ASSERT_TRUE(restored.wait_ready(20s, why)) << why << restored.log_tail(2000);
+  EXPECT_EQ(catch_up(restored.port(), "/v1/stream/small", &requests), "tail+more");
+  EXPECT_EQ(catch_up(restored.port(), "/v1/stream/big", &requests), want["/v1/stream/big"]);
+  ASSERT_TRUE(restored.kill(why)) << why;
+}
+
+TEST_F(cold_node_test, a_restore_from_a_bucket_without_snapshots_does_not_start) {
+  use_credentials(test::s3rver_process::secret_key);
+  auto args = cold_args();
+  args.push_back("--restore");
+  args.push_back("true");
+  server_process node(WEIR_BINARY, dir_ / "data", args, dir_ / "node.log");
+  node.start("nothing to restore");
+  std::string why;
+  EXPECT_FALSE(node.wait_ready(20s, why));
+  EXPECT_NE(node.log_tail(2000).find("holds nothing of weir's"), std::string::npos) << node.log_tail(2000);
+}
+
 }  // namespace
 }  // namespace weir::tier

@@ -156,6 +156,8 @@ const std::map<std::string, sample>& samples() {
       {"cold-object-bytes", {"1048576", "1048576"}},
       {"cold-max-age-ms", {"1000", "1000"}},
       {"cold-gc-grace-ms", {"60000", "60000"}},
+      {"cold-snapshot-interval-ms", {"5000", "5000"}},
+      {"restore", {"true", "true"}},
       {"node-id", {"2", "2", {"peer-listen", "peers"}}},
       {"peer-listen", {"127.0.0.1:5438", "\"127.0.0.1:5438\"", {"node-id", "peers"}}},
       {"peers",

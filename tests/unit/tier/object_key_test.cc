@@ -49,6 +49,7 @@ TEST(object_key, restore_snapshot_keys_are_apart_from_objects) {
   EXPECT_EQ(snapshot_key(n), "e0002/snap/g00000003/t0000000000000005-s0000000000000012.snap");
   EXPECT_EQ(parse_snapshot_key(snapshot_key(n)), n);
   EXPECT_EQ(snapshot_key(n).rfind(snapshot_key_prefix(n.epoch), 0), 0u);
+  EXPECT_EQ(snapshot_key_prefix(n.epoch, n.group), "e0002/snap/g00000003/");
   // Neither parser takes the other's keys, and an object listing of the group never sees a snapshot.
   EXPECT_FALSE(parse_object_key(snapshot_key(n)));
   EXPECT_FALSE(parse_snapshot_key(object_key(n)));

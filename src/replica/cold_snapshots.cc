@@ -1,0 +1,238 @@
+#include "replica/cold_snapshots.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "base/log.h"
+#include "replica/cold_state.h"
+#include "replica/errc.h"
+#include "tier/restore_snapshot.h"
+
+namespace weir::replica {
+
+namespace {
+
+// The cut made self-contained (off the loop): records in objects forgotten, the others inlined from the
+// log's segments, the index beside them, wrapped as a restore snapshot object.
+cold_snapshot_io::built build(std::vector<std::byte> blob,
+                              std::unordered_map<std::string, streams::stream_offset> forget,
+                              std::vector<storage::segment_reader*> readers, tier::restore_snapshot_header h,
+                              std::uint64_t max_bytes) {
+  auto parts = decode_checkpoint(blob);
+  if (!parts) return parts.err();
+  auto sm = streams::inline_snapshot(
+      parts->sm,
+      [&](const std::string& path) -> std::optional<streams::stream_offset> {
+        auto it = forget.find(path);
+        if (it == forget.end()) return std::nullopt;
+        return it->second;
+      },
+      [&](const streams::part_reference& r) -> result<streams::chunk> {
+        streams::chunk_slice s;
+        s.at = r.at;
+        s.begin = r.begin;
+        s.size = r.size;
+        return tier::hot_tier::load(readers, s);
+      });
+  if (!sm) return sm.err();
+  tier::cold_index index;
+  if (!parts->index.empty()) {
+    auto decoded = tier::cold_index::decode(parts->index);
+    if (!decoded) return decoded.err();
+    index = std::move(*decoded);
+  }
+  std::vector<std::byte> state = encode_checkpoint(std::move(*sm), index);
+  if (state.size() + tier::restore_snapshot_header_size > max_bytes) {
+    return make_error(errc::cold_backlogged,
+                      "too large: " + std::to_string(state.size()) +
+                          " bytes (the bytes not yet in objects are in it; it waits for the uploads)");
+  }
+  return tier::encode_restore_snapshot(h, state);
+}
+
+}  // namespace
+
+cold_snapshots::cold_snapshots(partition& p, cold_snapshot_options o, cold_snapshot_io io)
+    : part_(p), o_(std::move(o)), io_(std::move(io)) {}
+
+cold_snapshots::~cold_snapshots() {
+  *alive_ = false;
+  stop();
+}
+
+void cold_snapshots::start() {
+  started_ = true;
+  arm();
+}
+
+void cold_snapshots::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (timer_ != 0) part_.executor().cancel_timer(timer_);
+  timer_ = 0;
+}
+
+void cold_snapshots::arm() {
+  if (stopped_) return;
+  timer_ = part_.executor().add_timer(o_.interval, [this] {
+    timer_ = 0;
+    take();
+    arm();
+  });
+}
+
+bool cold_snapshots::names(std::string_view key) const {
+  if (!own_only_) return true;
+  const std::string k(key);
+  for (const auto& [snapshot, keys] : named_) {
+    if (keys.count(k) > 0) return true;
+  }
+  return false;
+}
+
+void cold_snapshots::take() {
+  if (stopped_ || busy_) return;
+  // Nothing logged since the last cut (a command or an index record would have moved the log): the
+  // snapshot in the bucket is still exact.
+  if (part_.wal().last_lsn().value() == last_cut_lsn_ && last_cut_lsn_ != 0) return;
+  busy_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  part_.snapshot_for_bucket([this, alive](result<checkpointer::bucket_cut> cut) {
+    if (auto a = alive.lock(); !a || !*a) return;
+    if (!cut) {
+      fail("no cut of the state: " + cut.err().reason);
+      return;
+    }
+    on_cut(cut->covered, std::move(cut->blob));
+  });
+}
+
+void cold_snapshots::on_cut(storage::lsn covered, std::vector<std::byte> blob) {
+  if (stopped_) {
+    busy_ = false;
+    return;
+  }
+  // Taken on the loop, at the cut: which streams forget what, and what the index names.
+  std::unordered_map<std::string, streams::stream_offset> forget;
+  for (auto& [path, end] : part_.forgettable_cold()) forget.emplace(std::move(path), end);
+  std::unordered_set<std::string> keys;
+  for (std::string& k : part_.cold_index().object_keys()) keys.insert(std::move(k));
+  tier::restore_snapshot_header h;
+  h.epoch = o_.epoch;
+  h.group = o_.group;
+  h.groups = o_.groups;
+  h.lsn = covered.value();
+  h.taken_at_ms = part_.now_ms();
+  last_cut_lsn_ = covered.value();
+  std::vector<storage::segment_reader*> readers = part_.hot().readers();
+  const std::uint64_t max_bytes = o_.max_bytes;
+  std::weak_ptr<bool> alive = alive_;
+  io_.off_loop(
+      [blob = std::move(blob), forget = std::move(forget), readers = std::move(readers), h,
+       max_bytes]() mutable {
+        return build(std::move(blob), std::move(forget), std::move(readers), h, max_bytes);
+      },
+      [this, alive, h, keys = std::move(keys)](cold_snapshot_io::built b) mutable {
+        if (auto a = alive.lock(); !a || !*a) return;
+        on_built(h.lsn, h.taken_at_ms, std::move(b), std::move(keys));
+      });
+}
+
+void cold_snapshots::on_built(std::uint64_t lsn, std::int64_t taken_ms, cold_snapshot_io::built b,
+                              std::unordered_set<std::string> keys) {
+  if (stopped_) {
+    busy_ = false;
+    return;
+  }
+  if (!b) {
+    if (b.err().is<errc>() && b.err().code == static_cast<int>(errc::cold_backlogged)) {
+      ++stats_.too_large;
+    }
+    last_cut_lsn_ = 0;  // try again at the next interval, whatever the log does
+    fail(b.err().reason);
+    return;
+  }
+  const std::string key =
+      tier::snapshot_key(tier::object_name{o_.epoch, o_.group, o_.term, tier::upload_seq{next_seq_++}});
+  const std::uint64_t size = b->size();
+  named_[key] = std::move(keys);  // named from now: the sweep keeps its objects while it may land
+  std::weak_ptr<bool> alive = alive_;
+  io_.put(key, std::move(*b),
+          [this, alive, key, size, lsn, taken_ms](tier::store_result<tier::object_info> r) {
+            if (auto a = alive.lock(); !a || !*a) return;
+            if (!r) {
+              // It may have landed all the same: its names stay until a listing shows it is gone or older.
+              last_cut_lsn_ = 0;
+              fail("uploading " + key + ": " + r.err().describe());
+              return;
+            }
+            ++stats_.uploaded;
+            stats_.last_bytes = size;
+            stats_.last_lsn = lsn;
+            stats_.last_taken_ms = taken_ms;
+            stats_.last_error.clear();
+            prune("", {});
+          });
+}
+
+void cold_snapshots::fail(std::string why) {
+  ++stats_.failed;
+  if (why != stats_.last_error) {
+    log::warn("weir serve: cold tier: restore snapshot of group {}: {}", o_.group.value(), why);
+  }
+  stats_.last_error = std::move(why);
+  busy_ = false;
+}
+
+void cold_snapshots::prune(std::string continuation, std::vector<std::string> seen) {
+  if (stopped_) {
+    busy_ = false;
+    return;
+  }
+  std::weak_ptr<bool> alive = alive_;
+  io_.list(tier::snapshot_key_prefix(o_.epoch, o_.group), std::move(continuation),
+           [this, alive, seen = std::move(seen)](tier::store_result<tier::list_page> page) mutable {
+             if (auto a = alive.lock(); !a || !*a) return;
+             if (!page) {
+               busy_ = false;  // the next snapshot's listing deletes them
+               log::warn("weir serve: cold tier: listing the restore snapshots of group {}: {}",
+                         o_.group.value(), page.err().describe());
+               return;
+             }
+             for (const auto& o : page->objects) {
+               if (tier::parse_snapshot_key(o.key)) seen.push_back(o.key);
+             }
+             if (page->truncated && !page->next_token.empty()) {
+               prune(page->next_token, std::move(seen));
+               return;
+             }
+             // Keys sort as (term, sequence): the newest `keep` stay.
+             std::sort(seen.begin(), seen.end());
+             const std::size_t drop = seen.size() > o_.keep ? seen.size() - o_.keep : 0;
+             bool own_only = true;
+             for (std::size_t i = drop; i < seen.size(); ++i) {
+               own_only = own_only && tier::parse_snapshot_key(seen[i])->term == o_.term;
+             }
+             for (auto it = named_.begin(); it != named_.end();) {
+               // Ours and no longer kept (deleted below, or by an operator): their names go.
+               const bool kept = std::binary_search(seen.begin() + static_cast<std::ptrdiff_t>(drop),
+                                                    seen.end(), it->first);
+               it = kept ? std::next(it) : named_.erase(it);
+             }
+             own_only_ = own_only;
+             busy_ = false;
+             for (std::size_t i = 0; i < drop; ++i) {
+               io_.remove(seen[i], [this, alive, key = seen[i]](tier::store_result<tier::store_done> r) {
+                 if (auto a = alive.lock(); !a || !*a) return;
+                 if (r) {
+                   ++stats_.deleted;
+                 } else {
+                   log::warn("weir serve: cold tier: deleting the restore snapshot {}: {}", key,
+                             r.err().describe());
+                 }
+               });
+             }
+           });
+}
+
+}  // namespace weir::replica

@@ -1,0 +1,115 @@
+// cold_snapshots: a single node shard's restore snapshots (docs/cold-tier.md, "Restore"). Every
+// `interval` while its log has grown, the shard's state is cut as a checkpoint is (checkpointer::
+// snapshot_for_bucket: no command in flight, so the cut holds no write that may still fail), and off the
+// loop the cut is made self-contained: the records whose bytes are in objects are forgotten (the same
+// streams a reclaim may forget: byte streams without forks) and every other record's bytes are read from
+// the log's segments and inlined (streams::inline_snapshot). The result, with the cold index, goes to the
+// bucket as one object (tier/restore_snapshot.h) under e<epoch>/snap/g<group>/t<term>-s<seq>.snap. Once
+// one lands, the group's older snapshots beyond the newest `keep` are deleted.
+//
+// The objects a kept snapshot's index names must stay in the bucket even after the live index dropped
+// them (a stream deleted since): names() says so to the orphan sweep. Until this run's own snapshots are
+// the only ones kept, an older run's may name anything, so names() is true for every key.
+//
+// A snapshot holds the bytes not yet in objects, so it grows while uploads lag (the bucket down): beyond
+// `max_bytes` (one PUT) none is uploaded until the uploads catch up, and the stats say why.
+//
+// Lives on the partition's executor: every method runs there, and so do the io's completions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_set>
+
+#include "base/result.h"
+#include "replica/partition.h"
+#include "tier/object_key.h"
+#include "tier/object_store.h"
+#include "tier/uploader.h"
+
+namespace weir::replica {
+
+struct cold_snapshot_options {
+  tier::cold_epoch epoch{1};
+  tier::cold_group group{0};
+  std::uint32_t groups = 1;  // the node's shard count: a restore needs a snapshot of each
+  tier::leader_term term{0};
+  std::chrono::milliseconds interval{10'000};
+  std::size_t keep = 2;  // snapshots kept per group; older ones are deleted once a newer one lands
+  std::uint64_t max_bytes = tier::object_store::max_object_bytes;
+};
+
+// How the snapshots reach their threads and the bucket; every completion runs on the partition's
+// executor.
+struct cold_snapshot_io {
+  using built = result<tier::object_bytes>;
+  // Runs `job` off the loop (it reads local segment files), then `done` with its result on the loop.
+  std::function<void(std::function<built()> job, std::function<void(built)> done)> off_loop;
+  tier::uploader::put_fn put;
+  std::function<void(std::string prefix, std::string continuation,
+                     std::function<void(tier::store_result<tier::list_page>)> done)>
+      list;
+  std::function<void(std::string key, std::function<void(tier::store_result<tier::store_done>)> done)> remove;
+};
+
+struct cold_snapshot_stats {
+  std::uint64_t uploaded = 0;
+  std::uint64_t failed = 0;     // cuts that could not be built or uploaded (tried again next interval)
+  std::uint64_t too_large = 0;  // cuts over max_bytes (uploads lag)
+  std::uint64_t deleted = 0;    // older snapshots deleted
+  std::uint64_t last_bytes = 0;
+  std::uint64_t last_lsn = 0;      // the log position of the last snapshot uploaded
+  std::int64_t last_taken_ms = 0;  // its wall-clock time
+  std::string last_error;          // "" once a snapshot lands after it
+};
+
+class cold_snapshots {
+ public:
+  cold_snapshots(partition& p, cold_snapshot_options o, cold_snapshot_io io);
+  ~cold_snapshots();
+  cold_snapshots(const cold_snapshots&) = delete;
+  cold_snapshots& operator=(const cold_snapshots&) = delete;
+
+  void start();
+  // No more cuts, uploads or deletes (one in flight may land: an older run's snapshot for the next run).
+  void stop();
+  // Takes a snapshot now unless one is under way (tests; the timer does it otherwise).
+  void take();
+
+  // A cut is being made self-contained or uploaded: its records must stay readable on disk, so the
+  // mover forgets nothing meanwhile.
+  bool busy() const { return busy_; }
+  // Whether a kept (or uploading) snapshot may name the object `key`.
+  bool names(std::string_view key) const;
+  const cold_snapshot_stats& stats() const { return stats_; }
+
+ private:
+  void arm();
+  void on_cut(storage::lsn covered, std::vector<std::byte> blob);
+  void on_built(std::uint64_t lsn, std::int64_t taken_ms, cold_snapshot_io::built b,
+                std::unordered_set<std::string> keys);
+  void fail(std::string why);
+  // Lists the group's snapshots and deletes all but the newest `keep`.
+  void prune(std::string continuation, std::vector<std::string> seen);
+
+  partition& part_;
+  cold_snapshot_options o_;
+  cold_snapshot_io io_;
+  std::uint64_t next_seq_ = 0;
+  bool busy_ = false;
+  bool stopped_ = false;
+  bool started_ = false;
+  bool own_only_ = false;  // the kept snapshots are all this run's (names() is exact)
+  raft::executor::timer_id timer_ = 0;
+  std::uint64_t last_cut_lsn_ = 0;
+  // The object keys each of this run's kept or uploading snapshots names, by snapshot key.
+  std::map<std::string, std::unordered_set<std::string>> named_;
+  cold_snapshot_stats stats_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace weir::replica

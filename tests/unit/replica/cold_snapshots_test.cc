@@ -1,0 +1,219 @@
+// A single node shard's restore snapshots built directly (replica::cold_snapshots over a partition on its
+// own loop, the in-memory object store): a snapshot restores a fresh state with every byte (the bytes in
+// objects through the index, the others inlined), older snapshots beyond the kept ones are deleted, the
+// sweep is told which objects kept snapshots name, an unchanged log uploads nothing new, and a snapshot
+// too large for one PUT waits.
+#include "replica/cold_snapshots.h"
+
+#include <gtest/gtest.h>
+
+#include "replica/cold_mover.h"
+#include "replica/cold_state.h"
+#include "tier/mem_object_store.h"
+#include "tier/restore_snapshot.h"
+#include "unit/replica/partition_on_loop.h"
+#include "unit/streams/command_builders.h"
+
+namespace weir::replica {
+namespace {
+
+using streams::testing::make_append;
+using streams::testing::make_create;
+
+struct quiet_host final : partition_host {
+  void on_durable(const streams::outcome&) override {}
+  void on_rebuilt() override {}
+  void on_writes_resumed() override {}
+};
+
+class cold_snapshots_test : public testing::partition_on_loop {
+ protected:
+  void SetUp() override { open(); }
+
+  void open(std::uint64_t max_bytes = tier::object_store::max_object_bytes) {
+    partition_options po;
+    po.hot_bytes = 64;  // records leave memory at once: a snapshot reads them back from the segments
+    wal_options wo;
+    wo.data_dir = "/data";
+    wo.sync = storage::sync_policy{};
+    ASSERT_TRUE(open_partition(host_, po, wo, [&, max_bytes] {
+      raft::executor* ex = ex_.get();
+      // Every store call answers on the loop's next turn, as the workers post their completions.
+      auto put = [this, ex](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
+        auto r = store_.put(key, bytes);
+        ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+      };
+      cold_mover_options o;
+      o.upload.term = tier::leader_term(1);
+      o.upload.max_age = std::chrono::hours(1);
+      o.scan_interval = std::chrono::hours(1);
+      part_->attach_cold(o, put, 0);
+      cold_snapshot_options so;
+      so.term = tier::leader_term(1);
+      so.interval = std::chrono::hours(1);  // snapshots are taken when a test asks
+      so.max_bytes = max_bytes;
+      cold_snapshot_io io;
+      io.off_loop = [ex](std::function<cold_snapshot_io::built()> job,
+                         std::function<void(cold_snapshot_io::built)> done) {
+        ex->post([job = std::move(job), done = std::move(done)] { done(job()); });
+      };
+      io.put = put;
+      io.list = [this, ex](std::string prefix, std::string token,
+                           std::function<void(tier::store_result<tier::list_page>)> done) {
+        auto r = store_.list(prefix, token);
+        ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+      };
+      io.remove = [this, ex](std::string key,
+                             std::function<void(tier::store_result<tier::store_done>)> done) {
+        auto r = store_.remove(key);
+        ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+      };
+      part_->attach_cold_snapshots(so, std::move(io));
+      part_->start_cold();
+    }));
+  }
+  // The mover's pass (reading records that left memory takes loop turns), its object sent and recorded
+  // in the index, durable.
+  void upload_now() {
+    on_loop([&] {
+      part_->mover()->pass();
+      return 0;
+    });
+    settle();
+    on_loop([&] {
+      const_cast<tier::uploader&>(part_->mover()->uploads()).flush();
+      return 0;
+    });
+    settle();
+  }
+  // Lets the loop run what the store's answers and the log's completions posted.
+  void settle() {
+    for (int i = 0; i < 20; ++i) ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
+  }
+  // Takes a snapshot and lets it land (and the older ones go).
+  void snapshot_now() {
+    on_loop([&] {
+      part_->snapshots()->take();
+      return 0;
+    });
+    settle();
+  }
+  cold_snapshot_stats stats() {
+    return on_loop([&] { return part_->snapshots()->stats(); });
+  }
+  std::vector<std::string> snapshot_keys() {
+    std::vector<std::string> out;
+    for (const auto& k : store_.keys()) {
+      if (tier::parse_snapshot_key(k)) out.push_back(k);
+    }
+    return out;
+  }
+  // Every byte of `path` from `from` in a restored state machine (its held records only).
+  static std::string held_bytes(const streams::state_machine& sm, const std::string& path,
+                                streams::stream_offset from) {
+    auto log = sm.log_of(path);
+    if (!log) return "<no stream>";
+    streams::read_plan plan = log->read(from, 1 << 20, false);
+    std::string out;
+    for (const auto& s : plan.slices) out += s.cold() ? std::string("<on disk>") : std::string(s.view());
+    return out;
+  }
+
+  tier::mem_object_store store_;
+  quiet_host host_;
+};
+
+TEST_F(cold_snapshots_test, a_snapshot_restores_a_fresh_state_with_the_bytes_not_in_objects_inlined) {
+  ASSERT_EQ(submit(make_create("/a", "application/octet-stream")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a", "in-an-object;")).failure, errc::ok);
+  ASSERT_EQ(submit(make_create("/j", "application/json")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/j", "1,", 1)).failure, errc::ok);
+  upload_now();
+  ASSERT_EQ(submit(make_append("/a", "only-local")).failure, errc::ok);
+  snapshot_now();
+  ASSERT_EQ(stats().uploaded, 1u) << stats().last_error;
+  auto keys = snapshot_keys();
+  ASSERT_EQ(keys.size(), 1u);
+  EXPECT_EQ(keys[0], "e0001/snap/g00000000/t0000000000000001-s0000000000000000.snap");
+
+  auto object = store_.get_range(keys[0], 0, 0);
+  ASSERT_TRUE(object);
+  auto v = tier::decode_restore_snapshot(object->bytes);
+  ASSERT_TRUE(v) << v.err().reason;
+  EXPECT_EQ(v->header.groups, 1u);
+  EXPECT_EQ(v->header.lsn, stats().last_lsn);
+  streams::state_machine sm;
+  tier::cold_index index;
+  ASSERT_TRUE(restore_checkpoint(v->state, sm, index));
+  // The byte stream's bytes in the object are forgotten (the index has them), the rest is inlined.
+  EXPECT_EQ(index.cold_end("/a"), streams::stream_offset(13));
+  EXPECT_EQ(sm.log_of("/a")->held_from(), streams::stream_offset(13));
+  EXPECT_EQ(held_bytes(sm, "/a", streams::stream_offset(13)), "only-local");
+  // A JSON stream keeps every record (objects do not keep message boundaries).
+  EXPECT_EQ(held_bytes(sm, "/j", streams::stream_offset(0)), "1,");
+  // Nothing refers to this node's disk: an empty data directory can hold it.
+  EXPECT_TRUE(sm.referenced_segments(0).empty());
+  EXPECT_EQ(index, on_loop([&] { return part_->cold_index(); }));
+}
+
+TEST_F(cold_snapshots_test, older_snapshots_go_and_the_sweep_keeps_what_the_kept_ones_name) {
+  ASSERT_EQ(submit(make_create("/a", "application/octet-stream")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a", "first")).failure, errc::ok);
+  upload_now();
+  std::vector<std::string> objects = store_.keys();
+  ASSERT_EQ(objects.size(), 1u);
+  const std::string first_object = objects[0];
+  // Before this run's snapshots are the only ones kept, an older run's may name anything.
+  EXPECT_TRUE(on_loop([&] { return part_->snapshots()->names("e0001/g00000000/anything.obj"); }));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(submit(make_append("/a", "more")).failure, errc::ok);
+    snapshot_now();
+  }
+  EXPECT_EQ(stats().uploaded, 3u);
+  EXPECT_EQ(stats().deleted, 1u);
+  auto keys = snapshot_keys();
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_NE(keys[0].find("-s0000000000000001.snap"), std::string::npos) << keys[0];
+  EXPECT_TRUE(on_loop([&] { return part_->snapshots()->names(first_object); }));
+  EXPECT_FALSE(on_loop([&] { return part_->snapshots()->names("e0001/g00000000/anything.obj"); }));
+  // The stream is deleted: the live index drops the object, the kept snapshots still name it.
+  ASSERT_EQ(submit(streams::delete_command{"/a"}).failure, errc::ok);
+  EXPECT_FALSE(on_loop([&] { return part_->cold_index().names(first_object); }));
+  EXPECT_TRUE(on_loop([&] { return part_->snapshots()->names(first_object); }));
+  // Two snapshots later, none names it.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(submit(make_create("/b" + std::to_string(i))).failure, errc::ok);
+    snapshot_now();
+  }
+  EXPECT_FALSE(on_loop([&] { return part_->snapshots()->names(first_object); }));
+}
+
+TEST_F(cold_snapshots_test, an_unchanged_log_uploads_no_new_snapshot) {
+  ASSERT_EQ(submit(make_create("/a")).failure, errc::ok);
+  snapshot_now();
+  snapshot_now();
+  EXPECT_EQ(stats().uploaded, 1u);
+  ASSERT_EQ(submit(make_append("/a", "x")).failure, errc::ok);
+  snapshot_now();
+  EXPECT_EQ(stats().uploaded, 2u);
+}
+
+TEST_F(cold_snapshots_test, a_snapshot_too_large_for_one_put_waits_for_the_uploads) {
+  close();
+  open(/*max_bytes=*/1024);
+  ASSERT_EQ(submit(make_create("/a", "application/octet-stream")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a", std::string(4096, 'x'))).failure, errc::ok);
+  snapshot_now();
+  EXPECT_EQ(stats().uploaded, 0u);
+  EXPECT_EQ(stats().too_large, 1u);
+  EXPECT_NE(stats().last_error.find("too large"), std::string::npos) << stats().last_error;
+  EXPECT_TRUE(snapshot_keys().empty());
+  // Once the bytes are in an object they are forgotten in the snapshot, which then fits.
+  upload_now();
+  snapshot_now();
+  EXPECT_EQ(stats().uploaded, 1u) << stats().last_error;
+  EXPECT_TRUE(stats().last_error.empty());
+}
+
+}  // namespace
+}  // namespace weir::replica
