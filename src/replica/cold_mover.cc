@@ -81,30 +81,36 @@ void cold_mover::pass() {
 }
 
 void cold_mover::reclaim() {
-  const streams::state_machine& sm = part_.machine();
-  std::unordered_set<std::string> with_forks;
-  for (const auto& [path, count] : sm.ref_counts()) {
-    if (count > 0) with_forks.insert(path);
-  }
+  // Disk is freed a segment at a time, and a segment holds the records of many streams: forget the
+  // records of the oldest segment any stream still holds, in every stream that may forget them (up to
+  // its cold end), then the next segment, until the held bytes are within the keep share.
   struct candidate {
+    std::shared_ptr<const streams::memory_log> log;
     std::string path;
-    std::uint64_t bytes;
-    streams::stream_offset until;
+    streams::stream_offset cold_end;
   };
   std::vector<candidate> all;
-  for (const auto& [path, s] : streams_) {
-    auto log = sm.log_of(path);
-    auto end = part_.cold_index().cold_end(path);
-    if (!log || !end || *end <= log->held_from() || with_forks.count(path) > 0) continue;
-    streams::read_result head = part_.head_visible(path);
-    if (head.code != streams::errc::ok || !head.meta || head.meta->json) continue;
-    all.push_back(candidate{path, end->value() - log->held_from().value(), *end});
+  const streams::state_machine& sm = part_.machine();
+  for (auto& [path, end] : part_.forgettable_cold()) {
+    if (auto log = sm.log_of(path)) all.push_back(candidate{std::move(log), std::move(path), end});
   }
-  std::sort(all.begin(), all.end(), [](const candidate& a, const candidate& b) { return a.bytes > b.bytes; });
   std::uint64_t forgotten = 0;
-  for (const candidate& c : all) {
-    if (stats_.held_bytes - forgotten <= o_.keep_bytes) break;
-    forgotten += part_.forget_cold(c.path, c.until);
+  while (stats_.held_bytes - forgotten > o_.keep_bytes) {
+    std::optional<std::uint64_t> oldest;
+    for (const candidate& c : all) {
+      auto seg = c.log->first_segment();
+      // A stream whose first held record is not in the bucket yet cannot give anything now.
+      auto first = c.log->record_at(c.log->held_from());
+      if (!seg || !first || first->end > c.cold_end.value()) continue;
+      oldest = oldest ? std::min(*oldest, *seg) : *seg;
+    }
+    if (!oldest) break;
+    std::uint64_t step = 0;
+    for (const candidate& c : all) {
+      step += part_.forget_cold(c.path, std::min(c.cold_end, c.log->end_through_segment(*oldest)));
+    }
+    if (step == 0) break;
+    forgotten += step;
   }
   if (forgotten == 0) return;
   stats_.forgotten_bytes += forgotten;

@@ -57,6 +57,32 @@ std::uint64_t memory_log::forget_before(stream_offset pos) {
   return bytes;
 }
 
+namespace {
+// Records with no place in the log before the first that has one: restored with their bytes inline (a
+// restore from the bucket), in memory only, older than anything on disk. The others without a place are
+// in flight, at the end.
+std::size_t unlocated_prefix(const std::vector<record>& records) {
+  std::size_t i = 0;
+  while (i < records.size() && !records[i].data.at.known()) ++i;
+  return i == records.size() ? 0 : i;
+}
+}  // namespace
+
+std::optional<std::uint64_t> memory_log::first_segment() const {
+  if (records_.empty()) return std::nullopt;
+  if (unlocated_prefix(records_) > 0) return 0;
+  if (!records_.front().data.at.known()) return std::nullopt;
+  return records_.front().data.at.segment;
+}
+
+stream_offset memory_log::end_through_segment(std::uint64_t segment) const {
+  const auto located = records_.begin() + static_cast<std::ptrdiff_t>(unlocated_prefix(records_));
+  auto it = std::partition_point(located, records_.end(), [segment](const record& r) {
+    return r.data.at.known() && r.data.at.segment <= segment;
+  });
+  return it == records_.begin() ? held_from() : stream_offset(std::prev(it)->end);
+}
+
 void memory_log::set_held_from(stream_offset pos) {
   WEIR_ASSERT(records_.empty() && pos.value() >= base_, "held_from {} set on a log of {} records from {}",
               pos.value(), records_.size(), base_);

@@ -100,6 +100,13 @@ class memory_log final : public stream_log {
   // Forgets the own records ending at or before `pos` (their bytes are in objects): held_from() moves to
   // the end of the last of them. Returns the bytes forgotten.
   std::uint64_t forget_before(stream_offset pos);
+  // The segment of the first own record when its place is known (what keeps the oldest segment on disk);
+  // 0 for records restored with their bytes inline (in memory only, older than any segment).
+  std::optional<std::uint64_t> first_segment() const;
+  // The end of the last own record in segment `segment` or an older one (a stream's records sit in its
+  // log in order, so they are a prefix; records restored inline count as segment 0); held_from() when
+  // there is none.
+  stream_offset end_through_segment(std::uint64_t segment) const;
   // Restore: a log whose own bytes before `pos` are in objects. Only while it holds no record.
   void set_held_from(stream_offset pos);
   // The stream's path, for the in_objects of a read that reaches this log through a fork.

@@ -107,6 +107,36 @@ TEST(memory_log, a_fork_reading_its_sources_forgotten_bytes_is_sent_to_the_sourc
   EXPECT_EQ(join(p), "deX");
 }
 
+TEST(memory_log, the_records_of_the_oldest_segments_are_a_prefix) {
+  memory_log log;
+  // Two records restored with their bytes inline (no place on disk), then records in segments 3, 3, 4,
+  // then one still in flight (no place yet).
+  std::uint64_t end = 0;
+  auto add = [&](std::string s, std::uint64_t segment) {
+    end += s.size();
+    record r = rec(std::move(s), end);
+    if (segment != 0) r.data.at = disk_location{segment, end * 10, 0, 0};
+    log.append(std::move(r));
+  };
+  add("aa", 0);
+  add("bb", 0);
+  add("cc", 3);
+  add("dd", 3);
+  add("ee", 4);
+  add("ff", 0);
+  EXPECT_EQ(log.first_segment(), 0u);  // the inline ones are older than any segment
+  EXPECT_EQ(log.end_through_segment(0), stream_offset(4));
+  EXPECT_EQ(log.end_through_segment(2), stream_offset(4));
+  EXPECT_EQ(log.end_through_segment(3), stream_offset(8));
+  EXPECT_EQ(log.end_through_segment(9), stream_offset(10));  // never the record in flight
+  EXPECT_EQ(log.forget_before(log.end_through_segment(3)), 8u);
+  EXPECT_EQ(log.first_segment(), 4u);
+  EXPECT_EQ(log.end_through_segment(3), stream_offset(8));  // nothing of segment 3 left: held_from
+  memory_log empty;
+  EXPECT_FALSE(empty.first_segment());
+  EXPECT_EQ(empty.end_through_segment(7), stream_offset(0));
+}
+
 TEST(memory_log, boundaries) {
   memory_log log;
   log.append(rec("a,", 2, 1));
