@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "replica/cold_mover.h"
 #include "replica/cold_state.h"
 #include "replica/errc.h"
 #include "tier/restore_snapshot.h"
@@ -95,6 +96,16 @@ void cold_snapshots::take() {
   // Nothing logged since the last cut (a command or an index record would have moved the log): the
   // snapshot in the bucket is still exact.
   if (part_.wal().last_lsn().value() == last_cut_lsn_ && last_cut_lsn_ != 0) return;
+  // The bytes not in objects are inlined: past one PUT the snapshot cannot go, so it is not built (that
+  // would read them all into memory) until the uploads catch up.
+  if (const cold_mover* m = part_.mover();
+      m && m->local_bytes() + tier::restore_snapshot_header_size > o_.max_bytes) {
+    ++stats_.too_large;
+    busy_ = true;  // fail() clears it
+    fail("too large: " + std::to_string(m->local_bytes()) +
+         " bytes are not in objects yet (they are in a snapshot); it waits for the uploads");
+    return;
+  }
   busy_ = true;
   std::weak_ptr<bool> alive = alive_;
   part_.snapshot_for_bucket([this, alive](result<checkpointer::bucket_cut> cut) {

@@ -119,6 +119,14 @@ status node::open_cold() {
   if (!epoch_read) return cold_error(epoch_read.err().reason);
   const tier::cold_epoch epoch = *epoch_read;
   const std::string described = cold_described_;
+  // Each shard's share of local-bytes holds three segments of its log beside two objects being filled
+  // and sent (what the tier needs to make progress).
+  const std::uint64_t smallest = shards_.size() * (3 * cfg_.segment_bytes + 2 * cfg_.cold_object_bytes);
+  if (cfg_.local_bytes > 0 && cfg_.local_bytes < smallest) {
+    return cold_error("local-bytes " + std::to_string(cfg_.local_bytes) + " is too small for " +
+                      std::to_string(shards_.size()) + " shards: at least " + std::to_string(smallest) +
+                      " (per shard three segment-bytes and two cold-object-bytes)");
+  }
   cold_workers_ = std::make_unique<tier::object_store_workers>(*cold_store_, 2);
   cold_fetcher_ = std::make_unique<tier::cold_fetcher>(*cold_store_);
   for (std::size_t i = 0; i < shards_.size(); ++i) {
@@ -140,11 +148,13 @@ status node::open_cold() {
     };
     const tier::uploader::put_fn put_fn = put;
     const std::uint64_t share = cfg_.local_bytes / shards_.size();
-    // Keep the disk under its share: forget what is in objects once the held bytes pass three quarters
-    // of it (or cold-keep-bytes), so that appends keep room while uploads catch up.
-    o.keep_bytes = cfg_.cold_keep_bytes > 0
-                       ? std::max<std::uint64_t>(1, cfg_.cold_keep_bytes / shards_.size())
-                       : share / 4 * 3;
+    // A shard's log has its active segment, the one prepared after it and a partly forgotten oldest one
+    // on disk beyond the records it holds: it holds (and takes appends for) at most its share less three
+    // segments, so that the node's disk stays within local-bytes.
+    const std::uint64_t overhead = 3 * cfg_.segment_bytes;
+    const std::uint64_t held = share > overhead ? share - overhead : 0;
+    o.keep_bytes =
+        cfg_.cold_keep_bytes > 0 ? std::max<std::uint64_t>(1, cfg_.cold_keep_bytes / shards_.size()) : held;
     // Objects nothing names any more go after cold-gc-grace-ms; the bucket is listed every half of it,
     // at most once a second (each listing is a paid request per page).
     o.sweep.grace = std::chrono::milliseconds(cfg_.cold_gc_grace_ms);
@@ -160,7 +170,7 @@ status node::open_cold() {
     o.sweep.in_snapshot = [part = &shard.part()](std::string_view key) {
       return part->snapshots() == nullptr || part->snapshots()->names(key);
     };
-    shard.part().attach_cold(o, std::move(put), share);
+    shard.part().attach_cold(o, std::move(put), held);
     shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers = cold_workers_.get(), loop](
                                          std::string key, std::uint64_t size, std::uint64_t position,
                                          std::uint64_t length, replica::partition::object_done done) {
