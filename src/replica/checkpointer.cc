@@ -60,7 +60,8 @@ void checkpointer::take() {
     return;
   }
   const auto started = std::chrono::steady_clock::now();
-  std::vector<std::byte> blob = encode_checkpoint(sm_.snapshot(), cold_);
+  std::vector<std::uint64_t> referenced;
+  std::vector<std::byte> blob = encode_checkpoint(sm_.snapshot(core_, referenced), cold_);
   if (!bucket_.empty()) {
     auto waiting = std::exchange(bucket_, {});
     for (std::size_t i = 0; i < waiting.size(); ++i) {
@@ -73,7 +74,8 @@ void checkpointer::take() {
     return;
   }
   std::vector<storage::segment_id> keep;
-  for (std::uint64_t id : sm_.referenced_segments(core_)) keep.push_back(storage::segment_id{id});
+  keep.reserve(referenced.size());
+  for (std::uint64_t id : referenced) keep.push_back(storage::segment_id{id});
   const storage::lsn covered = wal_.last_lsn();
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

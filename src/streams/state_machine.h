@@ -269,6 +269,9 @@ class state_machine {
   // disk_location + begin/size/end/messages; a record whose location is not known has its bytes inlined (so
   // the blob is always complete). Deterministic: the same state gives the same bytes.
   std::vector<std::byte> snapshot() const;
+  // snapshot(), and in the same walk over the records referenced_segments(core) into `segments` (a
+  // checkpoint needs both while it holds its core's writes back: one walk instead of two).
+  std::vector<std::byte> snapshot(std::uint32_t core, std::vector<std::uint64_t>& segments) const;
   // Rebuilds the state from a snapshot; the state machine must be empty (fresh). Restored records are
   // cold (buf null) unless their bytes were inlined. Restored forks are unlinked (forks_to_stitch); a
   // version 1 blob's inherited records are dropped (the source has them). Returns an error
@@ -374,8 +377,19 @@ class state_machine {
   // cannot be referenced. `part`: as a part blob (version 6) writes it: with each fork's origin and the
   // references by origin; otherwise the references are one count (version 3).
   // `held`: version 7, with where each stream's own records begin (memory_log::held_from).
+  // The segments of one core's log that the records written point at (snapshot(core, segments)).
+  struct segment_collector {
+    std::uint32_t core = 0;
+    std::uint64_t last = 0;
+    std::vector<std::uint64_t> ids;  // in the order met; sorted and made unique at the end
+    void add(const disk_location& at) {
+      if (at.known() && at.core == core && at.segment != last) ids.push_back(last = at.segment);
+    }
+  };
   static status write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                             const location_predicate* referencable, bool part = false, bool held = false);
+                             const location_predicate* referencable, bool part = false, bool held = false,
+                             segment_collector* segments = nullptr);
+  std::vector<std::byte> snapshot_into(segment_collector* segments) const;
   // Reads one stream entry of a blob of `version`, checking its log (contiguous from the fork point).
   static status read_stream(wire::reader& in, std::uint64_t version, std::string& path, stream_state& s);
   // A decoded per-part blob (state_snapshot.cc).

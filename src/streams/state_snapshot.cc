@@ -119,7 +119,8 @@ bool read_record(wire::reader& in, record& out, std::string& reason) {
 }  // namespace
 
 status state_machine::write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                                   const location_predicate* referencable, bool part, bool held) {
+                                   const location_predicate* referencable, bool part, bool held,
+                                   segment_collector* segments) {
   w.str(path);
   w.var(s.meta.generation);
   w.str(s.meta.content_type);
@@ -177,6 +178,7 @@ status state_machine::write_stream(wire::writer& w, const std::string& path, con
   std::optional<std::uint64_t> unwritable;
   s.log->for_each_record([&](const record& r) {
     if (!write_record(w, r, referencable) && !unwritable) unwritable = r.end;
+    if (segments) segments->add(r.data.at);
   });
   if (unwritable) {
     // snapshot() has no predicate: every cold record has a known location (drop_bytes needs one).
@@ -288,6 +290,21 @@ status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::
 }
 
 std::vector<std::byte> state_machine::snapshot() const {
+  return snapshot_into(nullptr);
+}
+
+std::vector<std::byte> state_machine::snapshot(std::uint32_t core,
+                                               std::vector<std::uint64_t>& segments) const {
+  segment_collector collector;
+  collector.core = core;
+  std::vector<std::byte> blob = snapshot_into(&collector);
+  std::sort(collector.ids.begin(), collector.ids.end());
+  collector.ids.erase(std::unique(collector.ids.begin(), collector.ids.end()), collector.ids.end());
+  segments = std::move(collector.ids);
+  return blob;
+}
+
+std::vector<std::byte> state_machine::snapshot_into(segment_collector* segments) const {
   std::vector<const std::pair<const std::string, stream_state>*> sorted;
   sorted.reserve(streams_.size());
   for (const auto& entry : streams_) sorted.push_back(&entry);
@@ -327,7 +344,8 @@ std::vector<std::byte> state_machine::snapshot() const {
   }
   for (const auto* entry : sorted) {
     wire::writer w(std::move(scratch));
-    status st = write_stream(w, entry->first, entry->second, nullptr, false, held);
+    if (segments) segments->last = 0;  // each stream's records start anew
+    status st = write_stream(w, entry->first, entry->second, nullptr, false, held, segments);
     WEIR_ASSERT(st.has_value(), "snapshot: {}", st.err().reason);
     flush(w);
   }

@@ -347,6 +347,12 @@ class random_driver {
 void expect_alike(const state_machine& a, const state_machine& b, const random_driver& d, const char* when) {
   EXPECT_EQ(observe(b, d.disk(), d.paths(), d.now()), observe(a, d.disk(), d.paths(), d.now())) << when;
   EXPECT_EQ(b.snapshot(), a.snapshot()) << when;
+  // A checkpoint's one walk gives the same blob and the segments a second walk would find.
+  for (std::uint32_t core : {0u, 1u}) {
+    std::vector<std::uint64_t> segments;
+    EXPECT_EQ(a.snapshot(core, segments), a.snapshot()) << when;
+    EXPECT_EQ(segments, a.referenced_segments(core)) << when << ", core " << core;
+  }
 }
 
 TEST(snapshot, random_command_sequences_behave_the_same_after_a_restore) {
