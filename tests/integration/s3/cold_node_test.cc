@@ -264,7 +264,8 @@ TEST_F(cold_node_test, a_node_past_its_local_budget_keeps_its_disk_bounded_and_r
 TEST_F(cold_node_test, a_deleted_streams_objects_leave_the_bucket_and_other_streams_stay) {
   use_credentials(test::s3rver_process::secret_key);
   auto args = cold_args();
-  for (std::string a : {"--cold-gc-grace-ms", "1000"}) args.push_back(a);
+  for (std::string a : {"--cold-gc-grace-ms", "1000", "--cold-snapshot-interval-ms", "200"})
+    args.push_back(a);
   server_process node(WEIR_BINARY, dir_ / "data", args, dir_ / "node.log");
   node.start("sweeping");
   std::string why;
@@ -279,11 +280,13 @@ TEST_F(cold_node_test, a_deleted_streams_objects_leave_the_bucket_and_other_stre
   ASSERT_EQ(wait_for_cold(gone, gone_all, &gone_keys), gone_all) << node.log_tail(3000);
   ASSERT_FALSE(gone_keys.empty());
   ASSERT_EQ(c.request("PUT", kept, {{"Content-Type", "text/plain"}}).status, 201);
-  const std::string kept_all = append_all(node.port(), kept, 0, 100);
+  std::string kept_all = append_all(node.port(), kept, 0, 100);
   ASSERT_EQ(wait_for_cold(kept, kept_all), kept_all) << node.log_tail(3000);
 
   ASSERT_EQ(c.request("DELETE", gone).status, 204);
-  // The sweep lists the bucket every second and deletes what nothing names after a second's grace.
+  // The sweep lists the bucket every second and deletes what nothing names after a second's grace. A
+  // restore snapshot cut before the delete names the objects until newer ones replace it: the other
+  // stream's appends go on meanwhile, so that the log grows and new snapshots are cut.
   auto listed = [&]() -> long {
     auto page = bucket()->list("e0001/", "");
     if (!page) return -1;
@@ -294,13 +297,16 @@ TEST_F(cold_node_test, a_deleted_streams_objects_leave_the_bucket_and_other_stre
     });
   };
   auto left = listed();
-  for (auto end = std::chrono::steady_clock::now() + 30s; left != 0 && std::chrono::steady_clock::now() < end;
+  int next = 100;
+  for (auto end = std::chrono::steady_clock::now() + 40s; left != 0 && std::chrono::steady_clock::now() < end;
        left = listed()) {
+    kept_all += append_all(node.port(), kept, next, next + 1);
+    ++next;
     std::this_thread::sleep_for(100ms);  // polling the node's background sweep
   }
   EXPECT_EQ(left, 0) << node.log_tail(3000);
   EXPECT_EQ(cold_bytes(gone), "");
-  EXPECT_EQ(cold_bytes(kept), kept_all);
+  EXPECT_EQ(wait_for_cold(kept, kept_all), kept_all) << node.log_tail(3000);
   auto r = c.request("GET", kept + "?offset=-1");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.body, kept_all);
