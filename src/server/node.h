@@ -54,6 +54,7 @@ class cold_reader;
 class object_store;
 class object_store_workers;
 class cold_fetcher;
+struct s3_store_metrics;
 }  // namespace weir::tier
 namespace weir::server {
 class replication;
@@ -153,7 +154,8 @@ class node {
   std::unique_ptr<tier::object_store> cold_store_;
   std::unique_ptr<tier::cold_fetcher> cold_fetcher_;
   std::unique_ptr<tier::object_store_workers> cold_workers_;
-  std::string cold_described_;  // the bucket, as logs name it (never the secret)
+  std::string cold_described_;                               // the bucket, as logs name it (never the secret)
+  const tier::s3_store_metrics* cold_s3_metrics_ = nullptr;  // cold_s3_'s request counts and latencies
   std::unique_ptr<subscriptions_glue> subs_;
   std::unique_ptr<auth::authorizer> auth_;  // null: access control off; set by start()
   std::shared_ptr<io::tls_context> tls_;    // null: plain HTTP; the certificate is loaded by start()

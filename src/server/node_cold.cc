@@ -78,7 +78,9 @@ status node::connect_cold() {
         "s3-secret-access-key in the settings file");
   }
   const std::string described = tier::describe(s);
-  cold_s3_ = std::make_unique<tier::s3_object_store>(std::move(s));
+  auto s3 = std::make_unique<tier::s3_object_store>(std::move(s));
+  cold_s3_metrics_ = &s3->metrics();
+  cold_s3_ = std::move(s3);
   cold_store_ = std::make_unique<tier::retrying_object_store>(*cold_s3_, tier::retry_policy{},
                                                               static_cast<std::uint64_t>(std::rand()));
   // One listing, with the store's retries: the bucket exists, answers, and takes these credentials.

@@ -433,6 +433,29 @@ std::string node_metrics::render(const node_figures& f) const {
     t.sample_double("weir_tier_restore_point_timestamp_seconds", {},
                     static_cast<double>(std::max<std::int64_t>(0, restore_point_ms)) / 1000.0);
   }
+  if (f.cold) {
+    t.family("weir_tier_put_duration_seconds", metric_type::histogram,
+             "Each PUT to the bucket (one attempt; retries are attempts of their own).");
+    t.histogram("weir_tier_put_duration_seconds", {}, metrics::latency_us_bounds, f.put_us, 1'000'000);
+    t.family("weir_tier_get_duration_seconds", metric_type::histogram, "Each ranged GET from the bucket.");
+    t.histogram("weir_tier_get_duration_seconds", {}, metrics::latency_us_bounds, f.get_us, 1'000'000);
+    t.family("weir_tier_store_requests_total", metric_type::counter,
+             "Requests to the bucket (PUT, GET, HEAD, LIST, DELETE; each attempt).");
+    t.sample("weir_tier_store_requests_total", {}, f.store_requests);
+    t.family("weir_tier_store_request_failures_total", metric_type::counter,
+             "Of those, the ones that did not succeed (an error answer, a timeout, a reset).");
+    t.sample("weir_tier_store_request_failures_total", {}, f.store_failures);
+    t.family("weir_tier_cache_hits_total", metric_type::counter,
+             "Blocks of cold objects a read found in the node's block cache.");
+    t.sample("weir_tier_cache_hits_total", {}, f.fetch.block_hits);
+    t.family("weir_tier_cache_misses_total", metric_type::counter,
+             "Blocks a read had to fetch from the bucket (hit ratio: hits / (hits + misses)).");
+    t.sample("weir_tier_cache_misses_total", {}, f.fetch.block_misses);
+    t.family("weir_tier_cache_bytes", metric_type::gauge, "Bytes of blocks in the block cache.");
+    t.sample("weir_tier_cache_bytes", {}, f.fetch.cached_bytes);
+    t.family("weir_tier_fetched_bytes_total", metric_type::counter, "Bytes read from the bucket.");
+    t.sample("weir_tier_fetched_bytes_total", {}, f.fetch.bytes_fetched);
+  }
   t.family("weir_log_commands_in_flight", metric_type::gauge, "Commands applied and waiting for the log.");
   t.sample("weir_log_commands_in_flight", {}, sum.commands_in_flight);
   t.family("weir_log_bytes_in_flight", metric_type::gauge, "Bytes of the commands waiting for the log.");

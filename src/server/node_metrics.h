@@ -23,6 +23,7 @@
 #include "replica/cold_mover.h"
 #include "replica/cold_snapshots.h"
 #include "storage/log_writer.h"
+#include "tier/cold_fetcher.h"
 
 namespace weir::server {
 
@@ -73,9 +74,9 @@ struct shard_figures {
   // The cold tier (a shard with a mover: docs/cold-tier.md).
   bool tiered = false;
   replica::cold_mover_stats tier;
-  std::uint64_t upload_waiting = 0;   // bytes handed to the uploader, not yet in the bucket
-  std::uint64_t upload_failures = 0;  // failed attempts (each retried with the same key and bytes)
-  replica::cold_sweeper_stats sweep;  // objects deleted because nothing names them any more
+  std::uint64_t upload_waiting = 0;        // bytes handed to the uploader, not yet in the bucket
+  std::uint64_t upload_failures = 0;       // failed attempts (each retried with the same key and bytes)
+  replica::cold_sweeper_stats sweep;       // objects deleted because nothing names them any more
   replica::cold_snapshot_stats snapshots;  // restore snapshots uploaded (replica/cold_snapshots.h)
   std::uint64_t bucket_reads = 0;
   std::uint64_t bucket_read_failures = 0;
@@ -109,6 +110,12 @@ struct node_figures {
   std::uint64_t subscription_count = 0;
   std::uint64_t deliveries_ok = 0;
   std::uint64_t deliveries_failed = 0;
+  // The cold tier's bucket client and block cache (`cold`: the node has a tier; the rest means something).
+  bool cold = false;
+  metrics::histogram_counts put_us, get_us;  // each S3 PUT and GET attempt
+  std::uint64_t store_requests = 0;
+  std::uint64_t store_failures = 0;
+  tier::cold_fetcher_stats fetch;
 };
 
 class node_metrics final : public http::exchange_observer {

@@ -15,6 +15,8 @@
 #include "server/reply.h"
 #include "server/stream_shard.h"
 #include "server/subscription_host.h"
+#include "tier/cold_fetcher.h"
+#include "tier/s3_object_store.h"
 
 namespace weir::server {
 
@@ -45,6 +47,15 @@ void node::serve_metrics(http::exchange ex) {
         s->figures.loop_lag_us.merge(http_->loop(i).lag_us().read());
       }
       s->figures.process = read_process_figures();
+      if (cold_s3_metrics_ != nullptr) {
+        s->figures.cold = true;
+        const tier::s3_store_metrics& m = *cold_s3_metrics_;
+        s->figures.put_us = m.put_latency_us.read();
+        s->figures.get_us = m.get_latency_us.read();
+        s->figures.store_requests = m.requests.get();
+        s->figures.store_failures = m.failures.get();
+        if (cold_fetcher_) s->figures.fetch = cold_fetcher_->stats();
+      }
       protocol::response r;
       r.status = 200;
       r.add_static("Content-Type", metrics::text_content_type);

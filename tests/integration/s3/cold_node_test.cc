@@ -249,6 +249,13 @@ TEST_F(cold_node_test, a_node_past_its_local_budget_keeps_its_disk_bounded_and_r
     EXPECT_EQ(value("weir_tier_bucket_read_failures_total"), 0u);
     EXPECT_GE(value("weir_tier_dropped_bytes_total"), all.size() - budget - segment);
     EXPECT_GE(value("weir_tier_uploaded_bytes_total"), all.size());
+    // The bucket client's and the block cache's own account.
+    EXPECT_GT(value("weir_tier_put_duration_seconds_count"), 0u) << m.body;
+    EXPECT_GT(value("weir_tier_get_duration_seconds_count"), 0u);
+    EXPECT_GT(value("weir_tier_cache_misses_total"), 0u);
+    EXPECT_GE(value("weir_tier_fetched_bytes_total"), all.size() - budget - segment);
+    EXPECT_GE(value("weir_tier_store_requests_total"),
+              value("weir_tier_put_duration_seconds_count") + value("weir_tier_get_duration_seconds_count"));
   }
   ::testing::Test::RecordProperty("refused_appends", refused);
   ::testing::Test::RecordProperty("catch_up_requests", requests);
