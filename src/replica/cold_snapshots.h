@@ -5,7 +5,7 @@
 // streams a reclaim may forget: byte streams without forks) and every other record's bytes are read from
 // the log's segments and inlined (streams::inline_snapshot). The result, with the cold index, goes to the
 // bucket as one object (tier/restore_snapshot.h) under e<epoch>/snap/g<group>/t<term>-s<seq>.snap. Once
-// one lands, the group's older snapshots beyond the newest `keep` are deleted.
+// one lands, the group's older snapshots beyond the newest `keep` (one) are deleted.
 //
 // The objects a kept snapshot's index names must stay in the bucket even after the live index dropped
 // them (a stream deleted since): names() says so to the orphan sweep. Until this run's own snapshots are
@@ -39,7 +39,10 @@ struct cold_snapshot_options {
   std::uint32_t groups = 1;  // the node's shard count: a restore needs a snapshot of each
   tier::leader_term term{0};
   std::chrono::milliseconds interval{10'000};
-  std::size_t keep = 2;  // snapshots kept per group; older ones are deleted once a newer one lands
+  // Snapshots kept per group; older ones are deleted once a newer one has landed, so the bucket always
+  // holds a complete one. A restore reads the newest only, so one is enough: a deleted stream's objects
+  // are then named only until the first snapshot after the delete lands.
+  std::size_t keep = 1;
   std::uint64_t max_bytes = tier::object_store::max_object_bytes;
 };
 

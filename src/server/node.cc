@@ -189,6 +189,7 @@ void node::on_request(const http::request& req, http::exchange ex) {
           });
       return;
     }
+    if (cold_store_) return cold_health(std::move(ex));
     protocol::response r;
     r.status = 200;
     r.add_static("Content-Type", "text/plain");

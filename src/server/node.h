@@ -126,6 +126,9 @@ class node {
   status connect_cold();
   status restore_from_bucket();
   status open_cold();
+  // GET /healthz of a node with a cold tier: 200 with what the tier waits for and why, gathered from every
+  // shard's loop.
+  void cold_health(http::exchange ex);
   // GET /cluster and /healthz of a cluster node: `fn(lane)` runs on every lane's loop, then `done` on
   // lane 0's (after every fn ran).
   void gather_lanes(std::function<void(replication&)> fn, std::function<void()> done);

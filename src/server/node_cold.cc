@@ -2,8 +2,11 @@
 // cannot list it does not start: a wrong name, endpoint or credential shows at once, not after an hour of
 // appends), then every shard gets a cold_mover whose uploads run on the tier's worker threads.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -12,6 +15,7 @@
 #include "replica/cold_restore.h"
 #include "replica/cold_snapshots.h"
 #include "server/node.h"
+#include "server/reply.h"
 #include "server/stream_shard.h"
 #include "tier/cold_fetcher.h"
 #include "tier/cold_location.h"
@@ -212,6 +216,53 @@ status node::open_cold() {
             described, shards_.size(), cfg_.cold_object_bytes >> 20, cfg_.cold_max_age_ms,
             cfg_.local_bytes > 0 ? ", local budget " + std::to_string(cfg_.local_bytes >> 20) + " MiB" : "");
   return {};
+}
+
+void node::cold_health(http::exchange ex) {
+  struct view {
+    std::mutex mu;
+    std::uint64_t waiting = 0;   // bytes packed for the bucket, not in it yet
+    std::uint64_t local = 0;     // bytes in no object yet
+    bool refusing = false;       // a shard refuses appends (its budget of bytes not in the bucket is full)
+    std::string upload_error;    // a shard's last failed upload
+    std::string snapshot_error;  // a shard's last failed restore snapshot
+    std::atomic<std::size_t> left{0};
+  };
+  auto v = std::make_shared<view>();
+  v->left.store(shards_.size());
+  const std::string bucket = cold_described_;
+  for (auto& sh : shards_) {
+    stream_shard* shard = sh.get();
+    shard->loop().post([shard, v, ex, bucket] {
+      {
+        std::lock_guard lock(v->mu);
+        if (const replica::cold_mover* m = shard->part().mover()) {
+          v->waiting += m->uploads().bytes_waiting();
+          v->local += m->local_bytes();
+          if (!m->uploads().last_error().empty()) v->upload_error = m->uploads().last_error();
+        }
+        v->refusing = v->refusing || shard->part().local_budget_full();
+        if (const replica::cold_snapshots* sn = shard->part().snapshots();
+            sn && !sn->stats().last_error.empty())
+          v->snapshot_error = sn->stats().last_error;
+      }
+      if (v->left.fetch_sub(1) != 1) return;
+      ex.loop()->post([v, ex, bucket] {
+        // The node serves reads (and writes until the budget): 200, with what is wrong in the body.
+        protocol::response r;
+        r.status = 200;
+        r.add_static("Content-Type", "text/plain");
+        r.add_static("Cache-Control", "no-store");
+        r.body = v->upload_error.empty() && !v->refusing && v->snapshot_error.empty() ? "ok\n" : "degraded\n";
+        r.body += fmt::format("cold tier {}: {} bytes not in the bucket, {} packed and waiting\n", bucket,
+                              v->local, v->waiting);
+        if (!v->upload_error.empty()) r.body += "uploads failing: " + v->upload_error + "\n";
+        if (v->refusing) r.body += "appends refused: the budget of bytes not yet in the bucket is full\n";
+        if (!v->snapshot_error.empty()) r.body += "restore snapshots failing: " + v->snapshot_error + "\n";
+        send_response(ex, std::move(r));
+      });
+    });
+  }
 }
 
 }  // namespace weir::server

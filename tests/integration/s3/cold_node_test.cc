@@ -430,6 +430,11 @@ TEST_F(cold_node_test, a_node_whose_disk_is_lost_comes_back_from_the_bucket_with
   {
     blocking_client c(restored.port());
     EXPECT_EQ(c.request("GET", "/v1/stream/gone?offset=-1").status, 404);
+    // /healthz says how the tier stands.
+    auto h = c.request("GET", "/healthz");
+    EXPECT_EQ(h.status, 200);
+    EXPECT_EQ(h.body.rfind("ok\ncold tier s3://", 0), 0u) << h.body;
+    EXPECT_NE(h.body.find("bytes not in the bucket"), std::string::npos) << h.body;
     // It takes writes, and they survive its own restart.
     ASSERT_EQ(
         c.request("POST", "/v1/stream/small", {{"Content-Type", "application/octet-stream"}}, "+more").status,
