@@ -202,6 +202,7 @@ void cold_snapshots::prune(std::string continuation, std::vector<std::string> se
   }
   std::weak_ptr<bool> alive = alive_;
   io_.list(tier::snapshot_key_prefix(o_.epoch, o_.group), std::move(continuation),
+           tier::object_store::max_list_keys,
            [this, alive, seen = std::move(seen)](tier::store_result<tier::list_page> page) mutable {
              if (auto a = alive.lock(); !a || !*a) return;
              if (!page) {

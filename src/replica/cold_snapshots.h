@@ -26,6 +26,7 @@
 #include <unordered_set>
 
 #include "base/result.h"
+#include "replica/cold_sweeper.h"
 #include "replica/partition.h"
 #include "tier/object_key.h"
 #include "tier/object_store.h"
@@ -53,10 +54,8 @@ struct cold_snapshot_io {
   // Runs `job` off the loop (it reads local segment files), then `done` with its result on the loop.
   std::function<void(std::function<built()> job, std::function<void(built)> done)> off_loop;
   tier::uploader::put_fn put;
-  std::function<void(std::string prefix, std::string continuation,
-                     std::function<void(tier::store_result<tier::list_page>)> done)>
-      list;
-  std::function<void(std::string key, std::function<void(tier::store_result<tier::store_done>)> done)> remove;
+  cold_sweeper_options::list_fn list;  // the same calls as the sweeper's
+  cold_sweeper_options::remove_fn remove;
 };
 
 struct cold_snapshot_stats {

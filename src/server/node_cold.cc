@@ -201,15 +201,8 @@ status node::open_cold() {
       });
     };
     io.put = put_fn;
-    io.list = [workers, loop](std::string prefix, std::string token,
-                              std::function<void(tier::store_result<tier::list_page>)> done) {
-      workers->list(std::move(prefix), std::move(token), tier::object_store::max_list_keys, std::move(done),
-                    loop);
-    };
-    io.remove = [workers, loop](std::string key,
-                                std::function<void(tier::store_result<tier::store_done>)> done) {
-      workers->remove(std::move(key), std::move(done), loop);
-    };
+    io.list = o.sweep.list;
+    io.remove = o.sweep.remove;
     shard.part().attach_cold_snapshots(so, std::move(io));
   }
   log::info("weir serve: cold tier {}: {} shards upload objects of about {} MiB (or after {} ms){}",

@@ -58,13 +58,12 @@ class cold_snapshots_test : public testing::partition_on_loop {
         ex->post([job = std::move(job), done = std::move(done)] { done(job()); });
       };
       io.put = put;
-      io.list = [this, ex](std::string prefix, std::string token,
-                           std::function<void(tier::store_result<tier::list_page>)> done) {
-        auto r = store_.list(prefix, token);
+      io.list = [this, ex](std::string prefix, std::string token, int max_keys,
+                           cold_sweeper_options::list_done done) {
+        auto r = store_.list(prefix, token, max_keys);
         ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
       };
-      io.remove = [this, ex](std::string key,
-                             std::function<void(tier::store_result<tier::store_done>)> done) {
+      io.remove = [this, ex](std::string key, cold_sweeper_options::remove_done done) {
         auto r = store_.remove(key);
         ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
       };
