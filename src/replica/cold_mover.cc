@@ -230,6 +230,7 @@ void cold_mover::recount_local_bytes() {
   }
   stats_.local_bytes = total;
   stats_.held_bytes = held;
+  appended_since_count_ = 0;  // counted in `total` now (a log's tail includes what is in flight)
 }
 
 }  // namespace weir::replica

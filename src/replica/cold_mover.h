@@ -85,8 +85,11 @@ class cold_mover {
   // A stream's durable bytes grew (or it was created): read it at the next pass.
   void note_written(const std::string& path) { dirty_.insert(path); }
 
-  // Stream bytes on this node that are in no object yet (all streams; counted at each pass).
-  std::uint64_t local_bytes() const { return stats_.local_bytes; }
+  // Stream bytes on this node that are in no object yet (all streams; counted at each pass, plus what was
+  // appended since).
+  std::uint64_t local_bytes() const { return stats_.local_bytes + appended_since_count_; }
+  // `bytes` were appended (applied, maybe not durable yet): they count at once.
+  void note_appended(std::uint64_t bytes) { appended_since_count_ += bytes; }
   const cold_mover_stats& stats() const { return stats_; }
   const tier::uploader& uploads() const { return *uploader_; }
   // The sweeper of objects nothing names (null without sweep functions).
@@ -124,6 +127,7 @@ class cold_mover {
   raft::executor::timer_id timer_ = 0;
   bool stopped_ = false;
   cold_mover_stats stats_;
+  std::uint64_t appended_since_count_ = 0;  // bytes appended since recount_local_bytes
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

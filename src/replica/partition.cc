@@ -93,6 +93,10 @@ streams::outcome partition::submit(const streams::command& c, completion done) {
   streams::outcome o = sm_.apply(c);
   if (o.mutated) recount_streams();
   follow_command(cold_index_, sm_, c, o);
+  if (mover_ && o.mutated && o.code == streams::errc::ok) {
+    // Counted against the budget at once, not at the mover's next pass: a fast writer would run past it.
+    if (const streams::payload* data = streams::command_data(c)) mover_->note_appended(data->size());
+  }
   wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
     if (r.failure == errc::ok) {
       if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) {

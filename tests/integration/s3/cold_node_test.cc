@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 
 #include <algorithm>
 #include <chrono>
@@ -347,6 +348,17 @@ TEST_F(cold_node_test, a_node_whose_credentials_the_bucket_refuses_does_not_star
   EXPECT_EQ(log.find("not-the-secret"), std::string::npos) << "the secret is in the log";
 }
 
+// POSTs `body` to `stream`, again after each 503 (the node's budget of bytes not yet in the bucket is full
+// until uploads land), as a client honouring Retry-After would; the last status.
+int post_until_taken(blocking_client& c, const std::string& stream, const std::string& content_type,
+                     const std::string& body) {
+  for (auto end = std::chrono::steady_clock::now() + 60s;;) {
+    auto r = c.request("POST", stream, {{"Content-Type", content_type}}, body);
+    if (r.status != 503 || std::chrono::steady_clock::now() > end) return r.status;
+    std::this_thread::sleep_for(20ms);  // the node said to come back later
+  }
+}
+
 // The node's /metrics value `name` (0 when absent).
 double metric(std::uint16_t port, const std::string& name) {
   blocking_client c(port);
@@ -379,22 +391,14 @@ TEST_F(cold_node_test, a_node_whose_disk_is_lost_comes_back_from_the_bucket_with
     for (int i = 0; i < 1024; ++i) {
       std::string body(4096, static_cast<char>('a' + i % 26));
       std::memcpy(body.data(), &i, sizeof i);
-      for (;;) {
-        auto r = c.request("POST", "/v1/stream/big", {{"Content-Type", "application/octet-stream"}}, body);
-        if (r.status == 204) break;
-        ASSERT_EQ(r.status, 503) << r.error << r.body;
-        std::this_thread::sleep_for(20ms);  // the node said to come back later
-      }
+      ASSERT_EQ(post_until_taken(c, "/v1/stream/big", "application/octet-stream", body), 204);
       want["/v1/stream/big"] += body;
     }
     for (int i = 0; i < 40; ++i) {
       const std::string msg = "{\"n\":" + std::to_string(i) + "}";
-      ASSERT_EQ(c.request("POST", "/v1/stream/json", {{"Content-Type", "application/json"}}, msg).status,
-                204);
+      ASSERT_EQ(post_until_taken(c, "/v1/stream/json", "application/json", msg), 204);
     }
-    ASSERT_EQ(
-        c.request("POST", "/v1/stream/small", {{"Content-Type", "application/octet-stream"}}, "tail").status,
-        204);
+    ASSERT_EQ(post_until_taken(c, "/v1/stream/small", "application/octet-stream", "tail"), 204);
     want["/v1/stream/small"] = "tail";
     ASSERT_EQ(c.request("DELETE", "/v1/stream/gone").status, 204);
     auto j = c.request("GET", "/v1/stream/json?offset=-1");
@@ -436,9 +440,7 @@ TEST_F(cold_node_test, a_node_whose_disk_is_lost_comes_back_from_the_bucket_with
     EXPECT_EQ(h.body.rfind("ok\ncold tier s3://", 0), 0u) << h.body;
     EXPECT_NE(h.body.find("bytes not in the bucket"), std::string::npos) << h.body;
     // It takes writes, and they survive its own restart.
-    ASSERT_EQ(
-        c.request("POST", "/v1/stream/small", {{"Content-Type", "application/octet-stream"}}, "+more").status,
-        204);
+    ASSERT_EQ(post_until_taken(c, "/v1/stream/small", "application/octet-stream", "+more"), 204);
   }
   ASSERT_TRUE(restored.kill(why)) << why;
   // A second start with --restore refuses the directory it restored: it holds data now.
@@ -452,6 +454,73 @@ TEST_F(cold_node_test, a_node_whose_disk_is_lost_comes_back_from_the_bucket_with
   EXPECT_EQ(catch_up(restored.port(), "/v1/stream/small", &requests), "tail+more");
   EXPECT_EQ(catch_up(restored.port(), "/v1/stream/big", &requests), want["/v1/stream/big"]);
   ASSERT_TRUE(restored.kill(why)) << why;
+}
+
+TEST_F(cold_node_test, a_stalled_bucket_stops_appends_only_at_the_budget_and_loses_nothing) {
+  use_credentials(test::s3rver_process::secret_key);
+  auto args = cold_args();
+  for (std::string a : {"--local-bytes", "2097152", "--segment-bytes", "262144", "--cold-object-bytes",
+                        "65536", "--hot-bytes", "65536", "--fsync", "interval:10"})
+    args.push_back(a);
+  server_process node(WEIR_BINARY, dir_ / "data", args, dir_ / "node.log");
+  node.start("stalled bucket");
+  std::string why;
+  ASSERT_TRUE(node.wait_ready(20s, why)) << why << node.log_tail(2000);
+  const std::string stream = "/v1/stream/stalled";
+  blocking_client c(node.port());
+  ASSERT_EQ(c.request("PUT", stream, {{"Content-Type", "application/octet-stream"}}).status, 201);
+  std::string all;
+  int i = 0;
+  auto append = [&]() {
+    std::string body(8192, static_cast<char>('a' + i % 26));
+    std::memcpy(body.data(), &i, sizeof i);
+    auto r = c.request("POST", stream, {{"Content-Type", "application/octet-stream"}}, body);
+    if (r.status == 204) {
+      all += body;
+      ++i;
+    }
+    return r;
+  };
+  // The bucket stops answering (the process is stopped: connections open, nothing comes back).
+  ASSERT_EQ(::kill(server_->pid(), SIGSTOP), 0);
+  std::size_t before_refused = 0;
+  for (int n = 0; n < 2048; ++n) {
+    auto r = append();
+    if (r.status == 503) {
+      EXPECT_NE(r.body.find("not yet in the bucket"), std::string::npos) << r.body;
+      EXPECT_FALSE(r.header("Retry-After").empty());
+      before_refused = all.size();
+      break;
+    }
+    ASSERT_EQ(r.status, 204) << r.error << r.body;
+  }
+  // Refused only at the budget: the shard's share (all of local-bytes here) less three segments.
+  EXPECT_GE(before_refused, 2097152u - 3 * 262144u - 65536u) << node.log_tail(2000);
+  {
+    auto h = c.request("GET", "/healthz");
+    EXPECT_EQ(h.status, 200);
+    EXPECT_EQ(h.body.rfind("degraded\n", 0), 0u) << h.body;
+    EXPECT_NE(h.body.find("appends refused"), std::string::npos) << h.body;
+    // Reads go on meanwhile.
+    int requests = 0;
+    EXPECT_EQ(catch_up(node.port(), stream, &requests), all);
+  }
+  // The bucket comes back: appends go on once uploads land, and every byte reaches it.
+  ASSERT_EQ(::kill(server_->pid(), SIGCONT), 0);
+  for (auto end = std::chrono::steady_clock::now() + 60s;
+       i < 512 && std::chrono::steady_clock::now() < end;) {
+    auto r = append();
+    if (r.status == 503) {
+      std::this_thread::sleep_for(50ms);  // the node said to come back later
+      continue;
+    }
+    ASSERT_EQ(r.status, 204) << r.error << r.body;
+  }
+  ASSERT_EQ(i, 512);
+  EXPECT_EQ(wait_for_cold(stream, all), all) << node.log_tail(3000);
+  int requests = 0;
+  EXPECT_EQ(catch_up(node.port(), stream, &requests), all);
+  ASSERT_TRUE(node.kill(why)) << why;
 }
 
 TEST_F(cold_node_test, a_restore_from_a_bucket_without_snapshots_does_not_start) {

@@ -28,6 +28,8 @@ class s3rver_process {
   bool start(std::string& why);
   std::uint16_t port() const { return port_; }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // Its process (a test stalls the bucket with SIGSTOP and lets it go on with SIGCONT).
+  pid_t pid() const { return pid_; }
 
  private:
   void stop();
