@@ -408,8 +408,9 @@ void node_log::on_carried_read(std::uint32_t first, const carried& c) {
     auto have = c.entries.find(g);
     record::carry cur;
     std::uint64_t cur_bytes = 0;
-    auto close = [&] {
-      if (!cur.items.empty()) recs.push_back(record::log_record{g, std::move(cur)});
+    // The group by value: clang before 16 does not let a lambda capture a structured binding (P1091).
+    auto close = [&, group = g] {
+      if (!cur.items.empty()) recs.push_back(record::log_record{group, std::move(cur)});
       cur = record::carry{};
       cur_bytes = 0;
     };
