@@ -32,6 +32,11 @@ class prometheus_text {
  public:
   // Starts a family: its HELP and TYPE lines.
   void family(std::string_view name, metric_type type, std::string_view help);
+  // A family of one sample without labels: family() and sample() in one call.
+  void single(std::string_view name, metric_type type, std::string_view help, std::uint64_t value) {
+    family(name, type, help);
+    sample(name, {}, value);
+  }
   // One sample of the current family (`name` is the family's name for counters and gauges).
   void sample(std::string_view name, std::initializer_list<label> labels, std::uint64_t value);
   void sample(std::string_view name, std::span<const label> labels, std::uint64_t value);

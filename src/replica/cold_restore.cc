@@ -74,7 +74,6 @@ result<restore_point> find_restore_point(tier::object_store& store) {
     restore_point p;
     p.epoch = epoch;
     p.next_epoch = tier::cold_epoch(static_cast<std::uint16_t>(last + 1));
-    bool complete = true;
     for (const auto& [group, info] : newest) {
       auto got = store.get_range(info.key, 0, 0);
       if (!got) return store_failure("reading " + info.key, got.err());
@@ -96,8 +95,7 @@ result<restore_point> find_restore_point(tier::object_store& store) {
       p.groups.push_back(std::move(g));
     }
     const std::uint32_t groups = p.groups.front().header.groups;
-    complete = p.groups.size() == groups && newest.rbegin()->first + 1 == groups;
-    if (complete) return p;
+    if (p.groups.size() == groups && newest.rbegin()->first + 1 == groups) return p;
     missing += (missing.empty() ? "" : "; ") + std::string("epoch ") + std::to_string(e) + ": snapshots of " +
                std::to_string(p.groups.size()) + " of " + std::to_string(groups) + " groups";
   }
@@ -117,12 +115,11 @@ status write_restored_logs(storage::env& e, const std::string& data_dir, const r
     return st;
   }
   for (std::size_t i = 0; i < p.groups.size(); ++i) {
-    auto v = tier::decode_restore_snapshot(p.groups[i].object);
-    if (!v) return restore_error(p.groups[i].key + ": " + v.err().reason);
+    const restore_point::group& g = p.groups[i];
     const std::string dir = storage::join_path(root, "core-" + std::to_string(i));
     if (auto st = e.create_dirs(dir); !st) return st;
     storage::checkpoint_store ck(e, dir);
-    if (auto st = ck.write(storage::lsn(v->header.lsn), v->state); !st) return st;
+    if (auto st = ck.write(storage::lsn(g.header.lsn), g.state()); !st) return st;
     if (auto st = e.sync_dir(dir); !st) return st;
   }
   if (auto st = storage::replace_file(e, epoch_file(data_dir),

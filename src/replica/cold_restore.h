@@ -27,7 +27,10 @@ struct restore_point {
   struct group {
     std::string key;
     tier::restore_snapshot_header header;
-    std::vector<std::byte> object;  // the whole snapshot object (header and state)
+    std::vector<std::byte> object;  // the whole snapshot object (header and state), checked
+    std::span<const std::byte> state() const {
+      return std::span(object).subspan(tier::restore_snapshot_header_size);
+    }
   };
   std::vector<group> groups;  // by group index
   // The oldest of the groups' snapshot times: every group holds at least what was durable then.

@@ -36,13 +36,7 @@ cold_snapshot_io::built build(std::vector<std::byte> blob,
         return tier::hot_tier::load(readers, s);
       });
   if (!sm) return sm.err();
-  tier::cold_index index;
-  if (!parts->index.empty()) {
-    auto decoded = tier::cold_index::decode(parts->index);
-    if (!decoded) return decoded.err();
-    index = std::move(*decoded);
-  }
-  std::vector<std::byte> state = encode_checkpoint(std::move(*sm), index);
+  std::vector<std::byte> state = encode_checkpoint(std::move(*sm), parts->index);
   if (state.size() + tier::restore_snapshot_header_size > max_bytes) {
     return make_error(errc::cold_backlogged,
                       "too large: " + std::to_string(state.size()) +
@@ -62,7 +56,6 @@ cold_snapshots::~cold_snapshots() {
 }
 
 void cold_snapshots::start() {
-  started_ = true;
   arm();
 }
 
@@ -84,9 +77,8 @@ void cold_snapshots::arm() {
 
 bool cold_snapshots::names(std::string_view key) const {
   if (!own_only_) return true;
-  const std::string k(key);
   for (const auto& [snapshot, keys] : named_) {
-    if (keys.count(k) > 0) return true;
+    if (keys.find(key) != keys.end()) return true;
   }
   return false;
 }
@@ -101,7 +93,6 @@ void cold_snapshots::take() {
   if (const cold_mover* m = part_.mover();
       m && m->local_bytes() + tier::restore_snapshot_header_size > o_.max_bytes) {
     ++stats_.too_large;
-    busy_ = true;  // fail() clears it
     fail("too large: " + std::to_string(m->local_bytes()) +
          " bytes are not in objects yet (they are in a snapshot); it waits for the uploads");
     return;
@@ -126,7 +117,7 @@ void cold_snapshots::on_cut(storage::lsn covered, std::vector<std::byte> blob) {
   // Taken on the loop, at the cut: which streams forget what, and what the index names.
   std::unordered_map<std::string, streams::stream_offset> forget;
   for (auto& [path, end] : part_.forgettable_cold()) forget.emplace(std::move(path), end);
-  std::unordered_set<std::string> keys;
+  string_set keys;
   for (std::string& k : part_.cold_index().object_keys()) keys.insert(std::move(k));
   tier::restore_snapshot_header h;
   h.epoch = o_.epoch;
@@ -150,7 +141,7 @@ void cold_snapshots::on_cut(storage::lsn covered, std::vector<std::byte> blob) {
 }
 
 void cold_snapshots::on_built(std::uint64_t lsn, std::int64_t taken_ms, cold_snapshot_io::built b,
-                              std::unordered_set<std::string> keys) {
+                              string_set keys) {
   if (stopped_) {
     busy_ = false;
     return;

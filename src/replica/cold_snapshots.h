@@ -23,9 +23,9 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_set>
 
 #include "base/result.h"
+#include "base/string_map.h"
 #include "replica/cold_sweeper.h"
 #include "replica/partition.h"
 #include "tier/object_key.h"
@@ -92,8 +92,7 @@ class cold_snapshots {
  private:
   void arm();
   void on_cut(storage::lsn covered, std::vector<std::byte> blob);
-  void on_built(std::uint64_t lsn, std::int64_t taken_ms, cold_snapshot_io::built b,
-                std::unordered_set<std::string> keys);
+  void on_built(std::uint64_t lsn, std::int64_t taken_ms, cold_snapshot_io::built b, string_set keys);
   void fail(std::string why);
   // Lists the group's snapshots and deletes all but the newest `keep`.
   void prune(std::string continuation, std::vector<std::string> seen);
@@ -104,12 +103,11 @@ class cold_snapshots {
   std::uint64_t next_seq_ = 0;
   bool busy_ = false;
   bool stopped_ = false;
-  bool started_ = false;
   bool own_only_ = false;  // the kept snapshots are all this run's (names() is exact)
   raft::executor::timer_id timer_ = 0;
   std::uint64_t last_cut_lsn_ = 0;
   // The object keys each of this run's kept or uploading snapshots names, by snapshot key.
-  std::map<std::string, std::unordered_set<std::string>> named_;
+  std::map<std::string, string_set> named_;
   cold_snapshot_stats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

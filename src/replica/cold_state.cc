@@ -42,7 +42,12 @@ void follow_command(tier::cold_index& index, const streams::state_machine& sm, c
 
 std::vector<std::byte> encode_checkpoint(std::vector<std::byte> sm_snapshot, const tier::cold_index& index) {
   if (index.streams() == 0 && index.objects() == 0) return sm_snapshot;
-  const std::vector<std::byte> cold = index.encode();
+  return encode_checkpoint(std::move(sm_snapshot), index.encode());
+}
+
+std::vector<std::byte> encode_checkpoint(std::vector<std::byte> sm_snapshot,
+                                         std::span<const std::byte> cold) {
+  if (cold.empty()) return sm_snapshot;
   streams::wire::writer head;
   head.raw(container_magic);
   head.var(container_version);

@@ -118,25 +118,34 @@ std::vector<replication*> node::lanes() {
   return out;
 }
 
-void node::gather_lanes(std::function<void(replication&)> fn, std::function<void()> done) {
-  // Lane by lane, each on its own loop, then back to lane 0's: no two lanes' figures are read at once,
-  // and nothing needs a lock.
-  auto all = std::make_shared<std::vector<replication*>>(lanes());
+void node::gather_shards(std::function<void(stream_shard&)> fn, std::function<void()> done) {
+  // Shard by shard, each on its own loop, then back to shard 0's: no two shards' figures are read at
+  // once, and nothing needs a lock.
+  auto all = std::make_shared<std::vector<stream_shard*>>();
+  for (auto& s : shards_) all->push_back(s.get());
   auto step = std::make_shared<std::function<void(std::size_t)>>();
   *step = [all, step, fn = std::move(fn), done = std::move(done)](std::size_t i) {
     if (i == all->size()) {
-      (*all)[0]->shard().loop().post([done, step] {
+      (*all)[0]->loop().post([done, step] {
         done();
         *step = nullptr;  // breaks the cycle
       });
       return;
     }
-    (*all)[i]->shard().loop().post([all, step, fn, i] {
+    (*all)[i]->loop().post([all, step, fn, i] {
       fn(*(*all)[i]);
       (*step)(i + 1);
     });
   };
   (*step)(0);
+}
+
+void node::gather_lanes(std::function<void(replication&)> fn, std::function<void()> done) {
+  gather_shards(
+      [fn = std::move(fn)](stream_shard& s) {
+        if (replication* r = s.replicated()) fn(*r);
+      },
+      std::move(done));
 }
 
 std::size_t node::stream_count() const {

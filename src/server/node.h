@@ -132,6 +132,8 @@ class node {
   // GET /cluster and /healthz of a cluster node: `fn(lane)` runs on every lane's loop, then `done` on
   // lane 0's (after every fn ran).
   void gather_lanes(std::function<void(replication&)> fn, std::function<void()> done);
+  // `fn(shard)` on every shard's loop in turn, then `done` on shard 0's.
+  void gather_shards(std::function<void(stream_shard&)> fn, std::function<void()> done);
   // GET /metrics (node_scrape.cc): gathers every core's figures by message, answers on ex's core.
   void serve_metrics(http::exchange ex);
   // The access log's once-a-second flush on `core` (re-armed until stop()).

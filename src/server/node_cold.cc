@@ -2,11 +2,9 @@
 // cannot list it does not start: a wrong name, endpoint or credential shows at once, not after an hour of
 // appends), then every shard gets a cold_mover whose uploads run on the tier's worker threads.
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
-#include <mutex>
 
 #include <fmt/format.h>
 
@@ -149,10 +147,10 @@ status node::open_cold() {
     o.upload.max_age = std::chrono::milliseconds(cfg_.cold_max_age_ms);
     tier::object_store_workers* workers = cold_workers_.get();
     io::event_loop* loop = &shard.loop();
-    auto put = [workers, loop](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
+    const tier::uploader::put_fn put = [workers, loop](std::string key, tier::object_bytes bytes,
+                                                       tier::uploader::put_done done) {
       workers->put(std::move(key), std::move(bytes), {}, std::move(done), loop);
     };
-    const tier::uploader::put_fn put_fn = put;
     const std::uint64_t share = cfg_.local_bytes / shards_.size();
     // A shard's log has its active segment, the one prepared after it and a partly forgotten oldest one
     // on disk beyond the records it holds: it holds (and takes appends for) at most its share less three
@@ -176,15 +174,15 @@ status node::open_cold() {
     o.sweep.in_snapshot = [part = &shard.part()](std::string_view key) {
       return part->snapshots() == nullptr || part->snapshots()->names(key);
     };
-    shard.part().attach_cold(o, std::move(put), held);
-    shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers = cold_workers_.get(), loop](
+    shard.part().attach_cold(o, put, held);
+    shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers, loop](
                                          std::string key, std::uint64_t size, std::uint64_t position,
                                          std::uint64_t length, replica::partition::object_done done) {
-      workers->run_job(
-          [fetcher, loop, key = std::move(key), size, position, length, done = std::move(done)]() mutable {
-            auto got = fetcher->read(key, size, position, length);
-            loop->post([done = std::move(done), got = std::move(got)]() mutable { done(std::move(got)); });
-          });
+      workers->run_job<tier::store_result<tier::object_bytes>>(
+          [fetcher, key = std::move(key), size, position, length] {
+            return fetcher->read(key, size, position, length);
+          },
+          std::move(done), loop);
     });
     replica::cold_snapshot_options so;
     so.epoch = epoch;
@@ -195,12 +193,9 @@ status node::open_cold() {
     replica::cold_snapshot_io io;
     io.off_loop = [workers, loop](std::function<replica::cold_snapshot_io::built()> job,
                                   std::function<void(replica::cold_snapshot_io::built)> done) {
-      workers->run_job([job = std::move(job), done = std::move(done), loop]() mutable {
-        auto built = job();
-        loop->post([done = std::move(done), built = std::move(built)]() mutable { done(std::move(built)); });
-      });
+      workers->run_job(std::move(job), std::move(done), loop);
     };
-    io.put = put_fn;
+    io.put = put;
     io.list = o.sweep.list;
     io.remove = o.sweep.remove;
     shard.part().attach_cold_snapshots(so, std::move(io));
@@ -213,34 +208,26 @@ status node::open_cold() {
 
 void node::cold_health(http::exchange ex) {
   struct view {
-    std::mutex mu;
     std::uint64_t waiting = 0;   // bytes packed for the bucket, not in it yet
     std::uint64_t local = 0;     // bytes in no object yet
     bool refusing = false;       // a shard refuses appends (its budget of bytes not in the bucket is full)
     std::string upload_error;    // a shard's last failed upload
     std::string snapshot_error;  // a shard's last failed restore snapshot
-    std::atomic<std::size_t> left{0};
   };
   auto v = std::make_shared<view>();
-  v->left.store(shards_.size());
-  const std::string bucket = cold_described_;
-  for (auto& sh : shards_) {
-    stream_shard* shard = sh.get();
-    shard->loop().post([shard, v, ex, bucket] {
-      {
-        std::lock_guard lock(v->mu);
-        if (const replica::cold_mover* m = shard->part().mover()) {
+  gather_shards(
+      [v](stream_shard& shard) {
+        if (const replica::cold_mover* m = shard.part().mover()) {
           v->waiting += m->uploads().bytes_waiting();
           v->local += m->local_bytes();
           if (!m->uploads().last_error().empty()) v->upload_error = m->uploads().last_error();
         }
-        v->refusing = v->refusing || shard->part().local_budget_full();
-        if (const replica::cold_snapshots* sn = shard->part().snapshots();
+        v->refusing = v->refusing || shard.part().local_budget_full();
+        if (const replica::cold_snapshots* sn = shard.part().snapshots();
             sn && !sn->stats().last_error.empty())
           v->snapshot_error = sn->stats().last_error;
-      }
-      if (v->left.fetch_sub(1) != 1) return;
-      ex.loop()->post([v, ex, bucket] {
+      },
+      [v, ex, bucket = cold_described_] {
         // The node serves reads (and writes until the budget): 200, with what is wrong in the body.
         protocol::response r;
         r.status = 200;
@@ -254,8 +241,6 @@ void node::cold_health(http::exchange ex) {
         if (!v->snapshot_error.empty()) r.body += "restore snapshots failing: " + v->snapshot_error + "\n";
         send_response(ex, std::move(r));
       });
-    });
-  }
 }
 
 }  // namespace weir::server

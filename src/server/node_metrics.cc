@@ -376,57 +376,52 @@ std::string node_metrics::render(const node_figures& f) const {
       "Time of each cold read, from the request's plan to its bytes back on the core (queueing included).");
   t.histogram("weir_cold_read_duration_seconds", {}, metrics::latency_us_bounds, cold_read, 1'000'000);
   if (sum.tiered) {
-    t.family("weir_tier_objects_uploaded_total", metric_type::counter,
-             "Objects uploaded to the bucket and recorded in the index (docs/cold-tier.md).");
-    t.sample("weir_tier_objects_uploaded_total", {}, sum.tier.objects);
-    t.family("weir_tier_uploaded_bytes_total", metric_type::counter, "Stream bytes in those objects.");
-    t.sample("weir_tier_uploaded_bytes_total", {}, sum.tier.bytes);
-    t.family("weir_tier_upload_failures_total", metric_type::counter,
-             "Failed upload attempts (each sent again later with the same key and bytes).");
-    t.sample("weir_tier_upload_failures_total", {}, sum.upload_failures);
-    t.family("weir_tier_upload_waiting_bytes", metric_type::gauge,
-             "Bytes packed for the bucket and not yet in it.");
-    t.sample("weir_tier_upload_waiting_bytes", {}, sum.upload_waiting);
-    t.family("weir_tier_local_bytes", metric_type::gauge,
-             "Stream bytes in no object yet (appends get 503 when they reach local-bytes).");
-    t.sample("weir_tier_local_bytes", {}, sum.tier.local_bytes);
-    t.family("weir_tier_held_bytes", metric_type::gauge,
+    t.single("weir_tier_objects_uploaded_total", metric_type::counter,
+             "Objects uploaded to the bucket and recorded in the index (docs/cold-tier.md).",
+             sum.tier.objects);
+    t.single("weir_tier_uploaded_bytes_total", metric_type::counter, "Stream bytes in those objects.",
+             sum.tier.bytes);
+    t.single("weir_tier_upload_failures_total", metric_type::counter,
+             "Failed upload attempts (each sent again later with the same key and bytes).",
+             sum.upload_failures);
+    t.single("weir_tier_upload_waiting_bytes", metric_type::gauge,
+             "Bytes packed for the bucket and not yet in it.", sum.upload_waiting);
+    t.single("weir_tier_local_bytes", metric_type::gauge,
+             "Stream bytes in no object yet (appends get 503 when they reach local-bytes).",
+             sum.tier.local_bytes);
+    t.single("weir_tier_held_bytes", metric_type::gauge,
              "Stream bytes the node holds itself (on disk or in memory); past cold-keep-bytes those in the "
-             "bucket are dropped.");
-    t.sample("weir_tier_held_bytes", {}, sum.tier.held_bytes);
-    t.family("weir_tier_dropped_bytes_total", metric_type::counter,
-             "Stream bytes dropped from the node because they are in the bucket.");
-    t.sample("weir_tier_dropped_bytes_total", {}, sum.tier.forgotten_bytes);
-    t.family("weir_tier_bucket_reads_total", metric_type::counter,
-             "Reads served from the bucket (bytes the node no longer holds).");
-    t.sample("weir_tier_bucket_reads_total", {}, sum.bucket_reads);
-    t.family("weir_tier_bucket_read_failures_total", metric_type::counter,
-             "Reads from the bucket that failed (answered 503).");
-    t.sample("weir_tier_bucket_read_failures_total", {}, sum.bucket_read_failures);
-    t.family("weir_tier_objects_deleted_total", metric_type::counter,
+             "bucket are dropped.",
+             sum.tier.held_bytes);
+    t.single("weir_tier_dropped_bytes_total", metric_type::counter,
+             "Stream bytes dropped from the node because they are in the bucket.", sum.tier.forgotten_bytes);
+    t.single("weir_tier_bucket_reads_total", metric_type::counter,
+             "Reads served from the bucket (bytes the node no longer holds).", sum.bucket_reads);
+    t.single("weir_tier_bucket_read_failures_total", metric_type::counter,
+             "Reads from the bucket that failed (answered 503).", sum.bucket_read_failures);
+    t.single("weir_tier_objects_deleted_total", metric_type::counter,
              "Objects deleted from the bucket because nothing names them any more (deleted or expired "
-             "streams, orphans), after cold-gc-grace-ms.");
-    t.sample("weir_tier_objects_deleted_total", {}, sum.sweep.objects_deleted);
-    t.family("weir_tier_deleted_bytes_total", metric_type::counter, "The sizes of those objects.");
-    t.sample("weir_tier_deleted_bytes_total", {}, sum.sweep.bytes_deleted);
-    t.family("weir_tier_delete_failures_total", metric_type::counter,
-             "Deletes of such objects that failed (a later sweep tries again).");
-    t.sample("weir_tier_delete_failures_total", {}, sum.sweep.delete_failures);
-    t.family("weir_tier_sweep_list_failures_total", metric_type::counter,
-             "Listings of the bucket for objects to delete that failed (the next sweep starts over).");
-    t.sample("weir_tier_sweep_list_failures_total", {}, sum.sweep.list_failures);
-    t.family("weir_tier_delete_candidates", metric_type::gauge,
-             "Objects nothing names that wait for their grace period before they are deleted.");
-    t.sample("weir_tier_delete_candidates", {}, sum.sweep.candidates);
-    t.family("weir_tier_restore_snapshots_total", metric_type::counter,
-             "Restore snapshots uploaded (each shard's state, what --restore rebuilds a node from).");
-    t.sample("weir_tier_restore_snapshots_total", {}, sum.snapshots.uploaded);
-    t.family("weir_tier_restore_snapshot_failures_total", metric_type::counter,
-             "Restore snapshots that could not be built or uploaded (tried again at the next interval).");
-    t.sample("weir_tier_restore_snapshot_failures_total", {}, sum.snapshots.failed);
-    t.family("weir_tier_restore_snapshots_too_large_total", metric_type::counter,
-             "Of those, snapshots larger than one PUT (the bytes not yet in objects are in them).");
-    t.sample("weir_tier_restore_snapshots_too_large_total", {}, sum.snapshots.too_large);
+             "streams, orphans), after cold-gc-grace-ms.",
+             sum.sweep.objects_deleted);
+    t.single("weir_tier_deleted_bytes_total", metric_type::counter, "The sizes of those objects.",
+             sum.sweep.bytes_deleted);
+    t.single("weir_tier_delete_failures_total", metric_type::counter,
+             "Deletes of such objects that failed (a later sweep tries again).", sum.sweep.delete_failures);
+    t.single("weir_tier_sweep_list_failures_total", metric_type::counter,
+             "Listings of the bucket for objects to delete that failed (the next sweep starts over).",
+             sum.sweep.list_failures);
+    t.single("weir_tier_delete_candidates", metric_type::gauge,
+             "Objects nothing names that wait for their grace period before they are deleted.",
+             sum.sweep.candidates);
+    t.single("weir_tier_restore_snapshots_total", metric_type::counter,
+             "Restore snapshots uploaded (each shard's state, what --restore rebuilds a node from).",
+             sum.snapshots.uploaded);
+    t.single("weir_tier_restore_snapshot_failures_total", metric_type::counter,
+             "Restore snapshots that could not be built or uploaded (tried again at the next interval).",
+             sum.snapshots.failed);
+    t.single("weir_tier_restore_snapshots_too_large_total", metric_type::counter,
+             "Of those, snapshots larger than one PUT (the bytes not yet in objects are in them).",
+             sum.snapshots.too_large);
     t.family("weir_tier_restore_point_timestamp_seconds", metric_type::gauge,
              "The time a restore from the bucket would go back to: the oldest shard's last snapshot (0: a "
              "shard has none yet).");
@@ -439,22 +434,20 @@ std::string node_metrics::render(const node_figures& f) const {
     t.histogram("weir_tier_put_duration_seconds", {}, metrics::latency_us_bounds, f.put_us, 1'000'000);
     t.family("weir_tier_get_duration_seconds", metric_type::histogram, "Each ranged GET from the bucket.");
     t.histogram("weir_tier_get_duration_seconds", {}, metrics::latency_us_bounds, f.get_us, 1'000'000);
-    t.family("weir_tier_store_requests_total", metric_type::counter,
-             "Requests to the bucket (PUT, GET, HEAD, LIST, DELETE; each attempt).");
-    t.sample("weir_tier_store_requests_total", {}, f.store_requests);
-    t.family("weir_tier_store_request_failures_total", metric_type::counter,
-             "Of those, the ones that did not succeed (an error answer, a timeout, a reset).");
-    t.sample("weir_tier_store_request_failures_total", {}, f.store_failures);
-    t.family("weir_tier_cache_hits_total", metric_type::counter,
-             "Blocks of cold objects a read found in the node's block cache.");
-    t.sample("weir_tier_cache_hits_total", {}, f.fetch.block_hits);
-    t.family("weir_tier_cache_misses_total", metric_type::counter,
-             "Blocks a read had to fetch from the bucket (hit ratio: hits / (hits + misses)).");
-    t.sample("weir_tier_cache_misses_total", {}, f.fetch.block_misses);
-    t.family("weir_tier_cache_bytes", metric_type::gauge, "Bytes of blocks in the block cache.");
-    t.sample("weir_tier_cache_bytes", {}, f.fetch.cached_bytes);
-    t.family("weir_tier_fetched_bytes_total", metric_type::counter, "Bytes read from the bucket.");
-    t.sample("weir_tier_fetched_bytes_total", {}, f.fetch.bytes_fetched);
+    t.single("weir_tier_store_requests_total", metric_type::counter,
+             "Requests to the bucket (PUT, GET, HEAD, LIST, DELETE; each attempt).", f.store_requests);
+    t.single("weir_tier_store_request_failures_total", metric_type::counter,
+             "Of those, the ones that did not succeed (an error answer, a timeout, a reset).",
+             f.store_failures);
+    t.single("weir_tier_cache_hits_total", metric_type::counter,
+             "Blocks of cold objects a read found in the node's block cache.", f.fetch.block_hits);
+    t.single("weir_tier_cache_misses_total", metric_type::counter,
+             "Blocks a read had to fetch from the bucket (hit ratio: hits / (hits + misses)).",
+             f.fetch.block_misses);
+    t.single("weir_tier_cache_bytes", metric_type::gauge, "Bytes of blocks in the block cache.",
+             f.fetch.cached_bytes);
+    t.single("weir_tier_fetched_bytes_total", metric_type::counter, "Bytes read from the bucket.",
+             f.fetch.bytes_fetched);
   }
   t.family("weir_log_commands_in_flight", metric_type::gauge, "Commands applied and waiting for the log.");
   t.sample("weir_log_commands_in_flight", {}, sum.commands_in_flight);

@@ -55,6 +55,13 @@ class object_store_workers {
   // Runs `job` on a worker thread (a cold_fetcher read, which makes its own store calls there). Dropped
   // without running once the workers stop.
   void run_job(std::function<void()> job) { submit(std::move(job)); }
+  // Runs `job` on a worker thread, then `done` with its result on `loop`.
+  template <class R>
+  void run_job(std::function<R()> job, std::function<void(R)> done, io::event_loop* loop) {
+    submit([job = std::move(job), done = std::move(done), loop]() mutable {
+      loop->post([done = std::move(done), r = job()]() mutable { done(std::move(r)); });
+    });
+  }
 
  private:
   object_store& store_;
