@@ -17,6 +17,10 @@
 #include <cstring>
 #include <string_view>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "http/header_scan.h"
 
 namespace weir::http {
@@ -29,6 +33,93 @@ constexpr std::array<bool, 256> lower_tchar_table() {
   return t;
 }
 inline constexpr std::array<bool, 256> lower_tchar = lower_tchar_table();
+
+// A quick pass over a field's bytes, 16 at a time: true if every byte is of a common class (`ok`, a
+// function of 16 bytes giving 0xff in each lane that passes). False means "look closer" (a rarer byte
+// that the exact check below may still accept), never "malformed". A short field is loaded as two
+// overlapping halves, so that no byte outside it is read and every lane holds one of its bytes: most
+// request fields are shorter than 16 bytes, where a loop per byte costs most.
+#if defined(__SSE2__)
+template <class Ok>
+inline bool all_common(const char* p, std::size_t n, Ok ok) {
+  auto pass = [&](__m128i v) { return _mm_movemask_epi8(ok(v)) == 0xffff; };
+  if (n > 16) {
+    const char* last = p + n - 16;
+    for (; p < last; p += 16)
+      if (!pass(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))) return false;
+    return pass(_mm_loadu_si128(reinterpret_cast<const __m128i*>(last)));
+  }
+  if (n >= 8) {
+    std::uint64_t a, b;
+    std::memcpy(&a, p, 8);
+    std::memcpy(&b, p + n - 8, 8);
+    return pass(_mm_set_epi64x(static_cast<long long>(b), static_cast<long long>(a)));
+  }
+  if (n >= 4) {
+    std::uint32_t a, b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + n - 4, 4);
+    return pass(
+        _mm_set_epi32(static_cast<int>(b), static_cast<int>(a), static_cast<int>(b), static_cast<int>(a)));
+  }
+  if (n == 0) return true;
+  return pass(_mm_setr_epi8(p[0], p[n / 2], p[n - 1], p[0], p[0], p[0], p[0], p[0], p[0], p[0], p[0], p[0],
+                            p[0], p[0], p[0], p[0]));
+}
+// Lanes with a byte in [lo, hi] (ASCII: bytes >= 0x80 are negative and fall outside).
+inline __m128i in_range(__m128i v, char lo, char hi) {
+  return _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(static_cast<char>(lo - 1))),
+                       _mm_cmplt_epi8(v, _mm_set1_epi8(static_cast<char>(hi + 1))));
+}
+inline __m128i lane_is(__m128i v, char c) {
+  return _mm_cmpeq_epi8(v, _mm_set1_epi8(c));
+}
+// Bytes >= 0x80 (obs-text).
+inline __m128i high(__m128i v) {
+  return _mm_cmplt_epi8(v, _mm_setzero_si128());
+}
+// The common bytes of names (a-z, 0-9, '-'), of authorities (letters, digits, '.', ':', '-'), of
+// methods (A-Z), of paths (VCHAR and obs-text: no control byte, SP or DEL) and of values (the same and SP).
+inline bool common_name(std::string_view s) {
+  return all_common(s.data(), s.size(), [](__m128i v) {
+    return _mm_or_si128(_mm_or_si128(in_range(v, 'a', 'z'), in_range(v, '0', '9')), lane_is(v, '-'));
+  });
+}
+inline bool common_authority(std::string_view s) {
+  return all_common(s.data(), s.size(), [](__m128i v) {
+    const __m128i letter = in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'z');
+    const __m128i punct = _mm_or_si128(_mm_or_si128(lane_is(v, '.'), lane_is(v, ':')), lane_is(v, '-'));
+    return _mm_or_si128(_mm_or_si128(letter, in_range(v, '0', '9')), punct);
+  });
+}
+inline bool common_method(std::string_view s) {
+  return all_common(s.data(), s.size(), [](__m128i v) { return in_range(v, 'A', 'Z'); });
+}
+inline bool common_path(std::string_view s) {
+  return all_common(s.data(), s.size(),
+                    [](__m128i v) { return _mm_or_si128(in_range(v, 0x21, 0x7e), high(v)); });
+}
+inline bool common_value(std::string_view s) {
+  return all_common(s.data(), s.size(),
+                    [](__m128i v) { return _mm_or_si128(in_range(v, 0x20, 0x7e), high(v)); });
+}
+#else
+inline bool common_name(std::string_view) {
+  return false;
+}
+inline bool common_authority(std::string_view) {
+  return false;
+}
+inline bool common_method(std::string_view) {
+  return false;
+}
+inline bool common_path(std::string_view) {
+  return false;
+}
+inline bool common_value(std::string_view) {
+  return false;
+}
+#endif
 }  // namespace detail
 
 class h2_request_check {
@@ -47,8 +138,10 @@ class h2_request_check {
     }
     seen_ |= regular_seen;  // no pseudo-header field may follow
     if (name.empty()) return verdict::malformed;
-    for (char c : name)
-      if (!detail::lower_tchar[static_cast<unsigned char>(c)]) return verdict::malformed;
+    if (!detail::common_name(name)) {
+      for (char c : name)
+        if (!detail::lower_tchar[static_cast<unsigned char>(c)]) return verdict::malformed;
+    }
     if (name.size() == 4 && is(name, "host")) {
       if (!authority_chars(value) || (seen_ & host_seen) != 0 || value.empty()) return verdict::malformed;
       seen_ |= host_seen;
@@ -134,6 +227,7 @@ class h2_request_check {
   static bool value_chars(std::string_view v) {
     if (v.empty()) return true;
     if (detail::is_ows(v.front()) || detail::is_ows(v.back())) return false;
+    if (detail::common_value(v)) return true;  // HTAB inside is looked at below
     const char* end = v.data() + v.size();
     for (const char* p = v.data();; ++p) {
       p = detail::scan_field_value(p, end);
@@ -142,12 +236,14 @@ class h2_request_check {
     }
   }
   static bool authority_chars(std::string_view v) {
+    if (detail::common_authority(v)) return true;
     for (char c : v)
       if (!authority_table[static_cast<unsigned char>(c)]) return false;
     return true;
   }
   // VCHAR and obs-text.
   static bool path_chars(std::string_view v) {
+    if (detail::common_path(v)) return true;
     const char* end = v.data() + v.size();
     for (const char* p = v.data();; ++p) {
       p = detail::scan_vchar(p, end);
@@ -189,8 +285,10 @@ class h2_request_check {
 
   verdict pseudo_field(std::string_view name, std::string_view value, pseudo& slot) {
     if (is(name, ":method")) {
-      for (char c : value)
-        if (!detail::is_tchar(c)) return verdict::malformed;
+      if (!detail::common_method(value)) {
+        for (char c : value)
+          if (!detail::is_tchar(c)) return verdict::malformed;
+      }
       if (is(value, "CONNECT")) seen_ |= meth_connect;
       if (is(value, "OPTIONS")) seen_ |= meth_options;
       slot = method;

@@ -176,10 +176,9 @@ void h2_session::check_thread() const {
 h2_session::stream* h2_session::find(std::int32_t id) const {
   // nghttp2 calls back for one stream several times in a row (begin headers, each field, the frame).
   if (last_ != nullptr && last_->id == id) return last_;
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return nullptr;
-  last_ = it->second.get();
-  return last_;
+  stream* s = streams_.find(id);
+  if (s != nullptr) last_ = s;
+  return s;
 }
 
 void h2_session::receive(std::string_view data) {
@@ -209,18 +208,17 @@ bool h2_session::produce(std::size_t high_water) {
 
 std::int64_t h2_session::oldest_incomplete_ms() const {
   std::int64_t oldest = 0;
-  for (const auto& [id, sp] : streams_) {
-    if (sp->request_complete || sp->refused || sp->dispatched) continue;
-    if (oldest == 0 || sp->opened_ms < oldest) oldest = sp->opened_ms;
-  }
+  streams_.for_each([&](const stream& s) {
+    if (s.request_complete || s.refused || s.dispatched) return;
+    if (oldest == 0 || s.opened_ms < oldest) oldest = s.opened_ms;
+  });
   return oldest;
 }
 
 void h2_session::expire_incomplete(std::int64_t cutoff_ms) {
-  for (auto& [id, sp] : streams_) {
-    if (!sp->request_complete && !sp->refused && sp->opened_ms <= cutoff_ms)
-      answer(*sp, 408, "request timeout");
-  }
+  streams_.for_each([&](stream& s) {
+    if (!s.request_complete && !s.refused && s.opened_ms <= cutoff_ms) answer(s, 408, "request timeout");
+  });
   kick();
 }
 
@@ -258,15 +256,14 @@ bool h2_session::take_reset_token() {
 void h2_session::closed() {
   if (closed_) return;
   closed_ = true;
-  for (auto& [id, sp] : streams_) {
-    stream& s = *sp;
+  streams_.for_each([&](stream& s) {
     ctx_->bodies->release(s.body_reserved);
     s.body_reserved = 0;
     if (s.dispatched && !s.finished) {
       if (ctx_->opts->observer != nullptr) observe_finish(s);
       if (s.on_close) ctx_->loop->post(std::move(s.on_close));
     }
-  }
+  });
   last_ = nullptr;
   streams_.clear();
 }
@@ -284,7 +281,7 @@ int h2_session::on_begin_headers(std::int32_t id) {
   s->id = id;
   s->opened_ms = ctx_->loop->now_ms();
   if (ctx_->opts->observer != nullptr) s->start_ns = steady_ns();
-  streams_.emplace(id, std::move(s));
+  streams_.insert(std::move(s));
   ctx_->h2_streams.add();
   return 0;
 }
@@ -301,21 +298,17 @@ int h2_session::on_header(std::int32_t id, std::string_view name, std::string_vi
   if (s->headers_done) return 0;  // trailers are checked, then ignored
   s->list_bytes += name.size() + value.size() + 32;
   s->bytes_in += name.size() + value.size() + 4;
-  if (s->list_bytes > ctx_->opts->h2.max_header_list_bytes || s->spans.size() >= 4 * max_headers) {
+  if (s->list_bytes > ctx_->opts->h2.max_header_list_bytes || s->spans.size() >= max_headers) {
     s->head_too_large = true;  // answered 431 once the header block is complete; nothing more kept
   }
   if (s->head_too_large) return 0;
-  auto off = static_cast<std::uint32_t>(s->fields.size());
   if (slot != h2_request_check::none) {
-    s->fields.append(value);
-    s->pseudo[slot][0] = off;
+    s->pseudo[slot][0] = s->keep(value, {});
     s->pseudo[slot][1] = static_cast<std::uint32_t>(value.size());
     return 0;
   }
-  s->fields.append(name).append(value);
-  auto nlen = static_cast<std::uint32_t>(name.size());
-  auto vlen = static_cast<std::uint32_t>(value.size());
-  s->spans.insert(s->spans.end(), {off, nlen, off + nlen, vlen});
+  s->spans.push_back(h2_field_span{s->keep(name, value), static_cast<std::uint32_t>(name.size()),
+                                   static_cast<std::uint32_t>(value.size())});
   if (name == "expect" && ascii_iequals(value, "100-continue")) s->expect_continue = true;
   return 0;
 }
@@ -420,9 +413,9 @@ int h2_session::on_frame_send(std::int32_t id, std::uint8_t type, std::uint8_t f
 }
 
 int h2_session::on_stream_close(std::int32_t id, std::uint32_t) {
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return 0;
-  stream& s = *it->second;
+  std::unique_ptr<stream> done = streams_.take(id);
+  if (!done) return 0;
+  stream& s = *done;
   ctx_->bodies->release(s.body_reserved);
   if (s.dispatched && !s.finished) {
     // The client reset the stream (or the connection is going): the exchange ends unfinished.
@@ -431,8 +424,6 @@ int h2_session::on_stream_close(std::int32_t id, std::uint32_t) {
   }
   if (!s.dropped) queued_bytes_ -= s.out.size();
   if (last_ == &s) last_ = nullptr;
-  std::unique_ptr<stream> done = std::move(it->second);
-  streams_.erase(it);
   if (streams_.empty()) idle_since_ms_ = ctx_->loop->now_ms();
   recycle(std::move(done));
   return 0;
@@ -449,19 +440,20 @@ void h2_session::dispatch(stream& s) {
   if (q != std::string_view::npos) head.query = head.target.substr(q + 1);
   head.version_minor = 1;
   head.keep_alive = true;
-  std::string_view fields(s.fields);
+  const char* fields = s.fields.data();
   bool has_host = false;
-  for (std::size_t i = 0; i + 3 < s.spans.size() && head.header_count < max_headers; i += 4) {
+  for (const h2_field_span& f : s.spans) {
+    if (head.header_count == max_headers) break;
     header& h = head.headers[head.header_count++];
-    h.name = fields.substr(s.spans[i], s.spans[i + 1]);
-    h.value = fields.substr(s.spans[i + 2], s.spans[i + 3]);
+    h.name = std::string_view(fields + f.offset, f.name_size);
+    h.value = std::string_view(fields + f.offset + f.name_size, f.value_size);
     has_host = has_host || h.name == "host";
   }
   // RFC 9113 8.3.1: :authority stands for Host; handlers read Host.
   if (!has_host && s.pseudo[2][1] != 0 && head.header_count < max_headers) {
     head.headers[head.header_count++] = header{"host", s.at(s.pseudo[2])};
   }
-  if (s.spans.size() / 4 > max_headers) {
+  if (s.spans.size() > max_headers) {
     answer(s, 431, "too many header fields");
     return;
   }
@@ -654,8 +646,9 @@ void h2_session::queued(stream& s, std::size_t n) {
   while (budget != 0 && queued_bytes_ > budget) {
     // The streams holding most are the ones whose readers lag furthest: they go, the others stay.
     stream* most = &s;
-    for (const auto& [id, sp] : streams_)
-      if (!sp->dropped && sp->out.size() > most->out.size()) most = sp.get();
+    streams_.for_each([&](stream& o) {
+      if (!o.dropped && o.out.size() > most->out.size()) most = &o;
+    });
     // One stream alone over it is max_stream_queue_bytes' and the write timeout's to bound.
     if (most->dropped || most->out.size() == queued_bytes_) return;
     drop(*most);
@@ -756,13 +749,10 @@ void h2_session::update_stall() {
   bool blocked = false;
   if (out_->empty()) {
     const bool conn_closed = nghttp2_session_get_remote_window_size(session_) <= 0;
-    for (const auto& [id, sp] : streams_) {
-      if (sp->out.empty()) continue;
-      if (conn_closed || nghttp2_session_get_stream_remote_window_size(session_, id) <= 0) {
-        blocked = true;
-        break;
-      }
-    }
+    blocked = streams_.any([&](const stream& s) {
+      return !s.out.empty() &&
+             (conn_closed || nghttp2_session_get_stream_remote_window_size(session_, s.id) <= 0);
+    });
   }
   if (!blocked) {
     stalled_since_ms_ = 0;

@@ -24,12 +24,12 @@ std::unique_ptr<h2_session::stream> h2_session::new_stream() {
 void h2_session::recycle(std::unique_ptr<stream> s) {
   if (spare_streams.size() >= max_spare_streams) return;
   static_cast<h2_stream_state&>(*s) = h2_stream_state{};
-  if (s->fields.capacity() <= keep_fields_bytes) {
-    s->fields.clear();
-    s->spans.clear();
+  s->fields.clear();
+  if (s->fields.capacity() > keep_fields_bytes) {
+    s->fields.release();
+    s->spans = std::vector<h2_field_span>();
   } else {
-    s->fields = std::string();
-    s->spans = std::vector<std::uint32_t>();
+    s->spans.clear();
   }
   s->body.clear();
   if (s->body.capacity() > keep_out_bytes) s->body.release();

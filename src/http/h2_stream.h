@@ -53,10 +53,16 @@ struct h2_stream_state {
 };
 static_assert(std::is_trivially_copyable_v<h2_stream_state>);
 
+// A regular request field in the stream's `fields`: the name at `offset`, the value right after it.
+struct h2_field_span {
+  std::uint32_t offset, name_size, value_size;
+};
+
 struct h2_session::stream : h2_stream_state {
-  // Request fields, names and values back to back in `fields`; `spans` holds (offset, length) pairs.
-  std::string fields;
-  std::vector<std::uint32_t> spans;
+  // Request fields: pseudo-header values and regular names and values back to back in `fields`
+  // (written in place, no string per field); `spans` locates the regular ones.
+  io::byte_buffer fields;
+  std::vector<h2_field_span> spans;
   io::byte_buffer body;
   io::byte_buffer out;  // response body bytes not framed yet
   std::function<void()> on_close;
@@ -64,8 +70,13 @@ struct h2_session::stream : h2_stream_state {
   std::string method, path;  // for the observer
   std::string head;          // the response's field names and values nghttp2 frames in place (submit)
 
-  std::string_view at(const std::uint32_t (&p)[2]) const {
-    return std::string_view(fields).substr(p[0], p[1]);
+  std::string_view at(const std::uint32_t (&p)[2]) const { return {fields.data() + p[0], p[1]}; }
+  // Appends a then b to `fields`; returns where a begins.
+  std::uint32_t keep(std::string_view a, std::string_view b) {
+    const auto off = static_cast<std::uint32_t>(fields.size());
+    fields.append(a);
+    fields.append(b);
+    return off;
   }
 };
 
