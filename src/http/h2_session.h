@@ -19,10 +19,10 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "http/exchange.h"
+#include "http/h2_stream_table.h"
 #include "http/request_parser.h"
 #include "io/byte_buffer.h"
 
@@ -120,7 +120,7 @@ class h2_session {
   connection* conn_;
   io::byte_buffer* out_;
   nghttp2_session* session_ = nullptr;
-  std::unordered_map<std::int32_t, std::unique_ptr<stream>> streams_;
+  h2_stream_table<stream> streams_;
   mutable stream* last_ = nullptr;  // the stream find() returned last (a one-entry cache)
   bool in_callbacks_ = false;       // inside nghttp2_session_mem_recv/send: no nested send
   bool failed_ = false;
