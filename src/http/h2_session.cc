@@ -55,6 +55,32 @@ bool connection_specific(std::string_view name) {
   }
 }
 
+// RFC 9113 8.2.1: field names in lowercase. Eight bytes at a time (two overlapping words for names of 8 to
+// 16 bytes, most of them): a byte gets 0x20 added if it is 'A'..'Z'. Bytes >= 0x80 are left as they are.
+void write_lower(char* out, std::string_view name) {
+  auto word = [](std::uint64_t w) {
+    constexpr std::uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    const std::uint64_t low7 = w & ~high;
+    // High bit of each byte: at least 'A' (0x41), and above 'Z' (0x5a), among the ASCII bytes.
+    const std::uint64_t ge_a = low7 + ones * (0x80 - 'A');
+    const std::uint64_t gt_z = low7 + ones * (0x80 - 'Z' - 1);
+    const std::uint64_t upper = ge_a & ~gt_z & ~w & high;
+    return w | (upper >> 2);
+  };
+  const std::size_t n = name.size();
+  if (n >= 8 && n <= 16) {
+    std::uint64_t a, b;
+    std::memcpy(&a, name.data(), 8);
+    std::memcpy(&b, name.data() + n - 8, 8);
+    a = word(a);
+    b = word(b);
+    std::memcpy(out, &a, 8);
+    std::memcpy(out + n - 8, &b, 8);
+    return;
+  }
+  for (char c : name) *out++ = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
 bool has_header(std::span<const header> headers, std::string_view name) {
   return std::any_of(headers.begin(), headers.end(),
                      [&](const header& h) { return ascii_iequals(h.name, name); });
@@ -309,7 +335,8 @@ int h2_session::on_header(std::int32_t id, std::string_view name, std::string_vi
   }
   s->spans.push_back(h2_field_span{s->keep(name, value), static_cast<std::uint32_t>(name.size()),
                                    static_cast<std::uint32_t>(value.size())});
-  if (name == "expect" && ascii_iequals(value, "100-continue")) s->expect_continue = true;
+  if (name.size() == 6 && name[0] == 'e' && name == "expect" && ascii_iequals(value, "100-continue"))
+    s->expect_continue = true;
   return 0;
 }
 
@@ -572,7 +599,8 @@ void h2_session::submit(stream& s, int status, std::span<const header> headers, 
   for (const auto& h : headers) {
     if (connection_specific(h.name)) continue;
     char* name = w;
-    for (char c : h.name) *w++ = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    write_lower(w, h.name);
+    w += h.name.size();
     add(std::string_view(name, h.name.size()), put(h.value), copied);
   }
   if (add_length) add("content-length", put(std::string_view(length, length_size)), copied);

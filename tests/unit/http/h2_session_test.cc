@@ -53,6 +53,28 @@ TEST(h2_session, get_and_post_reach_the_same_exchange) {
   EXPECT_EQ(s.server().stats().requests, 2u);
 }
 
+TEST(h2_session, response_field_names_of_every_length_go_out_in_lowercase) {
+  // Names of 8 to 16 bytes are lowered a word at a time, the others a byte at a time; the bytes
+  // around 'A'..'Z' ('^', '`', '|', '~') must come through unchanged.
+  running_server s(testing::test_options(), [](const request&, exchange ex) {
+    const header h[] = {{"ETag", "a"},
+                        {"X-Zz^_`|", "b"},
+                        {"X-Zz^_`|~Aa9", "c"},
+                        {"X-ABCDEFGHIJKLMN", "d"},
+                        {"X-ABCDEFGHIJKLMNO", "e"}};
+    ex.respond(200, h, "ok");
+  });
+  h2_client c(s.port());
+  auto a = c.request("GET", "/");
+  ASSERT_TRUE(c.run_until([&] { return c.response(a).closed; }));
+  EXPECT_EQ(c.response(a).status, 200);
+  EXPECT_EQ(c.response(a).header("etag"), "a");
+  EXPECT_EQ(c.response(a).header("x-zz^_`|"), "b");
+  EXPECT_EQ(c.response(a).header("x-zz^_`|~aa9"), "c");
+  EXPECT_EQ(c.response(a).header("x-abcdefghijklmn"), "d");
+  EXPECT_EQ(c.response(a).header("x-abcdefghijklmno"), "e");
+}
+
 TEST(h2_session, head_has_a_length_and_no_body_and_204_has_neither) {
   running_server s(testing::test_options(), [](const request& req, exchange ex) {
     ex.respond(req.path() == "/none" ? 204 : 200, {}, "twelve bytes");
