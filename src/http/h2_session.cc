@@ -774,11 +774,14 @@ long h2_session::on_send(const std::uint8_t* data, std::size_t length) {
 void h2_session::update_stall() {
   // A peer that never opens its window holds our queued bytes: if nothing can move while bytes wait,
   // the write timeout runs (connection::refresh_deadline), as for a peer that does not read at all.
+  // Only bytes counted in queued_bytes_ wait for the peer's window: a dropped stream's are on their way
+  // out with its RST_STREAM. With none queued (the common case: every turn ends here twice, once more
+  // after the send), no stream is looked at.
   bool blocked = false;
-  if (out_->empty()) {
+  if (out_->empty() && queued_bytes_ > 0) {
     const bool conn_closed = nghttp2_session_get_remote_window_size(session_) <= 0;
     blocked = streams_.any([&](const stream& s) {
-      return !s.out.empty() &&
+      return !s.out.empty() && !s.dropped &&
              (conn_closed || nghttp2_session_get_stream_remote_window_size(session_, s.id) <= 0);
     });
   }
