@@ -209,6 +209,7 @@ h2_session::stream* h2_session::find(std::int32_t id) const {
 
 void h2_session::receive(std::string_view data) {
   if (closed_ || failed_) return;
+  send_wanted_ = true;  // acknowledgements, window updates, resets and answers from the handlers
   in_callbacks_ = true;
   auto rv =
       nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
@@ -223,10 +224,20 @@ void h2_session::receive(std::string_view data) {
 
 bool h2_session::produce(std::size_t high_water) {
   if (closed_ || in_callbacks_) return !closed_;
+  if (!send_wanted_) {
+    // The last send ran dry and nothing was queued since: nghttp2 has nothing to frame (a connection
+    // asks again after each write of its buffer). Whether a response now waits on the peer's window
+    // may have changed with that write.
+    update_stall();
+    return true;
+  }
   high_water_ = high_water;
+  send_full_ = false;
+  send_wanted_ = false;  // a frame queued from a callback during the send sets it again
   in_callbacks_ = true;
   int rv = nghttp2_session_send(session_);
   in_callbacks_ = false;
+  if (send_full_) send_wanted_ = true;  // stopped at the high-water mark: frames wait for room
   if (rv != 0) failed_ = true;
   update_stall();
   return rv == 0;
@@ -256,6 +267,7 @@ bool h2_session::done() const {
 void h2_session::shutdown() {
   if (closed_ || failed_ || shutting_down_) return;
   shutting_down_ = true;
+  send_wanted_ = true;
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
                         NGHTTP2_NO_ERROR, nullptr, 0);
   kick();
@@ -264,6 +276,7 @@ void h2_session::shutdown() {
 void h2_session::calm_down() {
   if (calm_) return;
   calm_ = true;  // no stream opened from now on reaches the handler
+  send_wanted_ = true;
   nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
@@ -342,6 +355,7 @@ int h2_session::on_header(std::int32_t id, std::string_view name, std::string_vi
 
 void h2_session::malformed(stream& s) {
   s.malformed = true;
+  send_wanted_ = true;
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_PROTOCOL_ERROR);
 }
 
@@ -420,6 +434,7 @@ int h2_session::on_frame_recv(std::int32_t id, std::uint8_t type, std::uint8_t f
       // RFC 9110 10.1.1: the client waits for this before sending its body.
       static const nghttp2_nv cont[] = {
           {(std::uint8_t*)":status", (std::uint8_t*)"100", 7, 3, NGHTTP2_NV_FLAG_NONE}};
+      send_wanted_ = true;
       nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, id, nullptr, cont, 1, nullptr);
     }
   }
@@ -434,8 +449,10 @@ int h2_session::on_frame_send(std::int32_t id, std::uint8_t type, std::uint8_t f
   stream* s = find(id);
   // RFC 9113 8.1: a response that ends before its request does is followed by RST_STREAM (NO_ERROR), so
   // that the client stops sending a body nobody reads.
-  if (s != nullptr && !s->request_complete)
+  if (s != nullptr && !s->request_complete) {
+    send_wanted_ = true;
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
+  }
   return 0;
 }
 
@@ -606,6 +623,7 @@ void h2_session::submit(stream& s, int status, std::span<const header> headers, 
   if (add_length) add("content-length", put(std::string_view(length, length_size)), copied);
   nghttp2_data_provider provider{};
   provider.read_callback = read_data_cb;
+  send_wanted_ = true;
   int rv = nghttp2_submit_response(session_, s.id, nva, fields, with_body ? &provider : nullptr);
   if (rv != 0) nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
 }
@@ -657,6 +675,7 @@ void h2_session::write(std::int32_t id, std::string_view data) {
   if (s == nullptr || s->finished || s->status == 0 || !s->body_allowed || data.empty() || s->dropped) return;
   s->out.append(data);
   s->bytes_out += data.size();
+  send_wanted_ = true;
   nghttp2_session_resume_data(session_, id);
   const std::size_t queue_limit = ctx_->opts->max_stream_queue_bytes;
   if (queue_limit != 0 && s->out.size() > queue_limit) {
@@ -690,6 +709,7 @@ void h2_session::drop(stream& s) {
   s.dropped = true;
   queued_bytes_ -= s.out.size();
   ctx_->streams_dropped.add();
+  send_wanted_ = true;
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_CANCEL);
 }
 
@@ -705,6 +725,7 @@ void h2_session::end(std::int32_t id) {
   s->finished = true;
   s->eof = true;
   s->on_drain = nullptr;
+  send_wanted_ = true;
   nghttp2_session_resume_data(session_, id);
   if (ctx_->opts->observer != nullptr) observe_finish(*s);
   kick();
@@ -751,7 +772,10 @@ long h2_session::on_read_data(std::int32_t id, std::size_t length, std::uint32_t
 int h2_session::on_send_data(std::int32_t id, const std::uint8_t* framehd, std::size_t length) {
   stream* s = find(id);
   if (s == nullptr || length > s->out.size()) return NGHTTP2_ERR_CALLBACK_FAILURE;
-  if (out_->size() >= high_water_) return NGHTTP2_ERR_WOULDBLOCK;
+  if (out_->size() >= high_water_) {
+    send_full_ = true;
+    return NGHTTP2_ERR_WOULDBLOCK;
+  }
   // The one copy of a body byte on its way out, as HTTP/1.1 makes it into the same buffer.
   out_->append(sv(framehd, 9));
   out_->append(std::string_view(s->out.data(), length));
@@ -766,7 +790,10 @@ int h2_session::on_send_data(std::int32_t id, const std::uint8_t* framehd, std::
 }
 
 long h2_session::on_send(const std::uint8_t* data, std::size_t length) {
-  if (out_->size() >= high_water_) return NGHTTP2_ERR_WOULDBLOCK;
+  if (out_->size() >= high_water_) {
+    send_full_ = true;
+    return NGHTTP2_ERR_WOULDBLOCK;
+  }
   out_->append(sv(data, length));
   return static_cast<long>(length);
 }

@@ -123,6 +123,10 @@ class h2_session {
   h2_stream_table<stream> streams_;
   mutable stream* last_ = nullptr;  // the stream find() returned last (a one-entry cache)
   bool in_callbacks_ = false;       // inside nghttp2_session_mem_recv/send: no nested send
+  // nghttp2 may have frames to send: set by everything that can queue one (received bytes, a submit, a
+  // resumed body), cleared by a send that ran dry; produce() skips the send when it is clear.
+  bool send_wanted_ = true;
+  bool send_full_ = false;  // the send in progress stopped at high_water_
   bool failed_ = false;
   bool closed_ = false;
   std::size_t high_water_ = 0;    // of the send in progress
