@@ -28,6 +28,9 @@ constexpr std::string_view snapshot_magic = "weirsnap";
 // memory_log::held_from). Written only when some stream has bytes only in objects, so that a directory
 // without a cold tier stays readable by a weir that does not know it.
 constexpr std::uint64_t snapshot_version_held = 7;
+// 8: one part, as 6, and each stream says where its own records begin, as 7 (a cluster node's group
+// snapshot once some stream of the group has bytes only in objects: its cold index part says where).
+constexpr std::uint64_t snapshot_version_part_held = 8;
 constexpr std::uint64_t snapshot_version_part_references = 6;
 constexpr std::uint64_t snapshot_version_part_origins = 5;
 constexpr std::uint64_t snapshot_version_part = 4;
@@ -204,7 +207,7 @@ status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::
   s.last_access_ms = in.svar();
   s.soft_deleted = in.boolean();
   s.ref_count = read_u32(in);
-  if (version == snapshot_version_part_references) {
+  if (version == snapshot_version_part_references || version == snapshot_version_part_held) {
     const std::uint64_t refs = in.var();
     for (std::uint64_t k = 0; k < refs && in.ok(); ++k) {
       const std::uint64_t index = in.var();
@@ -226,7 +229,8 @@ status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::
     f.resolved.source_expiry = in.exp();
     f.resolved.retained = in.boolean();
     if (copied_forks) (void)in.boolean();  // "to stitch": every restored fork is linked anew
-    if (version == snapshot_version_part_origins || version == snapshot_version_part_references) {
+    if (version == snapshot_version_part_origins || version == snapshot_version_part_references ||
+        version == snapshot_version_part_held) {
       f.resolved.origin = in.opt<fork_origin>([&] { return fork_origin{read_u32(in), in.var()}; });
     }
     return f;
@@ -257,7 +261,8 @@ status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::
   // ending at the fork point); they are checked and dropped: the fork reads them from its source once
   // linked (forks_to_stitch).
   const std::uint64_t base = s.fork ? s.fork->resolved.point.value() : 0;
-  const std::uint64_t held_from = version == snapshot_version_held ? in.var() : base;
+  const std::uint64_t held_from =
+      version == snapshot_version_held || version == snapshot_version_part_held ? in.var() : base;
   if (in.ok() && held_from < base) return bad("records of " + path + " begin before the fork point");
   const std::uint64_t records = in.var();
   auto log = std::make_shared<memory_log>(nullptr, stream_offset(base));
@@ -369,7 +374,7 @@ status state_machine::restore(std::span<const std::byte> blob) {
   std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
   if (version == snapshot_version_part || version == snapshot_version_part_origins ||
-      version == snapshot_version_part_references) {
+      version == snapshot_version_part_references || version == snapshot_version_part_held) {
     return bad("a part snapshot (version " + std::to_string(version) + "): use restore_part");
   }
   if (version != snapshot_version && version != snapshot_version_held &&
@@ -418,18 +423,22 @@ status state_machine::restore(std::span<const std::byte> blob) {
   return {};
 }
 
-// Per-part blobs (versions 4 to 6; written as 6).
+// Per-part blobs (versions 4 to 6 and 8; written as 6, or 8 when some stream has bytes only in objects).
 
 result<std::vector<std::byte>> state_machine::encode_part(
     const std::vector<const std::pair<const std::string, stream_state>*>& streams,
     const std::map<std::string, std::int64_t, std::less<>>& held, const tombstone_map& tombstones,
     const location_predicate& referencable) {
   wire::writer w;
+  bool held_from = false;
+  for (const auto* entry : streams)
+    held_from = held_from || entry->second.log->held_from() != entry->second.log->base();
   w.raw(snapshot_magic);
-  w.var(snapshot_version_part_references);
+  w.var(held_from ? snapshot_version_part_held : snapshot_version_part_references);
   w.var(streams.size());
   for (const auto* entry : streams) {
-    if (status st = write_stream(w, entry->first, entry->second, &referencable, true); !st) return st.err();
+    if (status st = write_stream(w, entry->first, entry->second, &referencable, true, held_from); !st)
+      return st.err();
   }
   w.var(held.size());
   for (const auto& [path, until] : held) {
@@ -473,8 +482,8 @@ result<state_machine::part_content> state_machine::decode_part(std::span<const s
   const std::uint64_t version = in.var();
   if (!in.ok()) return truncated();
   if (version != snapshot_version_part && version != snapshot_version_part_origins &&
-      version != snapshot_version_part_references) {
-    return bad("version " + std::to_string(version) + " is not a part snapshot (version 4 to 6)");
+      version != snapshot_version_part_references && version != snapshot_version_part_held) {
+    return bad("version " + std::to_string(version) + " is not a part snapshot (version 4 to 6, 8)");
   }
   part_content out;
   std::unordered_set<std::uint64_t> generations;
@@ -498,7 +507,7 @@ result<state_machine::part_content> state_machine::decode_part(std::span<const s
     if (in_part && !(*in_part)(path)) return bad("held path " + path + " is not in the part");
     if (!out.held.emplace(std::move(path), until).second) return bad("a held path is listed twice");
   }
-  if (version == snapshot_version_part_references) {
+  if (version == snapshot_version_part_references || version == snapshot_version_part_held) {
     const std::uint64_t dead = in.var();
     for (std::uint64_t i = 0; i < dead && in.ok(); ++i) {
       origin_key origin;
@@ -529,6 +538,7 @@ result<std::vector<std::byte>> state_machine::rewrite_cold_records(
     entry.second.log->for_each_record([&](const record& r) { records.push_back(r); });
     auto log = std::make_shared<memory_log>(nullptr, entry.second.log->base());
     log->set_name(entry.first);
+    log->set_held_from(entry.second.log->held_from());
     for (record& r : records) {
       if (r.data.cold()) {
         if (auto e = rewrite(entry.first, r)) return *e;

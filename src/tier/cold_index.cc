@@ -17,9 +17,9 @@ error bad_index(std::string what) {
 
 }  // namespace
 
-std::uint32_t cold_index::add_object(const uploaded_object& u) {
-  object_slot slot{cold_object_ref{u.key, u.size}, 0};
-  ++keys_[u.key];
+std::uint32_t cold_index::add_slot(cold_object_ref ref) {
+  ++keys_[ref.key];
+  object_slot slot{std::move(ref), 0};
   if (!free_slots_.empty()) {
     const std::uint32_t i = free_slots_.back();
     free_slots_.pop_back();
@@ -97,6 +97,49 @@ std::vector<cold_object_ref> cold_index::drop_stream(std::string_view stream) {
   }
   streams_.erase(it);
   return freed;
+}
+
+void cold_index::copy_extents(const std::string& stream, const std::vector<cold_extent>& extents,
+                              const cold_index& from,
+                              std::unordered_map<std::uint32_t, std::uint32_t>& slots) {
+  if (extents.empty()) return;
+  std::vector<cold_extent>& to = streams_[stream];
+  for (cold_extent e : extents) {
+    auto [s, fresh] = slots.try_emplace(e.object, 0);
+    if (fresh) {
+      s->second = add_slot(from.objects_[e.object].ref);
+      ++live_objects_;
+    }
+    e.object = s->second;
+    ++objects_[e.object].extents;
+    ++extents_;
+    to.push_back(e);
+  }
+}
+
+cold_index cold_index::part(const stream_predicate& in_part) const {
+  cold_index out;
+  std::unordered_map<std::uint32_t, std::uint32_t> slots;
+  // In name order, so that equal parts encode equally (copy_extents numbers slots as it meets them).
+  std::vector<const std::string*> names;
+  for (const auto& [name, ext] : streams_) {
+    if (in_part(name)) names.push_back(&name);
+  }
+  std::sort(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+  for (const std::string* name : names) out.copy_extents(*name, streams_.at(*name), *this, slots);
+  return out;
+}
+
+void cold_index::replace_part(const stream_predicate& in_part, const cold_index& part) {
+  std::vector<std::string> mine;
+  for (const auto& [name, ext] : streams_) {
+    if (in_part(name)) mine.push_back(name);
+  }
+  for (const std::string& name : mine) (void)drop_stream(name);
+  std::unordered_map<std::uint32_t, std::uint32_t> slots;
+  for (const auto& [name, ext] : part.streams_) {
+    if (in_part(name)) copy_extents(name, ext, part, slots);
+  }
 }
 
 std::vector<std::byte> cold_index::encode() const {

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
@@ -94,6 +95,14 @@ class cold_index {
   std::size_t extents() const { return extents_; }
   std::size_t streams() const { return streams_.size(); }
 
+  // A cluster's group snapshots (replica/group_snapshot.h): the extents of the streams `in_part`
+  // accepts (a raft group's), with the objects they name; and the restore of such a part, which replaces
+  // the extents of every stream `in_part` accepts with `part`'s (streams `part` holds that `in_part` does
+  // not accept are ignored: a snapshot never reaches outside its group).
+  using stream_predicate = std::function<bool(std::string_view stream)>;
+  cold_index part(const stream_predicate& in_part) const;
+  void replace_part(const stream_predicate& in_part, const cold_index& part);
+
   // Snapshots: the whole index, and its inverse.
   std::vector<std::byte> encode() const;
   static result<cold_index> decode(std::span<const std::byte> bytes);
@@ -105,7 +114,12 @@ class cold_index {
     cold_object_ref ref;
     std::uint32_t extents = 0;  // 0: free slot
   };
-  std::uint32_t add_object(const uploaded_object& u);
+  std::uint32_t add_object(const uploaded_object& u) { return add_slot(cold_object_ref{u.key, u.size}); }
+  std::uint32_t add_slot(cold_object_ref ref);
+  // Appends `from`'s extents of one stream (their objects in `from`'s table) to `stream`'s, each object
+  // given a slot here once (`slots`: from's slot -> this one's, filled as they are added).
+  void copy_extents(const std::string& stream, const std::vector<cold_extent>& extents,
+                    const cold_index& from, std::unordered_map<std::uint32_t, std::uint32_t>& slots);
 
   string_map<std::vector<cold_extent>> streams_;  // extents in offset order, contiguous
   std::vector<object_slot> objects_;

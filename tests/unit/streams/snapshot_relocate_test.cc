@@ -55,6 +55,34 @@ std::vector<std::byte> sample_part() {
   return part_a(x);
 }
 
+TEST(snapshot_relocate, a_stream_whose_first_records_are_only_in_objects_keeps_where_its_records_begin) {
+  state_machine x;
+  sample(x);
+  // /a/s's first record (5 bytes, segment 4) is in an object now: the part says its records begin at 5.
+  ASSERT_EQ(std::const_pointer_cast<memory_log>(x.log_of("/a/s"))->forget_before(stream_offset(5)), 5u);
+  const auto blob = part_a(x);
+  auto refs = snapshot_part_references(as_span(blob));
+  ASSERT_TRUE(refs.has_value()) << refs.err().reason;
+  EXPECT_EQ(*refs, (std::vector<part_reference>{{disk_location{5, 0, 0, 12}, 0, 5},
+                                                {disk_location{4, 90, 0, 9}, 0, 2}}));
+  auto moved =
+      relocate_snapshot_part(as_span(blob), [](const part_reference& r) -> std::optional<part_reference> {
+        part_reference to = r;
+        to.at.segment += 100;
+        return to;
+      });
+  ASSERT_TRUE(moved.has_value()) << moved.err().reason;
+  state_machine y;
+  auto st = y.restore_part(as_span(*moved), in_a);
+  ASSERT_TRUE(st.has_value()) << st.err().reason;
+  EXPECT_EQ(y.log_of("/a/s")->held_from().value(), 5u);
+  EXPECT_EQ(y.log_of("/a/s")->tail().value(), 11u);
+  auto back = snapshot_part_references(as_span(part_a(y)));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, (std::vector<part_reference>{{disk_location{105, 0, 0, 12}, 0, 5},
+                                                {disk_location{104, 90, 0, 9}, 0, 2}}));
+}
+
 TEST(snapshot_relocate, references_lists_every_cold_record_in_order) {
   const auto blob = sample_part();
   auto refs = snapshot_part_references(as_span(blob));

@@ -150,6 +150,54 @@ TEST(cold_index, memory_follows_objects_not_records) {
   EXPECT_LT(ix.encode().size(), 2000u);
 }
 
+TEST(cold_index, a_groups_part_carries_its_streams_and_its_restore_replaces_only_them) {
+  replica_streams rs;
+  for (const char* s : {"/g1/a", "/g1/b", "/g2/c"}) rs.known[s] = {stream_offset(0), stream_offset(9000)};
+  cold_index ix;
+  ASSERT_TRUE(ix.apply(object(0, {{"/g1/a", 0, 100}, {"/g1/b", 0, 50}}), rs.fn()).recorded);
+  ASSERT_TRUE(ix.apply(object(1, {{"/g2/c", 0, 70}}), rs.fn()).recorded);
+  ASSERT_TRUE(ix.apply(object(2, {{"/g1/a", 100, 400}}), rs.fn()).recorded);
+  auto g1 = [](std::string_view s) { return s.starts_with("/g1/"); };
+  const cold_index part = ix.part(g1);
+  EXPECT_EQ(part.streams(), 2u);
+  EXPECT_EQ(part.objects(), 2u);
+  EXPECT_EQ(part.extents(), 3u);
+  EXPECT_EQ(part.cold_end("/g1/a"), stream_offset(400));
+  EXPECT_EQ(part.cold_end("/g2/c"), std::nullopt);
+  // Equal parts encode equally, whatever the order their streams were added in.
+  auto round = cold_index::decode(part.encode());
+  ASSERT_TRUE(round);
+  EXPECT_EQ(*round, part);
+
+  // A replica whose group 1 is behind (or ahead, or holds a stream the snapshot no longer has) takes the
+  // part as it is; group 2 is untouched.
+  cold_index other;
+  rs.known["/g1/gone"] = {stream_offset(0), stream_offset(9000)};
+  ASSERT_TRUE(other.apply(object(0, {{"/g1/a", 0, 100}, {"/g1/gone", 0, 10}}), rs.fn()).recorded);
+  ASSERT_TRUE(other.apply(object(1, {{"/g2/c", 0, 70}}), rs.fn()).recorded);
+  other.replace_part(g1, *round);
+  EXPECT_EQ(other.cold_end("/g1/a"), stream_offset(400));
+  EXPECT_EQ(other.cold_end("/g1/b"), stream_offset(50));
+  EXPECT_EQ(other.cold_end("/g1/gone"), std::nullopt);
+  EXPECT_EQ(other.cold_end("/g2/c"), stream_offset(70));
+  EXPECT_EQ(other.part(g1), part);
+  EXPECT_TRUE(other.names(object(0, {}).key));
+  EXPECT_TRUE(other.names(object(2, {}).key));
+  auto at = other.find("/g1/a", stream_offset(250));
+  ASSERT_TRUE(at);
+  EXPECT_EQ(at->object->key, object(2, {}).key);
+  EXPECT_EQ(at->extent->data_position, 0u);
+  // The streams of the part in a whole index's encoding survive a round trip.
+  auto whole = cold_index::decode(other.encode());
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(*whole, other);
+  // A part never reaches outside its group.
+  cold_index third;
+  third.replace_part([](std::string_view s) { return s.starts_with("/g2/"); }, *round);
+  EXPECT_EQ(third.streams(), 0u);
+  EXPECT_EQ(third.objects(), 0u);
+}
+
 TEST(cold_index, snapshots_round_trip_and_damaged_ones_are_errors) {
   replica_streams rs;
   for (int s = 0; s < 5; ++s) rs.known["/s" + std::to_string(s)] = {stream_offset(0), stream_offset(100'000)};
