@@ -45,7 +45,8 @@ result<std::pair<entry_header, std::span<const std::byte>>> decode_entry(std::sp
   // Only kinds this node knows: an unknown one is malformed (and skipped alike on every node).
   if (what != static_cast<std::uint8_t>(entry_kind::streams) &&
       what != static_cast<std::uint8_t>(entry_kind::subscriptions) &&
-      what != static_cast<std::uint8_t>(entry_kind::membership)) {
+      what != static_cast<std::uint8_t>(entry_kind::membership) &&
+      what != static_cast<std::uint8_t>(entry_kind::cold_index)) {
     return malformed("unknown entry kind");
   }
   h.kind = static_cast<entry_kind>(what);

@@ -39,6 +39,7 @@ enum class entry_kind : std::uint8_t {
   streams = 1,        // a streams command (streams/command_codec)
   subscriptions = 2,  // a subscription change (subscriptions/subscription_replica.h)
   membership = 3,     // group 0 only: a membership change (cluster/membership.h), applied by the replicator
+  cold_index = 4,     // the cold tier's index record of an uploaded object (tier::encode_index_record)
 };
 
 // The header of every command entry in a group's raft log: which node proposed it, the ticket that node

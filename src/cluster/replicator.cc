@@ -207,6 +207,12 @@ bool replicator::leads(std::uint32_t gi) const {
   return g != nullptr && raft_state(&g->r) == RAFT_LEADER;
 }
 
+std::optional<std::uint64_t> replicator::leader_term(std::uint32_t gi) const {
+  group* g = find(gi);
+  if (g == nullptr || raft_state(&g->r) != RAFT_LEADER) return std::nullopt;
+  return g->r.current_term;
+}
+
 std::uint64_t replicator::leader_of(std::uint32_t gi) const {
   group* g = find(gi);
   if (g == nullptr) return 0;

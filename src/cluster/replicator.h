@@ -259,6 +259,8 @@ class replicator {
   std::uint32_t group_count() const { return opts_.groups; }
   std::uint64_t self() const { return opts_.self; }
   bool leads(std::uint32_t group) const;
+  // The term this node leads `group` in; nullopt while it does not lead it.
+  std::optional<std::uint64_t> leader_term(std::uint32_t group) const;
 
   struct group_status {
     std::uint32_t group = 0;

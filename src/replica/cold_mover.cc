@@ -30,12 +30,28 @@ result<std::uint64_t> next_cold_term(storage::env& e, const std::string& dir) {
   return term;
 }
 
+class cold_mover::local_groups final : public cold_groups {
+ public:
+  local_groups(partition& p, std::uint32_t group, std::uint64_t term)
+      : part_(p), group_(group), term_(term) {}
+  std::vector<std::uint32_t> groups() const override { return {group_}; }
+  std::uint32_t group_of(std::string_view) const override { return group_; }
+  std::optional<std::uint64_t> leader_term(std::uint32_t) const override { return term_; }
+  void record(std::uint32_t, std::vector<std::byte> record, recorded done) override {
+    done(part_.submit_index_record(std::move(record), [](durable_result&) {}));
+  }
+
+ private:
+  partition& part_;
+  std::uint32_t group_;
+  std::uint64_t term_;
+};
+
 cold_mover::cold_mover(partition& p, cold_mover_options o, tier::uploader::put_fn put)
-    : part_(p), o_(std::move(o)) {
-  uploader_ = std::make_unique<tier::uploader>(p.executor(), o_.upload, std::move(put),
-                                               [this](const tier::uploaded_object& u) { on_uploaded(u); });
-  if (o_.sweep.list && o_.sweep.remove) {
-    sweeper_ = std::make_unique<cold_sweeper>(p, o_.upload, *uploader_, o_.sweep);
+    : part_(p), o_(std::move(o)), put_(std::move(put)) {
+  if (o_.groups == nullptr) {
+    own_groups_ = std::make_unique<local_groups>(p, o_.upload.group.value(), o_.upload.term.value());
+    o_.groups = own_groups_.get();
   }
 }
 
@@ -45,9 +61,8 @@ cold_mover::~cold_mover() {
 }
 
 void cold_mover::start() {
-  for (const streams::stream_meta& m : part_.machine().list("", part_.now_ms())) dirty_.insert(m.path);
+  follow_leadership();
   arm();
-  if (sweeper_) sweeper_->start();
 }
 
 void cold_mover::stop() {
@@ -55,8 +70,94 @@ void cold_mover::stop() {
   stopped_ = true;
   if (timer_ != 0) part_.executor().cancel_timer(timer_);
   timer_ = 0;
-  if (sweeper_) sweeper_->stop();  // before the uploader: its settled sequence means nothing after
-  uploader_->stop();
+  while (!led_.empty()) step_down(led_.begin()->first);
+}
+
+void cold_mover::follow_leadership() {
+  std::vector<std::uint32_t> lost;
+  for (const auto& [group, g] : led_) {
+    if (o_.groups->leader_term(group) != g.term) lost.push_back(group);
+  }
+  for (std::uint32_t group : lost) step_down(group);
+  for (std::uint32_t group : o_.groups->groups()) {
+    if (led_.contains(group)) continue;
+    if (auto term = o_.groups->leader_term(group)) lead(group, *term);
+  }
+}
+
+void cold_mover::lead(std::uint32_t group, std::uint64_t term) {
+  led_group& g = led_[group];
+  g.term = term;
+  tier::uploader_options uo = o_.upload;
+  uo.group = tier::cold_group(group);
+  uo.term = tier::leader_term(term);
+  uo.first_seq = tier::upload_seq(0);
+  g.uploader = std::make_unique<tier::uploader>(
+      part_.executor(), uo, put_, [this, group](const tier::uploaded_object& u) { on_uploaded(group, u); });
+  if (o_.sweep.list && o_.sweep.remove) {
+    g.sweeper = std::make_unique<cold_sweeper>(part_, uo, *g.uploader, o_.sweep);
+    g.sweeper->start();
+  }
+  // Every stream of the group is read from its cold end (what an earlier run or leader left).
+  for (const streams::stream_meta& m : part_.machine().list("", part_.now_ms())) {
+    if (o_.groups->group_of(m.path) != group) continue;
+    if (auto it = streams_.find(m.path); it != streams_.end()) it->second.generation = 0;
+    dirty_.insert(m.path);
+  }
+}
+
+void cold_mover::step_down(std::uint32_t group) {
+  auto it = led_.find(group);
+  if (it == led_.end()) return;
+  if (it->second.sweeper) it->second.sweeper->stop();  // before the uploader: its settled sequence goes
+  it->second.uploader->stop();                         // objects in flight are orphans for a sweep
+  stats_.stepped_down_failures += it->second.uploader->attempts_failed();
+  led_.erase(it);
+  for (auto& [path, s] : streams_) {
+    if (s.group == group) s.generation = 0;  // from its cold end, should this node lead again
+  }
+}
+
+cold_mover::upload_view cold_mover::uploads() const {
+  upload_view v;
+  v.attempts_failed = stats_.stepped_down_failures;  // a counter: never down when a group is let go
+  for (const auto& [group, g] : led_) {
+    v.bytes_waiting += g.uploader->bytes_waiting();
+    v.objects_in_flight += g.uploader->objects_in_flight();
+    v.attempts_failed += g.uploader->attempts_failed();
+    if (!g.uploader->last_error().empty()) v.last_error = g.uploader->last_error();
+    ++v.groups_led;
+  }
+  return v;
+}
+
+const tier::uploader* cold_mover::uploader_of(std::uint32_t group) const {
+  auto it = led_.find(group);
+  return it == led_.end() ? nullptr : it->second.uploader.get();
+}
+
+cold_sweeper* cold_mover::sweeper(std::uint32_t group) {
+  auto it = led_.find(group);
+  return it == led_.end() ? nullptr : it->second.sweeper.get();
+}
+
+cold_sweeper_stats cold_mover::sweep_stats() const {
+  cold_sweeper_stats sum;
+  for (const auto& [group, g] : led_) {
+    if (!g.sweeper) continue;
+    const cold_sweeper_stats& s = g.sweeper->stats();
+    sum.sweeps += s.sweeps;
+    sum.objects_deleted += s.objects_deleted;
+    sum.bytes_deleted += s.bytes_deleted;
+    sum.delete_failures += s.delete_failures;
+    sum.list_failures += s.list_failures;
+    sum.candidates += s.candidates;
+  }
+  return sum;
+}
+
+void cold_mover::flush() {
+  for (auto& [group, g] : led_) g.uploader->flush();
 }
 
 void cold_mover::arm() {
@@ -70,9 +171,9 @@ void cold_mover::arm() {
 
 void cold_mover::pass() {
   if (stopped_) return;
+  follow_leadership();
   std::vector<std::string> done;
   for (const std::string& path : dirty_) {
-    if (uploader_->bytes_waiting() >= o_.max_waiting_bytes) break;
     if (!feed(path)) done.push_back(path);
   }
   for (const std::string& path : done) dirty_.erase(path);
@@ -128,10 +229,15 @@ bool cold_mover::feed(const std::string& path) {
   }
   streams::read_result head = part_.head_visible(path);
   if (head.code != streams::errc::ok || !head.meta) return false;  // soft-deleted or expired: stays
-  stream_state& s = streams_[path];
+  auto [at, fresh] = streams_.try_emplace(path);
+  stream_state& s = at->second;
+  if (fresh) s.group = o_.groups->group_of(path);
+  // Tracked on every node (its bytes count against the budget), fed only where its group is led.
+  auto led = led_.find(s.group);
+  if (led == led_.end()) return false;
   if (s.reading) return true;
+  if (led->second.uploader->bytes_waiting() >= o_.max_waiting_bytes) return true;  // later
   if (s.generation != head.meta->generation) {
-    s = stream_state{};
     s.generation = head.meta->generation;
     s.fed = part_.cold_index().cold_end(path).value_or(log->base());
   }
@@ -170,6 +276,8 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
                            streams::read_plan& plan) {
   auto it = streams_.find(path);
   if (it == streams_.end() || it->second.generation != generation || it->second.fed != from) return;
+  auto led = led_.find(it->second.group);
+  if (led == led_.end()) return;  // stepped down while the bytes were read
   std::string bytes;
   bytes.reserve(plan.bytes);
   for (const auto& slice : plan.slices) bytes.append(slice.view());
@@ -180,16 +288,27 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
                plan.next.value(), bytes.size());
     return;
   }
-  uploader_->add(path, from, plan.next, std::as_bytes(std::span(bytes.data(), bytes.size())));
+  led->second.uploader->add(path, from, plan.next, std::as_bytes(std::span(bytes.data(), bytes.size())));
   it->second.fed = plan.next;
 }
 
-void cold_mover::on_uploaded(const tier::uploaded_object& u) {
+void cold_mover::on_uploaded(std::uint32_t group, const tier::uploaded_object& u) {
   if (stopped_) return;
-  auto applied = part_.submit_index_record(tier::encode_index_record(u), [](durable_result&) {});
+  std::weak_ptr<bool> alive = alive_;
+  o_.groups->record(group, tier::encode_index_record(u),
+                    [this, alive, u](const result<tier::cold_apply_result>& applied) {
+                      if (auto a = alive.lock(); !a || !*a || stopped_) return;
+                      on_recorded(u, applied);
+                    });
+}
+
+void cold_mover::on_recorded(const tier::uploaded_object& u, const result<tier::cold_apply_result>& applied) {
   if (!applied) {
-    log::error("weir serve: cold tier: the index record of {} does not apply: {}", u.key,
-               applied.err().reason);
+    // Not applied here (a leadership lost, a log that failed): the object is an orphan unless the record
+    // commits after all; its streams go again from their cold ends.
+    log::warn("weir serve: cold tier: the index record of {} was not applied here: {}", u.key,
+              applied.err().reason);
+    for (const auto& r : u.ranges) set_back(r.stream);
     return;
   }
   if (applied->recorded) {
@@ -201,13 +320,17 @@ void cold_mover::on_uploaded(const tier::uploaded_object& u) {
   stats_.ranges_refused += applied->refused;
   // Set the streams of refused ranges back to their cold end: their bytes go again in a later object.
   for (const auto& r : u.ranges) {
-    auto it = streams_.find(r.stream);
-    if (it == streams_.end()) continue;
     auto end = part_.cold_index().cold_end(r.stream);
     if (end && *end >= r.end) continue;
-    it->second.generation = 0;  // re-read from the cold end at the next pass
-    dirty_.insert(r.stream);
+    set_back(r.stream);
   }
+}
+
+void cold_mover::set_back(const std::string& path) {
+  auto it = streams_.find(path);
+  if (it == streams_.end()) return;
+  it->second.generation = 0;  // re-read from the cold end at the next pass
+  dirty_.insert(path);
 }
 
 void cold_mover::recount_local_bytes() {

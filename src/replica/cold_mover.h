@@ -1,34 +1,43 @@
-// cold_mover: moves a single node's stream data to the cold tier (docs/cold-tier.md, "A single node").
-// The partition is the group and its write-ahead log is the group's log: the mover reads each stream's
-// durable bytes that are not in an object yet (from memory, or from the log's segments on the node's
-// cold-read threads), hands them to a tier::uploader, and once an object is in the bucket records its
-// index through the partition's log (partition::submit_index_record), so that the index is replayed and
-// checkpointed with the streams. Nothing local is deleted here: a stream's bytes below its cold end are
-// what a reclaim may drop.
+// cold_mover: moves a partition's stream data to the cold tier (docs/cold-tier.md). The unit of upload
+// is a group: on a single node the shard is its one group and its write-ahead log is the group's log; on
+// a cluster node the partition (a lane) runs several raft groups, and only the leader of a group uploads
+// that group's streams, under its raft term (cold_groups: raft_lane implements it). For each group it
+// leads, the mover reads each stream's durable bytes that are not in an object yet (from memory, or from
+// the log's segments on the node's cold-read threads), hands them to that group's tier::uploader, and
+// once an object is in the bucket records its index through the group's log (a single node:
+// partition::submit_index_record; a cluster: a raft entry every replica applies), so that the index is
+// replayed, checkpointed and snapshotted with the streams. Nothing local is deleted here: a stream's
+// bytes below its cold end are what a reclaim may drop, and the reclaim runs on every node (followers
+// included: the index is replicated, each node frees its own disk).
 //
 // What it keeps in memory is only where it stands: per stream, how far its bytes were handed to the
 // uploader (fed), which may run ahead of the index's cold end while objects are in flight; a refused
-// range (the stream was deleted and created again meanwhile) sets the stream back to its cold end. The
+// range, a record that did not commit or a lost leadership sets the stream back to its cold end. Each
 // uploader holds at most max_waiting_bytes of bytes sent and not yet reported: feeding waits beyond it
 // (while the bucket is down), and the partition's local bytes (not in objects) grow until the node's
 // budget refuses appends.
 //
-// It owns the shard's cold_sweeper, which deletes the objects nothing names any more (deleted and expired
-// streams, orphans) under this run's term and the uploader's settled sequence.
+// Each group the node leads owns a cold_sweeper (when given list and remove functions), which deletes
+// the objects nothing names any more (deleted and expired streams, orphans) under the group's term and
+// the uploader's settled sequence.
 //
-// Each run uploads under a term of its own (next_cold_term: a counter in the log's directory, bumped at
-// every start before anything is uploaded), so a key of an earlier run, which may hold other bytes
-// (an upload whose record never made it to the log), is never written again.
+// A key is never written twice with different bytes: a single node uploads each run under a term of its
+// own (next_cold_term: a counter in the log's directory, bumped at every start before anything is
+// uploaded); a cluster group's leader under its raft term, which no other node leads in and which this
+// node never leads again after a restart.
 //
-// Lives on the partition's executor: every method runs there, and so do the uploader's reports.
+// Lives on the partition's executor: every method runs there, and so do the uploaders' reports.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "base/result.h"
 #include "raft/executor.h"
@@ -43,9 +52,31 @@ namespace weir::replica {
 // written and synced to <dir>/cold-term before it is returned. 1 on a fresh directory.
 result<std::uint64_t> next_cold_term(storage::env& e, const std::string& dir);
 
+// The groups a mover uploads for, and how their index records travel (a cluster node's raft lane; a
+// single node's is the mover's own: one group, always led, records through the partition's log). Called
+// on the partition's executor.
+class cold_groups {
+ public:
+  virtual ~cold_groups() = default;
+  // This partition's groups, and the one a stream belongs to.
+  virtual std::vector<std::uint32_t> groups() const = 0;
+  virtual std::uint32_t group_of(std::string_view path) const = 0;
+  // The term this node leads `group` in (its uploads are named by it); nullopt: it does not lead it.
+  virtual std::optional<std::uint64_t> leader_term(std::uint32_t group) const = 0;
+  // Records an index record (tier::encode_index_record) through `group`'s log; `done` runs once this
+  // node applied it (what applying did) or with an error when it was not (not applied here: an
+  // undecodable record, a leadership lost, a log that failed). May run inside the call.
+  using recorded = std::function<void(result<tier::cold_apply_result>)>;
+  virtual void record(std::uint32_t group, std::vector<std::byte> record, recorded done) = 0;
+};
+
 struct cold_mover_options {
-  tier::uploader_options upload;  // epoch, group (the shard), term (next_cold_term), object sizes
-  // Bytes handed to the uploader and not yet reported: feeding waits beyond it.
+  // Epoch and object sizes; a single node's group (the shard) and term (next_cold_term). A cluster
+  // node's groups and terms come from `groups`.
+  tier::uploader_options upload;
+  // Null: a single node (the shard is the group). Outlives the mover.
+  cold_groups* groups = nullptr;
+  // Bytes handed to a group's uploader and not yet reported: feeding that group waits beyond it.
   std::uint64_t max_waiting_bytes = 32ull << 20;
   // How often streams written since the last pass are read for the uploader, and the bytes one stream
   // gives per pass.
@@ -60,14 +91,15 @@ struct cold_mover_options {
 };
 
 struct cold_mover_stats {
-  std::uint64_t objects = 0;          // objects uploaded and recorded in the index
-  std::uint64_t bytes = 0;            // their stream bytes
-  std::uint64_t ranges_refused = 0;   // ranges the index refused (set back and sent again)
-  std::uint64_t read_failures = 0;    // reads of local data for an upload that failed (tried again)
-  std::uint64_t local_bytes = 0;      // stream bytes not in an object, all streams (last pass)
-  std::uint64_t held_bytes = 0;       // stream bytes this shard holds on disk or in memory (last pass)
-  std::uint64_t forgotten_bytes = 0;  // bytes left to objects alone (records forgotten)
-  std::uint64_t reclaims = 0;         // passes that forgot records (each asks for a checkpoint)
+  std::uint64_t objects = 0;                // objects uploaded and recorded in the index
+  std::uint64_t bytes = 0;                  // their stream bytes
+  std::uint64_t ranges_refused = 0;         // ranges the index refused (set back and sent again)
+  std::uint64_t read_failures = 0;          // reads of local data for an upload that failed (tried again)
+  std::uint64_t local_bytes = 0;            // stream bytes not in an object, all streams (last pass)
+  std::uint64_t held_bytes = 0;             // stream bytes this shard holds on disk or in memory (last pass)
+  std::uint64_t forgotten_bytes = 0;        // bytes left to objects alone (records forgotten)
+  std::uint64_t reclaims = 0;               // passes that forgot records (each asks for a checkpoint)
+  std::uint64_t stepped_down_failures = 0;  // failed upload attempts of uploaders stopped since
 };
 
 class cold_mover {
@@ -91,10 +123,25 @@ class cold_mover {
   // `bytes` were appended (applied, maybe not durable yet): they count at once.
   void note_appended(std::uint64_t bytes) { appended_since_count_ += bytes; }
   const cold_mover_stats& stats() const { return stats_; }
-  const tier::uploader& uploads() const { return *uploader_; }
-  // The sweeper of objects nothing names (null without sweep functions).
-  cold_sweeper* sweeper() { return sweeper_.get(); }
-  const cold_sweeper* sweeper() const { return sweeper_.get(); }
+  // The uploads of the groups this node leads, summed.
+  struct upload_view {
+    std::uint64_t bytes_waiting = 0;
+    std::size_t objects_in_flight = 0;
+    std::uint64_t attempts_failed = 0;  // every uploader this run (a counter)
+    std::string last_error;             // a group's last failure ("" when none failing)
+    std::size_t groups_led = 0;
+  };
+  upload_view uploads() const;
+  // The uploader of `group` while this node leads it (null otherwise).
+  const tier::uploader* uploader_of(std::uint32_t group) const;
+  // The sweeper of objects nothing names of `group` (null while it is not led, or without sweep
+  // functions); a single node's of its one group.
+  cold_sweeper* sweeper(std::uint32_t group);
+  cold_sweeper* sweeper() { return sweeper(o_.upload.group.value()); }
+  // The sweeps of the groups led now, summed.
+  cold_sweeper_stats sweep_stats() const;
+  // Sends the objects being filled now, however small (tests).
+  void flush();
 
   // Runs one pass now (tests; the timer runs them otherwise).
   void pass();
@@ -102,16 +149,33 @@ class cold_mover {
  private:
   struct stream_state {
     streams::stream_offset fed{};  // handed to the uploader up to here
-    std::uint64_t generation = 0;  // the incarnation `fed` counts in
-    bool reading = false;          // a read of its bytes is in flight
+    std::uint64_t generation = 0;  // the incarnation `fed` counts in (0: start again from the cold end)
+    std::uint32_t group = 0;
+    bool reading = false;  // a read of its bytes is in flight
   };
+  // A group this node leads: its uploads, under the term it leads in.
+  struct led_group {
+    std::uint64_t term = 0;
+    std::unique_ptr<tier::uploader> uploader;
+    std::unique_ptr<cold_sweeper> sweeper;  // after uploader: destroyed before it
+  };
+  // A single node's groups: its shard alone, led for the whole run under the run's term.
+  class local_groups;
   void arm();
+  // Starts uploads for the groups this node came to lead (their streams are read again from their
+  // cold ends) and stops those of the groups it no longer leads (or leads in another term).
+  void follow_leadership();
+  void lead(std::uint32_t group, std::uint64_t term);
+  void step_down(std::uint32_t group);
   // Reads `path` from where it was fed up to its durable tail (at most scan_bytes) and hands the bytes
   // over. Returns false when the stream has nothing more to give.
   bool feed(const std::string& path);
   void hand_over(const std::string& path, std::uint64_t generation, streams::stream_offset from,
                  streams::read_plan& plan);
-  void on_uploaded(const tier::uploaded_object& u);
+  void on_uploaded(std::uint32_t group, const tier::uploaded_object& u);
+  void on_recorded(const tier::uploaded_object& u, const result<tier::cold_apply_result>& applied);
+  // Sets `path` back to its cold end: its bytes from there go again in a later object.
+  void set_back(const std::string& path);
   void recount_local_bytes();
   // Over keep_bytes: forgets the records of streams whose bytes are in objects (byte streams without
   // forks: a JSON stream's objects do not keep its message boundaries, a fork on another shard reads its
@@ -120,8 +184,9 @@ class cold_mover {
 
   partition& part_;
   cold_mover_options o_;
-  std::unique_ptr<tier::uploader> uploader_;
-  std::unique_ptr<cold_sweeper> sweeper_;  // after uploader_: destroyed before it
+  tier::uploader::put_fn put_;
+  std::unique_ptr<cold_groups> own_groups_;  // a single node's (o_.groups points at it)
+  std::map<std::uint32_t, led_group> led_;
   std::unordered_map<std::string, stream_state> streams_;
   std::unordered_set<std::string> dirty_;
   raft::executor::timer_id timer_ = 0;

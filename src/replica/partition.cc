@@ -88,15 +88,28 @@ void partition::attach_wal(std::unique_ptr<storage::log_writer> writer, storage:
   wal_->on_failure([this] { schedule_rebuild(std::chrono::milliseconds(1000)); });
 }
 
-streams::outcome partition::submit(const streams::command& c, completion done) {
-  wal_->before(c, sm_, now_ms());
-  streams::outcome o = sm_.apply(c);
-  if (o.mutated) recount_streams();
+void partition::follow_cold(const streams::command& c, const streams::outcome& o) {
   follow_command(cold_index_, sm_, c, o);
   if (mover_ && o.mutated && o.code == streams::errc::ok) {
     // Counted against the budget at once, not at the mover's next pass: a fast writer would run past it.
     if (const streams::payload* data = streams::command_data(c)) mover_->note_appended(data->size());
   }
+}
+
+void partition::follow_applied(const streams::command& c, const streams::outcome& o) {
+  follow_cold(c, o);
+  if (mover_ && o.mutated && o.code == streams::errc::ok && o.meta) mover_->note_written(o.meta->path);
+}
+
+result<tier::cold_apply_result> partition::apply_index_entry(std::span<const std::byte> record) {
+  return apply_index_record(cold_index_, sm_, record);
+}
+
+streams::outcome partition::submit(const streams::command& c, completion done) {
+  wal_->before(c, sm_, now_ms());
+  streams::outcome o = sm_.apply(c);
+  if (o.mutated) recount_streams();
+  follow_cold(c, o);
   wal_->after(c, o, [this, done = std::move(done)](durable_result& r) {
     if (r.failure == errc::ok) {
       if (r.at.known() && r.o.meta && r.o.code == streams::errc::ok) {
@@ -309,6 +322,7 @@ std::uint64_t partition::forget_cold(const std::string& path, streams::stream_of
 
 void partition::request_checkpoint() {
   if (checkpointer_) checkpointer_->request();
+  if (data_log_) data_log_->request_reclaim();  // a cluster node: the data log's segments go instead
 }
 
 void partition::snapshot_for_bucket(std::function<void(result<checkpointer::bucket_cut>)> fn) {

@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,7 +121,14 @@ class partition {
   // Returns what applying it did; an undecodable record is an error and changes nothing.
   result<tier::cold_apply_result> submit_index_record(std::vector<std::byte> record, completion done);
 
-  // Start-up, before the loop runs (a single node with a cold tier): moves durable stream data to objects
+  // A cluster node's apply (replica/raft_lane.h): an index record committed in a group's log, applied to
+  // the cold index on every node in log order; an undecodable record is an error and changes nothing.
+  result<tier::cold_apply_result> apply_index_entry(std::span<const std::byte> record);
+  // A cluster node applied committed command `c` with outcome `o`: the cold index follows it (a stream
+  // created again has no cold bytes) and the cold tier counts and reads its bytes.
+  void follow_applied(const streams::command& c, const streams::outcome& o);
+
+  // Start-up, before the loop runs (a node with a cold tier): moves durable stream data to objects
   // through `put` (replica/cold_mover.h), and refuses appends (write_failure: cold_backlogged) while more
   // than `local_bytes` of stream data is in no object yet (0: never: local_budget_full). start_cold()
   // starts it on the loop.
@@ -145,7 +153,7 @@ class partition {
   // the bytes forgotten.
   std::uint64_t forget_cold(const std::string& path, streams::stream_offset pos);
   // Takes a checkpoint at the next chance, whatever the log grew since the last (segments whose records
-  // were forgotten are then deleted).
+  // were forgotten are then deleted); a cluster node's data log reclaims at its next tick instead.
   void request_checkpoint();
   // The streams whose records in objects a reclaim or a restore snapshot may forget, each with its cold
   // end: byte streams that are visible (not soft-deleted or expired) and that no fork reads through (a
@@ -256,6 +264,8 @@ class partition {
  private:
   // A durable command's new record: into the hot tier, with its place in the log.
   void admit(const durable_result& r);
+  // The cold index follows an applied command, and the mover counts the bytes it added.
+  void follow_cold(const streams::command& c, const streams::outcome& o);
   // After a failed log write: once nothing is in flight, rebuild the state from the log and accept
   // writes again (docs/storage.md, "Write failures").
   void schedule_rebuild(std::chrono::milliseconds delay);

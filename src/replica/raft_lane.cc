@@ -194,19 +194,31 @@ result<std::vector<std::byte>> raft_lane::take_snapshot(std::uint32_t group, std
   if (!streams) return streams.err();
   const std::vector<std::byte> subs =
       subscriptions_ != nullptr ? subscriptions_->snapshot_part(group) : std::vector<std::byte>{};
+  // Object references, not bytes: records whose bytes are only in objects are not in the streams part
+  // (memory_log::held_from), the cold index's part says where they are.
+  const tier::cold_index cold_part = part_.cold_index().part(in_group(group));
+  const std::vector<std::byte> cold = cold_part.streams() > 0 ? cold_part.encode() : std::vector<std::byte>{};
   // Pinned from now on: a snapshot that does not become durable leaves the previous one in the node
   // log, whose references the state still holds or a later snapshot pinned (docs/replication.md).
   part_.pin_snapshot_segments(group, std::vector<std::uint64_t>(segments.begin(), segments.end()));
-  log::debug("weir cluster: group {} snapshot at {}: {} bytes of streams, {} of subscriptions", group, index,
-             streams->size(), subs.size());
-  return encode_group_snapshot(*streams, subs);
+  log::debug(
+      "weir cluster: group {} snapshot at {}: {} bytes of streams, {} of subscriptions, {} of cold index",
+      group, index, streams->size(), subs.size(), cold.size());
+  return encode_group_snapshot(*streams, subs, cold);
 }
 
 status raft_lane::restore_snapshot(std::uint32_t group, std::uint64_t index,
                                    std::span<const std::byte> state) {
   auto parts = decode_group_snapshot(state);
   if (!parts) return parts.err();
+  tier::cold_index cold;  // none: the group has no bytes in objects (a stale part here is dropped)
+  if (!parts->cold.empty()) {
+    auto decoded = tier::cold_index::decode(parts->cold);
+    if (!decoded) return decoded.err();
+    cold = std::move(*decoded);
+  }
   if (auto st = restore_part(parts->streams, in_group(group)); !st) return st;
+  part_.cold_index().replace_part(in_group(group), cold);
   // What the snapshot references stays on disk until the group's next snapshot, as when it was taken:
   // this node may send it to a peer (a transfer reads every record) after the state moved on. The
   // segments are this lane's data log's (its partition's core), not lane 0's.
@@ -227,7 +239,7 @@ streams::outcome raft_lane::submit(const streams::command& c, completion done) {
   const std::uint32_t g = group_of(streams::command_path(c));
   const std::uint64_t ticket =
       repl_->submit(g, std::as_bytes(std::span<const char>(scratch_.data(), scratch_.size())));
-  waiting_.emplace(ticket, waiter{std::move(done), {}, scratch_.size()});
+  waiting_.emplace(ticket, waiter{std::move(done), {}, {}, scratch_.size()});
   in_flight_bytes_ += scratch_.size();
   return {};
 }
@@ -287,10 +299,38 @@ void raft_lane::submit_entry(std::uint32_t group, std::span<const std::byte> pay
   in_flight_bytes_ += payload.size();
 }
 
+std::vector<std::uint32_t> raft_lane::groups() const {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t g = opts_.lane; g < opts_.cluster.groups; g += opts_.cluster.lanes) out.push_back(g);
+  return out;
+}
+
+void raft_lane::record(std::uint32_t group, std::vector<std::byte> record, recorded done) {
+  const std::uint64_t ticket = repl_->submit(group, record, cluster::entry_kind::cold_index, true);
+  waiter w;
+  w.record_done = std::move(done);
+  w.bytes = record.size();
+  waiting_.emplace(ticket, std::move(w));
+  in_flight_bytes_ += record.size();
+}
+
 void raft_lane::apply(std::uint32_t group, std::uint64_t index, cluster::entry_kind kind,
                       std::span<const std::byte> bytes, std::uint64_t ticket) {
   // Reads of forks waiting for this group go on once this apply returned (applied_waits posts them).
   applied_->applied(group, index);
+  if (kind == cluster::entry_kind::cold_index) {
+    // Every node, in log order, against the same state: the same ranges apply everywhere, and a deposed
+    // leader's late record is checked like any other (tier::cold_index::apply).
+    auto applied = part_.apply_index_entry(bytes);
+    if (!applied) {
+      log::error("weir cluster: group {} entry {}: an index record that does not apply ({}); skipped", group,
+                 index, applied.err().reason);
+    }
+    if (ticket == 0) return;
+    if (auto it = waiting_.find(ticket); it != waiting_.end())
+      finish(it, durable_result{}, std::move(applied));
+    return;
+  }
   if (kind == cluster::entry_kind::subscriptions) {
     if (subscriptions_ != nullptr) subscriptions_->apply(group, bytes);
     if (ticket == 0) return;
@@ -319,9 +359,19 @@ void raft_lane::apply(std::uint32_t group, std::uint64_t index, cluster::entry_k
   finish(it, std::move(r));
 }
 
-void raft_lane::finish(waiter_map::iterator it, durable_result r) {
+void raft_lane::finish(waiter_map::iterator it, durable_result r,
+                       std::optional<result<tier::cold_apply_result>> applied) {
   in_flight_bytes_ -= it->second.bytes;
   host_.on_in_flight_down();  // writes waiting for admission (they propose: never inside libraft)
+  if (it->second.record_done) {
+    if (!applied) {
+      applied =
+          make_error(r.failure, std::string("the index record did not commit here: ") + errc_name(r.failure));
+    }
+    ex_.post([done = std::move(it->second.record_done), a = std::move(*applied)] { done(a); });
+    waiting_.erase(it);
+    return;
+  }
   if (it->second.entry_done) {
     ex_.post([done = std::move(it->second.entry_done), ok = r.failure == errc::ok] { done(ok); });
     waiting_.erase(it);

@@ -39,6 +39,7 @@
 #include "cluster/replicator.h"
 #include "raft/executor.h"
 #include "raft/node_log.h"
+#include "replica/cold_mover.h"
 #include "replica/commit_path.h"
 #include "replica/partition.h"
 #include "replica/shard_wal.h"
@@ -111,7 +112,7 @@ struct raft_lane_options {
   std::function<void(cluster::replicator::options&)> adjust;
 };
 
-class raft_lane final : public commit_path {
+class raft_lane final : public commit_path, public cold_groups {
  public:
   // Opens the node log and starts every group of the lane. `flusher`: where the node log's disk work
   // runs; `links` outlive the lane.
@@ -152,7 +153,6 @@ class raft_lane final : public commit_path {
   void linearize_group(std::uint32_t group, std::function<void(bool)> ready) {
     repl_->read_index(group, std::move(ready));
   }
-  std::uint32_t group_of(std::string_view path) const { return cluster_group_of(path, opts_.cluster.groups); }
   std::uint32_t lane() const { return opts_.lane; }
   // Subscriptions are replicated through lane 0's groups (the service lives on core 0): the group of
   // lane 0 a subscription's key belongs to (group_of when the node has one lane).
@@ -164,6 +164,18 @@ class raft_lane final : public commit_path {
   // runs on this executor: true once this node applied it, false when it failed.
   void submit_entry(std::uint32_t group, std::span<const std::byte> payload, bool here_only,
                     std::function<void(bool)> done);
+
+  // cold_groups (replica/cold_mover.h): the cold tier's uploads of this lane's groups go from their
+  // leaders, and an index record is an entry of kind cold_index proposed only while this node leads the
+  // group (here_only), applied on every node in log order (partition::apply_index_entry).
+  std::vector<std::uint32_t> groups() const override;
+  std::uint32_t group_of(std::string_view path) const override {
+    return cluster_group_of(path, opts_.cluster.groups);
+  }
+  std::optional<std::uint64_t> leader_term(std::uint32_t group) const override {
+    return repl_->leader_term(group);
+  }
+  void record(std::uint32_t group, std::vector<std::byte> record, recorded done) override;
 
   // A committed command of the cluster, at `index` of `group`'s log, applied to the state machine (what
   // a stream it creates is called and the place of a fork reference it takes: set_entry_place; the same
@@ -245,11 +257,14 @@ class raft_lane final : public commit_path {
   struct waiter {
     completion done;
     std::function<void(bool)> entry_done;  // submit_entry's
+    recorded record_done;                  // record's
     std::size_t bytes = 0;
   };
   using waiter_map = std::unordered_map<std::uint64_t, waiter>;
-  // Runs the command's completion on the next turn and forgets it.
-  void finish(waiter_map::iterator it, durable_result r);
+  // Runs the command's completion on the next turn and forgets it (an index record's gets `applied`, or
+  // the failure in `r` as an error).
+  void finish(waiter_map::iterator it, durable_result r,
+              std::optional<result<tier::cold_apply_result>> applied = std::nullopt);
   waiter_map waiting_;
   subscription_entries* subscriptions_ = nullptr;
   std::size_t in_flight_bytes_ = 0;

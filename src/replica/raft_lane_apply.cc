@@ -33,8 +33,9 @@ streams::outcome raft_lane::apply_committed(const streams::command& c, std::uint
     link_waiting_forks(create->path);
   }
   if (o.created && !lend_waiting_.empty()) answer_lend_requests();
-  // The record it added goes to the data log.
+  // The record it added goes to the data log; the cold tier follows.
   part_.write_applied(c, o);
+  part_.follow_applied(c, o);
   host_.on_applied(o, proposed_here);
   return o;
 }

@@ -531,7 +531,8 @@ void snapshot_transfers::finish(key k, std::uint64_t sync_wait) {
       });
   if (!streams) return drop_in(k, streams.err().reason, false);
   std::vector<std::byte> data(s.data.begin(), s.data.begin() + static_cast<std::ptrdiff_t>(parts->offset));
-  const std::vector<std::byte> state = encode_group_snapshot(*streams, parts->parts.subscriptions);
+  const std::vector<std::byte> state =
+      encode_group_snapshot(*streams, parts->parts.subscriptions, parts->parts.cold);
   data.insert(data.end(), state.begin(), state.end());
   s.data = std::move(data);
   s.transfer = 0;

@@ -13,6 +13,7 @@
 #include "replica/cold_restore.h"
 #include "replica/cold_snapshots.h"
 #include "server/node.h"
+#include "server/replication.h"
 #include "server/reply.h"
 #include "server/stream_shard.h"
 #include "tier/cold_fetcher.h"
@@ -57,10 +58,8 @@ status node::connect_cold() {
     if (cfg_.restore) return cold_error("restore needs cold (the bucket to restore from)");
     return {};
   }
-  if (cfg_.cluster.enabled()) {
-    return cold_error(
-        "a cluster node does not move data to a bucket yet (docs/cold-tier.md, \"Status\"); "
-        "run without cold");
+  if (cfg_.cluster.enabled() && cfg_.restore) {
+    return cold_error("a cluster node does not restore from the bucket yet (docs/cold-tier.md, \"Status\")");
   }
   if (!cfg_.durable) return cold_error("needs durable true (only data on disk moves to the bucket)");
   tier::s3_settings s;
@@ -135,14 +134,23 @@ status node::open_cold() {
   cold_fetcher_ = std::make_unique<tier::cold_fetcher>(*cold_store_);
   for (std::size_t i = 0; i < shards_.size(); ++i) {
     stream_shard& shard = *shards_[i];
-    const std::string dir =
-        storage::join_path(storage::join_path(cfg_.data_dir, "wal"), "core-" + std::to_string(i));
-    auto term = replica::next_cold_term(*env_, dir);
-    if (!term) return cold_error(dir + ": " + term.err().reason);
     replica::cold_mover_options o;
     o.upload.epoch = epoch;
-    o.upload.group = tier::cold_group(static_cast<std::uint32_t>(i));
-    o.upload.term = tier::leader_term(*term);
+    replication* lane = shard.replicated();
+    if (cfg_.cluster.enabled() && lane == nullptr) continue;  // a core that only parses HTTP
+    std::uint64_t run_term = 0;
+    if (lane != nullptr) {
+      // A cluster node: each raft group's leader uploads the group's streams under its raft term.
+      o.groups = &lane->core();
+    } else {
+      const std::string dir =
+          storage::join_path(storage::join_path(cfg_.data_dir, "wal"), "core-" + std::to_string(i));
+      auto term = replica::next_cold_term(*env_, dir);
+      if (!term) return cold_error(dir + ": " + term.err().reason);
+      run_term = *term;
+      o.upload.group = tier::cold_group(static_cast<std::uint32_t>(i));
+      o.upload.term = tier::leader_term(run_term);
+    }
     o.upload.target_object_bytes = cfg_.cold_object_bytes;
     o.upload.max_age = std::chrono::milliseconds(cfg_.cold_max_age_ms);
     tier::object_store_workers* workers = cold_workers_.get();
@@ -159,6 +167,21 @@ status node::open_cold() {
     const std::uint64_t held = share > overhead ? share - overhead : 0;
     o.keep_bytes =
         cfg_.cold_keep_bytes > 0 ? std::max<std::uint64_t>(1, cfg_.cold_keep_bytes / shards_.size()) : held;
+    shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers, loop](
+                                         std::string key, std::uint64_t size, std::uint64_t position,
+                                         std::uint64_t length, replica::partition::object_done done) {
+      workers->run_job<tier::store_result<tier::object_bytes>>(
+          [fetcher, key = std::move(key), size, position, length] {
+            return fetcher->read(key, size, position, length);
+          },
+          std::move(done), loop);
+    });
+    if (lane != nullptr) {
+      // Neither the sweep of orphans nor restore snapshots run on a cluster node yet (docs/cold-tier.md,
+      // "Status").
+      shard.part().attach_cold(o, put, held);
+      continue;
+    }
     // Objects nothing names any more go after cold-gc-grace-ms; the bucket is listed every half of it,
     // at most once a second (each listing is a paid request per page).
     o.sweep.grace = std::chrono::milliseconds(cfg_.cold_gc_grace_ms);
@@ -175,20 +198,11 @@ status node::open_cold() {
       return part->snapshots() == nullptr || part->snapshots()->names(key);
     };
     shard.part().attach_cold(o, put, held);
-    shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers, loop](
-                                         std::string key, std::uint64_t size, std::uint64_t position,
-                                         std::uint64_t length, replica::partition::object_done done) {
-      workers->run_job<tier::store_result<tier::object_bytes>>(
-          [fetcher, key = std::move(key), size, position, length] {
-            return fetcher->read(key, size, position, length);
-          },
-          std::move(done), loop);
-    });
     replica::cold_snapshot_options so;
     so.epoch = epoch;
     so.group = tier::cold_group(static_cast<std::uint32_t>(i));
     so.groups = static_cast<std::uint32_t>(shards_.size());
-    so.term = tier::leader_term(*term);
+    so.term = tier::leader_term(run_term);
     so.interval = std::chrono::milliseconds(cfg_.cold_snapshot_interval_ms);
     replica::cold_snapshot_io io;
     io.off_loop = [workers, loop](std::function<replica::cold_snapshot_io::built()> job,
@@ -218,9 +232,10 @@ void node::cold_health(http::exchange ex) {
   gather_shards(
       [v](stream_shard& shard) {
         if (const replica::cold_mover* m = shard.part().mover()) {
-          v->waiting += m->uploads().bytes_waiting();
+          const replica::cold_mover::upload_view up = m->uploads();
+          v->waiting += up.bytes_waiting;
           v->local += m->local_bytes();
-          if (!m->uploads().last_error().empty()) v->upload_error = m->uploads().last_error();
+          if (!up.last_error.empty()) v->upload_error = up.last_error;
         }
         v->refusing = v->refusing || shard.part().local_budget_full();
         if (const replica::cold_snapshots* sn = shard.part().snapshots();

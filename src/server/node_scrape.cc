@@ -81,9 +81,10 @@ void node::serve_metrics(http::exchange ex) {
       if (const replica::cold_mover* m = sh->part().mover()) {
         f.tiered = true;
         f.tier = m->stats();
-        f.upload_waiting = m->uploads().bytes_waiting();
-        f.upload_failures = m->uploads().attempts_failed();
-        if (const replica::cold_sweeper* sw = m->sweeper()) f.sweep = sw->stats();
+        const replica::cold_mover::upload_view up = m->uploads();
+        f.upload_waiting = up.bytes_waiting;
+        f.upload_failures = up.attempts_failed;
+        f.sweep = m->sweep_stats();
       }
       if (const replica::cold_snapshots* sn = sh->part().snapshots()) f.snapshots = sn->stats();
       f.bucket_reads = sh->part().bucket_reads();

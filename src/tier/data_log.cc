@@ -281,7 +281,7 @@ void data_log::pin(std::uint32_t group, std::vector<std::uint64_t> segments) {
 void data_log::reclaim(std::int64_t now_ms) {
   if (reclaiming_ || last_lsn_.value() == 0) return;
   const bool due =
-      bytes_since_reclaim_ >= opts_.reclaim_bytes ||
+      reclaim_requested_ || bytes_since_reclaim_ >= opts_.reclaim_bytes ||
       (now_ms - last_reclaim_ms_ >= opts_.reclaim_interval_ms && (bytes_since_reclaim_ > 0 || pins_changed_));
   if (!due) return;
   // Every record written so far (lsn <= last_lsn_) is located already, so `keep` covers each of them
@@ -294,6 +294,7 @@ void data_log::reclaim(std::int64_t now_ms) {
   keep.reserve(keep_ids.size());
   for (std::uint64_t s : keep_ids) keep.emplace_back(s);
   reclaiming_ = true;
+  reclaim_requested_ = false;
   bytes_since_reclaim_ = 0;
   pins_changed_ = false;
   last_reclaim_ms_ = now_ms;

@@ -128,6 +128,9 @@ class data_log {
 
   // Syncs or reclaims when due (the shard calls it a few times a second).
   void tick(std::int64_t now_ms);
+  // The state let go of records (the cold tier forgot them: their bytes are in objects): reclaim at the
+  // next tick, whatever was written since the last.
+  void request_reclaim() { reclaim_requested_ = true; }
   // Unless a sync runs: hands the queued records to the writer, then starts a sync (unless nothing was
   // written since the last; the records just handed over wait for the next one).
   void sync_now();
@@ -198,6 +201,7 @@ class data_log {
   bool reclaiming_ = false;
   std::uint64_t bytes_since_reclaim_ = 0;
   bool pins_changed_ = false;
+  bool reclaim_requested_ = false;
   std::int64_t last_reclaim_ms_ = 0;
   std::int64_t now_ms_ = 0;  // as of the last tick
   std::map<std::uint32_t, std::vector<std::uint64_t>> pins_;

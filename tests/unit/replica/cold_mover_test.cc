@@ -1,7 +1,9 @@
 // A single node's cold tier built directly (replica::cold_mover over a partition on its own loop, the
 // in-memory object store): durable bytes go to objects, the index records them through the partition's
 // log, a restart replays (or loads from a checkpoint) the same index, a refused upload is retried with
-// the same key and bytes, and appends stop at the local budget while the bucket is down.
+// the same key and bytes, and appends stop at the local budget while the bucket is down. With a
+// cluster lane's groups (cold_groups): only the groups this node leads upload, each under its term, and
+// a record that did not commit sends its bytes again.
 #include "replica/cold_mover.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +48,7 @@ class cold_mover_test : public testing::partition_on_loop {
       auto term = next_cold_term(env_, "/data/wal/core-0");
       ASSERT_TRUE(term.has_value());
       cold_mover_options o;
+      o.groups = groups_;
       o.upload.group = tier::cold_group(0);
       o.upload.term = tier::leader_term(*term);
       o.upload.target_object_bytes = 1 << 20;
@@ -81,7 +84,7 @@ class cold_mover_test : public testing::partition_on_loop {
   void upload_now() {
     on_loop([&] {
       part_->mover()->pass();
-      const_cast<tier::uploader&>(part_->mover()->uploads()).flush();
+      part_->mover()->flush();
       return 0;
     });
     on_loop([] { return 0; });  // the put's answer, then the report and the index record
@@ -179,9 +182,111 @@ class cold_mover_test : public testing::partition_on_loop {
   tier::mem_object_store store_;
   tier::cold_fetcher fetcher_{store_};
   quiet_host host_;
+  cold_groups* groups_ = nullptr;            // a cluster's groups (null: a single node)
   bool hold_puts_ = false;                   // the loop's
   std::vector<std::function<void()>> held_;  // the loop's
 };
+
+// A cluster lane's groups, as a raft lane shows them to the mover: /a... in group 3, /b... in group 5;
+// which of them this node leads (and in what term) is the test's to change; a record applies to the
+// partition's index at once (a committed entry's apply) unless the test makes it fail (not committed).
+struct two_groups final : cold_groups {
+  partition* part = nullptr;
+  std::map<std::uint32_t, std::uint64_t> led;  // group -> term
+  bool fail_records = false;
+  std::vector<std::uint32_t> recorded_in;
+  std::vector<std::uint32_t> groups() const override { return {3, 5}; }
+  std::uint32_t group_of(std::string_view path) const override { return path.starts_with("/a") ? 3 : 5; }
+  std::optional<std::uint64_t> leader_term(std::uint32_t g) const override {
+    auto it = led.find(g);
+    if (it == led.end()) return std::nullopt;
+    return it->second;
+  }
+  void record(std::uint32_t g, std::vector<std::byte> rec, recorded done) override {
+    recorded_in.push_back(g);
+    if (fail_records) return done(make_error(errc::cluster_unavailable, "no leader"));
+    done(part->apply_index_entry(rec));
+  }
+};
+
+class cold_mover_groups_test : public cold_mover_test {
+ protected:
+  void SetUp() override {
+    groups_ = &lane_;
+    open();
+    lane_.part = part_.get();
+  }
+  // Runs the mover's pass (it follows leadership first), sends what it packed, and lets the puts answer.
+  void pass_and_flush() {
+    on_loop([&] {
+      part_->mover()->pass();
+      part_->mover()->flush();
+      return 0;
+    });
+    on_loop([] { return 0; });
+  }
+  two_groups lane_;
+};
+
+TEST_F(cold_mover_groups_test, only_the_groups_this_node_leads_upload_each_under_its_term) {
+  for (const char* p : {"/a1", "/b1"}) ASSERT_EQ(submit(make_create(p)).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a1", "alpha")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/b1", "bravo")).failure, errc::ok);
+  // A follower of both: nothing goes, but its bytes count against the budget all the same.
+  pass_and_flush();
+  EXPECT_TRUE(store_.keys().empty());
+  EXPECT_EQ(on_loop([&] { return part_->mover()->local_bytes(); }), 10u);
+
+  on_loop([&] { return lane_.led[3] = 7; });
+  pass_and_flush();
+  ASSERT_EQ(store_.keys().size(), 1u);
+  EXPECT_EQ(store_.keys()[0], "e0001/g00000003/t0000000000000007-s0000000000000000.obj");
+  EXPECT_EQ(cold_end("/a1"), 5u);
+  EXPECT_EQ(cold_end("/b1"), std::nullopt);
+  EXPECT_EQ(lane_.recorded_in, std::vector<std::uint32_t>{3});
+
+  // Group 5 led too, in term 2: its own object, its own sequence.
+  on_loop([&] { return lane_.led[5] = 2; });
+  pass_and_flush();
+  ASSERT_EQ(store_.keys().size(), 2u);
+  EXPECT_EQ(store_.keys()[1], "e0001/g00000005/t0000000000000002-s0000000000000000.obj");
+  EXPECT_EQ(cold_bytes("/b1"), "bravo");
+  EXPECT_EQ(on_loop([&] { return part_->mover()->uploads().groups_led; }), 2u);
+}
+
+TEST_F(cold_mover_groups_test,
+       a_record_that_did_not_commit_sends_the_bytes_again_and_a_new_term_starts_over) {
+  ASSERT_EQ(submit(make_create("/a1")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a1", "one,")).failure, errc::ok);
+  on_loop([&] {
+    lane_.led[3] = 4;
+    lane_.fail_records = true;
+    return 0;
+  });
+  pass_and_flush();
+  ASSERT_EQ(store_.keys().size(), 1u);  // uploaded, but its record did not commit
+  EXPECT_EQ(cold_end("/a1"), std::nullopt);
+
+  // Leadership lost and won back in a later term: the stream goes again from its cold end, under keys
+  // of the new term (the old term's object is an orphan for the sweep).
+  on_loop([&] {
+    lane_.led.erase(3);
+    return 0;
+  });
+  pass_and_flush();
+  EXPECT_EQ(on_loop([&] { return part_->mover()->uploads().groups_led; }), 0u);
+  ASSERT_EQ(submit(make_append("/a1", "two")).failure, errc::ok);
+  on_loop([&] {
+    lane_.led[3] = 6;
+    lane_.fail_records = false;
+    return 0;
+  });
+  pass_and_flush();
+  ASSERT_EQ(store_.keys().size(), 2u);
+  EXPECT_EQ(store_.keys()[1], "e0001/g00000003/t0000000000000006-s0000000000000000.obj");
+  EXPECT_EQ(cold_end("/a1"), 7u);
+  EXPECT_EQ(cold_bytes("/a1"), "one,two");
+}
 
 TEST_F(cold_mover_test, durable_bytes_of_every_stream_go_to_one_object_and_the_index_records_them) {
   ASSERT_EQ(submit(make_create("/a")).failure, errc::ok);

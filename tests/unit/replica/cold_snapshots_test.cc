@@ -80,7 +80,7 @@ class cold_snapshots_test : public testing::partition_on_loop {
     });
     settle();
     on_loop([&] {
-      const_cast<tier::uploader&>(part_->mover()->uploads()).flush();
+      part_->mover()->flush();
       return 0;
     });
     settle();

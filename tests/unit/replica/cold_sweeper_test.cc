@@ -84,7 +84,7 @@ class cold_sweeper_test : public testing::partition_on_loop {
   void upload_now() {
     on_loop([&] {
       part_->mover()->pass();
-      const_cast<tier::uploader&>(part_->mover()->uploads()).flush();
+      part_->mover()->flush();
       return 0;
     });
     on_loop([] { return 0; });  // the put's answer, then the report and the index record

@@ -1,0 +1,260 @@
+"""A 3-node weir cluster with a cold tier against s3rver (label: integration; docs/cold-tier.md,
+"A cluster").
+
+Each raft group's leader uploads its streams' bytes to the bucket and records the objects through raft;
+every node applies the index records and, over its --local-bytes budget, drops its own copies of bytes
+that are in objects (followers too). With small segments, objects and budget:
+  1. about 6 times the budget is written through all three nodes (byte streams, and a JSON stream written at the start); every
+     node's data log stays within the budget plus a few segments, every node dropped bytes and reads
+     some back from the bucket, and every stream reads back whole and identical from every node;
+  2. the node that leads a stream's group is killed (SIGKILL) while more is written: a new leader
+     uploads under its own term; every acknowledged byte reads back from the two live nodes;
+  3. the killed node starts again and catches up (group snapshots every 16 entries carry the groups'
+     cold index, not the dropped bytes): every stream reads back the same from all three nodes;
+  4. the bucket's keys are named by epoch, group, term and sequence, and the killed leader's group has
+     objects under two terms at least (its new leader uploaded under its own).
+
+Usage: cluster_cold_test.py WEIR_BINARY NODE_DIR S3RVER_SCRIPT
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import shutil
+import urllib.parse
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster_support as cs  # noqa: E402
+from cluster_support import check, failures  # noqa: E402
+
+BUCKET = "weir-cluster-cold"
+SEGMENT_BYTES = 64 * 1024
+OBJECT_BYTES = 64 * 1024
+LOCAL_BYTES = 1024 * 1024
+OCTET = {"Content-Type": "application/octet-stream"}
+JSON = {"Content-Type": "application/json"}
+
+
+class S3rver:
+    """s3rver (npm, tests/node) on 127.0.0.1 with one bucket; stopped by its PID."""
+
+    def __init__(self, node_dir, script):
+        self.dir = tempfile.mkdtemp(prefix="weir-cluster-cold-s3-")
+        self.out = os.path.join(self.dir, "s3rver.out")
+        with open(self.out, "w") as out:
+            self.proc = subprocess.Popen(["node", "--openssl-legacy-provider", os.path.abspath(script),
+                                          os.path.abspath(node_dir),
+                                          os.path.join(self.dir, "files"), BUCKET, "0"],
+                                         stdout=out, stderr=subprocess.STDOUT)
+
+        def port():
+            if self.proc.poll() is not None:
+                raise RuntimeError("s3rver exited:\n" + open(self.out).read())
+            m = re.search(r"^port (\d+)$", open(self.out).read(), re.M)
+            return int(m.group(1)) if m else None
+
+        self.port = cs.wait_for("s3rver to listen", port, 20)
+
+    def keys(self):
+        """Every object key of the bucket (s3rver keeps each as a file `<key>._S3rver_object`)."""
+        root = os.path.join(self.dir, "files", BUCKET)
+        out = []
+        for base, _, files in os.walk(root):
+            for f in files:
+                if f.endswith("._S3rver_object"):
+                    out.append(os.path.relpath(os.path.join(base, f), root)[: -len("._S3rver_object")])
+        return sorted(out)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def req(node, method, path, body=None, headers=None):
+    return cs.request(node.port, method, path, body=body, headers=headers, timeout=20)
+
+
+def append(node, path, body, headers):
+    """POST, retried on 503 (a leader hand-over, or the budget of bytes not in the bucket yet)."""
+    for _ in range(300):
+        try:
+            st, _, _ = req(node, "POST", path, body=body, headers=headers)
+        except OSError:
+            st = 0
+        if st not in (0, 503):
+            return st
+        time.sleep(0.1)
+    return st
+
+
+def metrics(node):
+    """The node's /metrics samples without labels, summed over label sets: {name: value}."""
+    try:
+        st, _, body = req(node, "GET", "/metrics")
+    except OSError:
+        return None
+    if st != 200:
+        return None
+    out = {}
+    for line in body.decode().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name, _, value = line.rpartition(" ")
+        name = name.split("{")[0]
+        try:
+            out[name] = out.get(name, 0) + float(value)
+        except ValueError:
+            pass
+    return out
+
+
+def data_log_bytes(node):
+    """Bytes of the node's data-log segment files (every lane's)."""
+    total = 0
+    for entry in os.listdir(node.data_dir):
+        if entry == "data" or entry.startswith("data-"):
+            d = os.path.join(node.data_dir, entry)
+            total += sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+    return total
+
+
+def check_reads(nodes, expected, what):
+    for n in nodes:
+        for path, want in expected.items():
+            try:
+                got, _ = cs.read_stream(n, path)
+            except RuntimeError as e:
+                check(False, "%s: %s" % (what, e))
+                continue
+            if path.endswith("json"):
+                check(got.count(b"{") == want.count(b"{"),
+                      "%s: node %d reads %d JSON messages of %s, wrote %d" %
+                      (what, n.id, got.count(b"{"), path, want.count(b"{")))
+            else:
+                check(got == want, "%s: node %d reads %d bytes of %s (wrote %d), first difference at %s" %
+                      (what, n.id, len(got), path, len(want),
+                       next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))))
+
+
+def write_round(cluster, expected, rounds, tag):
+    """`rounds` appends of 16 KiB to each byte stream (and a JSON message in the first 4), through the
+    nodes in turn."""
+    live = [n for n in cluster.nodes.values() if n.alive()]
+    for r in range(rounds):
+        for k, path in enumerate(sorted(expected)):
+            node = live[(r + k) % len(live)]
+            if path.endswith("json"):
+                # A JSON stream keeps its records (its objects do not keep message boundaries: docs/
+                # cold-tier.md, "Status"), and so every segment they are in: a few, at the start.
+                if r >= 4:
+                    continue
+                body = b'[{"round": %d, "tag": "%s"}]' % (r, tag.encode())
+                st = append(node, path, body, JSON)
+                if check(st in (200, 204), "%s: JSON append %d through node %d: %d" % (tag, r, node.id, st)):
+                    expected[path] += body[1:-1]
+                continue
+            body = (("%s-%s-%06d|" % (tag, path[-1], r)) * 1024).encode()[:16384]
+            st = append(node, path, body, OCTET)
+            if check(st in (200, 204), "%s: append %d to %s through node %d: %d" % (tag, r, path, node.id, st)):
+                expected[path] += body
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__)
+        return 2
+    t0 = time.monotonic()
+    s3 = S3rver(sys.argv[2], sys.argv[3])
+    os.environ["AWS_ACCESS_KEY_ID"] = "S3RVER"
+    os.environ["AWS_SECRET_ACCESS_KEY"] = "S3RVER"
+    settings = ["--threads", "1", "--raft-groups", "8", "--raft-snapshot-entries", "16",
+                "--raft-snapshot-trailing", "4", "--hot-bytes", "65536",
+                "--segment-bytes", str(SEGMENT_BYTES), "--cold", "s3://%s/c" % BUCKET,
+                "--s3-endpoint", "http://127.0.0.1:%d" % s3.port, "--cold-object-bytes", str(OBJECT_BYTES),
+                "--cold-max-age-ms", "200", "--local-bytes", str(LOCAL_BYTES)]
+    cluster = cs.Cluster(sys.argv[1], extra=settings, prefix="weir-cluster-cold-")
+    ok = False
+    error = None
+    try:
+        cluster.start()
+        cluster.wait_healthy()
+        n1 = cluster.node(1)
+        expected = {"/v1/stream/cold-a": b"", "/v1/stream/cold-b": b"", "/v1/stream/cold-c": b"",
+                    "/v1/stream/cold-json": b""}
+        for path in expected:
+            st, _, _ = req(n1, "PUT", path, headers=JSON if path.endswith("json") else OCTET)
+            check(st == 201, "create %s: %d" % (path, st))
+
+        # 1. Six times the budget, through every node.
+        write_round(cluster, expected, 128, "one")
+        nodes = list(cluster.nodes.values())
+
+        def settled():
+            ms = [metrics(n) for n in nodes]
+            if any(m is None for m in ms):
+                return False
+            uploaded = sum(m.get("weir_tier_objects_uploaded_total", 0) for m in ms)
+            return uploaded > 0 and all(m.get("weir_tier_dropped_bytes_total", 0) > 0 for m in ms) and ms
+
+        ms = cs.wait_for("every node to drop bytes that are in objects", settled, 60)
+        for n, m in zip(nodes, ms):
+            print("node %d: %d objects uploaded, %d bytes dropped, %d held, data log %d bytes" %
+                  (n.id, m.get("weir_tier_objects_uploaded_total", 0), m.get("weir_tier_dropped_bytes_total", 0),
+                   m.get("weir_tier_held_bytes", 0), data_log_bytes(n)), flush=True)
+        check_reads(nodes, expected, "after the first writes")
+        for n in nodes:
+            m = metrics(n)
+            check(m and m.get("weir_tier_bucket_reads_total", 0) > 0,
+                  "node %d read nothing from the bucket" % n.id)
+
+        def within_budget():
+            return all(data_log_bytes(n) <= LOCAL_BYTES + 3 * SEGMENT_BYTES for n in nodes)
+
+        try:
+            cs.wait_for("every data log within the budget", within_budget, 60)
+        except TimeoutError:
+            check(False, "data logs over the budget: %s" % [(n.id, data_log_bytes(n)) for n in nodes])
+
+        # 2. The leader of cold-a's group killed while more is written.
+        group = cs.fnv_group("/v1/stream/cold-a", 8)
+        leader = cluster.wait_all_leaders(via=1)["raft_groups"][group]["leader"]
+        victim = cluster.node(leader)
+        print("killing node %d, the leader of group %d" % (leader, group), flush=True)
+        victim.kill()
+        write_round(cluster, expected, 48, "two")
+        live = [n for n in nodes if n.alive()]
+        check_reads(live, expected, "with the leader killed")
+
+        # 3. It comes back and catches up.
+        victim.start()
+        cluster.wait_healthy()
+        cluster.wait_caught_up(victim.id)
+        check_reads(nodes, expected, "after the restart")
+
+        # 4. Each key once, named by group, term and sequence.
+        keys = s3.keys()
+        print("%d objects in the bucket" % len(keys), flush=True)
+        named = [re.match(r"c/e(\d+)/g(\d+)/t(\d+)-s(\d+)", k) for k in keys]
+        check(keys and all(named), "keys not named by epoch, group, term and sequence: %s" % keys[:5])
+        terms = {int(m.group(3)) for m in named if m and int(m.group(2)) == group}
+        check(len(terms) >= 2, "group %d has objects under terms %s only" % (group, sorted(terms)))
+        ok = not failures
+    except Exception as e:  # noqa: BLE001: any failure is reported with the logs
+        error = e
+    finally:
+        rc = cs.conclude("cluster_cold", cluster, ok, t0, error)
+        s3.stop()
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
