@@ -40,6 +40,7 @@ class cold_mover::local_groups final : public cold_groups {
   void record(std::uint32_t, std::vector<std::byte> record, recorded done) override {
     done(part_.submit_index_record(std::move(record), [](durable_result&) {}));
   }
+  void settle(std::uint32_t, std::function<void(bool)> ready) override { ready(true); }
 
  private:
   partition& part_;
@@ -95,7 +96,12 @@ void cold_mover::lead(std::uint32_t group, std::uint64_t term) {
   g.uploader = std::make_unique<tier::uploader>(
       part_.executor(), uo, put_, [this, group](const tier::uploaded_object& u) { on_uploaded(group, u); });
   if (o_.sweep.list && o_.sweep.remove) {
-    g.sweeper = std::make_unique<cold_sweeper>(part_, uo, *g.uploader, o_.sweep);
+    cold_sweeper_options so = o_.sweep;
+    so.settle_term = [groups = o_.groups, group](std::function<void(bool)> ready) {
+      groups->settle(group, std::move(ready));
+    };
+    g.sweeper = std::make_unique<cold_sweeper>(
+        part_, uo, [this, &g] { return settled_seq(g); }, std::move(so));
     g.sweeper->start();
   }
   // Every stream of the group is read from its cold end (what an earlier run or leader left).
@@ -116,6 +122,12 @@ void cold_mover::step_down(std::uint32_t group) {
   for (auto& [path, s] : streams_) {
     if (s.group == group) s.generation = 0;  // from its cold end, should this node lead again
   }
+}
+
+tier::upload_seq cold_mover::settled_seq(const led_group& g) const {
+  const tier::upload_seq reported = g.uploader->first_unreported();
+  if (g.unsettled.empty() || *g.unsettled.begin() >= reported.value()) return reported;
+  return tier::upload_seq(*g.unsettled.begin());
 }
 
 cold_mover::upload_view cold_mover::uploads() const {
@@ -294,10 +306,20 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
 
 void cold_mover::on_uploaded(std::uint32_t group, const tier::uploaded_object& u) {
   if (stopped_) return;
+  if (auto it = led_.find(group); it != led_.end()) it->second.unsettled.insert(u.name.seq.value());
   std::weak_ptr<bool> alive = alive_;
   o_.groups->record(group, tier::encode_index_record(u),
-                    [this, alive, u](const result<tier::cold_apply_result>& applied) {
+                    [this, alive, group, u](const result<tier::cold_apply_result>& applied) {
                       if (auto a = alive.lock(); !a || !*a || stopped_) return;
+                      // Applied, or never proposed (no leader here): settled. A record whose outcome is
+                      // unknown may still commit in this term: it holds the sweep back for the term.
+                      const bool unknown =
+                          !applied && applied.err().is<errc>() &&
+                          applied.err().code == static_cast<int>(errc::cluster_outcome_unknown);
+                      if (auto it = led_.find(group);
+                          it != led_.end() && it->second.term == u.name.term.value() && !unknown) {
+                        it->second.unsettled.erase(u.name.seq.value());
+                      }
                       on_recorded(u, applied);
                     });
 }

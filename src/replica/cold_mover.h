@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -68,6 +69,10 @@ class cold_groups {
   // undecodable record, a leadership lost, a log that failed). May run inside the call.
   using recorded = std::function<void(result<tier::cold_apply_result>)>;
   virtual void record(std::uint32_t group, std::vector<std::byte> record, recorded done) = 0;
+  // `ready(true)` once this node, leading `group`, applied every entry committed before the call (a raft
+  // read index; at once on a single node): no index record of an earlier term can be applied after it.
+  // `ready(false)`: it could not confirm it. The sweep of orphans waits for it once per term.
+  virtual void settle(std::uint32_t group, std::function<void(bool)> ready) = 0;
 };
 
 struct cold_mover_options {
@@ -158,7 +163,12 @@ class cold_mover {
     std::uint64_t term = 0;
     std::unique_ptr<tier::uploader> uploader;
     std::unique_ptr<cold_sweeper> sweeper;  // after uploader: destroyed before it
+    // Sequences of this term's objects reported and whose index record may still be applied here: the
+    // sweep's settled sequence stays below the lowest (a record whose outcome is unknown stays for the
+    // term).
+    std::set<std::uint64_t> unsettled;
   };
+  tier::upload_seq settled_seq(const led_group& g) const;
   // A single node's groups: its shard alone, led for the whole run under the run's term.
   class local_groups;
   void arm();

@@ -9,13 +9,14 @@
 
 namespace weir::replica {
 
-cold_sweeper::cold_sweeper(partition& p, const tier::uploader_options& upload, const tier::uploader& uploads,
-                           cold_sweeper_options o)
+cold_sweeper::cold_sweeper(partition& p, const tier::uploader_options& upload,
+                           std::function<tier::upload_seq()> settled_seq, cold_sweeper_options o)
     : part_(p),
       epoch_(upload.epoch),
       group_(upload.group),
       term_(upload.term),
-      uploads_(uploads),
+      settled_seq_(std::move(settled_seq)),
+      term_settled_(!o.settle_term),
       o_(std::move(o)) {
   if (!o_.in_snapshot) o_.in_snapshot = [](std::string_view) { return false; };
   o_.max_removes_in_flight = std::max<std::size_t>(1, o_.max_removes_in_flight);
@@ -54,6 +55,17 @@ void cold_sweeper::sweep() {
   // judged against that state until the rebuild has read the log back.
   if (part_.write_failure()) return;
   sweeping_ = true;
+  if (term_settled_) return begin();
+  std::weak_ptr<bool> alive = alive_;
+  o_.settle_term([this, alive](bool settled) {
+    if (auto a = alive.lock(); !a || !*a) return;
+    if (!settled) return finish(false);
+    term_settled_ = true;
+    begin();
+  });
+}
+
+void cold_sweeper::begin() {
   sweep_.begin_pass();
   list_page("");
 }
@@ -73,10 +85,10 @@ tier::sweep_state cold_sweeper::state() const {
   s.group = group_;
   s.term = term_;
   // A single node applies an index record when it submits it (partition::submit_index_record): no
-  // record of an earlier term (an earlier run) can be applied any more, and every object reported so far
-  // has been.
-  s.term_settled = true;
-  s.settled_seq = uploads_.first_unreported();
+  // record of an earlier term (an earlier run) can be applied any more. A cluster leader waited for its
+  // read index once in its term (settle_term).
+  s.term_settled = term_settled_;
+  s.settled_seq = settled_seq_();
   const tier::cold_index& index = part_.cold_index();
   s.indexed = [&index](std::string_view key) { return index.names(key); };
   s.in_snapshot = o_.in_snapshot;

@@ -1,22 +1,26 @@
-// cold_sweeper: deletes a single node's cold objects that nothing names any more (docs/cold-tier.md,
+// cold_sweeper: deletes one group's cold objects that nothing names any more (docs/cold-tier.md,
 // "Orphans"): the objects of deleted and expired streams once no stream or fork reads them, and the
 // orphans of lost answers, refused records and earlier runs. tier::orphan_sweep decides, exactly, which
 // listed keys may go; this is its caller on one shard.
 //
 // Every `interval` it lists the group's prefix (e<epoch>/g<group>/) one page at a time through `list`,
-// hands each page to the orphan sweep with this shard's view (the run's upload term, settled at once: a
-// single node applies an index record when it is submitted; the uploader's first unreported sequence;
-// the partition's index; the retained restore snapshots), and deletes what it returns through `remove`,
+// hands each page to the orphan sweep with this node's view (its upload term; the sequence below which
+// every index record of the term has been applied or can never be; the partition's index; the retained
+// restore snapshots), and deletes what it returns through `remove`,
 // at most max_removes_in_flight at a time, before it lists the next page. A key is deleted only after it
 // met the rules in two sweeps at least `grace` apart. A failed listing ends the sweep (the next one
 // starts over); a failed delete is counted and logged, and the key waits for a later sweep.
 //
+// The term is settled (no index record of an earlier term can be applied any more) at once on a single
+// node, which applies a record when it is submitted; a cluster group's leader first confirms it leads
+// and has applied everything committed (settle_term: a raft read index), once per term.
+//
 // While the partition's log has failed (a command applied in memory may never become durable, and a
 // restart would bring back the index that names its objects) nothing is swept.
 //
-// Owned by the shard's cold_mover; lives on the partition's executor: every method runs there, and the
-// list and remove functions deliver their answers there. One sweep at a time; stop() ends it (answers
-// still in flight then find the sweeper gone and do nothing).
+// Owned by the cold_mover, one per group this node leads; lives on the partition's executor: every method
+// runs there, and the list and remove functions deliver their answers there. One sweep at a time; stop() ends
+// it (answers still in flight then find the sweeper gone and do nothing).
 #pragma once
 
 #include <chrono>
@@ -53,6 +57,10 @@ struct cold_sweeper_options {
   // runs (the node: grace / 2, at least 1 s).
   std::chrono::milliseconds grace{600'000};
   std::chrono::milliseconds interval{300'000};
+  // A cluster group's leader: `ready(true)` once it applied every entry committed before the call (so no
+  // index record of an earlier term can be applied after), `ready(false)` when it could not confirm it
+  // (no longer leads: the sweep ends). Null: settled at once (a single node).
+  std::function<void(std::function<void(bool)> ready)> settle_term;
   int page_keys = tier::object_store::max_list_keys;
   std::size_t max_removes_in_flight = 4;
 };
@@ -68,9 +76,10 @@ struct cold_sweeper_stats {
 
 class cold_sweeper {
  public:
-  // `uploads`: the shard's uploader (its term and first unreported sequence); both outlive the sweeper.
-  cold_sweeper(partition& p, const tier::uploader_options& upload, const tier::uploader& uploads,
-               cold_sweeper_options o);
+  // `upload`: the group's uploader's options (epoch, group, term); `settled_seq`: the sequence below
+  // which every object of the term was recorded and applied here, or can never be (called at each page).
+  cold_sweeper(partition& p, const tier::uploader_options& upload,
+               std::function<tier::upload_seq()> settled_seq, cold_sweeper_options o);
   ~cold_sweeper();
   cold_sweeper(const cold_sweeper&) = delete;
   cold_sweeper& operator=(const cold_sweeper&) = delete;
@@ -92,6 +101,7 @@ class cold_sweeper {
   };
   void arm();
   void list_page(std::string continuation);
+  void begin();
   void on_page(tier::store_result<tier::list_page> r);
   // Sends deletes while fewer than max_removes_in_flight are out; once the page's are all answered,
   // lists the next page (or ends the sweep).
@@ -104,7 +114,8 @@ class cold_sweeper {
   tier::cold_epoch epoch_;
   tier::cold_group group_;
   tier::leader_term term_;
-  const tier::uploader& uploads_;
+  std::function<tier::upload_seq()> settled_seq_;
+  bool term_settled_ = false;
   cold_sweeper_options o_;
   tier::orphan_sweep sweep_;
   raft::executor::timer_id timer_ = 0;

@@ -176,6 +176,9 @@ class raft_lane final : public commit_path, public cold_groups {
     return repl_->leader_term(group);
   }
   void record(std::uint32_t group, std::vector<std::byte> record, recorded done) override;
+  void settle(std::uint32_t group, std::function<void(bool)> ready) override {
+    linearize_group(group, std::move(ready));
+  }
 
   // A committed command of the cluster, at `index` of `group`'s log, applied to the state machine (what
   // a stream it creates is called and the place of a fork reference it takes: set_entry_place; the same

@@ -176,14 +176,9 @@ status node::open_cold() {
           },
           std::move(done), loop);
     });
-    if (lane != nullptr) {
-      // Neither the sweep of orphans nor restore snapshots run on a cluster node yet (docs/cold-tier.md,
-      // "Status").
-      shard.part().attach_cold(o, put, held);
-      continue;
-    }
     // Objects nothing names any more go after cold-gc-grace-ms; the bucket is listed every half of it,
-    // at most once a second (each listing is a paid request per page).
+    // at most once a second (each listing is a paid request per page). On a cluster node each group's
+    // leader sweeps its group.
     o.sweep.grace = std::chrono::milliseconds(cfg_.cold_gc_grace_ms);
     o.sweep.interval = std::max<std::chrono::milliseconds>(std::chrono::seconds(1), o.sweep.grace / 2);
     o.sweep.list = [workers, loop](std::string prefix, std::string token, int max_keys,
@@ -193,6 +188,11 @@ status node::open_cold() {
     o.sweep.remove = [workers, loop](std::string key, replica::cold_sweeper_options::remove_done done) {
       workers->remove(std::move(key), std::move(done), loop);
     };
+    if (lane != nullptr) {
+      // Restore snapshots do not run on a cluster node yet (docs/cold-tier.md, "Status").
+      shard.part().attach_cold(o, put, held);
+      continue;
+    }
     // A kept restore snapshot may name an object the live index dropped: it stays.
     o.sweep.in_snapshot = [part = &shard.part()](std::string_view key) {
       return part->snapshots() == nullptr || part->snapshots()->names(key);

@@ -12,7 +12,9 @@ that are in objects (followers too). With small segments, objects and budget:
   3. the killed node starts again and catches up (group snapshots every 16 entries carry the groups'
      cold index, not the dropped bytes): every stream reads back the same from all three nodes;
   4. the bucket's keys are named by epoch, group, term and sequence, and the killed leader's group has
-     objects under two terms at least (its new leader uploaded under its own).
+     objects under two terms at least (its new leader uploaded under its own);
+  5. a stream is deleted: its group's leader deletes the objects only it named (after --cold-gc-grace-ms),
+     and every other stream still reads back whole from every node.
 
 Usage: cluster_cold_test.py WEIR_BINARY NODE_DIR S3RVER_SCRIPT
 """
@@ -180,7 +182,7 @@ def main():
                 "--raft-snapshot-trailing", "4", "--hot-bytes", "65536",
                 "--segment-bytes", str(SEGMENT_BYTES), "--cold", "s3://%s/c" % BUCKET,
                 "--s3-endpoint", "http://127.0.0.1:%d" % s3.port, "--cold-object-bytes", str(OBJECT_BYTES),
-                "--cold-max-age-ms", "200", "--local-bytes", str(LOCAL_BYTES)]
+                "--cold-max-age-ms", "200", "--local-bytes", str(LOCAL_BYTES), "--cold-gc-grace-ms", "1000"]
     cluster = cs.Cluster(sys.argv[1], extra=settings, prefix="weir-cluster-cold-")
     ok = False
     error = None
@@ -247,6 +249,32 @@ def main():
         check(keys and all(named), "keys not named by epoch, group, term and sequence: %s" % keys[:5])
         terms = {int(m.group(3)) for m in named if m and int(m.group(2)) == group}
         check(len(terms) >= 2, "group %d has objects under terms %s only" % (group, sorted(terms)))
+
+        # 5. A deleted stream's objects go (the other streams' groups are other groups: 8 groups, and
+        # the streams were chosen by name only, so count what the deleted stream's group had).
+        doomed = "/v1/stream/cold-b"
+        g = cs.fnv_group(doomed, 8)
+        shares = [p for p in expected if p != doomed and cs.fnv_group(p, 8) == g]
+        before = [k for k in s3.keys() if re.match(r"c/e\d+/g%08d/" % g, k)]
+        st, _, _ = req(cluster.node(1), "DELETE", doomed)
+        check(st in (200, 204), "delete %s: %d" % (doomed, st))
+        del expected[doomed]
+        group_keys = lambda: [k for k in s3.keys() if re.match(r"c/e\d+/g%08d/" % g, k)]
+        # Alone in its group (as the names fall in 8 groups), every object of the group goes.
+        left = 0 if not shares else len(before) - 1
+        try:
+            cs.wait_for("the leader of group %d to delete the objects of %s" % (g, doomed),
+                        lambda: len(group_keys()) <= left, 60)
+        except TimeoutError:
+            check(False, "group %d keeps %d of its %d objects after %s was deleted" %
+                  (g, len(group_keys()), len(before), doomed))
+        deleted = sum((metrics(n) or {}).get("weir_tier_objects_deleted_total", 0) for n in nodes)
+        check(deleted >= len(before) - len(group_keys()), "/metrics counts %d objects deleted" % deleted)
+        after = [k for k in s3.keys() if re.match(r"c/e\d+/g%08d/" % g, k)]
+        print("group %d: %d objects before the delete, %d after (%d other streams in it)" %
+              (g, len(before), len(after), len(shares)), flush=True)
+        check(len(after) < len(before), "group %d still has %d objects of %d" % (g, len(after), len(before)))
+        check_reads(nodes, expected, "after the delete and the sweep")
         ok = not failures
     except Exception as e:  # noqa: BLE001: any failure is reported with the logs
         error = e

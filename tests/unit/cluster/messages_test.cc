@@ -40,10 +40,15 @@ TEST(messages, an_entry_of_an_unknown_kind_or_cut_short_is_malformed) {
   auto e = encode_entry(entry_header{7, 42, entry_kind::subscriptions}, bytes("x"));
   for (std::size_t n = 0; n < entry_header_size; ++n)
     EXPECT_FALSE(decode_entry(view(e).first(n)).has_value());
-  for (int kind : {0, 4, 255}) {
+  for (int kind : {0, 5, 255}) {
     e[16] = std::byte{static_cast<std::uint8_t>(kind)};
     EXPECT_FALSE(decode_entry(view(e)).has_value()) << kind;
   }
+  // The cold tier's index records (kind 4) are known.
+  e[16] = std::byte{4};
+  auto cold = decode_entry(view(e));
+  ASSERT_TRUE(cold.has_value());
+  EXPECT_EQ(cold->first.kind, entry_kind::cold_index);
 }
 
 TEST(messages, a_forward_needs_a_whole_entry_header) {

@@ -207,6 +207,7 @@ struct two_groups final : cold_groups {
     if (fail_records) return done(make_error(errc::cluster_unavailable, "no leader"));
     done(part->apply_index_entry(rec));
   }
+  void settle(std::uint32_t g, std::function<void(bool)> ready) override { ready(led.contains(g)); }
 };
 
 class cold_mover_groups_test : public cold_mover_test {
