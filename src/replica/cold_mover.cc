@@ -259,16 +259,17 @@ bool cold_mover::feed(const std::string& path) {
   if (rr.code != streams::errc::ok || rr.plan.slices.empty() || rr.plan.next <= s.fed) return false;
   const std::uint64_t generation = s.generation;
   const streams::stream_offset from = s.fed;
+  const bool json = head.meta->json;
   bool cold = false;
   for (const auto& slice : rr.plan.slices) cold = cold || slice.cold();
   if (!cold) {
-    hand_over(path, generation, from, rr.plan);
+    hand_over(path, generation, from, json, rr.plan);
     return true;
   }
   s.reading = true;
   std::weak_ptr<bool> alive = alive_;
   part_.read_slices(std::move(rr.plan),
-                    [this, alive, path, generation, from](streams::read_plan plan, status io) {
+                    [this, alive, path, generation, from, json](streams::read_plan plan, status io) {
                       if (auto a = alive.lock(); !a || !*a || stopped_) return;
                       auto it = streams_.find(path);
                       if (it == streams_.end()) return;
@@ -279,13 +280,13 @@ bool cold_mover::feed(const std::string& path) {
                                   path, io.err().reason);
                         return;  // still dirty: the next pass reads it again
                       }
-                      hand_over(path, generation, from, plan);
+                      hand_over(path, generation, from, json, plan);
                     });
   return true;
 }
 
 void cold_mover::hand_over(const std::string& path, std::uint64_t generation, streams::stream_offset from,
-                           streams::read_plan& plan) {
+                           bool json, streams::read_plan& plan) {
   auto it = streams_.find(path);
   if (it == streams_.end() || it->second.generation != generation || it->second.fed != from) return;
   auto led = led_.find(it->second.group);
@@ -300,7 +301,21 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
                plan.next.value(), bytes.size());
     return;
   }
-  led->second.uploader->add(path, from, plan.next, std::as_bytes(std::span(bytes.data(), bytes.size())));
+  if (json) {
+    // A JSON stream's records go whole (a JSON read reads whole records: each slice is one), so that
+    // every extent ends at a message boundary (docs/cold-tier.md, "JSON streams").
+    streams::stream_offset at = from;
+    std::size_t pos = 0;
+    for (const auto& slice : plan.slices) {
+      const streams::stream_offset end(at.value() + slice.size);
+      led->second.uploader->add(path, at, end, std::as_bytes(std::span(bytes.data() + pos, slice.size)),
+                                true);
+      at = end;
+      pos += slice.size;
+    }
+  } else {
+    led->second.uploader->add(path, from, plan.next, std::as_bytes(std::span(bytes.data(), bytes.size())));
+  }
   it->second.fed = plan.next;
 }
 

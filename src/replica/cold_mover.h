@@ -180,16 +180,16 @@ class cold_mover {
   // Reads `path` from where it was fed up to its durable tail (at most scan_bytes) and hands the bytes
   // over. Returns false when the stream has nothing more to give.
   bool feed(const std::string& path);
-  void hand_over(const std::string& path, std::uint64_t generation, streams::stream_offset from,
+  void hand_over(const std::string& path, std::uint64_t generation, streams::stream_offset from, bool json,
                  streams::read_plan& plan);
   void on_uploaded(std::uint32_t group, const tier::uploaded_object& u);
   void on_recorded(const tier::uploaded_object& u, const result<tier::cold_apply_result>& applied);
   // Sets `path` back to its cold end: its bytes from there go again in a later object.
   void set_back(const std::string& path);
   void recount_local_bytes();
-  // Over keep_bytes: forgets the records of streams whose bytes are in objects (byte streams without
-  // forks: a JSON stream's objects do not keep its message boundaries, a fork on another shard reads its
-  // source through this shard's logs), largest first, and asks for a checkpoint.
+  // Over keep_bytes: forgets the records of streams whose bytes are in objects (streams without forks: a
+  // fork on another shard reads its source through this shard's logs), oldest segment first, and asks for
+  // a checkpoint.
   void reclaim();
 
   partition& part_;

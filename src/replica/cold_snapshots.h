@@ -2,7 +2,7 @@
 // `interval` while its log has grown, the shard's state is cut as a checkpoint is (checkpointer::
 // snapshot_for_bucket: no command in flight, so the cut holds no write that may still fail), and off the
 // loop the cut is made self-contained: the records whose bytes are in objects are forgotten (the same
-// streams a reclaim may forget: byte streams without forks) and every other record's bytes are read from
+// streams a reclaim may forget: streams without forks) and every other record's bytes are read from
 // the log's segments and inlined (streams::inline_snapshot). The result, with the cold index, goes to the
 // bucket as one object (tier/restore_snapshot.h) under e<epoch>/snap/g<group>/t<term>-s<seq>.snap. Once
 // one lands, the group's older snapshots beyond the newest `keep` (one) are deleted.

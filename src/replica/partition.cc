@@ -8,6 +8,7 @@
 #include "replica/cold_snapshots.h"
 #include "replica/cold_state.h"
 #include "replica/wal_recovery.h"
+#include "streams/json_stored.h"
 
 namespace weir::replica {
 
@@ -273,31 +274,62 @@ void partition::read_objects(std::string path, streams::read_result rr, read_don
   }
   const tier::cold_extent& e = *where->extent;
   const std::uint64_t end = std::min(span.until.value(), e.end.value());
-  const std::uint64_t length = end - span.from.value();
-  const std::uint64_t position = e.data_position + (span.from.value() - e.first.value());
+  // A JSON stream's read must end at a message boundary (docs/cold-tier.md, "JSON streams"): the bytes
+  // are cut after their last whole message, and when not even one ends in them, the read takes the rest
+  // of the extent (its records went whole into the object, so a message ends there).
+  const bool json = rr.meta && rr.meta->json;
+  std::uint64_t whole_end = end;
+  if (json) {
+    auto log = sm_.log_of(span.stream);
+    whole_end = std::min(e.end.value(), log ? log->held_from().value() : e.end.value());
+  }
+  fetch_range(std::move(path), std::move(rr), std::move(done), span.from, end - span.from.value(),
+              whole_end - span.from.value(), *where->object, e, json);
+}
+
+void partition::fetch_range(std::string path, streams::read_result rr, read_done done,
+                            streams::stream_offset from, std::uint64_t length, std::uint64_t whole_length,
+                            tier::cold_object_ref object, tier::cold_extent e, bool json) {
+  const std::uint64_t position = e.data_position + (from.value() - e.first.value());
   const auto began = std::chrono::steady_clock::now();
   ++objects_in_flight_;
+  const std::string key = object.key;
   fetch_object_(
-      where->object->key, where->object->size, position, length,
-      [this, path = std::move(path), rr = std::move(rr), done = std::move(done), span, length,
-       began](tier::store_result<tier::object_bytes> got) mutable {
+      key, object.size, position, length,
+      [this, path = std::move(path), rr = std::move(rr), done = std::move(done), from, length, whole_length,
+       object = std::move(object), e, json, began](tier::store_result<tier::object_bytes> got) mutable {
         --objects_in_flight_;
         observe_cold_read(began);
-        rr.plan.in_objects.reset();
         ++bucket_reads_;
         status io;
+        std::uint64_t keep = length;
         if (!got) {
           io = got.err().to_error();
         } else if (got->size() != length) {
           io = make_error(storage::errc::io_error, "the bucket returned " + std::to_string(got->size()) +
                                                        " bytes of " + std::to_string(length));
-        } else {
+        } else if (json) {
+          keep = streams::whole_messages_prefix(
+              std::string_view(reinterpret_cast<const char*>(got->data()), got->size()));
+          if (keep == 0 && length < whole_length) {
+            // Not one whole message in the bytes asked for: the rest of the extent holds one.
+            return fetch_range(std::move(path), std::move(rr), std::move(done), from, whole_length,
+                               whole_length, std::move(object), e, json);
+          }
+          if (keep == 0) {
+            io = make_error(storage::errc::corruption,
+                            "no whole JSON message in bytes " + std::to_string(from.value()) + " to " +
+                                std::to_string(from.value() + length) + " in the bucket");
+          }
+        }
+        rr.plan.in_objects.reset();
+        if (io) {
           streams::chunk_slice s;
-          s.size = static_cast<std::uint32_t>(length);
-          s.buf = streams::make_chunk(std::string(reinterpret_cast<const char*>(got->data()), got->size()));
+          s.size = static_cast<std::uint32_t>(keep);
+          s.buf = streams::make_chunk(std::string(reinterpret_cast<const char*>(got->data()), keep));
           rr.plan.slices.push_back(std::move(s));
-          rr.plan.bytes = length;
-          rr.plan.next = streams::stream_offset(span.from.value() + length);
+          rr.plan.bytes = keep;
+          rr.plan.next = streams::stream_offset(from.value() + keep);
           rr.plan.up_to_date = false;
         }
         if (!io) {
@@ -343,7 +375,7 @@ std::vector<std::pair<std::string, streams::stream_offset>> partition::forgettab
     std::string path(stream);
     if (with_forks.count(path) > 0) return;
     streams::read_result head = head_visible(path);
-    if (head.code != streams::errc::ok || !head.meta || head.meta->json) return;
+    if (head.code != streams::errc::ok || !head.meta) return;
     out.emplace_back(std::move(path), end);
   });
   return out;

@@ -156,9 +156,9 @@ class partition {
   // were forgotten are then deleted); a cluster node's data log reclaims at its next tick instead.
   void request_checkpoint();
   // The streams whose records in objects a reclaim or a restore snapshot may forget, each with its cold
-  // end: byte streams that are visible (not soft-deleted or expired) and that no fork reads through (a
-  // fork on another shard reads its source through this shard's log). A JSON stream's objects do not
-  // keep its message boundaries, so its records stay.
+  // end: streams that are visible (not soft-deleted or expired) and that no fork reads through (a fork on
+  // another shard reads its source through this shard's log). A JSON stream's reads from objects end at a
+  // message boundary (read_objects), so its records may go too.
   std::vector<std::pair<std::string, streams::stream_offset>> forgettable_cold() const;
   // A cut of this partition's state for the cold tier's restore snapshots (checkpointer::
   // snapshot_for_bucket); an error without a log.
@@ -288,6 +288,11 @@ class partition {
   void observe_cold_read(std::chrono::steady_clock::time_point began);
   // read_cold of a plan that starts in objects (read_plan::in_objects).
   void read_objects(std::string path, streams::read_result rr, read_done done);
+  // One read of `length` bytes of extent `e` of `object` from stream offset `from`; a JSON stream's is
+  // cut after its last whole message, or read again up to `whole_length` when none ends in it.
+  void fetch_range(std::string path, streams::read_result rr, read_done done, streams::stream_offset from,
+                   std::uint64_t length, std::uint64_t whole_length, tier::cold_object_ref object,
+                   tier::cold_extent e, bool json);
 
   raft::executor* ex_;
   const clock_source* clock_;

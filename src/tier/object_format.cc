@@ -70,6 +70,15 @@ const object_range& object_writer::add(std::string_view stream, streams::stream_
   WEIR_ASSERT(stream.size() <= max_stream_name_bytes, "stream name of {} bytes in a cold object",
               stream.size());
   WEIR_ASSERT(first <= end, "object range [{}, {}) reversed", first.value(), end.value());
+  if (!ranges_.empty() && ranges_.back().stream == stream && ranges_.back().end == first &&
+      ranges_.back().data_position + ranges_.back().length == data_.size()) {
+    // The stream's bytes go on where its last range ended: one range (one extent in the index, not one
+    // per record of a JSON stream, whose records are added one at a time).
+    ranges_.back().end = end;
+    ranges_.back().length += bytes.size();
+    data_.insert(data_.end(), bytes.begin(), bytes.end());
+    return ranges_.back();
+  }
   ranges_.push_back(object_range{std::string(stream), first, end, data_.size(), bytes.size()});
   data_.insert(data_.end(), bytes.begin(), bytes.end());
   return ranges_.back();

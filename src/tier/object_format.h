@@ -80,7 +80,8 @@ class object_writer {
  public:
   explicit object_writer(cold_group group, std::uint32_t block_size = default_object_block_size);
 
-  // Appends one stream's bytes for offsets [first, end); returns the range as recorded.
+  // Appends one stream's bytes for offsets [first, end); returns the range as recorded (the stream's last
+  // range, grown, when these bytes continue it).
   const object_range& add(std::string_view stream, streams::stream_offset first, streams::stream_offset end,
                           std::span<const std::byte> bytes);
   std::uint64_t data_size() const { return data_.size(); }

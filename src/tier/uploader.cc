@@ -24,11 +24,16 @@ uploader::~uploader() {
 }
 
 void uploader::add(std::string_view stream, streams::stream_offset first, streams::stream_offset end,
-                   std::span<const std::byte> bytes) {
+                   std::span<const std::byte> bytes, bool whole) {
   if (stopped_ || bytes.empty()) return;
   WEIR_ASSERT(end.value() - first.value() == bytes.size(), "range [{}, {}) with {} bytes", first.value(),
               end.value(), bytes.size());
   bytes_waiting_ += bytes.size();
+  whole = whole && bytes.size() <= max_whole_bytes;
+  if (whole && filling_ && filling_->data_size() > 0 &&
+      filling_->data_size() + bytes.size() > o_.target_object_bytes) {
+    seal();  // the range goes whole into the next object
+  }
   // A range larger than what is left of the object is cut at the object's end (offsets count bytes), so
   // that every object stays near the target and far under the store's largest PUT.
   while (!bytes.empty()) {
@@ -40,7 +45,8 @@ void uploader::add(std::string_view stream, streams::stream_offset first, stream
       });
     }
     const std::uint64_t room =
-        o_.target_object_bytes - std::min(o_.target_object_bytes, filling_->data_size());
+        whole ? bytes.size()
+              : o_.target_object_bytes - std::min(o_.target_object_bytes, filling_->data_size());
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(room, bytes.size()));
     const streams::stream_offset cut(first.value() + n);
     filling_->add(stream, first, cut, bytes.first(n));

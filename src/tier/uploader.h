@@ -69,9 +69,15 @@ class uploader {
   uploader& operator=(const uploader&) = delete;
 
   // A stream's bytes for offsets [first, end), sealed on local disk. Ranges of one stream come in offset
-  // order; an object cut here is sent at once.
+  // order; an object cut here is sent at once. A range is cut at the object's end unless `whole` (records
+  // of a JSON stream, whose reads from the bucket must end at a message boundary: cold-tier.md, "JSON
+  // streams"): then the object being filled is sent first when the range does not fit, and a range
+  // larger than the target goes alone into an object (cut only beyond max_whole_bytes).
   void add(std::string_view stream, streams::stream_offset first, streams::stream_offset end,
-           std::span<const std::byte> bytes);
+           std::span<const std::byte> bytes, bool whole = false);
+  // The largest range add() keeps whole: an object's largest PUT less room for its header, footer and
+  // block checksums.
+  static constexpr std::uint64_t max_whole_bytes = object_store::max_object_bytes - (1u << 20);
   // Sends the object being filled now, however small (shutdown, a test).
   void flush();
   // The leader stepped down or the node stops: no more puts, timers or reports. Objects already sent

@@ -4,7 +4,7 @@
 Each raft group's leader uploads its streams' bytes to the bucket and records the objects through raft;
 every node applies the index records and, over its --local-bytes budget, drops its own copies of bytes
 that are in objects (followers too). With small segments, objects and budget:
-  1. about 6 times the budget is written through all three nodes (byte streams, and a JSON stream written at the start); every
+  1. about 6 times the budget is written through all three nodes (byte streams and a JSON stream); every
      node's data log stays within the budget plus a few segments, every node dropped bytes and reads
      some back from the bucket, and every stream reads back whole and identical from every node;
   2. the node that leads a stream's group is killed (SIGKILL) while more is written: a new leader
@@ -18,6 +18,7 @@ that are in objects (followers too). With small segments, objects and budget:
 
 Usage: cluster_cold_test.py WEIR_BINARY NODE_DIR S3RVER_SCRIPT
 """
+import json
 import os
 import re
 import subprocess
@@ -129,18 +130,36 @@ def data_log_bytes(node):
     return total
 
 
+def read_json(node, path):
+    """The messages of a JSON stream read on `node` from the start: every response must be a JSON array
+    of whole messages (a read of bytes from the bucket ends at a message boundary)."""
+    messages, offset = [], "-1"
+    for _ in range(100000):
+        st, hdrs, body = req(node, "GET", "%s?offset=%s" % (path, urllib.parse.quote(offset)))
+        if st != 200:
+            raise RuntimeError("GET %s on node %d: %d %r" % (path, node.id, st, body[:200]))
+        try:
+            messages += json.loads(body)
+        except ValueError as e:
+            raise RuntimeError("GET %s on node %d at %s: not a JSON array (%s): ...%r" %
+                               (path, node.id, offset, e, body[-80:]))
+        if hdrs.get("stream-up-to-date") == "true":
+            return messages
+        offset = hdrs["stream-next-offset"]
+    raise RuntimeError("GET %s never reached the tail" % path)
+
+
 def check_reads(nodes, expected, what):
     for n in nodes:
         for path, want in expected.items():
             try:
-                got, _ = cs.read_stream(n, path)
+                got = read_json(n, path) if path.endswith("json") else cs.read_stream(n, path)[0]
             except RuntimeError as e:
                 check(False, "%s: %s" % (what, e))
                 continue
             if path.endswith("json"):
-                check(got.count(b"{") == want.count(b"{"),
-                      "%s: node %d reads %d JSON messages of %s, wrote %d" %
-                      (what, n.id, got.count(b"{"), path, want.count(b"{")))
+                check(got == want, "%s: node %d reads %d JSON messages of %s, wrote %d" %
+                      (what, n.id, len(got), path, len(want)))
             else:
                 check(got == want, "%s: node %d reads %d bytes of %s (wrote %d), first difference at %s" %
                       (what, n.id, len(got), path, len(want),
@@ -148,21 +167,18 @@ def check_reads(nodes, expected, what):
 
 
 def write_round(cluster, expected, rounds, tag):
-    """`rounds` appends of 16 KiB to each byte stream (and a JSON message in the first 4), through the
-    nodes in turn."""
+    """`rounds` appends of 16 KiB to each byte stream and of a JSON message, through the nodes in turn."""
     live = [n for n in cluster.nodes.values() if n.alive()]
     for r in range(rounds):
         for k, path in enumerate(sorted(expected)):
             node = live[(r + k) % len(live)]
             if path.endswith("json"):
-                # A JSON stream keeps its records (its objects do not keep message boundaries: docs/
-                # cold-tier.md, "Status"), and so every segment they are in: a few, at the start.
-                if r >= 4:
-                    continue
-                body = b'[{"round": %d, "tag": "%s"}]' % (r, tag.encode())
-                st = append(node, path, body, JSON)
+                # Commas, brackets and quotes inside strings: a cut in the middle of a message would not
+                # parse.
+                message = {"round": r, "tag": tag, "pad": 'a, ] } \\" [ {' * 200}
+                st = append(node, path, json.dumps([message]).encode(), JSON)
                 if check(st in (200, 204), "%s: JSON append %d through node %d: %d" % (tag, r, node.id, st)):
-                    expected[path] += body[1:-1]
+                    expected[path].append(message)
                 continue
             body = (("%s-%s-%06d|" % (tag, path[-1], r)) * 1024).encode()[:16384]
             st = append(node, path, body, OCTET)
@@ -191,7 +207,7 @@ def main():
         cluster.wait_healthy()
         n1 = cluster.node(1)
         expected = {"/v1/stream/cold-a": b"", "/v1/stream/cold-b": b"", "/v1/stream/cold-c": b"",
-                    "/v1/stream/cold-json": b""}
+                    "/v1/stream/cold-json": []}
         for path in expected:
             st, _, _ = req(n1, "PUT", path, headers=JSON if path.endswith("json") else OCTET)
             check(st == 201, "create %s: %d" % (path, st))
@@ -269,7 +285,8 @@ def main():
             check(False, "group %d keeps %d of its %d objects after %s was deleted" %
                   (g, len(group_keys()), len(before), doomed))
         deleted = sum((metrics(n) or {}).get("weir_tier_objects_deleted_total", 0) for n in nodes)
-        check(deleted >= len(before) - len(group_keys()), "/metrics counts %d objects deleted" % deleted)
+        # A node counts what it deleted since it started (node 2's count was lost with its restart).
+        check(deleted > 0, "/metrics counts no object deleted")
         after = [k for k in s3.keys() if re.match(r"c/e\d+/g%08d/" % g, k)]
         print("group %d: %d objects before the delete, %d after (%d other streams in it)" %
               (g, len(before), len(after), len(shares)), flush=True)

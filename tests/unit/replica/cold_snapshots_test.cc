@@ -144,12 +144,14 @@ TEST_F(cold_snapshots_test, a_snapshot_restores_a_fresh_state_with_the_bytes_not
   streams::state_machine sm;
   tier::cold_index index;
   ASSERT_TRUE(restore_checkpoint(v->state, sm, index));
-  // The byte stream's bytes in the object are forgotten (the index has them), the rest is inlined.
+  // The bytes in the object are forgotten (the index has them), the rest is inlined.
   EXPECT_EQ(index.cold_end("/a"), streams::stream_offset(13));
   EXPECT_EQ(sm.log_of("/a")->held_from(), streams::stream_offset(13));
   EXPECT_EQ(held_bytes(sm, "/a", streams::stream_offset(13)), "only-local");
-  // A JSON stream keeps every record (objects do not keep message boundaries).
-  EXPECT_EQ(held_bytes(sm, "/j", streams::stream_offset(0)), "1,");
+  // A JSON stream's too (its reads from objects end at message boundaries).
+  EXPECT_EQ(index.cold_end("/j"), streams::stream_offset(2));
+  EXPECT_EQ(sm.log_of("/j")->held_from(), streams::stream_offset(2));
+  EXPECT_EQ(held_bytes(sm, "/j", streams::stream_offset(2)), "");
   // Nothing refers to this node's disk: an empty data directory can hold it.
   EXPECT_TRUE(sm.referenced_segments(0).empty());
   EXPECT_EQ(index, on_loop([&] { return part_->cold_index(); }));

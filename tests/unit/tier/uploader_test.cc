@@ -166,6 +166,27 @@ TEST(uploader, a_long_range_is_cut_at_each_object_end) {
   EXPECT_EQ(joined, big);
 }
 
+TEST(uploader, a_whole_range_is_never_cut_and_waits_for_the_next_object) {
+  harness h(small_objects());
+  auto add_whole = [&](const std::string& stream, std::uint64_t first, const std::string& text) {
+    auto b = bytes_of(text);
+    h.up->add(stream, stream_offset(first), stream_offset(first + b.size()), b, true);
+  };
+  const std::string a = stream_bytes("/j", 700), b = stream_bytes("/j", 600), c = stream_bytes("/j", 2500);
+  add_whole("/j", 0, a);
+  add_whole("/j", 700, b);   // does not fit beside the first: the first object goes alone
+  add_whole("/j", 1300, c);  // larger than the target: alone, whole
+  h.up->flush();
+  h.run_for(1ms);
+  ASSERT_EQ(h.reports.size(), 3u);
+  const std::uint64_t ends[] = {700, 1300, 3800};
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(h.reports[i].ranges.size(), 1u);
+    EXPECT_EQ(h.reports[i].ranges[0].end, stream_offset(ends[i]));
+  }
+  EXPECT_EQ(h.read_back(h.reports[2])["/j"], c);
+}
+
 TEST(uploader, failed_uploads_are_retried_with_the_same_key_and_bytes_until_they_land) {
   harness h(small_objects());
   h.store.inject(
