@@ -290,6 +290,9 @@ void data_log::reclaim(std::int64_t now_ms) {
   for (std::uint64_t s : hooks_.referenced()) keep_ids.insert(s);
   for (const auto& [group, segments] : pins_) keep_ids.insert(segments.begin(), segments.end());
   for (const auto& [transfer, segments] : transfer_pins_) keep_ids.insert(segments.begin(), segments.end());
+  // A copy written and not yet synced is where its admission (on_synced) will locate the record again,
+  // even if a snapshot restored since points the state at another copy: its segment stays until then.
+  for (const auto& [record, at] : newest_) keep_ids.insert(at.segment);
   std::vector<storage::segment_id> keep;
   keep.reserve(keep_ids.size());
   for (std::uint64_t s : keep_ids) keep.emplace_back(s);

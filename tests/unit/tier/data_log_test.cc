@@ -535,5 +535,61 @@ TEST_F(data_log_test, raw_records_of_a_transfer_are_pinned_until_unpinned_and_re
   EXPECT_FALSE(hot->bytes_of(first).has_value());
 }
 
+// A copy written and not synced yet stays on disk until its sync, even when a snapshot restored since
+// points the state at another copy (a transfer's, in a later segment): the sync's admission locates the
+// record at the written copy again, so a reclaim in between must not delete its segment (the cold tier
+// in the cluster simulation found it, tests/unit/cluster/lane_sim.h: a reclaim the cold mover asked for
+// fell between a restore and the sync, and reads then met a missing segment).
+TEST_F(data_log_test, a_copy_waiting_for_its_sync_keeps_its_segment_through_a_reclaim) {
+  data_log_options o;
+  o.segment_bytes = 4096;
+  o.sync_bytes = 1ull << 30;
+  o.sync_interval_ms = 1'000'000'000;  // syncs only when asked
+  o.reclaim_bytes = 1ull << 40;        // reclaims only by time
+  o.reclaim_interval_ms = 1000;
+  open(o);
+  const std::string body = pattern(1000, 1);
+  const streams::outcome made = apply(make_create("/s", "text/plain", body));
+  ASSERT_TRUE(q.run_until([&] { return log->stats().records == 1; }));
+  streams::disk_location written;
+  sm.log_of("/s")->for_each_record([&](const streams::record& r) { written = r.data.at; });
+  ASSERT_TRUE(written.known());
+  // A transfer's copies, until one lands in a later segment than the written copy's.
+  streams::disk_location transferred;
+  for (int i = 0; i < 20 && transferred.segment <= written.segment + 1; ++i) {
+    bool done = false;
+    log->write_raw(42, body, [&](result<streams::disk_location> r) {
+      ASSERT_TRUE(r) << r.err().reason;
+      transferred = *r;
+      done = true;
+    });
+    ASSERT_TRUE(q.run_until([&] { return done; }));
+  }
+  ASSERT_GT(transferred.segment, written.segment + 1);
+  // The restore points the state at the transferred copy and pins what it references instead.
+  ASSERT_TRUE(sm.locate(made.meta->generation, made.meta->tail.value(), transferred));
+  log->unpin_transfer(42);
+  apply(make_create("/other", "text/plain", "x"));  // something written since: the reclaim is due
+  log->tick(100'000);
+  ASSERT_TRUE(q.run_until([&] { return log->stats().reclaims == 1; }));
+  const auto files = mem.list_dir(dir);
+  ASSERT_TRUE(files);
+  const bool kept =
+      std::find(files->begin(), files->end(),
+                storage::format::segment_file_name(storage::segment_id{written.segment})) != files->end();
+  EXPECT_TRUE(kept) << "segment " << written.segment << " was deleted before its copy's sync";
+  // The sync admits the written copy: the record points at it again, and reads back.
+  sync();
+  streams::disk_location now;
+  sm.log_of("/s")->for_each_record([&](const streams::record& r) { now = r.data.at; });
+  EXPECT_EQ(now.segment, written.segment);
+  EXPECT_EQ(read_all("/s"), body);
+  // Admitted: the next reclaim may take the segments nothing references any more.
+  log->tick(200'000);
+  ASSERT_TRUE(q.run_until([&] { return log->stats().reclaims == 2; }));
+  EXPECT_GT(log->stats().segments_removed, 0u);
+  EXPECT_EQ(read_all("/s"), body);
+}
+
 }  // namespace
 }  // namespace weir::tier
