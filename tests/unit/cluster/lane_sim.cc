@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <set>
 #include <string>
@@ -116,7 +117,9 @@ void lane_sim::start_node(sim_node& n) {
   }
   // A node's lanes share its executor here (a server's run on loops of their own).
   replica::raft_lane::connect_lanes(all);
+  if (o_.cold) attach_cold(n);
   for (auto& lane : n.lanes) lane->start();
+  for (auto& part : n.parts) part->start_cold();
   n.up = true;
   tick(n, n.incarnation);
   note("node {} starts (incarnation {})", n.id, n.incarnation);
@@ -165,6 +168,7 @@ void lane_sim::stop_node(sim_node& n, bool power_loss) {
 
 // The counts of a process that ends, then its objects, lanes before the partitions they apply to.
 void lane_sim::end_process(sim_node& n) {
+  count_cold(n);
   for (std::size_t l = 0; l < n.lanes.size(); ++l) {
     report_.evicted += n.parts[l]->hot().evicted();
     report_.data_syncs += n.parts[l]->data()->stats().syncs;
@@ -176,6 +180,7 @@ void lane_sim::end_process(sim_node& n) {
   n.lanes.clear();
   n.parts.clear();
   n.readers.clear();
+  n.fetcher.reset();
   n.worker.reset();
   n.links.clear();
   n.ex.reset();
@@ -356,6 +361,7 @@ lane_sim_report lane_sim::run() {
   }
   if (report_.ok) final_reads();
   if (report_.ok) check_final();
+  if (report_.ok && o_.cold) check_cold();
   if (report_.ok && o_.lose_releases) release_phase();
   for (auto& n : nodes_) {
     if (!n->up) continue;

@@ -47,6 +47,14 @@
 //      (and the node that answers the first delete causing one is killed at once): the production fork
 //      sweeps give every reference back; within release_phase_limit_ms no node holds a fork reference
 //      or a deleted stream.
+//   8. the cold tier (cold): every node's partitions move stream bytes to ONE bucket shared by all nodes
+//      (a tier::mem_object_store whose puts and reads are answered on the node's executor later, never
+//      inline), each group's leader uploading under its raft term, the index records raft entries every
+//      node applies, every node forgetting records in objects past keep_bytes and reading them back from
+//      the bucket (invariants 1-4 then cover bytes read from objects). A restarted node gets its tier
+//      again. At the end (movers stopped, every node applied every entry): every node's cold index has the
+//      same extents, naming the same objects, for every stream; every extent's bytes in the bucket are
+//      the stream's bytes at those offsets; no key was ever put twice with different bytes.
 #pragma once
 
 #include <cstddef>
@@ -81,6 +89,18 @@ struct lane_sim_options {
   std::int64_t fork_sweep_ms = 1000;
   std::int64_t fork_sweep_min_age_ms = 2000;
   std::int64_t release_phase_limit_ms = 60000;
+  // The cold tier (invariant 8): small objects cut often, a short scan and a small keep, so that uploads,
+  // index records, reclaims and reads from the bucket happen many times a seed. A fork on another lane
+  // than its source cannot read the source's bytes in objects (docs/cold-tier.md, "Status"): cold runs
+  // with lanes > 1 use no forks.
+  bool cold = false;
+  std::uint64_t cold_object_bytes = 1024;
+  std::uint32_t cold_block_bytes = 256;  // several CRC-checked blocks per object
+  std::int64_t cold_max_age_ms = 200;
+  std::int64_t cold_scan_ms = 100;
+  std::uint64_t cold_keep_bytes = 1024;  // per partition (lane) of each node
+  std::int64_t cold_store_max_ms = 40;   // the bucket answers within 1..this
+  double cold_store_faults = 0;          // the chance that a call meets a retryable fault
 };
 
 struct lane_sim_report {
@@ -104,6 +124,14 @@ struct lane_sim_report {
   std::uint64_t snapshots = 0;           // group snapshots taken (all nodes, all incarnations)
   std::uint64_t releases_lost = 0;       // lose_releases: releases never proposed
   std::uint64_t releases_recovered = 0;  // references the fork sweeps gave back (all nodes)
+  // The cold tier (all nodes, all incarnations).
+  std::uint64_t cold_puts = 0;             // objects put in the bucket (successful answers)
+  std::uint64_t cold_objects = 0;          // objects whose index record a leader saw applied
+  std::uint64_t cold_extents = 0;          // extents in the nodes' cold indexes at the end (summed)
+  std::uint64_t cold_forgotten = 0;        // stream bytes forgotten locally (left to the bucket)
+  std::uint64_t cold_reclaims = 0;         // mover passes that forgot records
+  std::uint64_t object_reads = 0;          // partition reads served from the bucket
+  std::uint64_t object_read_failures = 0;  // of which failed (a store fault): the read was refused
   std::uint64_t tasks = 0;
 };
 

@@ -36,10 +36,11 @@ void lane_sim::final_reads() {
         note("node {}: no read index for stream {} yet", n.id, s);
         return (void)sched_.at(milliseconds(50), [&read, k, s] { read(k, s); });
       }
-      final_read got;
-      read_stream(n, s, got);
-      finals_[k][static_cast<std::size_t>(s)] = std::move(got);
-      --left;
+      read_stream(n, s, [this, &read, &left, k, s](bool served, final_read& got) {
+        if (!served) return (void)sched_.at(milliseconds(50), [&read, k, s] { read(k, s); });
+        finals_[k][static_cast<std::size_t>(s)] = std::move(got);
+        --left;
+      });
     });
   };
   for (std::size_t k = 0; k < nodes_.size(); ++k)

@@ -3,6 +3,7 @@
 // partition of the node it picks.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -143,8 +144,15 @@ void lane_sim::start_attempt(sim_client& c, op& p, sim_node& n) {
   if (p.kind == op_kind::read) {
     const std::string path = path_of(p.stream);
     // raft_lane::linearize: a read index, then (a fork) its sources' groups up to their retains.
-    n.lane(path).linearize(std::string_view(path), [this, &n, take](bool ok) {
-      if (auto got = take()) end_read(*got, n, ok ? ending::answered : ending::unknown);
+    // Then the partition's read, which may wait for the bucket (the attempt stays the node's meanwhile).
+    n.lane(path).linearize(std::string_view(path), [this, &n, take, stream = p.stream](bool ok) {
+      if (!ok) {
+        if (auto got = take()) end_read(*got, n, ending::unknown);
+        return;
+      }
+      read_stream(n, stream, [this, &n, take](bool served, final_read& content) {
+        if (auto got = take()) end_read(*got, n, served ? ending::answered : ending::unknown, &content);
+      });
     });
     return;
   }
@@ -234,7 +242,7 @@ void lane_sim::end_write(const attempt& a, ending e, const streams::outcome* out
   schedule_client(c, 0, 30);
 }
 
-void lane_sim::end_read(const attempt& a, sim_node& n, ending e) {
+void lane_sim::end_read(const attempt& a, sim_node& n, ending e, final_read* got) {
   op& p = ops_[a.op];
   sim_client& c = clients_[static_cast<std::size_t>(p.client)];
   c.busy = false;
@@ -259,41 +267,79 @@ void lane_sim::end_read(const attempt& a, sim_node& n, ending e) {
     r.end_seq = ++events_;
     r.start_ms = p.start_ms;
     r.end_ms = sched_.now_ms();
-    final_read got;
-    r.exists = read_stream(n, p.stream, got);
-    r.content = std::move(got.content);
+    r.exists = got->exists;
+    r.content = std::move(got->content);
     reads_.push_back(std::move(r));
   }
   schedule_client(c, 0, 30);
 }
 
-// The whole content of the stream as `n`'s partition serves it; false if there is no such stream.
-bool lane_sim::read_stream(sim_node& n, int stream, final_read& out) {
-  out = final_read{};
-  const std::string path = path_of(stream);
-  replica::partition& part = n.part(path);
-  const streams::read_result head = part.head_visible(path);
-  if (head.code != streams::errc::ok) return false;
-  out.exists = true;
-  out.generation = head.meta->generation;
-  out.tail = head.meta->tail.value();
+// One whole-stream read of a node's partition, across the reads of the bucket it waits for.
+struct lane_sim::stream_read {
+  std::string path;
+  int incarnation = 0;
   std::optional<streams::stream_offset> from = streams::stream_offset(0);
+  final_read out;
+  read_fn done;
+};
+
+void lane_sim::read_stream(sim_node& n, int stream, read_fn done) {
+  auto r = std::make_shared<stream_read>();
+  r->path = path_of(stream);
+  r->incarnation = n.incarnation;
+  r->done = std::move(done);
+  if (n.part(r->path).head_visible(r->path).code != streams::errc::ok) return r->done(true, r->out);
+  r->out.exists = true;
+  read_more(n, std::move(r));
+}
+
+void lane_sim::read_more(sim_node& n, std::shared_ptr<stream_read> r) {
+  replica::partition& part = n.part(r->path);
+  const std::string& path = r->path;
   for (;;) {
     status io;
-    streams::read_result rr = part.read_visible(path, from, std::size_t(1) << 20, &io);
-    if (!io) {
-      fail(fmt::format("node {}: reading {} failed: {}", n.id, path, io.err().reason));
-      return false;
-    }
+    streams::read_result rr = part.read_visible(path, r->from, std::size_t(1) << 20, &io);
+    if (!io) return fail(fmt::format("node {}: reading {} failed: {}", n.id, path, io.err().reason));
     if (rr.code != streams::errc::ok) {
-      fail(fmt::format("node {}: {} exists but cannot be read (code {})", n.id, path,
-                       static_cast<int>(rr.code)));
-      return false;
+      return fail(fmt::format("node {}: {} exists but cannot be read (code {})", n.id, path,
+                              static_cast<int>(rr.code)));
     }
-    for (const auto& slice : rr.plan.slices) out.content += slice.view();
-    if (rr.plan.bytes == 0 || rr.plan.up_to_date) return true;
-    from = rr.plan.next;
+    if (rr.plan.in_objects) {
+      // Bytes this node forgot: from the bucket, through the node's fetcher, answered later.
+      (void)part.read_cold(
+          path, std::move(rr),
+          [this, &n, r](streams::read_result& got, status fetched) {
+            if (!n.up || n.incarnation != r->incarnation) return;
+            if (!fetched) {
+              // A store fault (the only way the bucket fails here): the server answers 503.
+              if (o_.cold_store_faults <= 0)
+                return fail(fmt::format("node {}: reading {} from the bucket failed: {}", n.id, r->path,
+                                        fetched.err().reason));
+              return r->done(false, r->out);
+            }
+            if (got.code != streams::errc::ok)
+              return fail(fmt::format("node {}: {} went away during a read from the bucket (code {})", n.id,
+                                      r->path, static_cast<int>(got.code)));
+            if (got.plan.bytes == 0)
+              return fail(fmt::format("node {}: a read of {} from the bucket at {} returned nothing", n.id,
+                                      r->path, r->from ? r->from->value() : 0));
+            for (const auto& slice : got.plan.slices) r->out.content += slice.view();
+            r->from = got.plan.next;
+            read_more(n, r);
+          },
+          false);
+      return;
+    }
+    for (const auto& slice : rr.plan.slices) r->out.content += slice.view();
+    if (rr.plan.bytes == 0 || rr.plan.up_to_date) break;
+    r->from = rr.plan.next;
   }
+  const streams::read_result head = part.head_visible(path);
+  if (head.code != streams::errc::ok)
+    return fail(fmt::format("node {}: {} went away during a read", n.id, path));
+  r->out.generation = head.meta->generation;
+  r->out.tail = head.meta->tail.value();
+  r->done(true, r->out);
 }
 
 }  // namespace weir::cluster::sim

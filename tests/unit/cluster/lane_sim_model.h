@@ -1,7 +1,8 @@
 // lane_sim_model: the lane simulation's state and steps (one run), private to the simulation's library:
 // lane_sim.cc runs it (nodes, faults, the recovery), lane_sim_clients.cc holds the clients' workload,
-// lane_sim_checks.cc the checks made at the end of a run and lane_sim_releases.cc the lost fork releases
-// phase (lane_sim.h lists the checks). Single-threaded, on the scheduler's thread.
+// lane_sim_checks.cc the checks made at the end of a run, lane_sim_releases.cc the lost fork releases
+// phase and lane_sim_cold.cc the cold tier (lane_sim.h lists the checks). Single-threaded, on the scheduler's
+// thread.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +29,8 @@
 #include "support/sim/sim_disk_worker.h"
 #include "support/sim/sim_faults.h"
 #include "support/sim/sim_scheduler.h"
+#include "tier/cold_fetcher.h"
+#include "tier/mem_object_store.h"
 #include "unit/cluster/lane_sim.h"
 #include "unit/cluster/mem_links.h"
 
@@ -97,6 +100,7 @@ struct sim_node final : replica::partition_host, replica::lane_host {
   std::vector<std::unique_ptr<storage::segment_reader>> readers;
   std::vector<std::unique_ptr<replica::partition>> parts;
   std::vector<std::unique_ptr<replica::raft_lane>> lanes;
+  std::unique_ptr<tier::cold_fetcher> fetcher;  // the cold tier's reads of the bucket (its block cache)
   std::uint32_t groups = 1;
   // Client attempts waiting for their answer here (serial -> attempt).
   std::map<std::uint64_t, attempt> waiting;
@@ -195,9 +199,14 @@ class lane_sim {
   void client_step(sim_client& c);
   void start_attempt(sim_client& c, op& p, sim_node& n);
   void end_write(const attempt& a, ending e, const streams::outcome* out);
-  void end_read(const attempt& a, sim_node& n, ending e);
-  // The whole stream as `n`'s partition serves it (records that left memory come from its data log).
-  bool read_stream(sim_node& n, int stream, final_read& out);
+  void end_read(const attempt& a, sim_node& n, ending e, final_read* got = nullptr);
+  // The whole stream as `n`'s partition serves it (records that left memory come from its data log, bytes
+  // only in the bucket from there: partition::read_cold). `done` runs on `n`'s executor, maybe later (never
+  // if the node goes down first), with false when the bucket could not give the bytes (a store fault).
+  using read_fn = std::function<void(bool, final_read&)>;
+  void read_stream(sim_node& n, int stream, read_fn done);
+  struct stream_read;
+  void read_more(sim_node& n, std::shared_ptr<stream_read> r);
 
   // The checks at the end (lane_sim_checks.cc).
   void final_reads();
@@ -205,6 +214,13 @@ class lane_sim {
   bool check_forks(const std::vector<std::string>& finals);
   void check_reads(const std::vector<std::map<std::uint64_t, std::size_t>>& pos,
                    const std::vector<std::string>& finals);
+
+  // The cold tier (lane_sim_cold.cc): a node's partitions get theirs as the server gives them
+  // (node::open_cold, a cluster node), once their raft lanes are open; the counts of a process that ends;
+  // the checks at the end (lane_sim.h, invariant 8).
+  void attach_cold(sim_node& n);
+  void count_cold(sim_node& n);
+  void check_cold();
 
   // Lost fork releases (lane_sim_releases.cc).
   void propose_side(sim_node& n, const streams::command& c,
@@ -235,6 +251,9 @@ class lane_sim {
   bool releasing_ = false;
   bool killed_for_release_ = false;
   bool script_done_ = false;
+  // The cold tier's bucket, shared by every node (as an S3 bucket is), and the reader the checks use.
+  std::unique_ptr<tier::mem_object_store> store_;
+  std::unique_ptr<tier::cold_fetcher> fetcher_;
   lane_sim_report report_;
 };
 

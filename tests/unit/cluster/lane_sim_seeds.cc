@@ -19,11 +19,27 @@ std::uint64_t env_u64(const char* name, std::uint64_t fallback) {
   return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
+// The chance of a retryable fault per call of the bucket, in the cold runs that meet them.
+constexpr double cold_store_faults = 0.05;
+
+// A cold run: lanes and forks as lane_sim.h says (a fork must be on its source's lane), a third of the
+// runs with faults of the bucket.
+lane_sim_options cold_options(std::uint64_t seed) {
+  lane_sim_options o;
+  o.seed = seed;
+  o.cold = true;
+  o.lanes = seed % 4 == 0 ? 2 : 1;
+  if (o.lanes > 1) o.forks = 0;
+  o.cold_store_faults = seed % 3 == 0 ? cold_store_faults : 0;
+  return o;
+}
+
 std::string replay(const lane_sim_options& o) {
   return fmt::format(
       "\n  replay: WEIR_LANE_SIM_SEED={} WEIR_LANE_SIM_LANES={} WEIR_LANE_SIM_RELEASES={} "
+      "WEIR_LANE_SIM_COLD={} WEIR_LANE_SIM_FORKS={} WEIR_LANE_SIM_STORE_FAULTS={} "
       "build/dev/tests/unit/cluster/cluster_lane_sim --gtest_filter=lane_sim.one_seed",
-      o.seed, o.lanes, o.lose_releases ? 1 : 0);
+      o.seed, o.lanes, o.lose_releases ? 1 : 0, o.cold ? 1 : 0, o.forks, o.cold_store_faults > 0 ? 1 : 0);
 }
 
 TEST(lane_sim, without_faults_every_write_and_read_succeeds) {
@@ -158,6 +174,52 @@ TEST(lane_sim, without_the_fork_sweep_lost_releases_keep_their_sources) {
   EXPECT_GT(r.releases_lost, 0u);
 }
 
+// The cold tier on every node (lane_sim.h, invariant 8): uploads, index records, reclaims on every node
+// and reads from the bucket under the same faults, every check above holding with bytes read back from
+// objects, and the nodes' indexes agreeing with each other and with the bucket at the end. A third of
+// the runs meet retryable faults of the bucket.
+TEST(lane_sim, seeds_with_the_cold_tier) {
+  log::set_level("critical");
+  const std::uint64_t count = env_u64("WEIR_LANE_SIM_COLD_SEEDS", 120);
+  const std::uint64_t first = env_u64("WEIR_LANE_SIM_COLD_FIRST_SEED", 3000);
+  lane_sim_report t;
+  std::uint64_t failed = 0;
+  for (std::uint64_t seed = first; seed < first + count; ++seed) {
+    const lane_sim_options o = cold_options(seed);
+    const lane_sim_report r = run_lane_sim(o);
+    if (!r.ok) {
+      ADD_FAILURE() << r.failure << replay(o);
+      if (++failed >= 3) break;
+    }
+    t.acked += r.acked;
+    t.reads += r.reads;
+    t.crashes += r.crashes + r.kills;
+    t.cold_puts += r.cold_puts;
+    t.cold_objects += r.cold_objects;
+    t.cold_extents += r.cold_extents;
+    t.cold_forgotten += r.cold_forgotten;
+    t.cold_reclaims += r.cold_reclaims;
+    t.object_reads += r.object_reads;
+    t.object_read_failures += r.object_read_failures;
+  }
+  fmt::print(
+      "{} cold seeds from {}: {} appends acknowledged, {} reads served, {} crashes and kills; {} objects "
+      "put, "
+      "{} recorded, {} extents at the end (all nodes), {} bytes forgotten in {} reclaims, {} reads from the "
+      "bucket ({} failed)\n",
+      count, first, t.acked, t.reads, t.crashes, t.cold_puts, t.cold_objects, t.cold_extents,
+      t.cold_forgotten, t.cold_reclaims, t.object_reads, t.object_read_failures);
+  // The tier did what it is for, on every seed's scale.
+  EXPECT_GT(t.cold_puts, count);
+  EXPECT_GT(t.cold_objects, count);
+  EXPECT_GT(t.cold_extents, count);
+  EXPECT_GT(t.cold_forgotten, count * 1000);
+  EXPECT_GT(t.cold_reclaims, count);
+  EXPECT_GT(t.object_reads, count);
+  EXPECT_GT(t.object_read_failures, 0u);
+  EXPECT_GT(t.crashes, count);
+}
+
 // One seed with its trace (WEIR_LANE_SIM_SEED; seed 1 quietly without it, so that the test always runs).
 TEST(lane_sim, one_seed) {
   lane_sim_options o;
@@ -171,6 +233,10 @@ TEST(lane_sim, one_seed) {
   o.nodes = static_cast<int>(env_u64("WEIR_LANE_SIM_NODES", 3));
   o.snapshot_entries = static_cast<std::uint32_t>(env_u64("WEIR_LANE_SIM_SNAPSHOT_ENTRIES", 12));
   o.lose_releases = env_u64("WEIR_LANE_SIM_RELEASES", 0) != 0;
+  o.cold = env_u64("WEIR_LANE_SIM_COLD", 0) != 0;
+  o.forks = static_cast<int>(env_u64("WEIR_LANE_SIM_FORKS", static_cast<std::uint64_t>(o.forks)));
+  o.cold_store_faults = env_u64("WEIR_LANE_SIM_STORE_FAULTS", 0) != 0 ? cold_store_faults : 0;
+  o.cold_keep_bytes = env_u64("WEIR_LANE_SIM_KEEP", o.cold_keep_bytes);
   const lane_sim_report r = run_lane_sim(o);
   EXPECT_TRUE(r.ok) << r.failure;
   fmt::print(
@@ -178,6 +244,10 @@ TEST(lane_sim, one_seed) {
       "partitions {}, {} evicted, {} snapshots, {} tasks\n",
       o.seed, r.submits, r.acked, r.reads, r.reads_refused, r.forks, r.crashes, r.kills, r.partitions,
       r.evicted, r.snapshots, r.tasks);
+  if (o.cold)
+    fmt::print(
+        "cold tier: {} objects put, {} recorded, {} extents, {} bytes forgotten, {} reads from the bucket\n",
+        r.cold_puts, r.cold_objects, r.cold_extents, r.cold_forgotten, r.object_reads);
 }
 
 }  // namespace

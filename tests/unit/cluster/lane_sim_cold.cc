@@ -1,0 +1,159 @@
+// The lane simulation's cold tier (lane_sim.h, invariant 8): every node's partitions get a cold_mover as
+// a cluster node's do (node::open_cold, a lane's groups: each group's leader uploads under its raft term,
+// index records are raft entries every node applies), over one bucket that all nodes share. The bucket's
+// answers come later on the node's executor (as object_store_workers post them to a loop): a node that
+// goes down first never hears them. At the end, with the movers stopped and every entry applied, every
+// node's index must hold the same extents, and the bucket the streams' bytes under them.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "replica/cold_mover.h"
+#include "unit/cluster/lane_sim_model.h"
+
+namespace weir::cluster::sim {
+
+using std::chrono::milliseconds;
+
+void lane_sim::attach_cold(sim_node& n) {
+  if (!store_) {
+    store_ = std::make_unique<tier::mem_object_store>();
+    if (o_.cold_store_faults > 0) store_->set_random_faults(o_.cold_store_faults, sched_.rng()());
+    fetcher_ = std::make_unique<tier::cold_fetcher>(*store_);
+  }
+  n.fetcher = std::make_unique<tier::cold_fetcher>(*store_);
+  raft::sim_executor* ex = n.ex.get();
+  auto delay = [this] { return milliseconds(sched_.uniform(1, o_.cold_store_max_ms)); };
+  for (std::size_t l = 0; l < n.parts.size(); ++l) {
+    replica::cold_mover_options o;
+    o.groups = n.lanes[l].get();
+    o.upload.target_object_bytes = o_.cold_object_bytes;
+    o.upload.max_age = milliseconds(o_.cold_max_age_ms);
+    o.upload.block_size = o_.cold_block_bytes;
+    o.upload.retry_base = milliseconds(50);
+    o.upload.retry_max = milliseconds(400);
+    o.scan_interval = milliseconds(o_.cold_scan_ms);
+    o.keep_bytes = o_.cold_keep_bytes;
+    // The request reaches the bucket after a while (a process that died first never sent it); one key
+    // is never put again with other bytes (docs/cold-tier.md, "Keys").
+    const tier::uploader::put_fn put = [this, ex, delay, id = n.id](std::string key, tier::object_bytes bytes,
+                                                                    tier::uploader::put_done done) {
+      ex->add_timer(delay(), [this, id, key = std::move(key), bytes = std::move(bytes),
+                              done = std::move(done)]() mutable {
+        if (auto had = store_->contents(key); had && *had != bytes)
+          fail(fmt::format("node {} puts {} again with other bytes ({} bytes, {} before)", id, key,
+                           bytes.size(), had->size()));
+        auto r = store_->put(key, bytes);
+        if (r) ++report_.cold_puts;
+        done(std::move(r));
+      });
+    };
+    n.parts[l]->attach_object_reads([ex, delay, fetcher = n.fetcher.get()](
+                                        std::string key, std::uint64_t size, std::uint64_t position,
+                                        std::uint64_t length, replica::partition::object_done done) {
+      ex->add_timer(
+          delay(), [fetcher, key = std::move(key), size, position, length, done = std::move(done)]() mutable {
+            done(fetcher->read(key, size, position, length));
+          });
+    });
+    // No budget of bytes not in the bucket: appends are never refused for it here.
+    n.parts[l]->attach_cold(o, put, 0);
+  }
+}
+
+void lane_sim::count_cold(sim_node& n) {
+  for (const auto& part : n.parts) {
+    if (const replica::cold_mover* m = part->mover()) {
+      report_.cold_objects += m->stats().objects;
+      report_.cold_forgotten += m->stats().forgotten_bytes;
+      report_.cold_reclaims += m->stats().reclaims;
+    }
+    report_.object_reads += part->bucket_reads();
+    report_.object_read_failures += part->bucket_read_failures();
+  }
+}
+
+// After check_final (finals_ hold every stream's bytes, the same on every node).
+void lane_sim::check_cold() {
+  // No more uploads; then every node applies every entry proposed before (index records in flight).
+  for (auto& n : nodes_)
+    for (auto& part : n->parts) part->mover()->stop();
+  auto settled = [this] {
+    std::vector<std::vector<replicator::group_status>> st;
+    for (const auto& n : nodes_) {
+      if (!n->up) return false;
+      st.push_back(n->status());
+    }
+    for (std::size_t g = 0; g < st[0].size(); ++g) {
+      if (st[0][g].leader == 0) return false;
+      for (const auto& s : st)
+        if (s[g].applied_index != s[g].commit_index || s[g].commit_index != st[0][g].commit_index ||
+            s[g].last_index != s[g].commit_index)
+          return false;
+    }
+    return true;
+  };
+  const std::int64_t limit = sched_.now_ms() + 10000;
+  while (report_.ok && !settled() && sched_.now_ms() < limit && sched_.run_one()) {
+  }
+  if (!report_.ok) return;
+  if (!settled()) return fail("the cold tier's index records did not settle within 10 s of the movers' stop");
+  store_->clear_faults();
+  using extent = std::tuple<std::uint64_t, std::uint64_t, std::string, std::uint64_t, std::uint64_t>;
+  for (int s = 0; s < all_streams(); ++s) {
+    const std::string path = path_of(s);
+    const std::string& content = finals_[0][static_cast<std::size_t>(s)]->content;
+    // Where the stream's own bytes begin: a fork's (never appended to) after what it inherits.
+    const std::uint64_t base = is_fork(s) ? content.size() : 0;
+    std::vector<extent> first;
+    for (std::size_t k = 0; k < nodes_.size(); ++k) {
+      sim_node& n = *nodes_[k];
+      const tier::cold_index& index = n.part(path).cold_index();
+      std::vector<extent> ext;
+      const auto end = index.cold_end(path);
+      if (end && end->value() > content.size())
+        return fail(fmt::format("node {}: stream {}'s cold end {} is past its {} bytes", n.id, s,
+                                end->value(), content.size()));
+      for (std::uint64_t at = base; end && at < end->value();) {
+        const auto where = index.find(path, streams::stream_offset(at));
+        if (!where || where->extent->first.value() != at || where->extent->end.value() <= at)
+          return fail(fmt::format("node {}: stream {} has no extent starting at {} (cold end {})", n.id, s,
+                                  at, end->value()));
+        ext.emplace_back(at, where->extent->end.value(), where->object->key, where->object->size,
+                         where->extent->data_position);
+        at = where->extent->end.value();
+      }
+      report_.cold_extents += ext.size();
+      if (k == 0) {
+        first = std::move(ext);
+      } else if (ext != first) {
+        const auto cold = [](const std::vector<extent>& e) { return e.empty() ? 0 : std::get<1>(e.back()); };
+        return fail(
+            fmt::format("stream {}: node {}'s cold index has {} extents up to {}, node {}'s {} up to {} "
+                        "(other objects or "
+                        "offsets)",
+                        s, n.id, ext.size(), cold(ext), nodes_[0]->id, first.size(), cold(first)));
+      }
+    }
+    // The bucket holds the stream's bytes under every extent.
+    for (const auto& [from, to, key, size, position] : first) {
+      auto got = fetcher_->read(key, size, position, to - from);
+      if (!got)
+        return fail(fmt::format("stream {}: bytes {}..{} in {} cannot be read: {}", s, from, to, key,
+                                got.err().describe()));
+      const std::string bytes(reinterpret_cast<const char*>(got->data()), got->size());
+      if (bytes != content.substr(from, to - from))
+        return fail(fmt::format("stream {}: bytes {}..{} in {} (at {}) are not the stream's", s, from, to,
+                                key, position));
+    }
+  }
+}
+
+}  // namespace weir::cluster::sim
