@@ -18,6 +18,8 @@
 #include "io/tls.h"
 #include "protocol/header_values.h"
 #include "protocol/stream_request.h"
+#include "replica/cold_mover.h"
+#include "replica/cold_mover.h"
 #include "replica/wal_recovery.h"
 #include "server/access_log.h"
 #include "server/node_metrics.h"
@@ -182,18 +184,31 @@ void node::on_request(const http::request& req, http::exchange ex) {
       struct view {
         bool left = false;
         bool quorum = true;
+        std::string upload_error;  // a lane's last failed upload (cold tier)
+        bool refusing = false;     // a lane refuses appends: its budget of bytes not in the bucket is full
       };
       auto v = std::make_shared<view>();
       gather_lanes(
           [v](replication& lane) {
             v->left = v->left || lane.left();
             v->quorum = v->quorum && lane.has_quorum();
+            if (const replica::cold_mover* m = lane.shard().part().mover()) {
+              if (std::string e = m->uploads().last_error; !e.empty()) v->upload_error = std::move(e);
+              v->refusing = v->refusing || lane.shard().part().local_budget_full();
+            }
           },
           [v, ex] {
             protocol::response r;
             r.status = !v->left && v->quorum ? 200 : 503;
             r.add_static("Content-Type", "text/plain");
-            r.body = v->left ? "removed from the cluster\n" : r.status == 200 ? "ok\n" : "no quorum\n";
+            const bool degraded = !v->upload_error.empty() || v->refusing;
+            r.body = v->left           ? "removed from the cluster\n"
+                     : r.status != 200 ? "no quorum\n"
+                     : degraded        ? "degraded\n"
+                                       : "ok\n";
+            // The node serves (reads, and writes until its budget): 200, with what is wrong in the body.
+            if (!v->upload_error.empty()) r.body += "cold tier uploads failing: " + v->upload_error + "\n";
+            if (v->refusing) r.body += "appends refused: the budget of bytes not yet in the bucket is full\n";
             send_response(ex, std::move(r));
           });
       return;

@@ -5,6 +5,7 @@
 #include "base/json_writer.h"
 #include "base/log.h"
 #include "raft/thread_flusher.h"
+#include "replica/cold_mover.h"
 #include "replica/snapshot_transfer.h"
 #include "server/node.h"
 #include "server/stream_shard.h"
@@ -319,6 +320,25 @@ std::string replication::status_json(const std::vector<lane_status>& others) con
     w.key("data_log_disk_bytes").value(std::int64_t(st.log.segment_bytes));
   }
   w.end_object();
+  // The cold tier (docs/cold-tier.md, "A cluster"): this lane's uploads (from the groups it leads) and
+  // what this node keeps of its streams on disk.
+  if (const replica::cold_mover* m = shard_.part().mover()) {
+    const replica::cold_mover::upload_view up = m->uploads();
+    const replica::cold_mover_stats& st = m->stats();
+    w.key("cold_tier").begin_object();
+    w.key("groups_uploading").value(std::int64_t(up.groups_led));
+    w.key("objects_uploaded").value(std::int64_t(st.objects));
+    w.key("bytes_uploaded").value(std::int64_t(st.bytes));
+    w.key("upload_waiting_bytes").value(std::int64_t(up.bytes_waiting));
+    w.key("upload_failures").value(std::int64_t(up.attempts_failed));
+    w.key("last_upload_error").value(up.last_error);
+    w.key("local_bytes").value(std::int64_t(m->local_bytes()));
+    w.key("held_bytes").value(std::int64_t(st.held_bytes));
+    w.key("dropped_bytes").value(std::int64_t(st.forgotten_bytes));
+    w.key("appends_refused").value(shard_.part().local_budget_full());
+    w.key("objects_deleted").value(std::int64_t(m->sweep_stats().objects_deleted));
+    w.end_object();
+  }
   // A node of several lanes: the other lanes' own views (their links, node logs, snapshots, data logs).
   if (!others.empty()) {
     w.key("other_lanes").begin_array();

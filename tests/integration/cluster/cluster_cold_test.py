@@ -6,7 +6,8 @@ every node applies the index records and, over its --local-bytes budget, drops i
 that are in objects (followers too). With small segments, objects and budget:
   1. about 6 times the budget is written through all three nodes (byte streams and a JSON stream); every
      node's data log stays within the budget plus a few segments, every node dropped bytes and reads
-     some back from the bucket, and every stream reads back whole and identical from every node;
+     some back from the bucket, each group uploads from one node (GET /cluster: cold_tier), /healthz
+     says ok, and every stream reads back whole and identical from every node;
   2. the node that leads a stream's group is killed (SIGKILL) while more is written: a new leader
      uploads under its own term; every acknowledged byte reads back from the two live nodes;
   3. the killed node starts again and catches up (group snapshots every 16 entries carry the groups'
@@ -228,6 +229,25 @@ def main():
             print("node %d: %d objects uploaded, %d bytes dropped, %d held, data log %d bytes" %
                   (n.id, m.get("weir_tier_objects_uploaded_total", 0), m.get("weir_tier_dropped_bytes_total", 0),
                    m.get("weir_tier_held_bytes", 0), data_log_bytes(n)), flush=True)
+        # /cluster: every group uploads from one node, its leader (the movers follow leadership at each
+        # pass); /healthz: the tier is not failing.
+        def uploading():
+            views = [n.status() for n in nodes]
+            if any(v is None for v in views):
+                return None
+            total = sum(cs.summed(v, "cold_tier")["groups_uploading"] for v in views)
+            return total == 8 and views
+
+        try:
+            views = cs.wait_for("each group to upload from one node", uploading, 30)
+            check(all(cs.summed(v, "cold_tier")["last_upload_error"] == "" for v in views),
+                  "an upload error in /cluster")
+        except TimeoutError:
+            check(False, "groups uploading per node: %s" %
+                  [cs.summed(n.status(), "cold_tier")["groups_uploading"] for n in nodes])
+        for n in nodes:
+            st, _, body = req(n, "GET", "/healthz")
+            check(st == 200 and body == b"ok\n", "node %d /healthz: %d %r" % (n.id, st, body))
         check_reads(nodes, expected, "after the first writes")
         for n in nodes:
             m = metrics(n)
