@@ -23,11 +23,14 @@
 #   ROUNDS=5 DURATION=5 PARTS=engine bench/h2/run.sh
 #   SERVERS="weir nginx" STREAMS="1 100" CONNS=64 PARTS=engine bench/h2/run.sh
 #   FSYNC=always PARTS=append bench/h2/run.sh    # appends bound by fdatasync instead of interval:100
+#   WEIR_TE_BASE=/tmp/weir-te-old SERVERS="weir weir-base h2o nginx" PARTS=engine bench/h2/run.sh
+#                                                # a second weir-techempower build in the same rounds
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 WEIR_TE=${WEIR_TE:-$root/build/release/examples/techempower/weir-techempower}
+WEIR_TE_BASE=${WEIR_TE_BASE:-}  # server "weir-base": another weir-techempower build, for before/after
 WEIR=${WEIR:-$root/build/release/src/app/weir}
 PARTS=${PARTS:-"engine append fanout"}
 DURATION=${DURATION:-10}
@@ -76,9 +79,10 @@ for part in $PARTS; do
         case "$s" in
           weir) need "$WEIR_TE" "cmake --preset release && ninja -C build/release weir-techempower" ;;
           weir-serve) need "$WEIR" "cmake --preset release && ninja -C build/release weir" ;;
+          weir-base) need "${WEIR_TE_BASE:-WEIR_TE_BASE}" "set WEIR_TE_BASE to a weir-techempower binary" ;;
           nginx) need nginx "apt-get install nginx-light" ;;
           h2o) need h2o "apt-get install h2o" ;;
-          *) echo "unknown server '$s' (weir, weir-serve, nginx, h2o)" >&2; exit 2 ;;
+          *) echo "unknown server '$s' (weir, weir-base, weir-serve, nginx, h2o)" >&2; exit 2 ;;
         esac
       done
       ;;
@@ -119,6 +123,10 @@ start_server() {  # name
   case "$1" in
     weir)
       taskset -c "$SERVER_CPU" "$WEIR_TE" --listen "127.0.0.1:$PORT" --threads 1 >"$tmp/weir.log" 2>&1 &
+      server_pid=$!
+      ;;
+    weir-base)
+      taskset -c "$SERVER_CPU" "$WEIR_TE_BASE" --listen "127.0.0.1:$PORT" --threads 1 >"$tmp/weir-base.log" 2>&1 &
       server_pid=$!
       ;;
     weir-serve)
@@ -180,6 +188,7 @@ echo "# weir HTTP/2 benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), load average $(cu
 echo "# machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
 echo "# servers on CPU $SERVER_CPU (one thread / worker), client on CPU $CLIENT_CPU; $ROUNDS round(s), ${DURATION}s per h2load run"
 echo "# weir $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'); $(h2load --version | head -1); $(nginx -v 2>&1); $(h2o --version | head -1)"
+echo "# weir = $WEIR_TE${WEIR_TE_BASE:+; weir-base = $WEIR_TE_BASE}"
 
 # ---------------------------------------------------------------- engine
 if [[ " $PARTS " == *" engine "* ]]; then
@@ -190,6 +199,7 @@ if [[ " $PARTS " == *" engine "* ]]; then
   echo "|---|---|---|---|---|---|---|---|"
   res="$tmp/engine.txt"
   : >"$res"
+  : >"$tmp/engine-rounds.txt"
   for round in $(seq 1 "$ROUNDS"); do
     for m in $STREAMS; do
       for s in $SERVERS; do
@@ -207,18 +217,31 @@ if [[ " $PARTS " == *" engine "* ]]; then
         cli_share=$(awk -v u="$cu" -v s="$cs" -v d="$DURATION" 'BEGIN {printf "%.0f%%", (u + s) * 100 / d}')
         echo "| $round | $m | $s | $rps | $cpu_us | $cli_us | $cli_share | $((completed - ok)) |"
         echo "$m $s $rps $cpu_us $cli_us" >>"$res"
+        echo "$round $m $s $cpu_us" >>"$tmp/engine-rounds.txt"
       done
     done
   done
   echo
-  echo "Medians over $ROUNDS round(s) (ratio: weir's CPU per request / the peer's; below 1 = weir cheaper):"
+  echo "Medians over $ROUNDS round(s) (ratio: weir's CPU per request / the peer's; below 1 = weir cheaper), and"
+  echo "the ratio within each round, then its median (rounds where weir was cheaper / rounds):"
   echo
-  echo "| streams/conn | server | req/s | server CPU us/req | h2load CPU us/req | weir / server (CPU per request) |"
-  echo "|---|---|---|---|---|---|"
-  median_table "$res" | awk '{ k = $1; key[NR] = $0; if ($2 == "weir") w[k] = $4 }
-      END { for (i = 1; i <= NR; i++) { split(key[i], a, " ")
-              r = ((a[2] == "nginx" || a[2] == "h2o") && w[a[1]] > 0 && a[4] > 0) ? sprintf("%.2f", w[a[1]] / a[4]) : "-"
-              printf "| %s | %s | %s | %s | %s | %s |\n", a[1], a[2], a[3], a[4], a[5], r } }'
+  echo "| streams/conn | server | req/s | server CPU us/req | h2load CPU us/req | weir / server, medians | weir / server per round: median (weir cheaper) |"
+  echo "|---|---|---|---|---|---|---|"
+  # Per-round ratios, weir against each server of the same round: "streams server ratio".
+  awk '{ c[$1, $2, $3] = $4; if ($3 != "weir") { rs[++n] = $1 " " $2 " " $3 } }
+       END { for (i = 1; i <= n; i++) { split(rs[i], a, " "); w = c[a[1], a[2], "weir"]; p = c[a[1], a[2], a[3]]
+               if (w > 0 && p > 0) print a[2], a[3], w / p } }' "$tmp/engine-rounds.txt" >"$tmp/ratios.txt"
+  median_table "$res" | awk -v rf="$tmp/ratios.txt" '
+      BEGIN { while ((getline line < rf) > 0) { split(line, a, " "); k = a[1] " " a[2]; n[k]++; r[k, n[k]] = a[3] } }
+      function med(k,   i, j, t, c, x) { c = n[k]; for (i = 1; i <= c; i++) x[i] = r[k, i]
+        for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+        return (c % 2) ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2 }
+      function wins(k,   i, c) { c = 0; for (i = 1; i <= n[k]; i++) if (r[k, i] < 1) c++; return c }
+      { k = $1; key[NR] = $0; if ($2 == "weir") w[k] = $4 }
+      END { for (i = 1; i <= NR; i++) { split(key[i], a, " "); kk = a[1] " " a[2]
+              r1 = (a[2] != "weir" && w[a[1]] > 0 && a[4] > 0) ? sprintf("%.2f", w[a[1]] / a[4]) : "-"
+              r2 = (kk in n) ? sprintf("%.2f (%d/%d)", med(kk), wins(kk), n[kk]) : "-"
+              printf "| %s | %s | %s | %s | %s | %s | %s |\n", a[1], a[2], a[3], a[4], a[5], r1, r2 } }'
 fi
 
 # ---------------------------------------------------------------- append
