@@ -213,6 +213,11 @@ std::optional<std::uint64_t> replicator::leader_term(std::uint32_t gi) const {
   return g->r.current_term;
 }
 
+std::uint64_t replicator::applied_index(std::uint32_t gi) const {
+  group* g = find(gi);
+  return g == nullptr ? 0 : g->r.last_applied;
+}
+
 std::uint64_t replicator::leader_of(std::uint32_t gi) const {
   group* g = find(gi);
   if (g == nullptr) return 0;

@@ -261,6 +261,8 @@ class replicator {
   bool leads(std::uint32_t group) const;
   // The term this node leads `group` in; nullopt while it does not lead it.
   std::optional<std::uint64_t> leader_term(std::uint32_t group) const;
+  // The index of the last entry of `group` this node applied (0 for a group of another lane).
+  std::uint64_t applied_index(std::uint32_t group) const;
 
   struct group_status {
     std::uint32_t group = 0;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "raft/node_log_seed.h"
 #include "storage/checkpoint_store.h"
 #include "storage/types.h"
 
@@ -102,18 +103,82 @@ result<restore_point> find_restore_point(tier::object_store& store) {
   return restore_error("no epoch has a snapshot of every group (" + missing + ")");
 }
 
-status write_restored_logs(storage::env& e, const std::string& data_dir, const restore_point& p) {
+namespace {
+
+std::span<const std::byte> text_bytes(const std::string& s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+// <data_dir>/wal, which must not exist, with the marker in it.
+result<std::string> begin_restore(storage::env& e, const std::string& data_dir) {
   const std::string root = storage::join_path(data_dir, "wal");
   if (e.file_exists(root)) {
     return make_error(storage::errc::invalid_argument,
                       "restore: " + root + " exists: a restore starts from an empty data directory");
   }
-  if (auto st = e.create_dirs(root); !st) return st;
+  if (auto st = e.create_dirs(root); !st) return st.err();
   const std::string marker = storage::join_path(root, restoring_marker);
-  auto as_bytes = [](const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); };
-  if (auto st = storage::replace_file(e, marker, as_bytes("a restore from the bucket is under way\n")); !st) {
+  if (auto st = storage::replace_file(e, marker, text_bytes("a restore from the bucket is under way\n"));
+      !st) {
+    return st.err();
+  }
+  return root;
+}
+
+// The epoch the node uploads under, then the marker removed.
+status end_restore(storage::env& e, const std::string& data_dir, const std::string& root,
+                   const restore_point& p) {
+  if (auto st = storage::replace_file(e, epoch_file(data_dir),
+                                      text_bytes(std::to_string(p.next_epoch.value()) + "\n"));
+      !st) {
     return st;
   }
+  if (auto st = e.remove_file(storage::join_path(root, restoring_marker)); !st) return st;
+  return e.sync_dir(root);
+}
+
+}  // namespace
+
+status write_restored_cluster(storage::env& e, const std::string& data_dir, const restore_point& p,
+                              std::uint32_t lanes, const std::map<std::uint64_t, std::string>& members) {
+  const std::uint32_t groups = static_cast<std::uint32_t>(p.groups.size());
+  const std::string raft_dir = storage::join_path(data_dir, "raft");
+  if (e.file_exists(raft_dir)) {
+    return make_error(storage::errc::invalid_argument,
+                      "restore: " + raft_dir + " exists: a restore starts from an empty data directory");
+  }
+  auto root = begin_restore(e, data_dir);
+  if (!root) return root.err();
+  std::vector<raft::wire::server> conf;
+  for (const auto& [id, address] : members) conf.push_back(raft::wire::server{raft::node_id(id), 1, address});
+  // The replicator's snapshot buffer: the index (no membership recorded), then the group's state.
+  std::vector<std::vector<std::byte>> buffers(groups);
+  for (std::uint32_t lane = 0; lane < lanes; ++lane) {
+    std::vector<raft::seeded_group> seeded;
+    for (std::uint32_t g = lane; g < groups; g += lanes) {
+      const restore_point::group& rg = p.groups[g];
+      auto name = tier::parse_snapshot_key(rg.key);
+      if (!name) return make_error(storage::errc::corruption, "restore: " + rg.key + ": not a snapshot key");
+      std::vector<std::byte>& buf = buffers[g];
+      for (int i = 0; i < 8; ++i) buf.push_back(static_cast<std::byte>(rg.header.lsn >> (8 * i)));
+      const auto state = rg.state();
+      buf.insert(buf.end(), state.begin(), state.end());
+      seeded.push_back(raft::seeded_group{raft::group_id(g), raft::log_index(rg.header.lsn),
+                                          raft::term_id(std::max<std::uint64_t>(1, name->term.value())), conf,
+                                          buf});
+    }
+    const std::string dir =
+        lane == 0 ? raft_dir : storage::join_path(raft_dir, "lane-" + std::to_string(lane));
+    if (auto st = raft::seed_node_log(e, storage::join_path(dir, "node.log"), seeded); !st) return st;
+  }
+  return end_restore(e, data_dir, *root, p);
+}
+
+status write_restored_logs(storage::env& e, const std::string& data_dir, const restore_point& p) {
+  auto begun = begin_restore(e, data_dir);
+  if (!begun) return begun.err();
+  const std::string& root = *begun;
+  auto as_bytes = [](const std::string& s) { return text_bytes(s); };
   for (std::size_t i = 0; i < p.groups.size(); ++i) {
     const restore_point::group& g = p.groups[i];
     const std::string dir = storage::join_path(root, "core-" + std::to_string(i));
@@ -122,18 +187,12 @@ status write_restored_logs(storage::env& e, const std::string& data_dir, const r
     if (auto st = ck.write(storage::lsn(g.header.lsn), g.state()); !st) return st;
     if (auto st = e.sync_dir(dir); !st) return st;
   }
-  if (auto st = storage::replace_file(e, epoch_file(data_dir),
-                                      as_bytes(std::to_string(p.next_epoch.value()) + "\n"));
-      !st) {
-    return st;
-  }
   if (auto st = storage::replace_file(e, storage::join_path(root, "cores"),
                                       as_bytes(std::to_string(p.groups.size()) + "\n"));
       !st) {
     return st;
   }
-  if (auto st = e.remove_file(marker); !st) return st;
-  return e.sync_dir(root);
+  return end_restore(e, data_dir, root, p);
 }
 
 result<tier::cold_epoch> read_cold_epoch(storage::env& e, const std::string& data_dir) {

@@ -9,6 +9,8 @@
 // Blocking (object store calls and file writes): runs at start-up, before any loop.
 #pragma once
 
+#include <map>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,6 +48,16 @@ result<restore_point> find_restore_point(tier::object_store& store);
 // (wal/cores), and the marker removed last. A start that finds the marker refuses (open_durable_store):
 // an interrupted restore is never served as data.
 status write_restored_logs(storage::env& e, const std::string& data_dir, const restore_point& p);
+
+// A cluster node's restore (docs/cold-tier.md, "Restore"): every node of the new cluster writes the same
+// thing from the same snapshots. For each raft group, its lane's node log (raft/node.log, lane l:
+// raft/lane-<l>/node.log) gets the group's snapshot as an installed raft snapshot at the snapshot's raft
+// index, in the term its key names, with the configuration of `members` (id -> peer address, all
+// voters); the groups start from it as from one they took. The group count must be the cluster's.
+// <data_dir>/raft must not exist; the marker (wal/restoring) and the epoch (wal/cold-epoch) as in
+// write_restored_logs.
+status write_restored_cluster(storage::env& e, const std::string& data_dir, const restore_point& p,
+                              std::uint32_t lanes, const std::map<std::uint64_t, std::string>& members);
 
 // The epoch this node uploads under: <data_dir>/wal/cold-epoch, or 1 when the directory has none (it was
 // never restored).

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "base/log.h"
+#include "replica/cluster_cold_snapshots.h"
 #include "replica/cold_mover.h"
 #include "replica/cold_snapshots.h"
 #include "replica/cold_state.h"
@@ -68,9 +69,14 @@ void partition::attach_cold_snapshots(const cold_snapshot_options& o, cold_snaps
   snapshots_ = std::make_unique<cold_snapshots>(*this, o, std::move(io));
 }
 
+void partition::attach_cluster_snapshots(std::unique_ptr<cluster_cold_snapshots> s) {
+  cluster_snapshots_ = std::move(s);
+}
+
 void partition::start_cold() {
   if (mover_) mover_->start();
   if (snapshots_) snapshots_->start();
+  if (cluster_snapshots_) cluster_snapshots_->start();
 }
 
 void partition::attach_segments(storage::env& e, std::string dir,
@@ -478,6 +484,7 @@ void partition::stop() {
   stopped_ = true;
   if (mover_) mover_->stop();
   if (snapshots_) snapshots_->stop();
+  if (cluster_snapshots_) cluster_snapshots_->stop();
   if (rebuild_timer_ != 0) ex_->cancel_timer(rebuild_timer_);
   rebuild_timer_ = 0;
 }

@@ -49,6 +49,7 @@ class cold_mover;
 struct cold_mover_options;
 class cold_snapshots;
 struct cold_snapshot_options;
+class cluster_cold_snapshots;
 struct cold_snapshot_io;
 
 struct partition_options {
@@ -141,6 +142,10 @@ class partition {
   void attach_cold_snapshots(const cold_snapshot_options& o, cold_snapshot_io io);
   cold_snapshots* snapshots() { return snapshots_.get(); }
   const cold_snapshots* snapshots() const { return snapshots_.get(); }
+  // A cluster lane's restore snapshots (replica/cluster_cold_snapshots.h), made by the node for its raft
+  // lane; start_cold() starts them, stop() stops them.
+  void attach_cluster_snapshots(std::unique_ptr<cluster_cold_snapshots> s);
+  const cluster_cold_snapshots* cluster_snapshots() const { return cluster_snapshots_.get(); }
   // Reads of bytes held only in objects (read_plan::in_objects): `fetch(key, object_size, data_position,
   // length, done)` reads them off the loop and runs `done` on this partition's loop. Set at start-up
   // with attach_cold; without it such a read fails (the plan is cut, the error says why).
@@ -308,6 +313,7 @@ class partition {
   std::unique_ptr<tier::data_log> data_log_;   // cluster mode: where applied stream bytes go
   std::unique_ptr<cold_mover> mover_;          // a single node's cold tier
   std::unique_ptr<cold_snapshots> snapshots_;  // its restore snapshots
+  std::unique_ptr<cluster_cold_snapshots> cluster_snapshots_;
   object_fetch_fn fetch_object_;
   std::uint64_t bucket_reads_ = 0;
   std::size_t objects_in_flight_ = 0;

@@ -207,6 +207,37 @@ result<std::vector<std::byte>> raft_lane::take_snapshot(std::uint32_t group, std
   return encode_group_snapshot(*streams, subs, cold);
 }
 
+namespace {
+// The data log's pins of restore snapshots being built, apart from the groups' own snapshots' pins.
+constexpr std::uint32_t bucket_pin = 1u << 31;
+}  // namespace
+
+result<raft_lane::bucket_cut> raft_lane::cut_for_bucket(std::uint32_t group) {
+  auto term = repl_->leader_term(group);
+  if (!term)
+    return make_error(errc::cluster_unavailable, "this node does not lead group " + std::to_string(group));
+  std::set<std::uint64_t> segments;
+  auto streams = part_.machine().snapshot_part(in_group(group), [&](const streams::disk_location& at) {
+    segments.insert(at.segment);
+    return true;
+  });
+  if (!streams) return streams.err();
+  part_.pin_snapshot_segments(bucket_pin | group,
+                              std::vector<std::uint64_t>(segments.begin(), segments.end()));
+  bucket_cut cut;
+  cut.index = repl_->applied_index(group);
+  cut.term = *term;
+  cut.streams = std::move(*streams);
+  if (subscriptions_ != nullptr) cut.subscriptions = subscriptions_->snapshot_part(group);
+  const tier::cold_index cold_part = part_.cold_index().part(in_group(group));
+  if (cold_part.streams() > 0) cut.cold = cold_part.encode();
+  return cut;
+}
+
+void raft_lane::release_bucket_cut(std::uint32_t group) {
+  part_.pin_snapshot_segments(bucket_pin | group, {});
+}
+
 status raft_lane::restore_snapshot(std::uint32_t group, std::uint64_t index,
                                    std::span<const std::byte> state) {
   auto parts = decode_group_snapshot(state);

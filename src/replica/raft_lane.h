@@ -180,6 +180,23 @@ class raft_lane final : public commit_path, public cold_groups {
     linearize_group(group, std::move(ready));
   }
 
+  // The cold tier's restore snapshots (replica/cluster_cold_snapshots.h): `group`'s state as this node
+  // applied it, at the index it applied last, in the leader's term: its streams (records on disk as
+  // references to the data log, whose segments stay pinned until release_bucket_cut), its subscriptions
+  // and its part of the cold index. An error when this node does not lead the group.
+  struct bucket_cut {
+    std::uint64_t index = 0;
+    std::uint64_t term = 0;
+    std::vector<std::byte> streams;
+    std::vector<std::byte> subscriptions;
+    std::vector<std::byte> cold;
+  };
+  result<bucket_cut> cut_for_bucket(std::uint32_t group);
+  void release_bucket_cut(std::uint32_t group);
+  // The last entry of `group` this node applied (configuration and leader entries included: the state
+  // is the same after them as after the last command before them).
+  std::uint64_t applied_index(std::uint32_t group) const { return repl_->applied_index(group); }
+
   // A committed command of the cluster, at `index` of `group`'s log, applied to the state machine (what
   // a stream it creates is called and the place of a fork reference it takes: set_entry_place; the same
   // on all nodes), its stream bytes written to the data log, its effects told to the host. The node

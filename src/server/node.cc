@@ -19,7 +19,7 @@
 #include "protocol/header_values.h"
 #include "protocol/stream_request.h"
 #include "replica/cold_mover.h"
-#include "replica/cold_mover.h"
+#include "replica/cold_restore.h"
 #include "replica/wal_recovery.h"
 #include "server/access_log.h"
 #include "server/node_metrics.h"
@@ -588,6 +588,14 @@ status node::start() {
   // The bucket first: a restore writes the logs that recovery then opens.
   if (auto st = connect_cold(); !st) return st;
   if (cfg_.cluster.enabled()) {
+    const std::string marker =
+        storage::join_path(storage::join_path(cfg_.data_dir, "wal"), replica::restoring_marker);
+    if (env_->file_exists(marker)) {
+      return make_error(std::errc::invalid_argument,
+                        cfg_.data_dir +
+                            " holds a restore from the bucket that did not finish: empty it and start "
+                            "with --restore again");
+    }
     if (auto st = open_cluster(); !st) return st;
   } else if (cfg_.durable) {
     // A data directory keeps its log count (the cores it was created with); its shards run on this

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "replica/cluster_cold_snapshots.h"
 #include "replica/cold_mover.h"
 #include "replica/cold_restore.h"
 #include "replica/cold_snapshots.h"
@@ -58,9 +59,6 @@ status node::connect_cold() {
     if (cfg_.restore) return cold_error("restore needs cold (the bucket to restore from)");
     return {};
   }
-  if (cfg_.cluster.enabled() && cfg_.restore) {
-    return cold_error("a cluster node does not restore from the bucket yet (docs/cold-tier.md, \"Status\")");
-  }
   if (!cfg_.durable) return cold_error("needs durable true (only data on disk moves to the bucket)");
   tier::s3_settings s;
   auto location = tier::parse_cold_location(cfg_.cold);
@@ -104,8 +102,21 @@ status node::restore_from_bucket() {
               g.header.group.value(), g.key, g.header.lsn, format_utc_ms(g.header.taken_at_ms),
               g.object.size());
   }
-  if (auto st = replica::write_restored_logs(*env_, cfg_.data_dir, *point); !st)
+  if (cfg_.cluster.enabled()) {
+    // Every node of the new cluster writes the same raft snapshots from the same objects.
+    if (point->groups.size() != cfg_.cluster.groups) {
+      return cold_error("the bucket's snapshots are of " + std::to_string(point->groups.size()) +
+                        " groups, this cluster has " + std::to_string(cfg_.cluster.groups));
+    }
+    std::map<std::uint64_t, std::string> members;
+    for (const auto& [id, addr] : cfg_.cluster.peers)
+      members.emplace(id, addr.host + ":" + std::to_string(addr.port));
+    if (auto st = replica::write_restored_cluster(*env_, cfg_.data_dir, *point, cfg_.cluster.lanes, members);
+        !st)
+      return cold_error(st.err().reason);
+  } else if (auto st = replica::write_restored_logs(*env_, cfg_.data_dir, *point); !st) {
     return cold_error(st.err().reason);
+  }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   log::info(
       "weir serve: restored {} groups from {} epoch {} to the point in time {} ({} snapshot bytes in {:.2f} "
@@ -188,9 +199,24 @@ status node::open_cold() {
     o.sweep.remove = [workers, loop](std::string key, replica::cold_sweeper_options::remove_done done) {
       workers->remove(std::move(key), std::move(done), loop);
     };
+    // Restore snapshots go through the same workers and calls.
+    replica::cold_snapshot_io io;
+    io.off_loop = [workers, loop](std::function<replica::cold_snapshot_io::built()> job,
+                                  std::function<void(replica::cold_snapshot_io::built)> done) {
+      workers->run_job(std::move(job), std::move(done), loop);
+    };
+    io.put = put;
+    io.list = o.sweep.list;
+    io.remove = o.sweep.remove;
     if (lane != nullptr) {
-      // Restore snapshots do not run on a cluster node yet (docs/cold-tier.md, "Status").
+      // Each group's leader uploads the group's restore snapshots.
       shard.part().attach_cold(o, put, held);
+      replica::cluster_cold_snapshot_options so;
+      so.epoch = epoch;
+      so.groups = cfg_.cluster.groups;
+      so.interval = std::chrono::milliseconds(cfg_.cold_snapshot_interval_ms);
+      shard.part().attach_cluster_snapshots(
+          std::make_unique<replica::cluster_cold_snapshots>(lane->core(), so, std::move(io)));
       continue;
     }
     // A kept restore snapshot may name an object the live index dropped: it stays.
@@ -204,14 +230,6 @@ status node::open_cold() {
     so.groups = static_cast<std::uint32_t>(shards_.size());
     so.term = tier::leader_term(run_term);
     so.interval = std::chrono::milliseconds(cfg_.cold_snapshot_interval_ms);
-    replica::cold_snapshot_io io;
-    io.off_loop = [workers, loop](std::function<replica::cold_snapshot_io::built()> job,
-                                  std::function<void(replica::cold_snapshot_io::built)> done) {
-      workers->run_job(std::move(job), std::move(done), loop);
-    };
-    io.put = put;
-    io.list = o.sweep.list;
-    io.remove = o.sweep.remove;
     shard.part().attach_cold_snapshots(so, std::move(io));
   }
   log::info("weir serve: cold tier {}: {} shards upload objects of about {} MiB (or after {} ms){}",

@@ -5,6 +5,7 @@
 #include "base/json_writer.h"
 #include "base/log.h"
 #include "raft/thread_flusher.h"
+#include "replica/cluster_cold_snapshots.h"
 #include "replica/cold_mover.h"
 #include "replica/snapshot_transfer.h"
 #include "server/node.h"
@@ -337,6 +338,11 @@ std::string replication::status_json(const std::vector<lane_status>& others) con
     w.key("dropped_bytes").value(std::int64_t(st.forgotten_bytes));
     w.key("appends_refused").value(shard_.part().local_budget_full());
     w.key("objects_deleted").value(std::int64_t(m->sweep_stats().objects_deleted));
+    if (const replica::cluster_cold_snapshots* sn = shard_.part().cluster_snapshots()) {
+      w.key("restore_snapshots").value(std::int64_t(sn->stats().uploaded));
+      w.key("restore_snapshot_failures").value(std::int64_t(sn->stats().failed));
+      w.key("last_restore_snapshot_error").value(sn->stats().last_error);
+    }
     w.end_object();
   }
   // A node of several lanes: the other lanes' own views (their links, node logs, snapshots, data logs).

@@ -429,6 +429,10 @@ class state_machine {
   friend result<std::vector<std::byte>> relocate_snapshot_part(
       std::span<const std::byte> blob,
       const std::function<std::optional<part_reference>(const part_reference&)>& to);
+  friend result<std::vector<std::byte>> inline_snapshot_part(
+      std::span<const std::byte> blob,
+      const std::function<std::optional<stream_offset>(const std::string& path)>& forget_before,
+      const std::function<result<chunk>(const part_reference&)>& read);
 
   string_map<stream_state> streams_;
   std::unordered_set<std::string> expiring_;  // streams with a TTL or Expires-At (what the sweeper scans)
@@ -482,6 +486,14 @@ result<std::vector<std::byte>> relocate_snapshot_part(
 // reference's size). Everything else is as the blob has it. Errors: a damaged blob (as restore), or the
 // first failed or short read (named). Blocking only as much as `read` is; touches no live state.
 result<std::vector<std::byte>> inline_snapshot(
+    std::span<const std::byte> blob,
+    const std::function<std::optional<stream_offset>(const std::string& path)>& forget_before,
+    const std::function<result<chunk>(const part_reference&)>& read);
+
+// inline_snapshot for a per-part blob (state_machine::snapshot_part: a cluster's raft group), for a
+// restore of a cluster from the cold tier. Errors as inline_snapshot's, or a damaged part (as
+// restore_part).
+result<std::vector<std::byte>> inline_snapshot_part(
     std::span<const std::byte> blob,
     const std::function<std::optional<stream_offset>(const std::string& path)>& forget_before,
     const std::function<result<chunk>(const part_reference&)>& read);

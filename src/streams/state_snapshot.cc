@@ -588,6 +588,43 @@ result<std::vector<std::byte>> relocate_snapshot_part(
       });
 }
 
+namespace {
+
+// `log` (of `path`) with its records ending at or before `forget_before(path)` forgotten and every other
+// record on disk read with `read` and inlined (inline_snapshot).
+result<std::shared_ptr<memory_log>> inlined_log(
+    const std::string& path, const std::shared_ptr<memory_log>& log,
+    const std::function<std::optional<stream_offset>(const std::string& path)>& forget_before,
+    const std::function<result<chunk>(const part_reference&)>& read) {
+  if (auto pos = forget_before(path)) log->forget_before(*pos);
+  std::vector<record> records;
+  log->for_each_record([&](const record& r) { records.push_back(r); });
+  auto out = std::make_shared<memory_log>(nullptr, log->base());
+  out->set_name(path);
+  out->set_held_from(log->held_from());
+  for (record& r : records) {
+    if (r.data.cold()) {
+      const part_reference ref{r.data.at, r.data.begin, r.data.size};
+      auto bytes = read(ref);
+      if (!bytes) {
+        error e = bytes.err();
+        e.reason = "reading the record of " + path + " ending at " + std::to_string(r.end) + ": " + e.reason;
+        return e;
+      }
+      if (!*bytes || (*bytes)->size() != r.data.size) {
+        return bad("the record of " + path + " ending at " + std::to_string(r.end) + " read back short");
+      }
+      r.data.buf = std::move(*bytes);
+      r.data.begin = 0;
+    }
+    r.data.at = {};  // inlined: no reference to this node's disk
+    out->append(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
 result<std::vector<std::byte>> inline_snapshot(
     std::span<const std::byte> blob,
     const std::function<std::optional<stream_offset>(const std::string& path)>& forget_before,
@@ -595,34 +632,29 @@ result<std::vector<std::byte>> inline_snapshot(
   state_machine sm;
   if (status st = sm.restore(blob); !st) return st.err();
   for (auto& [path, s] : sm.streams_) {
-    if (auto pos = forget_before(path)) s.log->forget_before(*pos);
-    std::vector<record> records;
-    s.log->for_each_record([&](const record& r) { records.push_back(r); });
-    auto log = std::make_shared<memory_log>(nullptr, s.log->base());
-    log->set_name(path);
-    log->set_held_from(s.log->held_from());
-    for (record& r : records) {
-      if (r.data.cold()) {
-        const part_reference ref{r.data.at, r.data.begin, r.data.size};
-        auto bytes = read(ref);
-        if (!bytes) {
-          error e = bytes.err();
-          e.reason =
-              "reading the record of " + path + " ending at " + std::to_string(r.end) + ": " + e.reason;
-          return e;
-        }
-        if (!*bytes || (*bytes)->size() != r.data.size) {
-          return bad("the record of " + path + " ending at " + std::to_string(r.end) + " read back short");
-        }
-        r.data.buf = std::move(*bytes);
-        r.data.begin = 0;
-      }
-      r.data.at = {};  // inlined: no reference to this node's disk
-      log->append(std::move(r));
-    }
-    s.log = std::move(log);
+    auto log = inlined_log(path, s.log, forget_before, read);
+    if (!log) return log.err();
+    s.log = std::move(*log);
   }
   return sm.snapshot();
+}
+
+result<std::vector<std::byte>> inline_snapshot_part(
+    std::span<const std::byte> blob,
+    const std::function<std::optional<stream_offset>(const std::string& path)>& forget_before,
+    const std::function<result<chunk>(const part_reference&)>& read) {
+  auto decoded = state_machine::decode_part(blob, nullptr);
+  if (!decoded) return decoded.err();
+  std::vector<const std::pair<const std::string, state_machine::stream_state>*> sorted;
+  for (auto& entry : decoded->streams) {
+    auto log = inlined_log(entry.first, entry.second.log, forget_before, read);
+    if (!log) return log.err();
+    entry.second.log = std::move(*log);
+    sorted.push_back(&entry);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  return state_machine::encode_part(sorted, decoded->held, decoded->tombstones,
+                                    [](const disk_location&) { return true; });
 }
 
 }  // namespace weir::streams

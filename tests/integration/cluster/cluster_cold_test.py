@@ -15,7 +15,10 @@ that are in objects (followers too). With small segments, objects and budget:
   4. the bucket's keys are named by epoch, group, term and sequence, and the killed leader's group has
      objects under two terms at least (its new leader uploaded under its own);
   5. a stream is deleted: its group's leader deletes the objects only it named (after --cold-gc-grace-ms),
-     and every other stream still reads back whole from every node.
+     and every other stream still reads back whole from every node;
+  6. the whole cluster is lost (every node killed, every data directory removed) and three empty nodes
+     start with --restore: each writes the groups' newest restore snapshots from the bucket into its raft
+     logs; every stream reads back whole from every node, writes go on, and a restored node restarts.
 
 Usage: cluster_cold_test.py WEIR_BINARY NODE_DIR S3RVER_SCRIPT
 """
@@ -199,7 +202,8 @@ def main():
                 "--raft-snapshot-trailing", "4", "--hot-bytes", "65536",
                 "--segment-bytes", str(SEGMENT_BYTES), "--cold", "s3://%s/c" % BUCKET,
                 "--s3-endpoint", "http://127.0.0.1:%d" % s3.port, "--cold-object-bytes", str(OBJECT_BYTES),
-                "--cold-max-age-ms", "200", "--local-bytes", str(LOCAL_BYTES), "--cold-gc-grace-ms", "1000"]
+                "--cold-max-age-ms", "200", "--local-bytes", str(LOCAL_BYTES), "--cold-gc-grace-ms", "1000",
+                "--cold-snapshot-interval-ms", "500"]
     cluster = cs.Cluster(sys.argv[1], extra=settings, prefix="weir-cluster-cold-")
     ok = False
     error = None
@@ -279,8 +283,8 @@ def main():
         check_reads(nodes, expected, "after the restart")
 
         # 4. Each key once, named by group, term and sequence.
-        keys = s3.keys()
-        print("%d objects in the bucket" % len(keys), flush=True)
+        keys = [k for k in s3.keys() if "/snap/" not in k]
+        print("%d objects in the bucket (restore snapshots aside)" % len(keys), flush=True)
         named = [re.match(r"c/e(\d+)/g(\d+)/t(\d+)-s(\d+)", k) for k in keys]
         check(keys and all(named), "keys not named by epoch, group, term and sequence: %s" % keys[:5])
         terms = {int(m.group(3)) for m in named if m and int(m.group(2)) == group}
@@ -312,6 +316,41 @@ def main():
               (g, len(before), len(after), len(shares)), flush=True)
         check(len(after) < len(before), "group %d still has %d objects of %d" % (g, len(after), len(before)))
         check_reads(nodes, expected, "after the delete and the sweep")
+
+        # 6. Every disk lost; the cluster comes back from the bucket.
+        def snapshots_settled(state={"last": None, "since": 0.0}):
+            views = [n.status() for n in nodes]
+            if any(v is None for v in views):
+                return False
+            total = sum(cs.summed(v, "cold_tier").get("restore_snapshots", 0) for v in views)
+            groups = {int(m.group(1)) for m in (re.match(r"c/e0001/snap/g(\d+)/", k) for k in s3.keys()) if m}
+            now = time.monotonic()
+            if total != state["last"]:
+                state["last"], state["since"] = total, now
+            return len(groups) == 8 and now - state["since"] > 3
+
+        cs.wait_for("every group's restore snapshot to cover what it applied", snapshots_settled, 90, interval=0.5)
+        for n in nodes:
+            n.kill()
+            shutil.rmtree(n.data_dir)
+        for n in nodes:
+            n.start(wait=False, extra=["--restore", "true"])
+        for n in nodes:
+            n.wait_listening(timeout=60)
+        cluster.wait_healthy(timeout=60)
+        restored = cluster.grep_logs(r"restored \d+ groups")
+        check(len(restored) == 3, "restore log lines: %s" % restored)
+        print("\n".join(restored), flush=True)
+        check_reads(nodes, expected, "after the restore")
+        write_round(cluster, expected, 8, "three")
+        check_reads(nodes, expected, "writing after the restore")
+        # A restored node restarts from the raft logs the restore began.
+        n1 = cluster.node(1)
+        check(n1.stop() == 0, "node 1 did not stop cleanly")
+        n1.start()
+        cluster.wait_healthy(timeout=60)
+        cluster.wait_caught_up(1)
+        check_reads([n1], expected, "a restored node restarted")
         ok = not failures
     except Exception as e:  # noqa: BLE001: any failure is reported with the logs
         error = e

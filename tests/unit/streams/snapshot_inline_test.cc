@@ -1,5 +1,6 @@
-// streams::inline_snapshot: the blob a restore snapshot carries (docs/cold-tier.md, "Restore"): records in
-// objects forgotten, every other record's bytes inlined from the local disk, nothing else changed.
+// streams::inline_snapshot (and inline_snapshot_part): the blob a restore snapshot carries
+// (docs/cold-tier.md, "Restore"): records in objects forgotten, every other record's bytes inlined from the
+// local disk, nothing else changed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,6 +44,33 @@ std::string bytes_of(const state_machine& sm, const std::string& path, std::uint
   for (const auto& slice : plan.slices)
     out += slice.cold() ? std::string("<cold>") : std::string(slice.view());
   return out;
+}
+
+TEST(snapshot_inline, a_groups_part_is_inlined_the_same_way) {
+  state_machine live;
+  std::map<std::uint64_t, std::string> disk;
+  sample(live, disk);
+  auto part = live.snapshot_part([](std::string_view p) { return p == "/s"; },
+                                 [](const disk_location&) { return true; });
+  ASSERT_TRUE(part) << part.err().reason;
+  auto blob = inline_snapshot_part(
+      as_span(*part), [](const std::string&) -> std::optional<stream_offset> { return stream_offset(5); },
+      [&](const part_reference& r) -> result<chunk> {
+        return make_chunk(disk.at(r.at.offset).substr(r.begin, r.size));
+      });
+  ASSERT_TRUE(blob) << blob.err().reason;
+  state_machine restored;
+  ASSERT_TRUE(restored.restore_part(as_span(*blob), [](std::string_view p) { return p == "/s"; }));
+  EXPECT_EQ(restored.log_of("/s")->held_from(), stream_offset(5));
+  EXPECT_EQ(bytes_of(restored, "/s", 5), "world!");
+  EXPECT_EQ(restored.log_of("/t"), nullptr);
+  EXPECT_TRUE(restored.referenced_segments(0).empty());
+  // A damaged part is an error.
+  auto cut = *part;
+  cut.resize(cut.size() / 2);
+  EXPECT_FALSE(inline_snapshot_part(
+      as_span(cut), [](const std::string&) { return std::optional<stream_offset>(); },
+      [&](const part_reference&) -> result<chunk> { return make_chunk("x"); }));
 }
 
 TEST(snapshot_inline, records_in_objects_go_and_the_rest_is_inlined) {

@@ -1,0 +1,184 @@
+#include "replica/cluster_cold_snapshots.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "base/log.h"
+#include "replica/errc.h"
+#include "replica/group_snapshot.h"
+#include "replica/raft_lane.h"
+#include "tier/hot_tier.h"
+#include "tier/restore_snapshot.h"
+
+namespace weir::replica {
+
+cluster_cold_snapshots::cluster_cold_snapshots(raft_lane& lane, cluster_cold_snapshot_options o,
+                                               cold_snapshot_io io)
+    : lane_(lane), ex_(lane.part().executor()), o_(o), io_(std::move(io)) {}
+
+cluster_cold_snapshots::~cluster_cold_snapshots() {
+  *alive_ = false;
+  stop();
+}
+
+void cluster_cold_snapshots::start() {
+  arm();
+}
+
+void cluster_cold_snapshots::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (timer_ != 0) ex_.cancel_timer(timer_);
+  timer_ = 0;
+}
+
+void cluster_cold_snapshots::arm() {
+  if (stopped_) return;
+  timer_ = ex_.add_timer(o_.interval, [this] {
+    timer_ = 0;
+    take();
+    arm();
+  });
+}
+
+std::optional<std::uint32_t> cluster_cold_snapshots::next_due(std::uint32_t from) const {
+  for (std::uint32_t g : lane_.groups()) {
+    if (g < from || !lane_.leader_term(g)) continue;
+    auto last = last_index_.find(g);
+    if (last == last_index_.end() || last->second != lane_.applied_index(g)) return g;
+  }
+  return std::nullopt;
+}
+
+void cluster_cold_snapshots::take() {
+  if (stopped_ || busy_) return;
+  if (auto g = next_due(0)) snapshot_group(*g);
+}
+
+void cluster_cold_snapshots::next(std::uint32_t group) {
+  busy_ = false;
+  if (stopped_) return;
+  if (auto g = next_due(group + 1)) snapshot_group(*g);
+}
+
+void cluster_cold_snapshots::snapshot_group(std::uint32_t group) {
+  busy_ = true;
+  auto cut = lane_.cut_for_bucket(group);
+  if (!cut) return fail(group, "no cut of the state: " + cut.err().reason);
+  partition& part = lane_.part();
+  // Taken on the loop, at the cut: which streams forget what (their bytes are in objects).
+  std::unordered_map<std::string, streams::stream_offset> forget;
+  for (auto& [path, end] : part.forgettable_cold()) {
+    if (lane_.group_of(path) == group) forget.emplace(std::move(path), end);
+  }
+  tier::restore_snapshot_header h;
+  h.epoch = o_.epoch;
+  h.group = tier::cold_group(group);
+  h.groups = o_.groups;
+  h.lsn = cut->index;
+  h.taken_at_ms = part.now_ms();
+  const tier::object_name name{o_.epoch, tier::cold_group(group), tier::leader_term(cut->term),
+                               tier::upload_seq(seq_[{group, cut->term}]++)};
+  std::vector<storage::segment_reader*> readers = part.hot().readers();
+  const std::uint64_t max_bytes = o_.max_bytes;
+  std::weak_ptr<bool> alive = alive_;
+  io_.off_loop(
+      [cut = std::move(*cut), forget = std::move(forget), readers = std::move(readers), h,
+       max_bytes]() mutable -> cold_snapshot_io::built {
+        auto streams = streams::inline_snapshot_part(
+            cut.streams,
+            [&](const std::string& path) -> std::optional<streams::stream_offset> {
+              auto it = forget.find(path);
+              if (it == forget.end()) return std::nullopt;
+              return it->second;
+            },
+            [&](const streams::part_reference& r) -> result<streams::chunk> {
+              streams::chunk_slice s;
+              s.at = r.at;
+              s.begin = r.begin;
+              s.size = r.size;
+              return tier::hot_tier::load(readers, s);
+            });
+        if (!streams) return streams.err();
+        const std::vector<std::byte> state = encode_group_snapshot(*streams, cut.subscriptions, cut.cold);
+        if (state.size() + tier::restore_snapshot_header_size > max_bytes) {
+          return make_error(errc::cold_backlogged,
+                            "too large: " + std::to_string(state.size()) +
+                                " bytes (the bytes not yet in objects are in it; it waits for the uploads)");
+        }
+        return tier::encode_restore_snapshot(h, state);
+      },
+      [this, alive, group, name, index = h.lsn, taken = h.taken_at_ms](cold_snapshot_io::built b) mutable {
+        if (auto a = alive.lock(); !a || !*a) return;
+        lane_.release_bucket_cut(group);
+        if (stopped_) return;
+        if (!b) {
+          if (b.err().is<errc>() && b.err().code == static_cast<int>(errc::cold_backlogged))
+            ++stats_.too_large;
+          return fail(group, b.err().reason);
+        }
+        const std::uint64_t size = b->size();
+        const std::string key = tier::snapshot_key(name);
+        io_.put(key, std::move(*b),
+                [this, alive, group, name, index, taken, size](tier::store_result<tier::object_info> r) {
+                  if (auto a = alive.lock(); !a || !*a) return;
+                  if (!r)
+                    return fail(group, "uploading " + tier::snapshot_key(name) + ": " + r.err().describe());
+                  uploaded(group, name, index, taken, size);
+                });
+      });
+}
+
+void cluster_cold_snapshots::uploaded(std::uint32_t group, tier::object_name name, std::uint64_t index,
+                                      std::int64_t taken_ms, std::uint64_t size) {
+  (void)name;
+  last_index_[group] = index;
+  ++stats_.uploaded;
+  stats_.last_bytes = size;
+  stats_.last_lsn = index;
+  stats_.last_taken_ms = taken_ms;
+  stats_.last_error.clear();
+  prune(group);
+}
+
+void cluster_cold_snapshots::prune(std::uint32_t group) {
+  std::weak_ptr<bool> alive = alive_;
+  io_.list(tier::snapshot_key_prefix(o_.epoch, tier::cold_group(group)), "",
+           tier::object_store::max_list_keys, [this, alive, group](tier::store_result<tier::list_page> page) {
+             if (auto a = alive.lock(); !a || !*a) return;
+             if (page) {
+               std::vector<std::string> keys;
+               for (const auto& o : page->objects) {
+                 if (tier::parse_snapshot_key(o.key)) keys.push_back(o.key);
+               }
+               // Keys sort as (term, sequence): the newest stays.
+               std::sort(keys.begin(), keys.end());
+               if (!keys.empty()) keys.pop_back();
+               for (const std::string& key : keys) {
+                 io_.remove(key, [this, alive, key](tier::store_result<tier::store_done> r) {
+                   if (auto a = alive.lock(); !a || !*a) return;
+                   if (r) {
+                     ++stats_.deleted;
+                   } else {
+                     log::warn("weir cluster: cold tier: deleting the restore snapshot {}: {}", key,
+                               r.err().describe());
+                   }
+                 });
+               }
+             } else {
+               log::warn("weir cluster: cold tier: listing the restore snapshots of group {}: {}", group,
+                         page.err().describe());
+             }
+             next(group);
+           });
+}
+
+void cluster_cold_snapshots::fail(std::uint32_t group, std::string why) {
+  ++stats_.failed;
+  if (why != stats_.last_error)
+    log::warn("weir cluster: cold tier: restore snapshot of group {}: {}", group, why);
+  stats_.last_error = std::move(why);
+  next(group);
+}
+
+}  // namespace weir::replica
