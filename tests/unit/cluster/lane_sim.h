@@ -130,6 +130,7 @@ struct lane_sim_report {
   std::uint64_t cold_extents = 0;          // extents in the nodes' cold indexes at the end (summed)
   std::uint64_t cold_forgotten = 0;        // stream bytes forgotten locally (left to the bucket)
   std::uint64_t cold_reclaims = 0;         // mover passes that forgot records
+  std::uint64_t cold_deleted = 0;          // objects the groups' sweeps deleted from the bucket
   std::uint64_t object_reads = 0;          // partition reads served from the bucket
   std::uint64_t object_read_failures = 0;  // of which failed (a store fault): the read was refused
   std::uint64_t tasks = 0;

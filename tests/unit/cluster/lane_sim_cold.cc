@@ -3,7 +3,8 @@
 // index records are raft entries every node applies), over one bucket that all nodes share. The bucket's
 // answers come later on the node's executor (as object_store_workers post them to a loop): a node that
 // goes down first never hears them. At the end, with the movers stopped and every entry applied, every
-// node's index must hold the same extents, and the bucket the streams' bytes under them.
+// node's index must hold the same extents, and the bucket the streams' bytes under them (the groups'
+// sweeps, which delete what no index names, must not have taken any of them).
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +42,24 @@ void lane_sim::attach_cold(sim_node& n) {
     o.upload.retry_max = milliseconds(400);
     o.scan_interval = milliseconds(o_.cold_scan_ms);
     o.keep_bytes = o_.cold_keep_bytes;
+    // Each group's leader sweeps its group's orphans and the objects of deleted streams, with a short
+    // grace: an object a node's index still names must never go (check_cold reads every extent back).
+    o.sweep.grace = milliseconds(300);
+    o.sweep.interval = milliseconds(200);
+    o.sweep.page_keys = 7;  // several pages per sweep
+    o.sweep.list = [this, ex, delay](std::string prefix, std::string token, int max_keys,
+                                     replica::cold_sweeper_options::list_done done) {
+      ex->add_timer(delay(),
+                    [this, prefix = std::move(prefix), token = std::move(token), max_keys,
+                     done = std::move(done)]() mutable { done(store_->list(prefix, token, max_keys)); });
+    };
+    o.sweep.remove = [this, ex, delay](std::string key, replica::cold_sweeper_options::remove_done done) {
+      ex->add_timer(delay(), [this, key = std::move(key), done = std::move(done)]() mutable {
+        auto r = store_->remove(key);
+        if (r) ++report_.cold_deleted;
+        done(std::move(r));
+      });
+    };
     // The request reaches the bucket after a while (a process that died first never sent it); one key
     // is never put again with other bytes (docs/cold-tier.md, "Keys").
     const tier::uploader::put_fn put = [this, ex, delay, id = n.id](std::string key, tier::object_bytes bytes,
