@@ -41,6 +41,18 @@ void cluster_cold_snapshots::arm() {
   });
 }
 
+bool cluster_cold_snapshots::names(std::uint32_t group, std::string_view key) const {
+  auto own = own_newest_term_.find(group);
+  if (own == own_newest_term_.end() || own->second == 0 || lane_.leader_term(group) != own->second)
+    return true;
+  auto named = named_.find(group);
+  if (named == named_.end()) return false;
+  for (const auto& [snapshot, keys] : named->second) {
+    if (keys.find(key) != keys.end()) return true;
+  }
+  return false;
+}
+
 std::optional<std::uint32_t> cluster_cold_snapshots::next_due(std::uint32_t from) const {
   for (std::uint32_t g : lane_.groups()) {
     if (g < from || !lane_.leader_term(g)) continue;
@@ -81,6 +93,9 @@ void cluster_cold_snapshots::snapshot_group(std::uint32_t group) {
                                tier::upload_seq(seq_[{group, cut->term}]++)};
   std::vector<storage::segment_reader*> readers = part.hot().readers();
   const std::uint64_t max_bytes = o_.max_bytes;
+  // Named from now: the sweep keeps its objects while it may land.
+  string_set& keys = named_[group][tier::snapshot_key(name)];
+  for (std::string& k : cut->object_keys) keys.insert(std::move(k));
   std::weak_ptr<bool> alive = alive_;
   io_.off_loop(
       [cut = std::move(*cut), forget = std::move(forget), readers = std::move(readers), h,
@@ -153,7 +168,16 @@ void cluster_cold_snapshots::prune(std::uint32_t group) {
                }
                // Keys sort as (term, sequence): the newest stays.
                std::sort(keys.begin(), keys.end());
+               const std::string newest = keys.empty() ? std::string() : keys.back();
                if (!keys.empty()) keys.pop_back();
+               // Ours and no longer the newest: their names go. The newest ours: names() is exact.
+               auto& named = named_[group];
+               for (auto it = named.begin(); it != named.end();) {
+                 it = it->first == newest ? std::next(it) : named.erase(it);
+               }
+               auto newest_name = tier::parse_snapshot_key(newest);
+               own_newest_term_[group] =
+                   named.contains(newest) && newest_name ? newest_name->term.value() : 0;
                for (const std::string& key : keys) {
                  io_.remove(key, [this, alive, key](tier::store_result<tier::store_done> r) {
                    if (auto a = alive.lock(); !a || !*a) return;

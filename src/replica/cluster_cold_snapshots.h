@@ -10,6 +10,11 @@
 // kept: key order is term, then sequence). A restore writes each group's newest one into the node logs
 // as an installed raft snapshot (replica/cold_restore.h, write_restored_cluster).
 //
+// The objects a group's kept snapshot names must stay in the bucket even after the live index dropped
+// them (a stream deleted since): names() tells the group's sweep. Until the newest snapshot of a group in
+// the bucket is one this node uploaded in its current term (another leader's, or an earlier run's, may
+// name anything), names() is true for every key of the group.
+//
 // One group at a time: a pass takes the groups due in turn. A cut larger than one PUT (the bytes not yet
 // in objects are inlined) is not uploaded; the stats say why.
 //
@@ -21,9 +26,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/string_map.h"
 #include "raft/executor.h"
 #include "replica/cold_snapshots.h"
 #include "tier/object_key.h"
@@ -52,6 +59,8 @@ class cluster_cold_snapshots {
   // A pass now unless one is under way (tests; the timer runs them otherwise).
   void take();
   const cold_snapshot_stats& stats() const { return stats_; }
+  // Whether a kept (or uploading) snapshot of `group` may name the object `key`.
+  bool names(std::uint32_t group, std::string_view key) const;
 
  private:
   void arm();
@@ -75,6 +84,11 @@ class cluster_cold_snapshots {
   raft::executor::timer_id timer_ = 0;
   std::map<std::uint32_t, std::uint64_t> last_index_;                     // by group: its last upload's
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> seq_;  // by (group, term): next seq
+  // By group: the object keys each of this node's uploading or kept snapshots names, by snapshot key,
+  // and the term of the group's newest snapshot in the bucket when it is one of them (0 otherwise):
+  // names() is exact while this node leads the group in that term.
+  std::map<std::uint32_t, std::map<std::string, string_set>> named_;
+  std::map<std::uint32_t, std::uint64_t> own_newest_term_;
   cold_snapshot_stats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -231,6 +231,7 @@ result<raft_lane::bucket_cut> raft_lane::cut_for_bucket(std::uint32_t group) {
   if (subscriptions_ != nullptr) cut.subscriptions = subscriptions_->snapshot_part(group);
   const tier::cold_index cold_part = part_.cold_index().part(in_group(group));
   if (cold_part.streams() > 0) cut.cold = cold_part.encode();
+  cut.object_keys = cold_part.object_keys();
   return cut;
 }
 

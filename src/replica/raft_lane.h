@@ -190,6 +190,7 @@ class raft_lane final : public commit_path, public cold_groups {
     std::vector<std::byte> streams;
     std::vector<std::byte> subscriptions;
     std::vector<std::byte> cold;
+    std::vector<std::string> object_keys;  // the objects `cold` names
   };
   result<bucket_cut> cut_for_bucket(std::uint32_t group);
   void release_bucket_cut(std::uint32_t group);

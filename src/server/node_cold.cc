@@ -209,7 +209,13 @@ status node::open_cold() {
     io.list = o.sweep.list;
     io.remove = o.sweep.remove;
     if (lane != nullptr) {
-      // Each group's leader uploads the group's restore snapshots.
+      // Each group's leader uploads the group's restore snapshots; a kept one may name an object the live
+      // index dropped: it stays.
+      o.sweep.in_snapshot = [part = &shard.part()](std::string_view key) {
+        const replica::cluster_cold_snapshots* sn = part->cluster_snapshots();
+        auto name = tier::parse_object_key(key);
+        return sn == nullptr || !name || sn->names(name->group.value(), key);
+      };
       shard.part().attach_cold(o, put, held);
       replica::cluster_cold_snapshot_options so;
       so.epoch = epoch;

@@ -125,14 +125,16 @@ struct lane_sim_report {
   std::uint64_t releases_lost = 0;       // lose_releases: releases never proposed
   std::uint64_t releases_recovered = 0;  // references the fork sweeps gave back (all nodes)
   // The cold tier (all nodes, all incarnations).
-  std::uint64_t cold_puts = 0;             // objects put in the bucket (successful answers)
-  std::uint64_t cold_objects = 0;          // objects whose index record a leader saw applied
-  std::uint64_t cold_extents = 0;          // extents in the nodes' cold indexes at the end (summed)
-  std::uint64_t cold_forgotten = 0;        // stream bytes forgotten locally (left to the bucket)
-  std::uint64_t cold_reclaims = 0;         // mover passes that forgot records
-  std::uint64_t cold_deleted = 0;          // objects the groups' sweeps deleted from the bucket
-  std::uint64_t object_reads = 0;          // partition reads served from the bucket
-  std::uint64_t object_read_failures = 0;  // of which failed (a store fault): the read was refused
+  std::uint64_t cold_puts = 0;              // objects put in the bucket (successful answers)
+  std::uint64_t cold_objects = 0;           // objects whose index record a leader saw applied
+  std::uint64_t cold_extents = 0;           // extents in the nodes' cold indexes at the end (summed)
+  std::uint64_t cold_forgotten = 0;         // stream bytes forgotten locally (left to the bucket)
+  std::uint64_t cold_reclaims = 0;          // mover passes that forgot records
+  std::uint64_t cold_deleted = 0;           // objects the groups' sweeps deleted from the bucket
+  std::uint64_t cold_snapshots = 0;         // restore snapshots uploaded (all nodes)
+  std::uint64_t cold_snapshot_objects = 0;  // objects the groups' newest restore snapshots name (at the end)
+  std::uint64_t object_reads = 0;           // partition reads served from the bucket
+  std::uint64_t object_read_failures = 0;   // of which failed (a store fault): the read was refused
   std::uint64_t tasks = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -16,7 +17,10 @@
 
 #include <fmt/format.h>
 
+#include "replica/cluster_cold_snapshots.h"
 #include "replica/cold_mover.h"
+#include "replica/group_snapshot.h"
+#include "tier/restore_snapshot.h"
 #include "unit/cluster/lane_sim_model.h"
 
 namespace weir::cluster::sim {
@@ -82,13 +86,35 @@ void lane_sim::attach_cold(sim_node& n) {
             done(fetcher->read(key, size, position, length));
           });
     });
+    // Each group's leader uploads restore snapshots; a kept one's objects stay (the sweep asks it).
+    replica::partition* part = n.parts[l].get();
+    o.sweep.in_snapshot = [part](std::string_view key) {
+      const replica::cluster_cold_snapshots* sn = part->cluster_snapshots();
+      auto name = tier::parse_object_key(key);
+      return sn == nullptr || !name || sn->names(name->group.value(), key);
+    };
+    replica::cold_snapshot_io io;
+    io.off_loop = [ex, delay](std::function<replica::cold_snapshot_io::built()> job,
+                              std::function<void(replica::cold_snapshot_io::built)> done) {
+      ex->add_timer(delay(), [job = std::move(job), done = std::move(done)] { done(job()); });
+    };
+    io.put = put;
+    io.list = o.sweep.list;
+    io.remove = o.sweep.remove;
+    replica::cluster_cold_snapshot_options so;
+    so.groups = o_.groups;
+    so.interval = milliseconds(300);
     // No budget of bytes not in the bucket: appends are never refused for it here.
     n.parts[l]->attach_cold(o, put, 0);
+    n.parts[l]->attach_cluster_snapshots(
+        std::make_unique<replica::cluster_cold_snapshots>(*n.lanes[l], so, std::move(io)));
   }
 }
 
 void lane_sim::count_cold(sim_node& n) {
   for (const auto& part : n.parts) {
+    if (const replica::cluster_cold_snapshots* sn = part->cluster_snapshots())
+      report_.cold_snapshots += sn->stats().uploaded;
     if (const replica::cold_mover* m = part->mover()) {
       report_.cold_objects += m->stats().objects;
       report_.cold_forgotten += m->stats().forgotten_bytes;
@@ -103,7 +129,10 @@ void lane_sim::count_cold(sim_node& n) {
 void lane_sim::check_cold() {
   // No more uploads; then every node applies every entry proposed before (index records in flight).
   for (auto& n : nodes_)
-    for (auto& part : n->parts) part->mover()->stop();
+    for (auto& part : n->parts) {
+      part->mover()->stop();
+      part->stop();  // the restore snapshots too
+    }
   auto settled = [this] {
     std::vector<std::vector<replicator::group_status>> st;
     for (const auto& n : nodes_) {
@@ -125,6 +154,29 @@ void lane_sim::check_cold() {
   if (!report_.ok) return;
   if (!settled()) return fail("the cold tier's index records did not settle within 10 s of the movers' stop");
   store_->clear_faults();
+  // The newest restore snapshot of each group decodes (header, group snapshot, cold index) and every
+  // object it names is in the bucket: a restore from it would read them. (The simulation deletes no
+  // streams, so its sweeps never meet an object only a snapshot names: that protection,
+  // cluster_cold_snapshots::names, is not put to the test here.)
+  std::map<std::uint32_t, std::string> newest;
+  for (const std::string& key : store_->keys()) {
+    if (auto name = tier::parse_snapshot_key(key))
+      newest[name->group.value()] = std::max(newest[name->group.value()], key);
+  }
+  for (const auto& [group, key] : newest) {
+    auto v = tier::decode_restore_snapshot(*store_->contents(key));
+    if (!v) return fail(fmt::format("restore snapshot {}: {}", key, v.err().reason));
+    auto parts = replica::decode_group_snapshot(v->state);
+    if (!parts) return fail(fmt::format("restore snapshot {}: {}", key, parts.err().reason));
+    if (parts->cold.empty()) continue;
+    auto index = tier::cold_index::decode(parts->cold);
+    if (!index) return fail(fmt::format("restore snapshot {}: {}", key, index.err().reason));
+    for (const std::string& object : index->object_keys()) {
+      if (!store_->contents(object))
+        return fail(fmt::format("restore snapshot {} names {}, which a sweep deleted", key, object));
+      ++report_.cold_snapshot_objects;
+    }
+  }
   using extent = std::tuple<std::uint64_t, std::uint64_t, std::string, std::uint64_t, std::uint64_t>;
   for (int s = 0; s < all_streams(); ++s) {
     const std::string path = path_of(s);

@@ -200,6 +200,8 @@ TEST(lane_sim, seeds_with_the_cold_tier) {
     t.cold_forgotten += r.cold_forgotten;
     t.cold_reclaims += r.cold_reclaims;
     t.cold_deleted += r.cold_deleted;
+    t.cold_snapshots += r.cold_snapshots;
+    t.cold_snapshot_objects += r.cold_snapshot_objects;
     t.object_reads += r.object_reads;
     t.object_read_failures += r.object_read_failures;
   }
@@ -207,9 +209,11 @@ TEST(lane_sim, seeds_with_the_cold_tier) {
       "{} cold seeds from {}: {} appends acknowledged, {} reads served, {} crashes and kills; {} objects "
       "put, "
       "{} recorded, {} extents at the end (all nodes), {} bytes forgotten in {} reclaims, {} reads from the "
-      "bucket ({} failed), {} objects deleted by the sweeps\n",
+      "bucket ({} failed), {} objects deleted by the sweeps, {} restore snapshots naming {} objects at the "
+      "end\n",
       count, first, t.acked, t.reads, t.crashes, t.cold_puts, t.cold_objects, t.cold_extents,
-      t.cold_forgotten, t.cold_reclaims, t.object_reads, t.object_read_failures, t.cold_deleted);
+      t.cold_forgotten, t.cold_reclaims, t.object_reads, t.object_read_failures, t.cold_deleted,
+      t.cold_snapshots, t.cold_snapshot_objects);
   // The tier did what it is for, on every seed's scale.
   EXPECT_GT(t.cold_puts, count);
   EXPECT_GT(t.cold_objects, count);
@@ -219,6 +223,8 @@ TEST(lane_sim, seeds_with_the_cold_tier) {
   EXPECT_GT(t.object_reads, count);
   EXPECT_GT(t.object_read_failures, 0u);
   EXPECT_GT(t.cold_deleted, 0u);  // orphans of leaders that stepped down, deleted streams' objects
+  EXPECT_GT(t.cold_snapshots, count);
+  EXPECT_GT(t.cold_snapshot_objects, count);
   EXPECT_GT(t.crashes, count);
 }
 
