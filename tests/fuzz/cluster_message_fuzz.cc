@@ -85,7 +85,8 @@ void check_entry(std::span<const std::byte> entry) {
       entry.size() >= cluster::entry_header_size &&
       (entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::streams)} ||
        entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::subscriptions)} ||
-       entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::membership)});
+       entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::membership)} ||
+       entry[16] == std::byte{static_cast<std::uint8_t>(cluster::entry_kind::cold_index)});
   FUZZ_CHECK(e.has_value() == known_kind);
   if (!e) return;
   const auto& [header, command] = *e;
