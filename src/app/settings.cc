@@ -427,11 +427,12 @@ const std::array table{
             "deleted from the bucket once it stayed so this long; the bucket is listed every half of it "
             "(at most once a second)",
             field<&serve_config::cold_gc_grace_ms>(), 1'000, 7 * 24 * 3'600'000ull},
-    setting{"cold-snapshot-interval-ms", "MS",
-            "With cold: how often each shard (a cluster: each raft group's leader) uploads a restore snapshot "
-            "(its state, with the bytes not yet in objects) while its log grows; what --restore rebuilds a "
-            "node from",
-            field<&serve_config::cold_snapshot_interval_ms>(), 100, 24 * 3'600'000ull},
+    setting{
+        "cold-snapshot-interval-ms", "MS",
+        "With cold: how often each shard (a cluster: each raft group's leader) uploads a restore snapshot "
+        "(its state, with the bytes not yet in objects) while its log grows; what --restore rebuilds a "
+        "node from",
+        field<&serve_config::cold_snapshot_interval_ms>(), 100, 24 * 3'600'000ull},
     setting{"restore", "true|false",
             "With cold, on an empty data directory: rebuild the node (in a cluster: every node, each with "
             "--restore) from the bucket's newest restore snapshots before it starts (docs/cold-tier.md, "

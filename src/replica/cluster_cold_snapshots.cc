@@ -1,14 +1,11 @@
 #include "replica/cluster_cold_snapshots.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "base/log.h"
 #include "replica/errc.h"
 #include "replica/group_snapshot.h"
 #include "replica/raft_lane.h"
-#include "tier/hot_tier.h"
-#include "tier/restore_snapshot.h"
 
 namespace weir::replica {
 
@@ -79,10 +76,8 @@ void cluster_cold_snapshots::snapshot_group(std::uint32_t group) {
   if (!cut) return fail(group, "no cut of the state: " + cut.err().reason);
   partition& part = lane_.part();
   // Taken on the loop, at the cut: which streams forget what (their bytes are in objects).
-  std::unordered_map<std::string, streams::stream_offset> forget;
-  for (auto& [path, end] : part.forgettable_cold()) {
-    if (lane_.group_of(path) == group) forget.emplace(std::move(path), end);
-  }
+  cut_inlining inlining =
+      cut_inlining::from(part, [&](const std::string& path) { return lane_.group_of(path) == group; });
   tier::restore_snapshot_header h;
   h.epoch = o_.epoch;
   h.group = tier::cold_group(group);
@@ -91,37 +86,19 @@ void cluster_cold_snapshots::snapshot_group(std::uint32_t group) {
   h.taken_at_ms = part.now_ms();
   const tier::object_name name{o_.epoch, tier::cold_group(group), tier::leader_term(cut->term),
                                tier::upload_seq(seq_[{group, cut->term}]++)};
-  std::vector<storage::segment_reader*> readers = part.hot().readers();
   const std::uint64_t max_bytes = o_.max_bytes;
   // Named from now: the sweep keeps its objects while it may land.
   string_set& keys = named_[group][tier::snapshot_key(name)];
   for (std::string& k : cut->object_keys) keys.insert(std::move(k));
   std::weak_ptr<bool> alive = alive_;
   io_.off_loop(
-      [cut = std::move(*cut), forget = std::move(forget), readers = std::move(readers), h,
-       max_bytes]() mutable -> cold_snapshot_io::built {
+      [cut = std::move(*cut), inlining = std::move(inlining), h, max_bytes]() -> cold_snapshot_io::built {
         auto streams = streams::inline_snapshot_part(
-            cut.streams,
-            [&](const std::string& path) -> std::optional<streams::stream_offset> {
-              auto it = forget.find(path);
-              if (it == forget.end()) return std::nullopt;
-              return it->second;
-            },
-            [&](const streams::part_reference& r) -> result<streams::chunk> {
-              streams::chunk_slice s;
-              s.at = r.at;
-              s.begin = r.begin;
-              s.size = r.size;
-              return tier::hot_tier::load(readers, s);
-            });
+            cut.streams, [&](const std::string& path) { return inlining.forget_before(path); },
+            [&](const streams::part_reference& r) { return inlining.read(r); });
         if (!streams) return streams.err();
-        const std::vector<std::byte> state = encode_group_snapshot(*streams, cut.subscriptions, cut.cold);
-        if (state.size() + tier::restore_snapshot_header_size > max_bytes) {
-          return make_error(errc::cold_backlogged,
-                            "too large: " + std::to_string(state.size()) +
-                                " bytes (the bytes not yet in objects are in it; it waits for the uploads)");
-        }
-        return tier::encode_restore_snapshot(h, state);
+        return restore_snapshot_object(h, encode_group_snapshot(*streams, cut.subscriptions, cut.cold),
+                                       max_bytes);
       },
       [this, alive, group, name, index = h.lsn, taken = h.taken_at_ms](cold_snapshot_io::built b) mutable {
         if (auto a = alive.lock(); !a || !*a) return;
@@ -139,14 +116,13 @@ void cluster_cold_snapshots::snapshot_group(std::uint32_t group) {
                   if (auto a = alive.lock(); !a || !*a) return;
                   if (!r)
                     return fail(group, "uploading " + tier::snapshot_key(name) + ": " + r.err().describe());
-                  uploaded(group, name, index, taken, size);
+                  uploaded(group, index, taken, size);
                 });
       });
 }
 
-void cluster_cold_snapshots::uploaded(std::uint32_t group, tier::object_name name, std::uint64_t index,
-                                      std::int64_t taken_ms, std::uint64_t size) {
-  (void)name;
+void cluster_cold_snapshots::uploaded(std::uint32_t group, std::uint64_t index, std::int64_t taken_ms,
+                                      std::uint64_t size) {
   last_index_[group] = index;
   ++stats_.uploaded;
   stats_.last_bytes = size;

@@ -68,8 +68,7 @@ class cluster_cold_snapshots {
   // snapshot), or none.
   std::optional<std::uint32_t> next_due(std::uint32_t from) const;
   void snapshot_group(std::uint32_t group);
-  void uploaded(std::uint32_t group, tier::object_name name, std::uint64_t index, std::int64_t taken_ms,
-                std::uint64_t size);
+  void uploaded(std::uint32_t group, std::uint64_t index, std::int64_t taken_ms, std::uint64_t size);
   void prune(std::uint32_t group);
   void fail(std::uint32_t group, std::string why);
   // The pass goes on with the groups after `group`.

@@ -11,38 +11,52 @@
 
 namespace weir::replica {
 
-namespace {
+cut_inlining cut_inlining::from(partition& p, const std::function<bool(const std::string&)>& keep) {
+  cut_inlining out;
+  for (auto& [path, end] : p.forgettable_cold()) {
+    if (!keep || keep(path)) out.forget.emplace(std::move(path), end);
+  }
+  out.readers = p.hot().readers();
+  return out;
+}
 
-// The cut made self-contained (off the loop): records in objects forgotten, the others inlined from the
-// log's segments, the index beside them, wrapped as a restore snapshot object.
-cold_snapshot_io::built build(std::vector<std::byte> blob,
-                              std::unordered_map<std::string, streams::stream_offset> forget,
-                              std::vector<storage::segment_reader*> readers, tier::restore_snapshot_header h,
-                              std::uint64_t max_bytes) {
-  auto parts = decode_checkpoint(blob);
-  if (!parts) return parts.err();
-  auto sm = streams::inline_snapshot(
-      parts->sm,
-      [&](const std::string& path) -> std::optional<streams::stream_offset> {
-        auto it = forget.find(path);
-        if (it == forget.end()) return std::nullopt;
-        return it->second;
-      },
-      [&](const streams::part_reference& r) -> result<streams::chunk> {
-        streams::chunk_slice s;
-        s.at = r.at;
-        s.begin = r.begin;
-        s.size = r.size;
-        return tier::hot_tier::load(readers, s);
-      });
-  if (!sm) return sm.err();
-  std::vector<std::byte> state = encode_checkpoint(std::move(*sm), parts->index);
+std::optional<streams::stream_offset> cut_inlining::forget_before(const std::string& path) const {
+  auto it = forget.find(path);
+  if (it == forget.end()) return std::nullopt;
+  return it->second;
+}
+
+result<streams::chunk> cut_inlining::read(const streams::part_reference& r) const {
+  streams::chunk_slice s;
+  s.at = r.at;
+  s.begin = r.begin;
+  s.size = r.size;
+  return tier::hot_tier::load(readers, s);
+}
+
+cold_snapshot_io::built restore_snapshot_object(const tier::restore_snapshot_header& h,
+                                                std::span<const std::byte> state, std::uint64_t max_bytes) {
   if (state.size() + tier::restore_snapshot_header_size > max_bytes) {
     return make_error(errc::cold_backlogged,
                       "too large: " + std::to_string(state.size()) +
                           " bytes (the bytes not yet in objects are in it; it waits for the uploads)");
   }
   return tier::encode_restore_snapshot(h, state);
+}
+
+namespace {
+
+// The cut made self-contained (off the loop): records in objects forgotten, the others inlined from the
+// log's segments, the index beside them, wrapped as a restore snapshot object.
+cold_snapshot_io::built build(std::vector<std::byte> blob, const cut_inlining& in,
+                              tier::restore_snapshot_header h, std::uint64_t max_bytes) {
+  auto parts = decode_checkpoint(blob);
+  if (!parts) return parts.err();
+  auto sm = streams::inline_snapshot(
+      parts->sm, [&](const std::string& path) { return in.forget_before(path); },
+      [&](const streams::part_reference& r) { return in.read(r); });
+  if (!sm) return sm.err();
+  return restore_snapshot_object(h, encode_checkpoint(std::move(*sm), parts->index), max_bytes);
 }
 
 }  // namespace
@@ -115,8 +129,7 @@ void cold_snapshots::on_cut(storage::lsn covered, std::vector<std::byte> blob) {
     return;
   }
   // Taken on the loop, at the cut: which streams forget what, and what the index names.
-  std::unordered_map<std::string, streams::stream_offset> forget;
-  for (auto& [path, end] : part_.forgettable_cold()) forget.emplace(std::move(path), end);
+  cut_inlining inlining = cut_inlining::from(part_);
   string_set keys;
   for (std::string& k : part_.cold_index().object_keys()) keys.insert(std::move(k));
   tier::restore_snapshot_header h;
@@ -126,18 +139,14 @@ void cold_snapshots::on_cut(storage::lsn covered, std::vector<std::byte> blob) {
   h.lsn = covered.value();
   h.taken_at_ms = part_.now_ms();
   last_cut_lsn_ = covered.value();
-  std::vector<storage::segment_reader*> readers = part_.hot().readers();
   const std::uint64_t max_bytes = o_.max_bytes;
   std::weak_ptr<bool> alive = alive_;
-  io_.off_loop(
-      [blob = std::move(blob), forget = std::move(forget), readers = std::move(readers), h,
-       max_bytes]() mutable {
-        return build(std::move(blob), std::move(forget), std::move(readers), h, max_bytes);
-      },
-      [this, alive, h, keys = std::move(keys)](cold_snapshot_io::built b) mutable {
-        if (auto a = alive.lock(); !a || !*a) return;
-        on_built(h.lsn, h.taken_at_ms, std::move(b), std::move(keys));
-      });
+  io_.off_loop([blob = std::move(blob), inlining = std::move(inlining), h,
+                max_bytes]() mutable { return build(std::move(blob), inlining, h, max_bytes); },
+               [this, alive, h, keys = std::move(keys)](cold_snapshot_io::built b) mutable {
+                 if (auto a = alive.lock(); !a || !*a) return;
+                 on_built(h.lsn, h.taken_at_ms, std::move(b), std::move(keys));
+               });
 }
 
 void cold_snapshots::on_built(std::uint64_t lsn, std::int64_t taken_ms, cold_snapshot_io::built b,

@@ -22,7 +22,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "base/result.h"
 #include "base/string_map.h"
@@ -30,6 +34,7 @@
 #include "replica/partition.h"
 #include "tier/object_key.h"
 #include "tier/object_store.h"
+#include "tier/restore_snapshot.h"
 #include "tier/uploader.h"
 
 namespace weir::replica {
@@ -57,6 +62,24 @@ struct cold_snapshot_io {
   cold_sweeper_options::list_fn list;  // the same calls as the sweeper's
   cold_sweeper_options::remove_fn remove;
 };
+
+// What makes a cut self-contained off the loop (here and in cluster_cold_snapshots.h): the records of
+// `forget`'s streams up to their cold ends are forgotten (their bytes are in objects), and the other
+// records on disk are read from `readers` and inlined. Taken on the loop (from), used on a worker.
+struct cut_inlining {
+  std::unordered_map<std::string, streams::stream_offset> forget;
+  std::vector<storage::segment_reader*> readers;
+
+  // The partition's forgettable streams that `keep` accepts (null: all), and its segment readers.
+  static cut_inlining from(partition& p, const std::function<bool(const std::string&)>& keep = {});
+  std::optional<streams::stream_offset> forget_before(const std::string& path) const;
+  result<streams::chunk> read(const streams::part_reference& r) const;
+};
+
+// The restore snapshot object of `state` (tier/restore_snapshot.h), or cold_backlogged when it would be
+// larger than `max_bytes` (the bytes not yet in objects are in it).
+cold_snapshot_io::built restore_snapshot_object(const tier::restore_snapshot_header& h,
+                                                std::span<const std::byte> state, std::uint64_t max_bytes);
 
 struct cold_snapshot_stats {
   std::uint64_t uploaded = 0;

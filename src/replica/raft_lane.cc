@@ -323,9 +323,14 @@ void raft_lane::wait_for_sources(std::string path, std::function<void(bool)> rea
 
 void raft_lane::submit_entry(std::uint32_t group, std::span<const std::byte> payload, bool here_only,
                              std::function<void(bool)> done) {
-  const std::uint64_t ticket = repl_->submit(group, payload, cluster::entry_kind::subscriptions, here_only);
   waiter w;
   w.entry_done = std::move(done);
+  propose(group, payload, cluster::entry_kind::subscriptions, here_only, std::move(w));
+}
+
+void raft_lane::propose(std::uint32_t group, std::span<const std::byte> payload, cluster::entry_kind kind,
+                        bool here_only, waiter w) {
+  const std::uint64_t ticket = repl_->submit(group, payload, kind, here_only);
   w.bytes = payload.size();
   waiting_.emplace(ticket, std::move(w));
   in_flight_bytes_ += payload.size();
@@ -338,12 +343,9 @@ std::vector<std::uint32_t> raft_lane::groups() const {
 }
 
 void raft_lane::record(std::uint32_t group, std::vector<std::byte> record, recorded done) {
-  const std::uint64_t ticket = repl_->submit(group, record, cluster::entry_kind::cold_index, true);
   waiter w;
   w.record_done = std::move(done);
-  w.bytes = record.size();
-  waiting_.emplace(ticket, std::move(w));
-  in_flight_bytes_ += record.size();
+  propose(group, record, cluster::entry_kind::cold_index, /*here_only=*/true, std::move(w));
 }
 
 void raft_lane::apply(std::uint32_t group, std::uint64_t index, cluster::entry_kind kind,

@@ -282,6 +282,9 @@ class raft_lane final : public commit_path, public cold_groups {
     std::size_t bytes = 0;
   };
   using waiter_map = std::unordered_map<std::uint64_t, waiter>;
+  // Proposes an entry of `kind` in `group` (replicator::submit) and waits for it with `w`.
+  void propose(std::uint32_t group, std::span<const std::byte> payload, cluster::entry_kind kind,
+               bool here_only, waiter w);
   // Runs the command's completion on the next turn and forgets it (an index record's gets `applied`, or
   // the failure in `r` as an error).
   void finish(waiter_map::iterator it, durable_result r,

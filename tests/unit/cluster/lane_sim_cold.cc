@@ -164,8 +164,8 @@ void lane_sim::check_cold() {
       newest[name->group.value()] = std::max(newest[name->group.value()], key);
   }
   for (const auto& [group, key] : newest) {
-    const tier::object_bytes object = *store_->contents(key);  // the views below point into it
-    auto v = tier::decode_restore_snapshot(object);
+    const tier::object_bytes snapshot = *store_->contents(key);  // the views below point into it
+    auto v = tier::decode_restore_snapshot(snapshot);
     if (!v) return fail(fmt::format("restore snapshot {}: {}", key, v.err().reason));
     auto parts = replica::decode_group_snapshot(v->state);
     if (!parts) return fail(fmt::format("restore snapshot {}: {}", key, parts.err().reason));
