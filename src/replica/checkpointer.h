@@ -3,18 +3,25 @@
 // restart loads the snapshot and replays only the log after it; the writer then reclaims the segments
 // that the checkpoint covers and no record points at any more (docs/storage.md, "Checkpoints").
 //
-// A snapshot must describe exactly the records up to an lsn, so it is taken when no command is in
-// flight: once a checkpoint is due the shard holds back new writes (pausing()), the commands in flight
-// complete (one group commit), the snapshot is taken and the held writes resume.
+// A snapshot must describe exactly the records up to an lsn, so it is cut when no command is in flight:
+// once a checkpoint is due the shard holds back new writes (pausing()), the commands in flight complete
+// (one group commit), the state is cut (streams::state_machine::cut: each stream's metadata and record
+// count, O(streams)) and the held writes resume. The cut's records are encoded into the blob on a thread
+// of the checkpointer's own while the loop goes on (a core that keeps millions of records took its loop
+// for a second to encode them: docs/benchmarks.md, "Checkpoints off the loop"); then the blob goes to the
+// log writer. Meanwhile no record may leave a stream's front (encoding(): the cold tier forgets nothing,
+// a rebuild waits); if one did anyway, the encode fails and the checkpoint is taken again.
 //
-// Lives on its shard's core.
+// Lives on its shard's core; `ex` must accept posts from other threads (the encoder's completion).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
+#include "raft/executor.h"
 #include "replica/shard_wal.h"
 #include "storage/segment_reader.h"
 #include "streams/state_machine.h"
@@ -28,7 +35,8 @@ class checkpointer {
   // may be null. `resume` runs once a checkpoint was taken (the shard replays the writes it held back).
   // `cold`: the partition's cold index, snapshotted with the state machine (replica/cold_state.h).
   checkpointer(shard_wal& wal, streams::state_machine& sm, const tier::cold_index& cold, std::uint32_t core,
-               std::uint64_t every_bytes, storage::segment_reader* reader, std::function<void()> resume);
+               std::uint64_t every_bytes, storage::segment_reader* reader, raft::executor& ex,
+               std::function<void()> resume);
   ~checkpointer();
   checkpointer(const checkpointer&) = delete;
   checkpointer& operator=(const checkpointer&) = delete;
@@ -50,12 +58,17 @@ class checkpointer {
 
   // A checkpoint waits for the commands in flight: hold back new writes.
   bool pausing() const { return waiting_; }
-  // A checkpoint is being written (and segments reclaimed) by the log's sync thread.
-  bool writing() const { return writing_; }
+  // A checkpoint is being encoded, or written (and segments reclaimed) by the log's sync thread.
+  bool writing() const { return writing_ || encoding_; }
+  // A cut's records are being encoded off the loop: no record may leave a stream's front.
+  bool encoding() const { return encoding_; }
   std::uint64_t taken() const { return taken_; }
 
  private:
   void take();
+  // On the loop, once the cut taken at `covered` is encoded (or failed).
+  struct encoded;
+  void on_encoded(encoded e);
 
   shard_wal& wal_;
   streams::state_machine& sm_;
@@ -63,8 +76,11 @@ class checkpointer {
   std::uint32_t core_;
   std::uint64_t every_bytes_;
   storage::segment_reader* reader_;
+  raft::executor& ex_;
   std::function<void()> resume_;
   bool waiting_ = false;
+  bool encoding_ = false;
+  std::thread encoder_;  // the last cut's encoder (joined before the next starts, and at destruction)
   bool requested_ = false;
   bool writing_ = false;  // a checkpoint is being written by the log's sync thread
   bool local_ = false;    // the cut being waited for is written to disk (else only handed to bucket_)

@@ -40,9 +40,13 @@ void follow_command(tier::cold_index& index, const streams::state_machine& sm, c
   }
 }
 
+std::vector<std::byte> checkpoint_index(const tier::cold_index& index) {
+  if (index.streams() == 0 && index.objects() == 0) return {};
+  return index.encode();
+}
+
 std::vector<std::byte> encode_checkpoint(std::vector<std::byte> sm_snapshot, const tier::cold_index& index) {
-  if (index.streams() == 0 && index.objects() == 0) return sm_snapshot;
-  return encode_checkpoint(std::move(sm_snapshot), index.encode());
+  return encode_checkpoint(std::move(sm_snapshot), checkpoint_index(index));
 }
 
 std::vector<std::byte> encode_checkpoint(std::vector<std::byte> sm_snapshot,

@@ -39,6 +39,8 @@ void follow_command(tier::cold_index& index, const streams::state_machine& sm, c
 // a cold tier writes and reads), else both in a container ("weircold" | var version | var sm length | sm
 // | index). decode_checkpoint accepts both forms.
 std::vector<std::byte> encode_checkpoint(std::vector<std::byte> sm_snapshot, const tier::cold_index& index);
+// The index's part of a checkpoint: empty while the index is (then the blob is the snapshot alone).
+std::vector<std::byte> checkpoint_index(const tier::cold_index& index);
 // The same from an index already encoded (a checkpoint's own index part: decode_checkpoint); empty:
 // the state machine's snapshot alone.
 std::vector<std::byte> encode_checkpoint(std::vector<std::byte> sm_snapshot,

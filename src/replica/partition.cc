@@ -91,7 +91,7 @@ void partition::attach_wal(std::unique_ptr<storage::log_writer> writer, storage:
   checkpointer_.reset();
   wal_ = std::make_unique<shard_wal>(std::move(writer), last);
   checkpointer_ = std::make_unique<checkpointer>(*wal_, sm_, cold_index_, opts_.core, opts_.checkpoint_bytes,
-                                                 own_segments_, [this] { host_->on_writes_resumed(); });
+                                                 own_segments_, *ex_, [this] { host_->on_writes_resumed(); });
   wal_->on_failure([this] { schedule_rebuild(std::chrono::milliseconds(1000)); });
 }
 
@@ -354,6 +354,8 @@ std::uint64_t partition::forget_cold(const std::string& path, streams::stream_of
   if (!end || pos > *end) return 0;
   // A restore snapshot being built reads the records of its cut from the segments: they stay.
   if (snapshots_ && snapshots_->busy()) return 0;
+  // Nor while a checkpoint's cut is encoded off the loop: it reads the records by their index in the log.
+  if (checkpointer_ && checkpointer_->encoding()) return 0;
   // The owner core is the only writer of its logs (stream_log.h); log_of hands out a const view.
   return std::const_pointer_cast<streams::memory_log>(log)->forget_before(pos);
 }

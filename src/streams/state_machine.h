@@ -103,6 +103,8 @@ struct read_result {
   read_plan plan;
 };
 
+class snapshot_cut;
+
 class state_machine {
  public:
   // `make_log`: where new streams keep their data (in-memory by default).
@@ -269,9 +271,10 @@ class state_machine {
   // disk_location + begin/size/end/messages; a record whose location is not known has its bytes inlined (so
   // the blob is always complete). Deterministic: the same state gives the same bytes.
   std::vector<std::byte> snapshot() const;
-  // snapshot(), and in the same walk over the records referenced_segments(core) into `segments` (a
-  // checkpoint needs both while it holds its core's writes back: one walk instead of two).
-  std::vector<std::byte> snapshot(std::uint32_t core, std::vector<std::uint64_t>& segments) const;
+  // snapshot() in two steps, so that a checkpoint holds its core's writes back only for the first: cut()
+  // runs on the owner core in O(streams) (see snapshot_cut below), and snapshot_cut::encode writes the
+  // same blob later, on any thread.
+  snapshot_cut cut() const;
   // Rebuilds the state from a snapshot; the state machine must be empty (fresh). Restored records are
   // cold (buf null) unless their bytes were inlined. Restored forks are unlinked (forks_to_stitch); a
   // version 1 blob's inherited records are dropped (the source has them). Returns an error
@@ -377,19 +380,10 @@ class state_machine {
   // cannot be referenced. `part`: as a part blob (version 6) writes it: with each fork's origin and the
   // references by origin; otherwise the references are one count (version 3).
   // `held`: version 7, with where each stream's own records begin (memory_log::held_from).
-  // The segments of one core's log that the records written point at (snapshot(core, segments)).
-  struct segment_collector {
-    std::uint32_t core = 0;
-    std::uint64_t last = 0;
-    std::vector<std::uint64_t> ids;  // in the order met; sorted and made unique at the end
-    void add(const disk_location& at) {
-      if (at.known() && at.core == core && at.segment != last) ids.push_back(last = at.segment);
-    }
-  };
   static status write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                             const location_predicate* referencable, bool part = false, bool held = false,
-                             segment_collector* segments = nullptr);
-  std::vector<std::byte> snapshot_into(segment_collector* segments) const;
+                             const location_predicate* referencable, bool part = false, bool held = false);
+  // What write_stream writes before the records' own part (held_from, count, records).
+  static void write_stream_head(wire::writer& w, const std::string& path, const stream_state& s, bool part);
   // Reads one stream entry of a blob of `version`, checking its log (contiguous from the fork point).
   static status read_stream(wire::reader& in, std::uint64_t version, std::string& path, stream_state& s);
   // A decoded per-part blob (state_snapshot.cc).
@@ -446,6 +440,37 @@ class state_machine {
   // Dead origins (fork_tombstone), by origin; a part's are those whose fork path is in it.
   tombstone_map tombstones_;
   std::optional<fork_origin> applying_;  // set_entry_place
+};
+
+// A cut of a state machine for its checkpoint (state_machine::cut; state_snapshot.cc). Taken on the owner
+// core while no command is in flight: every stream's metadata is encoded then, and its log's own record
+// count and front_cuts() noted (O(streams), no record touched). encode() writes the blob that snapshot()
+// would have written at the cut, reading those records through memory_log::visit_records, from any
+// thread, while the owner goes on applying commands (it only adds records after them, or changes their
+// places and bytes, under the log's lock; either form of a record is the same record). The cut holds
+// the logs, so a stream deleted meanwhile is still encoded as it was.
+class snapshot_cut {
+ public:
+  // The blob, and into `segments` (ascending, unique) the segments of core `core`'s log that its
+  // records point at: what the checkpoint must keep. Fails when records left a log's front since the
+  // cut (the cold tier forgot them, or a rebuild replaced them): take another cut later.
+  result<std::vector<std::byte>> encode(std::uint32_t core, std::vector<std::uint64_t>& segments) const;
+  std::size_t streams() const { return streams_.size(); }
+
+ private:
+  friend class state_machine;
+  struct stream_entry {
+    std::string head;  // write_stream_head's bytes
+    std::shared_ptr<const memory_log> log;
+    std::uint64_t held_from = 0;
+    std::size_t count = 0;  // own records at the cut
+    std::uint64_t front_cuts = 0;
+  };
+  std::string header_;  // magic, version, next generation, stream count
+  std::vector<stream_entry> streams_;
+  std::string trailer_;  // the held paths
+  bool held_ = false;    // version 7: each stream's held_from is written
+  std::size_t estimate_ = 0;
 };
 
 // How long a tombstone (fork_tombstone_command) is kept: a fork create carrying its origin that commits

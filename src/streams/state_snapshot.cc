@@ -121,9 +121,8 @@ bool read_record(wire::reader& in, record& out, std::string& reason) {
 
 }  // namespace
 
-status state_machine::write_stream(wire::writer& w, const std::string& path, const stream_state& s,
-                                   const location_predicate* referencable, bool part, bool held,
-                                   segment_collector* segments) {
+void state_machine::write_stream_head(wire::writer& w, const std::string& path, const stream_state& s,
+                                      bool part) {
   w.str(path);
   w.var(s.meta.generation);
   w.str(s.meta.content_type);
@@ -173,6 +172,11 @@ status state_machine::write_stream(wire::writer& w, const std::string& path, con
     w.var(p.last_seq);
     w.svar(p.last_used_ms);
   }
+}
+
+status state_machine::write_stream(wire::writer& w, const std::string& path, const stream_state& s,
+                                   const location_predicate* referencable, bool part, bool held) {
+  write_stream_head(w, path, s, part);
   const std::size_t count = s.log->record_count();  // the records for_each_record visits
   if (held) w.var(s.log->held_from().value());
   WEIR_ASSERT(held || s.log->held_from() == s.log->base(),
@@ -181,10 +185,8 @@ status state_machine::write_stream(wire::writer& w, const std::string& path, con
   std::optional<std::uint64_t> unwritable;
   s.log->for_each_record([&](const record& r) {
     if (!write_record(w, r, referencable) && !unwritable) unwritable = r.end;
-    if (segments) segments->add(r.data.at);
   });
   if (unwritable) {
-    // snapshot() has no predicate: every cold record has a known location (drop_bytes needs one).
     WEIR_ASSERT(referencable, "cold record of {} ending at {} has no location", path, *unwritable);
     return make_error(codec_errc::bad_value, "snapshot: record of " + path + " ending at " +
                                                  std::to_string(*unwritable) +
@@ -295,72 +297,104 @@ status state_machine::read_stream(wire::reader& in, std::uint64_t version, std::
 }
 
 std::vector<std::byte> state_machine::snapshot() const {
-  return snapshot_into(nullptr);
+  std::vector<std::uint64_t> segments;
+  auto blob = cut().encode(0, segments);
+  WEIR_ASSERT(blob.has_value(), "snapshot: {}", blob.err().reason);  // nothing changed since the cut
+  return std::move(*blob);
 }
 
-std::vector<std::byte> state_machine::snapshot(std::uint32_t core,
-                                               std::vector<std::uint64_t>& segments) const {
-  segment_collector collector;
-  collector.core = core;
-  std::vector<std::byte> blob = snapshot_into(&collector);
-  std::sort(collector.ids.begin(), collector.ids.end());
-  collector.ids.erase(std::unique(collector.ids.begin(), collector.ids.end()), collector.ids.end());
-  segments = std::move(collector.ids);
-  return blob;
-}
-
-std::vector<std::byte> state_machine::snapshot_into(segment_collector* segments) const {
+snapshot_cut state_machine::cut() const {
   std::vector<const std::pair<const std::string, stream_state>*> sorted;
   sorted.reserve(streams_.size());
   for (const auto& entry : streams_) sorted.push_back(&entry);
   std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
 
-  bool held = false;
-  for (const auto* entry : sorted) held = held || entry->second.log->held_from() != entry->second.log->base();
-  // A checkpoint encodes the blob on its core's loop while writes are held back (replica/checkpointer.h),
-  // and at hundreds of thousands of records it is tens of MiB. Grown by doubling and then copied whole,
-  // it touched about three times its size in fresh memory, and each fresh page is a page fault (with huge
-  // pages a 2 MiB zeroing): 10,000 streams of 76 records each took 137 ms, most of it in those faults.
-  // So the blob is written once, into one buffer sized from an estimate (each stream is encoded into a
-  // small reused scratch, then appended; a short estimate only costs a regrowth).
-  std::size_t estimate = 64;
-  for (const auto* entry : sorted) {
-    const stream_state& s = entry->second;
-    estimate += 96 + entry->first.size() + s.meta.content_type.size() + 48 * s.producers.size() +
-                20 * s.log->record_count();
-  }
-  for (const auto& [path, until] : held_until_) estimate += 16 + path.size();
-  std::vector<std::byte> out;
-  out.reserve(estimate);
-  std::string scratch;
-  auto flush = [&](wire::writer& w) {
-    scratch = w.take();
-    const auto* first = reinterpret_cast<const std::byte*>(scratch.data());
-    out.insert(out.end(), first, first + scratch.size());
-    if (scratch.capacity() > (1u << 20)) std::string().swap(scratch);  // a stream with large inline records
-  };
+  snapshot_cut c;
+  for (const auto* entry : sorted)
+    c.held_ = c.held_ || entry->second.log->held_from() != entry->second.log->base();
+  c.estimate_ = 64;
   {
-    wire::writer w(std::move(scratch));
+    wire::writer w;
     w.raw(snapshot_magic);
-    w.var(held ? snapshot_version_held : snapshot_version);
+    w.var(c.held_ ? snapshot_version_held : snapshot_version);
     w.var(next_generation_);
     w.var(sorted.size());
-    flush(w);
+    c.header_ = w.take();
   }
+  c.streams_.reserve(sorted.size());
   for (const auto* entry : sorted) {
-    wire::writer w(std::move(scratch));
-    if (segments) segments->last = 0;  // each stream's records start anew
-    status st = write_stream(w, entry->first, entry->second, nullptr, false, held, segments);
-    WEIR_ASSERT(st.has_value(), "snapshot: {}", st.err().reason);
-    flush(w);
+    const stream_state& s = entry->second;
+    WEIR_ASSERT(c.held_ || s.log->held_from() == s.log->base(),
+                "{}: bytes only in objects in a version without them", entry->first);
+    wire::writer w;
+    write_stream_head(w, entry->first, s, false);
+    snapshot_cut::stream_entry& e = c.streams_.emplace_back();
+    e.head = w.take();
+    e.log = s.log;
+    e.held_from = s.log->held_from().value();
+    e.count = s.log->record_count();
+    e.front_cuts = s.log->front_cuts();
+    c.estimate_ += e.head.size() + 24 + 20 * e.count;
   }
-  wire::writer w(std::move(scratch));
+  wire::writer w;
   w.var(held_until_.size());  // in path order (a std::map): the same state gives the same bytes
   for (const auto& [path, until] : held_until_) {
     w.str(path);
     w.svar(until);
   }
-  flush(w);
+  c.trailer_ = w.take();
+  c.estimate_ += c.header_.size() + c.trailer_.size();
+  return c;
+}
+
+result<std::vector<std::byte>> snapshot_cut::encode(std::uint32_t core,
+                                                    std::vector<std::uint64_t>& segments) const {
+  // At hundreds of thousands of records the blob is tens of MiB. Grown by doubling and then copied
+  // whole, it touched about three times its size in fresh memory, and each fresh page is a page fault
+  // (with huge pages a 2 MiB zeroing). So the blob is written once, into one buffer sized from an
+  // estimate (a short estimate only costs a regrowth), each record's fields in one append.
+  std::vector<std::byte> out;
+  out.reserve(estimate_);
+  auto put = [&out](std::string_view bytes) {
+    const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
+    out.insert(out.end(), first, first + bytes.size());
+  };
+  put(header_);
+  segments.clear();
+  // The records go in batches, each under its log's lock for a short while: the owner appending to the
+  // same stream waits at most one batch.
+  constexpr std::size_t batch = 1024;
+  wire::writer w;
+  auto drain = [&] {
+    std::string bytes = w.take();
+    put(bytes);
+    w = wire::writer(std::move(bytes));  // keeps the capacity
+  };
+  for (const stream_entry& e : streams_) {
+    put(e.head);
+    if (held_) w.var(e.held_from);
+    w.var(e.count);
+    std::uint64_t last_segment = 0;  // each stream's records start anew
+    auto add = [&](const record& r) {
+      // Every cold record has a known location (drop_bytes needs one), so every record can be written.
+      (void)write_record(w, r, nullptr);
+      const disk_location& at = r.data.at;
+      if (at.known() && at.core == core && at.segment != last_segment)
+        segments.push_back(last_segment = at.segment);
+      if (w.size() >= (1u << 20)) drain();  // large inline records: the scratch stays small
+    };
+    for (std::size_t first = 0; first < e.count; first += batch) {
+      if (!e.log->visit_records(e.front_cuts, first, std::min(batch, e.count - first), add)) {
+        return make_error(codec_errc::bad_value,
+                          "snapshot: records left a stream's log while its checkpoint was encoded");
+      }
+      drain();
+    }
+    drain();
+  }
+  put(trailer_);
+  std::sort(segments.begin(), segments.end());
+  segments.erase(std::unique(segments.begin(), segments.end()), segments.end());
   return out;
 }
 

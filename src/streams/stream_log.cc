@@ -31,6 +31,7 @@ void memory_log::take_records(memory_log& fresh) {
   records_ = std::move(fresh.records_);
   fresh.records_.clear();
   held_from_ = fresh.held_from_;
+  ++front_cuts_;
   next_hint_ = 0;
 }
 
@@ -52,6 +53,7 @@ std::uint64_t memory_log::forget_before(stream_offset pos) {
     gone.assign(std::make_move_iterator(records_.begin()), std::make_move_iterator(records_.begin() + n));
     records_.erase(records_.begin(), records_.begin() + static_cast<std::ptrdiff_t>(n));
     held_from_ = until;
+    ++front_cuts_;
   }
   next_hint_ = 0;
   return bytes;
@@ -293,6 +295,14 @@ std::size_t memory_log::drop_bytes(std::uint64_t end) {
 
 void memory_log::for_each_record(const std::function<void(const record&)>& fn) const {
   for (const record& r : records_) fn(r);
+}
+
+bool memory_log::visit_records(std::uint64_t cuts, std::size_t first, std::size_t count,
+                               const std::function<void(const record&)>& fn) const {
+  std::lock_guard lock(mu_);
+  if (front_cuts_ != cuts || first + count > records_.size()) return false;
+  for (std::size_t i = first; i < first + count; ++i) fn(records_[i]);
+  return true;
 }
 
 }  // namespace weir::streams

@@ -78,6 +78,16 @@ class memory_log final : public stream_log {
   std::size_t drop_bytes(std::uint64_t end) override;
   void for_each_record(const std::function<void(const record&)>& fn) const override;
 
+  // From any thread (a checkpoint's encoder, state_machine::snapshot_cut): calls `fn` with the own
+  // records [first, first + count) under the log's lock, unless records left its front since
+  // front_cuts() was `cuts` (then false, and `fn` is not called). The owner only appends after them or
+  // changes their places and bytes meanwhile, under the same lock.
+  bool visit_records(std::uint64_t cuts, std::size_t first, std::size_t count,
+                     const std::function<void(const record&)>& fn) const;
+  // How many times records left the front of this log (forget_before, take_records): what makes a
+  // record's index in it change. Owner core only.
+  std::uint64_t front_cuts() const { return front_cuts_; }
+
   // The fork point (0 for a stream that is not a fork) and the source's log (null when not a fork or
   // not linked yet).
   stream_offset base() const { return stream_offset(base_); }
@@ -132,7 +142,8 @@ class memory_log final : public stream_log {
   std::uint64_t held_from_ = 0;  // own bytes before it are only in objects (base_ unless forgotten)
   std::string name_;
   std::shared_ptr<const memory_log> source_;
-  std::size_t next_hint_ = 0;  // just after the record find_end last found (the hot tier evicts in order)
+  std::uint64_t front_cuts_ = 0;  // written under mu_
+  std::size_t next_hint_ = 0;     // just after the record find_end last found (the hot tier evicts in order)
 };
 
 }  // namespace weir::streams
