@@ -224,6 +224,12 @@ void connection::start_h2() {
 
 void connection::h2_send() {
   if (fd_ < 0) return;
+  ctx_->flush_later(this);  // answers and writes of one turn share a send
+}
+
+void connection::flushed() {
+  if (fd_ < 0) return;
+  flush_wanted = false;
   send_out();
   if (fd_ >= 0) refresh_deadline();
 }
@@ -735,6 +741,7 @@ void connection::discard_input() {
 void connection::close_now() {
   if (fd_ < 0) return;
   read_deferred = false;  // a queued read of this connection is void (loop_context::resume_deferred)
+  flush_wanted = false;   // and so is a queued flush (loop_context::flush_all)
   ctx_->loop->remove_fd(fd_);
   if (owned_) {
     owned_->close();  // TLS: close_notify if the session is sound, then the session is freed

@@ -43,6 +43,9 @@ class connection final : public io::io_handler {
   std::uint32_t client = 0;           // the peer's IPv4 address (host order), for the per-client cap
   bool read_deferred = false;         // queued in loop_context::deferred for a later turn's read budget
   void resume_reading() { drive(); }  // loop_context::resume_deferred
+  // HTTP/2: queued for loop_context::flush_all (flush_later), which calls flushed() once per turn.
+  bool flush_wanted = false;
+  void flushed();
 
   // Keep-alive with nothing in flight: no request bytes buffered, no response pending or streaming.
   bool idle() const {

@@ -68,6 +68,26 @@ void loop_context::defer(connection* c) {
   loop->post([this] { resume_deferred(); });
 }
 
+void loop_context::flush_later(connection* c) {
+  if (c->flush_wanted) return;
+  c->flush_wanted = true;
+  flushes.push_back(c);
+  if (flush_posted) return;
+  flush_posted = true;
+  loop->post([this] { flush_all(); });
+}
+
+void loop_context::flush_all() {
+  flush_posted = false;
+  flushing.swap(flushes);
+  // A connection closed since it was queued has flush_wanted cleared (close_now); one queued again
+  // while these are sent goes into `flushes`, for a task of its own.
+  for (connection* c : flushing) {
+    if (c->flush_wanted) c->flushed();
+  }
+  flushing.clear();
+}
+
 void loop_context::resume_deferred() {
   resume_posted = false;
   while (!deferred.empty()) {

@@ -4,6 +4,7 @@
 // served on the same port.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -363,6 +364,32 @@ TEST(h2_session, an_answer_from_another_core_comes_back_with_post) {
   ASSERT_TRUE(c.wait_closed(id));
   EXPECT_EQ(c.response(id).status, 200);
   EXPECT_EQ(c.response(id).body.rfind("from core ", 0), 0u);
+}
+
+TEST(h2_session, answers_given_in_one_turn_leave_in_one_send) {
+  // Each request is answered from a task of its own, as a handler that waits for a commit does: the
+  // answers of one loop turn go out together (loop_context::flush_later), not one send each.
+  running_server s(testing::test_options(), [](const request&, exchange ex) {
+    ex.loop()->post([ex]() mutable { ex.respond(200, {}, "ok"); });
+  });
+  h2_client c(s.port());
+  ASSERT_TRUE(c.wait_closed(c.request("GET", "/warm-up")));  // SETTINGS and their ACKs exchanged
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(c.request("GET", "/" + std::to_string(i)));
+  // All eight HEADERS frames in one write, so that the server reads them at once.
+  std::string frames;
+  const std::uint8_t* data = nullptr;
+  for (ssize_t n; (n = nghttp2_session_mem_send(c.session(), &data)) > 0;) {
+    frames.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+  }
+  const std::uint64_t before = s.server().stats().sends;
+  c.raw(frames);
+  ASSERT_TRUE(c.run_until([&] {
+    return std::all_of(ids.begin(), ids.end(), [&](std::int32_t id) { return c.response(id).closed; });
+  }));
+  for (std::int32_t id : ids) EXPECT_EQ(c.response(id).body, "ok");
+  // One send; two if the kernel handed the frames over in two reads. Each answer sent at once: eight.
+  EXPECT_LE(s.server().stats().sends - before, 2u);
 }
 
 TEST(h2_session, a_request_body_that_stops_coming_gets_408_and_the_other_streams_go_on) {
