@@ -2,7 +2,7 @@
 docs/cold-tier.md, "A cluster"; docs/operations.md, "Replace a dead node").
 
 With small segments, objects and budget against s3rver (the settings of cluster_cold_test.py):
-  1. about three times the budget is written through all three nodes (byte streams and a JSON stream);
+  1. about four times the budget is written through all three nodes (byte streams and a JSON stream);
      every node drops bytes that are in objects, and every stream reads back whole from every node;
   2. node 3 dies with its disk (SIGKILL, its data directory removed) and is removed from the cluster
      (DELETE /cluster/members?id=3 on node 1): every group ends with voters {1,2};
@@ -11,7 +11,8 @@ With small segments, objects and budget against s3rver (the settings of cluster_
      groups' snapshots (object references and the records the leaders still held, not the bytes in the
      bucket), so its data log stays within the budget plus a few segments;
   4. every stream reads back whole from node 4, the bytes only in the bucket included (node 4 counts
-     reads from the bucket); appends through node 4 read back from every node.
+     reads from the bucket); node 4 takes the lead of a group with a stream and uploads its bytes;
+     appends through node 4 read back from every node.
 
 Usage: cluster_cold_replace_test.py WEIR_BINARY NODE_DIR S3RVER_SCRIPT
 """
@@ -63,8 +64,10 @@ def main():
         cluster.start([1, 2, 3])
         cluster.wait_healthy([1, 2, 3])
         n1, n2, n3, n4 = (cluster.node(i) for i in (1, 2, 3, 4))
+        # cold-d is in group 2, which the leaders hand to node 4 once it is a voter (the g-th voter of
+        # [1, 2, 4] leads group g: docs/replication.md, "Leaders are spread").
         expected = {"/v1/stream/cold-a": b"", "/v1/stream/cold-b": b"", "/v1/stream/cold-c": b"",
-                    "/v1/stream/cold-json": []}
+                    "/v1/stream/cold-d": b"", "/v1/stream/cold-json": []}
         for path in expected:
             st, _, _ = cold.req(n1, "PUT", path, headers=cold.JSON if path.endswith("json") else cold.OCTET)
             check(st == 201, "create %s: %d" % (path, st))
@@ -118,7 +121,15 @@ def main():
         check(m4.get("weir_tier_bucket_reads_total", 0) > 0, "node 4 read nothing from the bucket")
         check(m4.get("weir_tier_bucket_read_failures_total", 0) == 0,
               "node 4 failed %d reads from the bucket" % m4.get("weir_tier_bucket_read_failures_total", 0))
+        # Node 4 leads a group and uploads its bytes under its own term.
+        group = cs.fnv_group("/v1/stream/cold-d", GROUPS)
+        cs.wait_for("node 4 to lead group %d" % group,
+                    lambda: (n4.status() or {"raft_groups": [{}] * GROUPS})["raft_groups"][group].get("leader") == 4,
+                    60)
         cold.write_round(cluster, expected, 16, "three")
+        uploaded = cs.wait_for("node 4 to upload objects",
+                               lambda: (cold.metrics(n4) or {}).get("weir_tier_objects_uploaded_total", 0), 30)
+        print("node 4 leads group %d and uploaded %d objects" % (group, uploaded), flush=True)
         cold.check_reads([n1, n2, n4], expected, "after writes through the new node")
         st, _, body = cold.req(n4, "GET", "/healthz")
         check(st == 200, "node 4 /healthz: %d %r" % (st, body))
