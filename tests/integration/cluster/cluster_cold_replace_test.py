@@ -121,7 +121,7 @@ def main():
         check(m4.get("weir_tier_bucket_reads_total", 0) > 0, "node 4 read nothing from the bucket")
         check(m4.get("weir_tier_bucket_read_failures_total", 0) == 0,
               "node 4 failed %d reads from the bucket" % m4.get("weir_tier_bucket_read_failures_total", 0))
-        # Node 4 leads a group and uploads its bytes under its own term.
+        # Node 4 leads a group with a stream and uploads its bytes.
         group = cs.fnv_group("/v1/stream/cold-d", GROUPS)
         cs.wait_for("node 4 to lead group %d" % group,
                     lambda: (n4.status() or {"raft_groups": [{}] * GROUPS})["raft_groups"][group].get("leader") == 4,
