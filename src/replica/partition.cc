@@ -260,6 +260,16 @@ void partition::observe_cold_read(std::chrono::steady_clock::time_point began) {
           .count()));
 }
 
+std::optional<partition::object_location> partition::locate_objects(const std::string& stream,
+                                                                    streams::stream_offset from) const {
+  auto where = cold_index_.find(stream, from);
+  if (!where) return std::nullopt;
+  object_location at{*where->object, *where->extent, where->extent->end};
+  // A JSON read from objects may take bytes up to the held records (or the extent's end) whole.
+  if (auto log = sm_.log_of(stream)) at.whole_end = std::min(at.extent.end, log->held_from());
+  return at;
+}
+
 void partition::read_objects(std::string path, streams::read_result rr, read_done done) {
   const streams::object_span span = *rr.plan.in_objects;
   auto fail = [this, rr, done](const std::string& why) mutable {
@@ -268,29 +278,41 @@ void partition::read_objects(std::string path, streams::read_result rr, read_don
       done(rr, make_error(storage::errc::io_error, why));
     });
   };
-  // The index of the stream whose bytes they are; a fork's inherited bytes on another shard are that
-  // shard's (not read from here yet: docs/cold-tier.md, "Status").
-  auto where = cold_index_.find(span.stream, span.from);
   if (!fetch_object_)
     return fail("bytes " + std::to_string(span.from.value()) + " of " + span.stream +
                 " are in the bucket, and the node has no cold tier");
-  if (!where) {
-    return fail("no object holds bytes " + std::to_string(span.from.value()) + " of " + span.stream +
-                " in this shard's index");
+  auto missing = [span] {
+    return "no object holds bytes " + std::to_string(span.from.value()) + " of " + span.stream;
+  };
+  if (!sm_.log_of(span.stream) && locate_foreign_) {
+    // A fork's inherited bytes whose source (span.stream) is another partition's: its index says where
+    // they are. Counted in flight from here, so the bound on reads from the bucket holds.
+    ++objects_in_flight_;
+    return locate_foreign_(span.stream, span.from,
+                           [this, path = std::move(path), rr = std::move(rr), done = std::move(done), fail,
+                            missing](std::optional<object_location> where) mutable {
+                             --objects_in_flight_;
+                             if (!where) return fail(missing() + " in its owner's index");
+                             read_located(std::move(path), std::move(rr), std::move(done), std::move(*where));
+                           });
   }
-  const tier::cold_extent& e = *where->extent;
+  auto where = locate_objects(span.stream, span.from);
+  if (!where) return fail(missing() + " in this shard's index");
+  read_located(std::move(path), std::move(rr), std::move(done), std::move(*where));
+}
+
+void partition::read_located(std::string path, streams::read_result rr, read_done done,
+                             object_location where) {
+  const streams::object_span span = *rr.plan.in_objects;
+  const tier::cold_extent& e = where.extent;
   const std::uint64_t end = std::min(span.until.value(), e.end.value());
   // A JSON stream's read must end at a message boundary (docs/cold-tier.md, "JSON streams"): the bytes
   // are cut after their last whole message, and when not even one ends in them, the read takes the rest
   // of the extent (its records went whole into the object, so a message ends there).
   const bool json = rr.meta && rr.meta->json;
-  std::uint64_t whole_end = end;
-  if (json) {
-    auto log = sm_.log_of(span.stream);
-    whole_end = std::min(e.end.value(), log ? log->held_from().value() : e.end.value());
-  }
+  const std::uint64_t whole_end = json ? where.whole_end.value() : end;
   fetch_range(std::move(path), std::move(rr), std::move(done), span.from, end - span.from.value(),
-              whole_end - span.from.value(), *where->object, e, json);
+              whole_end - span.from.value(), std::move(where.object), e, json);
 }
 
 void partition::fetch_range(std::string path, streams::read_result rr, read_done done,

@@ -153,6 +153,22 @@ class partition {
   using object_fetch_fn = std::function<void(std::string key, std::uint64_t object_size,
                                              std::uint64_t data_position, std::uint64_t length, object_done)>;
   void attach_object_reads(object_fetch_fn fetch) { fetch_object_ = std::move(fetch); }
+  // Where bytes from `from` of `stream`, one of this partition's streams, sit in the bucket: the extent
+  // holding them, its object, and (for a JSON stream's reads, docs/cold-tier.md "JSON streams") the end
+  // of the bytes a read may take whole. Nothing when the index holds no such bytes. On this loop.
+  struct object_location {
+    tier::cold_object_ref object;
+    tier::cold_extent extent;
+    streams::stream_offset whole_end;
+  };
+  std::optional<object_location> locate_objects(const std::string& stream, streams::stream_offset from) const;
+  // Reads of a fork's inherited bytes in objects whose source is another partition's (its index has
+  // them): `locate(stream, from, done)` asks the partition that owns `stream` (locate_objects, on its
+  // loop) and runs `done` on this partition's loop. Set at start-up with attach_object_reads; without
+  // it such a read fails as bytes no index holds.
+  using located_fn = std::function<void(std::optional<object_location>)>;
+  using locate_fn = std::function<void(std::string stream, streams::stream_offset from, located_fn done)>;
+  void attach_foreign_objects(locate_fn locate) { locate_foreign_ = std::move(locate); }
   // Forgets the records of `path` before `pos` (their bytes are in objects: pos <= the index's cold end
   // of the stream), so that the segments holding them may be reclaimed by the next checkpoint. Returns
   // the bytes forgotten.
@@ -293,6 +309,8 @@ class partition {
   void observe_cold_read(std::chrono::steady_clock::time_point began);
   // read_cold of a plan that starts in objects (read_plan::in_objects).
   void read_objects(std::string path, streams::read_result rr, read_done done);
+  // read_objects once the bytes' place is known (from this partition's index or another's).
+  void read_located(std::string path, streams::read_result rr, read_done done, object_location where);
   // One read of `length` bytes of extent `e` of `object` from stream offset `from`; a JSON stream's is
   // cut after its last whole message, or read again up to `whole_length` when none ends in it.
   void fetch_range(std::string path, streams::read_result rr, read_done done, streams::stream_offset from,
@@ -315,6 +333,7 @@ class partition {
   std::unique_ptr<cold_snapshots> snapshots_;  // its restore snapshots
   std::unique_ptr<cluster_cold_snapshots> cluster_snapshots_;
   object_fetch_fn fetch_object_;
+  locate_fn locate_foreign_;
   std::uint64_t bucket_reads_ = 0;
   std::size_t objects_in_flight_ = 0;
   std::uint64_t bucket_read_failures_ = 0;

@@ -187,6 +187,16 @@ status node::open_cold() {
           },
           std::move(done), loop);
     });
+    // A fork's inherited bytes in objects, its source on another shard: that shard's index knows where
+    // they are (asked on its loop, a lookup in memory); the object is then read as above, off the loops.
+    shard.part().attach_foreign_objects([this, loop](std::string stream, streams::stream_offset from,
+                                                     replica::partition::located_fn done) {
+      stream_shard& owner = owner_of(stream);
+      owner.loop().post([&owner, loop, stream = std::move(stream), from, done = std::move(done)]() mutable {
+        auto where = owner.part().locate_objects(stream, from);
+        loop->post([done = std::move(done), where = std::move(where)]() mutable { done(std::move(where)); });
+      });
+    });
     // Objects nothing names any more go after cold-gc-grace-ms; the bucket is listed every half of it,
     // at most once a second (each listing is a paid request per page). On a cluster node each group's
     // leader sweeps its group.

@@ -2,7 +2,8 @@
 // s3rver on loopback (real processes, real SigV4). Appended bytes reach the bucket in objects whose
 // ranges read back identical; a node killed with SIGKILL comes back with every byte and uploads the rest
 // under a new term; a deleted stream's objects leave the bucket after the sweep's grace period while
-// another stream's stay; a node whose credentials the bucket refuses does not start, and says why.
+// another stream's stay; a fork on another shard than its source reads the source's bytes from the
+// bucket; a node whose credentials the bucket refuses does not start, and says why.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "crash/blocking_client.h"
 #include "crash/server_process.h"
 #include "integration/s3/s3rver_process.h"
+#include "replica/placement.h"
 #include "tier/object_format.h"
 #include "tier/object_key.h"
 #include "tier/s3_object_store.h"
@@ -520,6 +522,82 @@ TEST_F(cold_node_test, a_stalled_bucket_stops_appends_only_at_the_budget_and_los
   EXPECT_EQ(wait_for_cold(stream, all), all) << node.log_tail(3000);
   int requests = 0;
   EXPECT_EQ(catch_up(node.port(), stream, &requests), all);
+  ASSERT_TRUE(node.kill(why)) << why;
+}
+
+// A stream path under /v1/stream/ that a node of `shards` shards places on shard `shard` (as the node
+// places streams: replica/placement.h).
+std::string path_on(unsigned shard, unsigned shards, const std::string& stem) {
+  for (int i = 0;; ++i) {
+    std::string p = "/v1/stream/" + stem + std::to_string(i);
+    if (replica::owner_index(p, shards) == shard) return p;
+  }
+}
+
+TEST_F(cold_node_test, a_fork_on_another_shard_reads_its_sources_bytes_from_the_bucket) {
+  use_credentials(test::s3rver_process::secret_key);
+  auto args = cold_args();
+  args[1] = "2";  // two shards: the source's index is shard 0's, the fork's reads are shard 1's
+  for (std::string a : {"--local-bytes", "2097152", "--segment-bytes", "262144", "--cold-object-bytes",
+                        "65536", "--hot-bytes", "65536", "--fsync", "interval:10"})
+    args.push_back(a);
+  server_process node(WEIR_BINARY, dir_ / "data", args, dir_ / "node.log");
+  node.start("forks across shards");
+  std::string why;
+  ASSERT_TRUE(node.wait_ready(20s, why)) << why << node.log_tail(2000);
+  const std::string src = path_on(0, 2, "source"), json = path_on(0, 2, "json");
+  const std::string fork = path_on(1, 2, "fork"), json_fork = path_on(1, 2, "json-fork");
+  blocking_client c(node.port());
+  ASSERT_EQ(c.request("PUT", src, {{"Content-Type", "application/octet-stream"}}).status, 201);
+  ASSERT_EQ(c.request("PUT", json, {{"Content-Type", "application/json"}}).status, 201);
+  // 4 MiB through shard 0's share of the budget (1 MiB less three segments): most of it is reclaimed.
+  std::string all;
+  for (int i = 0; i < 1024; ++i) {
+    std::string body(4096, static_cast<char>('a' + i % 26));
+    std::memcpy(body.data(), &i, sizeof i);
+    ASSERT_EQ(post_until_taken(c, src, "application/octet-stream", body), 204);
+    all += body;
+    if (i % 4 == 0) {
+      const std::string msg = "{\"n\":" + std::to_string(i) + ",\"s\":\"" + std::string(600, 'q') + "\"}";
+      ASSERT_EQ(post_until_taken(c, json, "application/json", msg), 204);
+    }
+  }
+  // A JSON stream read in the node's chunks: every answer an array of whole messages; their messages.
+  auto read_json = [&](const std::string& stream) {
+    std::string got;
+    std::string offset = "-1";
+    for (int n = 0; n < 10'000; ++n) {
+      auto r = c.request("GET", stream + "?offset=" + offset);
+      if (r.status != 200) return got + "<status " + std::to_string(r.status) + ": " + r.body + ">";
+      if (r.body.size() < 2 || r.body.front() != '[' || r.body.back() != ']') return got + "<not an array>";
+      if (r.body.size() > 2) got += (got.empty() ? "" : ",") + r.body.substr(1, r.body.size() - 2);
+      if (r.header("Stream-Up-To-Date") == "true") return got;
+      offset = r.header("Stream-Next-Offset");
+    }
+    return got + "<too many requests>";
+  };
+  const std::string json_all = read_json(json);
+  ASSERT_EQ(std::count(json_all.begin(), json_all.end(), '{'), 256) << json_all.substr(0, 200);
+  // The shard forgets what is in the bucket once it is over its share: wait until most of the source is
+  // only there (the reads below then start in objects).
+  for (auto end = std::chrono::steady_clock::now() + 30s;
+       std::chrono::steady_clock::now() < end &&
+       metric(node.port(), "weir_tier_dropped_bytes_total") < 3u << 20;) {
+    std::this_thread::sleep_for(50ms);  // polling the node's background reclaim
+  }
+  ASSERT_GE(metric(node.port(), "weir_tier_dropped_bytes_total"), 3u << 20) << node.log_tail(3000);
+
+  // Forks on shard 1, made after their sources' early bytes left shard 0's disk.
+  ASSERT_EQ(c.request("PUT", fork, {{"Stream-Forked-From", src}}).status, 201);
+  ASSERT_EQ(c.request("PUT", json_fork, {{"Stream-Forked-From", json}}).status, 201);
+  ASSERT_EQ(post_until_taken(c, fork, "application/octet-stream", "+fork"), 204);
+  const double reads_before = metric(node.port(), "weir_tier_bucket_reads_total");
+  int requests = 0;
+  EXPECT_EQ(catch_up(node.port(), fork, &requests), all + "+fork");
+  // JSON: every answer is an array of whole messages, and together they are the source's.
+  EXPECT_EQ(read_json(json_fork), json_all);
+  EXPECT_GT(metric(node.port(), "weir_tier_bucket_reads_total"), reads_before);
+  EXPECT_EQ(metric(node.port(), "weir_tier_bucket_read_failures_total"), 0);
   ASSERT_TRUE(node.kill(why)) << why;
 }
 

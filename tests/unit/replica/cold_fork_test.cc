@@ -1,0 +1,267 @@
+// A fork whose source is another shard's, reading inherited bytes that only the bucket holds (the source's
+// shard reclaimed them before the fork was made): the bytes are placed by the source shard's index
+// (partition::locate_objects, asked through attach_foreign_objects as the node asks the owner's loop) and
+// read off the loop like the source's own. Two partitions (shards 0 and 1) on one loop, the in-memory
+// object store; shard 0 uploads and reclaims.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+
+#include "replica/cold_mover.h"
+#include "replica/placement.h"
+#include "streams/json_stored.h"
+#include "tier/cold_fetcher.h"
+#include "tier/hot_tier.h"
+#include "tier/mem_object_store.h"
+#include "unit/replica/partition_on_loop.h"
+#include "unit/streams/command_builders.h"
+
+namespace weir::replica {
+namespace {
+
+using streams::testing::make_append;
+using streams::testing::make_create;
+
+struct quiet_host final : partition_host {
+  void on_durable(const streams::outcome&) override {}
+  void on_rebuilt() override {}
+  void on_writes_resumed() override {}
+};
+
+// A stream path that a 2-shard node places on `shard`.
+std::string path_on(unsigned shard, const std::string& stem) {
+  for (int i = 0;; ++i) {
+    std::string p = "/" + stem + std::to_string(i);
+    if (owner_index(p, 2) == shard) return p;
+  }
+}
+
+class cold_fork_test : public testing::partition_on_loop {
+ protected:
+  void SetUp() override {
+    loop_ = std::make_unique<io::event_loop>(0);
+    ex_ = std::make_unique<raft::loop_executor>(*loop_);
+    thread_ = std::thread([l = loop_.get()] { l->run(); });
+    on_loop([&] {
+      partition_options po;
+      po.checkpoint_bytes = 0;
+      part_ = std::make_unique<partition>(*ex_, clock_, po, host_);
+      po.core = 1;
+      other_ = std::make_unique<partition>(*ex_, clock_, po, host_);
+      wal_options wo;
+      wo.data_dir = "/data";
+      wo.sync = storage::sync_policy{};
+      wo.segment_bytes = 16 * 1024;
+      auto rec = open_durable_store(env_, wo, {part_.get(), other_.get()}, readers_);
+      EXPECT_TRUE(rec.has_value()) << rec.err().reason;
+      auto term = next_cold_term(env_, "/data/wal/core-0");
+      EXPECT_TRUE(term.has_value());
+      cold_mover_options o;
+      o.upload.group = tier::cold_group(0);
+      o.upload.term = tier::leader_term(*term);
+      o.upload.target_object_bytes = 1 << 20;
+      o.upload.max_age = std::chrono::hours(1);  // objects go when the test flushes
+      o.scan_interval = std::chrono::hours(1);   // passes run when the test asks
+      o.keep_bytes = 8 * 1024;
+      raft::executor* ex = ex_.get();
+      part_->attach_cold(
+          o,
+          [this, ex](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
+            auto r = store_.put(key, bytes);
+            ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+          },
+          0);
+      // The store answers on the loop's next turn, as the node's workers post their completions.
+      auto fetch = [this, ex](std::string key, std::uint64_t size, std::uint64_t position,
+                              std::uint64_t length, partition::object_done done) {
+        auto got = fetcher_.read(key, size, position, length);
+        ex->post([done = std::move(done), got = std::move(got)]() mutable { done(std::move(got)); });
+      };
+      part_->attach_object_reads(fetch);
+      other_->attach_object_reads(fetch);
+      // As the node routes it: the owner of the stream (shard 0 here) is asked on its loop, and the answer
+      // comes back on the asking shard's.
+      other_->attach_foreign_objects([this, ex](std::string stream, streams::stream_offset from,
+                                                partition::located_fn done) {
+        ++foreign_lookups_;
+        ex->post([this, ex, stream = std::move(stream), from, done = std::move(done)]() mutable {
+          auto where = part_->locate_objects(stream, from);
+          ex->post([done = std::move(done), where = std::move(where)]() mutable { done(std::move(where)); });
+        });
+      });
+      part_->start_cold();
+      return 0;
+    });
+  }
+  void TearDown() override {
+    if (loop_) {
+      on_loop([&] {
+        other_->stop();
+        other_.reset();
+        return 0;
+      });
+    }
+    close();
+  }
+  durable_result submit_to(partition& p, const streams::command& c) {
+    std::promise<durable_result> done;
+    loop_->post([&] { (void)p.submit(c, [&](durable_result& r) { done.set_value(r); }); });
+    return done.get_future().get();
+  }
+  // Shard 0's bytes go to objects, and the next pass finds it over its share: it forgets them.
+  void upload_and_reclaim() {
+    on_loop([&] {
+      part_->mover()->pass();
+      part_->mover()->flush();
+      return 0;
+    });
+    on_loop([] { return 0; });  // the put's answer, then the report and the index record
+    ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
+    on_loop([&] {
+      part_->mover()->pass();
+      return 0;
+    });
+    ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
+  }
+  std::uint64_t held_from(const std::string& path) {
+    return on_loop([&] { return part_->machine().log_of(path)->held_from().value(); });
+  }
+  // Creates `fork` on shard 1 from `source` on shard 0 (at its tail), the way the server does: the retain
+  // on the source's shard, then the create with its resolution on the fork's.
+  void fork_across(const std::string& source, const std::string& fork) {
+    streams::fork_retain_command r;
+    r.source = source;
+    const durable_result retained = submit(r);
+    ASSERT_EQ(retained.failure, errc::ok);
+    ASSERT_EQ(retained.o.code, streams::errc::ok);
+    ASSERT_TRUE(retained.o.resolution.has_value());
+    streams::create_command c;
+    c.path = fork;
+    streams::fork_spec f;
+    f.source = source;
+    f.resolved = *retained.o.resolution;
+    f.resolved.retained = true;
+    c.fork = std::move(f);
+    const durable_result created = submit_to(*other_, c);
+    ASSERT_EQ(created.failure, errc::ok);
+    ASSERT_EQ(created.o.code, streams::errc::ok);
+  }
+  // A reader's catch-up of `path` on shard 1 in `chunk`-byte reads, as the server reads.
+  std::string read_through(const std::string& path, std::size_t chunk, std::vector<std::string>* chunks) {
+    std::string out;
+    streams::stream_offset at(0);
+    for (int n = 0; n < 10'000; ++n) {
+      std::promise<std::pair<streams::read_result, std::string>> p;
+      loop_->post([&] {
+        streams::read_result rr = other_->read_planned(path, at, chunk);
+        if (!tier::hot_tier::has_cold(rr.plan)) return p.set_value({rr, ""});
+        (void)other_->read_cold(
+            path, std::move(rr),
+            [&](streams::read_result& got, status io) {
+              p.set_value({got, io ? "" : io.err().reason});
+            },
+            false);
+      });
+      auto [rr, failed] = p.get_future().get();
+      if (!failed.empty()) return out + "<read failed: " + failed + ">";
+      std::string got;
+      for (const auto& s : rr.plan.slices) got += s.view();
+      out += got;
+      if (chunks != nullptr && !got.empty()) chunks->push_back(std::move(got));
+      if (rr.plan.next <= at && !rr.plan.up_to_date) return out + "<no progress>";
+      at = rr.plan.next;
+      if (rr.plan.up_to_date) return out;
+    }
+    return out + "<too many chunks>";
+  }
+
+  tier::mem_object_store store_;
+  tier::cold_fetcher fetcher_{store_};
+  quiet_host host_;
+  std::unique_ptr<partition> other_;  // shard 1: the forks (on loop_)
+  int foreign_lookups_ = 0;           // the loop's
+};
+
+TEST_F(cold_fork_test, a_fork_on_another_shard_reads_its_sources_reclaimed_bytes_from_the_bucket) {
+  const std::string src = path_on(0, "src"), fork = path_on(1, "fork");
+  ASSERT_EQ(submit(make_create(src)).failure, errc::ok);
+  std::string all;
+  for (int i = 0; i < 60; ++i) {
+    std::string body(1000, static_cast<char>('a' + i % 26));
+    body += std::to_string(i);
+    all += body;
+    ASSERT_EQ(submit(make_append(src, body)).failure, errc::ok);
+  }
+  upload_and_reclaim();
+  ASSERT_GE(held_from(src), all.size() - 8 * 1024);  // most of it only in the bucket
+  fork_across(src, fork);
+  ASSERT_EQ(submit_to(*other_, make_append(fork, "+own")).failure, errc::ok);
+  EXPECT_EQ(read_through(fork, 4096, nullptr), all + "+own");
+  EXPECT_GT(on_loop([&] { return foreign_lookups_; }), 0);
+  // Its own reads never needed another shard.
+  const int lookups = on_loop([&] { return foreign_lookups_; });
+  std::promise<std::string> own;
+  on_loop([&] {
+    streams::read_result rr = part_->read_planned(src, streams::stream_offset(0), 4096);
+    EXPECT_TRUE(rr.plan.in_objects.has_value());
+    (void)part_->read_cold(
+        src, std::move(rr),
+        [&](streams::read_result& got, status io) {
+          own.set_value(io && !got.plan.slices.empty() ? std::string(got.plan.slices[0].view()) : "<failed>");
+        },
+        false);
+    return 0;
+  });
+  EXPECT_EQ(own.get_future().get(), all.substr(0, 4096));
+  EXPECT_EQ(on_loop([&] { return foreign_lookups_; }), lookups);
+}
+
+TEST_F(cold_fork_test, a_json_fork_on_another_shard_reads_whole_messages_from_the_bucket) {
+  const std::string src = path_on(0, "json"), fork = path_on(1, "jfork");
+  ASSERT_EQ(submit(make_create(src, "application/json")).failure, errc::ok);
+  std::string all;
+  for (int i = 0; i < 60; ++i) {
+    // Several messages per append, longer than a read's size now and then.
+    std::string body;
+    for (int m = 0; m < 3; ++m) {
+      body += "{\"n\":" + std::to_string(i * 3 + m) + ",\"s\":\"" +
+              std::string(i % 7 == 0 ? 5000 : 300, static_cast<char>('a' + m)) + "\"},";
+    }
+    streams::append_command a = make_append(src, body);
+    a.content_type = "application/json";
+    a.body.messages = 3;
+    ASSERT_EQ(submit(a).o.code, streams::errc::ok);
+    all += body;
+  }
+  upload_and_reclaim();
+  ASSERT_GT(held_from(src), all.size() / 2);  // most of it only in the bucket
+  fork_across(src, fork);
+  std::vector<std::string> chunks;
+  EXPECT_EQ(read_through(fork, 4096, &chunks), all);
+  // Every answer ends at a message boundary, as the source's own reads from the bucket do.
+  for (const std::string& chunk : chunks) {
+    EXPECT_EQ(streams::whole_messages_prefix(chunk), chunk.size()) << chunk.substr(0, 40);
+  }
+  EXPECT_GT(on_loop([&] { return foreign_lookups_; }), 0);
+}
+
+TEST_F(cold_fork_test, without_a_route_to_the_sources_shard_the_read_fails_rather_than_returns_other_bytes) {
+  on_loop([&] {
+    other_->attach_foreign_objects({});
+    return 0;
+  });
+  const std::string src = path_on(0, "src"), fork = path_on(1, "fork");
+  ASSERT_EQ(submit(make_create(src)).failure, errc::ok);
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(submit(make_append(src, std::string(1000, static_cast<char>('a' + i % 26)))).failure, errc::ok);
+  }
+  upload_and_reclaim();
+  ASSERT_GT(held_from(src), 0u);
+  fork_across(src, fork);
+  EXPECT_NE(read_through(fork, 4096, nullptr).find("<read failed: no object holds bytes 0 of " + src),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace weir::replica
