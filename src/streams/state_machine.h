@@ -444,11 +444,12 @@ class state_machine {
 
 // A cut of a state machine for its checkpoint (state_machine::cut; state_snapshot.cc). Taken on the owner
 // core while no command is in flight: every stream's metadata is encoded then, and its log's own record
-// count and front_cuts() noted (O(streams), no record touched). encode() writes the blob that snapshot()
-// would have written at the cut, reading those records through memory_log::visit_records, from any
-// thread, while the owner goes on applying commands (it only adds records after them, or changes their
-// places and bytes, under the log's lock; either form of a record is the same record). The cut holds
-// the logs, so a stream deleted meanwhile is still encoded as it was.
+// count and front_cuts() noted (O(streams), no record touched; the streams are put in path order later,
+// by encode). encode() writes the blob that snapshot() would have written at the cut, reading those
+// records through memory_log::visit_records, from any thread, while the owner goes on applying commands
+// (it only adds records after them, or changes their places and bytes, under the log's lock; either form
+// of a record is the same record). The cut holds the logs, so a stream deleted meanwhile is still encoded
+// as it was.
 class snapshot_cut {
  public:
   // The blob, and into `segments` (ascending, unique) the segments of core `core`'s log that its
@@ -460,13 +461,16 @@ class snapshot_cut {
  private:
   friend class state_machine;
   struct stream_entry {
-    std::string head;  // write_stream_head's bytes
+    std::size_t head = 0;  // write_stream_head's bytes: heads_[head, head_end)
+    std::size_t head_end = 0;
+    std::string_view path;  // in heads_ (set by encode's sort)
     std::shared_ptr<const memory_log> log;
     std::uint64_t held_from = 0;
     std::size_t count = 0;  // own records at the cut
     std::uint64_t front_cuts = 0;
   };
   std::string header_;  // magic, version, next generation, stream count
+  std::string heads_;   // every stream's head, back to back, in the state machine's order
   std::vector<stream_entry> streams_;
   std::string trailer_;  // the held paths
   bool held_ = false;    // version 7: each stream's held_from is written

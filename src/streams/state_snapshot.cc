@@ -304,37 +304,32 @@ std::vector<std::byte> state_machine::snapshot() const {
 }
 
 snapshot_cut state_machine::cut() const {
-  std::vector<const std::pair<const std::string, stream_state>*> sorted;
-  sorted.reserve(streams_.size());
-  for (const auto& entry : streams_) sorted.push_back(&entry);
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-
+  // On the loop, writes held back: no sort here (paths compared 140,000 times for 10,000 streams were
+  // most of a cut's time), and every head goes into one buffer.
   snapshot_cut c;
-  for (const auto* entry : sorted)
-    c.held_ = c.held_ || entry->second.log->held_from() != entry->second.log->base();
-  c.estimate_ = 64;
+  c.streams_.reserve(streams_.size());
+  wire::writer heads;
+  heads.reserve(streams_.size() * 96);
+  for (const auto& [path, s] : streams_) {
+    c.held_ = c.held_ || s.log->held_from() != s.log->base();
+    snapshot_cut::stream_entry& e = c.streams_.emplace_back();
+    e.head = heads.size();
+    write_stream_head(heads, path, s, false);
+    e.head_end = heads.size();
+    e.log = s.log;
+    e.held_from = s.log->held_from().value();
+    e.count = s.log->record_count();
+    e.front_cuts = s.log->front_cuts();
+    c.estimate_ += e.head_end - e.head + 24 + 20 * e.count;
+  }
+  c.heads_ = heads.take();
   {
     wire::writer w;
     w.raw(snapshot_magic);
     w.var(c.held_ ? snapshot_version_held : snapshot_version);
     w.var(next_generation_);
-    w.var(sorted.size());
+    w.var(c.streams_.size());
     c.header_ = w.take();
-  }
-  c.streams_.reserve(sorted.size());
-  for (const auto* entry : sorted) {
-    const stream_state& s = entry->second;
-    WEIR_ASSERT(c.held_ || s.log->held_from() == s.log->base(),
-                "{}: bytes only in objects in a version without them", entry->first);
-    wire::writer w;
-    write_stream_head(w, entry->first, s, false);
-    snapshot_cut::stream_entry& e = c.streams_.emplace_back();
-    e.head = w.take();
-    e.log = s.log;
-    e.held_from = s.log->held_from().value();
-    e.count = s.log->record_count();
-    e.front_cuts = s.log->front_cuts();
-    c.estimate_ += e.head.size() + 24 + 20 * e.count;
   }
   wire::writer w;
   w.var(held_until_.size());  // in path order (a std::map): the same state gives the same bytes
@@ -361,6 +356,17 @@ result<std::vector<std::byte>> snapshot_cut::encode(std::uint32_t core,
   };
   put(header_);
   segments.clear();
+  // The streams in path order (the same state gives the same bytes): each head starts with its path.
+  std::vector<const stream_entry*> sorted;
+  sorted.reserve(streams_.size());
+  for (const stream_entry& e : streams_) {
+    wire::reader in(std::string_view(heads_).substr(e.head, e.head_end - e.head));
+    const std::uint64_t length = in.var();
+    const std::size_t at = e.head_end - e.head - in.remaining();
+    const_cast<stream_entry&>(e).path = std::string_view(heads_).substr(e.head + at, length);
+    sorted.push_back(&e);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->path < b->path; });
   // The records go in batches, each under its log's lock for a short while: the owner appending to the
   // same stream waits at most one batch.
   constexpr std::size_t batch = 1024;
@@ -370,8 +376,11 @@ result<std::vector<std::byte>> snapshot_cut::encode(std::uint32_t core,
     put(bytes);
     w = wire::writer(std::move(bytes));  // keeps the capacity
   };
-  for (const stream_entry& e : streams_) {
-    put(e.head);
+  for (const stream_entry* entry : sorted) {
+    const stream_entry& e = *entry;
+    put(std::string_view(heads_).substr(e.head, e.head_end - e.head));
+    WEIR_ASSERT(held_ || e.held_from == e.log->base().value(),
+                "{}: bytes only in objects in a version without them", e.path);
     if (held_) w.var(e.held_from);
     w.var(e.count);
     std::uint64_t last_segment = 0;  // each stream's records start anew
