@@ -51,7 +51,17 @@ partition::partition(raft::executor& ex, const clock_source& clock, partition_op
       local_(std::make_unique<local_commit>(*this)),
       commit_(local_.get()),
       hot_(std::make_unique<tier::hot_tier>(opts.hot_bytes, std::vector<storage::segment_reader*>{})),
-      cold_latency_(metrics::latency_us_bounds) {}
+      cold_latency_(metrics::latency_us_bounds) {
+  // Fork points in bytes this partition's replicas may have forgotten are decided by the replicated
+  // index alone (state_machine::set_cold_boundary): a JSON source's extents hold whole records, so a
+  // record begins where an extent does.
+  sm_.set_cold_boundary([this](std::string_view stream, streams::stream_offset point) -> std::optional<bool> {
+    auto end = cold_index_.cold_end(stream);
+    if (!end || point >= *end) return std::nullopt;
+    auto where = cold_index_.find(stream, point);
+    return where && where->extent->first == point;
+  });
+}
 
 partition::~partition() = default;
 

@@ -395,8 +395,18 @@ outcome state_machine::fork_retain(const fork_retain_command& c) {
   }
   stream_offset tail = s->log->tail();
   stream_offset point = c.offset.value_or(tail);
-  if (point > tail || (s->meta.json && !s->log->is_boundary(point))) {
+  std::optional<bool> cold;  // set_cold_boundary's answer
+  if (cold_boundary_ && point < tail) {
+    const memory_log* holder = s->log.get();  // whose own bytes hold the point
+    while (point < holder->base() && holder->source()) holder = holder->source().get();
+    cold = cold_boundary_(holder->name(), point);
+  }
+  if (point > tail || (s->meta.json && !(cold ? *cold : s->log->is_boundary(point)))) {
     out.code = errc::bad_fork_offset;
+    return out;
+  }
+  if (c.sub_offset > 0 && cold) {
+    out.code = errc::bad_sub_offset;
     return out;
   }
   if (c.sub_offset > 0) {

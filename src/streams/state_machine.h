@@ -176,6 +176,14 @@ class state_machine {
     next_generation_ = (std::uint64_t(group) + 1) << 40 | index;
     applying_ = fork_origin{group, index};
   }
+  // Where a fork point inside bytes the cold tier moved to objects is decided. Each replica forgets those
+  // records on its own schedule (and a replay finds them again), so an answer read from them could
+  // differ between the nodes of a cluster, or between a first apply and a replay: fork_retain asks
+  // `fn(stream, point)` first, for the stream whose own bytes hold the point, and an answer (whether a
+  // record begins there, from the replicated cold index) decides; nullopt leaves it to the records. In
+  // those bytes a sub-offset is refused: a record's extent is not known there.
+  using cold_boundary_fn = std::function<std::optional<bool>(std::string_view stream, stream_offset point)>;
+  void set_cold_boundary(cold_boundary_fn fn) { cold_boundary_ = std::move(fn); }
   // Paths of deleted streams that cannot be re-created yet, with the time their hold ends.
   std::size_t held_paths() const { return held_until_.size(); }
 
@@ -440,6 +448,7 @@ class state_machine {
   // Dead origins (fork_tombstone), by origin; a part's are those whose fork path is in it.
   tombstone_map tombstones_;
   std::optional<fork_origin> applying_;  // set_entry_place
+  cold_boundary_fn cold_boundary_;
 };
 
 // A cut of a state machine for its checkpoint (state_machine::cut; state_snapshot.cc). Taken on the owner

@@ -310,3 +310,60 @@ TEST(fork_references, a_version_5_part_count_becomes_anonymous_references) {
 
 }  // namespace
 }  // namespace weir::streams
+
+namespace weir::streams {
+namespace {
+
+using namespace testing;
+
+// A JSON stream of three one-message records ("{}," each: 3 bytes), whose first two are "in objects"
+// as one extent [0, 6): the index knows record starts 0 and 6, not 3.
+void json_source(state_machine& sm) {
+  create_command c = make_create("/j", "application/json");
+  ASSERT_TRUE(sm.apply(c).created);
+  for (int i = 0; i < 3; ++i) {
+    append_command a = make_append("/j", "{},");
+    a.body.messages = 1;
+    ASSERT_TRUE(sm.apply(a).appended);
+  }
+  sm.set_cold_boundary([](std::string_view stream, stream_offset point) -> std::optional<bool> {
+    if (stream != "/j" || point.value() >= 6) return std::nullopt;
+    return point.value() == 0;
+  });
+}
+
+outcome retain(state_machine& sm, std::uint64_t offset, std::uint64_t sub_offset = 0) {
+  fork_retain_command r;
+  r.source = "/j";
+  r.offset = stream_offset(offset);
+  r.sub_offset = sub_offset;
+  r.now_ms = t0;
+  return sm.fork_retain(r);
+}
+
+TEST(cold_fork_points,
+     a_fork_point_in_cold_bytes_is_decided_by_the_index_whether_or_not_records_were_forgotten) {
+  // Two replicas: one still holds the records of [0, 6), the other forgot them (its bytes are in objects).
+  state_machine holds, forgot;
+  json_source(holds);
+  json_source(forgot);
+  ASSERT_EQ(std::const_pointer_cast<memory_log>(forgot.log_of("/j"))->forget_before(stream_offset(6)), 6u);
+  for (state_machine* sm : {&holds, &forgot}) {
+    // 3 begins a record, but the index cannot tell: refused on both, although `holds` has the record.
+    EXPECT_EQ(retain(*sm, 3).code, errc::bad_fork_offset);
+    EXPECT_EQ(retain(*sm, 0).code, errc::ok);
+    EXPECT_EQ(retain(*sm, 6).code, errc::ok);  // the cold end: the records decide, and agree
+    EXPECT_EQ(retain(*sm, 7).code, errc::bad_fork_offset);
+    // A sub-offset needs the record's extent: refused in cold bytes, taken after them.
+    EXPECT_EQ(retain(*sm, 0, 1).code, errc::bad_sub_offset);
+    EXPECT_EQ(retain(*sm, 6, 1).code, errc::ok);
+  }
+  // Without the rule, the replica holding the records would take the fork at 3 and the other would not.
+  holds.set_cold_boundary({});
+  forgot.set_cold_boundary({});
+  EXPECT_EQ(retain(holds, 3).code, errc::ok);
+  EXPECT_EQ(retain(forgot, 3).code, errc::bad_fork_offset);
+}
+
+}  // namespace
+}  // namespace weir::streams
