@@ -74,7 +74,7 @@ void loop_context::flush_later(connection* c) {
   flushes.push_back(c);
   if (flush_posted) return;
   flush_posted = true;
-  loop->post([this] { flush_all(); });
+  loop->at_turn_end([this] { flush_all(); });
 }
 
 void loop_context::flush_all() {

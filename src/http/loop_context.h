@@ -99,13 +99,14 @@ struct loop_context {
   void resume_deferred();
 
   // HTTP/2 output asked for outside a read (answers and writes from tasks, timers, other connections'
-  // handlers): the connection queues here and sends once, from a posted task, with everything its
-  // streams produced meanwhile, instead of one send per exchange call. (Responses produced while a
-  // read is processed leave at the end of that drive(), as they did: deferring those to the end of the
-  // turn kept every connection's streams open at once, which cost more at 100 streams per connection.)
+  // handlers): the connection queues here and sends once, at the end of the loop turn
+  // (event_loop::at_turn_end), with everything its streams produced in the turn, instead of one send
+  // per exchange call. (Responses produced while a read is processed leave at the end of that drive(),
+  // as before: deferring those to the end of the turn too kept every connection's streams open at
+  // once, which cost more at 100 streams per connection.)
   std::vector<connection*> flushes;
   std::vector<connection*> flushing;  // the batch flush_all() is sending
-  bool flush_posted = false;
+  bool flush_posted = false;          // flush_all() is due at the end of this turn
   void flush_later(connection* c);
   void flush_all();
 

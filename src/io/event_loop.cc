@@ -207,11 +207,21 @@ void event_loop::run() {
     run_timers();
     const std::size_t tasks = pending_.load(std::memory_order_relaxed);
     run_posted();
+    run_turn_end();
     note_turn(began, n, tasks);
   }
   // Tasks posted before stop() still run, so a sender's cleanup is not lost.
   run_posted();
+  run_turn_end();
   tl_current = prev;
+}
+
+void event_loop::run_turn_end() {
+  while (!turn_end_.empty()) {
+    ending_.swap(turn_end_);
+    for (auto& fn : ending_) fn();
+    ending_.clear();
+  }
 }
 
 }  // namespace weir::io

@@ -57,6 +57,13 @@ class event_loop {
   // Thread-safe: runs `fn` on this loop's thread, in FIFO order per sender, soon (wakes the loop).
   void post(task fn);
 
+  // Loop thread only: runs `fn` at the end of the current turn, after its I/O events, timers and
+  // posted tasks (a task posted during those runs in the next turn; this does not). Work that many
+  // handlers of one turn ask for, done once: the HTTP/2 sends of a connection whose streams were
+  // answered from several tasks (http::loop_context::flush_later). A function added while the turn's
+  // end runs runs in that same end; called outside a turn (before run()), at the end of the next.
+  void at_turn_end(task fn) { turn_end_.push_back(std::move(fn)); }
+
   // One-shot timer on this loop. cancel_timer() returns false if it already fired or was cancelled.
   timer_id add_timer(std::chrono::milliseconds delay, task fn);
   bool cancel_timer(timer_id id);
@@ -112,6 +119,7 @@ class event_loop {
   void run_timers();
   void run_posted();
   void drain_eventfd();
+  void run_turn_end();
 
   unsigned index_;
   int epoll_fd_ = -1;
@@ -123,7 +131,9 @@ class event_loop {
   // Cross-core queue: a mutex-protected vector swapped out in one go by the loop.
   std::mutex post_mu_;
   std::vector<task> posted_;
-  std::vector<task> running_;  // loop thread only
+  std::vector<task> running_;   // loop thread only
+  std::vector<task> turn_end_;  // at_turn_end(): loop thread only
+  std::vector<task> ending_;    // the batch run_turn_end() is running
   std::atomic<std::size_t> pending_{0};
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> wake_pending_{false};

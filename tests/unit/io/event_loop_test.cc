@@ -201,6 +201,44 @@ TEST(event_loop, post_from_the_loop_itself_runs_later_without_wakeup) {
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
 
+TEST(event_loop, the_turn_end_runs_after_the_turns_tasks_and_before_the_next_turn) {
+  loop_thread lt;
+  std::vector<int> order;
+  std::uint64_t task_turn = 0, end_turn = 0, added_turn = 0, next_turn = 0;
+  std::atomic<bool> done{false};
+  lt.sync([&] {
+    task_turn = lt.loop.turn();
+    lt.loop.at_turn_end([&] {
+      order.push_back(3);
+      end_turn = lt.loop.turn();
+      lt.loop.at_turn_end([&] {  // added while the turn ends: runs in that same end
+        order.push_back(4);
+        added_turn = lt.loop.turn();
+      });
+    });
+    lt.loop.post([&] {  // posted from the loop: the next turn
+      order.push_back(5);
+      next_turn = lt.loop.turn();
+      done = true;
+    });
+    order.push_back(1);
+  });
+  ASSERT_TRUE(wait_until(done));
+  EXPECT_EQ(order, (std::vector<int>{1, 3, 4, 5}));
+  EXPECT_EQ(end_turn, task_turn);
+  EXPECT_EQ(added_turn, task_turn);
+  EXPECT_GT(next_turn, task_turn);
+}
+
+TEST(event_loop, the_turn_end_runs_when_the_loop_stops) {
+  event_loop loop(0);
+  int ran = 0;
+  loop.post([&] { loop.at_turn_end([&] { ++ran; }); });
+  loop.stop();
+  loop.run();
+  EXPECT_EQ(ran, 1);
+}
+
 TEST(event_loop, stop_from_another_thread_ends_run) {
   event_loop loop(0);
   std::atomic<bool> returned{false};
