@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstddef>
+#include <random>
 #include <span>
 #include <string_view>
 
@@ -53,7 +54,8 @@ std::string format_identity(const cluster_identity& id) {
   return "# weir: this data directory belongs to a node of a cluster (docs/operations.md, \"Cluster\")\n"
          "node-id = " +
          std::to_string(id.node_id) + "\ngroups = " + std::to_string(id.groups) + "\n" +
-         (id.lanes != 1 ? "lanes = " + std::to_string(id.lanes) + "\n" : std::string());
+         (id.lanes != 1 ? "lanes = " + std::to_string(id.lanes) + "\n" : std::string()) +
+         (id.incarnation != 0 ? "incarnation = " + std::to_string(id.incarnation) + "\n" : std::string());
 }
 
 result<cluster_identity> parse_identity(std::string_view text) {
@@ -61,6 +63,7 @@ result<cluster_identity> parse_identity(std::string_view text) {
   bool has_node = false;
   bool has_groups = false;
   bool has_lanes = false;
+  bool has_incarnation = false;
   auto failed = for_each_key_value(
       text,
       [&](std::string_view key, std::string_view value, std::string_view line) -> std::optional<std::string> {
@@ -81,6 +84,10 @@ result<cluster_identity> parse_identity(std::string_view text) {
           if (v == 0 || v > max_lanes) return "lanes " + std::to_string(v);
           id.lanes = static_cast<std::uint32_t>(v);
           has_lanes = true;
+        } else if (key == "incarnation" && !has_incarnation) {
+          if (v == 0) return "incarnation 0";
+          id.incarnation = v;
+          has_incarnation = true;
         } else {
           return "unknown or repeated key '" + std::string(key) + "'";
         }
@@ -95,8 +102,17 @@ bool is_cluster_dir(storage::env& e, const std::string& data_dir) {
   return e.file_exists(storage::join_path(data_dir, identity_file_name));
 }
 
+std::uint64_t random_incarnation() {
+  std::random_device rd;
+  for (;;) {
+    const std::uint64_t v = std::uint64_t{rd()} << 32 | rd();
+    if (v != 0) return v;
+  }
+}
+
 result<cluster_identity> claim_identity(storage::env& e, const std::string& data_dir,
-                                        const cluster_options& o) {
+                                        const cluster_options& o, std::uint64_t fresh_incarnation) {
+  if (fresh_incarnation == 0) fresh_incarnation = random_incarnation();
   const std::string path = storage::join_path(data_dir, identity_file_name);
   const bool has_identity = e.file_exists(path);
   if (!o.enabled()) {
@@ -123,6 +139,10 @@ result<cluster_identity> claim_identity(storage::env& e, const std::string& data
                             " (every node keeps a data directory of its own, and a cluster's group count is "
                             "fixed when it is created)");
     }
+    if (id->incarnation == 0) {  // written before incarnations existed: this directory gets one now
+      id->incarnation = fresh_incarnation;
+      if (auto st = write_identity(e, data_dir, *id); !st) return st.err();
+    }
     return id;
   }
   if (has_single_node_data(e, data_dir)) {
@@ -132,7 +152,7 @@ result<cluster_identity> claim_identity(storage::env& e, const std::string& data
                           "): a cluster node starts on a data directory of its own; give --data-dir a new "
                           "directory, or start without --node-id to run alone on this one");
   }
-  cluster_identity id{o.node_id, o.groups, o.lanes, true};
+  cluster_identity id{o.node_id, o.groups, o.lanes, true, fresh_incarnation};
   if (auto st = write_identity(e, data_dir, id); !st) return st.err();
   return id;
 }

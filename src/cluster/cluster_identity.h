@@ -9,6 +9,13 @@
 //     node-id = 1
 //     groups = 64
 //     lanes = 2          (only when not 1: a file without it names one lane)
+//     incarnation = 7302651394087331208
+//
+// The incarnation is a random 64-bit number (never 0) drawn when the file is written, so it names this
+// directory, not the node id: a node started again under its id on an empty directory has another one,
+// and its peers, which remember the one they accepted (incarnation_book), refuse its links
+// (docs/replication.md, "A node that lost its data directory"). A file written before incarnations
+// existed has none; the next start adds one and rewrites the file.
 //
 // A single-node directory has no such file; its data is `<data-dir>/wal` (server/wal_recovery.cc).
 // Start-up only (blocking calls through storage::env), with the data directory's lock held
@@ -37,6 +44,7 @@ struct cluster_identity {
   std::uint32_t lanes = 1;    // cluster_options::lanes, fixed like the group count
   // This start wrote the file: the node is new to its cluster (nothing of any group on its disk yet).
   bool created = false;
+  std::uint64_t incarnation = 0;  // 0 only in a single-node directory's (empty) identity
   bool operator==(const cluster_identity&) const = default;
 };
 
@@ -54,8 +62,13 @@ bool is_cluster_dir(storage::env& e, const std::string& data_dir);
 //     with created = true.
 //   * !o.enabled(): refused (wrong_mode) if the directory is a cluster node's; otherwise nothing is
 //     written and {0, 0, 1, false} is returned. A single-node start can thus call it too.
+// A new identity, or one read without an incarnation (written before there were any), gets
+// `fresh_incarnation` (0: a random one), written with it.
 result<cluster_identity> claim_identity(storage::env& e, const std::string& data_dir,
-                                        const cluster_options& o);
+                                        const cluster_options& o, std::uint64_t fresh_incarnation = 0);
+
+// A random incarnation, never 0.
+std::uint64_t random_incarnation();
 
 // The file's text for an identity, and the identity a text describes (errors: identity_errc::corrupt).
 std::string format_identity(const cluster_identity& id);

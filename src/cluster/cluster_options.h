@@ -40,6 +40,9 @@ struct cluster_options {
   // Start without bootstrapping the groups: a new node that waits to be added to a running cluster
   // (POST /cluster/members on one of its nodes) and then catches up from the others' logs.
   bool join = false;
+  // This node's data directory's incarnation (cluster_identity.h), carried in its peer-link hellos; set
+  // at start from the identity file, not a setting. 0: none (tests that run links without a directory).
+  std::uint64_t incarnation = 0;
   // Group snapshots (docs/replication.md, "Snapshots"): a group snapshots its state once it applied this
   // many entries, or this many bytes of entries, since its last snapshot; 0 entries: never (the node
   // log and memory then keep every entry).

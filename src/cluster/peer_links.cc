@@ -44,20 +44,11 @@ constexpr std::chrono::milliseconds stale_connect = 1s;
 // logged: a slow turn of the loop that this read made.
 constexpr std::chrono::milliseconds slow_read = 200ms;
 constexpr std::size_t read_chunk = 64u << 10;  // free space asked of every recv
-constexpr std::array<char, 8> magic = {'w', 'e', 'i', 'r', 'p', 'e', 'e', 'r'};
-
-std::array<std::byte, peer_links::hello_size> make_hello(std::uint64_t self, std::uint32_t lane,
-                                                         std::uint32_t core_lane, std::uint32_t core_lanes) {
-  std::array<std::byte, peer_links::hello_size> h{};
-  std::memcpy(h.data(), magic.data(), magic.size());
-  put_u32(h.data() + 8, peer_links::version);
-  put_u64(h.data() + 12, self);
-  put_u32(h.data() + 20, lane | core_lane << 16);
-  put_u32(h.data() + 24, core_lanes);
-  put_u32(h.data() + 28, storage::crc32c(std::span(h.data(), 28)));
-  return h;
-}
-
+// A refused connection is read (and its bytes dropped) until the dialer closes it, at most this long, so
+// that the refusal is not cut by a reset (closing with unread bytes sends one).
+constexpr std::chrono::milliseconds refusal_linger = 2s;
+// A peer refused for its incarnation is logged at most this often.
+constexpr std::int64_t refusal_log_every_ms = 10'000;
 // A plain listener: unlike io::listen_tcp no SO_REUSEPORT, so a second process configured with the same
 // peer port fails to start instead of silently taking half of the connections. SO_REUSEADDR lets a
 // restarted node bind while its old connections linger in TIME_WAIT.
@@ -253,25 +244,26 @@ class peer_links::in_conn final : public io::io_handler {
 
   // Consumes every whole hello/frame in the buffer. False: the connection was retired.
   bool parse() {
+    if (refused_) {  // lingering after a refusal: nothing it sends counts
+      begin_ = end_ = 0;
+      return true;
+    }
     for (;;) {
       const std::size_t avail = end_ - begin_;
       const std::byte* p = buf_.data() + begin_;
       if (peer_ == 0) {
         // The magic and the version are judged as soon as they are in: a stranger to the protocol, or
         // a node of another version whose hello is shorter, is not kept waiting for the hello timeout.
-        if ((avail >= magic.size() && std::memcmp(p, magic.data(), magic.size()) != 0) ||
-            (avail >= 12 && get_u32(p + 8) != version)) {
+        if (hello_rejected_early(std::span(p, avail)))
           return refuse(fmt::format("a bad hello from {}", remote_));
-        }
         if (avail < hello_size) return true;
-        const std::uint64_t id = get_u64(p + 12);
-        const std::uint32_t lanes = get_u32(p + 20), lane = lanes & 0xffff, core_lane = lanes >> 16;
-        if (lane >= lane_count || get_u32(p + 28) != storage::crc32c(std::span(p, 28))) {
-          return refuse(fmt::format("a bad hello from {}", remote_));
-        }
+        auto hello = decode_hello(std::span(p, hello_size));
+        if (!hello) return refuse(fmt::format("a bad hello from {}: {}", remote_, hello.err().reason));
+        const std::uint64_t id = hello->sender;
+        const std::uint32_t lane = hello->link_lane, core_lane = hello->core_lane;
         // Every node maps group g to core lane g mod its lane count: nodes of different counts would
         // send a group's messages to the wrong lane.
-        if (const std::uint32_t theirs = get_u32(p + 24); theirs != owner_.opts_.core_lanes) {
+        if (const std::uint32_t theirs = hello->core_lanes; theirs != owner_.opts_.core_lanes) {
           return refuse(fmt::format(
               "{} (node {}) runs {} raft lanes, this node {}: every node of a cluster must be started with "
               "the same raft-lanes",
@@ -288,6 +280,20 @@ class peer_links::in_conn final : public io::io_handler {
                                          remote_, id, names, node_name(id)));
           owner_.retire(this);
           return false;
+        }
+        // Core lane 0 judges every hello of a known peer, other core lanes' included, before anything the
+        // connection carries is delivered.
+        if (owner_.opts_.book && id != owner_.opts_.self && owner_.find_peer(id) != nullptr) {
+          peer_refusal refusal;
+          switch (owner_.judge_incarnation(id, hello->incarnation, remote_, refusal)) {
+            case hello_judgement::accept:
+              break;
+            case hello_judgement::refuse:
+              owner_.retire(this);
+              return false;
+            case hello_judgement::refuse_and_tell:
+              return refuse_and_tell(refusal);
+          }
         }
         if (core_lane != owner_.opts_.core_lane) {
           if (!owner_.handoff_ || owner_.opts_.core_lane != 0 || core_lane >= owner_.opts_.core_lanes) {
@@ -403,6 +409,29 @@ class peer_links::in_conn final : public io::io_handler {
     owner_.retire(this);
   }
 
+  // Writes the refusal, ends the sending side and keeps reading (dropping the bytes) until the dialer
+  // closes or refusal_linger passes: closing with unread bytes would reset the connection, and a reset
+  // may reach the dialer before it read the refusal.
+  bool refuse_and_tell(const peer_refusal& r) {
+    const std::vector<std::byte> bytes = encode_refusal(r);
+    if (tls_) {
+      (void)tls_->write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      tls_->shutdown_write();
+    } else {
+      // A new connection's send buffer is empty: the few hundred bytes go at once (or not at all).
+      (void)io::send_bytes(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::shutdown(fd_, SHUT_WR);
+    }
+    refused_ = true;
+    begin_ = end_ = 0;
+    if (hello_timer_ != 0) owner_.loop_.cancel_timer(hello_timer_);
+    hello_timer_ = owner_.loop_.add_timer(refusal_linger, [this] {
+      hello_timer_ = 0;
+      owner_.retire(this);
+    });
+    return false;
+  }
+
   bool refuse(std::string why) {
     owner_.warn_limited(fmt::format("peer_links: node {}: closing a connection: {}", owner_.opts_.self, why));
     owner_.retire(this);
@@ -413,6 +442,7 @@ class peer_links::in_conn final : public io::io_handler {
   int fd_;
   std::string remote_;      // "ip:port", for log lines
   std::uint64_t peer_ = 0;  // 0 until the hello is accepted
+  bool refused_ = false;    // a refusal was written: reading only until the dialer closes
   std::uint32_t lane_ = bulk_lane;
   io::event_loop::timer_id hello_timer_ = 0;
   std::vector<std::byte> buf_;
@@ -484,7 +514,11 @@ peer_links::peer& peer_links::add_peer_state(std::uint64_t id, const peer_addres
     out_link& l = p->lanes[lane];
     l.owner = p.get();
     l.lane = lane;
-    l.hello = make_hello(opts_.self, lane, opts_.core_lane, opts_.core_lanes);
+    l.hello = encode_hello(peer_hello{.sender = opts_.self,
+                                      .link_lane = lane,
+                                      .core_lane = opts_.core_lane,
+                                      .core_lanes = opts_.core_lanes,
+                                      .incarnation = opts_.incarnation});
   }
   return *peers_.insert_or_assign(id, std::move(p)).first->second;
 }
@@ -539,6 +573,8 @@ void peer_links::dial(out_link& l) {
           },
   };
   l.dial_ms = loop_.now_ms();
+  l.answer.clear();
+  l.not_refusal = false;
   auto s = io::tcp_stream::connect(loop_, p.addr.port, std::move(cb), p.addr.host);
   if (!s) {  // loopback may refuse at once
     log::debug("peer_links: node {}: dialing node {} ({}:{}): {}", opts_.self, p.id, p.addr.host, p.addr.port,
@@ -638,7 +674,10 @@ void peer_links::drain_out(out_link& l) {
   for (;;) {
     if (l.tls) {
       auto n = l.tls->read(buf, sizeof buf);
-      if (n > 0) continue;
+      if (n > 0) {
+        if (read_refusal(l, buf, static_cast<std::size_t>(n))) return;
+        continue;
+      }
       if (n == io::transport::would_block) {
         // A write that waited for the session to read (a key update) can go on.
         if (l.blocked && l.tls->write_needs_readable()) {
@@ -655,11 +694,36 @@ void peer_links::drain_out(out_link& l) {
       return;
     }
     auto n = l.out->read(buf, sizeof buf);
-    if (n > 0) continue;
+    if (n > 0) {
+      if (read_refusal(l, buf, static_cast<std::size_t>(n))) return;
+      continue;
+    }
     if (n == io::tcp_stream::would_block) return;
     lose(l, n == 0 ? "closed by the peer" : "read failed", n == 0 ? 0 : errno);
     return;
   }
+}
+
+bool peer_links::read_refusal(out_link& l, const char* bytes, std::size_t n) {
+  if (l.not_refusal) return false;
+  const auto* b = reinterpret_cast<const std::byte*>(bytes);
+  l.answer.insert(l.answer.end(), b,
+                  b + std::min(n, refusal_fixed_size + max_refusal_text - l.answer.size()));
+  auto r = decode_refusal(l.answer);
+  if (!r || (!r->refusal && l.answer.size() >= refusal_fixed_size + max_refusal_text)) {
+    l.not_refusal = true;  // not what a version-4 acceptor writes: ignored, as before
+    l.answer.clear();
+    return false;
+  }
+  if (!r->refusal) return false;
+  const peer_refusal refusal = std::move(*r->refusal);
+  l.answer.clear();
+  const peer& p = *l.owner;
+  log::error("peer_links: node {}: node {} ({}:{}) refuses this node's links: {}", opts_.self, p.id,
+             p.addr.host, p.addr.port, refusal.text);
+  lose(l, "refused", 0);
+  if (on_refusal_) on_refusal_(refusal);
+  return true;
 }
 
 // Frames queued during a turn go out together at its end (a timer of 0 ms runs after the turn's events),
@@ -745,6 +809,13 @@ void peer_links::remove_peer(std::uint64_t id) {
   retired_peers_.push_back(std::move(gone));
   schedule_turn_end();
   log::info("peer_links: node {}: node {} ({}:{}) removed", opts_.self, id, p.addr.host, p.addr.port);
+  // It left the cluster: the same id may join again on a new data directory (a new incarnation).
+  if (opts_.book) {
+    if (auto st = opts_.book->forget(id); !st) {
+      log::error("peer_links: node {}: node {} was removed, but its incarnation stays remembered: {}",
+                 opts_.self, id, st.err().reason);
+    }
+  }
 }
 
 peer_links::handed_conn::~handed_conn() {
@@ -804,6 +875,42 @@ bool peer_links::identify(in_conn* c, std::uint64_t id, std::uint32_t lane) {
     }
   }
   return true;
+}
+
+peer_links::hello_judgement peer_links::judge_incarnation(std::uint64_t id, std::uint64_t incarnation,
+                                                          const std::string& remote, peer_refusal& out) {
+  auto v = opts_.book->judge(id, incarnation);
+  if (!v) {
+    warn_limited(
+        fmt::format("peer_links: node {}: closing the connection from node {} ({}): cannot record its "
+                    "incarnation: {}",
+                    opts_.self, id, remote, v.err().reason));
+    return hello_judgement::refuse;
+  }
+  if (*v == incarnation_book::verdict::recorded) {
+    log::info("peer_links: node {}: node {} ({}) has incarnation {}; remembered", opts_.self, id, remote,
+              incarnation);
+  }
+  if (*v != incarnation_book::verdict::other) return hello_judgement::accept;
+  const std::uint64_t remembered = opts_.book->find(id).value_or(0);
+  out = peer_refusal{
+      .why = peer_refusal::reason::other_incarnation,
+      .refused_by = opts_.self,
+      .remembered = remembered,
+      .presented = incarnation,
+      .text = fmt::format(
+          "node {} came back with a different data directory (incarnation {}; node {} last accepted "
+          "incarnation {} under that id): raft counts on every node keeping what it acknowledged and the "
+          "votes it cast, so it takes part in nothing. A node that lost its data directory must be removed "
+          "and added again: DELETE /cluster/members?id={} on a member, then start it on an empty directory "
+          "with --join and add it (POST /cluster/members)",
+          id, incarnation, opts_.self, remembered, id)};
+  if (peer* p = find_peer(id);
+      p != nullptr && loop_.now_ms() - p->refusal_logged_ms >= refusal_log_every_ms) {
+    p->refusal_logged_ms = loop_.now_ms();
+    log::error("peer_links: node {}: refusing the connection from {}: {}", opts_.self, remote, out.text);
+  }
+  return hello_judgement::refuse_and_tell;
 }
 
 void peer_links::retire(in_conn* c) {

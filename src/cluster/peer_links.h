@@ -21,19 +21,25 @@
 // listen nowhere. A hello naming a core lane the node does not have, or another count of core lanes
 // than the node's (every node of a cluster runs the same `raft-lanes`), is refused.
 //
-// Wire (little-endian), per connection:
-//   hello (dialer -> acceptor, once): "weirpeer" | u32 version (3) | u64 sender id | u32 lanes: bits
-//   0-15 the link lane (0 bulk, 1 urgent), bits 16-31 the core lane | u32 the sender's core lane count
-//   | u32 crc32c(first 28 bytes)
+// Wire (little-endian), per connection: the hello and the refusal of cluster/peer_hello.h, then frames:
+//   hello (dialer -> acceptor, once): "weirpeer" | u32 version (4) | u64 sender id | u32 lanes | u32 the
+//   sender's core lane count | u64 the sender's incarnation | u32 crc32c(first 36 bytes)
 //   frames:                           u32 payload length | u8 channel | u32 crc32c(payload) | payload
 // The acceptor closes a connection whose hello is malformed (another version among them: nodes of
 // different peer-link versions do not link; version 3 added the core lane count to the hello, and
-// snapshot acknowledgements that name the records held) or names an unknown node (or itself), and a
-// connection that sends a bad frame (length over max_payload, wrong checksum). An unknown node's id goes to
-// the stranger handler (set_stranger_handler), at the end of the loop turn. A new connection from a peer
-// replaces the one it had on that lane (the peer restarted). Peers come and go at run time with add_peer and
-// remove_peer (membership changes).
+// snapshot acknowledgements that name the records held; version 4 the incarnation) or names an unknown
+// node (or itself), and a connection that sends a bad frame (length over max_payload, wrong checksum). An
+// unknown node's id goes to the stranger handler (set_stranger_handler), at the end of the loop turn. A
+// new connection from a peer replaces the one it had on that lane (the peer restarted). Peers come and go
+// at run time with add_peer and remove_peer (membership changes).
 //
+// Incarnations (options::book, core lane 0 only: it reads every hello, those of other core lanes
+// included): the first hello of a peer's incarnation is recorded in the book, durably, before anything
+// it sends is delivered; a hello from a peer whose book entry names another incarnation (the node lost
+// its data directory and came back under its id) is refused: the acceptor logs an error, writes a
+// peer_refusal on the connection and closes it. The dialer that reads a refusal hands it to the refusal
+// handler (set_refusal_handler; the server stops the node) and closes the link. remove_peer forgets the
+// id's incarnation (a member removed may join again on a new directory).
 // Delivery (what raft::transport promises): a frame may be lost (link down, queue full, a frame cut by
 // a broken connection), but what arrives arrives whole and, per sender and lane, in the order it was
 // sent.
@@ -63,13 +69,16 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "cluster/cluster_options.h"
+#include "cluster/incarnation_book.h"
 #include "cluster/links.h"
+#include "cluster/peer_hello.h"
 #include "io/event_loop.h"
 #include "raft/transport.h"
 
@@ -111,6 +120,10 @@ class peer_links final : public links {
     // Core lanes (see above): this instance's, and how many the node has.
     std::uint32_t core_lane = 0;
     std::uint32_t core_lanes = 1;
+    // This node's data directory's incarnation, sent in every hello (0: none, tests only).
+    std::uint64_t incarnation = 0;
+    // Core lane 0: the incarnations accepted from each peer (see above); null: none are checked.
+    std::shared_ptr<incarnation_book> book;
   };
   // An accepted connection whose hello named another core lane, on its way to that lane's peer_links
   // (any thread may carry it; its destructor closes a connection nobody adopted).
@@ -130,8 +143,8 @@ class peer_links final : public links {
   // Channel 0 carries raft packets (raft_transport()); channel 1 carries cluster messages (forwarded
   // writes, read-index). Other channel numbers pass through untouched.
 
-  static constexpr std::uint32_t version = 3;
-  static constexpr std::size_t hello_size = 32;
+  static constexpr std::uint32_t version = peer_link_version;
+  static constexpr std::size_t hello_size = peer_hello_size;
   static constexpr std::uint32_t bulk_lane = 0, urgent_lane = 1, lane_count = 2;
   static constexpr std::size_t header_size = 9;
   static constexpr std::uint32_t max_payload = (64u << 20) + (64u << 10);  // a 64 MiB batch plus headroom
@@ -167,6 +180,10 @@ class peer_links final : public links {
   // A node that left: its connections are closed, its queue dropped, its hellos refused from now on.
   void remove_peer(std::uint64_t id) override;
   void set_stranger_handler(stranger_handler h) override { on_stranger_ = std::move(h); }
+  // Called (on this loop, at most once per refusal read) when a peer refused this node's hello for its
+  // incarnation: this node is not the one its peers knew under its id.
+  using refusal_handler = std::function<void(const peer_refusal& r)>;
+  void set_refusal_handler(refusal_handler h) { on_refusal_ = std::move(h); }
 
   // Peer-link TLS: on or off, and every connection closed for its certificate or a TLS error since
   // open (including those from connections that never said which node they were).
@@ -212,6 +229,14 @@ class peer_links final : public links {
   void accept_all();
   // An incoming connection said hello as `id` on `lane`; false: refuse it.
   bool identify(in_conn* c, std::uint64_t id, std::uint32_t lane);
+  // Core lane 0: the book's judgement of a known peer's hello (refuse_and_tell: `out` is the refusal to
+  // write, logged here; refuse: the book could not record a new incarnation, the next hello tries again).
+  enum class hello_judgement { accept, refuse, refuse_and_tell };
+  hello_judgement judge_incarnation(std::uint64_t id, std::uint64_t incarnation, const std::string& remote,
+                                    peer_refusal& out);
+  // The dialer: bytes the acceptor wrote on `l`; true once they made a whole refusal (the link was
+  // closed and the refusal handler called).
+  bool read_refusal(out_link& l, const char* bytes, std::size_t n);
   void retire(in_conn* c);
   void deliver(std::uint64_t from, std::uint8_t channel, std::span<const std::byte> payload);
   void count_received(std::uint64_t from, std::size_t bytes);
@@ -239,6 +264,7 @@ class peer_links final : public links {
   io::event_loop::timer_id turn_end_timer_ = 0;
   receiver receiver_;
   stranger_handler on_stranger_;
+  refusal_handler on_refusal_;
   handoff handoff_;
   std::vector<std::uint64_t> strangers_;  // refused this turn, for on_stranger_ at its end
   std::unique_ptr<raft_adapter> raft_;

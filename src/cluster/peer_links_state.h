@@ -62,6 +62,10 @@ struct peer_links::out_link {
   std::chrono::milliseconds backoff = peer_links_internal::min_backoff;
   std::int64_t dial_ms = 0;       // when the pending connect started
   std::int64_t max_queue_ms = 0;  // the longest a frame waited in the queue until fully written
+  // What the acceptor wrote on this connection so far (it writes only a peer_refusal), until it reads as
+  // one or as something else (not_refusal: ignored from then on, as an older acceptor's bytes would be).
+  std::vector<std::byte> answer;
+  bool not_refusal = false;
 };
 
 // Everything about one other node: its two outgoing connections, its two accepted ones, the counters.
@@ -73,7 +77,8 @@ struct peer_links::peer {
   // Counters (link_status), over both lanes.
   std::uint64_t bytes_sent = 0, bytes_received = 0, connects = 0, drops = 0, dropped_frames = 0;
   std::uint64_t tls_refused = 0;
-  std::uint64_t read_yields = 0;  // reads from it that stopped at options::read_budget
+  std::uint64_t read_yields = 0;                // reads from it that stopped at options::read_budget
+  std::int64_t refusal_logged_ms = -1'000'000;  // its last hello refused for its incarnation was logged then
   std::size_t queued_bytes() const { return lanes[bulk_lane].queued_bytes + lanes[urgent_lane].queued_bytes; }
   bool out_up() const { return lanes[bulk_lane].up && lanes[urgent_lane].up; }
   // The peer's process is connected to this node (on either lane: a lane that redials alone is no

@@ -584,7 +584,9 @@ status node::start() {
   if (!lock) return lock.err();
   dir_lock_ = std::make_unique<storage::dir_lock>(std::move(*lock));
   // A cluster node's directory names its node id and group count; single-node data is never taken over.
-  if (auto id = cluster::claim_identity(*env_, cfg_.data_dir, cfg_.cluster); !id) return id.err();
+  auto identity = cluster::claim_identity(*env_, cfg_.data_dir, cfg_.cluster);
+  if (!identity) return identity.err();
+  cfg_.cluster.incarnation = identity->incarnation;  // sent in every peer-link hello
   // The bucket first: a restore writes the logs that recovery then opens.
   if (auto st = connect_cold(); !st) return st;
   if (cfg_.cluster.enabled()) {

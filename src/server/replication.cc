@@ -1,6 +1,7 @@
 #include "server/replication.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/json_writer.h"
 #include "base/log.h"
@@ -28,6 +29,13 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   lo.peers = o.peers;
   lo.core_lane = lane;
   lo.core_lanes = o.lanes;
+  lo.incarnation = o.incarnation;
+  if (lane ==
+      0) {  // core lane 0 reads every hello (docs/replication.md, "A node that lost its data directory")
+    auto book = cluster::incarnation_book::open(env, data_dir);
+    if (!book) return book.err();
+    lo.book = std::make_shared<cluster::incarnation_book>(std::move(*book));
+  }
   if (o.peer_tls()) {  // mutual TLS on every peer connection (docs/replication.md, "Peer links")
     auto tls = cluster::load_peer_tls(o);
     if (!tls) return tls.err();
@@ -37,6 +45,18 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   auto links = cluster::peer_links::open(loop, lo);
   if (!links) return links.err();
   self->links_ = std::move(*links);
+  // A peer refused this node's links for its data directory's incarnation: this directory is not the one
+  // the cluster knew under this id, so the node stops rather than run beside a cluster that refuses it.
+  self->links_->set_refusal_handler([&shard, id = o.node_id,
+                                     failed = false](const cluster::peer_refusal& r) mutable {
+    if (std::exchange(failed, true)) return;
+    shard.fail(fmt::format(
+        "node {} refuses this node's peer links: this data directory (incarnation {}) is not the one node {} "
+        "had (incarnation {}), which node {} remembers: a node that lost its data directory must be removed "
+        "(DELETE /cluster/members?id={} on a member) and started on an empty directory with --join, then "
+        "added (POST /cluster/members); docs/operations.md, \"Replacing a node\"",
+        r.refused_by, r.presented, id, r.remembered, r.refused_by, id));
+  });
   self->executor_ = std::make_unique<raft::loop_executor>(loop);
   // One thread: a transfer reads a chunk at a time (a few ahead), and client cold reads keep the node's
   // own cold_reader threads.

@@ -65,7 +65,7 @@ TEST(peer_links_lanes, a_handed_connection_keeps_what_came_with_its_hello) {
   laned_cluster c;
   {
     raw_client r(c.port(1));
-    r.send(hello(2, 3, 1u << 16 | 0, 2) + frame(5, "with the hello") + frame(5, "after"));
+    r.send(hello(2, 4, 1u << 16 | 0, 2) + frame(5, "with the hello") + frame(5, "after"));
     ASSERT_TRUE(c.lt.wait_for([&] { return c.got(1, 1).size() >= 2; }));
   }
   auto got = c.lt.call([&] { return c.got(1, 1); });
@@ -75,17 +75,17 @@ TEST(peer_links_lanes, a_handed_connection_keeps_what_came_with_its_hello) {
   EXPECT_EQ(texts, (std::vector<std::string>{"with the hello", "after"}));
   {
     raw_client r(c.port(1));
-    r.send(hello(2, 3, 2u << 16, 2));  // core lane 2 of 2
+    r.send(hello(2, 4, 2u << 16, 2));  // core lane 2 of 2
     EXPECT_TRUE(r.closed_by_node());
   }
   {
     raw_client r(c.port(1));
-    r.send(hello(7, 3, 1u << 16, 2));  // no peer of core lane 1
+    r.send(hello(7, 4, 1u << 16, 2));  // no peer of core lane 1
     EXPECT_TRUE(r.closed_by_node());
   }
   {
     raw_client r(c.port(1));
-    r.send(hello(2, 3, 1u << 16, 1));  // a node of one lane: another count than this node's
+    r.send(hello(2, 4, 1u << 16, 1));  // a node of one lane: another count than this node's
     EXPECT_TRUE(r.closed_by_node());
   }
 }

@@ -194,15 +194,16 @@ inline void put_le(std::string& out, std::uint64_t v, int n) {
 inline std::uint32_t crc(std::string_view s) {
   return storage::crc32c(std::as_bytes(std::span(s.data(), s.size())));
 }
-// Version 2 named the connection's lane (0 bulk, 1 urgent), version 1 did not; version 3 (the current
-// one) also names the sender's count of core lanes.
-inline std::string hello(std::uint64_t id, std::uint32_t version = 3, std::uint32_t lane = 0,
-                         std::uint32_t core_lanes = 1) {
+// Version 2 named the connection's lane (0 bulk, 1 urgent), version 1 did not; version 3 also names the
+// sender's count of core lanes, version 4 (the current one) also its incarnation.
+inline std::string hello(std::uint64_t id, std::uint32_t version = 4, std::uint32_t lane = 0,
+                         std::uint32_t core_lanes = 1, std::uint64_t incarnation = 0) {
   std::string h = "weirpeer";
   put_le(h, version, 4);
   put_le(h, id, 8);
   if (version != 1) put_le(h, lane, 4);
   if (version >= 3) put_le(h, core_lanes, 4);
+  if (version >= 4) put_le(h, incarnation, 8);
   put_le(h, crc(h), 4);
   return h;
 }

@@ -219,18 +219,18 @@ TEST(peer_links, bad_connections_are_closed) {
   }
   {
     raw_client r(port);
-    r.send(hello(2, /*version=*/3, /*lane=*/2));  // no such lane
+    r.send(hello(2, /*version=*/4, /*lane=*/2));  // no such lane
     EXPECT_TRUE(r.closed_by_node());
   }
   {
     raw_client r(port);
-    r.send(hello(2, /*version=*/3, /*lane=*/1u << 16));  // core lane 1: this node has core lane 0 only
+    r.send(hello(2, /*version=*/4, /*lane=*/1u << 16));  // core lane 1: this node has core lane 0 only
     EXPECT_TRUE(r.closed_by_node());
   }
   {
     raw_client r(port);
     // A node of two lanes: not this one's count.
-    r.send(hello(2, /*version=*/3, /*lane=*/0, /*core_lanes=*/2));
+    r.send(hello(2, /*version=*/4, /*lane=*/0, /*core_lanes=*/2));
     EXPECT_TRUE(r.closed_by_node());
   }
   {
@@ -403,7 +403,7 @@ TEST(peer_links, an_urgent_packet_waits_for_no_bulk_frame) {
     const std::string h = read_exactly(fd, peer_links::hello_size);
     ASSERT_EQ(h.size(), peer_links::hello_size);
     const std::uint32_t lane = static_cast<unsigned char>(h[20]);
-    ASSERT_TRUE(h == hello(1, 3, lane)) << "lane " << lane;
+    ASSERT_TRUE(h == hello(1, 4, lane)) << "lane " << lane;
     ASSERT_LT(lane, peer_links::lane_count);
     lane_fd[lane] = fd;
   }
