@@ -68,6 +68,10 @@ class links {
   // left (docs/replication.md, "A removed node"). The default suits links that refuse no one.
   using stranger_handler = std::function<void(std::uint64_t id)>;
   virtual void set_stranger_handler(stranger_handler /*h*/) {}
+  // Node `id` left the cluster by a membership decision: the incarnation remembered for it (peer_links'
+  // incarnation book) is forgotten, so that the id may join again on a new data directory
+  // (docs/replication.md, "A node that lost its data directory"). The default suits links without one.
+  virtual void forget_incarnation(std::uint64_t /*id*/) {}
 };
 
 }  // namespace weir::cluster

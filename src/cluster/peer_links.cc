@@ -810,12 +810,17 @@ void peer_links::remove_peer(std::uint64_t id) {
   schedule_turn_end();
   log::info("peer_links: node {}: node {} ({}:{}) removed", opts_.self, id, p.addr.host, p.addr.port);
   // It left the cluster: the same id may join again on a new data directory (a new incarnation).
-  if (opts_.book) {
-    if (auto st = opts_.book->forget(id); !st) {
-      log::error("peer_links: node {}: node {} was removed, but its incarnation stays remembered: {}",
-                 opts_.self, id, st.err().reason);
-    }
+  forget_incarnation(id);
+}
+
+void peer_links::forget_incarnation(std::uint64_t id) {
+  if (!opts_.book || !opts_.book->find(id)) return;
+  if (auto st = opts_.book->forget(id); !st) {
+    log::error("peer_links: node {}: node {} left the cluster, but its incarnation stays remembered: {}",
+               opts_.self, id, st.err().reason);
+    return;
   }
+  log::info("peer_links: node {}: node {} left the cluster: its incarnation is forgotten", opts_.self, id);
 }
 
 peer_links::handed_conn::~handed_conn() {

@@ -184,6 +184,8 @@ class peer_links final : public links {
   // incarnation: this node is not the one its peers knew under its id.
   using refusal_handler = std::function<void(const peer_refusal& r)>;
   void set_refusal_handler(refusal_handler h) { on_refusal_ = std::move(h); }
+  // Core lane 0: forgets `id`'s incarnation (durably; a failure is logged). Other core lanes: nothing.
+  void forget_incarnation(std::uint64_t id) override;
 
   // Peer-link TLS: on or off, and every connection closed for its certificate or a TLS error since
   // open (including those from connections that never said which node they were).

@@ -30,8 +30,9 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
   lo.core_lane = lane;
   lo.core_lanes = o.lanes;
   lo.incarnation = o.incarnation;
-  if (lane ==
-      0) {  // core lane 0 reads every hello (docs/replication.md, "A node that lost its data directory")
+  // Core lane 0 reads every hello and judges its incarnation (docs/replication.md, "A node that lost its
+  // data directory").
+  if (lane == 0) {
     auto book = cluster::incarnation_book::open(env, data_dir);
     if (!book) return book.err();
     lo.book = std::make_shared<cluster::incarnation_book>(std::move(*book));
@@ -54,7 +55,7 @@ result<std::unique_ptr<replication>> replication::open(stream_shard& shard, stor
         "node {} refuses this node's peer links: this data directory (incarnation {}) is not the one node {} "
         "had (incarnation {}), which node {} remembers: a node that lost its data directory must be removed "
         "(DELETE /cluster/members?id={} on a member) and started on an empty directory with --join, then "
-        "added (POST /cluster/members); docs/operations.md, \"Replacing a node\"",
+        "added (POST /cluster/members); docs/operations.md, \"A node that lost its data directory\"",
         r.refused_by, r.presented, id, r.remembered, r.refused_by, id));
   });
   self->executor_ = std::make_unique<raft::loop_executor>(loop);

@@ -1,6 +1,6 @@
 """A node that lost its data directory and comes back under its id is refused; removed and added again,
 it is accepted (label: integration; docs/replication.md, "A node that lost its data directory";
-docs/operations.md, "Replacing a node").
+docs/operations.md, "A node that lost its data directory").
 
   1. three nodes start on empty directories (every node new: each records the others' incarnations in
      <data-dir>/incarnations) and take a write;

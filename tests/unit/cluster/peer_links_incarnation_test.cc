@@ -136,5 +136,26 @@ TEST(peer_links_incarnation, a_removed_peer_may_come_back_with_another_incarnati
   EXPECT_TRUE(b.c.lt.call([&] { return b.refusals.empty(); }));
 }
 
+// The replicator forgets a removed member's incarnation as soon as it adopts the membership without it,
+// while the link may stay for the farewell: the id is then new to the book even if it is still a peer.
+TEST(peer_links_incarnation, a_forgotten_incarnation_is_recorded_anew) {
+  booked_cluster b;
+  b.start_1();
+  b.start_2(22);
+  b.c.send(2, 1, 1, "first");
+  ASSERT_TRUE(b.c.wait_received(1, 1));
+  b.c.stop(2);
+  b.c.lt.call([&] {
+    b.c.links(1).forget_incarnation(2);
+    b.c.links(1).forget_incarnation(5);  // never seen: nothing
+    return 0;
+  });
+  EXPECT_TRUE(b.entries().empty());
+  b.start_2(23);
+  b.c.send(2, 1, 1, "second");
+  ASSERT_TRUE(b.c.wait_received(1, 2));
+  EXPECT_EQ(b.entries(), (std::map<std::uint64_t, std::uint64_t>{{2, 23}}));
+}
+
 }  // namespace
 }  // namespace weir::cluster::peer_links_testing

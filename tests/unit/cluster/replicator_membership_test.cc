@@ -253,6 +253,11 @@ TEST(replicator_membership, a_node_removed_while_down_learns_it_left_when_it_sta
     ASSERT_TRUE(c.run_until([&] { return removed.done; }));
     ASSERT_TRUE(removed.r) << removed.r.err().reason;
     ASSERT_TRUE(c.run_until([&] { return c.voters_are(*removed.r); }, 30000));
+    // Every member forgot the incarnation of node 3's directory: it may join again on a new one
+    // (docs/replication.md, "A node that lost its data directory"); no other node's.
+    for (std::uint64_t id : {1, 2}) {
+      EXPECT_EQ(c.node(id).peer_only->forgotten, std::set<std::uint64_t>{3}) << "node " << id;
+    }
     if (seed % 4 >= 2) {
       // Group 0 snapshots past the removal, and the members restart from their snapshots: the departures
       // are the snapshot's (the removal's entry is gone from the log).

@@ -85,7 +85,9 @@ class peer_only_links final : public links {
   }
   void remove_peer(std::uint64_t id) override { peers_.erase(id); }
   void set_stranger_handler(stranger_handler h) override { on_stranger_ = std::move(h); }
+  void forget_incarnation(std::uint64_t id) override { forgotten.insert(id); }
   std::map<std::uint64_t, std::uint64_t> refused;  // frames refused, per sender
+  std::set<std::uint64_t> forgotten;               // the ids whose incarnation the replicator forgot
 
  private:
   struct adapter final : raft::transport {
