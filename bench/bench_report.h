@@ -51,8 +51,9 @@ struct target_info {
   std::string name;
   std::string url;
   std::vector<std::string> read_bases;
-  int server_pid = 0;              // 0: not known (no /proc figures)
+  int server_pid = 0;              // 0: not known (no /proc figures); a cluster's first node
   double server_cpu_s = no_value;  // the server's user+system seconds over the whole invocation
+  std::vector<int> server_pids;    // every process of the server (a cluster's nodes), summed
 };
 
 // A generator thread above this share of a core is the bottleneck, not the server: the report flags it.

@@ -450,8 +450,9 @@ result<bench_report> run_bench(const bench_options& opts) {
   std::vector<double> cpu_at_start(opts.targets.size(), no_value);
   for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
     if (auto it = w.server_pids.find(opts.targets[ti].name); it != w.server_pids.end()) {
-      report.targets[ti].server_pid = it->second;
-      cpu_at_start[ti] = sample_process(it->second).cpu_s;
+      report.targets[ti].server_pid = it->second.front();
+      report.targets[ti].server_pids = it->second;
+      cpu_at_start[ti] = sample_processes(it->second).cpu_s;
     }
   }
 
@@ -542,7 +543,7 @@ result<bench_report> run_bench(const bench_options& opts) {
                           cfg.warmup_secs = w.sat_warmup_secs;
                           cfg.plateau = w.sat_plateau;
                           cfg.request_timeout_ms = opts.request_timeout_ms;
-                          cfg.server_pid = report.targets[ti].server_pid;
+                          cfg.server_pids = report.targets[ti].server_pids;
                           report.saturation.push_back(run_saturation(opts.targets[ti], cfg, progress));
                         }});
       }
@@ -551,7 +552,7 @@ result<bench_report> run_bench(const bench_options& opts) {
   double left = 0;
   for (const auto& st : plan) left += st.estimate_s;
   std::vector<int> pids;
-  for (const auto& [name, pid] : w.server_pids) pids.push_back(pid);
+  for (const auto& [name, list] : w.server_pids) pids.insert(pids.end(), list.begin(), list.end());
   for (const auto& st : plan) {
     progress.set_time_left(left);
     // A step that starts while a server is still busy is counted (results.json options:
@@ -565,7 +566,7 @@ result<bench_report> run_bench(const bench_options& opts) {
     for (std::size_t ti = 0; ti < opts.targets.size(); ++ti) {
       if (report.targets[ti].server_pid > 0) {
         report.targets[ti].server_cpu_s =
-            sample_process(report.targets[ti].server_pid).cpu_s - cpu_at_start[ti];
+            sample_processes(report.targets[ti].server_pids).cpu_s - cpu_at_start[ti];
       }
     }
     if (auto s = write_results(opts.out, report); !s) return s.err();

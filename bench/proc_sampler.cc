@@ -115,6 +115,20 @@ proc_figures sample_process(int pid) {
   return f;
 }
 
+proc_figures sample_processes(const std::vector<int>& pids) {
+  proc_figures sum{no_value, no_value, no_value};
+  auto add = [](double& to, double v) {
+    if (!std::isnan(v)) to = std::isnan(to) ? v : to + v;
+  };
+  for (int pid : pids) {
+    const proc_figures f = sample_process(pid);
+    add(sum.rss_mib, f.rss_mib);
+    add(sum.fds, f.fds);
+    add(sum.cpu_s, f.cpu_s);
+  }
+  return sum;
+}
+
 bool wait_until_idle(const std::vector<int>& pids, double limit_s, double share, double window_s) {
   using clock = std::chrono::steady_clock;
   const auto end = clock::now() + std::chrono::duration<double>(limit_s);

@@ -15,6 +15,9 @@ struct proc_figures {
 };
 
 proc_figures sample_process(int pid);
+// The processes of one server (a cluster's nodes) as one: RSS, descriptors and CPU summed over those
+// that can be read (NaN when none can).
+proc_figures sample_processes(const std::vector<int>& pids);
 
 // Waits until every process of `pids` used at most `share` of a core over one `window_s` window, or
 // `limit_s` passed; true: they were idle. A server still working off a backlog (timed-out requests of

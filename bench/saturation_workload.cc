@@ -170,12 +170,12 @@ class saturation_run {
     r_.target = target_.name;
     r_.protocol = redis_ ? "redis" : "http";
     r_.streams = cfg_.streams;
-    r_.rss_before_mib = sample_process(cfg_.server_pid).rss_mib;
+    r_.rss_before_mib = sample_processes(cfg_.server_pids).rss_mib;
     const auto t0 = mono_ns();
     const std::uint64_t created = per_stream(op::create, "sat_create");
     r_.create_s = static_cast<double>(mono_ns() - t0) / 1e9;
     r_.counts["streams_created"] = created;
-    r_.rss_streams_mib = sample_process(cfg_.server_pid).rss_mib;
+    r_.rss_streams_mib = sample_processes(cfg_.server_pids).rss_mib;
     if (created == cfg_.streams) {
       const auto ladder = ladder_for(cfg_.connections, cfg_.streams);
       for (std::size_t i = 0; i < ladder.size(); ++i) {
@@ -290,19 +290,20 @@ class saturation_run {
       for (std::size_t c = 0; c < connections; ++c) next(c);
       driver.loop().add_timer(
           std::chrono::milliseconds(static_cast<std::int64_t>(cfg_.warmup_secs * 1000)), [&] {
-            server_before = sample_process(cfg_.server_pid);
+            server_before = sample_processes(cfg_.server_pids);
             client_before = process_cpu_seconds();
             lag_before = driver.loop().lag_us().read();
             window_start = mono_ns();
             driver.loop().add_timer(
                 std::chrono::milliseconds(static_cast<std::int64_t>(cfg_.secs * 1000)), [&] {
                   window_end = mono_ns();
-                  const proc_figures server_after = sample_process(cfg_.server_pid);
+                  const proc_figures server_after = sample_processes(cfg_.server_pids);
                   lv.client.cpu_s = process_cpu_seconds() - client_before;
                   lv.client.wall_s = static_cast<double>(window_end - window_start) / 1e9;
                   lv.server_cpu_s = server_after.cpu_s - server_before.cpu_s;
                   lv.server_rss_mib = server_after.rss_mib;
-                  lv.server_cgroup_ws_mib = cgroup_working_set_mib(cfg_.server_pid);
+                  lv.server_cgroup_ws_mib =
+                      cfg_.server_pids.size() == 1 ? cgroup_working_set_mib(cfg_.server_pids[0]) : no_value;
                   lv.client_lag_p99_ms = lag_p99_ms(lag_before, driver.loop().lag_us().read());
                   sending = false;  // the writers stop as their requests in flight come back
                 });

@@ -40,7 +40,7 @@ struct saturation_config {
   double plateau = 0.05;            // a step must add more than this share to go on climbing
   unsigned setup_connections = 64;  // creating and deleting the streams
   unsigned request_timeout_ms = 30'000;
-  int server_pid = 0;  // for CPU, RSS and cgroup figures (0: unknown)
+  std::vector<int> server_pids;  // for CPU and RSS figures, summed (a cluster's nodes; empty: unknown)
 };
 
 saturation_result run_saturation(const target_spec& target, const saturation_config& cfg,

@@ -80,13 +80,23 @@ result<std::vector<unsigned>> parse_levels(std::string_view list, std::string_vi
   return out;
 }
 
-result<std::pair<std::string, int>> parse_server_pid(std::string_view spec) {
+result<std::pair<std::string, std::vector<int>>> parse_server_pid(std::string_view spec) {
   const auto eq = spec.find('=');
-  int pid = 0;
-  if (eq == std::string_view::npos || eq == 0 || !parse_uint(spec.substr(eq + 1), pid) || pid <= 0) {
-    return bad(fmt::format("--server-pid {}: expected NAME=PID", spec));
+  auto fail = [&] {
+    return bad(fmt::format("--server-pid {}: expected NAME=PID or NAME=PID,PID,...", spec));
+  };
+  if (eq == std::string_view::npos || eq == 0) return fail();
+  std::vector<int> pids;
+  std::string_view list = spec.substr(eq + 1);
+  while (true) {
+    const auto comma = list.find(',');
+    int pid = 0;
+    if (!parse_uint(list.substr(0, comma), pid) || pid <= 0) return fail();
+    pids.push_back(pid);
+    if (comma == std::string_view::npos) break;
+    list = list.substr(comma + 1);
   }
-  return std::pair<std::string, int>{std::string(spec.substr(0, eq)), pid};
+  return std::pair<std::string, std::vector<int>>{std::string(spec.substr(0, eq)), std::move(pids)};
 }
 
 result<std::pair<std::string, std::string>> parse_info(std::string_view spec) {

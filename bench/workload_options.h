@@ -47,8 +47,9 @@ struct workload_options {
   double sat_warmup_secs = 2;
   double sat_plateau = 0.05;
 
-  // Target name -> the PID of its server process on this machine, for RSS, descriptors and CPU.
-  std::map<std::string, int> server_pids;
+  // Target name -> the PIDs of its server's processes on this machine (a cluster's nodes: summed), for
+  // RSS, descriptors and CPU.
+  std::map<std::string, std::vector<int>> server_pids;
   // Free-form facts for the report ("weir version" -> "3f7d88a"), in the order given.
   std::vector<std::pair<std::string, std::string>> info;
 };
@@ -60,7 +61,8 @@ result<std::vector<workload>> parse_workloads(std::string_view list);
 result<std::vector<unsigned>> parse_levels(std::string_view list, std::string_view option,
                                            unsigned max = 100'000);
 // "NAME=PID"
-result<std::pair<std::string, int>> parse_server_pid(std::string_view spec);
+// NAME=PID or NAME=PID,PID,... (the nodes of a cluster target).
+result<std::pair<std::string, std::vector<int>>> parse_server_pid(std::string_view spec);
 // "KEY=VALUE" (the value may contain '=')
 result<std::pair<std::string, std::string>> parse_info(std::string_view spec);
 // Ranges of the workload options, e.g. a fan-out rate that is positive and at most 10,000/s.

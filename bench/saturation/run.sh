@@ -4,12 +4,17 @@
 # in one run (docs/benchmarks.md, "Saturation (ds-bench style)").
 #
 #   bench/compare --saturation [--streams 100,1000,10000] [--connections 64,256,1024,4096] [--secs 10]
-#                              [--warmup-secs 2] [--plateau 0.05] [--out DIR] [-- EXTRA weir bench ARGS]
+#                              [--warmup-secs 2] [--plateau 0.05] [--cluster] [--out DIR]
+#                              [-- EXTRA weir bench ARGS]
 #
 # Servers, each pinned to CPU 0 (taskset; their helper threads too), started fresh once for the run:
 #   weir             weir serve --threads 1 --fsync always (every append fdatasync'ed before its answer)
 #   durable-streams  npm @durable-streams/server (tests/node), in memory (bench/reference-server.mjs memory)
 #   redis            redis-server --appendonly yes --appendfsync always --save '' (no RDB snapshots)
+#   weir-cluster     with --cluster: three weir serve --threads 1 nodes of one Raft cluster (every entry
+#                    fdatasync'ed on each node before it counts), all three on the same CPU as the others
+#                    (a core's worth of cluster); the generator's connections go round robin over them,
+#                    so most appends reach a follower first, and its CPU and RSS are the three summed
 # The load generator, `weir bench --workloads saturation` (bench/saturation_workload.h), runs on CPU 1:
 # for each stream count, for each target in turn, it creates the streams, climbs the connection ladder
 # until throughput stops climbing by more than the plateau (5%), and deletes them. weir and the reference
@@ -26,6 +31,7 @@ cd "$repo"
 
 command_line="bench/compare --saturation $*"
 streams="100,1000,10000" connections="64,256,1024,4096" secs=10 warmup=2 plateau=0.05 out="" extra=()
+cluster=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --streams) streams="$2"; shift ;;
@@ -34,6 +40,7 @@ while [[ $# -gt 0 ]]; do
     --warmup-secs) warmup="$2"; shift ;;
     --plateau) plateau="$2"; shift ;;
     --out) out="$2"; shift ;;
+    --cluster) cluster=1 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "saturation: unknown argument $1" >&2; exit 2 ;;
@@ -104,6 +111,42 @@ wait_port durable-streams "$node_port" "$node_pid"
 wait_port redis "$redis_port" "$redis_pid"
 until redis-cli -p "$redis_port" ping 2>/dev/null | grep -q PONG; do sleep 0.05; done
 
+names=(weir durable-streams redis)
+cluster_targets=()
+if [[ $cluster == 1 ]]; then
+  peer_ports=() http_ports=() peers="" urls="" cluster_pids=""
+  for i in 1 2 3; do
+    http_ports+=("$(free_port)")
+    peer_ports+=("$(free_port)")
+    peers+="${peers:+,}$i=127.0.0.1:${peer_ports[i - 1]}"
+  done
+  for i in 1 2 3; do
+    taskset -c "$server_cpu" "$weir_bin" serve --listen "127.0.0.1:${http_ports[i - 1]}" \
+      --data-dir "$work/cluster-node-$i" --node-id "$i" --peer-listen "127.0.0.1:${peer_ports[i - 1]}" \
+      --peers "$peers" --threads 1 --fsync always --log-level warn >"$out/raw/weir-cluster-node-$i.log" 2>&1 &
+    pids+=("$!")
+    names+=("weir-cluster-node-$i")
+    cluster_pids+="${cluster_pids:+,}$!"
+    urls+="${urls:+,}http://127.0.0.1:${http_ports[i - 1]}"
+  done
+  for i in 1 2 3; do wait_port "weir-cluster-node-$i" "${http_ports[i - 1]}" "${pids[i + 2]}"; done
+  # Serving once every node has a quorum and every raft group a leader.
+  for _ in $(seq 1 300); do
+    ready=1
+    for port in "${http_ports[@]}"; do
+      curl -sf --max-time 1 "http://127.0.0.1:$port/cluster" | python3 -c '
+import json, sys
+groups = json.load(sys.stdin)["raft_groups"]
+sys.exit(0 if groups and all(g["leader"] for g in groups) else 1)' || { ready=0; break; }
+    done
+    [[ $ready == 1 ]] && break
+    sleep 0.1
+  done
+  [[ $ready == 1 ]] || { echo "saturation: the cluster had no leader for every group within 30 s" >&2; exit 1; }
+  cluster_targets=(--target "weir-cluster=$urls" --server-pid "weir-cluster=$cluster_pids"
+                   --info "weir-cluster=three weir serve --threads 1 --fsync always nodes of one cluster (--peers $peers), all pinned to CPU $server_cpu; connections round robin over the nodes")
+fi
+
 weir_commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if ! git diff --quiet HEAD -- src bench 2>/dev/null; then weir_commit="$weir_commit (with uncommitted changes in src/ or bench/)"; fi
 ds_version="$(node -e 'console.log(require("./tests/node/node_modules/@durable-streams/server/package.json").version)' 2>/dev/null || echo unknown)"
@@ -120,7 +163,6 @@ echo "saturation: weir (pid $weir_pid, port $weir_port), durable-streams (pid $n
 declare -A cpu0
 for pid in "${pids[@]}"; do cpu0[$pid]="$(cpu_seconds "$pid")"; done
 (
-  names=(weir durable-streams redis)
   printf 'utc\tserver\tpid\trss_mib\tcpu_s\n'
   while true; do
     for i in "${!pids[@]}"; do
@@ -134,13 +176,12 @@ sampler_pid=$!
 
 taskset -c "$client_cpu" "$weir_bin" bench --workloads saturation \
   --target "weir=http://127.0.0.1:$weir_port" --target "durable-streams=http://127.0.0.1:$node_port" \
-  --target "redis=redis://127.0.0.1:$redis_port" \
+  --target "redis=redis://127.0.0.1:$redis_port" ${cluster_targets[@]+"${cluster_targets[@]}"} \
   --server-pid "weir=$weir_pid" --server-pid "durable-streams=$node_pid" --server-pid "redis=$redis_pid" \
   --sat-streams "$streams" --sat-connections "$connections" --sat-secs "$secs" --sat-warmup-secs "$warmup" \
   --sat-plateau "$plateau" --append-bytes 256 --settle-secs 10 "${info[@]}" --out "$out" ${extra[@]+"${extra[@]}"}
 
 {
-  names=(weir durable-streams redis)
   for i in "${!pids[@]}"; do
     echo "${names[i]} (pid ${pids[i]}): $(awk -v a="$(cpu_seconds "${pids[i]}")" -v b="${cpu0[${pids[i]}]}" 'BEGIN{printf "%.2f", a-b}') CPU seconds during the run"
   done

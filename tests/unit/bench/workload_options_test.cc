@@ -50,7 +50,12 @@ TEST(workload_options, server_pid_and_info_pairs) {
   auto p = parse_server_pid("weir=1234");
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->first, "weir");
-  EXPECT_EQ(p->second, 1234);
+  EXPECT_EQ(p->second, std::vector<int>{1234});
+  auto cluster = parse_server_pid("c=11,12,13");
+  ASSERT_TRUE(cluster.has_value());
+  EXPECT_EQ(cluster->second, (std::vector<int>{11, 12, 13}));
+  EXPECT_FALSE(parse_server_pid("c=11,,13").has_value());
+  EXPECT_FALSE(parse_server_pid("c=11,").has_value());
   EXPECT_FALSE(parse_server_pid("weir").has_value());
   EXPECT_FALSE(parse_server_pid("=12").has_value());
   EXPECT_FALSE(parse_server_pid("weir=0").has_value());
