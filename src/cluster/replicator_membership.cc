@@ -286,14 +286,15 @@ weir::status replicator::adopt(const membership& m) {
   if (!opts_.members_path.empty() && decides()) {
     if (auto st = store_membership(*env_, opts_.members_path, m); !st) return st;
   }
-  // A node this decision removes, or one removed by a decision this node never acted on (it learnt the
-  // later ones from group 0's snapshot), may come back under its id on a new data directory: the
-  // incarnation its old directory had is forgotten now, before it can knock (docs/replication.md, "A
-  // node that lost its data directory"). The links to it stay until sync_peers unlinks it.
+  // A node this decision removes may come back under its id on a new data directory: the incarnation
+  // its old directory had is forgotten now, before it can knock (docs/replication.md, "A node that lost
+  // its data directory"). The links to it stay until sync_peers unlinks it. Removed: a member of the
+  // membership this node acted on that `m` lacks, or a departure newer than it (the bootstrap
+  // membership, epoch 0, lists no members; group 0's snapshot carries the departures).
   for (const auto& [id, addr] : desired_.members)
     if (!m.members.contains(id)) links_.forget_incarnation(id);
   for (const auto& [id, d] : departed_)
-    if (d.epoch > desired_.epoch) links_.forget_incarnation(id);
+    if (d.epoch > desired_.epoch && !m.members.contains(id)) links_.forget_incarnation(id);
   desired_ = m;
   std::string list;
   for (const auto& [id, addr] : desired_.members) {
