@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "cluster/incarnation_book.h"
 #include "cluster/peer_links.h"
 #include "io/tls.h"
+#include "storage/mem_env.h"
 #include "unit/cluster/peer_links_support.h"
 
 namespace weir::cluster {
@@ -304,6 +306,43 @@ TEST_F(tls_fixture, a_restarted_tls_peer_gets_new_frames) {
   ASSERT_TRUE(c.wait_received(2, 1));
   EXPECT_EQ(c.received(2)[0].text, "queued while 2 was down");
   EXPECT_EQ(c.status(1, 2).tls_refused, 0u);
+}
+
+// Incarnations over TLS (docs/replication.md, "A node that lost its data directory"): node 2 back on a
+// new directory is refused, and the refusal reaches it inside the session.
+TEST_F(tls_fixture, a_peer_back_with_another_incarnation_reads_the_refusal_over_tls) {
+  storage::mem_env env;
+  ASSERT_TRUE(env.create_dirs("/data/node-1"));
+  auto opened = incarnation_book::open(env, "/data/node-1");
+  ASSERT_TRUE(opened);
+  auto book = std::make_shared<incarnation_book>(std::move(*opened));
+  cluster c(2);
+  auto one = node(c, 1);
+  one.book = book;
+  c.start(std::move(one));
+  auto two = node(c, 2);
+  two.incarnation = 22;
+  c.start(std::move(two));
+  c.send(2, 1, 1, "first");
+  ASSERT_TRUE(c.wait_received(1, 1));
+  c.stop(2);
+  two = node(c, 2);
+  two.incarnation = 23;
+  c.start(std::move(two));
+  std::vector<peer_refusal> refusals;  // loop thread
+  c.lt.call([&] {
+    c.links(2).set_refusal_handler([&](const peer_refusal& r) { refusals.push_back(r); });
+    return 0;
+  });
+  c.send(2, 1, 1, "from a new directory");
+  ASSERT_TRUE(c.lt.wait_for([&] { return !refusals.empty(); }));
+  const peer_refusal r = c.lt.call([&] { return refusals.front(); });
+  EXPECT_EQ(r.refused_by, 1u);
+  EXPECT_EQ(r.remembered, 22u);
+  EXPECT_EQ(r.presented, 23u);
+  EXPECT_EQ(c.received(1).size(), 1u);
+  EXPECT_EQ(c.status(1, 2).tls_refused, 0u);  // a refusal, not a TLS failure
+  c.stop(2);                                  // before the handler's vector goes
 }
 
 // Node 2's certificate comes from another CA (which node 2 trusts): node 1 refuses its connection and
