@@ -36,6 +36,7 @@ std::array<std::byte, peer_hello_size> encode_hello(const peer_hello& h) {
 
 bool hello_rejected_early(std::span<const std::byte> b) {
   const std::size_t n = std::min(b.size(), hello_magic.size());
+  if (n == 0) return false;  // (memcmp must not see an empty span's null pointer)
   if (std::memcmp(b.data(), hello_magic.data(), n) != 0) return true;
   return b.size() >= 12 && get_u32(b.data() + 8) != peer_link_version;
 }
@@ -78,6 +79,7 @@ std::vector<std::byte> encode_refusal(const peer_refusal& r) {
 
 result<refusal_read> decode_refusal(std::span<const std::byte> b) {
   const std::size_t n = std::min(b.size(), refusal_magic.size());
+  if (n == 0) return refusal_read{};  // (memcmp must not see an empty span's null pointer)
   if (std::memcmp(b.data(), refusal_magic.data(), n) != 0)
     return make_error(hello_errc::bad_magic, "not a weir peer-link refusal");
   if (b.size() < 38) return refusal_read{};
