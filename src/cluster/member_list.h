@@ -1,7 +1,7 @@
 // The binary form of a member list, shared by the membership message (messages.h) and group 0's
 // membership entries and snapshots (membership_codec.cc): u64 epoch, u16 count, then per member u64 id,
 // u16 length, address; ids increasing from 1, addresses not empty (the one encoding of a list, so
-// decoding is canonical). docs/replication.md, "Cluster messages".
+// decoding is canonical). docs/replication-formats.md, "Cluster messages".
 #pragma once
 
 #include <cstdint>

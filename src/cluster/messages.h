@@ -1,5 +1,5 @@
 // messages: what nodes tell each other besides raft's own frames (channel 1 of peer_links), and the
-// header every replicated command carries. docs/replication.md, "Cluster messages", has the layout.
+// header every replicated command carries. docs/replication-formats.md, "Cluster messages", has the layout.
 //
 //   forward        a write that reached a follower, sent to the group's leader to propose
 //   forward_reject the leader did not propose it (not the leader any more: retry elsewhere), or proposed

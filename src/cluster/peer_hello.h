@@ -1,4 +1,4 @@
-// peer_hello: the first bytes of a peer-link connection (docs/replication.md, "Peer-link hello and
+// peer_hello: the first bytes of a peer-link connection (docs/replication-formats.md, "Peer-link hello and
 // frames"): the dialer's hello, and the refusal an acceptor may answer it with before it closes the
 // connection. Pure functions over bytes (no I/O); peer_links reads and writes them.
 //

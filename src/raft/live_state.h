@@ -8,7 +8,7 @@
 //     index, latest snapshot, and where its live entries sit), kept without the entries' bytes. It says
 //     which segments still hold live entries and writes a segment's preamble.
 //
-// Both apply a record the same way (docs/replication.md, "Node log"). Pure; any thread.
+// Both apply a record the same way (docs/replication-formats.md, "Node log"). Pure; any thread.
 #pragma once
 
 #include <cstdint>

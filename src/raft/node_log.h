@@ -1,7 +1,7 @@
 // node_log: the one log a node keeps for all its raft groups (one per core, later), with group commit:
 // the entries, terms, votes, truncations and snapshots of every group go into one batch, written and
 // synced together; a caller learns through on_synced() which batch became durable. Record format:
-// log_record.h and docs/replication.md ("Node log").
+// log_record.h and docs/replication-formats.md ("Node log").
 //
 // On disk the log is a series of segment files, `<path>.00000001`, `<path>.00000002`, ... A segment is
 // closed once it holds options::segment_bytes past its preamble; the next batch opens a new one, which begins
@@ -76,9 +76,9 @@ struct node_log_options {
   // batch, flushed after it. Without a bound, a burst of large entries piles up behind a running flush
   // into one batch of tens of MiB whose write and sync take a second or more, and no entry of it is
   // acknowledged meanwhile: followers answer their leader only after that sync, and a leader that hears
-  // from no majority for an election timeout steps down (docs/replication.md, "Node log format").
+  // from no majority for an election timeout steps down (docs/replication-formats.md, "Node log format").
   std::uint64_t max_batch_bytes = 4u << 20;
-  // Prepared segments (docs/replication.md, "Node log format"): each next segment is a file of zeros
+  // Prepared segments (docs/replication-formats.md, "Node log format"): each next segment is a file of zeros
   // written and synced ahead on a thread of its own (storage::segment_spares, file `<path>.spare`), renamed
   // into place at a roll and written over from its first byte, so that a batch's fdatasync has no file
   // length to commit (ext4 then skips its journal: 2 device writes per sync instead of 3). The node log

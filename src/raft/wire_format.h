@@ -1,4 +1,4 @@
-// The wire format of raft messages between nodes (docs/replication.md, "Wire format"). One connection
+// The wire format of raft messages between nodes (docs/replication-formats.md, "Wire format"). One connection
 // per pair of nodes carries the messages of every group, so each frame names its group; the peer is
 // known from the connection and is not repeated in the frame.
 //

@@ -1,5 +1,5 @@
 """A 3-node weir cluster takes bursts of large appends without an error (label: integration;
-docs/replication.md, "Node log format" and "Snapshots").
+docs/replication-formats.md, "Node log format" and "Snapshots").
 
 128 streams, then ROUNDS times: 128 appends of 512 KiB sent at once, one per stream, round robin over
 the three nodes (64 MiB in flight). Checked:

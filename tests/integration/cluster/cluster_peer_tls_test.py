@@ -95,7 +95,7 @@ def refused(node):
 
 def hello(node_id):
     """A peer hello in the peer-link version 1 layout: "weirpeer", u32 version 1, u64 id, CRC32C. The hello
-    is version 3 today (docs/replication.md, "Peer-link hello and frames"), but this test sends it only to
+    is version 3 today (docs/replication-formats.md, "Peer-link hello and frames"), but this test sends it only to
     a node that refuses the connection at the TLS layer (plain TCP, or a handshake without a certificate
     from the cluster CA) before it reads any hello, so the version does not matter here."""
     h = b"weirpeer" + struct.pack("<IQ", 1, node_id)

@@ -10,7 +10,7 @@
 namespace weir::cluster {
 namespace {
 
-// The wire layout as docs/replication.md ("Peer-link hello and frames") describes it, written
+// The wire layout as docs/replication-formats.md ("Peer-link hello and frames") describes it, written
 // independently of the codec.
 void put_le(std::vector<std::byte>& out, std::uint64_t v, int n) {
   for (int i = 0; i < n; ++i) out.push_back(static_cast<std::byte>(v >> (8 * i)));

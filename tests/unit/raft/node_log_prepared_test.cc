@@ -1,4 +1,4 @@
-// node_log prepared segments (node_log_options::prepare_segments; docs/replication.md, "Node log
+// node_log prepared segments (node_log_options::prepare_segments; docs/replication-formats.md, "Node log
 // format"): rolls onto a spare of zeros written ahead, early when a batch would not fit in the zeros; the
 // segment left and a cleanly closed log hold no zeros; after a crash the zeros past the last record are cut
 // without being called a torn tail, and every synced batch is kept; a last segment of zeros (a roll cut
