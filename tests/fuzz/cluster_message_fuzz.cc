@@ -17,8 +17,12 @@
 //     is read as a u64 and kept as a u32): its re-encoding decodes, re-encodes to itself, and is never
 //     longer than the input (decoding invents nothing); the data_offset the encoder reports points at
 //     the payload's bytes.
-// The peer link's framing (hello, frame header and checksum) is parsed inside peer_links' connection
-// class, not by a function that can be called alone, so it is not covered here.
+//   - the peer link's hello and an acceptor's refusal (cluster/peer_hello.h), each also with its CRC
+//     set right (random bytes almost never carry a matching CRC32C, and the fields behind it are what
+//     matters): a decoded hello or refusal re-encodes to exactly the bytes it came from, a refusal's
+//     text is never longer than max_refusal_text, and decode_refusal never consumes more than it got.
+// The frame header and its checksum are parsed inside peer_links' connection class, not by a function
+// that can be called alone, so they are not covered here.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -32,6 +36,9 @@
 
 #include "cluster/membership.h"
 #include "cluster/messages.h"
+#include "cluster/peer_hello.h"
+#include "storage/crc32c.h"
+#include "storage/log_format.h"
 #include "streams/command_codec.h"
 
 namespace {
@@ -135,6 +142,52 @@ void check_message(std::span<const std::byte> in) {
   }
 }
 
+void check_hello(std::span<const std::byte> in) {
+  if (in.size() < cluster::peer_hello_size) {
+    (void)cluster::hello_rejected_early(in);
+    return;
+  }
+  std::vector<std::byte> fixed(in.begin(), in.begin() + cluster::peer_hello_size);
+  constexpr std::size_t crc_at = cluster::peer_hello_size - 4;
+  storage::format::put_u32(fixed.data() + crc_at, storage::crc32c(std::span(fixed).first(crc_at)));
+  for (std::span<const std::byte> bytes : {in, std::span<const std::byte>(fixed)}) {
+    auto h = cluster::decode_hello(bytes);
+    if (!h) continue;
+    const auto again = cluster::encode_hello(*h);
+    if (std::memcmp(again.data(), bytes.data(), again.size()) != 0) {
+      std::fprintf(stderr, "a decoded hello re-encodes to other bytes\n");
+      std::abort();
+    }
+  }
+}
+
+void check_refusal(std::span<const std::byte> in) {
+  std::vector<std::byte> fixed(in.begin(), in.end());
+  constexpr std::size_t text_at = cluster::refusal_fixed_size - 4;  // after the u16 text length
+  if (fixed.size() >= text_at) {
+    const std::size_t text =
+        static_cast<std::size_t>(fixed[text_at - 2]) | static_cast<std::size_t>(fixed[text_at - 1]) << 8;
+    if (text_at + text + 4 <= fixed.size()) {
+      storage::format::put_u32(fixed.data() + text_at + text,
+                               storage::crc32c(std::span(fixed).first(text_at + text)));
+    }
+  }
+  for (std::span<const std::byte> bytes : {in, std::span<const std::byte>(fixed)}) {
+    auto r = cluster::decode_refusal(bytes);
+    if (!r || !r->refusal) continue;
+    if (r->consumed > bytes.size() || r->refusal->text.size() > cluster::max_refusal_text) {
+      std::fprintf(stderr, "a refusal consumed %zu of %zu bytes, text of %zu\n", r->consumed, bytes.size(),
+                   r->refusal->text.size());
+      std::abort();
+    }
+    const std::vector<std::byte> again = cluster::encode_refusal(*r->refusal);
+    if (again.size() != r->consumed || std::memcmp(again.data(), bytes.data(), again.size()) != 0) {
+      std::fprintf(stderr, "a decoded refusal re-encodes to other bytes\n");
+      std::abort();
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -143,5 +196,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_message(in);
   check_entry(in);
   check_membership(in);
+  check_hello(in);
+  check_refusal(in);
   return 0;
 }
