@@ -291,30 +291,27 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
   if (it == streams_.end() || it->second.generation != generation || it->second.fed != from) return;
   auto led = led_.find(it->second.group);
   if (led == led_.end()) return;  // stepped down while the bytes were read
-  std::string bytes;
-  bytes.reserve(plan.bytes);
-  for (const auto& slice : plan.slices) bytes.append(slice.view());
-  if (bytes.size() != plan.next.value() - from.value()) {
+  // The slices go to the uploader as they are (in memory, or read back into the plan): the object
+  // writer copies them once, into the object.
+  std::uint64_t total = 0;
+  for (const auto& slice : plan.slices) total += slice.view().size();
+  if (total != plan.next.value() - from.value()) {
     // A read plan counts the bytes from `from` to `next`; anything else is a bug upstream. Nothing is
     // uploaded for it.
     log::error("weir serve: cold tier: {}: read [{}, {}) gave {} bytes; not uploaded", path, from.value(),
-               plan.next.value(), bytes.size());
+               plan.next.value(), total);
     return;
   }
-  if (json) {
-    // A JSON stream's records go whole (a JSON read reads whole records: each slice is one), so that
-    // every extent ends at a message boundary (docs/cold-tier.md, "JSON streams").
-    streams::stream_offset at = from;
-    std::size_t pos = 0;
-    for (const auto& slice : plan.slices) {
-      const streams::stream_offset end(at.value() + slice.size);
-      led->second.uploader->add(path, at, end, std::as_bytes(std::span(bytes.data() + pos, slice.size)),
-                                true);
-      at = end;
-      pos += slice.size;
-    }
-  } else {
-    led->second.uploader->add(path, from, plan.next, std::as_bytes(std::span(bytes.data(), bytes.size())));
+  // A JSON stream's records go whole (a JSON read reads whole records: each slice is one), so that every
+  // extent ends at a message boundary (docs/cold-tier.md, "JSON streams"). A byte stream's slices go one
+  // after the other: the uploader cuts them at objects' ends as it would one range, and the object
+  // writer merges a stream's consecutive ranges into one.
+  streams::stream_offset at = from;
+  for (const auto& slice : plan.slices) {
+    const std::string_view v = slice.view();
+    const streams::stream_offset end(at.value() + v.size());
+    led->second.uploader->add(path, at, end, std::as_bytes(std::span(v.data(), v.size())), json);
+    at = end;
   }
   it->second.fed = plan.next;
 }

@@ -59,55 +59,72 @@ std::uint64_t stored_data_size(std::uint64_t data_length, std::uint32_t block_si
   return data_length + 4 * blocks;
 }
 
-object_writer::object_writer(cold_group group, std::uint32_t block_size)
-    : group_(group), block_size_(block_size) {
+object_writer::object_writer(cold_group group, std::uint32_t block_size, std::size_t reserve,
+                             object_bytes buffer)
+    : group_(group), block_size_(block_size), out_(std::move(buffer)) {
   WEIR_ASSERT(block_size >= 1 && block_size <= max_object_block_size, "object block size {} out of range",
               block_size);
+  out_.clear();
+  out_.reserve(std::max(reserve, object_header_size));
+  out_.insert(out_.end(), reinterpret_cast<const std::byte*>(header_magic),
+              reinterpret_cast<const std::byte*>(header_magic) + 8);
+  put_le<std::uint16_t>(out_, object_format_version);
+  put_le<std::uint16_t>(out_, 0);
+  put_le<std::uint32_t>(out_, block_size_);
+  put_le<std::uint32_t>(out_, group_.value());
+  put_le<std::uint64_t>(out_, 0);
+  put_crc_of(out_, 0);
+}
+
+void object_writer::append_data(std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    const std::size_t n = std::min<std::size_t>(block_size_ - block_fill_, bytes.size());
+    auto part = bytes.first(n);
+    out_.insert(out_.end(), part.begin(), part.end());
+    block_crc_ = storage::crc32c_extend(block_crc_, part);
+    block_fill_ += static_cast<std::uint32_t>(n);
+    data_size_ += n;
+    bytes = bytes.subspan(n);
+    if (block_fill_ == block_size_) {
+      put_le<std::uint32_t>(out_, block_crc_);
+      block_fill_ = 0;
+      block_crc_ = 0;
+    }
+  }
 }
 
 const object_range& object_writer::add(std::string_view stream, streams::stream_offset first,
                                        streams::stream_offset end, std::span<const std::byte> bytes) {
+  WEIR_ASSERT(!finished_, "object_writer::add after finish");
   WEIR_ASSERT(stream.size() <= max_stream_name_bytes, "stream name of {} bytes in a cold object",
               stream.size());
   WEIR_ASSERT(first <= end, "object range [{}, {}) reversed", first.value(), end.value());
   if (!ranges_.empty() && ranges_.back().stream == stream && ranges_.back().end == first &&
-      ranges_.back().data_position + ranges_.back().length == data_.size()) {
+      ranges_.back().data_position + ranges_.back().length == data_size_) {
     // The stream's bytes go on where its last range ended: one range (one extent in the index, not one
     // per record of a JSON stream, whose records are added one at a time).
     ranges_.back().end = end;
     ranges_.back().length += bytes.size();
-    data_.insert(data_.end(), bytes.begin(), bytes.end());
-    return ranges_.back();
+  } else {
+    ranges_.push_back(object_range{std::string(stream), first, end, data_size_, bytes.size()});
   }
-  ranges_.push_back(object_range{std::string(stream), first, end, data_.size(), bytes.size()});
-  data_.insert(data_.end(), bytes.begin(), bytes.end());
+  append_data(bytes);
   return ranges_.back();
 }
 
 std::uint64_t object_writer::encoded_size() const {
   std::uint64_t footer = 4;
   for (const auto& r : ranges_) footer += min_range_bytes + r.stream.size();
-  return object_header_size + stored_data_size(data_.size(), block_size_) + footer + object_trailer_size;
+  return object_header_size + stored_data_size(data_size_, block_size_) + footer + object_trailer_size;
 }
 
-object_bytes object_writer::finish() const {
-  object_bytes out;
-  out.reserve(encoded_size());
-  out.insert(out.end(), reinterpret_cast<const std::byte*>(header_magic),
-             reinterpret_cast<const std::byte*>(header_magic) + 8);
-  put_le<std::uint16_t>(out, object_format_version);
-  put_le<std::uint16_t>(out, 0);
-  put_le<std::uint32_t>(out, block_size_);
-  put_le<std::uint32_t>(out, group_.value());
-  put_le<std::uint64_t>(out, 0);
-  put_crc_of(out, 0);
-
-  for (std::size_t at = 0; at < data_.size(); at += block_size_) {
-    std::size_t n = std::min<std::size_t>(block_size_, data_.size() - at);
-    auto block = std::span(data_).subspan(at, n);
-    out.insert(out.end(), block.begin(), block.end());
-    put_le<std::uint32_t>(out, storage::crc32c(block));
-  }
+object_bytes object_writer::finish() {
+  WEIR_ASSERT(!finished_, "object_writer::finish twice");
+  finished_ = true;
+  const std::uint64_t size = encoded_size();
+  object_bytes out = std::move(out_);
+  out.reserve(size);
+  if (block_fill_ > 0) put_le<std::uint32_t>(out, block_crc_);  // the last, shorter block
 
   std::size_t footer_at = out.size();
   put_le<std::uint32_t>(out, static_cast<std::uint32_t>(ranges_.size()));
@@ -125,14 +142,14 @@ object_bytes object_writer::finish() const {
   std::uint32_t footer_length = static_cast<std::uint32_t>(footer.size());
 
   std::size_t trailer_at = out.size();
-  put_le<std::uint64_t>(out, data_.size());
+  put_le<std::uint64_t>(out, data_size_);
   put_le<std::uint32_t>(out, footer_length);
   put_le<std::uint32_t>(out, footer_crc);
   put_le<std::uint32_t>(out, block_size_);
   put_crc_of(out, trailer_at);
   out.insert(out.end(), reinterpret_cast<const std::byte*>(trailer_magic),
              reinterpret_cast<const std::byte*>(trailer_magic) + 8);
-  WEIR_ASSERT(out.size() == encoded_size(), "object size {} != computed {}", out.size(), encoded_size());
+  WEIR_ASSERT(out.size() == size, "object size {} != computed {}", out.size(), size);
   return out;
 }
 

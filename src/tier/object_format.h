@@ -75,26 +75,37 @@ struct object_footer {
 // The stored size of `data_length` bytes of data cut into blocks (each block's CRC included).
 std::uint64_t stored_data_size(std::uint64_t data_length, std::uint32_t block_size);
 
-// Packs ranges into one object. Owned by one thread (the uploader that fills it).
+// Packs ranges into one object. Owned by one thread (the uploader that fills it). The object is encoded as
+// the bytes come (each block's CRC32C computed while its bytes are copied in), so that finish() only adds
+// the footer and trailer: the data bytes are copied once, into the object.
 class object_writer {
  public:
-  explicit object_writer(cold_group group, std::uint32_t block_size = default_object_block_size);
+  // `reserve`: the object's expected encoded size (its buffer grows past it if need be). `buffer`: an
+  // earlier object's bytes to write into (their memory is reused, not their contents).
+  explicit object_writer(cold_group group, std::uint32_t block_size = default_object_block_size,
+                         std::size_t reserve = 0, object_bytes buffer = {});
 
   // Appends one stream's bytes for offsets [first, end); returns the range as recorded (the stream's last
   // range, grown, when these bytes continue it).
   const object_range& add(std::string_view stream, streams::stream_offset first, streams::stream_offset end,
                           std::span<const std::byte> bytes);
-  std::uint64_t data_size() const { return data_.size(); }
+  std::uint64_t data_size() const { return data_size_; }
   // The size finish() will return.
   std::uint64_t encoded_size() const;
   const std::vector<object_range>& ranges() const { return ranges_; }
-  // The whole object.
-  object_bytes finish() const;
+  // The whole object. Once: the writer is spent after it.
+  object_bytes finish();
 
  private:
+  void append_data(std::span<const std::byte> bytes);
+
   cold_group group_;
   std::uint32_t block_size_;
-  object_bytes data_;
+  object_bytes out_;  // header, then the stored blocks so far (the last one open)
+  std::uint64_t data_size_ = 0;
+  std::uint32_t block_fill_ = 0;  // data bytes in the open block
+  std::uint32_t block_crc_ = 0;   // their CRC32C
+  bool finished_ = false;
   std::vector<object_range> ranges_;
 };
 

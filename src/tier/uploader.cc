@@ -32,16 +32,21 @@ void uploader::add(std::string_view stream, streams::stream_offset first, stream
   whole = whole && bytes.size() <= max_whole_bytes;
   if (whole && filling_ && filling_->data_size() > 0 &&
       filling_->data_size() + bytes.size() > o_.target_object_bytes) {
-    seal();  // the range goes whole into the next object
+    seal(true);  // the range goes whole into the next object
   }
   // A range larger than what is left of the object is cut at the object's end (offsets count bytes), so
   // that every object stays near the target and far under the store's largest PUT.
   while (!bytes.empty()) {
     if (!filling_) {
-      filling_.emplace(o_.group, o_.block_size);
+      // Room for a full object (pages are touched only as bytes come): it never grows by copying, but
+      // for a range kept whole beyond the target.
+      filling_.emplace(o_.group, o_.block_size,
+                       object_header_size + stored_data_size(o_.target_object_bytes, o_.block_size) +
+                           object_trailer_size + 4096,
+                       std::exchange(spare_, object_bytes{}));
       age_timer_ = ex_.add_timer(o_.max_age, [this] {
         age_timer_ = 0;
-        seal();
+        seal(false);
       });
     }
     const std::uint64_t room =
@@ -52,12 +57,14 @@ void uploader::add(std::string_view stream, streams::stream_offset first, stream
     filling_->add(stream, first, cut, bytes.first(n));
     bytes = bytes.subspan(n);
     first = cut;
-    if (filling_->data_size() >= o_.target_object_bytes) seal();
+    if (filling_->data_size() >= o_.target_object_bytes) seal(true);
   }
 }
 
 void uploader::flush() {
-  if (!stopped_) seal();
+  if (stopped_) return;
+  seal(false);
+  spare_ = object_bytes{};
 }
 
 void uploader::stop() {
@@ -70,10 +77,11 @@ void uploader::stop() {
     if (p.retry_timer != 0) ex_.cancel_timer(p.retry_timer);
   pending_.clear();
   filling_.reset();
+  spare_ = object_bytes{};
   bytes_waiting_ = 0;
 }
 
-void uploader::seal() {
+void uploader::seal(bool full) {
   if (!filling_ || filling_->ranges().empty()) return;
   if (age_timer_ != 0) ex_.cancel_timer(age_timer_);
   age_timer_ = 0;
@@ -87,6 +95,7 @@ void uploader::seal() {
   p.bytes = filling_->finish();
   p.object.size = p.bytes.size();
   p.next_delay = o_.retry_base;
+  p.recycle = full;
   filling_.reset();
   pending_.emplace(seq, std::move(p));
   send(seq);
@@ -118,7 +127,12 @@ void uploader::on_put(std::uint64_t seq, store_result<object_info> r) {
     return;
   }
   p.landed = true;
-  p.bytes = object_bytes{};  // the store has them
+  // The store has them.
+  if (p.recycle && spare_.capacity() == 0) {
+    spare_ = std::move(p.bytes);
+  } else {
+    p.bytes = object_bytes{};
+  }
   last_error_.clear();
   report_landed();
 }

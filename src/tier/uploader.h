@@ -103,11 +103,12 @@ class uploader {
     object_bytes bytes;
     std::uint64_t data_bytes = 0;
     bool landed = false;
+    bool recycle = false;  // sealed full (not by age): its buffer may take the group's next object
     std::chrono::milliseconds next_delay{0};
     raft::executor::timer_id retry_timer = 0;
   };
 
-  void seal();
+  void seal(bool full);
   void send(std::uint64_t seq);
   void on_put(std::uint64_t seq, store_result<object_info> r);
   void retry_later(std::uint64_t seq, const std::string& why);
@@ -118,6 +119,10 @@ class uploader {
   put_fn put_;
   uploaded_fn uploaded_;
   std::optional<object_writer> filling_;
+  // The buffer of the last full object the store took, for the next object: a busy group writes each
+  // object into memory already touched (no page faults, no zeroed pages) rather than a fresh allocation.
+  // At most one per uploader; objects sealed by age (a slow group) are not kept.
+  object_bytes spare_;
   raft::executor::timer_id age_timer_ = 0;
   upload_seq next_seq_;
   std::map<std::uint64_t, pending> pending_;  // by sequence: sent, not yet reported
