@@ -369,6 +369,17 @@ double metric(std::uint16_t port, const std::string& name) {
   return at == std::string::npos ? 0 : std::stod(m.body.substr(at + name.size() + 2));
 }
 
+// Waits (up to 30 s) until the node's /metrics value `name` reaches `at_least` (the node does it in the
+// background: uploads, reclaims, snapshots); returns the last value read.
+double wait_for_metric(std::uint16_t port, const std::string& name, double at_least) {
+  double v = metric(port, name);
+  for (auto end = std::chrono::steady_clock::now() + 30s;
+       v < at_least && std::chrono::steady_clock::now() < end; v = metric(port, name)) {
+    std::this_thread::sleep_for(50ms);  // polling another process's background work
+  }
+  return v;
+}
+
 TEST_F(cold_node_test, a_node_whose_disk_is_lost_comes_back_from_the_bucket_with_every_byte) {
   use_credentials(test::s3rver_process::secret_key);
   auto args = cold_args();
@@ -410,12 +421,8 @@ TEST_F(cold_node_test, a_node_whose_disk_is_lost_comes_back_from_the_bucket_with
   // Every shard has uploaded a snapshot taken after the last write.
   const double after =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  for (auto end = std::chrono::steady_clock::now() + 30s;
-       std::chrono::steady_clock::now() < end &&
-       metric(node.port(), "weir_tier_restore_point_timestamp_seconds") < after;) {
-    std::this_thread::sleep_for(50ms);  // polling the node's background snapshots
-  }
-  ASSERT_GE(metric(node.port(), "weir_tier_restore_point_timestamp_seconds"), after) << node.log_tail(3000);
+  ASSERT_GE(wait_for_metric(node.port(), "weir_tier_restore_point_timestamp_seconds", after), after)
+      << node.log_tail(3000);
 
   // The disk is lost: a new node on an empty directory restores from the bucket alone.
   ASSERT_TRUE(node.kill(why)) << why;
@@ -580,12 +587,8 @@ TEST_F(cold_node_test, a_fork_on_another_shard_reads_its_sources_bytes_from_the_
   ASSERT_EQ(std::count(json_all.begin(), json_all.end(), '{'), 256) << json_all.substr(0, 200);
   // The shard forgets what is in the bucket once it is over its share: wait until most of the source is
   // only there (the reads below then start in objects).
-  for (auto end = std::chrono::steady_clock::now() + 30s;
-       std::chrono::steady_clock::now() < end &&
-       metric(node.port(), "weir_tier_dropped_bytes_total") < 3u << 20;) {
-    std::this_thread::sleep_for(50ms);  // polling the node's background reclaim
-  }
-  ASSERT_GE(metric(node.port(), "weir_tier_dropped_bytes_total"), 3u << 20) << node.log_tail(3000);
+  ASSERT_GE(wait_for_metric(node.port(), "weir_tier_dropped_bytes_total", 3u << 20), 3u << 20)
+      << node.log_tail(3000);
 
   // Forks on shard 1, made after their sources' early bytes left shard 0's disk.
   ASSERT_EQ(c.request("PUT", fork, {{"Stream-Forked-From", src}}).status, 201);

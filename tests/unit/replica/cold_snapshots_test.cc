@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "replica/cold_mover.h"
 #include "replica/cold_state.h"
 #include "tier/mem_object_store.h"
@@ -89,12 +91,18 @@ class cold_snapshots_test : public testing::partition_on_loop {
   void settle() {
     for (int i = 0; i < 20; ++i) ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
   }
-  // Takes a snapshot and lets it land (and the older ones go).
+  // Takes a snapshot and lets it land (and the older ones go). The cut's records are encoded on the
+  // checkpointer's thread, so the snapshot is built after a number of loop turns that the test cannot
+  // know: it waits (10 s at most) until the snapshot is no longer under way.
   void snapshot_now() {
     on_loop([&] {
       part_->snapshots()->take();
       return 0;
     });
+    for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+         on_loop([&] { return part_->snapshots()->busy(); }) && std::chrono::steady_clock::now() < end;) {
+      settle();
+    }
     settle();
   }
   cold_snapshot_stats stats() {
