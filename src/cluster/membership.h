@@ -95,8 +95,8 @@ result<membership> without_member(const membership& base, std::uint64_t id);
 // address twice, at most max_nodes members, and some members unless the epoch is 0.
 status check_membership(const membership& m);
 
-// A membership change as group 0's log carries it (docs/replication-formats.md, "Cluster messages"): what to do,
-// and the membership the proposing node saw, which the change is made against when it is applied.
+// A membership change as group 0's log carries it (docs/replication-formats.md, "Cluster messages"): what to
+// do, and the membership the proposing node saw, which the change is made against when it is applied.
 struct membership_change {
   enum class op : std::uint8_t { add = 1, remove = 2 };
   op what = op::add;

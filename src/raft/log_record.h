@@ -1,5 +1,6 @@
 // The record format of the node log: the segment files of one node (per core, later) that hold the
-// entries, terms, votes, truncations and snapshots of every group on it (docs/replication-formats.md, "Node log").
+// entries, terms, votes, truncations and snapshots of every group on it (docs/replication-formats.md, "Node
+// log").
 //
 //   file   := header (16 bytes) | record*        (one segment)
 //   header := "weirraft" | u32 version | u32 crc32c(magic, version)

@@ -295,7 +295,8 @@ std::string replication::status_json(const std::vector<lane_status>& others) con
   w.key("transfers_resumed").value(std::int64_t(ts.transfers_resumed));
   w.key("chunk_bytes_skipped").value(std::int64_t(ts.bytes_skipped));
   w.end_object();
-  // The raft node log: on disk, needed by the groups, compaction (docs/replication-formats.md, "Node log format").
+  // The raft node log: on disk, needed by the groups, compaction (docs/replication-formats.md, "Node log
+  // format").
   const auto nl = lane_->replicator().node_log_figures();
   w.key("node_log").begin_object();
   w.key("disk_bytes").value(std::int64_t(nl.disk_bytes));

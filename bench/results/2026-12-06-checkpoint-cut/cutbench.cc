@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
     std::vector<std::uint64_t> segments;
     auto blob = c.encode(0, segments);
     auto t2 = std::chrono::steady_clock::now();
-    std::printf("cut %.2f ms, encode %.1f ms, %zu bytes\n", std::chrono::duration<double, std::milli>(t1 - t0).count(),
+    std::printf("cut %.2f ms, encode %.1f ms, %zu bytes\n",
+                std::chrono::duration<double, std::milli>(t1 - t0).count(),
                 std::chrono::duration<double, std::milli>(t2 - t1).count(), blob->size());
   }
 }

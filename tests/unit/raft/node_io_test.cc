@@ -185,8 +185,9 @@ TEST(raft_node_io, a_message_after_set_term_waits_for_the_sync) {
 
 // A turn's frames for one peer leave in packets of at most max_packet_bytes, in the order they were sent:
 // the receiver handles a packet whole, so a turn of megabytes of entries does not become one packet that
-// holds every frame behind it (src/raft/README.md, "How the groups do their I/O"). Small frames share packets; a
-// frame of own_packet_bytes or more goes alone, so that its entries are not copied again into a packet.
+// holds every frame behind it (src/raft/README.md, "How the groups do their I/O"). Small frames share
+// packets; a frame of own_packet_bytes or more goes alone, so that its entries are not copied again into a
+// packet.
 TEST(raft_node_io, a_turns_frames_leave_in_packets_of_bounded_size_in_order) {
   node_fixture f;
   raft_io* g0 = f.start_group(0);
