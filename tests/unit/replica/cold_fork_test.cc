@@ -22,12 +22,7 @@ namespace {
 
 using streams::testing::make_append;
 using streams::testing::make_create;
-
-struct quiet_host final : partition_host {
-  void on_durable(const streams::outcome&) override {}
-  void on_rebuilt() override {}
-  void on_writes_resumed() override {}
-};
+using testing::quiet_host;
 
 // A stream path that a 2-shard node places on `shard`.
 std::string path_on(unsigned shard, const std::string& stem) {
@@ -147,35 +142,6 @@ class cold_fork_test : public testing::partition_on_loop {
     ASSERT_EQ(created.failure, errc::ok);
     ASSERT_EQ(created.o.code, streams::errc::ok);
   }
-  // A reader's catch-up of `path` on shard 1 in `chunk`-byte reads, as the server reads.
-  std::string read_through(const std::string& path, std::size_t chunk, std::vector<std::string>* chunks) {
-    std::string out;
-    streams::stream_offset at(0);
-    for (int n = 0; n < 10'000; ++n) {
-      std::promise<std::pair<streams::read_result, std::string>> p;
-      loop_->post([&] {
-        streams::read_result rr = other_->read_planned(path, at, chunk);
-        if (!tier::hot_tier::has_cold(rr.plan)) return p.set_value({rr, ""});
-        (void)other_->read_cold(
-            path, std::move(rr),
-            [&](streams::read_result& got, status io) {
-              p.set_value({got, io ? "" : io.err().reason});
-            },
-            false);
-      });
-      auto [rr, failed] = p.get_future().get();
-      if (!failed.empty()) return out + "<read failed: " + failed + ">";
-      std::string got;
-      for (const auto& s : rr.plan.slices) got += s.view();
-      out += got;
-      if (chunks != nullptr && !got.empty()) chunks->push_back(std::move(got));
-      if (rr.plan.next <= at && !rr.plan.up_to_date) return out + "<no progress>";
-      at = rr.plan.next;
-      if (rr.plan.up_to_date) return out;
-    }
-    return out + "<too many chunks>";
-  }
-
   tier::mem_object_store store_;
   tier::cold_fetcher fetcher_{store_};
   quiet_host host_;
@@ -197,7 +163,7 @@ TEST_F(cold_fork_test, a_fork_on_another_shard_reads_its_sources_reclaimed_bytes
   ASSERT_GE(held_from(src), all.size() - 8 * 1024);  // most of it only in the bucket
   fork_across(src, fork);
   ASSERT_EQ(submit_to(*other_, make_append(fork, "+own")).failure, errc::ok);
-  EXPECT_EQ(read_through(fork, 4096, nullptr), all + "+own");
+  EXPECT_EQ(read_through(*other_, fork, 4096, nullptr), all + "+own");
   EXPECT_GT(on_loop([&] { return foreign_lookups_; }), 0);
   // Its own reads never needed another shard.
   const int lookups = on_loop([&] { return foreign_lookups_; });
@@ -238,7 +204,7 @@ TEST_F(cold_fork_test, a_json_fork_on_another_shard_reads_whole_messages_from_th
   ASSERT_GT(held_from(src), all.size() / 2);  // most of it only in the bucket
   fork_across(src, fork);
   std::vector<std::string> chunks;
-  EXPECT_EQ(read_through(fork, 4096, &chunks), all);
+  EXPECT_EQ(read_through(*other_, fork, 4096, &chunks), all);
   // Every answer ends at a message boundary, as the source's own reads from the bucket do.
   for (const std::string& chunk : chunks) {
     EXPECT_EQ(streams::whole_messages_prefix(chunk), chunk.size()) << chunk.substr(0, 40);
@@ -259,8 +225,9 @@ TEST_F(cold_fork_test, without_a_route_to_the_sources_shard_the_read_fails_rathe
   upload_and_reclaim();
   ASSERT_GT(held_from(src), 0u);
   fork_across(src, fork);
-  EXPECT_NE(read_through(fork, 4096, nullptr).find("<read failed: no object holds bytes 0 of " + src),
-            std::string::npos);
+  EXPECT_NE(
+      read_through(*other_, fork, 4096, nullptr).find("<read failed: no object holds bytes 0 of " + src),
+      std::string::npos);
 }
 
 }  // namespace

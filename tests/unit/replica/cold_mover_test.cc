@@ -26,12 +26,7 @@ namespace {
 
 using streams::testing::make_append;
 using streams::testing::make_create;
-
-struct quiet_host final : partition_host {
-  void on_durable(const streams::outcome&) override {}
-  void on_rebuilt() override {}
-  void on_writes_resumed() override {}
-};
+using testing::quiet_host;
 
 class cold_mover_test : public testing::partition_on_loop {
  protected:
@@ -118,34 +113,9 @@ class cold_mover_test : public testing::partition_on_loop {
   void wait_for_cold_end(const std::string& stream, std::uint64_t end) {
     wait_until([&] { return cold_end(stream) == end; });
   }
-  // A reader's catch-up of `path` from offset 0 to its tail, as the server reads: chunks from memory,
-  // from the log's segments, and from objects, each continuing where the last ended.
+  // A reader's catch-up of `path` in 4 KiB reads (partition_on_loop::read_through).
   std::string read_through(const std::string& path, std::vector<std::string>* chunks = nullptr) {
-    std::string out;
-    streams::stream_offset at(0);
-    for (int chunk = 0; chunk < 10'000; ++chunk) {
-      std::promise<std::pair<streams::read_result, std::string>> p;
-      loop_->post([&] {
-        streams::read_result rr = part_->read_planned(path, at, 4096);
-        if (!tier::hot_tier::has_cold(rr.plan)) return p.set_value({rr, ""});
-        (void)part_->read_cold(
-            path, std::move(rr),
-            [&](streams::read_result& got, status io) {
-              p.set_value({got, io ? "" : io.err().reason});
-            },
-            false);
-      });
-      auto [rr, failed] = p.get_future().get();
-      if (!failed.empty()) return out + "<read failed: " + failed + ">";
-      std::string got;
-      for (const auto& s : rr.plan.slices) got += s.view();
-      out += got;
-      if (chunks != nullptr && !got.empty()) chunks->push_back(std::move(got));
-      if (rr.plan.next <= at && !rr.plan.up_to_date) return out + "<no progress>";
-      at = rr.plan.next;
-      if (rr.plan.up_to_date) return out;
-    }
-    return out + "<too many chunks>";
+    return partition_on_loop::read_through(*part_, path, 4096, chunks);
   }
   std::size_t segment_files() {
     auto names = env_.list_dir("/data/wal/core-0");

@@ -21,12 +21,7 @@ namespace {
 
 using streams::testing::make_append;
 using streams::testing::make_create;
-
-struct quiet_host final : partition_host {
-  void on_durable(const streams::outcome&) override {}
-  void on_rebuilt() override {}
-  void on_writes_resumed() override {}
-};
+using testing::quiet_host;
 
 class cold_snapshots_test : public testing::partition_on_loop {
  protected:

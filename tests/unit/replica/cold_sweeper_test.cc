@@ -23,12 +23,7 @@ using namespace std::chrono_literals;
 using streams::testing::make_append;
 using streams::testing::make_create;
 using streams::testing::t0;
-
-struct quiet_host final : partition_host {
-  void on_durable(const streams::outcome&) override {}
-  void on_rebuilt() override {}
-  void on_writes_resumed() override {}
-};
+using testing::quiet_host;
 
 constexpr std::chrono::milliseconds grace = 60s;
 

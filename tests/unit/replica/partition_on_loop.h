@@ -9,7 +9,9 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -17,8 +19,16 @@
 #include "replica/partition.h"
 #include "replica/wal_recovery.h"
 #include "storage/mem_env.h"
+#include "tier/hot_tier.h"
 
 namespace weir::replica::testing {
+
+// A host that needs nothing from its partition.
+struct quiet_host final : partition_host {
+  void on_durable(const streams::outcome&) override {}
+  void on_rebuilt() override {}
+  void on_writes_resumed() override {}
+};
 
 class partition_on_loop : public ::testing::Test {
  protected:
@@ -60,6 +70,38 @@ class partition_on_loop : public ::testing::Test {
     thread_.join();
     loop_.reset();
     readers_.clear();
+  }
+  // A reader's catch-up of `path` on `p` (a partition on loop_) from offset 0 to its tail in `chunk`-byte
+  // reads, as the server reads: chunks from memory, from the log's segments and from objects, each
+  // continuing where the last ended. Each chunk read goes into `chunks` when given; a failure, a read
+  // that makes no progress or too many reads end the text with a <reason>.
+  std::string read_through(partition& p, const std::string& path, std::size_t chunk,
+                           std::vector<std::string>* chunks = nullptr) {
+    std::string out;
+    streams::stream_offset at(0);
+    for (int n = 0; n < 10'000; ++n) {
+      std::promise<std::pair<streams::read_result, std::string>> done;
+      loop_->post([&] {
+        streams::read_result rr = p.read_planned(path, at, chunk);
+        if (!tier::hot_tier::has_cold(rr.plan)) return done.set_value({rr, ""});
+        (void)p.read_cold(
+            path, std::move(rr),
+            [&](streams::read_result& got, status io) {
+              done.set_value({got, io ? "" : io.err().reason});
+            },
+            false);
+      });
+      auto [rr, failed] = done.get_future().get();
+      if (!failed.empty()) return out + "<read failed: " + failed + ">";
+      std::string got;
+      for (const auto& s : rr.plan.slices) got += s.view();
+      out += got;
+      if (chunks != nullptr && !got.empty()) chunks->push_back(std::move(got));
+      if (rr.plan.next <= at && !rr.plan.up_to_date) return out + "<no progress>";
+      at = rr.plan.next;
+      if (rr.plan.up_to_date) return out;
+    }
+    return out + "<too many chunks>";
   }
   // Submits `c` and waits for its completion.
   durable_result submit(const streams::command& c) {
