@@ -179,7 +179,7 @@ void group_registers::apply_register(const record::state& r) {
   trailing_ = r.snap ? r.snap->trailing : 0;
 }
 
-void recovering_group::apply(const record::body& body, std::uint32_t seg) {
+void recovering_group::apply(const record::body& body, std::uint32_t seg, std::uint64_t offset) {
   std::visit(
       [&](const auto& r) {
         using T = std::decay_t<decltype(r)>;
@@ -189,8 +189,13 @@ void recovering_group::apply(const record::body& body, std::uint32_t seg) {
             next_ = log_index(r.first.value() + r.items.size());
           }
           std::uint64_t i = r.first.value();
-          for (const wire::entry& e : r.items)
-            entries_[i++] = located{stored_entry{e.term, e.type, copy_of(e.data)}, seg};
+          item_data_offsets at;
+          for (const wire::entry& e : r.items) {
+            // Segment 0 (a version-1 file) gives no places.
+            const std::uint32_t data = at.next(e.data.size());
+            const entry_place place = seg == 0 ? entry_place{} : entry_place{seg, offset, data};
+            entries_[i++] = located{stored_entry{e.term, e.type, copy_of(e.data)}, seg, place};
+          }
         } else if constexpr (std::is_same_v<T, record::term> || std::is_same_v<T, record::vote>) {
           apply_register(r);
         } else if constexpr (std::is_same_v<T, record::truncate>) {
@@ -230,6 +235,7 @@ result<std::pair<group_state, live_group>> recovering_group::finish() && {
     const bool joins = !live.runs().empty() && live.runs().back().seg == loc.seg;
     live.push_run(entry_run{log_index(index), 1, joins ? bytes : items_record_overhead + bytes, 0, loc.seg});
     g.entries.push_back(std::move(loc.e));
+    g.places.push_back(loc.place);
   }
   if (want != next_.value())
     return make_error(errc::corruption,

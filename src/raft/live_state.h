@@ -11,6 +11,7 @@
 // Both apply a record the same way (docs/replication-formats.md, "Node log"). Pure; any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -38,6 +39,37 @@ struct stored_snapshot {
   std::vector<std::byte> data;
 };
 
+// Where an entry's bytes sit on disk: segment number (never 0: the version-1 file `<path>` read as
+// segment 0 gives no places), the file offset of the record holding it (its 8-byte length+CRC header),
+// and the offset of the entry's first data byte from the start of that record's body (the byte after
+// the 8-byte header). record_offset + 8 + data_offset is the file offset of the data. (Declared here
+// rather than in node_log.h because group_state holds them.)
+struct entry_place {
+  std::uint32_t segment = 0;
+  std::uint64_t record_offset = 0;
+  std::uint32_t data_offset = 0;
+
+  friend bool operator==(const entry_place&, const entry_place&) = default;
+};
+
+// The offsets from an entries or carry record's body start (log_record.h) of its items' data, one after
+// the other: the body's header (u8 type, u32 group, u64 first, u32 n), then per item u64 term, u8 type,
+// u32 length, bytes.
+class item_data_offsets {
+ public:
+  // The offset of the next item's data, which is `size` bytes long.
+  std::uint32_t next(std::size_t size) {
+    const std::uint32_t at = end_ + item_header;
+    end_ = at + static_cast<std::uint32_t>(size);
+    return at;
+  }
+
+ private:
+  static constexpr std::uint32_t body_header = 1 + 4 + 8 + 4;
+  static constexpr std::uint32_t item_header = 8 + 1 + 4;
+  std::uint32_t end_ = body_header;
+};
+
 // What the log says about one group.
 struct group_state {
   term_id term;
@@ -45,6 +77,8 @@ struct group_state {
   std::optional<stored_snapshot> snapshot;
   log_index start{1};  // index of entries[0]
   std::vector<stored_entry> entries;
+  // Where each of `entries` was found (same length; an entry of segment 0 has a default place).
+  std::vector<entry_place> places;
 
   log_index next_index() const { return log_index(start.value() + entries.size()); }
 };
@@ -117,8 +151,8 @@ class live_group : private group_registers {
 
 class recovering_group : private group_registers {
  public:
-  // Applies a record read from segment `seg`.
-  void apply(const record::body& r, std::uint32_t seg);
+  // Applies a record read from segment `seg` at file offset `offset`.
+  void apply(const record::body& r, std::uint32_t seg, std::uint64_t offset);
   // The recovered state and the live account of it; corruption if the entries do not form one run ending
   // just below the next index.
   result<std::pair<group_state, live_group>> finish() &&;
@@ -127,6 +161,7 @@ class recovering_group : private group_registers {
   struct located {
     stored_entry e;
     std::uint32_t seg = no_segment;
+    entry_place place;
   };
   std::map<std::uint64_t, located> entries_;
 };

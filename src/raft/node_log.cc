@@ -145,6 +145,11 @@ std::string node_log::segment_path(const std::string& path, std::uint32_t no) {
   return no == 0 ? path : fmt::format("{}.{:08}", path, no);
 }
 
+std::string node_log::kept_segment_path(const std::string& path, std::uint32_t no) {
+  // Not "<base>.NNNNNNNN": recovery never takes it for a segment.
+  return fmt::format("{}.kept.{:08}", path, no);
+}
+
 std::vector<std::byte> node_log::preamble() const {
   std::vector<std::byte> out;
   std::vector<wire::server> scratch;
@@ -176,21 +181,64 @@ std::uint64_t node_log::add(const record::log_record& r) {
   // doubling copies its records once more on the way (and, at megabytes, maps fresh pages each time).
   if (pending_.capacity() == 0) pending_.reserve(batch_hint_);
   const std::size_t start = pending_.size();
+  const std::size_t places_before = pending_places_.size();
   record::encode_record(r, pending_);
+  if (on_placed_) note_places(r, start);
   if (!roll_preamble_ && wants_prepared_segment(start, sealed_roll)) {
     // An early roll onto a ready spare: the batches before this record stay in the segment they fit in,
     // and this record's batch starts the prepared segment, with the preamble of a size roll.
     std::vector<std::byte> rec(pending_.begin() + static_cast<std::ptrdiff_t>(start), pending_.end());
+    std::vector<batch_place> rec_places(pending_places_.begin() + static_cast<std::ptrdiff_t>(places_before),
+                                        pending_places_.end());
+    for (batch_place& p : rec_places) p.record_offset -= start;
     pending_.resize(start);
+    pending_places_.resize(places_before);
     if (!pending_.empty()) seal();
     roll_preamble_ = preamble();
     pending_ = std::move(rec);
+    pending_places_ = std::move(rec_places);
   }
   live_group& live = live_[r.group];
   live_total_ -= live.live_bytes();
   live.apply(r.payload, open_);
   live_total_ += live.live_bytes();
   return open_;
+}
+
+// The entries of `r`, just encoded into pending_ at `offset`, for on_placed_.
+void node_log::note_places(const record::log_record& r, std::size_t offset) {
+  auto note = [&](log_index first, const std::vector<wire::entry>& items) {
+    item_data_offsets at;
+    std::uint64_t i = first.value();
+    for (const wire::entry& e : items)
+      pending_places_.push_back(batch_place{r.group, log_index(i++), offset, at.next(e.data.size())});
+  };
+  if (const auto* e = std::get_if<record::entries>(&r.payload)) note(e->first, e->items);
+  if (const auto* c = std::get_if<record::carry>(&r.payload)) note(c->first, c->items);
+}
+
+// The batch just made durable: where its entries sit (flushing_segment_, from flushing_offset_ on).
+void node_log::report_places() {
+  // Moved out first: the callback may add records and start the next flush, which sets these anew.
+  const std::vector<batch_place> places = std::move(flushing_places_);
+  flushing_places_.clear();
+  const std::uint32_t seg = flushing_segment_;
+  const std::uint64_t base = flushing_offset_;
+  if (!on_placed_) return;
+  for (const batch_place& p : places)
+    on_placed_(p.group, p.index, entry_place{seg, base + p.record_offset, p.data_offset});
+}
+
+std::vector<std::uint32_t> node_log::kept_segments() const {
+  std::vector<std::uint32_t> out;
+  for (const auto& [no, k] : kept_) out.push_back(no);
+  return out;
+}
+
+std::uint64_t node_log::kept_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& [no, k] : kept_) n += k.bytes;
+  return n;
 }
 
 std::uint64_t node_log::disk_bytes() const {
@@ -206,8 +254,10 @@ std::uint64_t node_log::live_bytes() const {
 void node_log::seal() {
   const std::uint64_t cap = opts_.max_batch_bytes != 0 ? opts_.max_batch_bytes + (1u << 20) : 8u << 20;
   batch_hint_ = static_cast<std::size_t>(std::min<std::uint64_t>(pending_.size(), cap));
-  sealed_.push_back(sealed_batch{open_++, std::move(pending_), std::move(roll_preamble_)});
+  sealed_.push_back(
+      sealed_batch{open_++, std::move(pending_), std::move(roll_preamble_), std::move(pending_places_)});
   pending_ = {};
+  pending_places_ = {};
   roll_preamble_.reset();
 }
 
@@ -254,6 +304,8 @@ void node_log::start_segment(std::uint64_t batch, const std::vector<std::byte>& 
   const std::uint64_t preamble_bytes = bytes.size();
   bytes.insert(bytes.end(), records.begin(), records.end());
   bytes_written_ += bytes.size();
+  flushing_segment_ = no;
+  flushing_offset_ = preamble_bytes;  // the batch's records follow the header and preamble
   segs_.push_back(segment{no, p, bytes.size(), batch, preamble_bytes});
   batch_segment_[batch] = no;
   prepared_ = spare ? spare->bytes : 0;
@@ -297,9 +349,12 @@ void node_log::flush() {
   const std::uint64_t batch = next.no;
   started_ = batch;
   flushing_ = true;
+  flushing_places_ = std::move(next.places);
   if (next.roll_preamble) return start_segment(batch, *next.roll_preamble, next.bytes);
   std::vector<std::byte> bytes = std::move(next.bytes);
   bytes_written_ += bytes.size();
+  flushing_segment_ = segs_.back().no;
+  flushing_offset_ = segs_.back().bytes;  // appended at the segment's end
   segs_.back().bytes += bytes.size();
   flusher_.flush(*file_, std::move(bytes), [this, batch, alive = alive_](status st) {
     if (*alive) on_flushed(batch, false, std::move(st));
@@ -328,7 +383,9 @@ void node_log::finish_batch(std::uint64_t batch, status st) {
   if (!poisoned_) {
     synced_ = batch;
     ++batches_synced_;
+    report_places();  // before on_synced: who learns a batch is durable knows where its entries are
   }
+  flushing_places_.clear();
   if (on_synced_) on_synced_(batch, poisoned_ ? status(*poisoned_) : status());
   maybe_delete();
   maybe_compact();
@@ -450,11 +507,12 @@ std::uint64_t node_log::last_record_batch() const {
   return pending_.empty() ? open_ - 1 : open_;
 }
 
-// Deletes the pass's segments: unlinks oldest first, then one directory sync. Recovery needs consecutive
-// segment numbers (node_log_open.cc); a crash before the sync may keep any number of these unlinks, and
-// since the file systems weir runs on (ext4, xfs) journal a directory's changes in the order they were
-// made, what it keeps is the oldest ones: the log left is a suffix of segments, which recovers like the
-// log after the pass (every segment begins with a preamble, and the carried entries are durable already).
+// Deletes the pass's segments: unlinks (or renames to kept, set_keep) oldest first, then one directory sync.
+// Recovery needs consecutive segment numbers (node_log_open.cc); a crash before the sync may keep any
+// number of these changes, and since the file systems weir runs on (ext4, xfs) journal a directory's
+// changes in the order they were made, what it keeps is the oldest ones: the log left is a suffix of
+// segments, which recovers like the log after the pass (every segment begins with a preamble, and the
+// carried entries are durable already). A kept segment's new name is not a segment's: recovery skips it.
 void node_log::maybe_delete() {
   if (!compaction_ || !compaction_->delete_after || compaction_->deleting || poisoned_) return;
   if (synced_ < *compaction_->delete_after) return;
@@ -462,14 +520,21 @@ void node_log::maybe_delete() {
   WEIR_ASSERT(segs_.front().no == compaction_->first && segs_.size() > compaction_->count,
               "node log: compacting {} segments from {} but the oldest is {} of {}", compaction_->count,
               compaction_->first, segs_.front().no, segs_.size());
-  std::vector<std::string> paths;
-  for (std::size_t i = 0; i < compaction_->count; ++i) paths.push_back(segs_[i].path);
+  // Each segment is unlinked or, if the caller keeps it, renamed (the version-1 file is never kept).
+  std::vector<std::pair<std::string, std::string>> moves;  // (path, kept path; empty: unlink)
+  std::vector<bool> kept;
+  for (std::size_t i = 0; i < compaction_->count; ++i) {
+    const segment& s = segs_[i];
+    const bool k = keep_ && s.no != 0 && keep_(s.no);
+    moves.emplace_back(s.path, k ? kept_segment_path(path_, s.no) : std::string());
+    kept.push_back(k);
+  }
   auto removed = std::make_shared<std::size_t>(0);
   flusher_.run(
-      [&env = env_, paths = std::move(paths), dir = dir_, removed] {
+      [&env = env_, moves = std::move(moves), dir = dir_, removed] {
         status st;
-        for (const std::string& p : paths) {
-          st = env.remove_file(p);
+        for (const auto& [from, to] : moves) {
+          st = to.empty() ? env.remove_file(from) : env.rename_file(from, to);
           if (!st) break;
           ++*removed;
         }
@@ -478,11 +543,14 @@ void node_log::maybe_delete() {
         status synced = env.sync_dir(dir);
         return st ? synced : st;
       },
-      [this, removed, alive = alive_](status st) {
+      [this, removed, kept = std::move(kept), alive = alive_](status st) {
         if (!*alive) return;
         for (std::size_t i = 0; i < *removed; ++i) {
           const segment& s = segs_.front();
-          bytes_reclaimed_ += s.bytes;
+          if (kept[i])
+            kept_.emplace(s.no, kept_segment{s.bytes, false});
+          else
+            bytes_reclaimed_ += s.bytes;
           ++segments_deleted_;
           for (auto it = batch_segment_.begin(); it != batch_segment_.end();)
             it = it->second == s.no ? batch_segment_.erase(it) : std::next(it);
@@ -491,6 +559,48 @@ void node_log::maybe_delete() {
         if (!st) return give_up_compaction(st.err());
         compaction_.reset();
         maybe_compact();
+      });
+}
+
+// Unlinks oldest first, then one directory sync (as maybe_delete).
+void node_log::drop_kept(std::function<bool(std::uint32_t)> still_needed, std::function<void(status)> done) {
+  std::vector<std::uint32_t> nos;
+  std::vector<std::string> paths;
+  for (auto& [no, k] : kept_) {
+    if (k.dropping || (still_needed && still_needed(no))) continue;
+    k.dropping = true;
+    nos.push_back(no);
+    paths.push_back(kept_segment_path(path_, no));
+  }
+  auto removed = std::make_shared<std::size_t>(0);
+  flusher_.run(
+      [&env = env_, paths = std::move(paths), dir = dir_, removed] {
+        status st;
+        for (const std::string& p : paths) {
+          st = env.remove_file(p);
+          // Already gone (removed by hand): what this call was for.
+          if (!st && st.err().is<storage::errc>() && st.err().as<storage::errc>() == storage::errc::not_found)
+            st = {};
+          if (!st) break;
+          ++*removed;
+        }
+        if (*removed == 0) return st;
+        status synced = env.sync_dir(dir);
+        return st ? synced : st;
+      },
+      [this, nos = std::move(nos), removed, done = std::move(done), alive = alive_](status st) {
+        if (!*alive) return;
+        for (std::size_t i = 0; i < nos.size(); ++i) {
+          auto it = kept_.find(nos[i]);
+          if (it == kept_.end()) continue;
+          if (i < *removed) {
+            bytes_reclaimed_ += it->second.bytes;
+            kept_.erase(it);
+          } else {
+            it->second.dropping = false;
+          }
+        }
+        if (done) done(std::move(st));
       });
 }
 

@@ -18,6 +18,14 @@
 // pieces of 1 MiB through one buffer, on the flusher's thread, and keeps their live entries until they are
 // encoded into the open batch.
 //
+// Entry places: once a batch is durable, the log reports where each entry it holds sits (segment, record
+// offset, data offset: entry_place), so a reader can serve an entry's bytes from the segment file itself;
+// recovery gives the same for the entries it rebuilds (group_state::places). Kept segments: a segment
+// compaction is done with that the caller still reads from (set_keep) is renamed to `<path>.kept.NNNNNNNN`
+// instead of unlinked; it is no longer part of the raft log (recovery lists but never reads it, and it
+// counts neither in disk_bytes() nor for compaction) until drop_kept() unlinks it. A segment number is
+// never reused, kept or not: a place names its segment for good.
+//
 // At open, the segments are scanned in order and each group's state (term, vote, snapshot, entries)
 // rebuilt; a group takes its state once, when libraft calls load(). A torn record can only sit at the end
 // of the last segment (a crash during a write): it is cut off. Anything else that does not decode is
@@ -26,10 +34,10 @@
 // Owned by node_io; runs on the node's executor. At most one batch is being flushed at a time; records
 // added meanwhile form the next batch, sealed at options::max_batch_bytes (the next one then begins). I/O off
 // the executor goes through the log_flusher: the batches, the directory sync after a new segment, the read of
-// the segments whose live entries are carried forward, and the deletion of segments (unlinks + directory
-// sync), and a roll (cutting the old segment's unused prepared zeros, renaming a spare into place or
-// creating the file, writing the new segment's first batch). After open, only a spare's hand-over (a
-// mutex) and its request happen on the executor.
+// the segments whose live entries are carried forward, the deletion of segments (unlinks or renames to
+// kept, then a directory sync), the unlinks of kept segments, and a roll (cutting the old segment's unused
+// prepared zeros, renaming a spare into place or creating the file, writing the new segment's first
+// batch). After open, only a spare's hand-over (a mutex) and its request happen on the executor.
 #pragma once
 
 #include <cstdint>
@@ -108,6 +116,14 @@ class node_log {
   // Called after each flush with the batch number and its outcome. After an error the log is poisoned:
   // every later batch fails too.
   void set_on_synced(std::function<void(std::uint64_t batch, status)> fn) { on_synced_ = std::move(fn); }
+  // Called for every entry of every `entries` and `carry` record once the batch holding it is durable,
+  // before on_synced() of that batch, in the order the records were added: where its bytes sit. A later
+  // write of the same index (after a truncate, or a carry) is reported again; the newest report wins.
+  // Nothing is reported for a batch that failed. Set it before the first add(): records added while it
+  // is unset are never reported.
+  void set_on_placed(std::function<void(group_id, log_index, const entry_place&)> fn) {
+    on_placed_ = std::move(fn);
+  }
 
   // Highest batch known durable; the open batch's number.
   std::uint64_t synced_batch() const { return synced_; }
@@ -125,10 +141,26 @@ class node_log {
   std::uint64_t disk_bytes() const;  // all segments, the batch being flushed included
   std::size_t segments() const { return segs_.size(); }
   std::uint64_t live_bytes() const;  // what the groups need (an estimate; see live_group)
-  std::uint64_t bytes_reclaimed() const { return bytes_reclaimed_; }
-  std::uint64_t segments_deleted() const { return segments_deleted_; }
+  std::uint64_t bytes_reclaimed() const { return bytes_reclaimed_; }    // unlinked (kept ones once dropped)
+  std::uint64_t segments_deleted() const { return segments_deleted_; }  // out of the log: unlinked or kept
   std::uint64_t entries_carried() const { return entries_carried_; }
   bool compacting() const { return compaction_.has_value(); }
+
+  // Kept segments: a segment compaction would delete for which `keep(segment)` (asked on the executor when
+  // the deletion is decided) is true is renamed to kept_segment_path() instead: out of the raft log (not
+  // read by recovery, not counted in disk_bytes() nor by compaction), its bytes still readable there.
+  // Never the version-1 file (segment 0).
+  void set_keep(std::function<bool(std::uint32_t segment)> keep) { keep_ = std::move(keep); }
+  // Unlinks every kept segment for which `still_needed` (asked now, on the executor; unset: none is) is
+  // false, then syncs the directory, on the flusher; then `done` on the executor. A kept file found
+  // missing counts as unlinked.
+  void drop_kept(std::function<bool(std::uint32_t segment)> still_needed,
+                 std::function<void(status)> done = {});
+  std::vector<std::uint32_t> kept_segments() const;  // ascending
+  std::uint64_t kept_bytes() const;
+  // `<path>.NNNNNNNN` (segment 0: `<path>`, the version-1 file) and `<path>.kept.NNNNNNNN`.
+  static std::string segment_path(const std::string& path, std::uint32_t no);
+  static std::string kept_segment_path(const std::string& path, std::uint32_t no);
 
   // Prepared segments (node_log_options::prepare_segments): rolls onto a spare so far; the spare's path.
   std::uint64_t prepared_segments() const { return prepared_segments_; }
@@ -155,15 +187,29 @@ class node_log {
     bool takes(std::uint32_t seg) const { return seg != no_segment && seg >= first && seg - first < count; }
   };
   struct carried;  // the live entries of a pass's segments, read back (node_log.cc)
+  // An entry of a batch not yet durable: its record's offset in the batch and its data's in the record's
+  // body (entry_place before the batch's segment and offset are known).
+  struct batch_place {
+    group_id group;
+    log_index index;
+    std::uint64_t record_offset = 0;
+    std::uint32_t data_offset = 0;
+  };
   // A full batch waiting for the flush before it to finish.
   struct sealed_batch {
     std::uint64_t no = 0;
     std::vector<std::byte> bytes;
     std::optional<std::vector<std::byte>> roll_preamble;  // set: it starts a new segment
+    std::vector<batch_place> places;
+  };
+  struct kept_segment {
+    std::uint64_t bytes = 0;
+    bool dropping = false;  // handed to the flusher by drop_kept
   };
 
   node_log(storage::env& env, log_flusher& f, std::string path, node_log_options opts);
-  static std::string segment_path(const std::string& path, std::uint32_t no);
+  void note_places(const record::log_record& r, std::size_t offset);
+  void report_places();
   std::vector<std::byte> preamble() const;
   void seal();
   void start_segment(std::uint64_t batch, const std::vector<std::byte>& preamble,
@@ -193,6 +239,7 @@ class node_log {
   std::uint64_t live_total_ = 0;  // sum of live_[g].live_bytes()
   std::map<group_id, group_state> recovered_;
   std::vector<std::byte> pending_;
+  std::vector<batch_place> pending_places_;  // pending_'s entries (only while on_placed_ is set)
   std::size_t batch_hint_ = 0;  // the last sealed batch's size (capped): the next one's first capacity
   std::optional<std::vector<std::byte>> roll_preamble_;  // set: the open batch starts a new segment
   std::deque<sealed_batch> sealed_;                      // full batches, oldest first, none started
@@ -200,11 +247,18 @@ class node_log {
   std::uint64_t started_ = 0;                            // highest batch handed to the flusher
   std::uint64_t synced_ = 0;                             // highest durable batch
   bool flushing_ = false;
+  // The batch being flushed: its entries, its segment and the file offset of its first byte.
+  std::vector<batch_place> flushing_places_;
+  std::uint32_t flushing_segment_ = 0;
+  std::uint64_t flushing_offset_ = 0;
   std::optional<error> poisoned_;
   std::optional<compaction> compaction_;
   bool compaction_failed_ = false;  // a read or delete failed: no more compaction until restart
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::function<void(std::uint64_t, status)> on_synced_;
+  std::function<void(group_id, log_index, const entry_place&)> on_placed_;
+  std::function<bool(std::uint32_t)> keep_;
+  std::map<std::uint32_t, kept_segment> kept_;
   std::uint64_t bytes_written_ = 0;
   std::uint64_t batches_synced_ = 0;
   std::uint64_t tail_cut_ = 0;

@@ -14,13 +14,15 @@ error corruption(std::string reason) {
   return make_error(errc::corruption, std::move(reason));
 }
 
-// The segment numbers of log `base` among the names of its directory: "<base>.NNNNNNNN".
-std::vector<std::uint32_t> segment_numbers(const std::vector<std::string>& names, const std::string& base) {
+// The numbers NNNNNNNN of the names "<base><infix>NNNNNNNN" among the names of a directory: the log's
+// segments (infix ".") or its kept segments (".kept.").
+std::vector<std::uint32_t> numbered(const std::vector<std::string>& names, const std::string& base,
+                                    const std::string& infix) {
   std::vector<std::uint32_t> out;
+  const std::string prefix = base + infix;
   for (const std::string& n : names) {
-    if (n.size() != base.size() + 9 || n.compare(0, base.size(), base) != 0 || n[base.size()] != '.')
-      continue;
-    const std::string digits = n.substr(base.size() + 1);
+    if (n.size() != prefix.size() + 8 || n.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = n.substr(prefix.size());
     if (!std::all_of(digits.begin(), digits.end(),
                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       continue;
@@ -41,7 +43,7 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
   auto names = env.list_dir(dir);
   if (!names) return names.err();
   const std::string base = p0.substr(p0.rfind('/') == std::string::npos ? 0 : p0.rfind('/') + 1);
-  std::vector<std::uint32_t> nos = segment_numbers(*names, base);
+  std::vector<std::uint32_t> nos = numbered(*names, base, ".");
   if (env.file_exists(p0)) nos.insert(nos.begin(), 0);
   // Segments are deleted oldest first, each deletion durable before the next: a hole is not a crash's.
   for (std::size_t i = 1; i < nos.size(); ++i)
@@ -49,8 +51,20 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
       return corruption(fmt::format("{}: segment {} is missing (found {} and {})", p0, nos[i - 1] + 1,
                                     segment_path(p0, nos[i - 1]), segment_path(p0, nos[i])));
 
+  // Kept segments are stream data, not raft log: listed (for kept_segments() and drop_kept), never read.
+  for (const std::uint32_t no : numbered(*names, base, ".kept.")) {
+    const std::string p = kept_segment_path(p0, no);
+    auto f = env.open_readable(p);
+    if (!f) return f.err();
+    auto size = (*f)->size();
+    if (!size) return size.err();
+    nl->kept_.emplace(no, kept_segment{*size, false});
+  }
+  // A segment number is never reused: a place names its segment for good, kept or not.
+  const std::uint32_t above_kept = nl->kept_.empty() ? 1 : nl->kept_.rbegin()->first + 1;
+
   std::map<group_id, recovering_group> groups;
-  std::uint32_t next_no = nos.empty() ? 1 : nos.back() + 1;
+  std::uint32_t next_no = std::max(above_kept, nos.empty() ? 1 : nos.back() + 1);
   for (std::size_t i = 0; i < nos.size(); ++i) {
     const bool last = i + 1 == nos.size();
     const std::string p = segment_path(p0, nos[i]);
@@ -62,7 +76,7 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
       // Created, but torn before its first sync: nothing in it was ever acknowledged.
       if (auto st = env.remove_file(p); !st) return st.err();
       nl->tail_cut_ += all.size();
-      next_no = std::max<std::uint32_t>(1, nos[i]);
+      next_no = std::max(above_kept, nos[i]);
       continue;
     }
     if (!record::file_header_version(all)) {
@@ -74,7 +88,7 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
         if (auto st = env.remove_file(p); !st) return st.err();
         if (auto st = env.sync_dir(dir); !st) return st.err();
         nl->tail_cut_ += storage::nonzero_end(all);
-        next_no = std::max<std::uint32_t>(1, nos[i]);
+        next_no = std::max(above_kept, nos[i]);
         continue;
       }
       return corruption(fmt::format("{}: not a weir raft log segment", p));
@@ -91,7 +105,7 @@ result<std::unique_ptr<node_log>> node_log::open(storage::env& env, log_flusher&
         break;
       }
       const record::log_record& rec = (*d)->rec;
-      groups[rec.group].apply(rec.payload, nos[i]);
+      groups[rec.group].apply(rec.payload, nos[i], pos);
       pos += (*d)->consumed;
     }
     if (last) {
