@@ -653,6 +653,9 @@ TEST(raft_node_log_places, the_version_1_file_is_never_kept) {
 TEST(raft_node_log_places, a_reader_keeps_reading_a_segment_renamed_to_kept) {
   std::string tmpl = (std::filesystem::temp_directory_path() / "weir-node-log-places-XXXXXX").string();
   ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  // Removed however the test ends (an ASSERT returns early).
+  auto remove_dir = [](std::string* d) { std::filesystem::remove_all(*d); };
+  std::unique_ptr<std::string, decltype(remove_dir)> cleanup(&tmpl, remove_dir);
   const std::string path = tmpl + "/raft/node.log";
   storage::env& env = storage::default_posix_env();
   test_support::posted_loop loop;
@@ -700,7 +703,6 @@ TEST(raft_node_log_places, a_reader_keeps_reading_a_segment_renamed_to_kept) {
     flusher.reset();  // before the log whose files it writes (thread_flusher.h)
   }
   loop.run_posted();
-  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace
