@@ -43,5 +43,8 @@ function(weir_test name)
     # the code under test is the libraries', still at -O2.
     target_compile_options(${name} PRIVATE -O1)
   endif()
+  if(TARGET weir_test_pch)
+    target_precompile_headers(${name} REUSE_FROM weir_test_pch)  # tests/CMakeLists.txt
+  endif()
   gtest_discover_tests(${name} PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT} DISCOVERY_TIMEOUT 60)
 endfunction()
