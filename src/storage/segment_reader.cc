@@ -8,12 +8,44 @@
 #include "storage/log_format.h"
 
 namespace weir::storage {
+namespace {
+
+class wal_record_framing final : public record_framing {
+ public:
+  std::string file_name(segment_id id, bool alternate) const override {
+    return alternate ? std::string() : format::segment_file_name(id);
+  }
+  std::size_t header_size() const override { return format::record_header_size; }
+  std::optional<std::uint32_t> payload_length(std::span<const std::byte> header) const override {
+    auto h = format::decode_record_header(header);
+    if (!h) return std::nullopt;
+    return h->length;
+  }
+  bool intact(std::span<const std::byte> record) const override { return format::record_crc_ok(record); }
+};
+
+}  // namespace
+
+const record_framing& wal_framing() {
+  static const wal_record_framing framing;
+  return framing;
+}
+
+std::string segment_reader::where(log_position at) const {
+  return fmt::format("{} at byte {}", framing_.file_name(at.segment, false), at.offset);
+}
 
 result<std::shared_ptr<random_access_file>> segment_reader::file_for(segment_id id) {
   std::lock_guard lock(mu_);
   if (auto it = open_.find(id); it != open_.end()) return it->second;
-  auto file = env_.open_readable(join_path(dir_, format::segment_file_name(id)));
-  if (!file) return file.err();
+  auto file = env_.open_readable(join_path(dir_, framing_.file_name(id, false)));
+  if (!file) {
+    const std::string other = framing_.file_name(id, true);
+    if (other.empty()) return file.err();
+    auto renamed = env_.open_readable(join_path(dir_, other));
+    if (!renamed) return file.err();  // the first name's error: the usual one
+    file = std::move(renamed);
+  }
   std::shared_ptr<random_access_file> shared = std::move(*file);
   open_[id] = shared;
   return shared;
@@ -61,17 +93,17 @@ result<segment_reader::record_bytes> segment_reader::load(log_position at) {
   // Read outside the lock: two threads missing on the same record both read it, which is only wasted work.
   auto file = file_for(at.segment);
   if (!file) return file.err();
-  const std::string where = fmt::format("{} at byte {}", format::segment_file_name(at.segment), at.offset);
-  std::array<std::byte, format::record_header_size> hbuf{};
-  auto n = (*file)->read(at.offset, hbuf);
+  const std::size_t header = framing_.header_size();
+  std::array<std::byte, 64> hbuf{};
+  auto n = (*file)->read(at.offset, std::span(hbuf).first(header));
   if (!n) return n.err();
-  auto h = *n == hbuf.size() ? format::decode_record_header(hbuf) : std::nullopt;
-  if (!h) return make_error(errc::corruption, where + ": no record header");
-  auto whole = std::make_shared<std::vector<std::byte>>(format::record_header_size + h->length);
+  auto length = *n == header ? framing_.payload_length(std::span(hbuf).first(header)) : std::nullopt;
+  if (!length) return make_error(errc::corruption, where(at) + ": no record header");
+  auto whole = std::make_shared<std::vector<std::byte>>(header + *length);
   auto m = (*file)->read(at.offset, *whole);
   if (!m) return m.err();
-  if (*m != whole->size() || !format::record_crc_ok(*whole)) {
-    return make_error(errc::corruption, where + ": record truncated or CRC mismatch");
+  if (*m != whole->size() || !framing_.intact(*whole)) {
+    return make_error(errc::corruption, where(at) + ": record truncated or CRC mismatch");
   }
 
   record_bytes rec = std::move(whole);
@@ -95,6 +127,9 @@ result<segment_reader::record_bytes> segment_reader::load(log_position at) {
 }
 
 result<stored_record> segment_reader::read_record(log_position at) {
+  if (&framing_ != &wal_framing()) {
+    return make_error(errc::invalid_argument, where(at) + ": read_record reads write-ahead log records only");
+  }
   auto rec = load(at);
   if (!rec) return rec.err();
   std::span<const std::byte> whole(**rec);
@@ -106,14 +141,14 @@ result<stored_record> segment_reader::read_record(log_position at) {
 result<std::string> segment_reader::read_data(log_position record, std::uint64_t from, std::uint64_t n) {
   auto rec = load(record);
   if (!rec) return rec.err();
-  const std::uint64_t length = (*rec)->size() - format::record_header_size;
+  const std::size_t header = framing_.header_size();
+  const std::uint64_t length = (*rec)->size() - header;
   if (from > length || n > length - from) {
-    return make_error(
-        errc::invalid_argument,
-        fmt::format("{} at byte {}: bytes [{}, {}+{}) are past the record's {}-byte payload",
-                    format::segment_file_name(record.segment), record.offset, from, from, n, length));
+    return make_error(errc::invalid_argument,
+                      fmt::format("{}: bytes [{}, {}+{}) are past the record's {}-byte payload",
+                                  where(record), from, from, n, length));
   }
-  const char* base = reinterpret_cast<const char*>((*rec)->data() + format::record_header_size);
+  const char* base = reinterpret_cast<const char*>((*rec)->data() + header);
   return std::string(base + from, static_cast<std::size_t>(n));
 }
 
@@ -128,9 +163,8 @@ std::vector<result<std::string>> segment_reader::read_data_many(std::span<const 
     // it fits, so that its CRC can be checked).
     const data_piece& first = pieces[i];
     const std::uint64_t lo = first.record.offset;
-    auto needs = [&](const data_piece& p) {
-      return p.record.offset + format::record_header_size + p.from + p.n;
-    };
+    const std::size_t header = framing_.header_size();
+    auto needs = [&](const data_piece& p) { return p.record.offset + header + p.from + p.n; };
     std::uint64_t hi = needs(first);
     std::size_t j = i + 1;
     while (j < pieces.size() && pieces[j].record.segment == first.record.segment &&
@@ -152,25 +186,24 @@ std::vector<result<std::string>> segment_reader::read_data_many(std::span<const 
     for (std::size_t k = i; k < j; ++k) {
       const data_piece& p = pieces[k];
       const std::uint64_t at = p.record.offset - lo;
-      std::optional<format::record_header> h;
-      if (got && at + format::record_header_size <= buf.size()) {
-        h = format::decode_record_header(std::span(buf).subspan(at, format::record_header_size));
-      }
-      const std::uint64_t whole = h ? format::record_header_size + std::uint64_t{h->length} : 0;
-      if (!h || at + whole > buf.size()) {
+      std::optional<std::uint32_t> length;
+      if (got && at + header <= buf.size())
+        length = framing_.payload_length(std::span(buf).subspan(at, header));
+      const std::uint64_t whole = length ? header + std::uint64_t{*length} : 0;
+      if (!length || at + whole > buf.size()) {
         out.push_back(read_data(p.record, p.from, p.n));  // not in the span: alone (and its error)
         continue;
       }
       const std::span<const std::byte> record = std::span(buf).subspan(at, whole);
-      if (!format::record_crc_ok(record)) {
+      if (!framing_.intact(record)) {
         out.push_back(read_data(p.record, p.from, p.n));  // reported (and named) by the single read
         continue;
       }
-      if (p.from > h->length || p.n > h->length - p.from) {
+      if (p.from > *length || p.n > *length - p.from) {
         out.push_back(read_data(p.record, p.from, p.n));
         continue;
       }
-      const char* data = reinterpret_cast<const char*>(record.data() + format::record_header_size);
+      const char* data = reinterpret_cast<const char*>(record.data() + header);
       out.push_back(std::string(data + p.from, static_cast<std::size_t>(p.n)));
       ++from_span;
     }

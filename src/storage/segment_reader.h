@@ -7,6 +7,10 @@
 // A small cache keeps the last few whole records read (checked), keyed by position, so that reading one
 // large record piece by piece (read_data) costs one pread of it, not one per piece. It is bounded by a
 // record count and a byte budget; a record larger than the budget is read but not kept.
+//
+// The records are the write-ahead log's (log_format.h) unless the reader is given another framing: a
+// cluster node's raft node log frames its records differently and names its files otherwise
+// (raft::node_log_framing), and its places are read through the same reader.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +40,24 @@ struct data_piece {
   std::uint64_t n = 0;
 };
 
+// How a log frames its records and names its segment files. A record is a header of header_size()
+// bytes that gives the length of the payload after it, and a checksum over the record.
+class record_framing {
+ public:
+  virtual ~record_framing() = default;
+  // The file of segment `id` under the reader's directory; `alternate`: a second name to try when the
+  // first does not exist (a segment renamed while it may still be read), or empty.
+  virtual std::string file_name(segment_id id, bool alternate) const = 0;
+  virtual std::size_t header_size() const = 0;
+  // The payload's length from a header (header_size() bytes), or nullopt if it is not one.
+  virtual std::optional<std::uint32_t> payload_length(std::span<const std::byte> header) const = 0;
+  // The whole record (header and payload) is intact.
+  virtual bool intact(std::span<const std::byte> record) const = 0;
+};
+
+// The write-ahead log's framing (log_format.h): what a reader uses unless told otherwise.
+const record_framing& wal_framing();
+
 struct segment_reader_options {
   std::size_t cache_records = 4;
   std::size_t cache_bytes = 4u << 20;  // header + payload of the records kept
@@ -42,12 +65,14 @@ struct segment_reader_options {
 
 class segment_reader {
  public:
-  segment_reader(env& e, std::string dir, segment_reader_options opts = {})
-      : env_(e), dir_(std::move(dir)), opts_(opts) {}
+  segment_reader(env& e, std::string dir, segment_reader_options opts = {},
+                 const record_framing& framing = wal_framing())
+      : env_(e), dir_(std::move(dir)), opts_(opts), framing_(framing) {}
 
   // Raw bytes at `at` (short only at the end of the segment).
   result<std::size_t> pread(log_position at, std::span<std::byte> out);
   // The whole record whose header starts at `at`, checked (framing and CRC): errc::corruption otherwise.
+  // The write-ahead log's framing only (its header holds the lsn and type).
   result<stored_record> read_record(log_position at);
   // Payload bytes [from, from + n) of the record whose header starts at `record`, after checking the
   // whole record as read_record does. A range past the payload's end is errc::invalid_argument.
@@ -73,9 +98,12 @@ class segment_reader {
   // The checked record at `at`, from the cache or the file.
   result<record_bytes> load(log_position at);
 
+  std::string where(log_position at) const;
+
   env& env_;
   std::string dir_;
   segment_reader_options opts_;
+  const record_framing& framing_;
   mutable std::mutex mu_;
   std::map<segment_id, std::shared_ptr<random_access_file>> open_;
   std::list<std::pair<log_position, record_bytes>> cache_;  // most recently used first
