@@ -520,6 +520,14 @@ node_io::~node_io() {
                 id.value());
 }
 
+void node_io::for_each_recovered_place(group_id id,
+                                       const std::function<void(log_index, const entry_place&)>& fn) const {
+  auto it = groups_.find(id);
+  if (it == groups_.end() || !it->second->recovered) return;
+  const group_state& s = *it->second->recovered;
+  for (std::size_t i = 0; i < s.places.size(); ++i) fn(log_index(s.start.value() + i), s.places[i]);
+}
+
 ::raft_io* node_io::io_of(group_id id) {
   auto& slot = groups_[id];
   if (!slot) {

@@ -91,6 +91,10 @@ class node_io {
   // The raft_io of group `g`, created on first call with the group's recovered state; its address is
   // stable until the node_io is destroyed.
   ::raft_io* io_of(group_id g);
+  // Where the node log holds the entries it recovered for group `g` (after io_of, until libraft loads
+  // them at raft_start): `fn(index, place)` for each.
+  void for_each_recovered_place(group_id g,
+                                const std::function<void(log_index, const entry_place&)>& fn) const;
 
   // Runs group `g`'s libraft tick now (libraft's rules are time-based, so an extra tick only acts on
   // what is due). A leader that wants its followers to learn a new commit index at once marks their

@@ -111,7 +111,7 @@ struct node_log::carried {
 };
 
 node_log::node_log(storage::env& env, log_flusher& f, std::string path, node_log_options opts)
-    : env_(env), flusher_(f), path_(std::move(path)), opts_(opts) {
+    : env_(env), flusher_(f), path_(std::move(path)), opts_(opts), keep_(opts_.keep) {
   const auto slash = path_.rfind('/');
   dir_ = slash == std::string::npos ? std::string(".") : path_.substr(0, slash);
 }

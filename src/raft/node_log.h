@@ -96,6 +96,8 @@ struct node_log_options {
   bool prepare_segments = false;
   std::uint64_t prepared_first_bytes = 1u << 20;  // the first spare; each next one twice, up to segment_bytes
   std::uint64_t prepared_bytes_per_second = 8u << 20;  // the zeros' pace (0: unpaced)
+  // set_keep's predicate from the start: open() may already compact (and delete) what it recovered.
+  std::function<bool(std::uint32_t segment)> keep;
 };
 
 class node_log {

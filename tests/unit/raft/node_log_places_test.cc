@@ -547,6 +547,49 @@ TEST(raft_node_log_places, compaction_renames_the_segments_the_caller_keeps) {
   EXPECT_GT(*numbers_on_disk(f.env, ".").begin(), *kept_expected.rbegin());
 }
 
+// A log closed while a compaction pass was about to delete segments compacts them again at open(),
+// before its caller could call set_keep: the keep predicate of its options is asked then.
+TEST(raft_node_log_places, a_compaction_at_open_asks_the_keep_of_the_options) {
+  fixture f(4, node_log_options{1024});
+  std::vector<wire::entry> scratch;
+  std::uint64_t next = 1;
+  {
+    auto log = f.open();
+    for (int i = 0; i < 40; ++i) {  // every entry live: no compaction while they are written
+      log->add(entries_of(1, next++, {fmt::format("entry {} {}", i, std::string(100, 'x'))}, scratch));
+      f.settle(*log);
+    }
+    ASSERT_GE(log->segments(), 4u);
+    // An installed snapshot (trailing 0) leaves no entry live: once it is synced, the old segments go.
+    log->add(snapshot_of(1, next - 1, 0));
+    log->flush();
+    const std::uint64_t target = log->open_batch() - 1;
+    while (log->synced_batch() < target && f.sched.run_one()) {
+    }
+    ASSERT_EQ(log->synced_batch(), target);
+    ASSERT_TRUE(log->compacting());  // the deletion is queued, not done
+    f.crash(std::nullopt);           // and never runs
+  }
+  const std::set<std::uint32_t> before = numbers_on_disk(f.env, ".");
+  ASSERT_GE(before.size(), 5u);
+  std::vector<std::uint32_t> asked;
+  f.opts.keep = [&](std::uint32_t no) {
+    asked.push_back(no);
+    return true;
+  };
+  auto log = f.open();
+  ASSERT_TRUE(log);
+  f.settle(*log);
+  ASSERT_FALSE(asked.empty());
+  for (std::uint32_t no : asked) {
+    EXPECT_TRUE(before.contains(no)) << no;
+    EXPECT_TRUE(f.env.file_exists(node_log::kept_segment_path(log_path, no))) << no;
+  }
+  const std::vector<std::uint32_t> kept = log->kept_segments();
+  EXPECT_EQ(std::set<std::uint32_t>(kept.begin(), kept.end()),
+            std::set<std::uint32_t>(asked.begin(), asked.end()));
+}
+
 // A log whose live segments are all gone but whose kept ones are still there (the raft state wiped, the
 // stream data kept): the new segment is numbered above every kept one, never reusing a number a place
 // names.
