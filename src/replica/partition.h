@@ -197,6 +197,11 @@ class partition {
   std::size_t in_flight_bytes() const { return wal_->in_flight_bytes(); }
   // A checkpoint waits for the commands in flight: hold new writes back until on_writes_resumed.
   bool holding_writes() const { return checkpointer_ && checkpointer_->pausing(); }
+  // Checkpoints written so far, and whether one is under way (its records are encoded off the loop).
+  std::uint64_t checkpoints_taken() const { return checkpointer_ ? checkpointer_->taken() : 0; }
+  bool checkpoint_under_way() const {
+    return checkpointer_ && (checkpointer_->pausing() || checkpointer_->writing());
+  }
 
   // Reads as live readers and clients may see them: only what is durable (shard_wal::clamp). Cold data
   // is read back from disk on this thread; when that fails the plan is cut before the failing slice, the

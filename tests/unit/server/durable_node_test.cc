@@ -44,6 +44,21 @@ class durable_node_test : public test_support::durable_node_fixture {
     s.loop().post([&] { p.set_value(s.part().machine().records_held(path)); });
     return f.get();
   }
+  // Waits (10 s at most) until `path`'s core has written a checkpoint and has none under way: its
+  // records are encoded on a thread of the checkpointer's, so the answer to a command comes first.
+  bool checkpointed(const std::string& path) {
+    stream_shard& s = n_->owner_of(path);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::promise<bool> p;
+      auto f = p.get_future();
+      s.loop().post(
+          [&] { p.set_value(s.part().checkpoints_taken() > 0 && !s.part().checkpoint_under_way()); });
+      if (f.get()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the encoder thread finishes meanwhile
+    }
+    return false;
+  }
 };
 
 const std::map<std::string, std::string> text = {{"Content-Type", "text/plain"}};
@@ -175,6 +190,8 @@ TEST_F(durable_node_test, a_chain_of_forks_across_cores_survives_restarts_holdin
   ASSERT_TRUE(start().has_value());
   ASSERT_EQ(http(port_, "POST", f3, text, "+f3").status, 204);  // a command on each core: checkpoints
   ASSERT_EQ(http(port_, "POST", f2, text, "!").status, 204);
+  ASSERT_TRUE(checkpointed(f3));
+  ASSERT_TRUE(checkpointed(f2));
   stop();
   cfg_.checkpoint_bytes = 0;
   ASSERT_TRUE(start().has_value());
