@@ -493,6 +493,11 @@ const std::array table{
         "Entries a raft group keeps after a snapshot for followers a little behind; a follower further "
         "behind gets the snapshot installed (the records it references copied over the peer link in chunks)",
         field<&serve_config::cluster, &cluster::cluster_options::snapshot_trailing>(), 0, 1u << 30},
+    setting{"raft-segment-bytes", "BYTES",
+            "Size at which a raft node-log segment file is rolled; the stream bytes a node applies stay in "
+            "these segments, which are deleted once no stream and no snapshot references them",
+            field<&serve_config::cluster, &cluster::cluster_options::log_segment_bytes>(), 1 << 16,
+            std::uint64_t{1} << 34},
     setting{"raft-proposal-bytes", "BYTES",
             "Bytes of writes this node has proposed to raft and not yet seen applied; further writes wait "
             "in arrival order until some are (up to 10 s, then 503 + Retry-After, nothing written), so "

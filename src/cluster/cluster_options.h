@@ -51,6 +51,9 @@ struct cluster_options {
   // Entries a group keeps after a snapshot, for followers a little behind (further behind, they get the
   // snapshot installed).
   std::uint32_t snapshot_trailing = 128;
+  // A node-log segment closes at this many bytes (raft::node_log_options::segment_bytes). Stream records
+  // point into the node log's segments, so this is also the unit in which their bytes leave the disk.
+  std::uint64_t log_segment_bytes = 64u << 20;
   // Bytes of writes a node has proposed and not seen applied yet; further writes wait for their turn
   // (server/stream_shard, "admission"); 0: no limit.
   std::uint64_t proposal_bytes = 8u << 20;

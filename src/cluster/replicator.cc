@@ -78,9 +78,14 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
   const bool bootstrap = !s.opts_.join && !has_members_file;
   raft::node_log_options lopts;
   lopts.prepare_segments = s.opts_.prepare_log_segments;
+  lopts.segment_bytes = s.opts_.log_segment_bytes;
+  lopts.keep = s.opts_.keep_log_segment;
   auto log = raft::node_log::open(env, *s.flusher_, s.opts_.log_path, lopts);
   if (!log) return log.err();
   s.log_ = std::move(*log);
+  s.log_->set_on_placed([p = &s](raft::group_id g, raft::log_index index, const raft::entry_place& at) {
+    if (group* found = p->find(g.value())) found->places.placed(index.value(), at, found->r.last_applied);
+  });
   std::map<raft::node_id, std::string> addresses;
   for (const auto& [id, addr] : s.opts_.addresses) addresses.emplace(raft::node_id(id), addr);
   s.io_ = std::make_unique<raft::node_io>(
@@ -121,6 +126,10 @@ result<std::unique_ptr<replicator>> replicator::open(raft::executor& ex,
         rv != 0) {
       return error{rv, "raft_init of group " + std::to_string(i) + ": " + raft_strerror(rv)};
     }
+    // The entries replayed after the restart point where the node log holds them.
+    s.io_->for_each_recovered_place(
+        raft::group_id(i),
+        [&g](raft::log_index index, const raft::entry_place& at) { g->places.placed(index.value(), at, 0); });
     raft_set_election_timeout(&g->r, s.opts_.election_timeout_ms);
     raft_set_heartbeat_timeout(&g->r, s.opts_.heartbeat_ms);
     // Without snapshots libraft and the node log keep every entry.

@@ -76,6 +76,16 @@ namespace weir::cluster {
 
 class links;
 
+// Where a committed command's bytes sit in this node's node log: the segment, the file offset of the
+// record holding its entry, and the offset of the command's first byte from the start of that record's
+// body (raft::node_log::entry_place moved past the entry's header). A stream record inside the command
+// may point there (raft::node_log_framing reads it) instead of being written again.
+struct command_place {
+  std::uint32_t segment = 0;
+  std::uint64_t record_offset = 0;
+  std::uint32_t offset = 0;
+};
+
 // An entry's bytes (entry header + command) in one buffer from raft_malloc: raft_apply takes the buffer
 // itself, so the bytes are not copied again on their way into libraft's log (docs/replication.md, "The
 // path of an append"). Empty once handed over. Move-only.
@@ -116,8 +126,11 @@ class replicator {
     // with g % lanes == lane.
     std::uint32_t lane = 0;
     std::uint32_t lanes = 1;
-    std::string log_path;               // the node log (one per lane)
-    bool prepare_log_segments = false;  // raft::node_log_options::prepare_segments
+    std::string log_path;                         // the node log (one per lane)
+    bool prepare_log_segments = false;            // raft::node_log_options::prepare_segments
+    std::uint64_t log_segment_bytes = 64u << 20;  // raft::node_log_options::segment_bytes
+    // raft::node_log::set_keep, set as the log opens (compaction may decide before open() returns).
+    std::function<bool(std::uint32_t segment)> keep_log_segment;
     unsigned election_timeout_ms = 1000;
     unsigned heartbeat_ms = 100;
     std::chrono::milliseconds submit_timeout{5000};
@@ -150,8 +163,10 @@ class replicator {
   };
   struct callbacks {
     // A committed command of `group` at `index`; `ticket` != 0 when this node proposed it and waits.
+    // `place`: where the command's bytes are in this node's node log, synced (null when unknown: an
+    // entry recovered from the version-1 log file, or whose place a rewrite dropped).
     std::function<void(std::uint32_t group, std::uint64_t index, entry_kind kind,
-                       std::span<const std::byte> command, std::uint64_t ticket)>
+                       std::span<const std::byte> command, std::uint64_t ticket, const command_place* place)>
         apply;
     std::function<void(std::uint64_t ticket, submit_error e)> failed;
     // A leader call for `group` (call_leader, from this node or another); `request` lives during the call
@@ -293,6 +308,8 @@ class replicator {
   // The I/O of this node's groups: where chunked snapshot transfers plug in
   // (raft::node_io::set_snapshot_transfers, replica/snapshot_transfer.h).
   raft::node_io& io() { return *io_; }
+  raft::node_log& log() { return *log_; }
+  const raft::node_log& log() const { return *log_; }
   // Where the callbacks' state (callbacks::snapshot's) starts in a snapshot buffer libraft holds; what
   // precedes it is the replicator's own. nullopt when malformed.
   static std::optional<std::size_t> snapshot_state_offset(std::span<const std::byte> data);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "cluster/entry_places.h"
 #include "cluster/membership.h"
 #include "cluster/messages.h"
 #include "cluster/replicator.h"
@@ -89,6 +90,8 @@ struct replicator::group {
   struct ::raft_change change {};
   bool changing = false;
   std::int64_t next_change_ms = 0;
+  // Where the node log holds the entries stored and not yet applied (callbacks::apply's place).
+  entry_places places;
 };
 
 namespace detail {
@@ -134,10 +137,16 @@ struct group_glue {
       ticket = header.ticket;
     }
     g->last_apply_ms = self.ex_.now_ms();
+    const std::optional<raft::entry_place> stored = g->places.take(index);
     if (header.kind == entry_kind::membership) {
       self.apply_membership(g->id, index, command, ticket);  // the replicator's own state machine
+    } else if (stored) {
+      const auto past_header =
+          static_cast<std::uint32_t>(command.data() - static_cast<const std::byte*>(buf->base));
+      const command_place place{stored->segment, stored->record_offset, stored->data_offset + past_header};
+      self.cb_.apply(g->id, index, header.kind, command, ticket, &place);
     } else {
-      self.cb_.apply(g->id, index, header.kind, command, ticket);
+      self.cb_.apply(g->id, index, header.kind, command, ticket, nullptr);
     }
     self.schedule_read_check();
     self.notify_commit(*g);

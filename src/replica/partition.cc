@@ -9,6 +9,7 @@
 #include "replica/cold_snapshots.h"
 #include "replica/cold_state.h"
 #include "replica/wal_recovery.h"
+#include "streams/command_codec.h"
 #include "streams/json_stored.h"
 
 namespace weir::replica {
@@ -485,11 +486,20 @@ status partition::open_data_log(storage::env& e, const std::string& dir, std::ui
   return {};
 }
 
-void partition::write_applied(const streams::command& c, const streams::outcome& o) {
-  // Nobody waits for it: raft made the command durable.
-  if (data_log_ && o.code == streams::errc::ok && o.mutated && o.meta) {
-    data_log_->write(c, o.meta->generation, o.meta->tail.value());
+void partition::write_applied(const streams::command& c, const streams::outcome& o,
+                              const streams::disk_location* stored) {
+  if (o.code != streams::errc::ok || !o.mutated || !o.meta) return;
+  if (stored != nullptr) {
+    const streams::payload* data = streams::command_data(c);
+    if (data == nullptr || data->empty()) return;
+    ++node_log_records_;
+    node_log_record_bytes_ += data->size();
+    hot_->admit(sm_, o.meta->generation, o.meta->tail.value(), static_cast<std::uint32_t>(data->size()),
+                *stored);
+    return;
   }
+  // Nobody waits for it: raft made the command durable.
+  if (data_log_) data_log_->write(c, o.meta->generation, o.meta->tail.value());
 }
 
 void partition::pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments) {

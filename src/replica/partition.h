@@ -264,11 +264,23 @@ class partition {
   status open_data_log(storage::env& e, const std::string& dir, std::uint64_t segment_bytes,
                        std::vector<storage::segment_reader*> readers, storage::disk_worker* worker = nullptr);
   tier::data_log* data() { return data_log_.get(); }
-  // A committed command applied with outcome `o`: its stream bytes go to the data log (no-op without).
-  void write_applied(const streams::command& c, const streams::outcome& o);
-  // Whether a record's place `at` is in the data log and synced: a snapshot may reference it rather than
-  // inline its bytes. False without a data log.
-  bool data_durable(const streams::disk_location& at) const { return data_log_ && data_log_->durable(at); }
+  // A committed command applied with outcome `o`: the record it added is at `stored` (its bytes in the
+  // node log, synced: it may leave memory at once) or, without one, goes to the data log (no-op without).
+  void write_applied(const streams::command& c, const streams::outcome& o,
+                     const streams::disk_location* stored = nullptr);
+  // The core number of places in this partition's raft node log (raft_lane::node_log_core), once a raft
+  // lane commits for it.
+  void set_node_log_core(std::uint32_t core) { node_log_core_ = core; }
+  std::optional<std::uint32_t> node_log_core() const { return node_log_core_; }
+  // Records applied that point into the node log (write_applied with a place), and their bytes.
+  std::uint64_t node_log_records() const { return node_log_records_; }
+  std::uint64_t node_log_record_bytes() const { return node_log_record_bytes_; }
+  // Whether a record's place `at` is on disk for good: in the node log (a node applies only what it
+  // synced), or in the data log and synced. A snapshot may reference it rather than inline its bytes.
+  bool data_durable(const streams::disk_location& at) const {
+    if (node_log_core_ && at.core == *node_log_core_) return at.known();
+    return data_log_ && at.core == opts_.core && data_log_->durable(at);
+  }
   // The data-log segments group `group`'s latest snapshot references (replaces its previous set): they
   // stay on disk (reclaim keeps them) until the group's next snapshot pins others.
   void pin_snapshot_segments(std::uint32_t group, std::vector<std::uint64_t> segments);
@@ -344,6 +356,9 @@ class partition {
   std::uint64_t bucket_read_failures_ = 0;
   std::uint64_t local_bytes_budget_ = 0;
   storage::segment_reader* own_segments_ = nullptr;
+  std::optional<std::uint32_t> node_log_core_;
+  std::uint64_t node_log_records_ = 0;
+  std::uint64_t node_log_record_bytes_ = 0;
   storage::env* env_ = nullptr;
   std::string log_dir_;
   raft::executor::timer_id rebuild_timer_ = 0;

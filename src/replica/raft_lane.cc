@@ -6,6 +6,7 @@
 
 #include "base/fnv.h"
 #include "base/log.h"
+#include "raft/node_log_framing.h"
 #include "replica/group_snapshot.h"
 #include "replica/snapshot_transfer.h"
 #include "streams/command_codec.h"
@@ -17,6 +18,8 @@ namespace {
 std::string address_of(const cluster::peer_address& a) {
   return a.host + ":" + std::to_string(a.port);
 }
+
+constexpr const char* node_log_name = "node.log";  // in raft_dir
 
 }  // namespace
 
@@ -37,9 +40,10 @@ result<std::unique_ptr<raft_lane>> raft_lane::open(partition& part, raft::execut
   const cluster::cluster_options& o = self->opts_.cluster;
   const std::uint32_t lane = self->opts_.lane;
   const std::string& data_dir = self->opts_.data_dir;
-  const std::string raft_dir =
-      lane == 0 ? data_dir + "/raft" : data_dir + "/raft/lane-" + std::to_string(lane);
+  const std::string raft_dir = raft_lane::raft_dir(data_dir, lane);
   if (auto st = env.create_dirs(raft_dir); !st) return st.err();
+  // Before raft restores or applies anything: places in this lane's node log are durable.
+  part.set_node_log_core(node_log_core(lane, o.lanes));
   cluster::replicator::options ro;
   ro.self = o.node_id;
   for (const auto& [id, addr] : o.peers) ro.addresses.emplace(id, address_of(addr));
@@ -49,14 +53,17 @@ result<std::unique_ptr<raft_lane>> raft_lane::open(partition& part, raft::execut
   ro.balance_leaders = o.balance_leaders;
   ro.election_timeout_ms = o.election_timeout_ms;
   ro.heartbeat_ms = o.heartbeat_ms();
-  ro.log_path = raft_dir + "/node.log";
+  ro.log_path = raft_dir + "/" + node_log_name;
   ro.prepare_log_segments = self->opts_.prepare_log_segments;
+  ro.log_segment_bytes = o.log_segment_bytes;
+  ro.keep_log_segment = [p = self.get()](std::uint32_t segment) { return p->keep_log_segment(segment); };
   ro.join = o.join;
   ro.members_path = storage::join_path(data_dir + "/raft", std::string(cluster::members_file_name));
   cluster::replicator::callbacks cb;
   raft_lane* p = self.get();
   cb.apply = [p](std::uint32_t g, std::uint64_t index, cluster::entry_kind kind, std::span<const std::byte> c,
-                 std::uint64_t ticket) { p->apply(g, index, kind, c, ticket); };
+                 std::uint64_t ticket,
+                 const cluster::command_place* place) { p->apply(g, index, kind, c, ticket, place); };
   cb.serve = [p](std::uint32_t g, std::span<const std::byte> request,
                  std::function<void(std::optional<std::vector<std::byte>>)> reply) {
     if (p->subscriptions_ == nullptr) return reply(std::nullopt);
@@ -85,9 +92,22 @@ result<std::unique_ptr<raft_lane>> raft_lane::open(partition& part, raft::execut
   auto repl = cluster::replicator::open(ex, std::move(flusher), env, links, std::move(ro), std::move(cb));
   if (!repl) return repl.err();
   self->repl_ = std::move(*repl);
+  self->open_node_log_places();
   self->open_snapshot_transfers();
   self->open_fork_sweep();
   return self;
+}
+
+std::string raft_lane::raft_dir(const std::string& data_dir, std::uint32_t lane) {
+  return lane == 0 ? data_dir + "/raft" : data_dir + "/raft/lane-" + std::to_string(lane);
+}
+
+std::unique_ptr<storage::segment_reader> raft_lane::node_log_reader(storage::env& e,
+                                                                    const std::string& data_dir,
+                                                                    std::uint32_t lane) {
+  static const raft::node_log_framing framing(node_log_name);
+  return std::make_unique<storage::segment_reader>(e, raft_dir(data_dir, lane),
+                                                   storage::segment_reader_options{}, framing);
 }
 
 raft_lane::~raft_lane() {
@@ -185,10 +205,10 @@ streams::state_machine::path_predicate raft_lane::in_group(std::uint32_t group) 
 }
 
 result<std::vector<std::byte>> raft_lane::take_snapshot(std::uint32_t group, std::uint64_t index) {
-  std::set<std::uint64_t> segments;  // of the data log, that the snapshot references
+  place_set places;  // the segments the snapshot references
   auto streams = part_.machine().snapshot_part(in_group(group), [&](const streams::disk_location& at) {
     if (!part_.data_durable(at)) return false;
-    segments.insert(at.segment);
+    places.emplace(at.core, at.segment);
     return true;
   });
   if (!streams) return streams.err();
@@ -200,7 +220,7 @@ result<std::vector<std::byte>> raft_lane::take_snapshot(std::uint32_t group, std
   const std::vector<std::byte> cold = cold_part.streams() > 0 ? cold_part.encode() : std::vector<std::byte>{};
   // Pinned from now on: a snapshot that does not become durable leaves the previous one in the node
   // log, whose references the state still holds or a later snapshot pinned (docs/replication.md).
-  part_.pin_snapshot_segments(group, std::vector<std::uint64_t>(segments.begin(), segments.end()));
+  pin_places(group, places);
   log::debug(
       "weir cluster: group {} snapshot at {}: {} bytes of streams, {} of subscriptions, {} of cold index",
       group, index, streams->size(), subs.size(), cold.size());
@@ -216,14 +236,13 @@ result<raft_lane::bucket_cut> raft_lane::cut_for_bucket(std::uint32_t group) {
   auto term = repl_->leader_term(group);
   if (!term)
     return make_error(errc::cluster_unavailable, "this node does not lead group " + std::to_string(group));
-  std::set<std::uint64_t> segments;
+  place_set places;
   auto streams = part_.machine().snapshot_part(in_group(group), [&](const streams::disk_location& at) {
-    segments.insert(at.segment);
+    places.emplace(at.core, at.segment);
     return true;
   });
   if (!streams) return streams.err();
-  part_.pin_snapshot_segments(bucket_pin | group,
-                              std::vector<std::uint64_t>(segments.begin(), segments.end()));
+  pin_places(bucket_pin | group, places);
   bucket_cut cut;
   cut.index = repl_->applied_index(group);
   cut.term = *term;
@@ -236,7 +255,7 @@ result<raft_lane::bucket_cut> raft_lane::cut_for_bucket(std::uint32_t group) {
 }
 
 void raft_lane::release_bucket_cut(std::uint32_t group) {
-  part_.pin_snapshot_segments(bucket_pin | group, {});
+  pin_places(bucket_pin | group, {});
 }
 
 status raft_lane::restore_snapshot(std::uint32_t group, std::uint64_t index,
@@ -253,9 +272,13 @@ status raft_lane::restore_snapshot(std::uint32_t group, std::uint64_t index,
   part_.cold_index().replace_part(in_group(group), cold);
   // What the snapshot references stays on disk until the group's next snapshot, as when it was taken:
   // this node may send it to a peer (a transfer reads every record) after the state moved on. The
-  // segments are this lane's data log's (its partition's core), not lane 0's.
-  part_.pin_snapshot_segments(group,
-                              part_.machine().referenced_segments(part_.options().core, in_group(group)));
+  // segments are this lane's data log's (its partition's core) and node log's, not lane 0's.
+  place_set places;
+  for (const std::uint32_t core : {part_.options().core, node_core()}) {
+    for (std::uint64_t s : part_.machine().referenced_segments(core, in_group(group)))
+      places.emplace(core, s);
+  }
+  pin_places(group, places);
   // A snapshot that came in a transfer: its copies are pinned through the state from now on.
   if (transfers_) transfers_->restored(raft::group_id(group));
   if (subscriptions_ != nullptr) {
@@ -349,7 +372,8 @@ void raft_lane::record(std::uint32_t group, std::vector<std::byte> record, recor
 }
 
 void raft_lane::apply(std::uint32_t group, std::uint64_t index, cluster::entry_kind kind,
-                      std::span<const std::byte> bytes, std::uint64_t ticket) {
+                      std::span<const std::byte> bytes, std::uint64_t ticket,
+                      const cluster::command_place* place) {
   // Reads of forks waiting for this group go on once this apply returned (applied_waits posts them).
   applied_->applied(group, index);
   if (kind == cluster::entry_kind::cold_index) {
@@ -371,7 +395,9 @@ void raft_lane::apply(std::uint32_t group, std::uint64_t index, cluster::entry_k
     if (auto it = waiting_.find(ticket); it != waiting_.end()) finish(it, durable_result{});
     return;
   }
-  auto c = streams::decode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  std::uint32_t data_offset = 0;
+  auto c = streams::decode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                           &data_offset);
   durable_result r;
   if (!c) {
     // The same bytes fail on every node: the command is skipped everywhere alike.
@@ -384,7 +410,14 @@ void raft_lane::apply(std::uint32_t group, std::uint64_t index, cluster::entry_k
     const bool proposed_here = ticket != 0 && waiting_.contains(ticket);
     // A retain's outcome carries its place (set_entry_place): the fork's create records it
     // (fork_resolution::origin), and every node reads the fork only once this group applied this far.
-    r.o = apply_committed(*c, group, index, proposed_here);
+    // The record's bytes stay where the node log has them (synced: a node applies only what it stored).
+    std::optional<streams::disk_location> stored;
+    if (place != nullptr && data_offset != 0) {
+      stored =
+          streams::disk_location{place->segment, place->record_offset,
+                                 node_log_core(opts_.lane, opts_.cluster.lanes), place->offset + data_offset};
+    }
+    r.o = apply_committed(*c, group, index, proposed_here, stored ? &*stored : nullptr);
   }
   if (ticket == 0) return;
   auto it = waiting_.find(ticket);

@@ -23,8 +23,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -101,6 +103,9 @@ struct raft_lane_options {
   // The fork sweep (streams/fork_sweep.h): a pass this often over the fork references of the source
   // groups this lane leads (0: none), of references whose retain is older than the min age.
   std::int64_t fork_sweep_ms = 30'000;
+  // How often node-log segments kept for their records are looked at, and deleted once nothing
+  // references them (raft_lane_places.cc); 0: never.
+  std::int64_t kept_drop_ms = 10'000;
   std::int64_t fork_sweep_min_age_ms = 120'000;
   // Snapshot transfer ids of this run start here (0: a random start, so that they differ from an earlier
   // run's, which a receiver may still hold; the simulation picks its own to replay).
@@ -200,12 +205,24 @@ class raft_lane final : public commit_path, public cold_groups {
 
   // A committed command of the cluster, at `index` of `group`'s log, applied to the state machine (what
   // a stream it creates is called and the place of a fork reference it takes: set_entry_place; the same
-  // on all nodes), its stream bytes written to the data log, its effects told to the host. The node
-  // that proposed it (`proposed_here`: its answer waits here) alone proposes the fork releases it causes
+  // on all nodes), its effects told to the host. The record it adds points at `stored` (its bytes in the
+  // node log, synced: node_log_place) or, without one, is written to the data log. The node that
+  // proposed it (`proposed_here`: its answer waits here) alone proposes the fork releases it causes
   // (lane_host::on_applied); a release lost on the way is recovered by the fork sweep of the source's
   // group's leader.
   streams::outcome apply_committed(const streams::command& c, std::uint32_t group, std::uint64_t index,
-                                   bool proposed_here);
+                                   bool proposed_here, const streams::disk_location* stored = nullptr);
+
+  // The core number of places in this lane's node log (disk_location::core): the node's readers hold
+  // the lanes' data logs at 0..lanes-1 and their node logs at lanes..2*lanes-1 (open_readers).
+  static std::uint32_t node_log_core(std::uint32_t lane, std::uint32_t lanes) { return lanes + lane; }
+  // Where lane `lane` keeps its node log under a node's data directory.
+  static std::string raft_dir(const std::string& data_dir, std::uint32_t lane);
+  // A reader of lane `lane`'s node log (raft::node_log_framing), at index node_log_core of the readers
+  // every partition of the node is given beside the data logs' readers.
+  static std::unique_ptr<storage::segment_reader> node_log_reader(storage::env& e,
+                                                                  const std::string& data_dir,
+                                                                  std::uint32_t lane);
 
   // The fork sweep's timer (start) and the lane's end (stop: the timer cancelled, nothing proposed for
   // the sweep after it). Call stop before the lane is destroyed.
@@ -221,11 +238,18 @@ class raft_lane final : public commit_path, public cold_groups {
   }
   partition& part() { return part_; }
   const partition& part() const { return part_; }
+  // Node-log segments kept for the records in them (raft_lane_places.cc): now, and deleted so far.
+  struct kept_figures {
+    std::size_t segments = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t dropped = 0;
+  };
+  kept_figures kept() const;
 
  private:
   raft_lane(partition& part, raft::executor& ex, cluster::links& links, lane_host& host, raft_lane_options o);
   void apply(std::uint32_t group, std::uint64_t index, cluster::entry_kind kind,
-             std::span<const std::byte> command, std::uint64_t ticket);
+             std::span<const std::byte> command, std::uint64_t ticket, const cluster::command_place* place);
   void failed(std::uint64_t ticket, cluster::submit_error e);
   // Forks across groups (docs/replication.md, "Forks"): groups apply independently, so a fork's create
   // may be applied here before its source's group applied the source's data up to the fork point. A
@@ -300,6 +324,29 @@ class raft_lane final : public commit_path, public cold_groups {
   std::unique_ptr<streams::fork_sweep> fork_sweep_;
   raft::executor::timer_id fork_sweep_timer_ = 0;
   bool stopped_ = false;
+
+  // Records in the node log (raft_lane_places.cc; docs/replication.md, "Stream data on a cluster
+  // node"). A place's segment outlives the raft entries in it while the state or a snapshot references
+  // it: compaction keeps it (node_log::set_keep) and drop_kept deletes it once nothing does.
+  using place_set = std::set<std::pair<std::uint32_t, std::uint64_t>>;  // (core, segment)
+  std::uint32_t node_core() const { return node_log_core(opts_.lane, opts_.cluster.lanes); }
+  void open_node_log_places();
+  bool keep_log_segment(std::uint32_t segment);
+  bool places_open_ = false;  // open() returned: the state the snapshots restored is in place
+  // The segments of the places a snapshot of group `key` references stay until its next one: the data
+  // log's through the partition, the node log's here.
+  void pin_places(std::uint32_t key, const place_set& places);
+  // The node-log segments the state or a snapshot references.
+  std::set<std::uint64_t> node_log_segments_needed() const;
+  void arm_kept_drop();
+  void drop_kept();
+  std::map<std::uint32_t, std::vector<std::uint64_t>> node_log_pins_;
+  // node_log_segments_needed(), until a reference may be added (apply_committed with a place, a
+  // restore, a pin): compaction asks segment by segment.
+  std::optional<std::set<std::uint64_t>> needed_;
+  raft::executor::timer_id kept_timer_ = 0;
+  bool dropping_kept_ = false;
+  std::uint64_t kept_dropped_ = 0;
 };
 
 }  // namespace weir::replica

@@ -9,7 +9,8 @@
 namespace weir::replica {
 
 streams::outcome raft_lane::apply_committed(const streams::command& c, std::uint32_t group,
-                                            std::uint64_t index, bool proposed_here) {
+                                            std::uint64_t index, bool proposed_here,
+                                            const streams::disk_location* stored) {
   streams::state_machine& sm = part_.machine();
   sm.set_entry_place(group, index);
   streams::outcome o = sm.apply(c);
@@ -33,8 +34,9 @@ streams::outcome raft_lane::apply_committed(const streams::command& c, std::uint
     link_waiting_forks(create->path);
   }
   if (o.created && !lend_waiting_.empty()) answer_lend_requests();
-  // The record it added goes to the data log; the cold tier follows.
-  part_.write_applied(c, o);
+  // The record it added points into the node log, or goes to the data log; the cold tier follows.
+  if (stored != nullptr) needed_.reset();
+  part_.write_applied(c, o, stored);
   part_.follow_applied(c, o);
   host_.on_applied(o, proposed_here);
   return o;
@@ -108,6 +110,7 @@ status raft_lane::restore_part(std::span<const std::byte> blob,
                                const streams::state_machine::path_predicate& in_part) {
   streams::state_machine& sm = part_.machine();
   std::vector<std::string> removed;
+  needed_.reset();
   if (auto st = sm.restore_part(blob, in_part, &removed); !st) return st;
   part_.recount_streams();
   host_.on_restored(in_part, removed);
@@ -169,12 +172,15 @@ void raft_lane::open_fork_sweep() {
 
 void raft_lane::start() {
   arm_fork_sweep();
+  arm_kept_drop();
 }
 
 void raft_lane::stop() {
   stopped_ = true;
   if (fork_sweep_timer_ != 0) ex_.cancel_timer(fork_sweep_timer_);
   fork_sweep_timer_ = 0;
+  if (kept_timer_ != 0) ex_.cancel_timer(kept_timer_);
+  kept_timer_ = 0;
 }
 
 void raft_lane::arm_fork_sweep() {

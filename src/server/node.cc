@@ -20,6 +20,7 @@
 #include "protocol/stream_request.h"
 #include "replica/cold_mover.h"
 #include "replica/cold_restore.h"
+#include "replica/raft_lane.h"
 #include "replica/wal_recovery.h"
 #include "server/access_log.h"
 #include "server/node_metrics.h"
@@ -519,8 +520,11 @@ status node::open_cluster() {
     dirs.push_back(
         storage::join_path(cfg_.data_dir, l == 0 ? std::string("data") : "data-" + std::to_string(l)));
     segments_.push_back(std::make_unique<storage::segment_reader>(*env_, dirs.back()));
-    readers.push_back(segments_.back().get());
   }
+  // Then every lane's node log, where the records applied from raft stay (raft_lane::node_log_core).
+  for (std::uint32_t l = 0; l < lanes; ++l)
+    segments_.push_back(replica::raft_lane::node_log_reader(*env_, cfg_.data_dir, l));
+  for (const auto& r : segments_) readers.push_back(r.get());
   // The node log syncs every batch; its segments are prepared ahead as the data logs' are, with fsync
   // always (storage::log_options::prepare_segments, raft::node_log_options::prepare_segments).
   const bool prepare = cfg_.prepare_segments && cfg_.fsync == "always";

@@ -342,6 +342,13 @@ std::string replication::status_json(const std::vector<lane_status>& others) con
     w.key("data_log_segments").value(std::int64_t(st.log.segments));
     w.key("data_log_disk_bytes").value(std::int64_t(st.log.segment_bytes));
   }
+  // Records that stay where the node log wrote them, and the node-log segments kept for them.
+  w.key("node_log_records").value(std::int64_t(shard_.part().node_log_records()));
+  w.key("node_log_record_bytes").value(std::int64_t(shard_.part().node_log_record_bytes()));
+  const replica::raft_lane::kept_figures kept = lane_->kept();
+  w.key("node_log_kept_segments").value(std::int64_t(kept.segments));
+  w.key("node_log_kept_bytes").value(std::int64_t(kept.bytes));
+  w.key("node_log_kept_dropped").value(std::int64_t(kept.dropped));
   w.end_object();
   // The cold tier (docs/cold-tier.md, "A cluster"): this lane's uploads (from the groups it leads) and
   // what this node keeps of its streams on disk.

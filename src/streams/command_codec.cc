@@ -125,7 +125,7 @@ void encode_into(const command& c, std::string& out, std::uint32_t* data_offset)
   out = w.take();
 }
 
-result<command> decode(std::string_view bytes) {
+result<command> decode(std::string_view bytes, std::uint32_t* data_offset) {
   wire::reader r(bytes);
   std::uint8_t kind = r.u8();
   std::optional<command> out;
@@ -143,7 +143,7 @@ result<command> decode(std::string_view bytes) {
       v.content_type = r.str();
       v.expiry = r.exp();
       v.closed = r.boolean();
-      v.initial = r.pay();
+      v.initial = r.pay(data_offset);
       v.fork = r.opt<fork_spec>([&] {
         fork_spec f;
         f.source = r.str();
@@ -171,7 +171,7 @@ result<command> decode(std::string_view bytes) {
       append_command v;
       v.path = r.str();
       v.content_type = r.opt<std::string>([&] { return r.str(); });
-      v.body = r.pay();
+      v.body = r.pay(data_offset);
       v.stream_seq = r.opt<std::string>([&] { return r.str(); });
       v.producer = r.opt<producer_ref>([&] {
         producer_ref p;

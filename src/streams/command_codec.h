@@ -36,6 +36,7 @@ std::string encode(const command& c, std::uint32_t* data_offset = nullptr);
 // The same, into `out` (replaced; its capacity is reused: the log's hot path encodes every command).
 void encode_into(const command& c, std::string& out, std::uint32_t* data_offset = nullptr);
 // The command encoded in `bytes`: codec_errc::bad_kind, truncated or bad_value when it is damaged.
-result<command> decode(std::string_view bytes);
+// `data_offset`, when non-null: set as encode() sets it (where the record's bytes begin in `bytes`).
+result<command> decode(std::string_view bytes, std::uint32_t* data_offset = nullptr);
 
 }  // namespace weir::streams

@@ -139,9 +139,13 @@ class reader {
     if (!boolean()) return std::nullopt;
     return f();
   }
-  payload pay() {
+  // `at`, when given and the payload has bytes: set to the offset of its first byte in the input.
+  payload pay(std::uint32_t* at = nullptr) {
     payload p;
-    std::string bytes = str();
+    const std::uint64_t n = var();
+    const std::size_t from = pos_;
+    std::string bytes = this->bytes(n);
+    if (at && ok_ && n > 0) *at = static_cast<std::uint32_t>(from);
     if (!bytes.empty()) p.bytes = make_chunk(std::move(bytes));
     p.messages = static_cast<std::uint32_t>(var());
     std::uint8_t flags = u8();

@@ -9,7 +9,7 @@ With small segments, objects and budget against s3rver (the settings of cluster_
   3. node 4 starts on an empty data directory with --join and is added (POST /cluster/members?id=4):
      every group ends with voters {1,2,4}, and node 4 applies what the others committed. It got the
      groups' snapshots (object references and the records the leaders still held, not the bytes in the
-     bucket), so its data log stays within the budget plus a few segments;
+     bucket), so its stream data on disk (data log and kept node-log segments) stays within the budget plus a few segments;
   4. every stream reads back whole from node 4, the bytes only in the bucket included (node 4 counts
      reads from the bucket); node 4 takes the lead of a group with a stream and uploads its bytes;
      appends through node 4 read back from every node.
@@ -48,7 +48,8 @@ def main():
     os.environ["AWS_SECRET_ACCESS_KEY"] = "S3RVER"
     settings = ["--threads", "1", "--raft-groups", str(GROUPS), "--raft-snapshot-entries", "16",
                 "--raft-snapshot-trailing", "4", "--hot-bytes", "65536",
-                "--segment-bytes", str(cold.SEGMENT_BYTES), "--cold", "s3://%s/c" % cold.BUCKET,
+                "--segment-bytes", str(cold.SEGMENT_BYTES), "--raft-segment-bytes", str(cold.SEGMENT_BYTES),
+                "--cold", "s3://%s/c" % cold.BUCKET,
                 "--s3-endpoint", "http://127.0.0.1:%d" % s3.port, "--cold-object-bytes", str(cold.OBJECT_BYTES),
                 "--cold-max-age-ms", "200", "--local-bytes", str(cold.LOCAL_BYTES), "--cold-gc-grace-ms", "1000",
                 "--cold-snapshot-interval-ms", "500"]
@@ -106,13 +107,13 @@ def main():
                         lambda n=n: voters_everywhere(n, [1, 2, 4]), 60)
         cluster.wait_caught_up(4, timeout=60)
         snaps = cs.summed(n4.status(), "snapshots")
-        print("node 4: snapshots %s, data log %d bytes" % (snaps, cold.data_log_bytes(n4)), flush=True)
+        print("node 4: snapshots %s, data log and kept node-log segments %d bytes" % (snaps, cold.data_log_bytes(n4)), flush=True)
         check(snaps["restored"] > 0, "node 4 caught up from snapshots: %r" % snaps)
         try:
-            cs.wait_for("node 4's data log within the budget plus three segments",
+            cs.wait_for("node 4's stream data on disk within the budget plus three segments",
                         lambda: cold.data_log_bytes(n4) <= cold.LOCAL_BYTES + 3 * cold.SEGMENT_BYTES, 30)
         except TimeoutError:
-            check(False, "node 4's data log holds %d bytes, over the budget plus three segments" %
+            check(False, "node 4's stream data on disk is %d bytes, over the budget plus three segments" %
                   cold.data_log_bytes(n4))
 
         # 4. Every byte from node 4, some of them from the bucket; then writes through it.

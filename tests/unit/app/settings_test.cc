@@ -172,6 +172,7 @@ const std::map<std::string, sample>& samples() {
       {"raft-snapshot-entries", {"1000", "1000"}},
       {"raft-snapshot-bytes", {"1048576", "1048576"}},
       {"raft-snapshot-trailing", {"64", "64"}},
+      {"raft-segment-bytes", {"1048576", "1048576"}},
       {"raft-proposal-bytes", {"1048576", "1048576"}},
       {"fork-sweep-secs", {"5", "5"}},
       {"peer-tls-cert",

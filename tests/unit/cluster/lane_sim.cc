@@ -72,8 +72,11 @@ void lane_sim::start_node(sim_node& n) {
     n.links.push_back(std::make_unique<mem_links>(*nets_[l], n.id, peers,
                                                   [this](std::uint64_t p) { return nodes_[p - 1]->up; }));
     n.readers.push_back(std::make_unique<storage::segment_reader>(*n.env, data_dir_of(l)));
-    readers.push_back(n.readers.back().get());
   }
+  // Then every lane's node log (replica::raft_lane::node_log_core), as a server's.
+  for (std::uint32_t l = 0; l < lanes; ++l)
+    n.readers.push_back(replica::raft_lane::node_log_reader(*n.env, "", l));
+  for (const auto& r : n.readers) readers.push_back(r.get());
   for (std::uint32_t l = 0; l < lanes; ++l) {
     replica::partition_options po;
     po.core = l;
@@ -95,6 +98,8 @@ void lane_sim::start_node(sim_node& n) {
     lo.cluster.election_timeout_ms = 300;
     lo.cluster.snapshot_entries = o_.snapshot_entries;
     lo.cluster.snapshot_trailing = 4;
+    lo.cluster.log_segment_bytes = o_.log_segment_bytes;
+    lo.kept_drop_ms = 500;
     lo.lane = l;
     lo.data_dir = "";
     lo.fork_sweep_ms = releasing_ ? o_.fork_sweep_ms : 0;
@@ -172,6 +177,8 @@ void lane_sim::end_process(sim_node& n) {
   for (std::size_t l = 0; l < n.lanes.size(); ++l) {
     report_.evicted += n.parts[l]->hot().evicted();
     report_.data_syncs += n.parts[l]->data()->stats().syncs;
+    report_.node_log_records += n.parts[l]->node_log_records();
+    report_.kept_dropped += n.lanes[l]->kept().dropped;
     report_.snapshots += n.lanes[l]->replicator().snapshots_taken();
     report_.releases_recovered += n.lanes[l]->fork_sweep_counts().recovered;
     n.lanes[l]->stop();

@@ -83,7 +83,9 @@ struct lane_sim_options {
   bool verbose = false;                     // print the run's events (what a failing seed is rerun with)
   std::size_t hot_bytes = 2048;             // small: records leave memory once their data log syncs
   std::uint64_t data_segment_bytes = 4096;  // small: reclaims delete segments while the run goes on
-  std::uint32_t snapshot_entries = 12;      // group snapshots reference the data log's records
+  // Small too: compaction keeps node-log segments for the records in them, and drop_kept deletes them.
+  std::uint64_t log_segment_bytes = 16384;
+  std::uint32_t snapshot_entries = 12;  // group snapshots reference the data log's records
   // The lost fork releases phase (invariant 7), with a fork sweep every fork_sweep_ms on every lane.
   bool lose_releases = false;
   std::int64_t fork_sweep_ms = 1000;
@@ -121,6 +123,8 @@ struct lane_sim_report {
   std::uint64_t kills = 0, crashes = 0, torn_crashes = 0, disk_failures = 0, partitions = 0;
   std::uint64_t evicted = 0;             // records that left a hot tier (all nodes, all incarnations)
   std::uint64_t data_syncs = 0;          // data log syncs (all nodes, all incarnations)
+  std::uint64_t node_log_records = 0;    // records applied pointing into the node log (all incarnations)
+  std::uint64_t kept_dropped = 0;        // kept node-log segments deleted (all nodes, all incarnations)
   std::uint64_t snapshots = 0;           // group snapshots taken (all nodes, all incarnations)
   std::uint64_t releases_lost = 0;       // lose_releases: releases never proposed
   std::uint64_t releases_recovered = 0;  // references the fork sweeps gave back (all nodes)

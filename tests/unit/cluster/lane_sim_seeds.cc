@@ -56,9 +56,9 @@ TEST(lane_sim, without_faults_every_write_and_read_succeeds) {
   EXPECT_EQ(r.crashes + r.kills, 0u);
   EXPECT_EQ(r.reads_refused, 0u);
   EXPECT_EQ(r.failed_no_leader, 0u);
-  EXPECT_GT(r.evicted, 0u);  // reads came back from the data log
-  EXPECT_GT(r.data_syncs, 0u);
-  EXPECT_GT(r.snapshots, 0u);  // snapshots referenced the data log's records
+  EXPECT_GT(r.evicted, 0u);           // reads came back from the node log
+  EXPECT_GT(r.node_log_records, 0u);  // records point where the node log wrote them
+  EXPECT_GT(r.snapshots, 0u);         // snapshots referenced those records
 }
 
 TEST(lane_sim, a_seed_reproduces_its_run) {
@@ -109,15 +109,19 @@ TEST(lane_sim, seeds_with_faults) {
     t.partitions += r.partitions;
     t.evicted += r.evicted;
     t.snapshots += r.snapshots;
+    t.node_log_records += r.node_log_records;
+    t.data_syncs += r.data_syncs;
+    t.kept_dropped += r.kept_dropped;
   }
   fmt::print(
       "{} seeds from {}: {} appends acknowledged ({} by producers, {} duplicates), failed {} unknown, {} no "
       "leader, {} lost with their node; reads {} served, {} refused; forks {}, {} reads of them; minority "
       "attempts {}; crashes {} (torn {}), kills {}, disk failures {}, partitions {}; {} records evicted, {} "
-      "snapshots\n",
+      "snapshots; {} records in node logs, {} data-log syncs, {} kept node-log segments deleted\n",
       count, first, t.acked, t.producer_acked, t.duplicates, t.failed_unknown, t.failed_no_leader,
       t.lost_with_node, t.reads, t.reads_refused, t.forks, t.fork_reads, t.minority_checks, t.crashes,
-      t.torn_crashes, t.kills, t.disk_failures, t.partitions, t.evicted, t.snapshots);
+      t.torn_crashes, t.kills, t.disk_failures, t.partitions, t.evicted, t.snapshots, t.node_log_records,
+      t.data_syncs, t.kept_dropped);
   // The runs did what they are for.
   EXPECT_GT(t.acked, count * 40);
   EXPECT_GT(t.producer_acked, count * 10);
@@ -135,6 +139,9 @@ TEST(lane_sim, seeds_with_faults) {
   EXPECT_GT(t.fork_reads, count);
   EXPECT_GT(t.evicted, count * 10);
   EXPECT_GT(t.snapshots, count);
+  EXPECT_GT(t.node_log_records, count * 40);  // each byte written once: records point into node logs
+  EXPECT_GT(t.data_syncs, 0u);                // snapshot transfers still land in data logs
+  EXPECT_GT(t.kept_dropped, 0u);              // node-log segments kept for records, then deleted
 }
 
 // Lost fork releases (lane_sim.h, invariant 7): deletes whose releases are never proposed, a node killed
@@ -204,16 +211,17 @@ TEST(lane_sim, seeds_with_the_cold_tier) {
     t.cold_snapshot_objects += r.cold_snapshot_objects;
     t.object_reads += r.object_reads;
     t.object_read_failures += r.object_read_failures;
+    t.kept_dropped += r.kept_dropped;
   }
   fmt::print(
       "{} cold seeds from {}: {} appends acknowledged, {} reads served, {} crashes and kills; {} objects "
       "put, "
       "{} recorded, {} extents at the end (all nodes), {} bytes forgotten in {} reclaims, {} reads from the "
       "bucket ({} failed), {} objects deleted by the sweeps, {} restore snapshots naming {} objects at the "
-      "end\n",
+      "end; {} kept node-log segments deleted\n",
       count, first, t.acked, t.reads, t.crashes, t.cold_puts, t.cold_objects, t.cold_extents,
       t.cold_forgotten, t.cold_reclaims, t.object_reads, t.object_read_failures, t.cold_deleted,
-      t.cold_snapshots, t.cold_snapshot_objects);
+      t.cold_snapshots, t.cold_snapshot_objects, t.kept_dropped);
   // The tier did what it is for, on every seed's scale.
   EXPECT_GT(t.cold_puts, count);
   EXPECT_GT(t.cold_objects, count);
@@ -226,6 +234,7 @@ TEST(lane_sim, seeds_with_the_cold_tier) {
   EXPECT_GT(t.cold_snapshots, count);
   EXPECT_GT(t.cold_snapshot_objects, count);
   EXPECT_GT(t.crashes, count);
+  EXPECT_GT(t.kept_dropped, 0u);  // records left to the bucket free their node-log segments
 }
 
 // One seed with its trace (WEIR_LANE_SIM_SEED; seed 1 quietly without it, so that the test always runs).

@@ -217,7 +217,7 @@ class membership_cluster {
     o.balance_leaders = balance_;
     replicator::callbacks cb;
     cb.apply = [this, id = n.id](std::uint32_t g, std::uint64_t, entry_kind kind, std::span<const std::byte>,
-                                 std::uint64_t) {
+                                 std::uint64_t, const command_place*) {
       if (kind == entry_kind::streams) ++applied_[id][g];
     };
     cb.failed = [this](std::uint64_t ticket, submit_error e) { failed_[ticket] = e; };
