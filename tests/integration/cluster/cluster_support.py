@@ -346,7 +346,14 @@ class Cluster:
                 return False
             return all(g["applied_index"] >= target.get(g["group"], 0) for g in st["raft_groups"])
 
-        wait_for("node %d to apply what the others committed" % laggard, ok, timeout)
+        try:
+            wait_for("node %d to apply what the others committed" % laggard, ok, timeout)
+        except TimeoutError:
+            st = self.nodes[laggard].status() or {"raft_groups": []}
+            print("node %d behind: %s" % (laggard, [(g["group"], g["applied_index"], target.get(g["group"], 0))
+                                                  for g in st["raft_groups"]
+                                                  if g["applied_index"] < target.get(g["group"], 0)]), flush=True)
+            raise
 
     def stop_all(self):
         """SIGTERM every node; a dict node -> exit status (None: killed after the grace time)."""
