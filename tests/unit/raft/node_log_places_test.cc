@@ -20,6 +20,7 @@
 #include "storage/mem_env.h"
 #include "support/sim/delayed_flusher.h"
 #include "support/sim/sim_scheduler.h"
+#include "unit/raft/node_log_sim_fixture.h"
 #include "unit/raft/node_log_test_util.h"
 #include "unit/raft/posted_loop.h"
 
@@ -92,36 +93,7 @@ result<placed> read_place(storage::env& env, const std::string& base, const entr
   return ::testing::AssertionSuccess();
 }
 
-struct fixture {
-  explicit fixture(std::uint64_t seed, node_log_options o) : sched(seed), opts(o) {}
-  storage::mem_env env;
-  sim_scheduler sched;
-  node_log_options opts;
-  std::unique_ptr<sim_executor> ex = std::make_unique<sim_executor>(sched);
-  std::unique_ptr<delayed_flusher> flusher = make_flusher();
-
-  std::unique_ptr<delayed_flusher> make_flusher() {
-    return std::make_unique<delayed_flusher>(*ex, [this] { return milliseconds(sched.uniform(0, 4)); });
-  }
-  std::unique_ptr<node_log> open() {
-    auto l = node_log::open(env, *flusher, log_path, opts);
-    EXPECT_TRUE(l.has_value()) << l.err().reason;
-    return l ? std::move(l).value() : nullptr;
-  }
-  void crash(std::optional<std::uint64_t> torn) {
-    env.crash(torn);
-    ex->halt();
-    env.restart();
-    ex = std::make_unique<sim_executor>(sched);
-    flusher = make_flusher();
-  }
-  void settle(node_log& log) {
-    for (int i = 0; i < 400 && (log.flushing() || log.has_pending() || log.compacting()); ++i) {
-      log.flush();
-      sched.run_until(sched.now_ms() + 5);
-    }
-  }
-};
+using fixture = test_support::sim_log_fixture;
 
 record::log_record entries_of(std::uint32_t g, std::uint64_t first, const std::vector<std::string>& data,
                               std::vector<wire::entry>& scratch) {
