@@ -329,7 +329,7 @@ class raft_lane final : public commit_path, public cold_groups {
   // node"). A place's segment outlives the raft entries in it while the state or a snapshot references
   // it: compaction keeps it (node_log::set_keep) and drop_kept deletes it once nothing does.
   using place_set = std::set<std::pair<std::uint32_t, std::uint64_t>>;  // (core, segment)
-  std::uint32_t node_core() const { return node_log_core(opts_.lane, opts_.cluster.lanes); }
+  std::uint32_t node_core() const { return *part_.node_log_core(); }    // set by open()
   void open_node_log_places();
   bool keep_log_segment(std::uint32_t segment);
   bool places_open_ = false;  // open() returned: the state the snapshots restored is in place

@@ -48,7 +48,8 @@ std::set<std::uint64_t> raft_lane::node_log_segments_needed() const {
 }
 
 raft_lane::kept_figures raft_lane::kept() const {
-  const raft::node_log& log = static_cast<const cluster::replicator&>(*repl_).log();
+  const cluster::replicator& repl = *repl_;
+  const raft::node_log& log = repl.log();
   return kept_figures{log.kept_segments().size(), log.kept_bytes(), kept_dropped_};
 }
 

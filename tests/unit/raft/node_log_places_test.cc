@@ -562,6 +562,17 @@ TEST(raft_node_log_places, a_compaction_at_open_asks_the_keep_of_the_options) {
             std::set<std::uint32_t>(asked.begin(), asked.end()));
 }
 
+// A log that kept every segment compaction was done with, after `rounds` of churn (its quiet entries first).
+std::unique_ptr<node_log> churned_keeping_all(fixture& f, place_watch& w, int rounds) {
+  auto log = f.open();
+  w.attach(*log);
+  log->set_keep([](std::uint32_t) { return true; });
+  churn c{w};
+  c.quiet(*log);
+  c.run(f, *log, rounds);
+  return log;
+}
+
 // A log whose live segments are all gone but whose kept ones are still there (the raft state wiped, the
 // stream data kept): the new segment is numbered above every kept one, never reusing a number a place
 // names.
@@ -569,12 +580,8 @@ TEST(raft_node_log_places, a_new_segment_is_numbered_above_every_kept_one) {
   fixture f(3, node_log_options{1024});
   place_watch w{f.env, log_path};
   {
-    auto log = f.open();
-    w.attach(*log);
-    log->set_keep([](std::uint32_t) { return true; });
-    churn c{w};
-    c.quiet(*log);
-    ASSERT_NO_FATAL_FAILURE(c.run(f, *log, 60));
+    auto log = churned_keeping_all(f, w, 60);
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
     ASSERT_GE(log->kept_segments().size(), 3u);
   }
   const std::set<std::uint32_t> kept = numbers_on_disk(f.env, ".kept.");
@@ -591,12 +598,8 @@ TEST(raft_node_log_places, a_new_segment_is_numbered_above_every_kept_one) {
 TEST(raft_node_log_places, drop_kept_unlinks_exactly_the_ones_no_longer_needed) {
   fixture f(4, node_log_options{1024});
   place_watch w{f.env, log_path};
-  auto log = f.open();
-  w.attach(*log);
-  log->set_keep([](std::uint32_t) { return true; });
-  churn c{w};
-  c.quiet(*log);
-  ASSERT_NO_FATAL_FAILURE(c.run(f, *log, 80));
+  auto log = churned_keeping_all(f, w, 80);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   const std::vector<std::uint32_t> kept = log->kept_segments();
   ASSERT_GE(kept.size(), 4u);
   // Needed: every third one. One of the others was removed by hand already.
