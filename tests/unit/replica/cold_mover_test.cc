@@ -328,6 +328,7 @@ TEST_F(cold_mover_test, a_checkpoint_holds_the_index_beside_the_streams) {
   // Enough log to checkpoint after the index record: a restart loads the index from the checkpoint.
   for (int i = 0; i < 5; ++i) ASSERT_EQ(submit(make_append("/c", chunk)).failure, errc::ok);
   EXPECT_GE(on_loop([&] { return part_->machine().size(); }), 1u);
+  ASSERT_TRUE(checkpointed());
   close();
   open();
   EXPECT_GE(recovered_.checkpoints, 1u);
