@@ -13,6 +13,13 @@ if(WEIR_SANITIZE)
                          -fno-sanitize-recover=undefined)
   target_link_options(weir_options INTERFACE -fsanitize=address,undefined)
 endif()
+# LLD when it is installed (scripts/install-deps.sh installs it with the test tools): it links a
+# sanitized test binary in about a third of the time of GNU ld, which CI pays on every clean clone.
+include(CheckLinkerFlag)
+check_linker_flag(CXX -fuse-ld=lld WEIR_HAVE_LLD)
+if(WEIR_HAVE_LLD)
+  target_link_options(weir_options INTERFACE -fuse-ld=lld)
+endif()
 
 # weir_library(NAME SOURCES ... DEPS ...): one CMake library per src/ folder.
 function(weir_library name)
@@ -38,13 +45,23 @@ function(weir_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${name} PRIVATE weir_options GTest::gtest_main GTest::gmock ${ARG_DEPS})
   if(WEIR_SANITIZE)
-    # The tests' own code at -O1 (after the build type's -O2, so it wins): GCC's -O2 with ASan on large
-    # TEST bodies doubles the compile time of the sanitized build, which CI pays on every clean clone;
-    # the code under test is the libraries', still at -O2.
-    target_compile_options(${name} PRIVATE -O1)
+    # The tests' own code at -O0 (after the build type's flags, so it wins): their TEST bodies are half
+    # of a clean sanitized build's compile time, which CI pays on every clean clone, and -O0 takes a
+    # quarter off it (a large test file: 14.9 s against 19.5 s at -O1). The code under test is the
+    # libraries', built with the build type's flags.
+    target_compile_options(${name} PRIVATE -O0)
   endif()
   if(TARGET weir_test_pch)
     target_precompile_headers(${name} REUSE_FROM weir_test_pch)  # tests/CMakeLists.txt
   endif()
   gtest_discover_tests(${name} PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT} DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# weir_unit_tests(MODULE DEPS ...): every *_test.cc of the calling folder (tests/unit/<module>) in one
+# GoogleTest binary, unit_<module>, label unit; CTest still runs each test in a process of its own. One
+# link per folder instead of one per file: linking is a tenth of a clean sanitized build.
+function(weir_unit_tests module)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
+  weir_test(unit_${module} SOURCES ${tests} DEPS ${ARG_DEPS} LABEL unit)
 endfunction()

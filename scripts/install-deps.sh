@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_BUILD=(build-essential g++ cmake ninja-build pkg-config git
   liburing-dev libsimdjson-dev libisal-dev libssl-dev libcurl4-openssl-dev libtomlplusplus-dev
   libcli11-dev libfmt-dev libspdlog-dev libjemalloc-dev libraft-dev libnghttp2-dev)
-APT_TEST=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev wrk nginx-light
+APT_TEST=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev lld wrk nginx-light
   nodejs npm curl procps util-linux redis-server redis-tools dpkg-dev file python3-prometheus-client
   chromium nghttp2-client)  # the browser test (tests/node/browser_test.mjs) drives it with puppeteer-core
 

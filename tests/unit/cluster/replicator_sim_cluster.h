@@ -27,7 +27,7 @@ namespace weir::cluster::sim {
 
 using std::chrono::milliseconds;
 
-std::string address_of(std::uint64_t id) {
+inline std::string address_of(std::uint64_t id) {
   return fmt::format("127.0.0.1:{}", 5000 + id);
 }
 
