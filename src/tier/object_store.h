@@ -10,8 +10,10 @@
 // Keys are relative to the store's own location (an S3 store prepends its prefix and strips it from the
 // keys that list() returns), so the fake and S3 answer the same keys.
 //
-// Objects are written whole by one PUT of at most max_object_bytes (16 MiB): no multipart upload, so no
+// Objects are written whole by one PUT of at most max_object_bytes (80 MiB): no multipart upload, so no
 // upload to abort and nothing that s3rver lacks (docs/cold-tier.md, "What the test server cannot check").
+// Most objects are near the uploader's target (8 MiB); the cap leaves room for the largest record (64 MiB,
+// storage::format::max_record_payload), which a JSON stream's object holds whole.
 #pragma once
 
 #include <cstddef>
@@ -141,7 +143,7 @@ struct put_options {
 
 class object_store {
  public:
-  static constexpr std::uint64_t max_object_bytes = 16ull << 20;
+  static constexpr std::uint64_t max_object_bytes = 80ull << 20;
   static constexpr int max_list_keys = 1000;
 
   virtual ~object_store() = default;

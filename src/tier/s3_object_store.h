@@ -30,7 +30,7 @@ struct s3_client_options {
   // A transfer slower than low_speed_bytes per second for low_speed_time fails (as a timeout).
   long low_speed_bytes = 16 * 1024;
   millis low_speed_time{10'000};
-  // The cap of one whole request (a 16 MiB PUT at the low-speed floor would take longer: the floor is
+  // The cap of one whole request (an 8 MiB PUT at the low-speed floor would take longer: the floor is
   // for stalls, this cap for everything else).
   millis request_timeout{120'000};
   // Source of x-amz-date (S3 refuses a date 15 minutes off).

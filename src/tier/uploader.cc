@@ -5,8 +5,12 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "storage/log_format.h"
 
 namespace weir::tier {
+
+static_assert(uploader::max_whole_bytes >= storage::format::max_record_payload,
+              "a record of a JSON stream must fit one object whole");
 
 uploader::uploader(raft::executor& ex, uploader_options o, put_fn put, uploaded_fn uploaded)
     : ex_(ex),

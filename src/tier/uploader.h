@@ -76,7 +76,7 @@ class uploader {
   void add(std::string_view stream, streams::stream_offset first, streams::stream_offset end,
            std::span<const std::byte> bytes, bool whole = false);
   // The largest range add() keeps whole: an object's largest PUT less room for its header, footer and
-  // block checksums.
+  // block checksums; more than the largest record (uploader.cc), so a JSON record is never cut.
   static constexpr std::uint64_t max_whole_bytes = object_store::max_object_bytes - (1u << 20);
   // Sends the object being filled now, however small (shutdown, a test).
   void flush();

@@ -476,6 +476,36 @@ TEST_F(cold_mover_test, a_json_streams_reads_from_objects_end_at_message_boundar
   });
 }
 
+// A JSON record larger than the object target (and than the 16 MiB objects once were) goes whole into an
+// object of its own, so a read from the bucket that starts in it answers the whole message.
+TEST_F(cold_mover_test, a_json_record_larger_than_an_object_target_is_read_whole_from_the_bucket) {
+  close();
+  open(/*checkpoint_bytes=*/0, /*local_budget=*/0, /*keep_bytes=*/1024);
+  ASSERT_EQ(submit(make_create("/big", "application/json")).failure, errc::ok);
+  const std::string small = "{\"n\":1},";
+  const std::string large = "{\"s\":\"" + std::string(20u << 20, 'L') + "\"},";
+  for (const std::string* record : {&small, &large, &small}) {
+    streams::append_command c = make_append("/big", *record);
+    c.content_type = "application/json";
+    c.body.messages = 1;
+    ASSERT_EQ(submit(c).o.code, streams::errc::ok);
+  }
+  const std::uint64_t total = 2 * small.size() + large.size();
+  for (int pass = 0; pass < 4 && cold_end("/big") != total; ++pass) upload_now();  // a pass scans 1 MiB
+  ASSERT_EQ(cold_end("/big"), total);
+  on_loop([&] {
+    part_->mover()->pass();
+    return 0;
+  });
+  ASSERT_GT(on_loop([&] { return part_->machine().log_of("/big")->held_from().value(); }), small.size());
+  std::vector<std::string> chunks;
+  const std::string got = read_through("/big", &chunks);
+  EXPECT_EQ(got.size(), total) << got.substr(got.size() > 200 ? got.size() - 200 : 0);
+  EXPECT_TRUE(got == small + large + small);
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[1].size(), large.size());  // the large message in one read
+}
+
 TEST_F(cold_mover_test, over_its_share_a_shard_forgets_what_is_in_objects_and_reads_it_from_there) {
   close();
   open(/*checkpoint_bytes=*/0, /*local_budget=*/0, /*keep_bytes=*/8 * 1024);
