@@ -476,8 +476,8 @@ TEST_F(cold_mover_test, a_json_streams_reads_from_objects_end_at_message_boundar
   });
 }
 
-// A JSON record larger than the object target (and than the 16 MiB objects once were) goes whole into an
-// object of its own, so a read from the bucket that starts in it answers the whole message.
+// A JSON record larger than the object target (20 MiB against 1 MiB) goes whole into an object of its
+// own, so a read from the bucket that starts in it answers the whole message.
 TEST_F(cold_mover_test, a_json_record_larger_than_an_object_target_is_read_whole_from_the_bucket) {
   close();
   open(/*checkpoint_bytes=*/0, /*local_budget=*/0, /*keep_bytes=*/1024);
