@@ -104,6 +104,11 @@ void checkpointer::take() {
   });
 }
 
+void checkpointer::when_written(std::function<void()> fn) {
+  if (settled()) return fn();
+  written_.push_back(std::move(fn));
+}
+
 void checkpointer::on_encoded(encoded e) {
   encoding_ = false;
   if (!e.blob) {
@@ -152,6 +157,9 @@ void checkpointer::on_encoded(encoded e) {
                                   "ms off it), {} segments reclaimed",
                                   core_, covered.value(), blob_bytes, cut_ms, encode_ms, r->size());
                               poll();
+                              if (settled()) {
+                                for (auto& fn : std::exchange(written_, {})) fn();
+                              }
                             });
   poll();  // a bucket cut asked for meanwhile
 }

@@ -62,13 +62,16 @@ class checkpointer {
   bool writing() const { return writing_ || encoding_; }
   // A cut's records are being encoded off the loop: no record may leave a stream's front.
   bool encoding() const { return encoding_; }
-  std::uint64_t taken() const { return taken_; }
+  // Runs `fn` on this core once a checkpoint has been written and none is being taken (at once when
+  // that is so already): an operator's or a test's "the state is on disk".
+  void when_written(std::function<void()> fn);
 
  private:
   void take();
   // On the loop, once the cut taken at `covered` is encoded (or failed).
   struct encoded;
   void on_encoded(encoded e);
+  bool settled() const { return taken_ > 0 && !waiting_ && !writing(); }
 
   shard_wal& wal_;
   streams::state_machine& sm_;
@@ -86,6 +89,7 @@ class checkpointer {
   bool local_ = false;    // the cut being waited for is written to disk (else only handed to bucket_)
   std::vector<std::function<void(result<bucket_cut>)>> bucket_;
   std::uint64_t taken_ = 0;
+  std::vector<std::function<void()>> written_;  // when_written's, until settled()
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -197,10 +197,10 @@ class partition {
   std::size_t in_flight_bytes() const { return wal_->in_flight_bytes(); }
   // A checkpoint waits for the commands in flight: hold new writes back until on_writes_resumed.
   bool holding_writes() const { return checkpointer_ && checkpointer_->pausing(); }
-  // Checkpoints written so far, and whether one is under way (its records are encoded off the loop).
-  std::uint64_t checkpoints_taken() const { return checkpointer_ ? checkpointer_->taken() : 0; }
-  bool checkpoint_under_way() const {
-    return checkpointer_ && (checkpointer_->pausing() || checkpointer_->writing());
+  // Runs `fn` on this core once a checkpoint has been written and none is under way (at once when that
+  // is so already; never on a cluster node, which has no checkpointer: its groups snapshot instead).
+  void when_checkpointed(std::function<void()> fn) {
+    if (checkpointer_) checkpointer_->when_written(std::move(fn));
   }
 
   // Reads as live readers and clients may see them: only what is durable (shard_wal::clamp). Cold data

@@ -413,9 +413,8 @@ void raft_lane::apply(std::uint32_t group, std::uint64_t index, cluster::entry_k
     // The record's bytes stay where the node log has them (synced: a node applies only what it stored).
     std::optional<streams::disk_location> stored;
     if (place != nullptr && data_offset != 0) {
-      stored =
-          streams::disk_location{place->segment, place->record_offset,
-                                 node_log_core(opts_.lane, opts_.cluster.lanes), place->offset + data_offset};
+      stored = streams::disk_location{place->segment, place->record_offset, node_core(),
+                                      place->offset + data_offset};
     }
     r.o = apply_committed(*c, group, index, proposed_here, stored ? &*stored : nullptr);
   }

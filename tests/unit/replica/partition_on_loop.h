@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
@@ -21,6 +20,7 @@
 #include "replica/wal_recovery.h"
 #include "storage/mem_env.h"
 #include "tier/hot_tier.h"
+#include "unit/replica/checkpointed.h"
 
 namespace weir::replica::testing {
 
@@ -104,16 +104,8 @@ class partition_on_loop : public ::testing::Test {
     }
     return out + "<too many chunks>";
   }
-  // Waits (10 s at most) until the partition has written a checkpoint and has none under way: its
-  // records are encoded on a thread of the checkpointer's, so the answer to a command comes first.
-  bool checkpointed() {
-    for (int i = 0; i < 2000; ++i) {
-      if (on_loop([&] { return part_->checkpoints_taken() > 0 && !part_->checkpoint_under_way(); }))
-        return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return false;
-  }
+  // Waits (10 s at most) until the partition has written a checkpoint and has none under way.
+  bool checkpointed() { return testing::checkpointed(*loop_, *part_); }
   // Submits `c` and waits for its completion.
   durable_result submit(const streams::command& c) {
     std::promise<durable_result> p;

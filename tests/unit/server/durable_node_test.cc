@@ -22,6 +22,7 @@
 #include "storage/log_writer.h"
 #include "streams/command_codec.h"
 
+#include "unit/replica/checkpointed.h"
 #include "unit/server/durable_node_fixture.h"
 #include "unit/server/http_test_client.h"
 
@@ -44,20 +45,10 @@ class durable_node_test : public test_support::durable_node_fixture {
     s.loop().post([&] { p.set_value(s.part().machine().records_held(path)); });
     return f.get();
   }
-  // Waits (10 s at most) until `path`'s core has written a checkpoint and has none under way: its
-  // records are encoded on a thread of the checkpointer's, so the answer to a command comes first.
+  // Waits (10 s at most) until `path`'s core has written a checkpoint and has none under way.
   bool checkpointed(const std::string& path) {
     stream_shard& s = n_->owner_of(path);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::promise<bool> p;
-      auto f = p.get_future();
-      s.loop().post(
-          [&] { p.set_value(s.part().checkpoints_taken() > 0 && !s.part().checkpoint_under_way()); });
-      if (f.get()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the encoder thread finishes meanwhile
-    }
-    return false;
+    return replica::testing::checkpointed(s.loop(), s.part());
   }
 };
 
