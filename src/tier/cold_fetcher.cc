@@ -51,6 +51,31 @@ store_result<std::shared_ptr<const object_footer>> cold_fetcher::footer(const st
   return f;
 }
 
+store_result<std::optional<object_record>> cold_fetcher::record_at(const std::string& key,
+                                                                   std::uint64_t object_size,
+                                                                   const std::string& stream,
+                                                                   streams::stream_offset at) {
+  auto f = footer(key, object_size);
+  if (!f) return std::move(f.err());
+  const object_footer& footer = **f;
+  for (std::size_t i = 0; i < footer.ranges.size(); ++i) {
+    const object_range& r = footer.ranges[i];
+    if (r.stream != stream || at < r.first || at >= r.end) continue;
+    auto records = read_range_records(store_, key, footer, i);
+    // A GET only for a version 2 range with records (version 1 has no table to read).
+    if (footer.records.size() > i && footer.records[i].count > 0) {
+      note(1, records ? records->size() * object_record_entry_size : 0, !records);
+    }
+    if (!records) return std::move(records.err());
+    for (const object_record& rec : *records) {
+      if (rec.begin == at) return std::optional<object_record>(rec);
+      if (rec.begin > at) break;
+    }
+    return std::optional<object_record>();
+  }
+  return std::optional<object_record>();
+}
+
 cold_fetcher::block cold_fetcher::cached_block(const std::string& id) {
   std::lock_guard lock(mu_);
   auto it = blocks_.map.find(id);

@@ -19,6 +19,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -53,6 +54,13 @@ class cold_fetcher {
   // The object's footer (its ranges), from the cache or the store.
   store_result<std::shared_ptr<const object_footer>> footer(const std::string& key,
                                                             std::uint64_t object_size);
+
+  // The record of `stream` that begins at `at`, from the record table of the object's range that holds
+  // `at` (one GET of that range's entries; not cached: forks at such offsets are rare). Nothing when no
+  // record begins there; an error when the object has no record table (format version 1, code
+  // "NoRecordTable") or the store fails.
+  store_result<std::optional<object_record>> record_at(const std::string& key, std::uint64_t object_size,
+                                                       const std::string& stream, streams::stream_offset at);
 
   cold_fetcher_stats stats() const;
 

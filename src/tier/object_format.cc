@@ -13,7 +13,10 @@ namespace weir::tier {
 namespace {
 
 constexpr char header_magic[8] = {'W', 'E', 'I', 'R', 'C', 'O', 'L', 'D'};
-constexpr char trailer_magic[8] = {'W', 'E', 'I', 'R', 'T', 'A', 'I', 'L'};
+constexpr char trailer_magic[8] = {'W', 'E', 'I', 'R', 'T', 'A', 'I', 'L'};     // version 1
+constexpr char trailer_magic_v2[8] = {'W', 'E', 'I', 'R', 'T', 'A', 'L', '2'};  // version 2
+// What version 2 adds to the footer per range: u64 first begin, u32 count, u32 CRC.
+constexpr std::size_t range_records_bytes = 8 + 4 + 4;
 // The smallest encoded range: u16 name length, three u64 and a u64 length with an empty name.
 constexpr std::size_t min_range_bytes = 2 + 8 * 4;
 
@@ -94,7 +97,8 @@ void object_writer::append_data(std::span<const std::byte> bytes) {
 }
 
 const object_range& object_writer::add(std::string_view stream, streams::stream_offset first,
-                                       streams::stream_offset end, std::span<const std::byte> bytes) {
+                                       streams::stream_offset end, std::span<const std::byte> bytes,
+                                       std::span<const object_record> records) {
   WEIR_ASSERT(!finished_, "object_writer::add after finish");
   WEIR_ASSERT(stream.size() <= max_stream_name_bytes, "stream name of {} bytes in a cold object",
               stream.size());
@@ -107,6 +111,22 @@ const object_range& object_writer::add(std::string_view stream, streams::stream_
     ranges_.back().length += bytes.size();
   } else {
     ranges_.push_back(object_range{std::string(stream), first, end, data_size_, bytes.size()});
+    records_.push_back(range_records{});
+  }
+  range_records& rr = records_.back();
+  for (const object_record& r : records) {
+    // Each begins where the one before it ended (the first anywhere in the range), inside these bytes.
+    WEIR_ASSERT(r.begin >= first && r.begin < end && r.end > r.begin, "record [{}, {}) outside [{}, {})",
+                r.begin.value(), r.end.value(), first.value(), end.value());
+    if (rr.count == 0) {
+      rr.first_begin = r.begin;
+    } else {
+      WEIR_ASSERT(r.begin.value() == get_le<std::uint64_t>(table_.data() + table_.size() - 12),
+                  "record at {} does not follow the one before it", r.begin.value());
+    }
+    put_le<std::uint64_t>(table_, r.end.value());
+    put_le<std::uint32_t>(table_, r.messages);
+    ++rr.count;
   }
   append_data(bytes);
   return ranges_.back();
@@ -114,8 +134,9 @@ const object_range& object_writer::add(std::string_view stream, streams::stream_
 
 std::uint64_t object_writer::encoded_size() const {
   std::uint64_t footer = 4;
-  for (const auto& r : ranges_) footer += min_range_bytes + r.stream.size();
-  return object_header_size + stored_data_size(data_size_, block_size_) + footer + object_trailer_size;
+  for (const auto& r : ranges_) footer += min_range_bytes + range_records_bytes + r.stream.size();
+  return object_header_size + stored_data_size(data_size_, block_size_) + footer + table_.size() +
+         object_trailer_size;
 }
 
 object_bytes object_writer::finish() {
@@ -137,9 +158,18 @@ object_bytes object_writer::finish() {
     put_le<std::uint64_t>(out, r.data_position);
     put_le<std::uint64_t>(out, r.length);
   }
+  std::size_t entries_at = 0;
+  for (const auto& rr : records_) {
+    const std::size_t n = std::size_t{rr.count} * object_record_entry_size;
+    put_le<std::uint64_t>(out, rr.first_begin.value());
+    put_le<std::uint32_t>(out, rr.count);
+    put_le<std::uint32_t>(out, storage::crc32c(std::span(table_).subspan(entries_at, n)));
+    entries_at += n;
+  }
   auto footer = std::span(out).subspan(footer_at);
   std::uint32_t footer_crc = storage::crc32c(footer);
   std::uint32_t footer_length = static_cast<std::uint32_t>(footer.size());
+  out.insert(out.end(), table_.begin(), table_.end());
 
   std::size_t trailer_at = out.size();
   put_le<std::uint64_t>(out, data_size_);
@@ -147,8 +177,8 @@ object_bytes object_writer::finish() {
   put_le<std::uint32_t>(out, footer_crc);
   put_le<std::uint32_t>(out, block_size_);
   put_crc_of(out, trailer_at);
-  out.insert(out.end(), reinterpret_cast<const std::byte*>(trailer_magic),
-             reinterpret_cast<const std::byte*>(trailer_magic) + 8);
+  out.insert(out.end(), reinterpret_cast<const std::byte*>(trailer_magic_v2),
+             reinterpret_cast<const std::byte*>(trailer_magic_v2) + 8);
   WEIR_ASSERT(out.size() == size, "object size {} != computed {}", out.size(), size);
   return out;
 }
@@ -163,7 +193,7 @@ result<std::uint32_t> decode_object_header(std::span<const std::byte> header) {
     return format_error(object_format_errc::bad_checksum, "object header CRC mismatch");
   }
   auto version = get_le<std::uint16_t>(header.data() + 8);
-  if (version != object_format_version) {
+  if (version != 1 && version != object_format_version) {
     return format_error(object_format_errc::bad_version, fmt::format("object format version {}", version));
   }
   auto block_size = get_le<std::uint32_t>(header.data() + 12);
@@ -182,13 +212,15 @@ result<object_trailer> decode_object_trailer(std::span<const std::byte> tail, st
   if (tail.size() != object_trailer_size || object_size < object_header_size + object_trailer_size) {
     return format_error(object_format_errc::truncated, "object too short for a header and a trailer");
   }
-  if (std::memcmp(tail.data() + 24, trailer_magic, 8) != 0) {
+  const bool v1 = std::memcmp(tail.data() + 24, trailer_magic, 8) == 0;
+  if (!v1 && std::memcmp(tail.data() + 24, trailer_magic_v2, 8) != 0) {
     return format_error(object_format_errc::bad_magic, "not a weir cold object (trailer magic)");
   }
   if (get_le<std::uint32_t>(tail.data() + 20) != storage::crc32c(tail.first(20))) {
     return format_error(object_format_errc::bad_checksum, "object trailer CRC mismatch");
   }
   object_trailer t;
+  t.version = v1 ? 1 : 2;
   t.data_length = get_le<std::uint64_t>(tail.data());
   t.footer_length = get_le<std::uint32_t>(tail.data() + 8);
   t.footer_crc = get_le<std::uint32_t>(tail.data() + 12);
@@ -203,12 +235,20 @@ result<object_trailer> decode_object_trailer(std::span<const std::byte> tail, st
     return format_error(object_format_errc::inconsistent, "object trailer lengths exceed the object");
   }
   std::uint64_t stored = stored_data_size(t.data_length, t.block_size);
-  if (stored > room || room - stored != t.footer_length) {
+  // Version 1 ends with its footer; version 2 has the record table between the footer and the trailer.
+  if (stored > room || room - stored < t.footer_length || (v1 && room - stored != t.footer_length)) {
     return format_error(object_format_errc::inconsistent,
                         fmt::format("object of {} bytes cannot hold {} data bytes and a {}-byte footer",
                                     object_size, t.data_length, t.footer_length));
   }
   t.footer_offset = object_header_size + stored;
+  t.table_offset = t.footer_offset + t.footer_length;
+  t.table_length = room - stored - t.footer_length;
+  if (t.table_length % object_record_entry_size != 0) {
+    return format_error(
+        object_format_errc::inconsistent,
+        fmt::format("object of {} bytes leaves {} bytes for its record table", object_size, t.table_length));
+  }
   return t;
 }
 
@@ -248,6 +288,39 @@ result<object_footer> decode_object_footer(std::span<const std::byte> footer, co
                       r.first.value(), r.end.value(), r.data_position, r.length, trailer.data_length));
     }
     out.ranges.push_back(std::move(r));
+  }
+  if (trailer.version >= 2) {
+    if (count > (footer.size() - cur.pos) / range_records_bytes) {
+      return format_error(object_format_errc::truncated, "object footer record counts cut short");
+    }
+    out.records.reserve(count);
+    std::uint64_t position = 0;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      range_records rr;
+      rr.first_begin = streams::stream_offset{cur.take<std::uint64_t>()};
+      rr.count = cur.take<std::uint32_t>();
+      rr.crc = cur.take<std::uint32_t>();
+      rr.table_position = position;
+      const object_range& r = out.ranges[i];
+      if (rr.count > 0 && (rr.first_begin < r.first || rr.first_begin >= r.end)) {
+        return format_error(object_format_errc::inconsistent,
+                            fmt::format("object footer range {}: first record at {} outside [{}, {})", i,
+                                        rr.first_begin.value(), r.first.value(), r.end.value()));
+      }
+      // Each record begins at a distinct offset of the range.
+      if (rr.count > r.end.value() - r.first.value()) {
+        return format_error(object_format_errc::inconsistent,
+                            fmt::format("object footer range {}: {} records in {} bytes", i, rr.count,
+                                        r.end.value() - r.first.value()));
+      }
+      position += std::uint64_t{rr.count} * object_record_entry_size;
+      out.records.push_back(rr);
+    }
+    if (position != trailer.table_length) {
+      return format_error(
+          object_format_errc::inconsistent,
+          fmt::format("object record table of {} bytes, its ranges list {}", trailer.table_length, position));
+    }
   }
   if (cur.pos != footer.size()) {
     return format_error(object_format_errc::inconsistent, "object footer has bytes after its ranges");
@@ -297,7 +370,59 @@ result<object_bytes> extract_from_blocks(const object_trailer& t, const block_sp
   return out;
 }
 
-namespace {}  // namespace
+result<std::vector<object_record>> decode_range_records(std::span<const std::byte> entries,
+                                                        const object_footer& footer, std::size_t range) {
+  WEIR_ASSERT(range < footer.records.size(), "range {} of {} with records", range, footer.records.size());
+  const range_records& rr = footer.records[range];
+  const object_range& r = footer.ranges[range];
+  if (entries.size() != std::size_t{rr.count} * object_record_entry_size) {
+    return format_error(object_format_errc::truncated, "object record entries cut short");
+  }
+  if (storage::crc32c(entries) != rr.crc) {
+    return format_error(object_format_errc::bad_checksum,
+                        fmt::format("range {} record table CRC mismatch", range));
+  }
+  std::vector<object_record> out;
+  out.reserve(rr.count);
+  streams::stream_offset begin = rr.first_begin;
+  for (std::uint32_t i = 0; i < rr.count; ++i) {
+    const std::byte* e = entries.data() + std::size_t{i} * object_record_entry_size;
+    object_record rec{begin, streams::stream_offset{get_le<std::uint64_t>(e)}, get_le<std::uint32_t>(e + 8)};
+    // Every record begins inside the range, after the one before it.
+    if (rec.end <= rec.begin || rec.begin >= r.end) {
+      return format_error(object_format_errc::inconsistent,
+                          fmt::format("range {} record {}: [{}, {}) outside the range [{}, {})", range, i,
+                                      rec.begin.value(), rec.end.value(), r.first.value(), r.end.value()));
+    }
+    begin = rec.end;
+    out.push_back(rec);
+  }
+  return out;
+}
+
+store_result<std::vector<object_record>> read_range_records(object_store& store, const std::string& key,
+                                                            const object_footer& footer, std::size_t range) {
+  if (footer.trailer.version < 2) {
+    return make_store_error(store_errc::invalid, key + ": format version 1 has no record table", 0,
+                            "NoRecordTable");
+  }
+  if (range >= footer.records.size()) {
+    return make_store_error(store_errc::invalid, fmt::format("{}: no range {}", key, range));
+  }
+  const range_records& rr = footer.records[range];
+  if (rr.count == 0) return std::vector<object_record>{};
+  const std::uint64_t length = std::uint64_t{rr.count} * object_record_entry_size;
+  auto got = store.get_range(key, footer.trailer.table_offset + rr.table_position, length);
+  if (!got) return std::move(got.err());
+  if (got->bytes.size() != length) {
+    return make_store_error(
+        store_errc::connection,
+        fmt::format("short read of a record table: {} of {} bytes", got->bytes.size(), length));
+  }
+  auto records = decode_range_records(got->bytes, footer, range);
+  if (!records) return format_store_error(records.err());
+  return std::move(*records);
+}
 
 store_error format_store_error(const weir::error& e) {
   // Every error reaching here is the format's own (format_error): compare the code directly.
@@ -321,13 +446,12 @@ store_result<object_reader> object_reader::open(object_store& store, std::string
   }
   auto trailer = decode_object_trailer(std::span(tb).last(object_trailer_size), object_size);
   if (!trailer) return format_store_error(trailer.err());
-  std::uint64_t footer_end = object_size - object_trailer_size;
   object_bytes footer_bytes;
   if (trailer->footer_offset >= object_size - tail_len) {
     auto from = static_cast<std::ptrdiff_t>(trailer->footer_offset - (object_size - tail_len));
-    footer_bytes.assign(tb.begin() + from, tb.end() - object_trailer_size);
+    footer_bytes.assign(tb.begin() + from, tb.begin() + from + trailer->footer_length);
   } else {
-    auto got = store.get_range(key, trailer->footer_offset, footer_end - trailer->footer_offset);
+    auto got = store.get_range(key, trailer->footer_offset, trailer->footer_length);
     if (!got) return std::move(got.err());
     footer_bytes = std::move(got->bytes);
   }

@@ -1,18 +1,23 @@
 // object_format: the bytes of one cold object (docs/cold-tier.md, "Object format"). One object packs the
 // bytes of several streams of one group, so that a flush of many small streams is one PUT:
 //
-//   header   32 bytes: magic "WEIRCOLD", u16 version (1), u16 flags (0), u32 block_size, u32 group,
-//            u64 reserved (0), u32 CRC32C of the 28 bytes before it
+//   header   32 bytes: magic "WEIRCOLD", u16 version (2; 1 for objects without a record table), u16 flags
+//            (0), u32 block_size, u32 group, u64 reserved (0), u32 CRC32C of the 28 bytes before it
 //   blocks   the data region (the record bytes of every range, back to back) cut into blocks of
 //            block_size bytes (the last one shorter), each followed by the u32 CRC32C of its bytes
 //   footer   u32 range count, then per range: u16 stream-name length, the name, u64 first offset,
-//            u64 end offset, u64 data position, u64 length
+//            u64 end offset, u64 data position, u64 length; version 2 then adds per range (same order):
+//            u64 where its first record begins, u32 its record count, u32 CRC32C of its table entries
+//   records  version 2 only: the record table, each range's entries back to back in range order, one per
+//            record that begins in the range: u64 the record's end offset, u32 its message count (JSON)
 //   trailer  32 bytes: u64 data length, u32 footer length, u32 footer CRC32C, u32 block_size,
-//            u32 CRC32C of the 20 bytes before it, magic "WEIRTAIL"
+//            u32 CRC32C of the 20 bytes before it, magic "WEIRTAIL" (version 1) or "WEIRTAL2" (version 2)
 // All integers little-endian. A reader that knows the object's size (from the index or a listing) reads
 // the trailer, then the footer, then only the stored blocks that hold the bytes it wants (one aligned
 // range GET), and checks each block's CRC. It never uses a suffix range (bytes=-N), which s3rver answers
-// wrongly.
+// wrongly. The record table is read only to find where a record begins and ends inside bytes that are no
+// longer on any node's disk (a fork at such an offset: cold-tier.md, "Forks"), one range's entries at a
+// time: catch-up reads never fetch it.
 //
 // The decoders are fuzz-safe: garbage yields an error, never a crash or an unbounded allocation
 // (tests/fuzz/object_footer_fuzz.cc). Pure; thread-safe.
@@ -41,7 +46,7 @@ enum class object_format_errc {
   inconsistent,  // lengths or positions that do not fit together
 };
 
-constexpr std::uint16_t object_format_version = 1;
+constexpr std::uint16_t object_format_version = 2;
 constexpr std::size_t object_header_size = 32;
 constexpr std::size_t object_trailer_size = 32;
 constexpr std::uint32_t default_object_block_size = 1u << 20;
@@ -60,16 +65,39 @@ struct object_range {
 };
 
 struct object_trailer {
+  std::uint16_t version = object_format_version;  // from the trailer's magic
   std::uint64_t data_length = 0;
   std::uint32_t footer_length = 0;
   std::uint32_t footer_crc = 0;
   std::uint32_t block_size = 0;
   std::uint64_t footer_offset = 0;  // derived: header + stored blocks
+  // Derived: the record table between the footer and the trailer (version 2; empty in version 1).
+  std::uint64_t table_offset = 0;
+  std::uint64_t table_length = 0;
+};
+
+// One record that begins in a range, as the record table lists it. A byte stream's last record in a
+// range may end past the range's end (the uploader cut it at the object's end); a JSON stream's never does.
+struct object_record {
+  streams::stream_offset begin;
+  streams::stream_offset end;
+  std::uint32_t messages = 0;
+  bool operator==(const object_record&) const = default;
+};
+constexpr std::size_t object_record_entry_size = 12;  // u64 end, u32 messages
+
+// Where a range's records are in the record table (version 2).
+struct range_records {
+  streams::stream_offset first_begin;  // where its first record begins (the range's first offset or later)
+  std::uint32_t count = 0;
+  std::uint32_t crc = 0;             // CRC32C of its entries
+  std::uint64_t table_position = 0;  // derived: its first entry's byte position in the table
 };
 
 struct object_footer {
   object_trailer trailer;
   std::vector<object_range> ranges;
+  std::vector<range_records> records;  // one per range in version 2; empty in version 1
 };
 
 // The stored size of `data_length` bytes of data cut into blocks (each block's CRC included).
@@ -85,11 +113,13 @@ class object_writer {
   explicit object_writer(cold_group group, std::uint32_t block_size = default_object_block_size,
                          std::size_t reserve = 0, object_bytes buffer = {});
 
-  // Appends one stream's bytes for offsets [first, end); returns the range as recorded (the stream's last
-  // range, grown, when these bytes continue it).
+  // Appends one stream's bytes for offsets [first, end) and the records that begin in them (in offset
+  // order); returns the range as recorded (the stream's last range, grown, when these bytes continue it).
   const object_range& add(std::string_view stream, streams::stream_offset first, streams::stream_offset end,
-                          std::span<const std::byte> bytes);
+                          std::span<const std::byte> bytes, std::span<const object_record> records = {});
   std::uint64_t data_size() const { return data_size_; }
+  // The record table's size so far (what the records add to the object beyond their bytes).
+  std::uint64_t table_size() const { return table_.size(); }
   // The size finish() will return.
   std::uint64_t encoded_size() const;
   const std::vector<object_range>& ranges() const { return ranges_; }
@@ -107,6 +137,8 @@ class object_writer {
   std::uint32_t block_crc_ = 0;   // their CRC32C
   bool finished_ = false;
   std::vector<object_range> ranges_;
+  std::vector<range_records> records_;  // one per range
+  object_bytes table_;                  // the record table's entries so far
 };
 
 // Checks the header (the first object_header_size bytes); returns the block size.
@@ -115,6 +147,15 @@ result<std::uint32_t> decode_object_header(std::span<const std::byte> header);
 result<object_trailer> decode_object_trailer(std::span<const std::byte> tail, std::uint64_t object_size);
 // `footer`: the trailer.footer_length bytes at trailer.footer_offset.
 result<object_footer> decode_object_footer(std::span<const std::byte> footer, const object_trailer& trailer);
+
+// The records of footer.ranges[range] from their `entries` (exactly count x object_record_entry_size bytes
+// at trailer.table_offset + table_position): CRC-checked, each beginning inside the range, in order.
+result<std::vector<object_record>> decode_range_records(std::span<const std::byte> entries,
+                                                        const object_footer& footer, std::size_t range);
+// Reads and decodes them through a store (one ranged GET; none for a range without records). An object
+// of version 1 has no record table: store_errc::invalid with code "NoRecordTable".
+store_result<std::vector<object_record>> read_range_records(object_store& store, const std::string& key,
+                                                            const object_footer& footer, std::size_t range);
 
 // The stored blocks that hold data bytes [data_position, data_position + length): one aligned range.
 struct block_span {
@@ -149,6 +190,10 @@ class object_reader {
   // Data bytes [data_position, data_position + length) (within the data region).
   store_result<object_bytes> read(std::uint64_t data_position, std::uint64_t length);
   store_result<object_bytes> read(const object_range& r) { return read(r.data_position, r.length); }
+  // The records that begin in footer().ranges[range] (read_range_records).
+  store_result<std::vector<object_record>> records(std::size_t range) {
+    return read_range_records(*store_, key_, footer_, range);
+  }
 
  private:
   object_reader(object_store& store, std::string key, object_footer footer)

@@ -28,14 +28,14 @@ uploader::~uploader() {
 }
 
 void uploader::add(std::string_view stream, streams::stream_offset first, streams::stream_offset end,
-                   std::span<const std::byte> bytes, bool whole) {
+                   std::span<const std::byte> bytes, bool whole, std::span<const object_record> records) {
   if (stopped_ || bytes.empty()) return;
   WEIR_ASSERT(end.value() - first.value() == bytes.size(), "range [{}, {}) with {} bytes", first.value(),
               end.value(), bytes.size());
   bytes_waiting_ += bytes.size();
   whole = whole && bytes.size() <= max_whole_bytes;
   if (whole && filling_ && filling_->data_size() > 0 &&
-      filling_->data_size() + bytes.size() > o_.target_object_bytes) {
+      filling_->data_size() + filling_->table_size() + bytes.size() > o_.target_object_bytes) {
     seal(true);  // the range goes whole into the next object
   }
   // A range larger than what is left of the object is cut at the object's end (offsets count bytes), so
@@ -53,15 +53,20 @@ void uploader::add(std::string_view stream, streams::stream_offset first, stream
         seal(false);
       });
     }
+    // The record table counts toward the target: an object of many tiny records stays near its size.
+    const std::uint64_t filled = filling_->data_size() + filling_->table_size();
     const std::uint64_t room =
-        whole ? bytes.size()
-              : o_.target_object_bytes - std::min(o_.target_object_bytes, filling_->data_size());
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(room, bytes.size()));
+        whole ? bytes.size() : o_.target_object_bytes - std::min(o_.target_object_bytes, filled);
+    // At least one byte per pass, so that a full table cannot stall the loop below.
+    const std::size_t n = static_cast<std::size_t>(std::clamp<std::uint64_t>(room, 1, bytes.size()));
     const streams::stream_offset cut(first.value() + n);
-    filling_->add(stream, first, cut, bytes.first(n));
+    std::size_t in_part = 0;
+    while (in_part < records.size() && records[in_part].begin < cut) ++in_part;
+    filling_->add(stream, first, cut, bytes.first(n), records.first(in_part));
+    records = records.subspan(in_part);
     bytes = bytes.subspan(n);
     first = cut;
-    if (filling_->data_size() >= o_.target_object_bytes) seal(true);
+    if (filling_->data_size() + filling_->table_size() >= o_.target_object_bytes) seal(true);
   }
 }
 

@@ -73,8 +73,10 @@ class uploader {
   // of a JSON stream, whose reads from the bucket must end at a message boundary: cold-tier.md, "JSON
   // streams"): then the object being filled is sent first when the range does not fit, and a range
   // larger than the target goes alone into an object (cut only beyond max_whole_bytes).
+  // `records`: the records that begin in these bytes, in offset order, for the objects' record tables
+  // (object_format.h); a range cut at an object's end takes those that begin in its part.
   void add(std::string_view stream, streams::stream_offset first, streams::stream_offset end,
-           std::span<const std::byte> bytes, bool whole = false);
+           std::span<const std::byte> bytes, bool whole = false, std::span<const object_record> records = {});
   // The largest range add() keeps whole: an object's largest PUT less room for its header, footer and
   // block checksums; more than the largest record (uploader.cc), so a JSON record is never cut.
   static constexpr std::uint64_t max_whole_bytes = object_store::max_object_bytes - (1u << 20);

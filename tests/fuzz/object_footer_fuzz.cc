@@ -3,8 +3,8 @@
 // object keys met in a listing (tier/object_key.h), and S3's ListObjectsV2 and <Error> replies
 // (tier/s3_xml.h). Invariants:
 //   - nothing crashes, and no decoder allocates more than its input justifies;
-//   - a decoded footer's ranges lie inside the data region, and the data region and footer inside the
-//     object;
+//   - a decoded footer's ranges lie inside the data region, and the data region, footer and record
+//     table inside the object; a range's decoded records begin inside it;
 //   - reading any decoded range through blocks_covering/extract_from_blocks either fails (a CRC) or
 //     returns exactly the range's length;
 //   - a parsed object key formats back to the same string;
@@ -40,7 +40,8 @@ void check_object(std::span<const std::byte> obj) {
   if (obj.size() < object_trailer_size) return;
   auto t = decode_object_trailer(obj.last(object_trailer_size), obj.size());
   if (!t) return;
-  FUZZ_CHECK(t->footer_offset + t->footer_length + object_trailer_size == obj.size());
+  FUZZ_CHECK(t->footer_offset + t->footer_length + t->table_length + object_trailer_size == obj.size());
+  FUZZ_CHECK(t->table_offset == t->footer_offset + t->footer_length);
   FUZZ_CHECK(object_header_size + stored_data_size(t->data_length, t->block_size) == t->footer_offset);
   auto f = decode_object_footer(obj.subspan(t->footer_offset, t->footer_length), *t);
   if (!f) return;
@@ -53,6 +54,20 @@ void check_object(std::span<const std::byte> obj) {
     auto got =
         extract_from_blocks(*t, s, obj.subspan(s.object_offset, s.object_length), r.data_position, r.length);
     if (got) FUZZ_CHECK(got->size() == r.length);
+  }
+  // Version 2: each range's record table entries lie inside the table, and decoded records begin inside
+  // their range, each after the one before it.
+  FUZZ_CHECK(f->records.empty() || f->records.size() == f->ranges.size());
+  for (std::size_t i = 0; i < f->records.size(); ++i) {
+    const range_records& rr = f->records[i];
+    const std::uint64_t n = std::uint64_t{rr.count} * object_record_entry_size;
+    FUZZ_CHECK(rr.table_position + n <= t->table_length);
+    auto records = decode_range_records(obj.subspan(t->table_offset + rr.table_position, n), *f, i);
+    if (!records) continue;
+    FUZZ_CHECK(records->size() == rr.count);
+    for (const auto& rec : *records) {
+      FUZZ_CHECK(rec.begin >= f->ranges[i].first && rec.begin < f->ranges[i].end && rec.end > rec.begin);
+    }
   }
 }
 

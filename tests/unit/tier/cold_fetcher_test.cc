@@ -33,7 +33,12 @@ struct fixture {
     object_writer w(cold_group(1), block);
     object_bytes bytes(data.size());
     std::memcpy(bytes.data(), data.data(), data.size());
-    w.add("/a", stream_offset(0), stream_offset(1000), std::span(bytes).first(1000));
+    // "/a" in records of 100 bytes (the record table's entries).
+    std::vector<object_record> records;
+    for (std::uint64_t at = 0; at < 1000; at += 100) {
+      records.push_back(object_record{stream_offset(at), stream_offset(at + 100), 1});
+    }
+    w.add("/a", stream_offset(0), stream_offset(1000), std::span(bytes).first(1000), records);
     w.add("/b", stream_offset(0), stream_offset(data.size() - 1000), std::span(bytes).subspan(1000));
     auto obj = w.finish();
     size = obj.size();
@@ -65,6 +70,29 @@ TEST(cold_fetcher, reads_across_blocks_and_a_second_read_is_served_from_the_cach
   auto st = f.stats();
   EXPECT_GT(st.block_hits, 0u);
   EXPECT_EQ(st.failures, 0u);
+}
+
+TEST(cold_fetcher, record_at_finds_a_record_start_in_the_range_holding_it) {
+  fixture fx;
+  cold_fetcher f(fx.store);
+  auto at = f.record_at(fx.key, fx.size, "/a", stream_offset(300));
+  ASSERT_TRUE(at) << at.err().describe();
+  ASSERT_TRUE(at->has_value());
+  EXPECT_EQ((*at)->end, stream_offset(400));
+  EXPECT_EQ((*at)->messages, 1u);
+  auto inside = f.record_at(fx.key, fx.size, "/a", stream_offset(350));  // not a record's start
+  ASSERT_TRUE(inside);
+  EXPECT_FALSE(inside->has_value());
+  auto none = f.record_at(fx.key, fx.size, "/b", stream_offset(5));  // a range without records
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+  auto other = f.record_at(fx.key, fx.size, "/c", stream_offset(0));  // no such range
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->has_value());
+  fx.store.inject({store_op::get, fault_kind::corrupt_read});
+  auto corrupt = f.record_at(fx.key, fx.size, "/a", stream_offset(300));
+  ASSERT_FALSE(corrupt);
+  EXPECT_EQ(corrupt.err().code, "Corrupt");
 }
 
 TEST(cold_fetcher, a_sequential_reader_finds_the_next_block_already_fetched) {

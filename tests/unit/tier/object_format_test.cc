@@ -7,6 +7,7 @@
 #include <random>
 
 #include "storage/crc32c.h"
+#include "tier/little_endian.h"
 #include "tier/mem_object_store.h"
 
 namespace weir::tier {
@@ -182,6 +183,11 @@ TEST(object_format, trailer_sizes_must_fit_the_object) {
   EXPECT_FALSE(decode_object_trailer(tail, obj.size() + 1));
   EXPECT_FALSE(decode_object_trailer(tail, obj.size() - 1));
   EXPECT_FALSE(decode_object_trailer(tail, std::uint64_t{1} << 60));
+  // A size that leaves room for whole table entries that the footer does not list: the footer refuses it.
+  auto longer = decode_object_trailer(tail, obj.size() + object_record_entry_size);
+  ASSERT_TRUE(longer);
+  EXPECT_FALSE(
+      decode_object_footer(std::span(obj).subspan(longer->footer_offset, longer->footer_length), *longer));
 }
 
 TEST(object_format, reader_through_a_store_uses_aligned_ranges) {
@@ -241,6 +247,135 @@ TEST(object_format, reader_reads_a_large_footer_separately) {
   auto x = r->read(r->footer().ranges[57]);
   ASSERT_TRUE(x);
   EXPECT_EQ(text_of(*x), "x");
+}
+
+object_record rec(std::uint64_t begin, std::uint64_t end, std::uint32_t messages = 0) {
+  return object_record{streams::stream_offset{begin}, streams::stream_offset{end}, messages};
+}
+
+TEST(object_format, each_range_lists_the_records_that_begin_in_it) {
+  mem_object_store store;
+  object_writer w(cold_group{5}, 16);
+  // s/a: bytes 10..70 in two adds (one range), the first record beginning mid-range (the range starts
+  // inside a record begun in an earlier object), the last one ending past the range (cut at the end).
+  const std::vector<object_record> a1 = {rec(15, 30), rec(30, 40, 2)};
+  const std::vector<object_record> a2 = {rec(40, 55), rec(55, 90)};
+  w.add("s/a", streams::stream_offset{10}, streams::stream_offset{40}, bytes_of(pattern(30, 'a')), a1);
+  w.add("s/a", streams::stream_offset{40}, streams::stream_offset{70}, bytes_of(pattern(30, 'b')), a2);
+  w.add("s/b", streams::stream_offset{0}, streams::stream_offset{5}, bytes_of(pattern(5, 'c')));
+  const std::vector<object_record> c = {rec(7, 8, 1), rec(8, 9, 1), rec(9, 12, 3)};
+  w.add("s/c", streams::stream_offset{7}, streams::stream_offset{12}, bytes_of(pattern(5, 'd')), c);
+  EXPECT_EQ(w.table_size(), 7 * object_record_entry_size);
+  object_bytes obj = w.finish();
+  EXPECT_EQ(obj.size(), w.encoded_size());
+  ASSERT_TRUE(store.put("k.obj", obj));
+
+  auto r = object_reader::open(store, "k.obj", obj.size());
+  ASSERT_TRUE(r) << r.err().describe();
+  const object_footer& f = r->footer();
+  EXPECT_EQ(f.trailer.version, 2);
+  EXPECT_EQ(f.trailer.table_length, 7 * object_record_entry_size);
+  ASSERT_EQ(f.ranges.size(), 3u);
+  ASSERT_EQ(f.records.size(), 3u);
+  EXPECT_EQ(f.records[0].count, 4u);
+  EXPECT_EQ(f.records[1].count, 0u);
+  std::vector<object_record> want_a = a1;
+  want_a.insert(want_a.end(), a2.begin(), a2.end());
+  const std::uint64_t gets = store.requests(store_op::get);
+  auto got_a = r->records(0);
+  ASSERT_TRUE(got_a) << got_a.err().describe();
+  EXPECT_EQ(*got_a, want_a);
+  auto got_b = r->records(1);
+  ASSERT_TRUE(got_b);
+  EXPECT_TRUE(got_b->empty());
+  auto got_c = r->records(2);
+  ASSERT_TRUE(got_c);
+  EXPECT_EQ(*got_c, c);
+  EXPECT_EQ(store.requests(store_op::get), gets + 2);  // one GET per range with records, none without
+
+  // The data reads are those of an object without a table.
+  auto bytes = r->read(f.ranges[2]);
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(text_of(*bytes), pattern(5, 'd'));
+}
+
+TEST(object_format, a_flipped_record_table_byte_is_caught) {
+  object_writer w(cold_group{2}, 8);
+  w.add("x", streams::stream_offset{0}, streams::stream_offset{20}, bytes_of(pattern(20, 'k')),
+        std::vector<object_record>{rec(0, 6, 1), rec(6, 20, 2)});
+  const object_bytes good = w.finish();
+  decoded d = decode(good);
+  ASSERT_EQ(d.footer.records.size(), 1u);
+  auto entries = std::span(good).subspan(d.trailer.table_offset, d.trailer.table_length);
+  ASSERT_TRUE(decode_range_records(entries, d.footer, 0));
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    object_bytes bad(entries.begin(), entries.end());
+    bad[i] ^= std::byte{0x01};
+    auto got = decode_range_records(bad, d.footer, 0);
+    ASSERT_FALSE(got) << "byte " << i;
+    EXPECT_EQ(got.err().code, static_cast<int>(object_format_errc::bad_checksum));
+  }
+  // Entries that disagree with the range are refused even with a matching CRC.
+  object_footer f = d.footer;
+  object_bytes past;
+  put_le<std::uint64_t>(past, 40);  // a record beginning at 40, past the range's end (20)
+  put_le<std::uint32_t>(past, 0);
+  put_le<std::uint64_t>(past, 50);
+  put_le<std::uint32_t>(past, 0);
+  f.records[0].first_begin = streams::stream_offset{0};
+  f.records[0].crc = storage::crc32c(past);
+  auto inconsistent = decode_range_records(past, f, 0);
+  ASSERT_FALSE(inconsistent);
+  EXPECT_EQ(inconsistent.err().code, static_cast<int>(object_format_errc::inconsistent));
+}
+
+// The object a version 1 writer made of the same ranges: no record table, the version 1 footer and
+// trailer magic (made here from a version 2 object without records).
+object_bytes as_version_1(const object_bytes& v2) {
+  decoded d = decode(v2);
+  object_bytes out(v2.begin(), v2.begin() + static_cast<std::ptrdiff_t>(d.trailer.footer_offset));
+  out[8] = std::byte{1};
+  out[9] = std::byte{0};
+  auto header_crc = storage::crc32c(std::span(out).first(28));
+  for (int i = 0; i < 4; ++i) out[28 + i] = static_cast<std::byte>(header_crc >> (8 * i));
+  // The footer without its per-range record counts (16 bytes each, at its end).
+  const std::size_t footer_v1 = d.trailer.footer_length - 16 * d.footer.ranges.size();
+  const std::size_t footer_at = out.size();
+  out.insert(out.end(), v2.begin() + static_cast<std::ptrdiff_t>(d.trailer.footer_offset),
+             v2.begin() + static_cast<std::ptrdiff_t>(d.trailer.footer_offset + footer_v1));
+  const std::size_t trailer_at = out.size();
+  put_le<std::uint64_t>(out, d.trailer.data_length);
+  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(footer_v1));
+  put_le<std::uint32_t>(out, storage::crc32c(std::span(out).subspan(footer_at, footer_v1)));
+  put_le<std::uint32_t>(out, d.trailer.block_size);
+  put_le<std::uint32_t>(out, storage::crc32c(std::span(out).subspan(trailer_at, 20)));
+  for (char c : std::string_view("WEIRTAIL")) out.push_back(static_cast<std::byte>(c));
+  return out;
+}
+
+TEST(object_format, a_version_1_object_reads_as_before_and_has_no_record_table) {
+  mem_object_store store;
+  object_writer w(cold_group{4}, 32);
+  const std::string a = pattern(100, 'a');
+  w.add("s/a", streams::stream_offset{0}, streams::stream_offset{100}, bytes_of(a));
+  const object_bytes v1 = as_version_1(w.finish());
+  auto header = decode_object_header(std::span(v1).first(object_header_size));
+  ASSERT_TRUE(header) << header.err().reason;
+  ASSERT_TRUE(store.put("k.obj", v1));
+  auto r = object_reader::open(store, "k.obj", v1.size());
+  ASSERT_TRUE(r) << r.err().describe();
+  EXPECT_EQ(r->footer().trailer.version, 1);
+  EXPECT_TRUE(r->footer().records.empty());
+  auto got = r->read(r->footer().ranges[0]);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(text_of(*got), a);
+  auto records = r->records(0);
+  ASSERT_FALSE(records);
+  EXPECT_EQ(records.err().code, "NoRecordTable");
+  // A version 1 trailer must end where its footer does: bytes between them are refused.
+  object_bytes padded = v1;
+  padded.insert(padded.end() - object_trailer_size, 12, std::byte{0});
+  EXPECT_FALSE(decode_object_trailer(std::span(padded).last(object_trailer_size), padded.size()));
 }
 
 TEST(object_format, reader_refuses_a_foreign_object) {

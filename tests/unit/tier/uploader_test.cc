@@ -166,6 +166,37 @@ TEST(uploader, a_long_range_is_cut_at_each_object_end) {
   EXPECT_EQ(joined, big);
 }
 
+TEST(uploader, each_part_of_a_cut_range_lists_the_records_that_begin_in_it) {
+  harness h(small_objects());
+  const std::string big = stream_bytes("/big", 2500);
+  // Records of 300 bytes from 500 (the last one shorter): objects end at 1500 and 2500, inside records.
+  std::vector<object_record> records;
+  for (std::uint64_t at = 500; at < 3000; at += 300) {
+    records.push_back(
+        object_record{stream_offset(at), stream_offset(std::min<std::uint64_t>(at + 300, 3000)), 1});
+  }
+  auto b = bytes_of(big);
+  h.up->add("/big", stream_offset(500), stream_offset(3000), b, false, records);
+  h.up->flush();
+  h.run_for(1ms);
+  std::vector<object_record> listed;
+  for (const auto& u : h.reports) {
+    auto reader = object_reader::open(h.store, u.key, u.size);
+    ASSERT_TRUE(reader) << reader.err().describe();
+    ASSERT_EQ(reader->footer().ranges.size(), 1u);
+    auto got = reader->records(0);
+    ASSERT_TRUE(got) << got.err().describe();
+    for (const auto& r : *got) {
+      // Each record is listed where it begins, with its whole extent (the last may end in the next object).
+      EXPECT_GE(r.begin, u.ranges[0].first);
+      EXPECT_LT(r.begin, u.ranges[0].end);
+      listed.push_back(r);
+    }
+  }
+  EXPECT_GE(h.reports.size(), 3u);
+  EXPECT_EQ(listed, records);
+}
+
 TEST(uploader, a_whole_range_is_never_cut_and_waits_for_the_next_object) {
   harness h(small_objects());
   auto add_whole = [&](const std::string& stream, std::uint64_t first, const std::string& text) {
