@@ -94,6 +94,15 @@ struct expire_command {
 };
 
 // Applied on the source's core when a fork is being created: validate, take a reference.
+// The record that begins at a fork point inside bytes held only in the bucket, as the record table of
+// the object holding them lists it (docs/cold-tier.md, "Forks"): read by the node that proposes the
+// retain, so that every replica applies the same answer without the records it may have forgotten.
+struct bucket_record {
+  stream_offset end;
+  std::uint32_t messages = 0;  // JSON
+  friend bool operator==(const bucket_record&, const bucket_record&) = default;
+};
+
 struct fork_retain_command {
   std::string source;
   std::optional<stream_offset> offset;
@@ -103,6 +112,9 @@ struct fork_retain_command {
   // Cluster mode: the fork's path, kept with the reference so that a sweep can look for the fork in its
   // own group (docs/replication.md, "Forks"). Empty on a single node and in retains written before it.
   std::string fork;
+  // Set when the fork point is inside the source's bytes in objects and an object's record table says a
+  // record begins there (state_machine::fork_retain checks it against the replicated index).
+  std::optional<bucket_record> in_bucket;
 };
 
 // Applied on the source's core when a fork went away (or its creation failed): drop the reference,

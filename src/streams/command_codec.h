@@ -8,7 +8,9 @@
 // Likewise kind 10 is a fork_retain_command naming its fork (kind 6's fields, then the fork's path),
 // kind 11 a fork_release_command naming its origin (kind 7's source, then the origin's group and index),
 // and kind 12 a fork_tombstone_command (path, origin group, origin index, group, now_ms); a retain
-// without a fork and a release without an origin keep kinds 6 and 7.
+// without a fork and a release without an origin keep kinds 6 and 7. Kind 13 is a fork_retain_command
+// carrying a record found in the bucket (fork_retain_command::in_bucket): kind 10's fields (the fork's
+// path may be empty), then the record's end and message count (varints).
 // fork_resolution.source_log is not encoded (recovery links the fork to its source again).
 #pragma once
 

@@ -395,21 +395,40 @@ outcome state_machine::fork_retain(const fork_retain_command& c) {
   }
   stream_offset tail = s->log->tail();
   stream_offset point = c.offset.value_or(tail);
-  std::optional<bool> cold;  // set_cold_boundary's answer
+  std::optional<cold_point> cold;           // set_cold_boundary's answer
+  const memory_log* holder = s->log.get();  // whose own bytes hold the point
+  std::uint64_t limit = tail.value();       // where this stream stops seeing the holder's bytes
   if (cold_boundary_ && point < tail) {
-    const memory_log* holder = s->log.get();  // whose own bytes hold the point
-    while (point < holder->base() && holder->source()) holder = holder->source().get();
+    while (point < holder->base() && holder->source()) {
+      limit = std::min(limit, holder->base().value());
+      holder = holder->source().get();
+    }
     cold = cold_boundary_(holder->name(), point);
   }
-  if (point > tail || (s->meta.json && !(cold ? *cold : s->log->is_boundary(point)))) {
+  // The record an object's record table says begins at the point, if it lies in the bytes in objects.
+  std::optional<record> in_bucket;
+  if (cold && c.in_bucket && c.in_bucket->end > point && c.in_bucket->end <= cold->cold_end &&
+      c.in_bucket->end.value() - point.value() <= UINT32_MAX) {
+    record r;
+    r.end = std::min(c.in_bucket->end.value(), limit);
+    r.messages = c.in_bucket->messages;
+    r.data.size = static_cast<std::uint32_t>(r.end - point.value());
+    in_bucket = r;
+  }
+  const bool boundary = cold ? cold->extent_start || in_bucket : s->log->is_boundary(point);
+  if (point > tail || (s->meta.json && !boundary)) {
     out.code = errc::bad_fork_offset;
     return out;
   }
   if (c.sub_offset > 0 && cold) {
-    out.code = errc::bad_sub_offset;
-    return out;
-  }
-  if (c.sub_offset > 0) {
+    std::uint64_t extent = in_bucket ? (s->meta.json ? in_bucket->messages : in_bucket->data.size) : 0;
+    if (!in_bucket || c.sub_offset > extent) {
+      out.code = errc::bad_sub_offset;
+      return out;
+    }
+    out.sub_record_in_objects = object_span{holder->name(), point, stream_offset(in_bucket->end)};
+    out.sub_record = std::move(in_bucket);
+  } else if (c.sub_offset > 0) {
     std::optional<record> r = s->log->record_at(point);
     std::uint64_t extent = r ? (s->meta.json ? r->messages : r->data.size) : 0;
     if (!r || c.sub_offset > extent) {

@@ -95,6 +95,9 @@ struct outcome {
   // record at the fork point when a sub-offset was asked for (the caller materializes the prefix from it).
   std::optional<fork_resolution> resolution;
   std::optional<record> sub_record;
+  // Set with sub_record when the record's bytes are only in the bucket (its data is then empty): its
+  // stream (the one whose own bytes they are) and [begin, end).
+  std::optional<object_span> sub_record_in_objects;
 };
 
 struct read_result {
@@ -179,10 +182,17 @@ class state_machine {
   // Where a fork point inside bytes the cold tier moved to objects is decided. Each replica forgets those
   // records on its own schedule (and a replay finds them again), so an answer read from them could
   // differ between the nodes of a cluster, or between a first apply and a replay: fork_retain asks
-  // `fn(stream, point)` first, for the stream whose own bytes hold the point, and an answer (whether a
-  // record begins there, from the replicated cold index) decides; nullopt leaves it to the records. In
-  // those bytes a sub-offset is refused: a record's extent is not known there.
-  using cold_boundary_fn = std::function<std::optional<bool>(std::string_view stream, stream_offset point)>;
+  // `fn(stream, point)` first, for the stream whose own bytes hold the point, and an answer (from the
+  // replicated cold index: whether an extent begins there, and where the stream's bytes in objects end)
+  // decides; nullopt leaves it to the records. In those bytes a record begins at an extent's start, or
+  // where the retain's record from an object's record table (fork_retain_command::in_bucket) says, if
+  // that record ends inside them; a sub-offset needs that record.
+  struct cold_point {
+    bool extent_start = false;
+    stream_offset cold_end;
+  };
+  using cold_boundary_fn =
+      std::function<std::optional<cold_point>(std::string_view stream, stream_offset point)>;
   void set_cold_boundary(cold_boundary_fn fn) { cold_boundary_ = std::move(fn); }
   // Paths of deleted streams that cannot be re-created yet, with the time their hold ends.
   std::size_t held_paths() const { return held_until_.size(); }

@@ -297,6 +297,15 @@ void memory_log::for_each_record(const std::function<void(const record&)>& fn) c
   for (const record& r : records_) fn(r);
 }
 
+void memory_log::for_each_record_in(stream_offset from, stream_offset until,
+                                    const std::function<void(const record&)>& fn) const {
+  for (std::size_t i = first_ending_after(from.value()); i < records_.size(); ++i) {
+    const record& r = records_[i];
+    if (r.begin() >= until.value()) break;
+    if (r.begin() >= from.value()) fn(r);
+  }
+}
+
 bool memory_log::visit_records(std::uint64_t cuts, std::size_t first, std::size_t count,
                                const std::function<void(const record&)>& fn) const {
   std::lock_guard lock(mu_);

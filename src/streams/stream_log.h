@@ -77,6 +77,9 @@ class memory_log final : public stream_log {
   bool set_location(std::uint64_t end, const disk_location& at) override;
   std::size_t drop_bytes(std::uint64_t end) override;
   void for_each_record(const std::function<void(const record&)>& fn) const override;
+  // Calls `fn` with each own record that begins in [from, until), in position order. Owner core only.
+  void for_each_record_in(stream_offset from, stream_offset until,
+                          const std::function<void(const record&)>& fn) const;
 
   // From any thread (a checkpoint's encoder, state_machine::snapshot_cut): calls `fn` with the own
   // records [first, first + count) under the log's lock, unless records left its front since

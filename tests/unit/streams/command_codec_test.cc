@@ -185,6 +185,21 @@ TEST(command_codec, fork_references_by_origin_and_tombstones_have_kinds_of_their
   empty_fork += std::string("\x00", 1);
   EXPECT_FALSE(decode(empty_fork).has_value());
 
+  // A retain carrying a record found in the bucket is kind 13, with or without a fork named.
+  for (const std::string fork : {"", "/fork"}) {
+    fork_retain_command b{
+        "/src", stream_offset(5), 2, "text/plain", 11, fork, bucket_record{stream_offset(900), 7}};
+    const std::string with_record = encode(command{b});
+    EXPECT_EQ(with_record[0], 13);
+    auto decoded = decode(with_record);
+    ASSERT_TRUE(decoded.has_value()) << decoded.err().reason;
+    const auto& db = std::get<fork_retain_command>(*decoded);
+    EXPECT_EQ(db.fork, fork);
+    EXPECT_EQ(db.sub_offset, 2u);
+    EXPECT_EQ(db.in_bucket, (bucket_record{stream_offset(900), 7}));
+    EXPECT_FALSE(decode(with_record.substr(0, with_record.size() - 1)).has_value());
+  }
+
   const std::string old_release = encode(command{fork_release_command{"/src"}});
   EXPECT_EQ(old_release[0], 7);
   EXPECT_FALSE(std::get<fork_release_command>(*decode(old_release)).origin.has_value());

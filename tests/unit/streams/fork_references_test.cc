@@ -326,18 +326,21 @@ void json_source(state_machine& sm) {
     a.body.messages = 1;
     ASSERT_TRUE(sm.apply(a).appended);
   }
-  sm.set_cold_boundary([](std::string_view stream, stream_offset point) -> std::optional<bool> {
-    if (stream != "/j" || point.value() >= 6) return std::nullopt;
-    return point.value() == 0;
-  });
+  sm.set_cold_boundary(
+      [](std::string_view stream, stream_offset point) -> std::optional<state_machine::cold_point> {
+        if (stream != "/j" || point.value() >= 6) return std::nullopt;
+        return state_machine::cold_point{point.value() == 0, stream_offset(6)};
+      });
 }
 
-outcome retain(state_machine& sm, std::uint64_t offset, std::uint64_t sub_offset = 0) {
+outcome retain(state_machine& sm, std::uint64_t offset, std::uint64_t sub_offset = 0,
+               std::optional<bucket_record> in_bucket = std::nullopt) {
   fork_retain_command r;
   r.source = "/j";
   r.offset = stream_offset(offset);
   r.sub_offset = sub_offset;
   r.now_ms = t0;
+  r.in_bucket = in_bucket;
   return sm.fork_retain(r);
 }
 
@@ -357,6 +360,29 @@ TEST(cold_fork_points,
     // A sub-offset needs the record's extent: refused in cold bytes, taken after them.
     EXPECT_EQ(retain(*sm, 0, 1).code, errc::bad_sub_offset);
     EXPECT_EQ(retain(*sm, 6, 1).code, errc::ok);
+  }
+  // With the record an object's record table lists at the point (carried by the retain), both take it.
+  for (state_machine* sm : {&holds, &forgot}) {
+    outcome at3 = retain(*sm, 3, 0, bucket_record{stream_offset(6), 1});
+    EXPECT_EQ(at3.code, errc::ok);
+    EXPECT_FALSE(at3.sub_record.has_value());
+    // A sub-offset within it: the record, its bytes to be read from the bucket.
+    outcome cut = retain(*sm, 3, 1, bucket_record{stream_offset(6), 1});
+    ASSERT_EQ(cut.code, errc::ok);
+    ASSERT_TRUE(cut.sub_record.has_value());
+    EXPECT_EQ(cut.sub_record->end, 6u);
+    EXPECT_EQ(cut.sub_record->messages, 1u);
+    ASSERT_TRUE(cut.sub_record_in_objects.has_value());
+    EXPECT_EQ(cut.sub_record_in_objects->stream, "/j");
+    EXPECT_EQ(cut.sub_record_in_objects->from, stream_offset(3));
+    EXPECT_EQ(cut.sub_record_in_objects->until, stream_offset(6));
+    // More messages than the record has, or a record that does not end inside the bytes in objects:
+    // refused on every replica, whatever it holds.
+    EXPECT_EQ(retain(*sm, 3, 2, bucket_record{stream_offset(6), 1}).code, errc::bad_sub_offset);
+    EXPECT_EQ(retain(*sm, 3, 0, bucket_record{stream_offset(9), 1}).code, errc::bad_fork_offset);
+    EXPECT_EQ(retain(*sm, 3, 1, bucket_record{stream_offset(3), 1}).code, errc::bad_fork_offset);
+    // A record past the bytes in objects is the records' business: the carried one is ignored.
+    EXPECT_EQ(retain(*sm, 7, 0, bucket_record{stream_offset(9), 1}).code, errc::bad_fork_offset);
   }
   // Without the rule, the replica holding the records would take the fork at 3 and the other would not.
   holds.set_cold_boundary({});
