@@ -306,11 +306,25 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
   // extent ends at a message boundary (docs/cold-tier.md, "JSON streams"). A byte stream's slices go one
   // after the other: the uploader cuts them at objects' ends as it would one range, and the object
   // writer merges a stream's consecutive ranges into one.
+  // The records that begin in these bytes go into the objects' record tables, so that a fork at one of
+  // them can still be resolved once no node holds them (docs/cold-tier.md, "Forks").
+  std::vector<tier::object_record> records;
+  if (auto log = part_.machine().log_of(path)) {
+    log->for_each_record_in(from, plan.next, [&](const streams::record& r) {
+      records.push_back(
+          tier::object_record{streams::stream_offset(r.begin()), streams::stream_offset(r.end), r.messages});
+    });
+  }
+  std::span<const tier::object_record> left(records);
   streams::stream_offset at = from;
   for (const auto& slice : plan.slices) {
     const std::string_view v = slice.view();
     const streams::stream_offset end(at.value() + v.size());
-    led->second.uploader->add(path, at, end, std::as_bytes(std::span(v.data(), v.size())), json);
+    std::size_t in_slice = 0;
+    while (in_slice < left.size() && left[in_slice].begin < end) ++in_slice;
+    led->second.uploader->add(path, at, end, std::as_bytes(std::span(v.data(), v.size())), json,
+                              left.first(in_slice));
+    left = left.subspan(in_slice);
     at = end;
   }
   it->second.fed = plan.next;

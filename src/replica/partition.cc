@@ -55,13 +55,15 @@ partition::partition(raft::executor& ex, const clock_source& clock, partition_op
       cold_latency_(metrics::latency_us_bounds) {
   // Fork points in bytes this partition's replicas may have forgotten are decided by the replicated
   // index alone (state_machine::set_cold_boundary): a JSON source's extents hold whole records, so a
-  // record begins where an extent does.
-  sm_.set_cold_boundary([this](std::string_view stream, streams::stream_offset point) -> std::optional<bool> {
-    auto end = cold_index_.cold_end(stream);
-    if (!end || point >= *end) return std::nullopt;
-    auto where = cold_index_.find(stream, point);
-    return where && where->extent->first == point;
-  });
+  // record begins where an extent does; elsewhere the retain carries what an object's record table says.
+  sm_.set_cold_boundary(
+      [this](std::string_view stream,
+             streams::stream_offset point) -> std::optional<streams::state_machine::cold_point> {
+        auto end = cold_index_.cold_end(stream);
+        if (!end || point >= *end) return std::nullopt;
+        auto where = cold_index_.find(stream, point);
+        return streams::state_machine::cold_point{where && where->extent->first == point, *end};
+      });
 }
 
 partition::~partition() = default;

@@ -169,6 +169,30 @@ class partition {
   using located_fn = std::function<void(std::optional<object_location>)>;
   using locate_fn = std::function<void(std::string stream, streams::stream_offset from, located_fn done)>;
   void attach_foreign_objects(locate_fn locate) { locate_foreign_ = std::move(locate); }
+  // Look-ups in objects' record tables: `lookup(key, object_size, stream, at, done)` finds the record of
+  // `stream` that begins at `at` in that object (tier::cold_fetcher::record_at) off the loop and runs
+  // `done` on this partition's loop. Set at start-up with attach_object_reads.
+  using record_done = std::function<void(tier::store_result<std::optional<tier::object_record>>)>;
+  using record_lookup_fn = std::function<void(std::string key, std::uint64_t object_size, std::string stream,
+                                              streams::stream_offset at, record_done)>;
+  void attach_record_lookups(record_lookup_fn lookup) { lookup_record_ = std::move(lookup); }
+
+  // Forks at offsets inside bytes held only in the bucket (docs/cold-tier.md, "Forks"). Before a retain
+  // of `source` (one of this partition's streams) at `point`: when the point lies in bytes in objects of
+  // this partition's index and the retain needs to know whether a record begins there (a sub-offset, or
+  // a JSON stream's point that is not an extent's start), finds that record in the record table of the
+  // object holding it; `done` runs on this loop (before this returns when no look-up is needed) with the
+  // record for the retain to carry (fork_retain_command::in_bucket), nothing (no look-up needed, or no
+  // record begins there: the retain decides as it would), or an error (the bucket could not be read).
+  using bucket_record_done = std::function<void(result<std::optional<streams::bucket_record>>)>;
+  void find_bucket_record(const std::string& source, streams::stream_offset point, std::uint64_t sub_offset,
+                          bucket_record_done done);
+  // Bytes [from, from + length) of `stream`, held only in objects (this partition's index, or for another
+  // partition's stream the owner's, as read_cold asks it): a fork's prefix cut from such a record
+  // (outcome::sub_record_in_objects). `done` runs on this loop.
+  using bytes_done = std::function<void(result<std::string>)>;
+  void read_bucket_bytes(std::string stream, streams::stream_offset from, std::uint64_t length,
+                         bytes_done done);
   // Forgets the records of `path` before `pos` (their bytes are in objects: pos <= the index's cold end
   // of the stream), so that the segments holding them may be reclaimed by the next checkpoint. Returns
   // the bytes forgotten.
@@ -330,6 +354,12 @@ class partition {
   void read_located(std::string path, streams::read_result rr, read_done done, object_location where);
   // One read of `length` bytes of extent `e` of `object` from stream offset `from`; a JSON stream's is
   // cut after its last whole message, or read again up to `whole_length` when none ends in it.
+  // Where bytes from `from` of `stream` are in the bucket: this partition's index for its own streams,
+  // the owner's (locate_foreign_) for another partition's. `done` may run before this returns.
+  void locate_bytes(const std::string& stream, streams::stream_offset from, located_fn done);
+  // read_bucket_bytes once the next bytes' place is known; `got` holds what was read before them.
+  void read_bucket_located(std::string stream, streams::stream_offset from, std::uint64_t length,
+                           std::string got, std::optional<object_location> where, bytes_done done);
   void fetch_range(std::string path, streams::read_result rr, read_done done, streams::stream_offset from,
                    std::uint64_t length, std::uint64_t whole_length, tier::cold_object_ref object,
                    tier::cold_extent e, bool json);
@@ -351,6 +381,7 @@ class partition {
   std::unique_ptr<cluster_cold_snapshots> cluster_snapshots_;
   object_fetch_fn fetch_object_;
   locate_fn locate_foreign_;
+  record_lookup_fn lookup_record_;
   std::uint64_t bucket_reads_ = 0;
   std::size_t objects_in_flight_ = 0;
   std::uint64_t bucket_read_failures_ = 0;

@@ -187,6 +187,15 @@ status node::open_cold() {
           },
           std::move(done), loop);
     });
+    shard.part().attach_record_lookups([fetcher = cold_fetcher_.get(), workers, loop](
+                                           std::string key, std::uint64_t size, std::string stream,
+                                           streams::stream_offset at, replica::partition::record_done done) {
+      workers->run_job<tier::store_result<std::optional<tier::object_record>>>(
+          [fetcher, key = std::move(key), size, stream = std::move(stream), at] {
+            return fetcher->record_at(key, size, stream, at);
+          },
+          std::move(done), loop);
+    });
     // A fork's inherited bytes in objects, its source on another shard: that shard's index knows where
     // they are (asked on its loop, a lookup in memory); the object is then read as above, off the loops.
     shard.part().attach_foreign_objects([this, loop](std::string stream, streams::stream_offset from,

@@ -296,7 +296,25 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
 }
 
 void stream_shard::fork_retain(const streams::fork_retain_command& c, replica::shard_wal::completion done) {
-  (void)execute(c, std::move(done));
+  if (!c.offset) {
+    (void)execute(c, std::move(done));
+    return;
+  }
+  // A point inside bytes only the bucket holds: the record beginning there comes from an object's record
+  // table, and the retain carries it to every replica (docs/cold-tier.md, "Forks").
+  part_.find_bucket_record(
+      c.source, *c.offset, c.sub_offset,
+      [this, c = c, done = std::move(done)](result<std::optional<streams::bucket_record>> found) mutable {
+        if (!found) {
+          replica::durable_result d;
+          d.failure = replica::errc::storage_unavailable;
+          d.reason = found.err().reason;
+          done(d);
+          return;
+        }
+        c.in_bucket = *found;
+        (void)execute(c, std::move(done));
+      });
 }
 
 void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, replica::durable_result d) {
@@ -308,6 +326,28 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
   streams::outcome& retained = d.o;
   if (retained.code != streams::errc::ok) {
     send_response(ex, protocol::outcome_error(retained), req.cors);
+    return;
+  }
+  if (retained.sub_record_in_objects) {
+    // The record the sub-offset cuts is only in the bucket: its prefix is read from there (a JSON
+    // record whole, to cut after its first messages), then the fork is created.
+    const streams::object_span span = *retained.sub_record_in_objects;
+    const bool json = protocol::is_json_content_type(retained.resolution->source_content_type);
+    const std::uint64_t n = json ? span.until.value() - span.from.value() : req.fork->sub_offset;
+    part_.read_bucket_bytes(
+        span.stream, span.from, n,
+        [this, req = std::move(req), ex, d = std::move(d)](result<std::string> bytes) mutable {
+          if (bytes) {
+            const auto size = static_cast<std::uint32_t>(bytes->size());
+            d.o.sub_record->data = streams::chunk_slice{streams::make_chunk(std::move(*bytes)), 0, size, {}};
+            create_fork(std::move(req), ex, std::move(d));
+            return;
+          }
+          log::error("weir serve: fork {}: reading the source record from the bucket failed: {}", req.path,
+                     bytes.err().reason);
+          release({req.fork->source, d.o.resolution ? d.o.resolution->origin : std::nullopt});
+          send_response(ex, storage_failure(replica::errc::storage_unavailable), req.cors);
+        });
     return;
   }
   if (retained.sub_record && retained.sub_record->data.cold()) {

@@ -55,7 +55,7 @@ class cold_fork_test : public testing::partition_on_loop {
       cold_mover_options o;
       o.upload.group = tier::cold_group(0);
       o.upload.term = tier::leader_term(*term);
-      o.upload.target_object_bytes = 1 << 20;
+      o.upload.target_object_bytes = target_object_bytes_;
       o.upload.max_age = std::chrono::hours(1);  // objects go when the test flushes
       o.scan_interval = std::chrono::hours(1);   // passes run when the test asks
       o.keep_bytes = 8 * 1024;
@@ -75,6 +75,11 @@ class cold_fork_test : public testing::partition_on_loop {
       };
       part_->attach_object_reads(fetch);
       other_->attach_object_reads(fetch);
+      part_->attach_record_lookups([this, ex](std::string key, std::uint64_t size, std::string stream,
+                                              streams::stream_offset at, partition::record_done done) {
+        auto got = fetcher_.record_at(key, size, stream, at);
+        ex->post([done = std::move(done), got = std::move(got)]() mutable { done(std::move(got)); });
+      });
       // As the node routes it: the owner of the stream (shard 0 here) is asked on its loop, and the answer
       // comes back on the asking shard's.
       other_->attach_foreign_objects([this, ex](std::string stream, streams::stream_offset from,
@@ -142,6 +147,31 @@ class cold_fork_test : public testing::partition_on_loop {
     ASSERT_EQ(created.failure, errc::ok);
     ASSERT_EQ(created.o.code, streams::errc::ok);
   }
+  // Where a record of `source` beginning at `point` ends, from the bucket's record tables (what the
+  // server asks before a retain); "<error>" or "<none>" otherwise.
+  std::string bucket_record(const std::string& source, std::uint64_t point, std::uint64_t sub_offset) {
+    std::promise<std::string> found;
+    loop_->post([&] {
+      part_->find_bucket_record(
+          source, streams::stream_offset(point), sub_offset,
+          [&](result<std::optional<streams::bucket_record>> r) {
+            found.set_value(!r    ? "<error>"
+                            : !*r ? "<none>"
+                                  : std::to_string((*r)->end.value()) + "/" + std::to_string((*r)->messages));
+          });
+    });
+    return found.get_future().get();
+  }
+  std::string bucket_bytes(partition& p, const std::string& stream, std::uint64_t from, std::uint64_t n) {
+    std::promise<std::string> got;
+    loop_->post([&] {
+      p.read_bucket_bytes(stream, streams::stream_offset(from), n, [&](result<std::string> bytes) {
+        got.set_value(bytes ? *bytes : "<failed: " + bytes.err().reason + ">");
+      });
+    });
+    return got.get_future().get();
+  }
+  std::uint64_t target_object_bytes_ = 1 << 20;
   tier::mem_object_store store_;
   tier::cold_fetcher fetcher_{store_};
   quiet_host host_;
@@ -210,6 +240,65 @@ TEST_F(cold_fork_test, a_json_fork_on_another_shard_reads_whole_messages_from_th
     EXPECT_EQ(streams::whole_messages_prefix(chunk), chunk.size()) << chunk.substr(0, 40);
   }
   EXPECT_GT(on_loop([&] { return foreign_lookups_; }), 0);
+}
+
+// Objects of about 3 KB, records of about 1 KB: a byte stream's records are cut across objects.
+class cold_fork_small_objects_test : public cold_fork_test {
+ protected:
+  void SetUp() override {
+    target_object_bytes_ = 3000;
+    cold_fork_test::SetUp();
+  }
+};
+
+TEST_F(cold_fork_small_objects_test, a_record_only_the_bucket_holds_is_found_and_read_whole_across_objects) {
+  const std::string src = path_on(0, "src");
+  ASSERT_EQ(submit(make_create(src)).failure, errc::ok);
+  std::vector<std::pair<std::uint64_t, std::string>> records;  // begin, bytes
+  std::uint64_t at = 0;
+  for (int i = 0; i < 20; ++i) {
+    std::string body(1000 + i, static_cast<char>('a' + i % 26));
+    body += std::to_string(i);
+    records.emplace_back(at, body);
+    at += body.size();
+    ASSERT_EQ(submit(make_append(src, body)).failure, errc::ok);
+  }
+  upload_and_reclaim();
+  ASSERT_GE(held_from(src), at - 8 * 1024);  // the first records are only in the bucket
+  auto listed = store_.list("", "", 1000);
+  ASSERT_TRUE(listed.has_value());
+  ASSERT_GE(listed->objects.size(), 5u);
+  std::size_t checked = 0;
+  for (const auto& [begin, body] : records) {
+    if (begin + body.size() > held_from(src)) break;
+    // Found from its object's record table, whatever object it ends in; read back whole from both
+    // partitions (the fork's reads its source's bytes through the owner's index).
+    EXPECT_EQ(bucket_record(src, begin, 1), std::to_string(begin + body.size()) + "/0") << begin;
+    EXPECT_EQ(bucket_bytes(*part_, src, begin, body.size()), body) << begin;
+    EXPECT_EQ(bucket_bytes(*other_, src, begin, body.size()), body) << begin;
+    // One byte in: no record begins there.
+    EXPECT_EQ(bucket_record(src, begin + 1, 1), "<none>");
+    ++checked;
+  }
+  EXPECT_GE(checked, 10u);
+  // A byte stream's point needs no record without a sub-offset; a point past the bytes in objects never.
+  EXPECT_EQ(bucket_record(src, records[3].first, 0), "<none>");
+  EXPECT_EQ(bucket_record(src, at - 1, 1), "<none>");
+  // The retain the server then proposes: the cut record's bytes are to be read from the bucket.
+  streams::fork_retain_command r;
+  r.source = src;
+  r.offset = streams::stream_offset(records[2].first);
+  r.sub_offset = 10;
+  r.in_bucket =
+      streams::bucket_record{streams::stream_offset(records[2].first + records[2].second.size()), 0};
+  const durable_result retained = submit(r);
+  ASSERT_EQ(retained.failure, errc::ok);
+  ASSERT_EQ(retained.o.code, streams::errc::ok);
+  ASSERT_TRUE(retained.o.sub_record_in_objects.has_value());
+  EXPECT_EQ(retained.o.sub_record_in_objects->from, streams::stream_offset(records[2].first));
+  // Without the record, the same retain is refused (the index alone cannot tell where records begin).
+  r.in_bucket.reset();
+  EXPECT_EQ(submit(r).o.code, streams::errc::bad_sub_offset);
 }
 
 TEST_F(cold_fork_test, without_a_route_to_the_sources_shard_the_read_fails_rather_than_returns_other_bytes) {

@@ -1,0 +1,102 @@
+// partition: forks at offsets inside bytes held only in the bucket (docs/cold-tier.md, "Forks"). No node
+// keeps the records of those bytes, so where a record begins there is read from the record table of the
+// object that holds them, by the node that proposes the retain; the retain carries it, and every replica
+// checks it against the replicated index (state_machine::fork_retain).
+#include <utility>
+
+#include "base/log.h"
+#include "replica/partition.h"
+
+namespace weir::replica {
+
+void partition::find_bucket_record(const std::string& source, streams::stream_offset point,
+                                   std::uint64_t sub_offset, bucket_record_done done) {
+  auto nothing = [&done] { done(std::optional<streams::bucket_record>()); };
+  std::shared_ptr<const streams::memory_log> log = sm_.log_of(source);
+  streams::read_result head = sm_.head(source, now_ms());
+  if (!log || head.code != streams::errc::ok || !head.meta || point >= log->tail()) return nothing();
+  // The stream whose own bytes hold the point, as fork_retain finds it.
+  const streams::memory_log* holder = log.get();
+  while (point < holder->base() && holder->source()) holder = holder->source().get();
+  auto end = cold_index_.cold_end(holder->name());
+  if (!end || point >= *end) return nothing();  // not in bytes in objects: the records decide
+  auto where = locate_objects(holder->name(), point);
+  if (!where) return nothing();
+  // A JSON point at an extent's start is a record's start by the index alone; a byte stream's point
+  // needs no record unless a sub-offset cuts it.
+  if (sub_offset == 0 && (!head.meta->json || where->extent.first == point)) return nothing();
+  if (!lookup_record_) return nothing();  // no record tables to read: the retain refuses as before
+  const std::string stream = holder->name();
+  lookup_record_(where->object.key, where->object.size, stream, point,
+                 [stream, point, done = std::move(done)](
+                     tier::store_result<std::optional<tier::object_record>> found) mutable {
+                   if (!found) {
+                     // An object written before record tables existed has none: the retain refuses.
+                     if (found.err().code == "NoRecordTable")
+                       return done(std::optional<streams::bucket_record>());
+                     log::warn("weir serve: fork of {} at {}: the record table could not be read: {}", stream,
+                               point.value(), found.err().describe());
+                     return done(found.err().to_error());
+                   }
+                   if (!*found) return done(std::optional<streams::bucket_record>());
+                   return done(std::optional<streams::bucket_record>(
+                       streams::bucket_record{(*found)->end, (*found)->messages}));
+                 });
+}
+
+void partition::locate_bytes(const std::string& stream, streams::stream_offset from, located_fn done) {
+  // Another partition's stream (a fork's source elsewhere): its owner's index says where the bytes are.
+  if (!sm_.log_of(stream) && locate_foreign_) return locate_foreign_(stream, from, std::move(done));
+  done(locate_objects(stream, from));
+}
+
+void partition::read_bucket_bytes(std::string stream, streams::stream_offset from, std::uint64_t length,
+                                  bytes_done done) {
+  const std::string name = stream;
+  locate_bytes(name, from,
+               [this, stream = std::move(stream), from, length,
+                done = std::move(done)](std::optional<object_location> where) mutable {
+                 read_bucket_located(std::move(stream), from, length, {}, std::move(where), std::move(done));
+               });
+}
+
+void partition::read_bucket_located(std::string stream, streams::stream_offset from, std::uint64_t length,
+                                    std::string got, std::optional<object_location> where, bytes_done done) {
+  const streams::stream_offset at(from.value() + got.size());
+  if (!where || !fetch_object_) {
+    return ex_->post([stream, at, done = std::move(done)]() mutable {
+      done(make_error(storage::errc::io_error,
+                      "no object holds bytes " + std::to_string(at.value()) + " of " + stream));
+    });
+  }
+  const tier::cold_extent& e = where->extent;
+  const std::uint64_t n = std::min(length - got.size(), e.end.value() - at.value());
+  const std::uint64_t position = e.data_position + (at.value() - e.first.value());
+  ++objects_in_flight_;
+  ++bucket_reads_;
+  fetch_object_(where->object.key, where->object.size, position, n,
+                [this, stream = std::move(stream), from, length, got = std::move(got), n,
+                 done = std::move(done)](tier::store_result<tier::object_bytes> bytes) mutable {
+                  --objects_in_flight_;
+                  if (!bytes || bytes->size() != n) {
+                    ++bucket_read_failures_;
+                    return done(make_error(storage::errc::io_error,
+                                           !bytes ? bytes.err().describe()
+                                                  : "the bucket returned " + std::to_string(bytes->size()) +
+                                                        " bytes of " + std::to_string(n)));
+                  }
+                  got.append(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+                  if (got.size() == length) return done(std::move(got));
+                  // The bytes go on in the stream's next extent (a byte stream's record cut across objects).
+                  const streams::stream_offset next(from.value() + got.size());
+                  const std::string name = stream;
+                  locate_bytes(name, next,
+                               [this, stream = std::move(stream), from, length, got = std::move(got),
+                                done = std::move(done)](std::optional<object_location> w) mutable {
+                                 read_bucket_located(std::move(stream), from, length, std::move(got),
+                                                     std::move(w), std::move(done));
+                               });
+                });
+}
+
+}  // namespace weir::replica
