@@ -306,15 +306,21 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
   // extent ends at a message boundary (docs/cold-tier.md, "JSON streams"). A byte stream's slices go one
   // after the other: the uploader cuts them at objects' ends as it would one range, and the object
   // writer merges a stream's consecutive ranges into one.
+  auto log = part_.machine().log_of(path);
+  if (!log) return;
+  if (log->held_from() > from) {
+    // While the bytes were read, objects another leader uploaded took the stream's cold end past `from`
+    // and this node forgot those records: their bytes are in the bucket already.
+    it->second.fed = log->held_from();
+    return;
+  }
   // The records that begin in these bytes go into the objects' record tables, so that a fork at one of
   // them can still be resolved once no node holds them (docs/cold-tier.md, "Forks").
   std::vector<tier::object_record> records;
-  if (auto log = part_.machine().log_of(path)) {
-    log->for_each_record_in(from, plan.next, [&](const streams::record& r) {
-      records.push_back(
-          tier::object_record{streams::stream_offset(r.begin()), streams::stream_offset(r.end), r.messages});
-    });
-  }
+  log->for_each_record_in(from, plan.next, [&](const streams::record& r) {
+    records.push_back(
+        tier::object_record{streams::stream_offset(r.begin()), streams::stream_offset(r.end), r.messages});
+  });
   std::span<const tier::object_record> left(records);
   streams::stream_offset at = from;
   for (const auto& slice : plan.slices) {

@@ -115,15 +115,19 @@ const object_range& object_writer::add(std::string_view stream, streams::stream_
   }
   range_records& rr = records_.back();
   for (const object_record& r : records) {
-    // Each begins where the one before it ended (the first anywhere in the range), inside these bytes.
     WEIR_ASSERT(r.begin >= first && r.begin < end && r.end > r.begin, "record [{}, {}) outside [{}, {})",
                 r.begin.value(), r.end.value(), first.value(), end.value());
-    if (rr.count == 0) {
-      rr.first_begin = r.begin;
-    } else {
-      WEIR_ASSERT(r.begin.value() == get_le<std::uint64_t>(table_.data() + table_.size() - 12),
-                  "record at {} does not follow the one before it", r.begin.value());
+    if (rr.unknown) break;
+    // Each begins where the one before it ended (the first anywhere in the range). When the records given
+    // leave a gap, the range's records are not known: its table is left empty (a fork in its bytes is
+    // then refused, as in an object without a table) rather than listing records that may not be there.
+    if (rr.count > 0 && r.begin.value() != get_le<std::uint64_t>(table_.data() + table_.size() - 12)) {
+      table_.resize(table_.size() - std::size_t{rr.count} * object_record_entry_size);
+      rr.count = 0;
+      rr.unknown = true;
+      break;
     }
+    if (rr.count == 0) rr.first_begin = r.begin;
     put_le<std::uint64_t>(table_, r.end.value());
     put_le<std::uint32_t>(table_, r.messages);
     ++rr.count;

@@ -92,6 +92,7 @@ struct range_records {
   std::uint32_t count = 0;
   std::uint32_t crc = 0;             // CRC32C of its entries
   std::uint64_t table_position = 0;  // derived: its first entry's byte position in the table
+  bool unknown = false;              // the writer's: the records it was given left a gap, so none are listed
 };
 
 struct object_footer {

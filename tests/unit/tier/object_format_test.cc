@@ -299,6 +299,33 @@ TEST(object_format, each_range_lists_the_records_that_begin_in_it) {
   EXPECT_EQ(text_of(*bytes), pattern(5, 'd'));
 }
 
+TEST(object_format, a_range_whose_records_leave_a_gap_lists_none) {
+  mem_object_store store;
+  object_writer w(cold_group{5}, 16);
+  // Records [0, 10) and [10, 20), then bytes from 20 whose first record begins at 25: [20, 25) is not
+  // covered, so the range's records are not known.
+  w.add("s", streams::stream_offset{0}, streams::stream_offset{20}, bytes_of(pattern(20, 'a')),
+        std::vector<object_record>{rec(0, 10), rec(10, 20)});
+  w.add("s", streams::stream_offset{20}, streams::stream_offset{30}, bytes_of(pattern(10, 'b')),
+        std::vector<object_record>{rec(25, 30)});
+  w.add("s", streams::stream_offset{30}, streams::stream_offset{40}, bytes_of(pattern(10, 'c')),
+        std::vector<object_record>{rec(30, 40)});
+  w.add("t", streams::stream_offset{0}, streams::stream_offset{5}, bytes_of(pattern(5, 'd')),
+        std::vector<object_record>{rec(0, 5)});
+  EXPECT_EQ(w.table_size(), object_record_entry_size);  // only t's
+  object_bytes obj = w.finish();
+  ASSERT_TRUE(store.put("k.obj", obj));
+  auto r = object_reader::open(store, "k.obj", obj.size());
+  ASSERT_TRUE(r) << r.err().describe();
+  ASSERT_EQ(r->footer().ranges.size(), 2u);
+  auto s_records = r->records(0);
+  ASSERT_TRUE(s_records);
+  EXPECT_TRUE(s_records->empty());
+  auto t_records = r->records(1);
+  ASSERT_TRUE(t_records);
+  EXPECT_EQ(*t_records, std::vector<object_record>{rec(0, 5)});
+}
+
 TEST(object_format, a_flipped_record_table_byte_is_caught) {
   object_writer w(cold_group{2}, 8);
   w.add("x", streams::stream_offset{0}, streams::stream_offset{20}, bytes_of(pattern(20, 'k')),
