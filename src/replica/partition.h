@@ -201,9 +201,11 @@ class partition {
   // were forgotten are then deleted); a cluster node's data log reclaims at its next tick instead.
   void request_checkpoint();
   // The streams whose records in objects a reclaim or a restore snapshot may forget, each with its cold
-  // end: streams that are visible (not soft-deleted or expired) and that no fork reads through (a fork on
-  // another shard reads its source through this shard's log). A JSON stream's reads from objects end at a
-  // message boundary (read_objects), so its records may go too.
+  // end: streams that are visible (not soft-deleted or expired). A JSON stream's reads from objects end at
+  // a message boundary (read_objects), so its records may go too; so may a fork source's: a fork's read
+  // through it stops at its held records and reads the bytes before them from the bucket, placed by this
+  // partition's index (locate_objects, asked from the fork's partition when it is another), and a fork
+  // point in them is decided by the index and the objects' record tables (find_bucket_record).
   std::vector<std::pair<std::string, streams::stream_offset>> forgettable_cold() const;
   // A cut of this partition's state for the cold tier's restore snapshots (checkpointer::
   // snapshot_for_bucket); an error without a log.
