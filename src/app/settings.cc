@@ -406,16 +406,16 @@ const std::array table{
             "A session token of temporary credentials (settings file only, never printed); empty: "
             "AWS_SESSION_TOKEN",
             field<&serve_config::s3_session_token>(), 0, UINT64_MAX, nullptr, true},
-    setting{
-        "local-bytes", "BYTES",
-        "With cold: the most its log may take on the node's disk; past it the bytes already in the bucket "
-        "are dropped, and appends get 503 + Retry-After while the bytes not yet in the bucket fill it "
-        "(the bucket cannot be reached). 0: no budget",
-        field<&serve_config::local_bytes>(), 0, UINT64_MAX, check_local_bytes},
+    setting{"local-bytes", "BYTES",
+            "With cold: the most its stream data (a cluster node's raft log included) may take on the node's "
+            "disk; past it the bytes already in the bucket "
+            "are dropped, and appends get 503 + Retry-After while the bytes not yet in the bucket fill it "
+            "(the bucket cannot be reached). 0: no budget",
+            field<&serve_config::local_bytes>(), 0, UINT64_MAX, check_local_bytes},
     setting{"cold-keep-bytes", "BYTES",
             "With cold: stream bytes the node keeps on its disk before it drops those already in the bucket "
-            "(reads of them then go to the bucket); 0: local-bytes less three segments per shard, or never "
-            "without it",
+            "(reads of them then go to the bucket); 0: local-bytes less three segments per shard (per lane "
+            "on a cluster node, less room for its groups' raft logs too), or never without it",
             field<&serve_config::cold_keep_bytes>(), 0, UINT64_MAX, check_cold_keep_bytes},
     setting{"cold-object-bytes", "BYTES", "With cold: an object is cut once it holds this many bytes",
             field<&serve_config::cold_object_bytes>(), 64 * kib, 16 * 1024 * kib - 64 * kib},

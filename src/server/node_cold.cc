@@ -133,13 +133,35 @@ status node::open_cold() {
   if (!epoch_read) return cold_error(epoch_read.err().reason);
   const tier::cold_epoch epoch = *epoch_read;
   const std::string described = cold_described_;
-  // Each shard's share of local-bytes holds three segments of its log beside two objects being filled
-  // and sent (what the tier needs to make progress).
-  const std::uint64_t smallest = shards_.size() * (3 * cfg_.segment_bytes + 2 * cfg_.cold_object_bytes);
+  // The partitions that share local-bytes: a single node's shards, or a cluster node's lanes (its other
+  // cores only parse HTTP).
+  const bool cluster = cfg_.cluster.enabled();
+  const std::uint64_t parts = cluster ? cfg_.cluster.lanes : shards_.size();
+  // A partition's log has its active segment, the one prepared after it and a partly forgotten oldest one
+  // on disk beyond the records it holds (a cluster lane's node log, or its data log, whichever has the
+  // larger segments).
+  const std::uint64_t segment =
+      cluster ? std::max(cfg_.segment_bytes, cfg_.cluster.log_segment_bytes) : cfg_.segment_bytes;
+  // A cluster lane's node log also holds every entry of its groups since their last raft snapshot (up to
+  // raft-snapshot-bytes each, and a quarter of that kept after a snapshot for followers a little behind):
+  // its share keeps room for them beside the records it holds, so that the whole of the node's stream
+  // data stays within local-bytes. Those entries are mostly the newest held records themselves (a record
+  // points into the node log), so the room errs on the side of the disk.
+  const std::uint64_t groups_per_lane =
+      cluster ? (cfg_.cluster.groups + cfg_.cluster.lanes - 1) / cfg_.cluster.lanes : 0;
+  const std::uint64_t raft_room =
+      groups_per_lane * (cfg_.cluster.snapshot_bytes + cfg_.cluster.snapshot_bytes / 4);
+  const std::uint64_t overhead = 3 * segment + raft_room;
+  // Each share holds that beside two objects being filled and sent (what the tier needs to make progress).
+  const std::uint64_t smallest = parts * (overhead + 2 * cfg_.cold_object_bytes);
   if (cfg_.local_bytes > 0 && cfg_.local_bytes < smallest) {
-    return cold_error("local-bytes " + std::to_string(cfg_.local_bytes) + " is too small for " +
-                      std::to_string(shards_.size()) + " shards: at least " + std::to_string(smallest) +
-                      " (per shard three segment-bytes and two cold-object-bytes)");
+    return cold_error(
+        "local-bytes " + std::to_string(cfg_.local_bytes) + " is too small for " + std::to_string(parts) +
+        (cluster ? " lanes" : " shards") + ": at least " + std::to_string(smallest) + " (per " +
+        (cluster ? "lane three raft-segment-bytes, room for " + std::to_string(groups_per_lane) +
+                       " groups' raft logs of 1.25 raft-snapshot-bytes each"
+                 : "shard three segment-bytes") +
+        " and two cold-object-bytes)");
   }
   cold_workers_ = std::make_unique<tier::object_store_workers>(*cold_store_, 2);
   cold_fetcher_ = std::make_unique<tier::cold_fetcher>(*cold_store_);
@@ -170,14 +192,11 @@ status node::open_cold() {
                                                        tier::uploader::put_done done) {
       workers->put(std::move(key), std::move(bytes), {}, std::move(done), loop);
     };
-    const std::uint64_t share = cfg_.local_bytes / shards_.size();
-    // A shard's log has its active segment, the one prepared after it and a partly forgotten oldest one
-    // on disk beyond the records it holds: it holds (and takes appends for) at most its share less three
-    // segments, so that the node's disk stays within local-bytes.
-    const std::uint64_t overhead = 3 * cfg_.segment_bytes;
+    // A partition holds (and takes appends for) at most its share less the overhead above, so that the
+    // node's disk stays within local-bytes.
+    const std::uint64_t share = cfg_.local_bytes / parts;
     const std::uint64_t held = share > overhead ? share - overhead : 0;
-    o.keep_bytes =
-        cfg_.cold_keep_bytes > 0 ? std::max<std::uint64_t>(1, cfg_.cold_keep_bytes / shards_.size()) : held;
+    o.keep_bytes = cfg_.cold_keep_bytes > 0 ? std::max<std::uint64_t>(1, cfg_.cold_keep_bytes / parts) : held;
     shard.part().attach_object_reads([fetcher = cold_fetcher_.get(), workers, loop](
                                          std::string key, std::uint64_t size, std::uint64_t position,
                                          std::uint64_t length, replica::partition::object_done done) {

@@ -47,6 +47,7 @@ def main():
     os.environ["AWS_ACCESS_KEY_ID"] = "S3RVER"
     os.environ["AWS_SECRET_ACCESS_KEY"] = "S3RVER"
     settings = ["--threads", "1", "--raft-groups", str(GROUPS), "--raft-snapshot-entries", "16",
+                "--raft-snapshot-bytes", str(cold.RAFT_SNAPSHOT_BYTES),
                 "--raft-snapshot-trailing", "4", "--hot-bytes", "65536",
                 "--segment-bytes", str(cold.SEGMENT_BYTES), "--raft-segment-bytes", str(cold.SEGMENT_BYTES),
                 "--cold", "s3://%s/c" % cold.BUCKET,

@@ -40,10 +40,13 @@ from cluster_support import check, failures  # noqa: E402
 BUCKET = "weir-cluster-cold"
 SEGMENT_BYTES = 64 * 1024
 OBJECT_BYTES = 64 * 1024
-LOCAL_BYTES = 1024 * 1024
-# A node's stream data on disk stays within the budget plus a few segments: the data log's active one,
-# and node-log segments kept whole while any record in them (of any of the groups whose entries share
-# the segment) is referenced or pinned by a snapshot.
+LOCAL_BYTES = 2 * 1024 * 1024
+RAFT_SNAPSHOT_BYTES = 64 * 1024
+# A node's stream data on disk (its data log, and its node log: the raft entries since each group's last
+# snapshot and the segments kept for records in them) stays within the budget, which keeps room for 8
+# groups' raft logs (1.25 raft-snapshot-bytes each) and three segments, plus a few segments: the data
+# log's active one, and node-log segments kept whole while any record in them (of any of the groups
+# whose entries share the segment) is referenced or pinned by a snapshot.
 DISK_BOUND = LOCAL_BYTES + 6 * SEGMENT_BYTES
 OCTET = {"Content-Type": "application/octet-stream"}
 JSON = {"Content-Type": "application/json"}
@@ -129,16 +132,16 @@ def metrics(node):
 
 
 def data_log_bytes(node):
-    """Bytes of stream data the node keeps on disk beside raft's own log: its data-log segment files and
-    the node-log segments kept for the records in them (every lane's; docs/replication.md, "Stream data
-    on a cluster node")."""
+    """Bytes of stream data the node keeps on disk: its data-log segment files and every node-log segment,
+    live and kept for the records in them (every lane's; docs/replication.md, "Stream data on a cluster
+    node"; docs/cold-tier.md, "A cluster")."""
     total = 0
     for entry in os.listdir(node.data_dir):
         if entry == "data" or entry.startswith("data-"):
             d = os.path.join(node.data_dir, entry)
             total += sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
     for d, _, files in os.walk(os.path.join(node.data_dir, "raft")):
-        total += sum(os.path.getsize(os.path.join(d, f)) for f in files if ".kept." in f)
+        total += sum(os.path.getsize(os.path.join(d, f)) for f in files if f.startswith("node.log."))
     return total
 
 
@@ -207,6 +210,7 @@ def main():
     os.environ["AWS_ACCESS_KEY_ID"] = "S3RVER"
     os.environ["AWS_SECRET_ACCESS_KEY"] = "S3RVER"
     settings = ["--threads", "1", "--raft-groups", "8", "--raft-snapshot-entries", "16",
+                "--raft-snapshot-bytes", str(RAFT_SNAPSHOT_BYTES),
                 "--raft-snapshot-trailing", "4", "--hot-bytes", "65536",
                 "--segment-bytes", str(SEGMENT_BYTES), "--raft-segment-bytes", str(SEGMENT_BYTES),
                 "--cold", "s3://%s/c" % BUCKET,

@@ -4,9 +4,12 @@
 // under a new term; a deleted stream's objects leave the bucket after the sweep's grace period while
 // another stream's stay; a fork on another shard than its source reads the source's bytes from the
 // bucket; a node whose credentials the bucket refuses does not start, and says why.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -331,23 +334,74 @@ TEST_F(cold_node_test, a_deleted_streams_objects_leave_the_bucket_and_other_stre
   ASSERT_TRUE(node.kill(why)) << why;
 }
 
+// Waits (up to 60 s) for the node's process to end by itself; true when it has.
+bool exits(server_process& node) {
+  // A pidfd becomes readable when the process ends.
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, node.pid(), 0));
+  EXPECT_GE(pidfd, 0) << std::strerror(errno);
+  if (pidfd < 0) return false;
+  pollfd p{pidfd, POLLIN, 0};
+  (void)::poll(&p, 1, 60'000);
+  ::close(pidfd);
+  std::string why;
+  return !node.alive(why);
+}
+
 TEST_F(cold_node_test, a_node_whose_credentials_the_bucket_refuses_does_not_start) {
   use_credentials("not-the-secret");
   server_process node(WEIR_BINARY, dir_ / "data", cold_args(), dir_ / "node.log");
   node.start("wrong secret");
-  std::string why;
-  // Wait for its exit itself: a pidfd becomes readable when the process ends.
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, node.pid(), 0));
-  ASSERT_GE(pidfd, 0) << std::strerror(errno);
-  pollfd p{pidfd, POLLIN, 0};
-  (void)::poll(&p, 1, 60'000);
-  ::close(pidfd);
-  const bool exited = !node.alive(why);
-  ASSERT_TRUE(exited) << "still running with a refused secret";
+  ASSERT_TRUE(exits(node)) << "still running with a refused secret";
   const std::string log = node.log_tail(4000);
   EXPECT_NE(log.find("cannot be listed"), std::string::npos) << log;
   EXPECT_NE(log.find("SignatureDoesNotMatch"), std::string::npos) << log;
   EXPECT_EQ(log.find("not-the-secret"), std::string::npos) << "the secret is in the log";
+}
+
+// A loopback port nothing listens on now (the kernel's pick for a socket bound to port 0).
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST_F(cold_node_test, a_budget_too_small_to_work_stops_the_start_and_names_the_smallest) {
+  use_credentials(test::s3rver_process::secret_key);
+  // A single node: two shards of three segments and two objects each.
+  auto single = cold_args();
+  single[1] = "2";
+  for (std::string a :
+       {"--local-bytes", "1048576", "--segment-bytes", "262144", "--cold-object-bytes", "65536"})
+    single.push_back(a);
+  server_process one(WEIR_BINARY, dir_ / "single", single, dir_ / "single.log");
+  one.start("too small a budget");
+  ASSERT_TRUE(exits(one)) << "started with local-bytes under its smallest";
+  const std::string one_log = one.log_tail(4000);
+  EXPECT_NE(one_log.find("local-bytes 1048576 is too small for 2 shards: at least 1835008"),
+            std::string::npos)
+      << one_log;
+  // A cluster node's lane also keeps room for its 64 groups' raft logs (1.25 raft-snapshot-bytes each).
+  auto member = cold_args();
+  const std::string peer = "127.0.0.1:" + std::to_string(free_port());
+  for (std::string a :
+       {"--local-bytes", "67108864", "--raft-snapshot-bytes", "1048576", "--raft-segment-bytes", "1048576",
+        "--segment-bytes", "1048576", "--cold-object-bytes", "65536", "--node-id", "1"})
+    member.push_back(a);
+  for (const std::string& a : {std::string("--peer-listen"), peer, std::string("--peers"), "1=" + peer})
+    member.push_back(a);
+  server_process node(WEIR_BINARY, dir_ / "member", member, dir_ / "member.log");
+  node.start("too small a budget for the raft logs");
+  ASSERT_TRUE(exits(node)) << "started with local-bytes under its smallest" << node.log_tail(2000);
+  const std::string log = node.log_tail(4000);
+  // 3 x 1 MiB + 64 x 1.25 MiB + 2 x 64 KiB = 83 MiB + 128 KiB.
+  EXPECT_NE(log.find("local-bytes 67108864 is too small for 1 lanes: at least 87162880"), std::string::npos)
+      << log;
 }
 
 // POSTs `body` to `stream`, again after each 503 (the node's budget of bytes not yet in the bucket is full
