@@ -302,10 +302,6 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
                plan.next.value(), total);
     return;
   }
-  // A JSON stream's records go whole (a JSON read reads whole records: each slice is one), so that every
-  // extent ends at a message boundary (docs/cold-tier.md, "JSON streams"). A byte stream's slices go one
-  // after the other: the uploader cuts them at objects' ends as it would one range, and the object
-  // writer merges a stream's consecutive ranges into one.
   auto log = part_.machine().log_of(path);
   if (!log) return;
   if (log->held_from() > from) {
@@ -322,6 +318,10 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
         tier::object_record{streams::stream_offset(r.begin()), streams::stream_offset(r.end), r.messages});
   });
   std::span<const tier::object_record> left(records);
+  // A JSON stream's records go whole (a JSON read reads whole records: each slice is one), so that every
+  // extent ends at a message boundary (docs/cold-tier.md, "JSON streams"). A byte stream's slices go one
+  // after the other: the uploader cuts them at objects' ends as it would one range, and the object
+  // writer merges a stream's consecutive ranges into one.
   streams::stream_offset at = from;
   for (const auto& slice : plan.slices) {
     const std::string_view v = slice.view();

@@ -31,7 +31,7 @@ void partition::find_bucket_record(const std::string& source, streams::stream_of
                  [stream, point, done = std::move(done)](
                      tier::store_result<std::optional<tier::object_record>> found) mutable {
                    if (!found) {
-                     // An object written before record tables existed has none: the retain refuses.
+                     // An object of format version 1 has no record table: the retain refuses.
                      if (found.err().code == "NoRecordTable")
                        return done(std::optional<streams::bucket_record>());
                      log::warn("weir serve: fork of {} at {}: the record table could not be read: {}", stream,
@@ -64,10 +64,10 @@ void partition::read_bucket_located(std::string stream, streams::stream_offset f
                                     std::string got, std::optional<object_location> where, bytes_done done) {
   const streams::stream_offset at(from.value() + got.size());
   if (!where || !fetch_object_) {
-    return ex_->post([stream, at, done = std::move(done)]() mutable {
-      done(make_error(storage::errc::io_error,
-                      "no object holds bytes " + std::to_string(at.value()) + " of " + stream));
-    });
+    const std::string why = (fetch_object_ ? "no object holds bytes " : "no cold tier here to read bytes ") +
+                            std::to_string(at.value()) + " of " + stream;
+    return ex_->post(
+        [why, done = std::move(done)]() mutable { done(make_error(storage::errc::io_error, why)); });
   }
   const tier::cold_extent& e = where->extent;
   const std::uint64_t n = std::min(length - got.size(), e.end.value() - at.value());

@@ -121,7 +121,8 @@ const object_range& object_writer::add(std::string_view stream, streams::stream_
     // Each begins where the one before it ended (the first anywhere in the range). When the records given
     // leave a gap, the range's records are not known: its table is left empty (a fork in its bytes is
     // then refused, as in an object without a table) rather than listing records that may not be there.
-    if (rr.count > 0 && r.begin.value() != get_le<std::uint64_t>(table_.data() + table_.size() - 12)) {
+    if (rr.count > 0 &&
+        r.begin.value() != get_le<std::uint64_t>(table_.data() + table_.size() - object_record_entry_size)) {
       table_.resize(table_.size() - std::size_t{rr.count} * object_record_entry_size);
       rr.count = 0;
       rr.unknown = true;

@@ -658,32 +658,25 @@ TEST_F(cold_node_test, a_fork_on_another_shard_reads_its_sources_bytes_from_the_
 
   // Forks at offsets inside bytes only the bucket holds, where a record's start is known only from the
   // objects' record tables (docs/cold-tier.md, "Forks").
-  auto token = [](std::uint64_t n) {
-    const std::string d = std::to_string(n);
-    return "0000000000000000_" + std::string(16 - d.size(), '0') + d;
+  // PUT `fork` from `source` at stream offset `at`, cut after `sub` bytes or messages (0: not cut).
+  auto fork_at = [&](const std::string& fork, const std::string& source, std::uint64_t at,
+                     std::uint64_t sub) {
+    const std::string d = std::to_string(at);
+    crash_test::header_list headers = {
+        {"Stream-Forked-From", source},
+        {"Stream-Fork-Offset", "0000000000000000_" + std::string(16 - d.size(), '0') + d}};
+    if (sub > 0) headers.emplace_back("Stream-Fork-Sub-Offset", std::to_string(sub));
+    return c.request("PUT", fork, headers);
   };
   // The 11th append of the source (4096 bytes from 40960), cut after 100 bytes, on either shard.
   for (const std::string& cut : {path_on(1, 2, "cut"), path_on(0, 2, "cut")}) {
-    auto made = c.request("PUT", cut,
-                          {{"Stream-Forked-From", src},
-                           {"Stream-Fork-Offset", token(40960)},
-                           {"Stream-Fork-Sub-Offset", "100"}});
+    auto made = fork_at(cut, src, 40960, 100);
     ASSERT_EQ(made.status, 201) << made.body << node.log_tail(2000);
     EXPECT_EQ(catch_up(node.port(), cut, &requests), all.substr(0, 40960 + 100));
   }
   // Not a record's start, or a cut past the record's end: refused, as before the bytes moved.
-  EXPECT_EQ(c.request("PUT", path_on(1, 2, "mid"),
-                      {{"Stream-Forked-From", src},
-                       {"Stream-Fork-Offset", token(40961)},
-                       {"Stream-Fork-Sub-Offset", "1"}})
-                .status,
-            400);
-  EXPECT_EQ(c.request("PUT", path_on(1, 2, "long"),
-                      {{"Stream-Forked-From", src},
-                       {"Stream-Fork-Offset", token(40960)},
-                       {"Stream-Fork-Sub-Offset", "4097"}})
-                .status,
-            400);
+  EXPECT_EQ(fork_at(path_on(1, 2, "mid"), src, 40961, 1).status, 400);
+  EXPECT_EQ(fork_at(path_on(1, 2, "long"), src, 40960, 4097).status, 400);
   // A JSON stream at the start of its 11th message (each append one message, stored as "m,"), and one
   // byte later.
   std::uint64_t eleventh = 0;
@@ -694,14 +687,10 @@ TEST_F(cold_node_test, a_fork_on_another_shard_reads_its_sources_bytes_from_the_
     first_ten += (first_ten.empty() ? "" : ",") + msg;
   }
   const std::string json_at = path_on(1, 2, "json-at");
-  auto json_made =
-      c.request("PUT", json_at, {{"Stream-Forked-From", json}, {"Stream-Fork-Offset", token(eleventh)}});
+  auto json_made = fork_at(json_at, json, eleventh, 0);
   ASSERT_EQ(json_made.status, 201) << json_made.body;
   EXPECT_EQ(read_json(json_at), first_ten);
-  EXPECT_EQ(c.request("PUT", path_on(1, 2, "json-mid"),
-                      {{"Stream-Forked-From", json}, {"Stream-Fork-Offset", token(eleventh + 1)}})
-                .status,
-            400);
+  EXPECT_EQ(fork_at(path_on(1, 2, "json-mid"), json, eleventh + 1, 0).status, 400);
   EXPECT_EQ(metric(node.port(), "weir_tier_bucket_read_failures_total"), 0);
   ASSERT_TRUE(node.kill(why)) << why;
 }
