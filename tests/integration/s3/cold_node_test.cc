@@ -318,8 +318,10 @@ TEST_F(cold_node_test, a_deleted_streams_objects_leave_the_bucket_and_other_stre
     std::this_thread::sleep_for(100ms);  // polling the node's background sweep
   }
   EXPECT_EQ(left, 0) << node.log_tail(3000);
-  EXPECT_EQ(cold_bytes(gone), "");
+  // Once the other stream's last bytes are in the bucket no upload is in flight, so a listing holds only
+  // whole objects (s3rver lists an object while its PUT is still being written).
   EXPECT_EQ(wait_for_cold(kept, kept_all), kept_all) << node.log_tail(3000);
+  EXPECT_EQ(cold_bytes(gone), "");
   auto r = c.request("GET", kept + "?offset=-1");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.body, kept_all);
