@@ -25,7 +25,7 @@ void partition::find_bucket_record(const std::string& source, streams::stream_of
   // A JSON point at an extent's start is a record's start by the index alone; a byte stream's point
   // needs no record unless a sub-offset cuts it.
   if (sub_offset == 0 && (!head.meta->json || where->extent.first == point)) return nothing();
-  if (!lookup_record_) return nothing();  // no record tables to read: the retain refuses as before
+  if (!lookup_record_) return nothing();  // no record tables to read: the index alone decides
   const std::string stream = holder->name();
   lookup_record_(where->object.key, where->object.size, stream, point,
                  [stream, point, done = std::move(done)](

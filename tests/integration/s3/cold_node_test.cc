@@ -683,7 +683,7 @@ TEST_F(cold_node_test, a_fork_on_another_shard_reads_its_sources_bytes_from_the_
     ASSERT_EQ(made.status, 201) << made.body << node.log_tail(2000);
     EXPECT_EQ(catch_up(node.port(), cut, &requests), all.substr(0, 40960 + 100));
   }
-  // Not a record's start, or a cut past the record's end: refused, as before the bytes moved.
+  // Not a record's start, or a cut past the record's end: refused, as while the bytes are on disk.
   EXPECT_EQ(fork_at(path_on(1, 2, "mid"), src, 40961, 1).status, 400);
   EXPECT_EQ(fork_at(path_on(1, 2, "long"), src, 40960, 4097).status, 400);
   // A JSON stream at the start of its 11th message (each append one message, stored as "m,"), and one
