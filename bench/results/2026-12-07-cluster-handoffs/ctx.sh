@@ -3,20 +3,9 @@
 set -euo pipefail
 bin=$1; OUTD=$2; bytes=${3:-256}
 mkdir -p "$OUTD"
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ports=() pports=() peers="" urls=""
-for i in 1 2 3; do ports+=("$(free_port)"); pports+=("$(free_port)"); done
-for i in 1 2 3; do peers+="${peers:+,}$i=127.0.0.1:${pports[i-1]}"; done
-for i in 1 2 3; do
-  "$bin" serve --listen "127.0.0.1:${ports[i-1]}" --data-dir "$work/n$i" --node-id "$i" \
-    --peer-listen "127.0.0.1:${pports[i-1]}" --peers "$peers" --threads 1 ${WEIR_FLAGS:-} >"$work/n$i.log" 2>&1 &
-  pids+=($!)
-  urls+="${urls:+,}http://127.0.0.1:${ports[i-1]}"
-done
+# shellcheck source=../../lib/local-cluster.sh
+. "$(dirname "$0")/../../lib/local-cluster.sh"
+local_cluster_start "$bin"
 sleep 15
 "$bin" bench --target "t=$urls" --workloads many-streams --streams 64 --writers 64 --append-bytes $bytes --many-secs 5 --settle-secs 0 --out "$work/warm" >/dev/null 2>&1
 "$bin" bench --target "t=$urls" --workloads many-streams --streams 64 --writers 64 --append-bytes $bytes --many-secs 14 --settle-secs 0 --out "$work/bench" >"$work/bench.log" 2>&1 &
