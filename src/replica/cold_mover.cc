@@ -326,8 +326,7 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
   for (const auto& slice : plan.slices) {
     const std::string_view v = slice.view();
     const streams::stream_offset end(at.value() + v.size());
-    std::size_t in_slice = 0;
-    while (in_slice < left.size() && left[in_slice].begin < end) ++in_slice;
+    const std::size_t in_slice = tier::records_before(left, end);
     led->second.uploader->add(path, at, end, std::as_bytes(std::span(v.data(), v.size())), json,
                               left.first(in_slice));
     left = left.subspan(in_slice);

@@ -297,21 +297,18 @@ void partition::read_objects(std::string path, streams::read_result rr, read_don
   auto missing = [span] {
     return "no object holds bytes " + std::to_string(span.from.value()) + " of " + span.stream;
   };
-  if (!sm_.log_of(span.stream) && locate_foreign_) {
-    // A fork's inherited bytes whose source (span.stream) is another partition's: its index says where
-    // they are. Counted in flight from here, so the bound on reads from the bucket holds.
-    ++objects_in_flight_;
-    return locate_foreign_(span.stream, span.from,
-                           [this, path = std::move(path), rr = std::move(rr), done = std::move(done), fail,
-                            missing](std::optional<object_location> where) mutable {
-                             --objects_in_flight_;
-                             if (!where) return fail(missing() + " in its owner's index");
-                             read_located(std::move(path), std::move(rr), std::move(done), std::move(*where));
-                           });
-  }
-  auto where = locate_objects(span.stream, span.from);
-  if (!where) return fail(missing() + " in this shard's index");
-  read_located(std::move(path), std::move(rr), std::move(done), std::move(*where));
+  // A fork's inherited bytes whose source (span.stream) is another partition's are placed by that
+  // partition's index, asked on its loop: counted in flight from here, so the bound on reads from the
+  // bucket holds.
+  const char* index = foreign(span.stream) ? " in its owner's index" : " in this shard's index";
+  ++objects_in_flight_;
+  locate_bytes(span.stream, span.from,
+               [this, path = std::move(path), rr = std::move(rr), done = std::move(done), fail, missing,
+                index](std::optional<object_location> where) mutable {
+                 --objects_in_flight_;
+                 if (!where) return fail(missing() + index);
+                 read_located(std::move(path), std::move(rr), std::move(done), std::move(*where));
+               });
 }
 
 void partition::read_located(std::string path, streams::read_result rr, read_done done,

@@ -354,14 +354,16 @@ class partition {
   void read_objects(std::string path, streams::read_result rr, read_done done);
   // read_objects once the bytes' place is known (from this partition's index or another's).
   void read_located(std::string path, streams::read_result rr, read_done done, object_location where);
-  // One read of `length` bytes of extent `e` of `object` from stream offset `from`; a JSON stream's is
-  // cut after its last whole message, or read again up to `whole_length` when none ends in it.
+  // `stream` is another partition's (a fork's source elsewhere), and that partition can be asked.
+  bool foreign(const std::string& stream) const { return !sm_.log_of(stream) && locate_foreign_; }
   // Where bytes from `from` of `stream` are in the bucket: this partition's index for its own streams,
   // the owner's (locate_foreign_) for another partition's. `done` may run before this returns.
   void locate_bytes(const std::string& stream, streams::stream_offset from, located_fn done);
   // read_bucket_bytes once the next bytes' place is known; `got` holds what was read before them.
   void read_bucket_located(std::string stream, streams::stream_offset from, std::uint64_t length,
                            std::string got, std::optional<object_location> where, bytes_done done);
+  // One read of `length` bytes of extent `e` of `object` from stream offset `from`; a JSON stream's is
+  // cut after its last whole message, or read again up to `whole_length` when none ends in it.
   void fetch_range(std::string path, streams::read_result rr, read_done done, streams::stream_offset from,
                    std::uint64_t length, std::uint64_t whole_length, tier::cold_object_ref object,
                    tier::cold_extent e, bool json);

@@ -16,8 +16,8 @@ void partition::find_bucket_record(const std::string& source, streams::stream_of
   streams::read_result head = sm_.head(source, now_ms());
   if (!log || head.code != streams::errc::ok || !head.meta || point >= log->tail()) return nothing();
   // The stream whose own bytes hold the point, as fork_retain finds it.
-  const streams::memory_log* holder = log.get();
-  while (point < holder->base() && holder->source()) holder = holder->source().get();
+  std::uint64_t limit = log->tail().value();
+  const streams::memory_log* holder = log->holder_of(point.value(), limit);
   auto end = cold_index_.cold_end(holder->name());
   if (!end || point >= *end) return nothing();  // not in bytes in objects: the records decide
   auto where = locate_objects(holder->name(), point);
@@ -46,7 +46,7 @@ void partition::find_bucket_record(const std::string& source, streams::stream_of
 
 void partition::locate_bytes(const std::string& stream, streams::stream_offset from, located_fn done) {
   // Another partition's stream (a fork's source elsewhere): its owner's index says where the bytes are.
-  if (!sm_.log_of(stream) && locate_foreign_) return locate_foreign_(stream, from, std::move(done));
+  if (foreign(stream)) return locate_foreign_(stream, from, std::move(done));
   done(locate_objects(stream, from));
 }
 

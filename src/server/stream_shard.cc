@@ -343,10 +343,8 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
             create_fork(std::move(req), ex, std::move(d));
             return;
           }
-          log::error("weir serve: fork {}: reading the source record from the bucket failed: {}", req.path,
-                     bytes.err().reason);
-          release({req.fork->source, d.o.resolution ? d.o.resolution->origin : std::nullopt});
-          send_response(ex, storage_failure(replica::errc::storage_unavailable), req.cors);
+          fork_source_unreadable(req, ex, d.o.resolution ? d.o.resolution->origin : std::nullopt,
+                                 "from the bucket: " + bytes.err().reason);
         });
     return;
   }
@@ -364,14 +362,20 @@ void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, 
         create_fork(std::move(req), ex, std::move(d));
         return;
       }
-      log::error("weir serve: fork {}: reading the source record failed: {}", req.path,
-                 io ? std::string("no data") : io.err().reason);
-      release({req.fork->source, d.o.resolution ? d.o.resolution->origin : std::nullopt});
-      send_response(ex, storage_failure(replica::errc::storage_unavailable), req.cors);
+      fork_source_unreadable(req, ex, d.o.resolution ? d.o.resolution->origin : std::nullopt,
+                             io ? std::string("no data") : io.err().reason);
     });
     return;
   }
   create_fork(std::move(req), ex, std::move(d));
+}
+
+void stream_shard::fork_source_unreadable(const protocol::stream_request& req, http::exchange ex,
+                                          std::optional<streams::fork_origin> origin,
+                                          const std::string& why) {
+  log::error("weir serve: fork {}: reading the source record failed: {}", req.path, why);
+  release({req.fork->source, origin});
+  send_response(ex, storage_failure(replica::errc::storage_unavailable), req.cors);
 }
 
 void stream_shard::create_fork(protocol::stream_request req, http::exchange ex, replica::durable_result d) {
@@ -392,9 +396,7 @@ void stream_shard::create_fork(protocol::stream_request req, http::exchange ex, 
   if (retained.sub_record) {
     auto bytes = part_.bytes_of(retained.sub_record->data);
     if (!bytes) {
-      log::error("weir serve: fork {}: reading the source record failed: {}", req.path, bytes.err().reason);
-      release({f.source, f.resolved.origin});
-      send_response(ex, storage_failure(replica::errc::storage_unavailable), req.cors);
+      fork_source_unreadable(req, ex, f.resolved.origin, bytes.err().reason);
       return;
     }
     std::string_view rec = *bytes;

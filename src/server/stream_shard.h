@@ -128,6 +128,10 @@ class stream_shard final : public replica::partition_host, public replica::lane_
  private:
   void handle_create(protocol::stream_request req, http::exchange ex);
   void finish_fork(protocol::stream_request req, http::exchange ex, replica::durable_result retained);
+  // The record a fork's sub-offset cuts could not be read (`why`): the source's reference goes back and
+  // the client gets 503.
+  void fork_source_unreadable(const protocol::stream_request& req, http::exchange ex,
+                              std::optional<streams::fork_origin> origin, const std::string& why);
   // The fork's create, once the prefix's record (if any) is in memory.
   void create_fork(protocol::stream_request req, http::exchange ex, replica::durable_result retained);
   // Answers 507/503 when the log failed earlier (writes are refused until a restart), or 503 when too

@@ -395,16 +395,10 @@ outcome state_machine::fork_retain(const fork_retain_command& c) {
   }
   stream_offset tail = s->log->tail();
   stream_offset point = c.offset.value_or(tail);
-  std::optional<cold_point> cold;           // set_cold_boundary's answer
-  const memory_log* holder = s->log.get();  // whose own bytes hold the point
-  std::uint64_t limit = tail.value();       // where this stream stops seeing the holder's bytes
-  if (cold_boundary_ && point < tail) {
-    while (point < holder->base() && holder->source()) {
-      limit = std::min(limit, holder->base().value());
-      holder = holder->source().get();
-    }
-    cold = cold_boundary_(holder->name(), point);
-  }
+  std::uint64_t limit = tail.value();  // where this stream stops seeing the holder's bytes
+  const memory_log* holder = s->log->holder_of(point.value(), limit);  // whose own bytes hold the point
+  std::optional<cold_point> cold;                                      // set_cold_boundary's answer
+  if (cold_boundary_ && point < tail) cold = cold_boundary_(holder->name(), point);
   // The record an object's record table says begins at the point, if it lies in the bytes in objects.
   std::optional<record> in_bucket;
   if (cold && c.in_bucket && c.in_bucket->end > point && c.in_bucket->end <= cold->cold_end &&

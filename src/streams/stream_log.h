@@ -91,6 +91,9 @@ class memory_log final : public stream_log {
   // record's index in it change. Owner core only.
   std::uint64_t front_cuts() const { return front_cuts_; }
 
+  // The log that holds position `pos` of this stream (this or an ancestor, whose own bytes they are) and
+  // the position where this stream stops seeing it (the lowest fork point on the way; `limit` going in).
+  const memory_log* holder_of(std::uint64_t pos, std::uint64_t& limit) const;
   // The fork point (0 for a stream that is not a fork) and the source's log (null when not a fork or
   // not linked yet).
   stream_offset base() const { return stream_offset(base_); }
@@ -135,10 +138,6 @@ class memory_log final : public stream_log {
   // `full` when max_bytes stopped it. The caller holds mu_ unless it is the owner.
   std::uint64_t read_own(std::uint64_t pos, std::uint64_t limit, std::size_t max_bytes, bool whole_records,
                          read_plan& plan, bool& full) const;
-  // The log that holds position `pos` of this stream (this or an ancestor) and the position where this
-  // stream stops seeing it (the lowest fork point on the way; `limit` going in).
-  const memory_log* holder_of(std::uint64_t pos, std::uint64_t& limit) const;
-
   mutable std::mutex mu_;  // guards records_ against other cores' reads (the owner writes under it)
   std::vector<record> records_;
   std::uint64_t base_ = 0;

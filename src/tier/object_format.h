@@ -23,6 +23,7 @@
 // (tests/fuzz/object_footer_fuzz.cc). Pure; thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -85,6 +86,15 @@ struct object_record {
   bool operator==(const object_record&) const = default;
 };
 constexpr std::size_t object_record_entry_size = 12;  // u64 end, u32 messages
+
+// How many of `records` (in offset order) begin before `at`: the part of a list that goes with bytes cut
+// at `at`.
+inline std::size_t records_before(std::span<const object_record> records, streams::stream_offset at) {
+  return static_cast<std::size_t>(
+      std::partition_point(records.begin(), records.end(),
+                           [at](const object_record& r) { return r.begin < at; }) -
+      records.begin());
+}
 
 // Where a range's records are in the record table (version 2).
 struct range_records {

@@ -60,8 +60,7 @@ void uploader::add(std::string_view stream, streams::stream_offset first, stream
     // At least one byte per pass, so that a full table cannot stall the loop below.
     const std::size_t n = static_cast<std::size_t>(std::clamp<std::uint64_t>(room, 1, bytes.size()));
     const streams::stream_offset cut(first.value() + n);
-    std::size_t in_part = 0;
-    while (in_part < records.size() && records[in_part].begin < cut) ++in_part;
+    const std::size_t in_part = records_before(records, cut);
     filling_->add(stream, first, cut, bytes.first(n), records.first(in_part));
     records = records.subspan(in_part);
     bytes = bytes.subspan(n);
