@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "replica/errc.h"
 #include "replica/shard_wal.h"
@@ -47,6 +48,9 @@ class commit_path {
   virtual bool left() const = 0;
   // Whether fork references name their fork (a cluster's fork sweep looks for it; fork_retain_command).
   virtual bool names_forks() const = 0;
+  // Whether the commands of two of this partition's streams are applied in one log, in the same order on
+  // every replica: on one node always, in a cluster when both are in one raft group.
+  virtual bool same_log(std::string_view a, std::string_view b) const = 0;
 };
 
 }  // namespace weir::replica

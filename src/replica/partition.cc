@@ -38,6 +38,7 @@ class partition::local_commit final : public commit_path {
   bool leads(const std::string&) const override { return true; }
   bool left() const override { return false; }
   bool names_forks() const override { return false; }
+  bool same_log(std::string_view, std::string_view) const override { return true; }
 
  private:
   partition& p_;

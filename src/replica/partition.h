@@ -177,16 +177,18 @@ class partition {
                                               streams::stream_offset at, record_done)>;
   void attach_record_lookups(record_lookup_fn lookup) { lookup_record_ = std::move(lookup); }
 
-  // Forks at offsets inside bytes held only in the bucket (docs/cold-tier.md, "Forks"). Before a retain
-  // of `source` (one of this partition's streams) at `point`: when the point lies in bytes in objects of
-  // this partition's index and the retain needs to know whether a record begins there (a sub-offset, or
-  // a JSON stream's point that is not an extent's start), finds that record in the record table of the
-  // object holding it; `done` runs on this loop (before this returns when no look-up is needed) with the
-  // record for the retain to carry (fork_retain_command::in_bucket), nothing (no look-up needed, or no
-  // record begins there: the retain decides as it would), or an error (the bucket could not be read).
-  using bucket_record_done = std::function<void(result<std::optional<streams::bucket_record>>)>;
-  void find_bucket_record(const std::string& source, streams::stream_offset point, std::uint64_t sub_offset,
-                          bucket_record_done done);
+  // Before a retain of one of this partition's streams at a point (docs/cold-tier.md, "Forks"): what the
+  // retain must carry for every replica to decide alike whether a record begins there, when it needs to
+  // know (a sub-offset, or a JSON stream's point). When the stream whose own bytes hold the point applies
+  // its commands in another log (another raft group, lane or core: commit_path::same_log), the retain's
+  // record decides (fork_retain_command::record_decides) and is read from this node's records, else from
+  // the record table of the object holding the bytes. When the point lies in bytes in objects of this
+  // partition's index (and is not an extent's start of a JSON stream), the record comes from the record
+  // table. `done` runs on this loop (before this returns when no look-up is needed) with the retain to
+  // propose (no record when none begins there: the retain then refuses the point), or an error (the
+  // bucket could not be read).
+  using retain_done = std::function<void(result<streams::fork_retain_command>)>;
+  void prepare_retain(streams::fork_retain_command c, retain_done done);
   // Bytes [from, from + length) of `stream`, held only in objects (this partition's index, or for another
   // partition's stream the owner's, as read_cold asks it): a fork's prefix cut from such a record
   // (outcome::sub_record_in_objects). `done` runs on this loop.
@@ -359,6 +361,10 @@ class partition {
   // Where bytes from `from` of `stream` are in the bucket: this partition's index for its own streams,
   // the owner's (locate_foreign_) for another partition's. `done` may run before this returns.
   void locate_bytes(const std::string& stream, streams::stream_offset from, located_fn done);
+  // prepare_retain's look-up of the record beginning at the retain's point in the record table of the
+  // object `where` names.
+  void read_point_record(streams::fork_retain_command c, const object_location& where, std::string stream,
+                         retain_done done);
   // read_bucket_bytes once the next bytes' place is known; `got` holds what was read before them.
   void read_bucket_located(std::string stream, streams::stream_offset from, std::uint64_t length,
                            std::string got, std::optional<object_location> where, bytes_done done);

@@ -1,7 +1,8 @@
-// partition: forks at offsets inside bytes held only in the bucket (docs/cold-tier.md, "Forks"). No node
-// keeps the records of those bytes, so where a record begins there is read from the record table of the
-// object that holds them, by the node that proposes the retain; the retain carries it, and every replica
-// checks it against the replicated index (state_machine::fork_retain).
+// partition: forks at offsets whose records a replica may not have (docs/cold-tier.md, "Forks"): inside
+// bytes held only in the bucket, where no node keeps the records, and inside bytes of a stream whose
+// commands apply in another log than the retain's. Where a record begins there is read by the node that
+// proposes the retain (from an object's record table, or from its own records) and the retain carries it,
+// so that every replica decides alike (state_machine::fork_retain).
 #include <utility>
 
 #include "base/log.h"
@@ -9,38 +10,62 @@
 
 namespace weir::replica {
 
-void partition::find_bucket_record(const std::string& source, streams::stream_offset point,
-                                   std::uint64_t sub_offset, bucket_record_done done) {
-  auto nothing = [&done] { done(std::optional<streams::bucket_record>()); };
-  std::shared_ptr<const streams::memory_log> log = sm_.log_of(source);
-  streams::read_result head = sm_.head(source, now_ms());
-  if (!log || head.code != streams::errc::ok || !head.meta || point >= log->tail()) return nothing();
+void partition::prepare_retain(streams::fork_retain_command c, retain_done done) {
+  if (!c.offset) return done(std::move(c));
+  const streams::stream_offset point = *c.offset;
+  std::shared_ptr<const streams::memory_log> log = sm_.log_of(c.source);
+  streams::read_result head = sm_.head(c.source, now_ms());
+  if (!log || head.code != streams::errc::ok || !head.meta || point >= log->tail()) return done(std::move(c));
   // The stream whose own bytes hold the point, as fork_retain finds it.
   std::uint64_t limit = log->tail().value();
   const streams::memory_log* holder = log->holder_of(point.value(), limit);
-  auto end = cold_index_.cold_end(holder->name());
-  if (!end || point >= *end) return nothing();  // not in bytes in objects: the records decide
-  auto where = locate_objects(holder->name(), point);
-  if (!where) return nothing();
+  std::string stream = holder->name();
+  const bool json = head.meta->json;
+  if (sm_.log_of(stream).get() != holder || !commit_->same_log(c.source, stream)) {
+    // Its commands apply in another log: the record the retain carries decides, from this node's records
+    // while it keeps them, else from the bucket. Only a sub-offset or a JSON point other than the
+    // holder's own start (a fork point) asks whether a record begins there.
+    c.record_decides = true;
+    if (c.sub_offset == 0 && (!json || point == holder->base())) return done(std::move(c));
+    if (std::optional<streams::record> r = log->record_at(point)) {
+      c.point_record = streams::carried_record{streams::stream_offset(r->end), r->messages};
+      return done(std::move(c));
+    }
+    const std::string name = stream;
+    return locate_bytes(name, point,
+                        [this, c = std::move(c), stream = std::move(stream),
+                         done = std::move(done)](std::optional<object_location> where) mutable {
+                          // In neither: no record begins there.
+                          if (!where) return done(std::move(c));
+                          read_point_record(std::move(c), *where, std::move(stream), std::move(done));
+                        });
+  }
+  auto end = cold_index_.cold_end(stream);
+  if (!end || point >= *end) return done(std::move(c));  // not in bytes in objects: the records decide
+  auto where = locate_objects(stream, point);
+  if (!where) return done(std::move(c));
   // A JSON point at an extent's start is a record's start by the index alone; a byte stream's point
   // needs no record unless a sub-offset cuts it.
-  if (sub_offset == 0 && (!head.meta->json || where->extent.first == point)) return nothing();
-  if (!lookup_record_) return nothing();  // no record tables to read: the index alone decides
-  const std::string stream = holder->name();
-  lookup_record_(where->object.key, where->object.size, stream, point,
-                 [stream, point, done = std::move(done)](
+  if (c.sub_offset == 0 && (!json || where->extent.first == point)) return done(std::move(c));
+  read_point_record(std::move(c), *where, std::move(stream), std::move(done));
+}
+
+void partition::read_point_record(streams::fork_retain_command c, const object_location& where,
+                                  std::string stream, retain_done done) {
+  if (!lookup_record_) return done(std::move(c));  // no record tables to read: the index alone decides
+  const streams::stream_offset point = *c.offset;
+  lookup_record_(where.object.key, where.object.size, stream, point,
+                 [stream, point, c = std::move(c), done = std::move(done)](
                      tier::store_result<std::optional<tier::object_record>> found) mutable {
                    if (!found) {
                      // An object of format version 1 has no record table: the retain refuses.
-                     if (found.err().code == "NoRecordTable")
-                       return done(std::optional<streams::bucket_record>());
+                     if (found.err().code == "NoRecordTable") return done(std::move(c));
                      log::warn("weir serve: fork of {} at {}: the record table could not be read: {}", stream,
                                point.value(), found.err().describe());
                      return done(found.err().to_error());
                    }
-                   if (!*found) return done(std::optional<streams::bucket_record>());
-                   return done(std::optional<streams::bucket_record>(
-                       streams::bucket_record{(*found)->end, (*found)->messages}));
+                   if (*found) c.point_record = streams::carried_record{(*found)->end, (*found)->messages};
+                   done(std::move(c));
                  });
 }
 

@@ -149,6 +149,7 @@ class raft_lane final : public commit_path, public cold_groups {
   bool leads(const std::string& path) const override { return repl_->leads(group_of(path)); }
   bool left() const override { return repl_->left(); }  // removed from the cluster
   bool names_forks() const override { return true; }
+  bool same_log(std::string_view a, std::string_view b) const override { return group_of(a) == group_of(b); }
 
   // `ready(true)` once this node applied every command committed in `path`'s group before the call and,
   // when `path` is a fork, its source's group through the fork's retain (and so on up a chain of forks:

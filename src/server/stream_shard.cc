@@ -296,25 +296,18 @@ void stream_shard::handle_create(protocol::stream_request req, http::exchange ex
 }
 
 void stream_shard::fork_retain(const streams::fork_retain_command& c, replica::shard_wal::completion done) {
-  if (!c.offset) {
-    (void)execute(c, std::move(done));
-    return;
-  }
-  // A point inside bytes only the bucket holds: the record beginning there comes from an object's record
-  // table, and the retain carries it to every replica (docs/cold-tier.md, "Forks").
-  part_.find_bucket_record(
-      c.source, *c.offset, c.sub_offset,
-      [this, c = c, done = std::move(done)](result<std::optional<streams::bucket_record>> found) mutable {
-        if (!found) {
-          replica::durable_result d;
-          d.failure = replica::errc::storage_unavailable;
-          d.reason = found.err().reason;
-          done(d);
-          return;
-        }
-        c.in_bucket = *found;
-        (void)execute(c, std::move(done));
-      });
+  // At a point whose records a replica may not have, the retain carries the record beginning there
+  // (docs/cold-tier.md, "Forks").
+  part_.prepare_retain(c, [this, done = std::move(done)](result<streams::fork_retain_command> ready) mutable {
+    if (!ready) {
+      replica::durable_result d;
+      d.failure = replica::errc::storage_unavailable;
+      d.reason = ready.err().reason;
+      done(d);
+      return;
+    }
+    (void)execute(*ready, std::move(done));
+  });
 }
 
 void stream_shard::finish_fork(protocol::stream_request req, http::exchange ex, replica::durable_result d) {

@@ -93,16 +93,17 @@ struct expire_command {
   std::int64_t now_ms = 0;
 };
 
-// Applied on the source's core when a fork is being created: validate, take a reference.
-// The record that begins at a fork point inside bytes held only in the bucket, as the record table of
-// the object holding them lists it (docs/cold-tier.md, "Forks"): read by the node that proposes the
-// retain, so that every replica applies the same answer without the records it may have forgotten.
-struct bucket_record {
+// The record that begins at a fork point, as the node that proposes the retain read it (from an object's
+// record table, or from its own records: docs/cold-tier.md, "Forks"), so that every replica applies the
+// same answer without the records it may have forgotten: where it ends and, in a JSON stream, how many
+// messages it holds.
+struct carried_record {
   stream_offset end;
   std::uint32_t messages = 0;  // JSON
-  friend bool operator==(const bucket_record&, const bucket_record&) = default;
+  friend bool operator==(const carried_record&, const carried_record&) = default;
 };
 
+// Applied on the source's core when a fork is being created: validate, take a reference.
 struct fork_retain_command {
   std::string source;
   std::optional<stream_offset> offset;
@@ -112,9 +113,17 @@ struct fork_retain_command {
   // Cluster mode: the fork's path, kept with the reference so that a sweep can look for the fork in its
   // own group (docs/replication.md, "Forks"). Empty on a single node and in retains written before it.
   std::string fork;
-  // Set when the fork point is inside the source's bytes in objects and an object's record table says a
-  // record begins there (state_machine::fork_retain checks it against the replicated index).
-  std::optional<bucket_record> in_bucket;
+  // The record that begins at the fork point, as the proposing node read it: when the point is inside
+  // bytes in objects, from an object's record table (state_machine::fork_retain checks it against the
+  // replicated index); when `record_decides`, from its own records or else a record table.
+  std::optional<carried_record> point_record;
+  // Set by the proposing node when the stream whose own bytes hold the point (the source, or a source up
+  // its chain of forks) applies its commands in another log than this retain: another raft group or lane
+  // of a cluster, another core of a single node. What a replica has applied of that other log, and which
+  // of its records it still keeps, differ from node to node and from a first apply to a replay, so
+  // whether a record begins at the point (and the record a sub-offset cuts) is then decided by
+  // `point_record` alone (state_machine::fork_retain).
+  bool record_decides = false;
 };
 
 // Applied on the source's core when a fork went away (or its creation failed): drop the reference,

@@ -50,13 +50,17 @@ void encode_into(const command& c, std::string& out, std::uint32_t* data_offset)
   // And a retain naming its fork (10), a release naming its origin (11), a tombstone (12).
   const auto* retain = std::get_if<fork_retain_command>(&c);
   const bool with_fork = retain && !retain->fork.empty();
-  // A retain carrying a record found in the bucket is kind 13: kind 10 (its fork may be empty) plus it.
-  const bool with_bucket_record = retain && retain->in_bucket;
+  // A retain carrying a record found in the bucket is kind 13: kind 10 (its fork may be empty) plus it;
+  // one whose record decides (fork_retain_command::record_decides) is kind 14: kind 10, then the record
+  // as an optional.
+  const bool record_decides = retain && retain->record_decides;
+  const bool with_point_record = retain && retain->point_record && !record_decides;
   const auto* release = std::get_if<fork_release_command>(&c);
   const bool by_origin = release && release->origin;
   w.u8(held_delete                                         ? std::uint8_t{8}
+       : record_decides                                    ? std::uint8_t{14}
        : with_origin                                       ? std::uint8_t{9}
-       : with_bucket_record                                ? std::uint8_t{13}
+       : with_point_record                                 ? std::uint8_t{13}
        : with_fork                                         ? std::uint8_t{10}
        : by_origin                                         ? std::uint8_t{11}
        : std::holds_alternative<fork_tombstone_command>(c) ? std::uint8_t{12}
@@ -103,11 +107,13 @@ void encode_into(const command& c, std::string& out, std::uint32_t* data_offset)
           w.var(v.sub_offset);
           w.str(v.content_type);
           w.svar(v.now_ms);
-          if (with_fork || with_bucket_record) w.str(v.fork);
-          if (with_bucket_record) {
-            w.var(v.in_bucket->end.value());
-            w.var(v.in_bucket->messages);
-          }
+          if (with_fork || with_point_record || record_decides) w.str(v.fork);
+          auto put_record = [&](const carried_record& b) {
+            w.var(b.end.value());
+            w.var(b.messages);
+          };
+          if (with_point_record) put_record(*v.point_record);
+          if (record_decides) w.opt(v.point_record, put_record);
         } else if constexpr (std::is_same_v<T, fork_release_command>) {
           w.str(v.source);
           if (by_origin) {
@@ -204,7 +210,8 @@ result<command> decode(std::string_view bytes, std::uint32_t* data_offset) {
     }
     case 6:
     case 10:
-    case 13: {
+    case 13:
+    case 14: {
       fork_retain_command v;
       v.source = r.str();
       v.offset = r.opt<stream_offset>(offset);
@@ -215,12 +222,20 @@ result<command> decode(std::string_view bytes, std::uint32_t* data_offset) {
         v.fork = r.str();
         if (r.ok() && v.fork.empty()) return make_error(codec_errc::bad_value, "retain naming an empty fork");
       }
-      if (kind == 13) {
-        v.fork = r.str();
-        bucket_record b;
+      auto carried = [&] {
+        carried_record b;
         b.end = offset();
         b.messages = u32();
-        v.in_bucket = b;
+        return b;
+      };
+      if (kind == 13) {
+        v.fork = r.str();
+        v.point_record = carried();
+      }
+      if (kind == 14) {
+        v.fork = r.str();
+        v.record_decides = true;
+        v.point_record = r.opt<carried_record>(carried);
       }
       out = std::move(v);
       break;

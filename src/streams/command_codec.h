@@ -9,8 +9,10 @@
 // kind 11 a fork_release_command naming its origin (kind 7's source, then the origin's group and index),
 // and kind 12 a fork_tombstone_command (path, origin group, origin index, group, now_ms); a retain
 // without a fork and a release without an origin keep kinds 6 and 7. Kind 13 is a fork_retain_command
-// carrying a record found in the bucket (fork_retain_command::in_bucket): kind 10's fields (the fork's
-// path may be empty), then the record's end and message count (varints).
+// carrying a record found in the bucket (fork_retain_command::point_record): kind 10's fields (the fork's
+// path may be empty), then the record's end and message count (varints). Kind 14 is a fork_retain_command
+// whose record decides (fork_retain_command::record_decides): kind 10's fields (the fork's path may be
+// empty), then the record as an optional (end and message count).
 // fork_resolution.source_log is not encoded (recovery links the fork to its source again).
 #pragma once
 

@@ -397,31 +397,52 @@ outcome state_machine::fork_retain(const fork_retain_command& c) {
   stream_offset point = c.offset.value_or(tail);
   std::uint64_t limit = tail.value();  // where this stream stops seeing the holder's bytes
   const memory_log* holder = s->log->holder_of(point.value(), limit);  // whose own bytes hold the point
-  std::optional<cold_point> cold;                                      // set_cold_boundary's answer
-  if (cold_boundary_ && point < tail) cold = cold_boundary_(holder->name(), point);
-  // The record an object's record table says begins at the point, if it lies in the bytes in objects.
-  std::optional<record> in_bucket;
-  if (cold && c.in_bucket && c.in_bucket->end > point && c.in_bucket->end <= cold->cold_end &&
-      c.in_bucket->end.value() - point.value() <= UINT32_MAX) {
+  // The record the retain carries as beginning at the point, seen through this stream (cut at `limit`).
+  auto carried = [&]() -> std::optional<record> {
+    if (!c.point_record || c.point_record->end <= point ||
+        c.point_record->end.value() - point.value() > UINT32_MAX)
+      return std::nullopt;
     record r;
-    r.end = std::min(c.in_bucket->end.value(), limit);
-    r.messages = c.in_bucket->messages;
+    r.end = std::min(c.point_record->end.value(), limit);
+    r.messages = c.point_record->messages;
     r.data.size = static_cast<std::uint32_t>(r.end - point.value());
-    in_bucket = r;
+    return r;
+  };
+  std::optional<record> taken;     // the carried record, where it decides
+  std::optional<cold_point> cold;  // set_cold_boundary's answer
+  bool boundary = false;
+  const bool record_decides = c.record_decides && point < tail;
+  if (record_decides) {
+    // The holder applies its commands in another log (fork_retain_command::record_decides): the carried
+    // record alone says where a record begins, apart from the holder's own start (a fork point).
+    taken = carried();
+    boundary = point == holder->base() || taken;
+  } else {
+    if (cold_boundary_ && point < tail) cold = cold_boundary_(holder->name(), point);
+    // The record an object's record table says begins at the point, if it lies in the bytes in objects.
+    if (cold && c.point_record && c.point_record->end <= cold->cold_end) taken = carried();
+    boundary = cold ? cold->extent_start || taken : s->log->is_boundary(point);
   }
-  const bool boundary = cold ? cold->extent_start || in_bucket : s->log->is_boundary(point);
   if (point > tail || (s->meta.json && !boundary)) {
     out.code = errc::bad_fork_offset;
     return out;
   }
-  if (c.sub_offset > 0 && cold) {
-    std::uint64_t extent = in_bucket ? (s->meta.json ? in_bucket->messages : in_bucket->data.size) : 0;
-    if (!in_bucket || c.sub_offset > extent) {
+  if (c.sub_offset > 0 && (cold || record_decides)) {
+    std::uint64_t extent = taken ? (s->meta.json ? taken->messages : taken->data.size) : 0;
+    if (!taken || c.sub_offset > extent) {
       out.code = errc::bad_sub_offset;
       return out;
     }
-    out.sub_record_in_objects = object_span{holder->name(), point, stream_offset(in_bucket->end)};
-    out.sub_record = std::move(in_bucket);
+    // The cut record's bytes: this replica's own copy while it keeps the record (only the node that
+    // proposed the retain reads them, and the bytes are the same wherever they come from), else the
+    // bucket's.
+    std::optional<record> own = cold ? std::nullopt : s->log->record_at(point);
+    if (own && own->end == taken->end) {
+      out.sub_record = std::move(own);
+    } else {
+      out.sub_record_in_objects = object_span{holder->name(), point, stream_offset(taken->end)};
+      out.sub_record = std::move(taken);
+    }
   } else if (c.sub_offset > 0) {
     std::optional<record> r = s->log->record_at(point);
     std::uint64_t extent = r ? (s->meta.json ? r->messages : r->data.size) : 0;

@@ -185,8 +185,10 @@ class state_machine {
   // `fn(stream, point)` first, for the stream whose own bytes hold the point, and an answer (from the
   // replicated cold index: whether an extent begins there, and where the stream's bytes in objects end)
   // decides; nullopt leaves it to the records. In those bytes a record begins at an extent's start, or
-  // where the retain's record from an object's record table (fork_retain_command::in_bucket) says, if
-  // that record ends inside them; a sub-offset needs that record.
+  // where the retain's record from an object's record table (fork_retain_command::point_record) says, if
+  // that record ends inside them; a sub-offset needs that record. A retain whose record decides
+  // (fork_retain_command::record_decides: the holder applies its commands in another log, whose index
+  // and records this replica has applied to its own point) asks nothing: its record alone decides.
   struct cold_point {
     bool extent_start = false;
     stream_offset cold_end;

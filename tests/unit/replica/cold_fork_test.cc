@@ -75,11 +75,13 @@ class cold_fork_test : public testing::partition_on_loop {
       };
       part_->attach_object_reads(fetch);
       other_->attach_object_reads(fetch);
-      part_->attach_record_lookups([this, ex](std::string key, std::uint64_t size, std::string stream,
-                                              streams::stream_offset at, partition::record_done done) {
+      auto lookup = [this, ex](std::string key, std::uint64_t size, std::string stream,
+                               streams::stream_offset at, partition::record_done done) {
         auto got = fetcher_.record_at(key, size, stream, at);
         ex->post([done = std::move(done), got = std::move(got)]() mutable { done(std::move(got)); });
-      });
+      };
+      part_->attach_record_lookups(lookup);
+      other_->attach_record_lookups(lookup);
       // As the node routes it: the owner of the stream (shard 0 here) is asked on its loop, and the answer
       // comes back on the asking shard's.
       other_->attach_foreign_objects([this, ex](std::string stream, streams::stream_offset from,
@@ -147,20 +149,29 @@ class cold_fork_test : public testing::partition_on_loop {
     ASSERT_EQ(created.failure, errc::ok);
     ASSERT_EQ(created.o.code, streams::errc::ok);
   }
-  // Where a record of `source` beginning at `point` ends, from the bucket's record tables (what the
-  // server asks before a retain); "<error>" or "<none>" otherwise.
-  std::string bucket_record(const std::string& source, std::uint64_t point, std::uint64_t sub_offset) {
-    std::promise<std::string> found;
+  // The retain of `source` at `point` as partition `p` prepares it before proposing it.
+  result<streams::fork_retain_command> prepared(partition& p, const std::string& source, std::uint64_t point,
+                                                std::uint64_t sub_offset) {
+    std::promise<result<streams::fork_retain_command>> ready;
     loop_->post([&] {
-      part_->find_bucket_record(
-          source, streams::stream_offset(point), sub_offset,
-          [&](result<std::optional<streams::bucket_record>> r) {
-            found.set_value(!r    ? "<error>"
-                            : !*r ? "<none>"
-                                  : std::to_string((*r)->end.value()) + "/" + std::to_string((*r)->messages));
-          });
+      streams::fork_retain_command c;
+      c.source = source;
+      c.offset = streams::stream_offset(point);
+      c.sub_offset = sub_offset;
+      p.prepare_retain(c, [&](result<streams::fork_retain_command> r) { ready.set_value(std::move(r)); });
     });
-    return found.get_future().get();
+    return ready.get_future().get();
+  }
+  // Where the record of `source` beginning at `point` ends, as the retain carries it (what the server
+  // asks before a retain), and "!" when it decides; "<error>" or "<none>" otherwise.
+  std::string point_record_of(const std::string& source, std::uint64_t point, std::uint64_t sub_offset,
+                              partition* p = nullptr) {
+    auto r = prepared(p ? *p : *part_, source, point, sub_offset);
+    if (!r) return "<error>";
+    const std::string decides = r->record_decides ? "!" : "";
+    if (!r->point_record) return "<none>" + decides;
+    return std::to_string(r->point_record->end.value()) + "/" + std::to_string(r->point_record->messages) +
+           decides;
   }
   std::string bucket_bytes(partition& p, const std::string& stream, std::uint64_t from, std::uint64_t n) {
     std::promise<std::string> got;
@@ -273,32 +284,96 @@ TEST_F(cold_fork_small_objects_test, a_record_only_the_bucket_holds_is_found_and
     if (begin + body.size() > held_from(src)) break;
     // Found from its object's record table, whatever object it ends in; read back whole from both
     // partitions (the fork's reads its source's bytes through the owner's index).
-    EXPECT_EQ(bucket_record(src, begin, 1), std::to_string(begin + body.size()) + "/0") << begin;
+    EXPECT_EQ(point_record_of(src, begin, 1), std::to_string(begin + body.size()) + "/0") << begin;
     EXPECT_EQ(bucket_bytes(*part_, src, begin, body.size()), body) << begin;
     EXPECT_EQ(bucket_bytes(*other_, src, begin, body.size()), body) << begin;
     // One byte in: no record begins there.
-    EXPECT_EQ(bucket_record(src, begin + 1, 1), "<none>");
+    EXPECT_EQ(point_record_of(src, begin + 1, 1), "<none>");
     ++checked;
   }
   EXPECT_GE(checked, 10u);
   // A byte stream's point needs no record without a sub-offset; a point past the bytes in objects never.
-  EXPECT_EQ(bucket_record(src, records[3].first, 0), "<none>");
-  EXPECT_EQ(bucket_record(src, at - 1, 1), "<none>");
+  EXPECT_EQ(point_record_of(src, records[3].first, 0), "<none>");
+  EXPECT_EQ(point_record_of(src, at - 1, 1), "<none>");
   // The retain the server then proposes: the cut record's bytes are to be read from the bucket.
   streams::fork_retain_command r;
   r.source = src;
   r.offset = streams::stream_offset(records[2].first);
   r.sub_offset = 10;
-  r.in_bucket =
-      streams::bucket_record{streams::stream_offset(records[2].first + records[2].second.size()), 0};
+  r.point_record =
+      streams::carried_record{streams::stream_offset(records[2].first + records[2].second.size()), 0};
   const durable_result retained = submit(r);
   ASSERT_EQ(retained.failure, errc::ok);
   ASSERT_EQ(retained.o.code, streams::errc::ok);
   ASSERT_TRUE(retained.o.sub_record_in_objects.has_value());
   EXPECT_EQ(retained.o.sub_record_in_objects->from, streams::stream_offset(records[2].first));
   // Without the record, the same retain is refused (the index alone cannot tell where records begin).
-  r.in_bucket.reset();
+  r.point_record.reset();
   EXPECT_EQ(submit(r).o.code, streams::errc::bad_sub_offset);
+}
+
+// A fork of a fork whose point lies in bytes the first fork inherited from another shard: that shard
+// forgets the records of its bytes in objects on its own schedule, so the retain carries the record
+// beginning at the point (read from the source's records while they are kept, else from the bucket)
+// and that record alone decides (fork_retain_command::record_decides): a retain prepared while the
+// records were kept is applied alike after they are forgotten.
+TEST_F(cold_fork_test, a_fork_of_a_fork_across_shards_is_decided_by_the_record_it_carries) {
+  const std::string src = path_on(0, "json"), fork = path_on(1, "jfork");
+  ASSERT_EQ(submit(make_create(src, "application/json")).failure, errc::ok);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> records;  // begin, end
+  std::uint64_t at = 0;
+  for (int i = 0; i < 40; ++i) {
+    std::string body;
+    for (int m = 0; m < 2; ++m)
+      body += "{\"n\":" + std::to_string(i * 2 + m) + ",\"s\":\"" + std::string(500, 'x') + "\"},";
+    streams::append_command a = make_append(src, body);
+    a.content_type = "application/json";
+    a.body.messages = 2;
+    ASSERT_EQ(submit(a).o.code, streams::errc::ok);
+    records.emplace_back(at, at + body.size());
+    at += body.size();
+  }
+  // The first fork, at the source's tail, is on the other shard; its bytes are all the source's.
+  fork_across(src, fork);
+  const auto [begin, end] = records[5];
+  auto early = prepared(*other_, fork, begin, 0);  // prepared while the source keeps its records
+  ASSERT_TRUE(early.has_value());
+  EXPECT_TRUE(early->record_decides);
+  ASSERT_TRUE(early->point_record.has_value());
+  EXPECT_EQ(early->point_record->end.value(), end);
+  EXPECT_EQ(early->point_record->messages, 2u);
+  // Inside a record: none begins there, so the retain will refuse it.
+  EXPECT_EQ(point_record_of(fork, begin + 1, 0, other_.get()), "<none>!");
+  // The source's own retains decide by its own records and index, as before.
+  EXPECT_EQ(point_record_of(src, begin, 0), "<none>");
+
+  // The source's shard moves its bytes to objects and forgets their records (as another replica may have
+  // before the first fork was made).
+  upload_and_reclaim();
+  on_loop([&] {
+    auto cold_end = part_->cold_index().cold_end(src);
+    EXPECT_TRUE(cold_end.has_value());
+    return cold_end ? part_->forget_cold(src, *cold_end) : 0;
+  });
+  ASSERT_GT(held_from(src), end);
+  EXPECT_EQ(submit_to(*other_, *early).o.code, streams::errc::ok);
+  // Prepared now: the same record, from the object's record table through the owner's index.
+  const int lookups = on_loop([&] { return foreign_lookups_; });
+  EXPECT_EQ(point_record_of(fork, begin, 0, other_.get()), std::to_string(end) + "/2!");
+  EXPECT_GT(on_loop([&] { return foreign_lookups_; }), lookups);
+  EXPECT_EQ(point_record_of(fork, begin + 1, 0, other_.get()), "<none>!");
+  // Without its record the retain is refused, at a record's start too.
+  streams::fork_retain_command bare = *early;
+  bare.point_record.reset();
+  EXPECT_EQ(submit_to(*other_, bare).o.code, streams::errc::bad_fork_offset);
+  // A sub-offset: the cut record's bytes are read from the bucket.
+  auto cut = prepared(*other_, fork, begin, 1);
+  ASSERT_TRUE(cut.has_value());
+  const durable_result retained = submit_to(*other_, *cut);
+  ASSERT_EQ(retained.o.code, streams::errc::ok);
+  ASSERT_TRUE(retained.o.sub_record_in_objects.has_value());
+  EXPECT_EQ(retained.o.sub_record_in_objects->stream, src);
+  EXPECT_EQ(retained.o.sub_record_in_objects->until.value(), end);
 }
 
 TEST_F(cold_fork_test, without_a_route_to_the_sources_shard_the_read_fails_rather_than_returns_other_bytes) {

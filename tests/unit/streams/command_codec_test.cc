@@ -188,7 +188,7 @@ TEST(command_codec, fork_references_by_origin_and_tombstones_have_kinds_of_their
   // A retain carrying a record found in the bucket is kind 13, with or without a fork named.
   for (const std::string fork : {"", "/fork"}) {
     fork_retain_command b{
-        "/src", stream_offset(5), 2, "text/plain", 11, fork, bucket_record{stream_offset(900), 7}};
+        "/src", stream_offset(5), 2, "text/plain", 11, fork, carried_record{stream_offset(900), 7}};
     const std::string with_record = encode(command{b});
     EXPECT_EQ(with_record[0], 13);
     auto decoded = decode(with_record);
@@ -196,8 +196,25 @@ TEST(command_codec, fork_references_by_origin_and_tombstones_have_kinds_of_their
     const auto& db = std::get<fork_retain_command>(*decoded);
     EXPECT_EQ(db.fork, fork);
     EXPECT_EQ(db.sub_offset, 2u);
-    EXPECT_EQ(db.in_bucket, (bucket_record{stream_offset(900), 7}));
+    EXPECT_EQ(db.point_record, (carried_record{stream_offset(900), 7}));
     EXPECT_FALSE(decode(with_record.substr(0, with_record.size() - 1)).has_value());
+  }
+  // One whose record decides is kind 14, with or without a record and a fork named.
+  for (const std::string fork : {"", "/fork"}) {
+    for (const auto& record :
+         {std::optional<carried_record>(), std::optional(carried_record{stream_offset(77), 3})}) {
+      fork_retain_command d{"/src", stream_offset(5), 1, "", 11, fork, record, true};
+      const std::string encoded = encode(command{d});
+      EXPECT_EQ(encoded[0], 14);
+      auto decoded = decode(encoded);
+      ASSERT_TRUE(decoded.has_value()) << decoded.err().reason;
+      const auto& dd = std::get<fork_retain_command>(*decoded);
+      EXPECT_TRUE(dd.record_decides);
+      EXPECT_EQ(dd.fork, fork);
+      EXPECT_EQ(dd.point_record, record);
+      EXPECT_EQ(dd.offset, stream_offset(5));
+      EXPECT_FALSE(decode(encoded.substr(0, encoded.size() - 1)).has_value());
+    }
   }
 
   const std::string old_release = encode(command{fork_release_command{"/src"}});

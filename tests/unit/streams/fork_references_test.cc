@@ -334,13 +334,15 @@ void json_source(state_machine& sm) {
 }
 
 outcome retain(state_machine& sm, std::uint64_t offset, std::uint64_t sub_offset = 0,
-               std::optional<bucket_record> in_bucket = std::nullopt) {
+               std::optional<carried_record> point_record = std::nullopt, bool record_decides = false,
+               const std::string& source = "/j") {
   fork_retain_command r;
-  r.source = "/j";
+  r.source = source;
   r.offset = stream_offset(offset);
   r.sub_offset = sub_offset;
   r.now_ms = t0;
-  r.in_bucket = in_bucket;
+  r.point_record = point_record;
+  r.record_decides = record_decides;
   return sm.fork_retain(r);
 }
 
@@ -363,11 +365,11 @@ TEST(cold_fork_points,
   }
   // With the record an object's record table lists at the point (carried by the retain), both take it.
   for (state_machine* sm : {&holds, &forgot}) {
-    outcome at3 = retain(*sm, 3, 0, bucket_record{stream_offset(6), 1});
+    outcome at3 = retain(*sm, 3, 0, carried_record{stream_offset(6), 1});
     EXPECT_EQ(at3.code, errc::ok);
     EXPECT_FALSE(at3.sub_record.has_value());
     // A sub-offset within it: the record, its bytes to be read from the bucket.
-    outcome cut = retain(*sm, 3, 1, bucket_record{stream_offset(6), 1});
+    outcome cut = retain(*sm, 3, 1, carried_record{stream_offset(6), 1});
     ASSERT_EQ(cut.code, errc::ok);
     ASSERT_TRUE(cut.sub_record.has_value());
     EXPECT_EQ(cut.sub_record->end, 6u);
@@ -378,17 +380,70 @@ TEST(cold_fork_points,
     EXPECT_EQ(cut.sub_record_in_objects->until, stream_offset(6));
     // More messages than the record has, or a record that does not end inside the bytes in objects:
     // refused on every replica, whatever it holds.
-    EXPECT_EQ(retain(*sm, 3, 2, bucket_record{stream_offset(6), 1}).code, errc::bad_sub_offset);
-    EXPECT_EQ(retain(*sm, 3, 0, bucket_record{stream_offset(9), 1}).code, errc::bad_fork_offset);
-    EXPECT_EQ(retain(*sm, 3, 1, bucket_record{stream_offset(3), 1}).code, errc::bad_fork_offset);
+    EXPECT_EQ(retain(*sm, 3, 2, carried_record{stream_offset(6), 1}).code, errc::bad_sub_offset);
+    EXPECT_EQ(retain(*sm, 3, 0, carried_record{stream_offset(9), 1}).code, errc::bad_fork_offset);
+    EXPECT_EQ(retain(*sm, 3, 1, carried_record{stream_offset(3), 1}).code, errc::bad_fork_offset);
     // A record past the bytes in objects is the records' business: the carried one is ignored.
-    EXPECT_EQ(retain(*sm, 7, 0, bucket_record{stream_offset(9), 1}).code, errc::bad_fork_offset);
+    EXPECT_EQ(retain(*sm, 7, 0, carried_record{stream_offset(9), 1}).code, errc::bad_fork_offset);
   }
   // Without the rule, the replica holding the records would take the fork at 3 and the other would not.
   holds.set_cold_boundary({});
   forgot.set_cold_boundary({});
   EXPECT_EQ(retain(holds, 3).code, errc::ok);
   EXPECT_EQ(retain(forgot, 3).code, errc::bad_fork_offset);
+}
+
+TEST(cold_fork_points, a_retain_whose_record_decides_asks_neither_the_index_nor_the_records) {
+  // A fork of /j at 9 (its tail), whose own bytes begin there: points before 9 are /j's bytes, which
+  // (record_decides) apply in another log. Three replicas of that fork: one holds /j's records, one forgot
+  // [0, 6) and knows it from its index, one forgot them with no index answer at all.
+  state_machine holds, indexed, bare;
+  for (state_machine* sm : {&holds, &indexed, &bare}) {
+    json_source(*sm);
+    outcome r = retain(*sm, 9);
+    ASSERT_EQ(r.code, errc::ok);
+    create_command c = make_create("/f", "application/json");
+    c.fork = fork_spec{"/j", stream_offset(9), 0, *r.resolution};
+    c.fork->resolved.retained = true;
+    ASSERT_TRUE(sm->apply(c).created);
+  }
+  ASSERT_EQ(std::const_pointer_cast<memory_log>(indexed.log_of("/j"))->forget_before(stream_offset(6)), 6u);
+  ASSERT_EQ(std::const_pointer_cast<memory_log>(bare.log_of("/j"))->forget_before(stream_offset(6)), 6u);
+  bare.set_cold_boundary({});
+  for (state_machine* sm : {&holds, &indexed, &bare}) {
+    // Without a carried record only the holder's own start is a record's start, whatever the replica
+    // holds: 3 and 6 begin records, but nothing says so.
+    EXPECT_EQ(retain(*sm, 0, 0, std::nullopt, true, "/f").code, errc::ok);
+    EXPECT_EQ(retain(*sm, 3, 0, std::nullopt, true, "/f").code, errc::bad_fork_offset);
+    EXPECT_EQ(retain(*sm, 6, 0, std::nullopt, true, "/f").code, errc::bad_fork_offset);
+    EXPECT_EQ(retain(*sm, 0, 1, std::nullopt, true, "/f").code, errc::bad_sub_offset);
+    // With it, every replica takes the point, in forgotten bytes or not.
+    EXPECT_EQ(retain(*sm, 3, 0, carried_record{stream_offset(6), 1}, true, "/f").code, errc::ok);
+    EXPECT_EQ(retain(*sm, 6, 0, carried_record{stream_offset(9), 1}, true, "/f").code, errc::ok);
+    EXPECT_EQ(retain(*sm, 6, 2, carried_record{stream_offset(9), 1}, true, "/f").code, errc::bad_sub_offset);
+    // The fork's tail and its own bytes are decided as always.
+    EXPECT_EQ(retain(*sm, 9, 0, std::nullopt, true, "/f").code, errc::ok);
+    EXPECT_EQ(retain(*sm, 10, 0, std::nullopt, true, "/f").code, errc::bad_fork_offset);
+  }
+  // The record a sub-offset cuts: the replica's own copy while it keeps it, else to be read from the
+  // bucket.
+  outcome kept = retain(holds, 3, 1, carried_record{stream_offset(6), 1}, true, "/f");
+  ASSERT_EQ(kept.code, errc::ok);
+  ASSERT_TRUE(kept.sub_record.has_value());
+  EXPECT_EQ(kept.sub_record->end, 6u);
+  EXPECT_FALSE(kept.sub_record_in_objects.has_value());
+  for (state_machine* sm : {&indexed, &bare}) {
+    outcome cut = retain(*sm, 3, 1, carried_record{stream_offset(6), 1}, true, "/f");
+    ASSERT_EQ(cut.code, errc::ok);
+    ASSERT_TRUE(cut.sub_record_in_objects.has_value());
+    EXPECT_EQ(cut.sub_record_in_objects->stream, "/j");
+    EXPECT_EQ(cut.sub_record_in_objects->from, stream_offset(3));
+    EXPECT_EQ(cut.sub_record_in_objects->until, stream_offset(6));
+  }
+  // Without record_decides, the same retain depends on what each replica holds.
+  holds.set_cold_boundary({});
+  EXPECT_EQ(retain(holds, 3, 0, std::nullopt, false, "/f").code, errc::ok);
+  EXPECT_EQ(retain(bare, 3, 0, std::nullopt, false, "/f").code, errc::bad_fork_offset);
 }
 
 }  // namespace
