@@ -187,9 +187,8 @@ class cold_mover {
   // Sets `path` back to its cold end: its bytes from there go again in a later object.
   void set_back(const std::string& path);
   void recount_local_bytes();
-  // Over keep_bytes: forgets the records of streams whose bytes are in objects (streams without forks: a
-  // fork on another shard reads its source through this shard's logs), oldest segment first, and asks for
-  // a checkpoint.
+  // Over keep_bytes: forgets the records of streams whose bytes are in objects (partition::
+  // forgettable_cold), oldest segment first, and asks for a checkpoint.
   void reclaim();
 
   partition& part_;

@@ -1,7 +1,6 @@
 #include "replica/partition.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "base/log.h"
 #include "replica/cluster_cold_snapshots.h"
@@ -407,14 +406,9 @@ void partition::snapshot_for_bucket(std::function<void(result<checkpointer::buck
 }
 
 std::vector<std::pair<std::string, streams::stream_offset>> partition::forgettable_cold() const {
-  std::unordered_set<std::string> with_forks;
-  for (const auto& [path, count] : sm_.ref_counts()) {
-    if (count > 0) with_forks.insert(path);
-  }
   std::vector<std::pair<std::string, streams::stream_offset>> out;
   cold_index_.for_each_cold_end([&](std::string_view stream, streams::stream_offset end) {
     std::string path(stream);
-    if (with_forks.count(path) > 0) return;
     streams::read_result head = head_visible(path);
     if (head.code != streams::errc::ok || !head.meta) return;
     out.emplace_back(std::move(path), end);

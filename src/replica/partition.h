@@ -203,11 +203,12 @@ class partition {
   // were forgotten are then deleted); a cluster node's data log reclaims at its next tick instead.
   void request_checkpoint();
   // The streams whose records in objects a reclaim or a restore snapshot may forget, each with its cold
-  // end: streams that are visible (not soft-deleted or expired) and that no fork reads through. A fork of
-  // a fork at a point in bytes its source inherited from another partition is decided by that partition's
-  // records (this index does not hold them: state_machine::set_cold_boundary), so they must stay for the
-  // nodes to agree (docs/cold-tier.md, "Status"). A JSON stream's reads from objects end at a message
-  // boundary (read_objects), so its records may go too.
+  // end: streams that are visible (not soft-deleted or expired). A JSON stream's reads from objects end at
+  // a message boundary (read_objects), so its records may go too; so may a fork source's: a fork's read
+  // through it stops at its held records and reads the bytes before them from the bucket, placed by this
+  // partition's index (locate_objects, asked from the fork's partition when it is another), and a fork
+  // point in them is decided by the index and the objects' record tables, or, from a fork in another
+  // log, by the record its retain carries (prepare_retain, fork_retain_command::record_decides).
   std::vector<std::pair<std::string, streams::stream_offset>> forgettable_cold() const;
   // A cut of this partition's state for the cold tier's restore snapshots (checkpointer::
   // snapshot_for_bucket); an error without a log.

@@ -224,6 +224,41 @@ TEST_F(cold_fork_test, a_fork_on_another_shard_reads_its_sources_reclaimed_bytes
   EXPECT_EQ(on_loop([&] { return foreign_lookups_; }), lookups);
 }
 
+TEST_F(cold_fork_test, a_source_with_forks_leaves_the_disk_and_its_forks_read_it_from_the_bucket) {
+  const std::string src = path_on(0, "src"), fork = path_on(1, "fork"), near = path_on(0, "near");
+  ASSERT_EQ(submit(make_create(src)).failure, errc::ok);
+  std::string all;
+  auto append = [&](int i) {
+    std::string body(1000, static_cast<char>('a' + i % 26));
+    body += std::to_string(i);
+    all += body;
+    ASSERT_EQ(submit(make_append(src, body)).failure, errc::ok);
+  };
+  for (int i = 0; i < 30; ++i) append(i);
+  // Forks at the tail, on the other shard and on the source's own, before anything is in the bucket.
+  fork_across(src, fork);
+  streams::fork_retain_command r;
+  r.source = src;
+  const durable_result retained = submit(r);
+  ASSERT_EQ(retained.o.code, streams::errc::ok);
+  streams::create_command c = make_create(near);
+  c.fork = streams::fork_spec{src, std::nullopt, 0, *retained.o.resolution};
+  c.fork->resolved.retained = true;
+  ASSERT_EQ(submit(c).o.code, streams::errc::ok);
+  const std::string at_fork = all;
+  for (int i = 30; i < 60; ++i) append(i);
+  ASSERT_EQ(submit_to(*other_, make_append(fork, "+fork")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append(near, "+near")).failure, errc::ok);
+
+  upload_and_reclaim();
+  // The source's records left the disk although forks read through it.
+  ASSERT_GE(held_from(src), all.size() - 8 * 1024);
+  EXPECT_EQ(read_through(*other_, fork, 4096, nullptr), at_fork + "+fork");
+  EXPECT_EQ(read_through(*part_, near, 4096, nullptr), at_fork + "+near");
+  EXPECT_EQ(read_through(*part_, src, 4096, nullptr), all);
+  EXPECT_GT(on_loop([&] { return foreign_lookups_; }), 0);
+}
+
 TEST_F(cold_fork_test, a_json_fork_on_another_shard_reads_whole_messages_from_the_bucket) {
   const std::string src = path_on(0, "json"), fork = path_on(1, "jfork");
   ASSERT_EQ(submit(make_create(src, "application/json")).failure, errc::ok);
@@ -347,14 +382,8 @@ TEST_F(cold_fork_test, a_fork_of_a_fork_across_shards_is_decided_by_the_record_i
   // The source's own retains decide by its own records and index, as before.
   EXPECT_EQ(point_record_of(src, begin, 0), "<none>");
 
-  // The source's shard moves its bytes to objects and forgets their records (as another replica may have
-  // before the first fork was made).
+  // The source's shard moves its bytes to objects and forgets their records (its fork does not stop it).
   upload_and_reclaim();
-  on_loop([&] {
-    auto cold_end = part_->cold_index().cold_end(src);
-    EXPECT_TRUE(cold_end.has_value());
-    return cold_end ? part_->forget_cold(src, *cold_end) : 0;
-  });
   ASSERT_GT(held_from(src), end);
   EXPECT_EQ(submit_to(*other_, *early).o.code, streams::errc::ok);
   // Prepared now: the same record, from the object's record table through the owner's index.
