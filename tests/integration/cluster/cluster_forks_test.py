@@ -18,8 +18,15 @@ independently. Checked:
      and return the whole prefix: without the wait it answers at once with what node 3 has of the
      source, which lacks the appends made during the stall.
 
+  5. a JSON fork of a fork whose point lies in the bytes the first fork inherited from its source, in a
+     third group: its retain carries the record beginning at the point (command kind 14, the record
+     decides; docs/cold-tier.md, "Forks"), so every node applies the same answer. Forks at record starts
+     and with a sub-offset (a message of the cut record) are taken and read alike on every node; a point
+     inside a record is refused (400).
+
 Usage: cluster_forks_test.py WEIR_BINARY
 """
+import json
 import os
 import sys
 import threading
@@ -147,6 +154,51 @@ def lagging_source_group(cluster, proxy):
         check(st in (200, 204), "DELETE %s: %d" % (path, st))
 
 
+def json_fork_of_fork(cluster):
+    """Part 5 (see the module comment)."""
+    JSON = {"Content-Type": "application/json"}
+    source = "/v1/stream/json-source"
+    first, at_start, cut, inside = paths_in_distinct_groups("/v1/stream/json-fork", 4, [source])
+    st, _, body = req(cluster.node(1), "PUT", source, headers=JSON)
+    check(st == 201, "PUT %s: %d %r" % (source, st, body[:200]))
+    starts, messages = [], []  # each record's start offset; every message
+    offset = None
+    for k in range(6):
+        starts.append(offset)
+        batch = [{"k": k, "m": m} for m in range(2)]
+        st, hdrs, body = req(cluster.node(1 + k % 3), "POST", source,
+                             body=json.dumps(batch).encode(), headers=JSON)
+        check(st in (200, 204), "JSON append %d: %d %r" % (k, st, body[:200]))
+        offset = hdrs.get("stream-next-offset")
+        messages += batch
+    st, _, body = req(cluster.node(2), "PUT", first, headers=dict(JSON, **{"Stream-Forked-From": source}))
+    check(st == 201, "JSON fork %s on node 2: %d %r" % (first, st, body[:200]))
+    # At the start of record 3, through node 3; with a sub-offset of 1 at record 2, through node 1.
+    want = {at_start: messages[:6], cut: messages[:5]}
+    for path, node, fork_offset, sub in ((at_start, 3, starts[3], None), (cut, 1, starts[2], "1")):
+        headers = dict(JSON, **{"Stream-Forked-From": first, "Stream-Fork-Offset": fork_offset})
+        if sub:
+            headers["Stream-Fork-Sub-Offset"] = sub
+        st, _, body = req(cluster.node(node), "PUT", path, headers=headers)
+        check(st == 201, "JSON fork of a fork %s on node %d: %d %r" % (path, node, st, body[:200]))
+    # One byte past a record's start: no record begins there.
+    mid = starts[3].rsplit("_", 1)
+    inside_offset = "%s_%0*d" % (mid[0], len(mid[1]), int(mid[1]) + 1)
+    st, _, body = req(cluster.node(2), "PUT", inside,
+                      headers=dict(JSON, **{"Stream-Forked-From": first, "Stream-Fork-Offset": inside_offset}))
+    check(st == 400, "JSON fork of a fork inside a record: %d %r" % (st, body[:200]))
+    for i, n in sorted(cluster.nodes.items()):
+        for path, msgs in want.items():
+            data, _ = cs.read_stream(n, path)
+            got = json.loads(data.decode()) if data else None
+            check(got == msgs, "%s on node %d: %r, want %r" % (path, i, got, msgs))
+        st, _, _ = req(n, "HEAD", inside)
+        check(st == 404, "the refused fork on node %d: HEAD %d" % (i, st))
+    for path in (at_start, cut, first, source):
+        st, _, _ = req(cluster.node(1), "DELETE", path)
+        check(st in (200, 204), "DELETE %s: %d" % (path, st))
+
+
 def main():
     weir = sys.argv[1]
     t0 = time.monotonic()
@@ -233,6 +285,9 @@ def main():
         # 4. A node behind in the source's group only.
         lagging_source_group(cluster, proxy)
         wait_refs(cluster, (0, 0), "after the lagging node's fork and source were deleted")
+        # 5. A JSON fork of a fork at points in bytes inherited from another group.
+        json_fork_of_fork(cluster)
+        wait_refs(cluster, (0, 0), "after the JSON forks were deleted")
         ok = True
     except Exception as e:  # noqa: BLE001 - any error ends the test with a report
         error = e
