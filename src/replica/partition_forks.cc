@@ -21,16 +21,20 @@ void partition::prepare_retain(streams::fork_retain_command c, retain_done done)
   const streams::memory_log* holder = log->holder_of(point.value(), limit);
   std::string stream = holder->name();
   const bool json = head.meta->json;
+  // The record from this node's own records while it keeps them (no bucket read): the same record an
+  // object's record table lists.
+  auto from_records = [&] {
+    std::optional<streams::record> r = log->record_at(point);
+    if (r) c.point_record = streams::carried_record{streams::stream_offset(r->end), r->messages};
+    return r.has_value();
+  };
   if (sm_.log_of(stream).get() != holder || !commit_->same_log(c.source, stream)) {
     // Its commands apply in another log: the record the retain carries decides, from this node's records
     // while it keeps them, else from the bucket. Only a sub-offset or a JSON point other than the
     // holder's own start (a fork point) asks whether a record begins there.
     c.record_decides = true;
-    if (c.sub_offset == 0 && (!json || point == holder->base())) return done(std::move(c));
-    if (std::optional<streams::record> r = log->record_at(point)) {
-      c.point_record = streams::carried_record{streams::stream_offset(r->end), r->messages};
+    if ((c.sub_offset == 0 && (!json || point == holder->base())) || from_records())
       return done(std::move(c));
-    }
     const std::string name = stream;
     return locate_bytes(name, point,
                         [this, c = std::move(c), stream = std::move(stream),
@@ -46,7 +50,8 @@ void partition::prepare_retain(streams::fork_retain_command c, retain_done done)
   if (!where) return done(std::move(c));
   // A JSON point at an extent's start is a record's start by the index alone; a byte stream's point
   // needs no record unless a sub-offset cuts it.
-  if (c.sub_offset == 0 && (!json || where->extent.first == point)) return done(std::move(c));
+  if ((c.sub_offset == 0 && (!json || where->extent.first == point)) || from_records())
+    return done(std::move(c));
   read_point_record(std::move(c), *where, std::move(stream), std::move(done));
 }
 

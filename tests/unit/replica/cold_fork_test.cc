@@ -327,6 +327,18 @@ TEST_F(cold_fork_small_objects_test, a_record_only_the_bucket_holds_is_found_and
     ++checked;
   }
   EXPECT_GE(checked, 10u);
+  // A record in bytes in objects that this node still keeps: taken from its own records, no GET.
+  const std::uint64_t cold_end =
+      on_loop([&] { return part_->cold_index().cold_end(src).value_or(streams::stream_offset(0)).value(); });
+  std::size_t kept = 0;
+  for (const auto& [begin, body] : records) {
+    if (begin < held_from(src) || begin + body.size() > cold_end) continue;
+    const std::uint64_t gets = store_.requests(tier::store_op::get);
+    EXPECT_EQ(point_record_of(src, begin, 1), std::to_string(begin + body.size()) + "/0") << begin;
+    EXPECT_EQ(store_.requests(tier::store_op::get), gets) << begin;
+    ++kept;
+  }
+  EXPECT_GE(kept, 1u);
   // A byte stream's point needs no record without a sub-offset; a point past the bytes in objects never.
   EXPECT_EQ(point_record_of(src, records[3].first, 0), "<none>");
   EXPECT_EQ(point_record_of(src, at - 1, 1), "<none>");
