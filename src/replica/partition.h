@@ -183,10 +183,10 @@ class partition {
   // its commands in another log (another raft group, lane or core: commit_path::same_log), the retain's
   // record decides (fork_retain_command::record_decides). When the point lies in bytes in objects of
   // this partition's index (and is not an extent's start of a JSON stream), the retain carries the record
-  // too. Either way it is read from this node's records while it keeps them, else from the record table of
-  // the object holding the bytes. `done` runs on this loop (before this returns when no look-up is needed) with the retain to
-  // propose (no record when none begins there: the retain then refuses the point), or an error (the
-  // bucket could not be read).
+  // too. Either way it is read from this node's records while it keeps them, else from the record table
+  // of the object holding the bytes. `done` runs on this loop (before this returns when no look-up is
+  // needed) with the retain to propose (no record when none begins there: the retain then refuses the
+  // point), or an error (the bucket could not be read).
   using retain_done = std::function<void(result<streams::fork_retain_command>)>;
   void prepare_retain(streams::fork_retain_command c, retain_done done);
   // Bytes [from, from + length) of `stream`, held only in objects (this partition's index, or for another

@@ -419,7 +419,8 @@ outcome state_machine::fork_retain(const fork_retain_command& c) {
     boundary = point == holder->base() || taken;
   } else {
     if (cold_boundary_ && point < tail) cold = cold_boundary_(holder->name(), point);
-    // The record an object's record table says begins at the point, if it lies in the bytes in objects.
+    // The carried record (the proposer read it from an object's record table or its own records), if it
+    // lies in the bytes in objects.
     if (cold && c.point_record && c.point_record->end <= cold->cold_end) taken = carried();
     boundary = cold ? cold->extent_start || taken : s->log->is_boundary(point);
   }
