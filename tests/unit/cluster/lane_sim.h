@@ -93,8 +93,7 @@ struct lane_sim_options {
   std::int64_t release_phase_limit_ms = 60000;
   // The cold tier (invariant 8): small objects cut often, a short scan and a small keep, so that uploads,
   // index records, reclaims and reads from the bucket happen many times a seed. A fork on another lane
-  // than its source cannot read the source's bytes in objects (docs/cold-tier.md, "Status"): cold runs
-  // with lanes > 1 use no forks.
+  // than its source reads the source's bytes in objects through that lane's index, as a node does.
   bool cold = false;
   std::uint64_t cold_object_bytes = 1024;
   std::uint32_t cold_block_bytes = 256;  // several CRC-checked blocks per object
@@ -138,6 +137,7 @@ struct lane_sim_report {
   std::uint64_t cold_snapshots = 0;         // restore snapshots uploaded (all nodes)
   std::uint64_t cold_snapshot_objects = 0;  // objects the groups' newest restore snapshots name (at the end)
   std::uint64_t object_reads = 0;           // partition reads served from the bucket
+  std::uint64_t foreign_locates = 0;        // of them, bytes placed by another lane's index (a fork's source)
   std::uint64_t object_read_failures = 0;   // of which failed (a store fault): the read was refused
   std::uint64_t tasks = 0;
 };

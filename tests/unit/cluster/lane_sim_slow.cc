@@ -31,7 +31,6 @@ TEST(lane_sim_slow, thousands_of_seeds) {
     o.snapshot_entries = seed % 10 == 0 ? 6 : 12;
     o.lose_releases = seed % 20 == 0;
     o.cold = seed % 3 == 0;
-    if (o.cold && o.lanes > 1) o.forks = 0;  // a fork must be on its source's lane (lane_sim.h)
     o.cold_store_faults = o.cold && seed % 9 == 0 ? 0.05 : 0;
     const lane_sim_report r = run_lane_sim(o);
     ++ran;
