@@ -21,6 +21,9 @@ void partition::prepare_retain(streams::fork_retain_command c, retain_done done)
   const streams::memory_log* holder = log->holder_of(point.value(), limit);
   std::string stream = holder->name();
   const bool json = head.meta->json;
+  // Whether the retain must say where a record begins: a sub-offset cuts one, and a JSON point must be
+  // one unless that is known already (`start_known`).
+  auto asks = [&](bool start_known) { return c.sub_offset > 0 || (json && !start_known); };
   // The record from this node's own records while it keeps them (no bucket read): the same record an
   // object's record table lists.
   auto from_records = [&] {
@@ -33,8 +36,7 @@ void partition::prepare_retain(streams::fork_retain_command c, retain_done done)
     // while it keeps them, else from the bucket. Only a sub-offset or a JSON point other than the
     // holder's own start (a fork point) asks whether a record begins there.
     c.record_decides = true;
-    if ((c.sub_offset == 0 && (!json || point == holder->base())) || from_records())
-      return done(std::move(c));
+    if (!asks(point == holder->base()) || from_records()) return done(std::move(c));
     const std::string name = stream;
     return locate_bytes(name, point,
                         [this, c = std::move(c), stream = std::move(stream),
@@ -50,8 +52,7 @@ void partition::prepare_retain(streams::fork_retain_command c, retain_done done)
   if (!where) return done(std::move(c));
   // A JSON point at an extent's start is a record's start by the index alone; a byte stream's point
   // needs no record unless a sub-offset cuts it.
-  if ((c.sub_offset == 0 && (!json || where->extent.first == point)) || from_records())
-    return done(std::move(c));
+  if (!asks(where->extent.first == point) || from_records()) return done(std::move(c));
   read_point_record(std::move(c), *where, std::move(stream), std::move(done));
 }
 

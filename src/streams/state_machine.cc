@@ -437,7 +437,7 @@ outcome state_machine::fork_retain(const fork_retain_command& c) {
     // The cut record's bytes: this replica's own copy while it keeps the record (only the node that
     // proposed the retain reads them, and the bytes are the same wherever they come from), else the
     // bucket's.
-    std::optional<record> own = cold ? std::nullopt : s->log->record_at(point);
+    std::optional<record> own = record_decides ? s->log->record_at(point) : std::nullopt;
     if (own && own->end == taken->end) {
       out.sub_record = std::move(own);
     } else {

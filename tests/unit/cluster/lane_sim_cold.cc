@@ -86,13 +86,6 @@ void lane_sim::attach_cold(sim_node& n) {
             done(fetcher->read(key, size, position, length));
           });
     });
-    n.parts[l]->attach_record_lookups([ex, delay, fetcher = n.fetcher.get()](
-                                          std::string key, std::uint64_t size, std::string stream,
-                                          streams::stream_offset at, replica::partition::record_done done) {
-      ex->add_timer(delay(),
-                    [fetcher, key = std::move(key), size, stream = std::move(stream), at,
-                     done = std::move(done)]() mutable { done(fetcher->record_at(key, size, stream, at)); });
-    });
     // A fork's inherited bytes in objects, its source on another lane: that lane's index places them, as
     // the node asks it (server/node_cold.cc).
     n.parts[l]->attach_foreign_objects([this, &n, ex](std::string stream, streams::stream_offset from,
