@@ -87,18 +87,20 @@ void cluster_cold_snapshots::snapshot_group(std::uint32_t group) {
   const tier::object_name name{o_.epoch, tier::cold_group(group), tier::leader_term(cut->term),
                                tier::upload_seq(seq_[{group, cut->term}]++)};
   const std::uint64_t max_bytes = o_.max_bytes;
+  const std::uint64_t part_bytes = o_.part_bytes;
   // Named from now: the sweep keeps its objects while it may land.
   string_set& keys = named_[group][tier::snapshot_key(name)];
   for (std::string& k : cut->object_keys) keys.insert(std::move(k));
   std::weak_ptr<bool> alive = alive_;
   io_.off_loop(
-      [cut = std::move(*cut), inlining = std::move(inlining), h, max_bytes]() -> cold_snapshot_io::built {
+      [cut = std::move(*cut), inlining = std::move(inlining), h, max_bytes,
+       part_bytes]() -> cold_snapshot_io::built {
         auto streams = streams::inline_snapshot_part(
             cut.streams, [&](const std::string& path) { return inlining.forget_before(path); },
             [&](const streams::part_reference& r) { return inlining.read(r); });
         if (!streams) return streams.err();
-        return restore_snapshot_object(h, encode_group_snapshot(*streams, cut.subscriptions, cut.cold),
-                                       max_bytes);
+        return restore_snapshot_objects(h, encode_group_snapshot(*streams, cut.subscriptions, cut.cold),
+                                        max_bytes, part_bytes);
       },
       [this, alive, group, name, index = h.lsn, taken = h.taken_at_ms](cold_snapshot_io::built b) mutable {
         if (auto a = alive.lock(); !a || !*a) return;
@@ -109,23 +111,27 @@ void cluster_cold_snapshots::snapshot_group(std::uint32_t group) {
             ++stats_.too_large;
           return fail(group, b.err().reason);
         }
-        const std::uint64_t size = b->size();
-        const std::string key = tier::snapshot_key(name);
-        io_.put(key, std::move(*b),
-                [this, alive, group, name, index, taken, size](tier::store_result<tier::object_info> r) {
-                  if (auto a = alive.lock(); !a || !*a) return;
-                  if (!r)
-                    return fail(group, "uploading " + tier::snapshot_key(name) + ": " + r.err().describe());
-                  uploaded(group, index, taken, size);
-                });
+        const std::uint64_t size = b->bytes();
+        const std::uint64_t parts = b->parts.size();
+        put_restore_snapshot(
+            io_.put, name, std::move(*b),
+            [this, alive] {
+              auto a = alive.lock();
+              return a && *a && !stopped_;
+            },
+            [this, group, index, taken, size, parts](std::string failure) {
+              if (!failure.empty()) return fail(group, "uploading " + failure);
+              uploaded(group, index, taken, size, parts);
+            });
       });
 }
 
 void cluster_cold_snapshots::uploaded(std::uint32_t group, std::uint64_t index, std::int64_t taken_ms,
-                                      std::uint64_t size) {
+                                      std::uint64_t size, std::uint64_t parts) {
   last_index_[group] = index;
   ++stats_.uploaded;
   stats_.last_bytes = size;
+  stats_.last_parts = parts;
   stats_.last_lsn = index;
   stats_.last_taken_ms = taken_ms;
   stats_.last_error.clear();
@@ -139,13 +145,9 @@ void cluster_cold_snapshots::prune(std::uint32_t group) {
              if (auto a = alive.lock(); !a || !*a) return;
              if (page) {
                std::vector<std::string> keys;
-               for (const auto& o : page->objects) {
-                 if (tier::parse_snapshot_key(o.key)) keys.push_back(o.key);
-               }
-               // Keys sort as (term, sequence): the newest stays.
-               std::sort(keys.begin(), keys.end());
-               const std::string newest = keys.empty() ? std::string() : keys.back();
-               if (!keys.empty()) keys.pop_back();
+               for (const auto& o : page->objects) keys.push_back(o.key);
+               const snapshot_pruning p = prune_snapshot_keys(std::move(keys), 1);
+               const std::string newest = p.kept.empty() ? std::string() : p.kept.back();
                // Ours and no longer the newest: their names go. The newest ours: names() is exact.
                auto& named = named_[group];
                for (auto it = named.begin(); it != named.end();) {
@@ -154,13 +156,13 @@ void cluster_cold_snapshots::prune(std::uint32_t group) {
                auto newest_name = tier::parse_snapshot_key(newest);
                own_newest_term_[group] =
                    named.contains(newest) && newest_name ? newest_name->term.value() : 0;
-               for (const std::string& key : keys) {
+               for (const std::string& key : p.drop) {
                  io_.remove(key, [this, alive, key](tier::store_result<tier::store_done> r) {
                    if (auto a = alive.lock(); !a || !*a) return;
                    if (r) {
                      ++stats_.deleted;
                    } else {
-                     log::warn("weir cluster: cold tier: deleting the restore snapshot {}: {}", key,
+                     log::warn("weir cluster: cold tier: deleting the restore snapshot object {}: {}", key,
                                r.err().describe());
                    }
                  });

@@ -16,7 +16,8 @@
 // name anything), names() is true for every key of the group.
 //
 // One group at a time: a pass takes the groups due in turn. A cut larger than one PUT (the bytes not yet
-// in objects are inlined) is not uploaded; the stats say why.
+// in objects are inlined) is uploaded in parts, its head last; one larger than `max_bytes` is not
+// uploaded, and the stats say why.
 //
 // Lives on the lane's executor: every method runs there, and so do the io's completions.
 #pragma once
@@ -43,7 +44,8 @@ struct cluster_cold_snapshot_options {
   tier::cold_epoch epoch{1};
   std::uint32_t groups = 0;  // the cluster's group count: a restore needs a snapshot of each
   std::chrono::milliseconds interval{10'000};
-  std::uint64_t max_bytes = tier::object_store::max_object_bytes;
+  std::uint64_t max_bytes = max_restore_snapshot_bytes;
+  std::uint64_t part_bytes = tier::object_store::max_object_bytes;
 };
 
 class cluster_cold_snapshots {
@@ -68,7 +70,8 @@ class cluster_cold_snapshots {
   // snapshot), or none.
   std::optional<std::uint32_t> next_due(std::uint32_t from) const;
   void snapshot_group(std::uint32_t group);
-  void uploaded(std::uint32_t group, std::uint64_t index, std::int64_t taken_ms, std::uint64_t size);
+  void uploaded(std::uint32_t group, std::uint64_t index, std::int64_t taken_ms, std::uint64_t size,
+                std::uint64_t parts);
   void prune(std::uint32_t group);
   void fail(std::uint32_t group, std::string why);
   // The pass goes on with the groups after `group`.

@@ -78,7 +78,23 @@ result<restore_point> find_restore_point(tier::object_store& store) {
     for (const auto& [group, info] : newest) {
       auto got = store.get_range(info.key, 0, 0);
       if (!got) return store_failure("reading " + info.key, got.err());
-      auto v = tier::decode_restore_snapshot(got->bytes);
+      // A snapshot in parts: each read by its key and checked against the head's table.
+      const tier::object_name name = *tier::parse_snapshot_key(info.key);
+      auto whole = tier::join_restore_snapshot(
+          std::move(got->bytes), [&](std::uint32_t part) -> result<tier::object_bytes> {
+            const std::string key = tier::snapshot_part_key(name, part);
+            auto got_part = store.get_range(key, 0, 0);
+            if (!got_part) {
+              return make_error(storage::errc::io_error, "reading " + key + ": " + got_part.err().describe());
+            }
+            return std::move(got_part->bytes);
+          });
+      if (!whole) {
+        error failure = whole.err();
+        failure.reason = "restore: " + info.key + ": " + failure.reason;
+        return failure;
+      }
+      auto v = tier::decode_restore_snapshot(*whole);
       if (!v) return restore_error(info.key + ": " + v.err().reason);
       if (v->header.epoch != epoch || v->header.group.value() != group) {
         return restore_error(info.key + ": its header names epoch " +
@@ -92,7 +108,7 @@ result<restore_point> find_restore_point(tier::object_store& store) {
       restore_point::group g;
       g.key = info.key;
       g.header = v->header;
-      g.object = std::move(got->bytes);
+      g.object = std::move(*whole);
       p.groups.push_back(std::move(g));
     }
     const std::uint32_t groups = p.groups.front().header.groups;

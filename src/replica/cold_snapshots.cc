@@ -34,14 +34,74 @@ result<streams::chunk> cut_inlining::read(const streams::part_reference& r) cons
   return tier::hot_tier::load(readers, s);
 }
 
-cold_snapshot_io::built restore_snapshot_object(const tier::restore_snapshot_header& h,
-                                                std::span<const std::byte> state, std::uint64_t max_bytes) {
+cold_snapshot_io::built restore_snapshot_objects(const tier::restore_snapshot_header& h,
+                                                 std::span<const std::byte> state, std::uint64_t max_bytes,
+                                                 std::uint64_t part_bytes) {
   if (state.size() + tier::restore_snapshot_header_size > max_bytes) {
     return make_error(errc::cold_backlogged,
                       "too large: " + std::to_string(state.size()) +
                           " bytes (the bytes not yet in objects are in it; it waits for the uploads)");
   }
-  return tier::encode_restore_snapshot(h, state);
+  return tier::encode_restore_snapshot_objects(h, state, part_bytes);
+}
+
+namespace {
+
+struct snapshot_upload {
+  tier::uploader::put_fn put;
+  tier::object_name name;
+  tier::restore_snapshot_objects objects;
+  std::function<bool()> live;
+  std::function<void(std::string)> done;
+};
+
+// Puts part `part` (the head once the parts are all in), then the next.
+void put_from(std::shared_ptr<snapshot_upload> u, std::uint32_t part) {
+  const bool head = part == u->objects.parts.size();
+  std::string key = head ? tier::snapshot_key(u->name) : tier::snapshot_part_key(u->name, part);
+  tier::object_bytes bytes = head ? std::move(u->objects.head) : std::move(u->objects.parts[part]);
+  auto put = u->put;  // the upload may end in the call
+  put(key, std::move(bytes),
+      [u = std::move(u), part, head, key](tier::store_result<tier::object_info> r) mutable {
+        if (!u->live()) return;
+        if (!r) return u->done(key + ": " + r.err().describe());
+        if (head) return u->done("");
+        put_from(std::move(u), part + 1);
+      });
+}
+
+}  // namespace
+
+void put_restore_snapshot(const tier::uploader::put_fn& put, const tier::object_name& name,
+                          tier::restore_snapshot_objects objects, std::function<bool()> live,
+                          std::function<void(std::string failure)> done) {
+  put_from(std::make_shared<snapshot_upload>(
+               snapshot_upload{put, name, std::move(objects), std::move(live), std::move(done)}),
+           0);
+}
+
+snapshot_pruning prune_snapshot_keys(std::vector<std::string> keys, std::size_t keep) {
+  std::vector<std::pair<tier::object_name, std::string>> heads;
+  std::vector<std::pair<tier::object_name, std::string>> parts;
+  for (std::string& k : keys) {
+    if (auto name = tier::parse_snapshot_key(k)) {
+      heads.emplace_back(*name, std::move(k));
+    } else if (auto part = tier::parse_snapshot_part_key(k)) {
+      parts.emplace_back(part->snapshot, std::move(k));
+    }
+  }
+  // By (term, sequence): the newest `keep` stay.
+  std::sort(heads.begin(), heads.end());
+  const std::size_t drop = heads.size() > keep ? heads.size() - keep : 0;
+  snapshot_pruning out;
+  for (std::size_t i = 0; i < heads.size(); ++i) (i < drop ? out.drop : out.kept).push_back(heads[i].second);
+  if (drop > 0) {
+    const tier::object_name& oldest_kept = heads[drop].first;
+    for (auto& [name, key] : parts) {
+      if (name < oldest_kept) out.drop.push_back(std::move(key));
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -49,14 +109,15 @@ namespace {
 // The cut made self-contained (off the loop): records in objects forgotten, the others inlined from the
 // log's segments, the index beside them, wrapped as a restore snapshot object.
 cold_snapshot_io::built build(std::vector<std::byte> blob, const cut_inlining& in,
-                              tier::restore_snapshot_header h, std::uint64_t max_bytes) {
+                              tier::restore_snapshot_header h, std::uint64_t max_bytes,
+                              std::uint64_t part_bytes) {
   auto parts = decode_checkpoint(blob);
   if (!parts) return parts.err();
   auto sm = streams::inline_snapshot(
       parts->sm, [&](const std::string& path) { return in.forget_before(path); },
       [&](const streams::part_reference& r) { return in.read(r); });
   if (!sm) return sm.err();
-  return restore_snapshot_object(h, encode_checkpoint(std::move(*sm), parts->index), max_bytes);
+  return restore_snapshot_objects(h, encode_checkpoint(std::move(*sm), parts->index), max_bytes, part_bytes);
 }
 
 }  // namespace
@@ -140,9 +201,10 @@ void cold_snapshots::on_cut(storage::lsn covered, std::vector<std::byte> blob) {
   h.taken_at_ms = part_.now_ms();
   last_cut_lsn_ = covered.value();
   const std::uint64_t max_bytes = o_.max_bytes;
+  const std::uint64_t part_bytes = o_.part_bytes;
   std::weak_ptr<bool> alive = alive_;
-  io_.off_loop([blob = std::move(blob), inlining = std::move(inlining), h,
-                max_bytes]() mutable { return build(std::move(blob), inlining, h, max_bytes); },
+  io_.off_loop([blob = std::move(blob), inlining = std::move(inlining), h, max_bytes,
+                part_bytes]() mutable { return build(std::move(blob), inlining, h, max_bytes, part_bytes); },
                [this, alive, h, keys = std::move(keys)](cold_snapshot_io::built b) mutable {
                  if (auto a = alive.lock(); !a || !*a) return;
                  on_built(h.lsn, h.taken_at_ms, std::move(b), std::move(keys));
@@ -163,27 +225,33 @@ void cold_snapshots::on_built(std::uint64_t lsn, std::int64_t taken_ms, cold_sna
     fail(b.err().reason);
     return;
   }
-  const std::string key =
-      tier::snapshot_key(tier::object_name{o_.epoch, o_.group, o_.term, tier::upload_seq{next_seq_++}});
-  const std::uint64_t size = b->size();
+  const tier::object_name name{o_.epoch, o_.group, o_.term, tier::upload_seq{next_seq_++}};
+  const std::string key = tier::snapshot_key(name);
+  const std::uint64_t size = b->bytes();
+  const std::uint64_t parts = b->parts.size();
   named_[key] = std::move(keys);  // named from now: the sweep keeps its objects while it may land
   std::weak_ptr<bool> alive = alive_;
-  io_.put(key, std::move(*b),
-          [this, alive, key, size, lsn, taken_ms](tier::store_result<tier::object_info> r) {
-            if (auto a = alive.lock(); !a || !*a) return;
-            if (!r) {
-              // It may have landed all the same: its names stay until a listing shows it is gone or older.
-              last_cut_lsn_ = 0;
-              fail("uploading " + key + ": " + r.err().describe());
-              return;
-            }
-            ++stats_.uploaded;
-            stats_.last_bytes = size;
-            stats_.last_lsn = lsn;
-            stats_.last_taken_ms = taken_ms;
-            stats_.last_error.clear();
-            prune("", {});
-          });
+  put_restore_snapshot(
+      io_.put, name, std::move(*b),
+      [alive] {
+        auto a = alive.lock();
+        return a && *a;
+      },
+      [this, size, parts, lsn, taken_ms](std::string failure) {
+        if (!failure.empty()) {
+          // It may have landed all the same: its names stay until a listing shows it is gone or older.
+          last_cut_lsn_ = 0;
+          fail("uploading " + failure);
+          return;
+        }
+        ++stats_.uploaded;
+        stats_.last_bytes = size;
+        stats_.last_parts = parts;
+        stats_.last_lsn = lsn;
+        stats_.last_taken_ms = taken_ms;
+        stats_.last_error.clear();
+        prune("", {});
+      });
 }
 
 void cold_snapshots::fail(std::string why) {
@@ -211,35 +279,30 @@ void cold_snapshots::prune(std::string continuation, std::vector<std::string> se
                          o_.group.value(), page.err().describe());
                return;
              }
-             for (const auto& o : page->objects) {
-               if (tier::parse_snapshot_key(o.key)) seen.push_back(o.key);
-             }
+             for (const auto& o : page->objects) seen.push_back(o.key);
              if (page->truncated && !page->next_token.empty()) {
                prune(page->next_token, std::move(seen));
                return;
              }
-             // Keys sort as (term, sequence): the newest `keep` stay.
-             std::sort(seen.begin(), seen.end());
-             const std::size_t drop = seen.size() > o_.keep ? seen.size() - o_.keep : 0;
+             const snapshot_pruning p = prune_snapshot_keys(std::move(seen), o_.keep);
              bool own_only = true;
-             for (std::size_t i = drop; i < seen.size(); ++i) {
-               own_only = own_only && tier::parse_snapshot_key(seen[i])->term == o_.term;
+             for (const std::string& key : p.kept) {
+               own_only = own_only && tier::parse_snapshot_key(key)->term == o_.term;
              }
              for (auto it = named_.begin(); it != named_.end();) {
                // Ours and no longer kept (deleted below, or by an operator): their names go.
-               const bool kept = std::binary_search(seen.begin() + static_cast<std::ptrdiff_t>(drop),
-                                                    seen.end(), it->first);
+               const bool kept = std::binary_search(p.kept.begin(), p.kept.end(), it->first);
                it = kept ? std::next(it) : named_.erase(it);
              }
              own_only_ = own_only;
              busy_ = false;
-             for (std::size_t i = 0; i < drop; ++i) {
-               io_.remove(seen[i], [this, alive, key = seen[i]](tier::store_result<tier::store_done> r) {
+             for (const std::string& key : p.drop) {
+               io_.remove(key, [this, alive, key](tier::store_result<tier::store_done> r) {
                  if (auto a = alive.lock(); !a || !*a) return;
                  if (r) {
                    ++stats_.deleted;
                  } else {
-                   log::warn("weir serve: cold tier: deleting the restore snapshot {}: {}", key,
+                   log::warn("weir serve: cold tier: deleting the restore snapshot object {}: {}", key,
                              r.err().describe());
                  }
                });

@@ -11,8 +11,9 @@
 // them (a stream deleted since): names() says so to the orphan sweep. Until this run's own snapshots are
 // the only ones kept, an older run's may name anything, so names() is true for every key.
 //
-// A snapshot holds the bytes not yet in objects, so it grows while uploads lag (the bucket down): beyond
-// `max_bytes` (one PUT) none is uploaded until the uploads catch up, and the stats say why.
+// A snapshot holds the bytes not yet in objects, so it grows while uploads lag (the bucket down). One
+// larger than one PUT is uploaded in parts (tier/restore_snapshot.h), its head last; beyond `max_bytes`
+// (it is built in memory) none is taken until the uploads catch up, and the stats say why.
 //
 // Lives on the partition's executor: every method runs there, and so do the io's completions.
 #pragma once
@@ -39,6 +40,10 @@
 
 namespace weir::replica {
 
+// The largest restore snapshot taken (all its parts): it is built in memory, so while more bytes than
+// this are not yet in objects, the restore point waits for the uploads.
+inline constexpr std::uint64_t max_restore_snapshot_bytes = 512ull << 20;
+
 struct cold_snapshot_options {
   tier::cold_epoch epoch{1};
   tier::cold_group group{0};
@@ -49,13 +54,14 @@ struct cold_snapshot_options {
   // holds a complete one. A restore reads the newest only, so one is enough: a deleted stream's objects
   // are then named only until the first snapshot after the delete lands.
   std::size_t keep = 1;
-  std::uint64_t max_bytes = tier::object_store::max_object_bytes;
+  std::uint64_t max_bytes = max_restore_snapshot_bytes;
+  std::uint64_t part_bytes = tier::object_store::max_object_bytes;  // the largest object of a snapshot
 };
 
 // How the snapshots reach their threads and the bucket; every completion runs on the partition's
 // executor.
 struct cold_snapshot_io {
-  using built = result<tier::object_bytes>;
+  using built = result<tier::restore_snapshot_objects>;
   // Runs `job` off the loop (it reads local segment files), then `done` with its result on the loop.
   std::function<void(std::function<built()> job, std::function<void(built)> done)> off_loop;
   tier::uploader::put_fn put;
@@ -76,17 +82,37 @@ struct cut_inlining {
   result<streams::chunk> read(const streams::part_reference& r) const;
 };
 
-// The restore snapshot object of `state` (tier/restore_snapshot.h), or cold_backlogged when it would be
-// larger than `max_bytes` (the bytes not yet in objects are in it).
-cold_snapshot_io::built restore_snapshot_object(const tier::restore_snapshot_header& h,
-                                                std::span<const std::byte> state, std::uint64_t max_bytes);
+// The restore snapshot objects of `state` (tier/restore_snapshot.h: one, or a head and parts of at most
+// `part_bytes`), or cold_backlogged when they would be larger than `max_bytes` (the bytes not yet in
+// objects are in them).
+cold_snapshot_io::built restore_snapshot_objects(const tier::restore_snapshot_header& h,
+                                                 std::span<const std::byte> state, std::uint64_t max_bytes,
+                                                 std::uint64_t part_bytes);
+
+// Puts a snapshot's parts one after the other, then its head, so that a head in the bucket means a
+// whole snapshot. `done` gets the first failure (its key and the store's error) or "" once the head has
+// landed; while `live` says false it stops between puts and calls nothing. The parts of a failed upload
+// are left to the next prune (prune_snapshot_keys).
+void put_restore_snapshot(const tier::uploader::put_fn& put, const tier::object_name& name,
+                          tier::restore_snapshot_objects objects, std::function<bool()> live,
+                          std::function<void(std::string failure)> done);
+
+// Of one group's snapshot keys in the bucket (heads and parts, any order), the heads to keep (the newest
+// `keep`, oldest first) and the keys to delete: older heads, and parts of snapshots older than the
+// oldest kept head (a newer part may be an upload under way). Foreign keys are neither.
+struct snapshot_pruning {
+  std::vector<std::string> kept;
+  std::vector<std::string> drop;
+};
+snapshot_pruning prune_snapshot_keys(std::vector<std::string> keys, std::size_t keep);
 
 struct cold_snapshot_stats {
   std::uint64_t uploaded = 0;
-  std::uint64_t failed = 0;     // cuts that could not be built or uploaded (tried again next interval)
-  std::uint64_t too_large = 0;  // cuts over max_bytes (uploads lag)
-  std::uint64_t deleted = 0;    // older snapshots deleted
-  std::uint64_t last_bytes = 0;
+  std::uint64_t failed = 0;        // cuts that could not be built or uploaded (tried again next interval)
+  std::uint64_t too_large = 0;     // cuts over max_bytes (uploads lag)
+  std::uint64_t deleted = 0;       // older snapshots deleted
+  std::uint64_t last_bytes = 0;    // all its objects
+  std::uint64_t last_parts = 0;    // 0: one object
   std::uint64_t last_lsn = 0;      // the log position of the last snapshot uploaded
   std::int64_t last_taken_ms = 0;  // its wall-clock time
   std::string last_error;          // "" once a snapshot lands after it

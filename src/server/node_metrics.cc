@@ -419,9 +419,11 @@ std::string node_metrics::render(const node_figures& f) const {
     t.single("weir_tier_restore_snapshot_failures_total", metric_type::counter,
              "Restore snapshots that could not be built or uploaded (tried again at the next interval).",
              sum.snapshots.failed);
-    t.single("weir_tier_restore_snapshots_too_large_total", metric_type::counter,
-             "Of those, snapshots larger than one PUT (the bytes not yet in objects are in them).",
-             sum.snapshots.too_large);
+    t.single(
+        "weir_tier_restore_snapshots_too_large_total", metric_type::counter,
+        "Of those, snapshots larger than the largest taken, 512 MiB (the bytes not yet in objects are in "
+        "them).",
+        sum.snapshots.too_large);
     t.family("weir_tier_restore_point_timestamp_seconds", metric_type::gauge,
              "The time a restore from the bucket would go back to: the oldest shard's last snapshot (0: a "
              "shard has none yet).");

@@ -49,18 +49,22 @@ std::string object_key(const object_name& n) {
 
 namespace {
 
-// "t<term>-s<seq><suffix>" at the front of `s`, the whole rest of it.
-bool parse_term_seq(std::string_view s, std::string_view suffix, object_name& n) {
+// "t<term>-s<seq>" at the front of `s`, consumed.
+bool parse_term_seq_prefix(std::string_view& s, object_name& n) {
   std::uint64_t term = 0;
   std::uint64_t seq = 0;
   if (!eat(s, "t") || !parse_hex(s.substr(0, 16), 16, term)) return false;
   s.remove_prefix(16);
   if (!eat(s, "-s") || !parse_hex(s.substr(0, 16), 16, seq)) return false;
   s.remove_prefix(16);
-  if (s != suffix) return false;
   n.term = leader_term{term};
   n.seq = upload_seq{seq};
   return true;
+}
+
+// "t<term>-s<seq><suffix>" at the front of `s`, the whole rest of it.
+bool parse_term_seq(std::string_view s, std::string_view suffix, object_name& n) {
+  return parse_term_seq_prefix(s, n) && s == suffix;
 }
 
 // "e<epoch>/" at the front of `s`, consumed.
@@ -109,6 +113,20 @@ std::optional<object_name> parse_snapshot_key(std::string_view key) {
     return std::nullopt;
   }
   return n;
+}
+
+std::string snapshot_part_key(const object_name& n, std::uint32_t part) {
+  return fmt::format("{}t{:016x}-s{:016x}.part{:08x}", snapshot_key_prefix(n.epoch, n.group), n.term.value(),
+                     n.seq.value(), part);
+}
+
+std::optional<snapshot_part_name> parse_snapshot_part_key(std::string_view key) {
+  snapshot_part_name p;
+  if (!parse_epoch(key, p.snapshot) || !eat(key, "snap/") || !parse_group(key, p.snapshot) ||
+      !parse_term_seq_prefix(key, p.snapshot) || !eat(key, ".part") || !parse_hex(key, 8, p.part)) {
+    return std::nullopt;
+  }
+  return p;
 }
 
 }  // namespace weir::tier

@@ -52,6 +52,18 @@ std::string epoch_key_prefix(cold_epoch epoch);
 // sees them, and parse_object_key refuses them.
 std::string snapshot_key(const object_name& n);
 std::optional<object_name> parse_snapshot_key(std::string_view key);
+// A part of a snapshot too large for one object (tier/restore_snapshot.h), numbered from 0:
+//
+//   e<epoch>/snap/g<group>/t<term>-s<seq>.part<part, 8 hex digits>
+//
+// parse_snapshot_key refuses it, so a listing's snapshots are their heads only.
+struct snapshot_part_name {
+  object_name snapshot;
+  std::uint32_t part = 0;
+  auto operator<=>(const snapshot_part_name&) const = default;
+};
+std::string snapshot_part_key(const object_name& n, std::uint32_t part);
+std::optional<snapshot_part_name> parse_snapshot_part_key(std::string_view key);
 // "e<epoch>/snap/": every group's snapshots of one epoch; "e<epoch>/snap/g<group>/": one group's.
 std::string snapshot_key_prefix(cold_epoch epoch);
 std::string snapshot_key_prefix(cold_epoch epoch, cold_group group);

@@ -136,6 +136,7 @@ struct lane_sim_report {
   std::uint64_t cold_deleted = 0;           // objects the groups' sweeps deleted from the bucket
   std::uint64_t cold_snapshots = 0;         // restore snapshots uploaded (all nodes)
   std::uint64_t cold_snapshot_objects = 0;  // objects the groups' newest restore snapshots name (at the end)
+  std::uint64_t cold_snapshot_parts = 0;    // the parts those snapshots were uploaded in (0 for one object)
   std::uint64_t object_reads = 0;           // partition reads served from the bucket
   std::uint64_t foreign_locates = 0;        // of them, bytes placed by another lane's index (a fork's source)
   std::uint64_t object_read_failures = 0;   // of which failed (a store fault): the read was refused

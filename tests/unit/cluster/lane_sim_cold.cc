@@ -4,7 +4,8 @@
 // answers come later on the node's executor (as object_store_workers post them to a loop): a node that
 // goes down first never hears them. At the end, with the movers stopped and every entry applied, every
 // node's index must hold the same extents, and the bucket the streams' bytes under them (the groups'
-// sweeps, which delete what no index names, must not have taken any of them).
+// sweeps, which delete what no index names, must not have taken any of them), and each group's newest
+// restore snapshot must be whole (its parts in the bucket, each as its head names it).
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +27,12 @@
 namespace weir::cluster::sim {
 
 using std::chrono::milliseconds;
+
+namespace {
+// The objects of a restore snapshot here: small, so that most go up in parts (a head after its parts),
+// under the bucket's faults and the nodes' crashes, and the end's check joins them.
+constexpr std::uint64_t snapshot_part_bytes = 512;
+}  // namespace
 
 void lane_sim::attach_cold(sim_node& n) {
   if (!store_) {
@@ -114,6 +121,7 @@ void lane_sim::attach_cold(sim_node& n) {
     replica::cluster_cold_snapshot_options so;
     so.groups = o_.groups;
     so.interval = milliseconds(300);
+    so.part_bytes = snapshot_part_bytes;  // most snapshots go up in parts
     // No budget of bytes not in the bucket: appends are never refused for it here.
     n.parts[l]->attach_cold(o, put, 0);
     n.parts[l]->attach_cluster_snapshots(
@@ -174,7 +182,18 @@ void lane_sim::check_cold() {
       newest[name->group.value()] = std::max(newest[name->group.value()], key);
   }
   for (const auto& [group, key] : newest) {
-    const tier::object_bytes snapshot = *store_->contents(key);  // the views below point into it
+    const tier::object_name name = *tier::parse_snapshot_key(key);
+    std::uint32_t part_count = 0;
+    auto joined = tier::join_restore_snapshot(
+        *store_->contents(key), [&](std::uint32_t part) -> result<tier::object_bytes> {
+          ++part_count;
+          auto bytes = store_->contents(tier::snapshot_part_key(name, part));
+          if (!bytes) return make_error(tier::store_errc::not_found, "no part " + std::to_string(part));
+          return *bytes;
+        });
+    if (!joined) return fail(fmt::format("restore snapshot {}: {}", key, joined.err().reason));
+    report_.cold_snapshot_parts += part_count;
+    const tier::object_bytes snapshot = std::move(*joined);  // the views below point into it
     auto v = tier::decode_restore_snapshot(snapshot);
     if (!v) return fail(fmt::format("restore snapshot {}: {}", key, v.err().reason));
     auto parts = replica::decode_group_snapshot(v->state);

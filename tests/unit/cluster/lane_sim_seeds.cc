@@ -208,6 +208,7 @@ TEST(lane_sim, seeds_with_the_cold_tier) {
     t.cold_deleted += r.cold_deleted;
     t.cold_snapshots += r.cold_snapshots;
     t.cold_snapshot_objects += r.cold_snapshot_objects;
+    t.cold_snapshot_parts += r.cold_snapshot_parts;
     t.object_reads += r.object_reads;
     t.object_read_failures += r.object_read_failures;
     t.foreign_locates += r.foreign_locates;
@@ -218,10 +219,10 @@ TEST(lane_sim, seeds_with_the_cold_tier) {
       "put, "
       "{} recorded, {} extents at the end (all nodes), {} bytes forgotten in {} reclaims, {} reads from the "
       "bucket ({} failed; {} placed by another lane's index), {} objects deleted by the sweeps, {} restore "
-      "snapshots naming {} objects at the end; {} kept node-log segments deleted\n",
+      "snapshots naming {} objects at the end (in {} parts); {} kept node-log segments deleted\n",
       count, first, t.acked, t.reads, t.crashes, t.cold_puts, t.cold_objects, t.cold_extents,
       t.cold_forgotten, t.cold_reclaims, t.object_reads, t.object_read_failures, t.foreign_locates,
-      t.cold_deleted, t.cold_snapshots, t.cold_snapshot_objects, t.kept_dropped);
+      t.cold_deleted, t.cold_snapshots, t.cold_snapshot_objects, t.cold_snapshot_parts, t.kept_dropped);
   // The tier did what it is for, on every seed's scale.
   EXPECT_GT(t.cold_puts, count);
   EXPECT_GT(t.cold_objects, count);
@@ -234,6 +235,7 @@ TEST(lane_sim, seeds_with_the_cold_tier) {
   EXPECT_GT(t.cold_deleted, 0u);     // orphans of leaders that stepped down, deleted streams' objects
   EXPECT_GT(t.cold_snapshots, count);
   EXPECT_GT(t.cold_snapshot_objects, count);
+  EXPECT_GT(t.cold_snapshot_parts, count);  // snapshots larger than one object, joined from their parts
   EXPECT_GT(t.crashes, count);
   EXPECT_GT(t.kept_dropped, 0u);  // records left to the bucket free their node-log segments
 }

@@ -21,14 +21,20 @@ tier::object_bytes bytes_of(const std::string& s) {
   return tier::object_bytes(p, p + s.size());
 }
 
-// A snapshot of `group` (of `groups`) in `epoch`, by a leader of `term`, holding `state`.
+// A snapshot of `group` (of `groups`) in `epoch`, by a leader of `term`, holding `state`, in objects of at
+// most `max_object` bytes (its parts first, then its head).
 void put_snapshot(tier::mem_object_store& store, std::uint16_t epoch, std::uint32_t group,
-                  std::uint32_t groups, std::uint64_t term, std::uint64_t seq, const std::string& state) {
+                  std::uint32_t groups, std::uint64_t term, std::uint64_t seq, const std::string& state,
+                  std::uint64_t max_object = tier::object_store::max_object_bytes) {
   tier::restore_snapshot_header h{tier::cold_epoch(epoch), tier::cold_group(group), groups, 100 + seq,
                                   1'700'000'000'000 + static_cast<std::int64_t>(seq)};
-  const std::string key = tier::snapshot_key(tier::object_name{
-      tier::cold_epoch(epoch), tier::cold_group(group), tier::leader_term(term), tier::upload_seq(seq)});
-  ASSERT_TRUE(store.put(key, tier::encode_restore_snapshot(h, bytes_of(state))));
+  const tier::object_name name{tier::cold_epoch(epoch), tier::cold_group(group), tier::leader_term(term),
+                               tier::upload_seq(seq)};
+  auto objects = tier::encode_restore_snapshot_objects(h, bytes_of(state), max_object);
+  for (std::uint32_t i = 0; i < objects.parts.size(); ++i) {
+    ASSERT_TRUE(store.put(tier::snapshot_part_key(name, i), objects.parts[i]));
+  }
+  ASSERT_TRUE(store.put(tier::snapshot_key(name), objects.head));
 }
 
 std::string state_of(const restore_point::group& g) {
@@ -72,6 +78,35 @@ TEST(cold_restore, an_empty_bucket_an_incomplete_set_and_damage_are_refused) {
   auto refused = find_restore_point(store);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.err().reason.find(damaged), std::string::npos) << refused.err().reason;
+}
+
+TEST(cold_restore, a_snapshot_in_parts_is_read_whole_and_a_missing_part_is_named) {
+  tier::mem_object_store store;
+  std::string big;
+  for (int i = 0; i < 40; ++i) big += "group 0's state, line " + std::to_string(i) + "\n";
+  put_snapshot(store, 1, 0, 2, 1, 0, big, 256);
+  put_snapshot(store, 1, 1, 2, 1, 0, "group 1 in one object", 256);
+  EXPECT_GT(store.keys().size(), 5u);  // parts of group 0
+  auto p = find_restore_point(store);
+  ASSERT_TRUE(p) << p.err().reason;
+  ASSERT_EQ(p->groups.size(), 2u);
+  EXPECT_EQ(state_of(p->groups[0]), big);
+  EXPECT_EQ(p->groups[0].header.lsn, 100u);
+  EXPECT_EQ(state_of(p->groups[1]), "group 1 in one object");
+
+  const std::string lost = "e0001/snap/g00000000/t0000000000000001-s0000000000000000.part00000002";
+  ASSERT_TRUE(store.remove(lost));
+  auto refused = find_restore_point(store);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.err().reason.find(lost), std::string::npos) << refused.err().reason;
+  // A part of another snapshot in its place.
+  put_snapshot(store, 1, 0, 2, 1, 5, "~" + big, 256);
+  ASSERT_TRUE(store.put(
+      lost, *store.contents("e0001/snap/g00000000/t0000000000000001-s0000000000000005.part00000002")));
+  ASSERT_TRUE(store.remove("e0001/snap/g00000000/t0000000000000001-s0000000000000005.snap"));
+  refused = find_restore_point(store);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.err().reason.find("part 2"), std::string::npos) << refused.err().reason;
 }
 
 struct quiet_host final : partition_host {

@@ -1,12 +1,14 @@
 // A single node shard's restore snapshots built directly (replica::cold_snapshots over a partition on its
 // own loop, the in-memory object store): a snapshot restores a fresh state with every byte (the bytes in
 // objects through the index, the others inlined), older snapshots beyond the kept ones are deleted, the
-// sweep is told which objects kept snapshots name, an unchanged log uploads nothing new, and a snapshot
-// too large for one PUT waits.
+// sweep is told which objects kept snapshots name, an unchanged log uploads nothing new, a snapshot
+// larger than one PUT goes up in parts (its head last; an upload cut short leaves no head, and its parts
+// go with the next prune), and one larger than the largest taken waits.
 #include "replica/cold_snapshots.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "replica/cold_mover.h"
@@ -27,13 +29,14 @@ class cold_snapshots_test : public testing::partition_on_loop {
  protected:
   void SetUp() override { open(); }
 
-  void open(std::uint64_t max_bytes = tier::object_store::max_object_bytes) {
+  void open(std::uint64_t max_bytes = max_restore_snapshot_bytes,
+            std::uint64_t part_bytes = tier::object_store::max_object_bytes) {
     partition_options po;
     po.hot_bytes = 64;  // records leave memory at once: a snapshot reads them back from the segments
     wal_options wo;
     wo.data_dir = "/data";
     wo.sync = storage::sync_policy{};
-    ASSERT_TRUE(open_partition(host_, po, wo, [&, max_bytes] {
+    ASSERT_TRUE(open_partition(host_, po, wo, [&, max_bytes, part_bytes] {
       raft::executor* ex = ex_.get();
       // Every store call answers on the loop's next turn, as the workers post their completions.
       auto put = [this, ex](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
@@ -49,6 +52,7 @@ class cold_snapshots_test : public testing::partition_on_loop {
       so.term = tier::leader_term(1);
       so.interval = std::chrono::hours(1);  // snapshots are taken when a test asks
       so.max_bytes = max_bytes;
+      so.part_bytes = part_bytes;
       cold_snapshot_io io;
       io.off_loop = [ex](std::function<cold_snapshot_io::built()> job,
                          std::function<void(cold_snapshot_io::built)> done) {
@@ -109,6 +113,25 @@ class cold_snapshots_test : public testing::partition_on_loop {
       if (tier::parse_snapshot_key(k)) out.push_back(k);
     }
     return out;
+  }
+  std::vector<std::string> part_keys() {
+    std::vector<std::string> out;
+    for (const auto& k : store_.keys()) {
+      if (tier::parse_snapshot_part_key(k)) out.push_back(k);
+    }
+    return out;
+  }
+  // The snapshot under `key` as one object, its parts joined.
+  tier::object_bytes whole_snapshot(const std::string& key) {
+    const tier::object_name name = *tier::parse_snapshot_key(key);
+    auto joined = tier::join_restore_snapshot(
+        *store_.contents(key), [&](std::uint32_t part) -> result<tier::object_bytes> {
+          auto bytes = store_.contents(tier::snapshot_part_key(name, part));
+          if (!bytes) return make_error(tier::store_errc::not_found, "no part " + std::to_string(part));
+          return *bytes;
+        });
+    EXPECT_TRUE(joined) << joined.err().reason;
+    return joined ? *joined : tier::object_bytes{};
   }
   // Every byte of `path` from `from` in a restored state machine (its held records only).
   static std::string held_bytes(const streams::state_machine& sm, const std::string& path,
@@ -200,7 +223,98 @@ TEST_F(cold_snapshots_test, an_unchanged_log_uploads_no_new_snapshot) {
   EXPECT_EQ(stats().uploaded, 2u);
 }
 
-TEST_F(cold_snapshots_test, a_snapshot_too_large_for_one_put_waits_for_the_uploads) {
+TEST_F(cold_snapshots_test, a_snapshot_larger_than_one_put_goes_up_in_parts_its_head_last) {
+  close();
+  open(max_restore_snapshot_bytes, /*part_bytes=*/1024);
+  ASSERT_EQ(submit(make_create("/a", "application/octet-stream")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a", "in-an-object;")).failure, errc::ok);
+  upload_now();
+  std::string local;
+  for (int i = 0; i < 100; ++i) local += "local record " + std::to_string(i) + ";";
+  ASSERT_EQ(submit(make_append("/a", local)).failure, errc::ok);
+  snapshot_now();
+  ASSERT_EQ(stats().uploaded, 1u) << stats().last_error;
+  EXPECT_GE(stats().last_parts, 2u);
+  auto heads = snapshot_keys();
+  ASSERT_EQ(heads.size(), 1u);
+  EXPECT_EQ(part_keys().size(), stats().last_parts);
+  for (const std::string& k : store_.keys()) EXPECT_LE(store_.contents(k)->size(), 1024u) << k;
+  // Joined, it restores as a snapshot of one object does.
+  const tier::object_bytes whole = whole_snapshot(heads[0]);
+  auto v = tier::decode_restore_snapshot(whole);
+  ASSERT_TRUE(v) << v.err().reason;
+  streams::state_machine sm;
+  tier::cold_index index;
+  ASSERT_TRUE(restore_checkpoint(v->state, sm, index));
+  EXPECT_EQ(index.cold_end("/a"), streams::stream_offset(13));
+  EXPECT_EQ(held_bytes(sm, "/a", streams::stream_offset(13)), local);
+
+  // The next snapshot's second part fails: no head of it lands, and the one before stays the newest.
+  ASSERT_EQ(submit(make_append("/a", "x")).failure, errc::ok);
+  const tier::object_name second{tier::cold_epoch(1), tier::cold_group(0), tier::leader_term(1),
+                                 tier::upload_seq(1)};
+  tier::injected_fault f;
+  f.op = tier::store_op::put;
+  f.error = tier::make_store_error(tier::store_errc::server_error, "injected", 500);
+  f.key_prefix = tier::snapshot_part_key(second, 1);
+  store_.inject(f, 1);
+  snapshot_now();
+  EXPECT_EQ(stats().uploaded, 1u);
+  EXPECT_NE(stats().last_error.find(f.key_prefix), std::string::npos) << stats().last_error;
+  EXPECT_EQ(snapshot_keys(), heads);
+  EXPECT_TRUE(store_.contents(tier::snapshot_part_key(second, 0)));  // left behind
+  // The one after lands, and the prune takes the older head and every part but its own.
+  snapshot_now();
+  ASSERT_EQ(stats().uploaded, 2u) << stats().last_error;
+  heads = snapshot_keys();
+  ASSERT_EQ(heads.size(), 1u);
+  const tier::object_name third = *tier::parse_snapshot_key(heads[0]);
+  EXPECT_EQ(third.seq, tier::upload_seq(2));
+  for (const std::string& k : part_keys()) EXPECT_EQ(tier::parse_snapshot_part_key(k)->snapshot, third) << k;
+  EXPECT_EQ(part_keys().size(), stats().last_parts);
+  const tier::object_bytes latest_whole = whole_snapshot(heads[0]);  // the view below points into it
+  auto latest = tier::decode_restore_snapshot(latest_whole);
+  ASSERT_TRUE(latest) << latest.err().reason;
+  streams::state_machine sm3;
+  tier::cold_index index3;
+  ASSERT_TRUE(restore_checkpoint(latest->state, sm3, index3));
+  EXPECT_EQ(held_bytes(sm3, "/a", streams::stream_offset(13)), local + "x");
+}
+
+TEST(snapshot_pruning, older_heads_and_older_snapshots_parts_go_newer_parts_stay) {
+  auto name = [](std::uint64_t term, std::uint64_t seq) {
+    return tier::object_name{tier::cold_epoch(1), tier::cold_group(2), tier::leader_term(term),
+                             tier::upload_seq(seq)};
+  };
+  const std::vector<std::string> keys = {
+      tier::snapshot_part_key(name(3, 0), 1),  // a newer leader's upload under way
+      tier::snapshot_key(name(2, 5)),         tier::snapshot_part_key(name(2, 5), 0),
+      tier::snapshot_key(name(1, 9)),         tier::snapshot_part_key(name(1, 9), 0),
+      tier::snapshot_part_key(name(2, 4), 0),  // an upload cut short
+      tier::snapshot_key(name(2, 1)),         "e0001/snap/g00000002/notes.txt",
+  };
+  snapshot_pruning one = prune_snapshot_keys(keys, 1);
+  EXPECT_EQ(one.kept, std::vector<std::string>{tier::snapshot_key(name(2, 5))});
+  std::vector<std::string> drop = one.drop;
+  std::sort(drop.begin(), drop.end());
+  std::vector<std::string> want = {tier::snapshot_key(name(1, 9)), tier::snapshot_part_key(name(1, 9), 0),
+                                   tier::snapshot_part_key(name(2, 4), 0), tier::snapshot_key(name(2, 1))};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(drop, want);
+  // Keeping two: the older kept one's parts stay too.
+  snapshot_pruning two = prune_snapshot_keys(keys, 2);
+  EXPECT_EQ(two.kept,
+            (std::vector<std::string>{tier::snapshot_key(name(2, 1)), tier::snapshot_key(name(2, 5))}));
+  drop = two.drop;
+  std::sort(drop.begin(), drop.end());
+  want = {tier::snapshot_key(name(1, 9)), tier::snapshot_part_key(name(1, 9), 0)};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(drop, want);
+  // No head: nothing goes.
+  EXPECT_TRUE(prune_snapshot_keys({tier::snapshot_part_key(name(1, 0), 0)}, 1).drop.empty());
+}
+
+TEST_F(cold_snapshots_test, a_snapshot_larger_than_the_largest_taken_waits_for_the_uploads) {
   close();
   open(/*max_bytes=*/1024);
   ASSERT_EQ(submit(make_create("/a", "application/octet-stream")).failure, errc::ok);

@@ -61,5 +61,25 @@ TEST(object_key, restore_snapshot_keys_are_apart_from_objects) {
   }
 }
 
+TEST(object_key, snapshot_parts_are_numbered_and_are_not_heads) {
+  object_name n{cold_epoch{2}, cold_group{3}, leader_term{5}, upload_seq{18}};
+  EXPECT_EQ(snapshot_part_key(n, 10),
+            "e0002/snap/g00000003/t0000000000000005-s0000000000000012.part0000000a");
+  EXPECT_EQ(parse_snapshot_part_key(snapshot_part_key(n, 10)), (snapshot_part_name{n, 10}));
+  EXPECT_EQ(parse_snapshot_part_key(snapshot_part_key(n, 0xffffffffu)), (snapshot_part_name{n, 0xffffffffu}));
+  EXPECT_LT(snapshot_part_key(n, 9), snapshot_part_key(n, 10));
+  // A part is neither a snapshot nor an object, and a head is not a part.
+  EXPECT_FALSE(parse_snapshot_key(snapshot_part_key(n, 0)));
+  EXPECT_FALSE(parse_object_key(snapshot_part_key(n, 0)));
+  EXPECT_FALSE(parse_snapshot_part_key(snapshot_key(n)));
+  EXPECT_FALSE(parse_snapshot_part_key(object_key(n)));
+  for (const char* k : {"e0002/snap/g00000003/t0000000000000005-s0000000000000012.part0000000",
+                        "e0002/snap/g00000003/t0000000000000005-s0000000000000012.part0000000A",
+                        "e0002/snap/g00000003/t0000000000000005-s0000000000000012.part000000000",
+                        "e0002/snap/g00000003/t0000000000000005-s0000000000000012.part"}) {
+    EXPECT_FALSE(parse_snapshot_part_key(k)) << k;
+  }
+}
+
 }  // namespace
 }  // namespace weir::tier
