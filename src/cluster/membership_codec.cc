@@ -1,7 +1,7 @@
 // The binary forms of cluster/membership.h: a membership change as group 0's log carries it, and what
-// group 0 decided (the membership and the nodes removed) as its snapshot does (docs/replication.md, "Cluster
-// messages" and "Snapshots"). Apart from membership.cc (which reads files and addresses) so that the fuzz
-// target links the codec alone.
+// group 0 decided (the membership and the nodes removed) as its snapshot does
+// (docs/replication-formats.md, "Cluster messages"; docs/replication.md, "Snapshots"). Apart from
+// membership.cc (which reads files and addresses) so that the fuzz target links the codec alone.
 #include "cluster/membership.h"
 
 #include <cstdint>

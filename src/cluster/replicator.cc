@@ -244,7 +244,7 @@ std::uint64_t replicator::submit(std::uint32_t gi, std::span<const std::byte> co
   group* g = find(gi);
   if (g != nullptr) ++g->submits;
   // The one copy of the command on its way into libraft's log: straight into the buffer raft_apply
-  // takes, after its header (docs/replication.md, "The path of an append").
+  // takes, after its header (docs/replication.md, "The bytes of an append").
   const std::vector<std::byte> header = encode_entry(entry_header{opts_.self, ticket, kind}, {});
   s.entry = raft_bytes(header.size() + command.size());
   if (!s.entry.empty()) {
