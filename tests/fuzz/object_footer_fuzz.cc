@@ -7,7 +7,9 @@
 //     table inside the object; a range's decoded records begin inside it;
 //   - reading any decoded range through blocks_covering/extract_from_blocks either fails (a CRC) or
 //     returns exactly the range's length;
-//   - a parsed object key formats back to the same string;
+//   - a parsed object key (object, restore snapshot, snapshot part) formats back to the same string;
+//   - a restore snapshot head that decodes with parts joins only if every part matches its table; the
+//     input cut into parts joins back to the one object it would be;
 //   - a decoded cold index encodes to bytes that decode to the same index, and a decoded index record
 //     encodes back to the same bytes.
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "tier/cold_index.h"
 #include "tier/object_format.h"
 #include "tier/object_key.h"
+#include "tier/restore_snapshot.h"
 #include "tier/s3_xml.h"
 
 namespace {
@@ -78,6 +81,31 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_object(bytes);
   std::string_view text(reinterpret_cast<const char*>(data), size);
   if (auto name = parse_object_key(text)) FUZZ_CHECK(object_key(*name) == text);
+  if (auto name = parse_snapshot_key(text)) FUZZ_CHECK(snapshot_key(*name) == text);
+  if (auto part = parse_snapshot_part_key(text))
+    FUZZ_CHECK(snapshot_part_key(part->snapshot, part->part) == text);
+  if (auto v = decode_restore_snapshot(bytes)) {
+    // A head's parts, here all empty: it joins only if its table says so.
+    bool all_empty = true;
+    for (const auto& p : v->parts) all_empty = all_empty && p.size == 0 && p.crc == 0;  // crc32c("") is 0
+    auto joined =
+        join_restore_snapshot(object_bytes(bytes.begin(), bytes.end()),
+                              [](std::uint32_t) -> weir::result<object_bytes> { return object_bytes{}; });
+    FUZZ_CHECK(v->parts.empty() || bool(joined) == all_empty);
+  }
+  {
+    // The input as a state, in objects of 49..304 bytes.
+    const restore_snapshot_header h{cold_epoch{1}, cold_group{0}, 1, size, 0};
+    const std::uint64_t max_object = restore_snapshot_header_size + 1 + (size == 0 ? 0 : data[0]);
+    const auto objects = encode_restore_snapshot_objects(h, bytes, max_object);
+    for (const auto& part : objects.parts) FUZZ_CHECK(part.size() <= max_object);
+    auto joined = join_restore_snapshot(objects.head, [&](std::uint32_t i) -> weir::result<object_bytes> {
+      FUZZ_CHECK(i < objects.parts.size());
+      return objects.parts[i];
+    });
+    const object_bytes whole = encode_restore_snapshot(h, bytes);
+    FUZZ_CHECK(joined && *joined == whole);
+  }
   if (auto page = parse_list_objects_v2(text)) FUZZ_CHECK(!page->truncated || !page->next_token.empty());
   (void)parse_s3_error(text);
   if (auto rec = decode_index_record(bytes)) {
