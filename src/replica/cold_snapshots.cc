@@ -163,8 +163,8 @@ void cold_snapshots::take() {
   // Nothing logged since the last cut (a command or an index record would have moved the log): the
   // snapshot in the bucket is still exact.
   if (part_.wal().last_lsn().value() == last_cut_lsn_ && last_cut_lsn_ != 0) return;
-  // The bytes not in objects are inlined: past one PUT the snapshot cannot go, so it is not built (that
-  // would read them all into memory) until the uploads catch up.
+  // The bytes not in objects are inlined and the snapshot is built in memory: past `max_bytes` it is not
+  // built (that would read them all) until the uploads catch up.
   if (const cold_mover* m = part_.mover();
       m && m->local_bytes() + tier::restore_snapshot_header_size > o_.max_bytes) {
     ++stats_.too_large;
