@@ -97,7 +97,7 @@ void cluster_cold_snapshots::snapshot_group(std::uint32_t group) {
        part_bytes]() -> cold_snapshot_io::built {
         auto streams = streams::inline_snapshot_part(
             cut.streams, [&](const std::string& path) { return inlining.forget_before(path); },
-            [&](const streams::part_reference& r) { return inlining.read(r); });
+            inlining.bounded_reader(max_bytes));
         if (!streams) return streams.err();
         return restore_snapshot_objects(h, encode_group_snapshot(*streams, cut.subscriptions, cut.cold),
                                         max_bytes, part_bytes);

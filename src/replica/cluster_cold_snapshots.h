@@ -16,8 +16,8 @@
 // name anything), names() is true for every key of the group.
 //
 // One group at a time: a pass takes the groups due in turn. A cut larger than one PUT (the bytes not yet
-// in objects are inlined) is uploaded in parts, its head last; one larger than `max_bytes` is not
-// uploaded, and the stats say why.
+// in objects are inlined) is uploaded in parts, its head last; the build gives up once the records it
+// reads pass `max_bytes` (it is all in memory), and the stats say why.
 //
 // Lives on the lane's executor: every method runs there, and so do the io's completions.
 #pragma once

@@ -34,6 +34,20 @@ result<streams::chunk> cut_inlining::read(const streams::part_reference& r) cons
   return tier::hot_tier::load(readers, s);
 }
 
+std::function<result<streams::chunk>(const streams::part_reference&)> cut_inlining::bounded_reader(
+    std::uint64_t max_bytes) const {
+  return [this, max_bytes,
+          bytes = std::uint64_t{0}](const streams::part_reference& r) mutable -> result<streams::chunk> {
+    bytes += r.size;
+    if (bytes > max_bytes) {
+      return make_error(errc::cold_backlogged,
+                        "too large: more than " + std::to_string(max_bytes) +
+                            " bytes not yet in objects would be in it; it waits for the uploads");
+    }
+    return read(r);
+  };
+}
+
 cold_snapshot_io::built restore_snapshot_objects(const tier::restore_snapshot_header& h,
                                                  std::span<const std::byte> state, std::uint64_t max_bytes,
                                                  std::uint64_t part_bytes) {
@@ -115,7 +129,7 @@ cold_snapshot_io::built build(std::vector<std::byte> blob, const cut_inlining& i
   if (!parts) return parts.err();
   auto sm = streams::inline_snapshot(
       parts->sm, [&](const std::string& path) { return in.forget_before(path); },
-      [&](const streams::part_reference& r) { return in.read(r); });
+      in.bounded_reader(max_bytes));
   if (!sm) return sm.err();
   return restore_snapshot_objects(h, encode_checkpoint(std::move(*sm), parts->index), max_bytes, part_bytes);
 }

@@ -80,6 +80,10 @@ struct cut_inlining {
   static cut_inlining from(partition& p, const std::function<bool(const std::string&)>& keep = {});
   std::optional<streams::stream_offset> forget_before(const std::string& path) const;
   result<streams::chunk> read(const streams::part_reference& r) const;
+  // read(), until the bytes read reach `max_bytes`: then cold_backlogged, so that a snapshot too large
+  // to take is given up before it is all in memory (one copy, and its reader, per build).
+  std::function<result<streams::chunk>(const streams::part_reference&)> bounded_reader(
+      std::uint64_t max_bytes) const;
 };
 
 // The restore snapshot objects of `state` (tier/restore_snapshot.h: one, or a head and parts of at most

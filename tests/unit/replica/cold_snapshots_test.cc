@@ -314,6 +314,27 @@ TEST(snapshot_pruning, older_heads_and_older_snapshots_parts_go_newer_parts_stay
   EXPECT_TRUE(prune_snapshot_keys({tier::snapshot_part_key(name(1, 0), 0)}, 1).drop.empty());
 }
 
+// The build stops reading records once they pass the largest snapshot (a cluster group's build has no
+// count of its bytes not in objects before it starts).
+TEST(cut_inlining, a_bounded_reader_gives_up_past_its_bytes) {
+  cut_inlining in;  // no segment readers: a read below the bound fails as a missing segment
+  auto read = in.bounded_reader(10);
+  streams::part_reference r;
+  r.size = 6;
+  auto first = read(r);
+  ASSERT_FALSE(first);
+  EXPECT_FALSE(first.err().is<errc>() && first.err().code == static_cast<int>(errc::cold_backlogged))
+      << first.err().reason;
+  auto second = read(r);  // 12 bytes
+  ASSERT_FALSE(second);
+  EXPECT_TRUE(second.err().is<errc>() && second.err().code == static_cast<int>(errc::cold_backlogged))
+      << second.err().reason;
+  EXPECT_NE(second.err().reason.find("too large"), std::string::npos) << second.err().reason;
+  // Each reader counts its own build.
+  auto again = in.bounded_reader(10)(r);
+  EXPECT_FALSE(again.err().is<errc>() && again.err().code == static_cast<int>(errc::cold_backlogged));
+}
+
 TEST_F(cold_snapshots_test, a_snapshot_larger_than_the_largest_taken_waits_for_the_uploads) {
   close();
   open(/*max_bytes=*/1024);
