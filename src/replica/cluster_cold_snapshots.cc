@@ -129,12 +129,7 @@ void cluster_cold_snapshots::snapshot_group(std::uint32_t group) {
 void cluster_cold_snapshots::uploaded(std::uint32_t group, std::uint64_t index, std::int64_t taken_ms,
                                       std::uint64_t size, std::uint64_t parts) {
   last_index_[group] = index;
-  ++stats_.uploaded;
-  stats_.last_bytes = size;
-  stats_.last_parts = parts;
-  stats_.last_lsn = index;
-  stats_.last_taken_ms = taken_ms;
-  stats_.last_error.clear();
+  stats_.landed(size, parts, index, taken_ms);
   prune(group);
 }
 

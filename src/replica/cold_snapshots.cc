@@ -258,12 +258,7 @@ void cold_snapshots::on_built(std::uint64_t lsn, std::int64_t taken_ms, cold_sna
           fail("uploading " + failure);
           return;
         }
-        ++stats_.uploaded;
-        stats_.last_bytes = size;
-        stats_.last_parts = parts;
-        stats_.last_lsn = lsn;
-        stats_.last_taken_ms = taken_ms;
-        stats_.last_error.clear();
+        stats_.landed(size, parts, lsn, taken_ms);
         prune("", {});
       });
 }

@@ -120,6 +120,16 @@ struct cold_snapshot_stats {
   std::uint64_t last_lsn = 0;      // the log position of the last snapshot uploaded
   std::int64_t last_taken_ms = 0;  // its wall-clock time
   std::string last_error;          // "" once a snapshot lands after it
+
+  // A snapshot of `bytes` in `parts` (0: one object), cut at `lsn` at `taken_ms`, has landed.
+  void landed(std::uint64_t bytes, std::uint64_t parts, std::uint64_t lsn, std::int64_t taken_ms) {
+    ++uploaded;
+    last_bytes = bytes;
+    last_parts = parts;
+    last_lsn = lsn;
+    last_taken_ms = taken_ms;
+    last_error.clear();
+  }
 };
 
 class cold_snapshots {
