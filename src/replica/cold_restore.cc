@@ -76,19 +76,8 @@ result<restore_point> find_restore_point(tier::object_store& store) {
     p.epoch = epoch;
     p.next_epoch = tier::cold_epoch(static_cast<std::uint16_t>(last + 1));
     for (const auto& [group, info] : newest) {
-      auto got = store.get_range(info.key, 0, 0);
-      if (!got) return store_failure("reading " + info.key, got.err());
       // A snapshot in parts: each read by its key and checked against the head's table.
-      const tier::object_name name = *tier::parse_snapshot_key(info.key);
-      auto whole = tier::join_restore_snapshot(
-          std::move(got->bytes), [&](std::uint32_t part) -> result<tier::object_bytes> {
-            const std::string key = tier::snapshot_part_key(name, part);
-            auto got_part = store.get_range(key, 0, 0);
-            if (!got_part) {
-              return make_error(storage::errc::io_error, "reading " + key + ": " + got_part.err().describe());
-            }
-            return std::move(got_part->bytes);
-          });
+      auto whole = tier::read_restore_snapshot(store, info.key);
       if (!whole) {
         error failure = whole.err();
         failure.reason = "restore: " + info.key + ": " + failure.reason;

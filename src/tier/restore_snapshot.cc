@@ -158,4 +158,17 @@ result<object_bytes> join_restore_snapshot(
   return out;
 }
 
+result<object_bytes> read_restore_snapshot(object_store& store, const std::string& key) {
+  const std::optional<object_name> name = parse_snapshot_key(key);
+  if (!name) return snapshot_error(object_format_errc::inconsistent, key + " is not a snapshot key");
+  auto head = store.get_range(key, 0, 0);
+  if (!head) return head.err().to_error();
+  return join_restore_snapshot(std::move(head->bytes), [&](std::uint32_t part) -> result<object_bytes> {
+    const std::string part_key = snapshot_part_key(*name, part);
+    auto got = store.get_range(part_key, 0, 0);
+    if (!got) return make_error(got.err().kind, "reading " + part_key + ": " + got.err().describe());
+    return std::move(got->bytes);
+  });
+}
+
 }  // namespace weir::tier

@@ -78,4 +78,8 @@ result<restore_snapshot_view> decode_restore_snapshot(std::span<const std::byte>
 result<object_bytes> join_restore_snapshot(
     object_bytes head, const std::function<result<object_bytes>(std::uint32_t)>& get_part);
 
+// The snapshot under `key` (a snapshot_key) read whole from `store`, its parts joined as above. Errors:
+// a read the store refused (the store's error; a part's names its key), and join_restore_snapshot's.
+result<object_bytes> read_restore_snapshot(object_store& store, const std::string& key);
+
 }  // namespace weir::tier

@@ -83,12 +83,13 @@ s3rver_start "$work/s3" weir "$s3_port"
 restore_point() {
   curl -s "$base/metrics" | awk '/^weir_tier_restore_point_timestamp_seconds/ { print $2 }' | sort -g | head -n 1
 }
+past_writes() { python3 -c "import sys; sys.exit(0 if float('${1:-0}') >= $written else 1)"; }
 for i in $(seq 1 120); do  # up to 60 s
   point="$(restore_point)"
-  [ -n "$point" ] && python3 -c "import sys; sys.exit(0 if float('$point') >= $written else 1)" && break
+  past_writes "$point" && break
   sleep 0.5
 done
-python3 -c "import sys; sys.exit(0 if float('${point:-0}') >= $written else 1)" ||
+past_writes "$point" ||
   fail "no restore snapshot after the last append within 60 s (restore point ${point:-none}, written $written)"
 snap_dir="$work/s3/files/weir/parts/e0001/snap/g00000000"
 newest="$(ls "$snap_dir" | grep '\.snap\._S3rver_object$' | sort | tail -n 1)"

@@ -182,17 +182,9 @@ void lane_sim::check_cold() {
       newest[name->group.value()] = std::max(newest[name->group.value()], key);
   }
   for (const auto& [group, key] : newest) {
-    const tier::object_name name = *tier::parse_snapshot_key(key);
-    std::uint32_t part_count = 0;
-    auto joined = tier::join_restore_snapshot(
-        *store_->contents(key), [&](std::uint32_t part) -> result<tier::object_bytes> {
-          ++part_count;
-          auto bytes = store_->contents(tier::snapshot_part_key(name, part));
-          if (!bytes) return make_error(tier::store_errc::not_found, "no part " + std::to_string(part));
-          return *bytes;
-        });
+    auto joined = tier::read_restore_snapshot(*store_, key);
     if (!joined) return fail(fmt::format("restore snapshot {}: {}", key, joined.err().reason));
-    report_.cold_snapshot_parts += part_count;
+    report_.cold_snapshot_parts += tier::decode_restore_snapshot(*store_->contents(key))->parts.size();
     const tier::object_bytes snapshot = std::move(*joined);  // the views below point into it
     auto v = tier::decode_restore_snapshot(snapshot);
     if (!v) return fail(fmt::format("restore snapshot {}: {}", key, v.err().reason));

@@ -123,13 +123,7 @@ class cold_snapshots_test : public testing::partition_on_loop {
   }
   // The snapshot under `key` as one object, its parts joined.
   tier::object_bytes whole_snapshot(const std::string& key) {
-    const tier::object_name name = *tier::parse_snapshot_key(key);
-    auto joined = tier::join_restore_snapshot(
-        *store_.contents(key), [&](std::uint32_t part) -> result<tier::object_bytes> {
-          auto bytes = store_.contents(tier::snapshot_part_key(name, part));
-          if (!bytes) return make_error(tier::store_errc::not_found, "no part " + std::to_string(part));
-          return *bytes;
-        });
+    auto joined = tier::read_restore_snapshot(store_, key);
     EXPECT_TRUE(joined) << joined.err().reason;
     return joined ? *joined : tier::object_bytes{};
   }
