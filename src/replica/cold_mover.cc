@@ -108,7 +108,7 @@ void cold_mover::lead(std::uint32_t group, std::uint64_t term) {
   for (const streams::stream_meta& m : part_.machine().list("", part_.now_ms())) {
     if (o_.groups->group_of(m.path) != group) continue;
     if (auto it = streams_.find(m.path); it != streams_.end()) it->second.generation = 0;
-    dirty_.insert(m.path);
+    mark_dirty(m.path);
   }
 }
 
@@ -184,11 +184,7 @@ void cold_mover::arm() {
 void cold_mover::pass() {
   if (stopped_) return;
   follow_leadership();
-  std::vector<std::string> done;
-  for (const std::string& path : dirty_) {
-    if (!feed(path)) done.push_back(path);
-  }
-  for (const std::string& path : done) dirty_.erase(path);
+  feed_turn();
   recount_local_bytes();
   if (o_.keep_bytes > 0 && stats_.held_bytes > o_.keep_bytes) reclaim();
 }
@@ -232,23 +228,79 @@ void cold_mover::reclaim() {
   part_.request_checkpoint();
 }
 
-bool cold_mover::feed(const std::string& path) {
+void cold_mover::mark_dirty(const std::string& path) {
+  if (dirty_.insert(path).second) queue_.push_back(path);
+}
+
+void cold_mover::note_written(const std::string& path) {
+  mark_dirty(path);
+  if (appended_since_feed_ >= o_.feed_after_bytes) kick();
+}
+
+bool cold_mover::room() const {
+  for (const auto& [group, g] : led_) {
+    if (g.uploader->bytes_waiting() < o_.max_waiting_bytes) return true;
+  }
+  return false;
+}
+
+void cold_mover::kick() {
+  if (kicked_ || stopped_ || queue_.empty() || !room()) return;
+  kicked_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  part_.executor().post([this, alive] {
+    if (auto a = alive.lock(); !a || !*a) return;
+    kicked_ = false;
+    feed_turn();
+  });
+}
+
+void cold_mover::feed_turn() {
+  if (stopped_) return;
+  appended_since_feed_ = 0;
+  turn_fed_ = 0;
+  // A stream that gave bytes goes to the back of the queue, so that streams take turns; one that must
+  // wait (a read in flight, an uploader full) is looked at again at the next turn or pass.
+  std::vector<std::string> waiting;
+  // Every stream is looked at, even with no uploader to take its bytes: a stream this node does not lead
+  // is tracked all the same (its bytes count against the budget) and leaves the queue.
+  while (!queue_.empty() && turn_fed_ < o_.turn_bytes) {
+    std::string path = std::move(queue_.front());
+    queue_.pop_front();
+    switch (feed(path)) {
+      case fed::none:
+        dirty_.erase(path);
+        break;
+      case fed::more:
+        queue_.push_back(std::move(path));
+        break;
+      case fed::later:
+        waiting.push_back(std::move(path));
+        break;
+    }
+  }
+  const bool cut_short = !queue_.empty() && turn_fed_ >= o_.turn_bytes;
+  for (std::string& path : waiting) queue_.push_back(std::move(path));
+  if (cut_short) kick();
+}
+
+cold_mover::fed cold_mover::feed(const std::string& path) {
   const streams::state_machine& sm = part_.machine();
   auto log = sm.log_of(path);
   if (!log) {
     streams_.erase(path);
-    return false;
+    return fed::none;
   }
   streams::read_result head = part_.head_visible(path);
-  if (head.code != streams::errc::ok || !head.meta) return false;  // soft-deleted or expired: stays
+  if (head.code != streams::errc::ok || !head.meta) return fed::none;  // soft-deleted or expired: stays
   auto [at, fresh] = streams_.try_emplace(path);
   stream_state& s = at->second;
   if (fresh) s.group = o_.groups->group_of(path);
   // Tracked on every node (its bytes count against the budget), fed only where its group is led.
   auto led = led_.find(s.group);
-  if (led == led_.end()) return false;
-  if (s.reading) return true;
-  if (led->second.uploader->bytes_waiting() >= o_.max_waiting_bytes) return true;  // later
+  if (led == led_.end()) return fed::none;
+  if (s.reading) return fed::later;
+  if (led->second.uploader->bytes_waiting() >= o_.max_waiting_bytes) return fed::later;
   if (s.generation != head.meta->generation) {
     s.generation = head.meta->generation;
     s.fed = part_.cold_index().cold_end(path).value_or(log->base());
@@ -256,7 +308,7 @@ bool cold_mover::feed(const std::string& path) {
   if (s.fed < log->base()) s.fed = log->base();
   // read_planned sees only durable bytes.
   streams::read_result rr = part_.read_planned(path, s.fed, o_.scan_bytes);
-  if (rr.code != streams::errc::ok || rr.plan.slices.empty() || rr.plan.next <= s.fed) return false;
+  if (rr.code != streams::errc::ok || rr.plan.slices.empty() || rr.plan.next <= s.fed) return fed::none;
   const std::uint64_t generation = s.generation;
   const streams::stream_offset from = s.fed;
   const bool json = head.meta->json;
@@ -264,7 +316,9 @@ bool cold_mover::feed(const std::string& path) {
   for (const auto& slice : rr.plan.slices) cold = cold || slice.cold();
   if (!cold) {
     hand_over(path, generation, from, json, rr.plan);
-    return true;
+    // `s` may have moved (the hand-over can report objects, which may touch streams_).
+    auto it = streams_.find(path);
+    return it != streams_.end() && it->second.fed > from ? fed::more : fed::later;
   }
   s.reading = true;
   std::weak_ptr<bool> alive = alive_;
@@ -281,8 +335,9 @@ bool cold_mover::feed(const std::string& path) {
                         return;  // still dirty: the next pass reads it again
                       }
                       hand_over(path, generation, from, json, plan);
+                      kick();  // the rest of it, and whatever waited
                     });
-  return true;
+  return fed::later;
 }
 
 void cold_mover::hand_over(const std::string& path, std::uint64_t generation, streams::stream_offset from,
@@ -333,10 +388,12 @@ void cold_mover::hand_over(const std::string& path, std::uint64_t generation, st
     at = end;
   }
   it->second.fed = plan.next;
+  turn_fed_ += total;
 }
 
 void cold_mover::on_uploaded(std::uint32_t group, const tier::uploaded_object& u) {
   if (stopped_) return;
+  kick();  // its uploader has room again
   if (auto it = led_.find(group); it != led_.end()) it->second.unsettled.insert(u.name.seq.value());
   std::weak_ptr<bool> alive = alive_;
   o_.groups->record(group, tier::encode_index_record(u),
@@ -383,7 +440,7 @@ void cold_mover::set_back(const std::string& path) {
   auto it = streams_.find(path);
   if (it == streams_.end()) return;
   it->second.generation = 0;  // re-read from the cold end at the next pass
-  dirty_.insert(path);
+  mark_dirty(path);
 }
 
 void cold_mover::recount_local_bytes() {

@@ -31,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -83,10 +84,17 @@ struct cold_mover_options {
   cold_groups* groups = nullptr;
   // Bytes handed to a group's uploader and not yet reported: feeding that group waits beyond it.
   std::uint64_t max_waiting_bytes = 32ull << 20;
-  // How often streams written since the last pass are read for the uploader, and the bytes one stream
-  // gives per pass.
+  // How often the mover looks at leadership, the budget and the streams written since the last pass,
+  // and the bytes one read of a stream gives (a stream with more is read again in the same turn).
   std::chrono::milliseconds scan_interval{200};
   std::size_t scan_bytes = 1u << 20;
+  // Once this many bytes were appended since the streams were last read, they are read at once (when
+  // durable) rather than at the next pass: a fast writer's bytes are taken from memory before the hot
+  // tier lets them go, and one stream is not held to scan_bytes per pass.
+  std::uint64_t feed_after_bytes = 1u << 20;
+  // The most bytes one turn of reading hands to the uploaders before it lets the loop serve other work
+  // (it goes on at a later turn of the loop).
+  std::uint64_t turn_bytes = 4u << 20;
   // Stream bytes this shard keeps on its disk (its share of --local-bytes); beyond it, records whose
   // bytes are in objects are forgotten and a checkpoint deletes their segments. 0: nothing is dropped.
   std::uint64_t keep_bytes = 0;
@@ -119,14 +127,18 @@ class cold_mover {
   void start();
   // No more reads, uploads or records (objects in flight may land: orphans for the sweep).
   void stop();
-  // A stream's durable bytes grew (or it was created): read it at the next pass.
-  void note_written(const std::string& path) { dirty_.insert(path); }
+  // A stream's durable bytes grew (or it was created): read it at the next pass, or at once when
+  // feed_after_bytes were appended since the last read.
+  void note_written(const std::string& path);
 
   // Stream bytes on this node that are in no object yet (all streams; counted at each pass, plus what was
   // appended since).
   std::uint64_t local_bytes() const { return stats_.local_bytes + appended_since_count_; }
   // `bytes` were appended (applied, maybe not durable yet): they count at once.
-  void note_appended(std::uint64_t bytes) { appended_since_count_ += bytes; }
+  void note_appended(std::uint64_t bytes) {
+    appended_since_count_ += bytes;
+    appended_since_feed_ += bytes;
+  }
   const cold_mover_stats& stats() const { return stats_; }
   // The uploads of the groups this node leads, summed.
   struct upload_view {
@@ -177,9 +189,23 @@ class cold_mover {
   void follow_leadership();
   void lead(std::uint32_t group, std::uint64_t term);
   void step_down(std::uint32_t group);
+  // What one read of a stream gave.
+  enum class fed {
+    none,   // nothing more to give now
+    more,   // bytes handed over; maybe more
+    later,  // a read in flight, no room in its uploader, or not led here: look again later
+  };
   // Reads `path` from where it was fed up to its durable tail (at most scan_bytes) and hands the bytes
-  // over. Returns false when the stream has nothing more to give.
-  bool feed(const std::string& path);
+  // over (at once when they are in memory, after a read of the log's segments otherwise).
+  fed feed(const std::string& path);
+  // Reads the streams written, in turn, until none has more, turn_bytes were handed over (the rest goes
+  // on at the loop's next turn) or no uploader has room.
+  void feed_turn();
+  // A feed_turn at the loop's next turn (one at a time).
+  void kick();
+  // Some group led here has room for more bytes (a turn without it would only look).
+  bool room() const;
+  void mark_dirty(const std::string& path);
   void hand_over(const std::string& path, std::uint64_t generation, streams::stream_offset from, bool json,
                  streams::read_plan& plan);
   void on_uploaded(std::uint32_t group, const tier::uploaded_object& u);
@@ -197,7 +223,12 @@ class cold_mover {
   std::unique_ptr<cold_groups> own_groups_;  // a single node's (o_.groups points at it)
   std::map<std::uint32_t, led_group> led_;
   std::unordered_map<std::string, stream_state> streams_;
+  // Streams with bytes to read: the set, and the order in which they are read (each once in the queue).
   std::unordered_set<std::string> dirty_;
+  std::deque<std::string> queue_;
+  bool kicked_ = false;
+  std::uint64_t turn_fed_ = 0;             // bytes handed over in this turn
+  std::uint64_t appended_since_feed_ = 0;  // bytes appended since the last feed_turn
   raft::executor::timer_id timer_ = 0;
   bool stopped_ = false;
   cold_mover_stats stats_;

@@ -73,7 +73,8 @@ struct snapshot_upload {
 void put_from(std::shared_ptr<snapshot_upload> u, std::uint32_t part) {
   const bool head = part == u->objects.parts.size();
   std::string key = head ? tier::snapshot_key(u->name) : tier::snapshot_part_key(u->name, part);
-  tier::object_bytes bytes = head ? std::move(u->objects.head) : std::move(u->objects.parts[part]);
+  auto bytes = std::make_shared<const tier::object_bytes>(head ? std::move(u->objects.head)
+                                                               : std::move(u->objects.parts[part]));
   auto put = u->put;  // the upload may end in the call
   put(key, std::move(bytes),
       [u = std::move(u), part, head, key](tier::store_result<tier::object_info> r) mutable {

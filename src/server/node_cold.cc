@@ -188,7 +188,7 @@ status node::open_cold() {
     o.upload.max_age = std::chrono::milliseconds(cfg_.cold_max_age_ms);
     tier::object_store_workers* workers = cold_workers_.get();
     io::event_loop* loop = &shard.loop();
-    const tier::uploader::put_fn put = [workers, loop](std::string key, tier::object_bytes bytes,
+    const tier::uploader::put_fn put = [workers, loop](std::string key, tier::shared_object_bytes bytes,
                                                        tier::uploader::put_done done) {
       workers->put(std::move(key), std::move(bytes), {}, std::move(done), loop);
     };

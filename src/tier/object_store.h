@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -117,6 +118,9 @@ class [[nodiscard]] store_result {
 struct store_done {};  // the value of a call that returns nothing
 
 using object_bytes = std::vector<std::byte>;
+// An object's bytes held by whoever still needs them (the uploader until the store has them, the worker
+// thread sending them): a retry or a hand-off to another thread shares them, never copies them.
+using shared_object_bytes = std::shared_ptr<const object_bytes>;
 
 struct object_info {
   std::string key;

@@ -56,10 +56,14 @@ void object_store_workers::complete(store_result<T> r, done_fn<T>& done, io::eve
   loop->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
 }
 
-void object_store_workers::put(std::string key, object_bytes bytes, put_options options,
+void object_store_workers::put(std::string key, shared_object_bytes bytes, put_options options,
                                done_fn<object_info> done, io::event_loop* loop) {
   submit([this, key = std::move(key), bytes = std::move(bytes), options, done = std::move(done),
-          loop]() mutable { complete(store_.put(key, bytes, options), done, loop); });
+          loop]() mutable {
+    store_result<object_info> r = store_.put(key, *bytes, options);
+    bytes.reset();  // before the report: the owner may reuse the buffer once it is the only one holding it
+    complete(std::move(r), done, loop);
+  });
 }
 
 void object_store_workers::get_range(std::string key, std::uint64_t offset, std::uint64_t length,

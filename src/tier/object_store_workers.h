@@ -33,7 +33,7 @@ class object_store_workers {
   object_store_workers& operator=(const object_store_workers&) = delete;
 
   // `loop`: the loop that runs `done` (posted); null: `done` runs on the worker thread.
-  void put(std::string key, object_bytes bytes, put_options options, done_fn<object_info> done,
+  void put(std::string key, shared_object_bytes bytes, put_options options, done_fn<object_info> done,
            io::event_loop* loop = nullptr);
   void get_range(std::string key, std::uint64_t offset, std::uint64_t length, done_fn<range_read> done,
                  io::event_loop* loop = nullptr);

@@ -100,8 +100,8 @@ void uploader::seal(bool full) {
   p.object.key = object_key(p.object.name);
   p.object.ranges = filling_->ranges();
   p.data_bytes = filling_->data_size();
-  p.bytes = filling_->finish();
-  p.object.size = p.bytes.size();
+  p.bytes = std::make_shared<object_bytes>(filling_->finish());
+  p.object.size = p.bytes->size();
   p.next_delay = o_.retry_base;
   p.recycle = full;
   filling_.reset();
@@ -135,12 +135,10 @@ void uploader::on_put(std::uint64_t seq, store_result<object_info> r) {
     return;
   }
   p.landed = true;
-  // The store has them.
-  if (p.recycle && spare_.capacity() == 0) {
-    spare_ = std::move(p.bytes);
-  } else {
-    p.bytes = object_bytes{};
-  }
+  // The store has them. The buffer is reused only when no one else holds it any more (a put's worker
+  // lets go of it before it reports).
+  if (p.recycle && spare_.capacity() == 0 && p.bytes.use_count() == 1) spare_ = std::move(*p.bytes);
+  p.bytes.reset();
   last_error_.clear();
   report_landed();
 }

@@ -60,7 +60,7 @@ struct uploaded_object {
 class uploader {
  public:
   using put_done = std::function<void(store_result<object_info>)>;
-  using put_fn = std::function<void(std::string key, object_bytes bytes, put_done done)>;
+  using put_fn = std::function<void(std::string key, shared_object_bytes bytes, put_done done)>;
   using uploaded_fn = std::function<void(const uploaded_object&)>;
 
   uploader(raft::executor& ex, uploader_options o, put_fn put, uploaded_fn uploaded);
@@ -102,7 +102,7 @@ class uploader {
  private:
   struct pending {
     uploaded_object object;
-    object_bytes bytes;
+    std::shared_ptr<object_bytes> bytes;  // shared with the put in flight, never copied
     std::uint64_t data_bytes = 0;
     bool landed = false;
     bool recycle = false;  // sealed full (not by age): its buffer may take the group's next object

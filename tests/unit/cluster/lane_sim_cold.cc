@@ -73,14 +73,16 @@ void lane_sim::attach_cold(sim_node& n) {
     };
     // The request reaches the bucket after a while (a process that died first never sent it); one key
     // is never put again with other bytes (docs/cold-tier.md, "Keys").
-    const tier::uploader::put_fn put = [this, ex, delay, id = n.id](std::string key, tier::object_bytes bytes,
+    const tier::uploader::put_fn put = [this, ex, delay, id = n.id](std::string key,
+                                                                    tier::shared_object_bytes bytes,
                                                                     tier::uploader::put_done done) {
       ex->add_timer(delay(), [this, id, key = std::move(key), bytes = std::move(bytes),
                               done = std::move(done)]() mutable {
-        if (auto had = store_->contents(key); had && *had != bytes)
+        if (auto had = store_->contents(key); had && *had != *bytes)
           fail(fmt::format("node {} puts {} again with other bytes ({} bytes, {} before)", id, key,
-                           bytes.size(), had->size()));
-        auto r = store_->put(key, bytes);
+                           bytes->size(), had->size()));
+        auto r = store_->put(key, *bytes);
+        bytes.reset();  // as the workers do: the uploader may reuse the buffer once it alone holds it
         if (r) ++report_.cold_puts;
         done(std::move(r));
       });

@@ -62,8 +62,8 @@ class cold_fork_test : public testing::partition_on_loop {
       raft::executor* ex = ex_.get();
       part_->attach_cold(
           o,
-          [this, ex](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
-            auto r = store_.put(key, bytes);
+          [this, ex](std::string key, tier::shared_object_bytes bytes, tier::uploader::put_done done) {
+            auto r = store_.put(key, *bytes);
             ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
           },
           0);

@@ -36,6 +36,7 @@ class cold_mover_test : public testing::partition_on_loop {
             std::uint64_t keep_bytes = 0) {
     partition_options po;
     po.checkpoint_bytes = checkpoint_bytes;
+    po.hot_bytes = hot_bytes_;
     wal_options wo;
     wo.data_dir = "/data";
     wo.sync = storage::sync_policy{};
@@ -53,14 +54,15 @@ class cold_mover_test : public testing::partition_on_loop {
       o.upload.retry_max = std::chrono::milliseconds(2);
       o.scan_interval = std::chrono::hours(1);  // passes run when a test asks
       o.keep_bytes = keep_bytes;
+      if (tune_) tune_(o);
       raft::executor* ex = ex_.get();
       part_->attach_cold(
           o,
-          [this, ex](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
+          [this, ex](std::string key, tier::shared_object_bytes bytes, tier::uploader::put_done done) {
             // The store answers on the loop's next turn, as the workers post their completions; while the
             // bucket is out of reach (hold_puts_) the request waits for release_puts().
             auto send = [this, ex, key = std::move(key), bytes = std::move(bytes), done = std::move(done)] {
-              auto r = store_.put(key, bytes);
+              auto r = store_.put(key, *bytes);
               ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
             };
             if (hold_puts_) return held_.push_back(std::move(send));
@@ -163,6 +165,8 @@ class cold_mover_test : public testing::partition_on_loop {
     });
   }
 
+  std::size_t hot_bytes_ = partition_options{}.hot_bytes;
+  std::function<void(cold_mover_options&)> tune_;  // before open(): the mover's options as a test wants them
   tier::mem_object_store store_;
   tier::cold_fetcher fetcher_{store_};
   quiet_host host_;
@@ -298,6 +302,94 @@ TEST_F(cold_mover_test, durable_bytes_of_every_stream_go_to_one_object_and_the_i
   EXPECT_EQ(store_.keys().size(), 2u);
   EXPECT_EQ(cold_bytes("/a"), "alpha,again+more");
   EXPECT_EQ(on_loop([&] { return part_->mover()->stats().objects; }), 2u);
+}
+
+// A stream with more bytes than one read (scan_bytes) gives them all in one pass, in memory or read back
+// from the log's segments: a fast writer is not held to scan_bytes per pass.
+class cold_mover_reads_test : public cold_mover_test, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    if (!GetParam()) hot_bytes_ = 0;  // every byte from the segments
+    tune_ = [](cold_mover_options& o) { o.scan_bytes = 8; };
+    open();
+  }
+};
+
+TEST_P(cold_mover_reads_test, a_stream_longer_than_one_read_goes_whole_in_one_pass) {
+  ASSERT_EQ(submit(make_create("/a")).failure, errc::ok);
+  ASSERT_EQ(submit(make_create("/b")).failure, errc::ok);
+  std::string a, b;
+  for (int i = 0; i < 10; ++i) {
+    a += fmt::format("a{:08},", i);
+    b += fmt::format("b{:04},", i);
+    ASSERT_EQ(submit(make_append("/a", fmt::format("a{:08},", i))).failure, errc::ok);
+    ASSERT_EQ(submit(make_append("/b", fmt::format("b{:04},", i))).failure, errc::ok);
+  }
+  on_loop([&] {
+    part_->mover()->pass();
+    return 0;
+  });
+  // Reads of the segments come back on later turns of the loop, and each asks for the next.
+  wait_until([&] {
+    return on_loop([&] { return part_->mover()->uploads().bytes_waiting; }) == a.size() + b.size();
+  });
+  on_loop([&] {
+    part_->mover()->flush();
+    return 0;
+  });
+  wait_for_cold_end("/a", a.size());
+  wait_for_cold_end("/b", b.size());
+  EXPECT_EQ(cold_bytes("/a"), a);
+  EXPECT_EQ(cold_bytes("/b"), b);
+  EXPECT_EQ(store_.keys().size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(memory_and_segments, cold_mover_reads_test, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "in_memory" : "from_segments"; });
+
+TEST_F(cold_mover_test, a_writer_past_feed_after_bytes_is_read_without_waiting_for_a_pass) {
+  tune_ = [](cold_mover_options& o) { o.feed_after_bytes = 16; };
+  close();
+  open();
+  ASSERT_EQ(submit(make_create("/a")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a", "0123456789")).failure, errc::ok);
+  ASSERT_EQ(submit(make_append("/a", "abcdefghij")).failure, errc::ok);  // 20 bytes: read once durable
+  wait_until([&] { return on_loop([&] { return part_->mover()->uploads().bytes_waiting; }) == 20u; });
+  // Below the mark again: the next bytes wait for a pass.
+  ASSERT_EQ(submit(make_append("/a", "klm")).failure, errc::ok);
+  on_loop([] { return 0; });
+  EXPECT_EQ(on_loop([&] { return part_->mover()->uploads().bytes_waiting; }), 20u);
+  upload_now();
+  EXPECT_EQ(cold_end("/a"), 23u);
+  EXPECT_EQ(cold_bytes("/a"), "0123456789abcdefghijklm");
+}
+
+TEST_F(cold_mover_test, a_turn_hands_over_at_most_turn_bytes_and_the_rest_follows_on_later_turns) {
+  tune_ = [](cold_mover_options& o) {
+    o.scan_bytes = 10;
+    o.turn_bytes = 10;
+  };
+  close();
+  open();
+  for (const char* p : {"/a", "/b", "/c"}) {
+    ASSERT_EQ(submit(make_create(p)).failure, errc::ok);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(submit(make_append(p, "0123456789")).failure, errc::ok);
+  }
+  // The pass stops after one read of 10 bytes; the loop serves other work before the next turn.
+  EXPECT_EQ(on_loop([&] {
+              part_->mover()->pass();
+              return part_->mover()->uploads().bytes_waiting;
+            }),
+            10u);
+  wait_until([&] { return on_loop([&] { return part_->mover()->uploads().bytes_waiting; }) == 90u; });
+  on_loop([&] {
+    part_->mover()->flush();
+    return 0;
+  });
+  for (const char* p : {"/a", "/b", "/c"}) {
+    wait_for_cold_end(p, 30);
+    EXPECT_EQ(cold_bytes(p), "012345678901234567890123456789");
+  }
 }
 
 TEST_F(cold_mover_test, a_restart_replays_the_index_and_uploads_under_a_new_term) {

@@ -39,8 +39,8 @@ class cold_snapshots_test : public testing::partition_on_loop {
     ASSERT_TRUE(open_partition(host_, po, wo, [&, max_bytes, part_bytes] {
       raft::executor* ex = ex_.get();
       // Every store call answers on the loop's next turn, as the workers post their completions.
-      auto put = [this, ex](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
-        auto r = store_.put(key, bytes);
+      auto put = [this, ex](std::string key, tier::shared_object_bytes bytes, tier::uploader::put_done done) {
+        auto r = store_.put(key, *bytes);
         ex->post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
       };
       cold_mover_options o;

@@ -68,8 +68,8 @@ class cold_sweeper_test : public testing::partition_on_loop {
       };
       part_->attach_cold(
           o,
-          [this, answer](std::string key, tier::object_bytes bytes, tier::uploader::put_done done) {
-            answer(std::move(done), store_.put(key, bytes));
+          [this, answer](std::string key, tier::shared_object_bytes bytes, tier::uploader::put_done done) {
+            answer(std::move(done), store_.put(key, *bytes));
           },
           0);
       part_->start_cold();

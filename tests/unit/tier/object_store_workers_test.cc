@@ -17,6 +17,10 @@ object_bytes bytes_of(std::string_view s) {
   return object_bytes(b.begin(), b.end());
 }
 
+shared_object_bytes shared_of(std::string_view s) {
+  return std::make_shared<const object_bytes>(bytes_of(s));
+}
+
 struct loop_thread {
   io::event_loop loop{0};
   std::thread t{[this] { loop.run(); }};
@@ -32,7 +36,7 @@ TEST(object_store_workers, completion_runs_on_the_named_loop) {
   loop_thread lt;
   std::promise<std::pair<bool, io::event_loop*>> put_done;
   workers.put(
-      "k", bytes_of("v"), {},
+      "k", shared_of("v"), {},
       [&](store_result<object_info> r) {
         put_done.set_value({r.has_value(), io::event_loop::current()});
       },
@@ -67,7 +71,7 @@ TEST(object_store_workers, every_operation) {
   mem_object_store fake;
   object_store_workers workers(fake, 2);
   std::promise<void> p1;
-  workers.put("a/1", bytes_of("x"), {}, [&](store_result<object_info> r) {
+  workers.put("a/1", shared_of("x"), {}, [&](store_result<object_info> r) {
     EXPECT_TRUE(r);
     p1.set_value();
   });
@@ -89,7 +93,7 @@ TEST(object_store_workers, a_stalled_call_holds_one_worker_only) {
   fake.inject({store_op::put, fault_kind::stall});
   std::promise<bool> stalled_done;
   workers.put(
-      "slow", bytes_of("v"), {}, [&](store_result<object_info> r) { stalled_done.set_value(r.has_value()); },
+      "slow", shared_of("v"), {}, [&](store_result<object_info> r) { stalled_done.set_value(r.has_value()); },
       &lt.loop);
   fake.wait_for_stalled(1);
 

@@ -114,8 +114,8 @@ TEST(orphan_sweep, an_unreported_upload_of_a_deposed_leader_is_removed_and_index
     o.target_object_bytes = 100;
     return std::make_unique<uploader>(
         ex, o,
-        [&](std::string k, object_bytes b, uploader::put_done done) {
-          auto r = store.put(k, b);
+        [&](std::string k, shared_object_bytes b, uploader::put_done done) {
+          auto r = store.put(k, *b);
           ex.post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
         },
         [&](const uploaded_object& u) { EXPECT_TRUE(index.apply(u, spans).recorded); });

@@ -42,19 +42,19 @@ struct harness {
   explicit harness(uploader_options o, std::uint64_t seed = 1) : sched(seed), ex(sched) {
     up = std::make_unique<uploader>(
         ex, o,
-        [this](std::string key, object_bytes bytes, uploader::put_done done) {
+        [this](std::string key, shared_object_bytes bytes, uploader::put_done done) {
           ++puts;
           auto& seen = sent[key];
           if (!seen.empty()) {
-            EXPECT_EQ(seen, bytes) << "a key sent again with other bytes: " << key;
+            EXPECT_EQ(seen, *bytes) << "a key sent again with other bytes: " << key;
           }
-          seen = bytes;
+          seen = *bytes;
           if (hold) {
-            held.emplace_back(std::move(key), std::move(bytes), std::move(done));
+            held.emplace_back(std::move(key), *bytes, std::move(done));
             return;
           }
           // The store answers on another thread in production: here, a later task of the executor.
-          auto r = store.put(key, bytes);
+          auto r = store.put(key, *bytes);
           ex.post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
         },
         [this](const uploaded_object& u) { reports.push_back(u); });
