@@ -179,6 +179,11 @@ struct bench_report {
   std::string command;  // the command line, as run
   std::map<std::string, std::string> machine;
   std::map<std::string, double> options;  // numeric options (payload sizes, phase lengths, ...)
+  // An option's value, or no_value when the run did not record it.
+  double option(const std::string& name) const {
+    auto it = options.find(name);
+    return it == options.end() ? no_value : it->second;
+  }
   std::vector<unsigned> concurrency;
   std::vector<target_info> targets;
   std::vector<run_result> runs;  // the seed workloads

@@ -166,9 +166,8 @@ std::vector<report_table> workload_tables(const bench_report& report) {
   if (!report.many_streams.empty()) {
     report_table t;
     t.title = "Many streams";
-    t.note = fmt::format(
-        "{} B appends, closed-loop writers round-robin over the streams; latency in ms",
-        format_number(report.options.count("append_bytes") ? report.options.at("append_bytes") : no_value));
+    t.note = fmt::format("{} B appends, closed-loop writers round-robin over the streams; latency in ms",
+                         format_number(report.option("append_bytes")));
     t.header = {"Streams", "Target", "Writers", "Appends/s", "p50 ms", "p99 ms", "Errors", "Client CPU"};
     for (unsigned n : report.stream_levels) {
       for (const auto& tg : report.targets) {
@@ -189,7 +188,7 @@ std::vector<report_table> workload_tables(const bench_report& report) {
         "{} B appends, one idempotent producer per stream (Redis: XADD), over a connection ladder until "
         "throughput stops climbing; the ceiling is the best step; latency in ms, CPU in us per append; RSS "
         "in MiB (after creating the streams, and at the ceiling)",
-        format_number(report.options.count("append_bytes") ? report.options.at("append_bytes") : no_value));
+        format_number(report.option("append_bytes")));
     t.header = {
         "Streams", "Target", "Ladder (appends/s)", "Ceiling appends/s",    "Connections",   "p50",
         "p99",     "p999",   "Server CPU/append",  "Generator CPU/append", "Generator CPU", "KiB/stream",

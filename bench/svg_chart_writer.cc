@@ -226,7 +226,8 @@ std::vector<named_chart> workload_charts(const bench_report& report) {
   by_level(
       report.many_streams, report.stream_levels, streams,
       [](const many_streams_result& r) { return r.ops_s; }, "many_streams_ops_s",
-      "Many streams: 256 B appends", "appends/s", "Streams (log scale)", true);
+      fmt::format("Many streams: {} B appends", format_number(report.option("append_bytes"))), "appends/s",
+      "Streams (log scale)", true);
   by_level(
       report.many_streams, report.stream_levels, streams,
       [](const many_streams_result& r) { return r.p99_ms; }, "many_streams_p99_ms",
