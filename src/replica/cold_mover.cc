@@ -264,7 +264,9 @@ void cold_mover::feed_turn() {
   std::vector<std::string> waiting;
   // Every stream is looked at, even with no uploader to take its bytes: a stream this node does not lead
   // is tracked all the same (its bytes count against the budget) and leaves the queue.
-  while (!queue_.empty() && turn_fed_ < o_.turn_bytes) {
+  const std::int64_t deadline = o_.clock_us ? o_.clock_us() + o_.turn_time.count() : 0;
+  bool out_of_time = false;
+  while (!queue_.empty() && turn_fed_ < o_.turn_bytes && !out_of_time) {
     std::string path = std::move(queue_.front());
     queue_.pop_front();
     switch (feed(path)) {
@@ -278,8 +280,9 @@ void cold_mover::feed_turn() {
         waiting.push_back(std::move(path));
         break;
     }
+    out_of_time = o_.clock_us && o_.clock_us() >= deadline;
   }
-  const bool cut_short = !queue_.empty() && turn_fed_ >= o_.turn_bytes;
+  const bool cut_short = !queue_.empty() && (turn_fed_ >= o_.turn_bytes || out_of_time);
   for (std::string& path : waiting) queue_.push_back(std::move(path));
   if (cut_short) kick();
 }

@@ -95,6 +95,11 @@ struct cold_mover_options {
   // The most bytes one turn of reading hands to the uploaders before it lets the loop serve other work
   // (it goes on at a later turn of the loop).
   std::uint64_t turn_bytes = 4u << 20;
+  // With a clock (microseconds, monotonic): a turn also ends once it ran turn_time, however few bytes
+  // it handed over (many streams of small records cost more per byte). Without one (the simulation,
+  // whose runs must not depend on the machine's speed) only turn_bytes ends a turn.
+  std::function<std::int64_t()> clock_us;
+  std::chrono::microseconds turn_time{1000};
   // Stream bytes this shard keeps on its disk (its share of --local-bytes); beyond it, records whose
   // bytes are in objects are forgotten and a checkpoint deletes their segments. 0: nothing is dropped.
   std::uint64_t keep_bytes = 0;
@@ -198,7 +203,8 @@ class cold_mover {
   // Reads `path` from where it was fed up to its durable tail (at most scan_bytes) and hands the bytes
   // over (at once when they are in memory, after a read of the log's segments otherwise).
   fed feed(const std::string& path);
-  // Reads the streams written, in turn, until none has more, turn_bytes were handed over (the rest goes
+  // Reads the streams written, in turn, until none has more, turn_bytes were handed over or turn_time
+  // passed (the rest goes
   // on at the loop's next turn) or no uploader has room.
   void feed_turn();
   // A feed_turn at the loop's next turn (one at a time).

@@ -392,6 +392,29 @@ TEST_F(cold_mover_test, a_turn_hands_over_at_most_turn_bytes_and_the_rest_follow
   }
 }
 
+TEST_F(cold_mover_test, a_turn_ends_after_turn_time_with_a_clock) {
+  // A clock that moves 1 ms at every look: each turn reads one stream, then lets the loop go on.
+  auto now = std::make_shared<std::int64_t>(0);
+  tune_ = [now](cold_mover_options& o) {
+    o.clock_us = [now] { return *now += 1000; };
+    o.turn_time = std::chrono::microseconds(500);
+  };
+  close();
+  open();
+  for (const char* p : {"/a", "/b", "/c"}) {
+    ASSERT_EQ(submit(make_create(p)).failure, errc::ok);
+    ASSERT_EQ(submit(make_append(p, "0123456789")).failure, errc::ok);
+  }
+  EXPECT_EQ(on_loop([&] {
+              part_->mover()->pass();
+              return part_->mover()->uploads().bytes_waiting;
+            }),
+            10u);
+  wait_until([&] { return on_loop([&] { return part_->mover()->uploads().bytes_waiting; }) == 30u; });
+  upload_now();
+  for (const char* p : {"/a", "/b", "/c"}) EXPECT_EQ(cold_bytes(p), "0123456789");
+}
+
 TEST_F(cold_mover_test, a_restart_replays_the_index_and_uploads_under_a_new_term) {
   ASSERT_EQ(submit(make_create("/r")).failure, errc::ok);
   ASSERT_EQ(submit(make_append("/r", "one,")).failure, errc::ok);
