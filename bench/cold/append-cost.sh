@@ -12,17 +12,7 @@ weir="$(realpath "$1")"
 out="$2" rounds="${3:-2}" secs="${4:-10}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$out"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/weir-cold-append.XXXXXX")"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-. "$root/tests/integration/s3/s3rver.sh"
-s3rver_start "$tmp/s3" bench
-pids+=("$S3RVER_PID")
+. "$root/bench/cold/scratch.sh" cold-append
 taskset -a -cp 1 "$S3RVER_PID" >/dev/null
 declare -A node_pid
 start_node() {  # NAME PORT [flags...]

@@ -12,18 +12,7 @@ gib="${2:-10}"
 out="${3:-bench/results/$(date -u +%Y-%m-%d)-cold-large}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$out"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/weir-cold-large.XXXXXX")"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-. "$root/tests/integration/s3/s3rver.sh"
-s3rver_start "$tmp/s3" bench
-pids+=("$S3RVER_PID")
+. "$root/bench/cold/scratch.sh" cold-large
 s3_port="$S3RVER_PORT"
 
 budget=$((1 << 30))

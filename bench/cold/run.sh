@@ -11,18 +11,7 @@ weir="$(realpath "$1")"
 out="${2:-bench/results/$(date -u +%Y-%m-%d)-cold-tier}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$out"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/weir-cold-bench.XXXXXX")"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-. "$root/tests/integration/s3/s3rver.sh"
-s3rver_start "$tmp/s3" bench
-pids+=("$S3RVER_PID")
+. "$root/bench/cold/scratch.sh" cold-bench
 s3_pid="$S3RVER_PID"
 s3_port="$S3RVER_PORT"
 
