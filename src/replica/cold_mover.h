@@ -203,9 +203,8 @@ class cold_mover {
   // Reads `path` from where it was fed up to its durable tail (at most scan_bytes) and hands the bytes
   // over (at once when they are in memory, after a read of the log's segments otherwise).
   fed feed(const std::string& path);
-  // Reads the streams written, in turn, until none has more, turn_bytes were handed over or turn_time
-  // passed (the rest goes
-  // on at the loop's next turn) or no uploader has room.
+  // Reads the streams written, in turn, until none has more or turn_bytes were handed over or turn_time
+  // passed (the rest goes on at a later turn of the loop).
   void feed_turn();
   // A feed_turn at the loop's next turn (one at a time).
   void kick();

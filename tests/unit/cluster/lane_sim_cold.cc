@@ -52,6 +52,12 @@ void lane_sim::attach_cold(sim_node& n) {
     o.upload.retry_base = milliseconds(50);
     o.upload.retry_max = milliseconds(400);
     o.scan_interval = milliseconds(o_.cold_scan_ms);
+    // Scaled to the small objects: a stream takes several reads, appends start turns between passes,
+    // turns are cut short, and a group's uploader fills up (streams wait for an object to land).
+    o.scan_bytes = 64;
+    o.feed_after_bytes = 256;
+    o.turn_bytes = 512;
+    o.max_waiting_bytes = 4 * o_.cold_object_bytes;
     o.keep_bytes = o_.cold_keep_bytes;
     // Each group's leader sweeps its group's orphans and the objects of deleted streams, with a short
     // grace: an object a node's index still names must never go (check_cold reads every extent back).

@@ -1,9 +1,10 @@
 // A single node's cold tier built directly (replica::cold_mover over a partition on its own loop, the
 // in-memory object store): durable bytes go to objects, the index records them through the partition's
 // log, a restart replays (or loads from a checkpoint) the same index, a refused upload is retried with
-// the same key and bytes, and appends stop at the local budget while the bucket is down. With a
-// cluster lane's groups (cold_groups): only the groups this node leads upload, each under its term, and
-// a record that did not commit sends its bytes again.
+// the same key and bytes, appends stop at the local budget while the bucket is down, and streams are
+// read in turns (all a stream has in one pass, at once after feed_after_bytes, cut at turn_bytes and
+// turn_time). With a cluster lane's groups (cold_groups): only the groups this node leads upload, each
+// under its term, and a record that did not commit sends its bytes again.
 #include "replica/cold_mover.h"
 
 #include <gtest/gtest.h>
