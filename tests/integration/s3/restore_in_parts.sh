@@ -1,11 +1,10 @@
 #!/bin/bash
 # A restore snapshot larger than one PUT, end to end (docs/cold-tier.md, "Restore"): a node with a cold
-# tier on s3rver; the bucket is stopped while 120 MiB are appended to one stream, then started again on
-# the same port. With a small hot tier the mover reads a stream's bytes back from the log at about 5 MiB
-# a second, so the first restore snapshot taken after the last append holds more than 80 MiB and goes
-# up in parts, its head last. The node is killed (SIGKILL), its
-# data directory removed, and a node started with --restore on an empty one must read the stream back
-# byte for byte. Label slow: 120 MiB through a sanitized build.
+# tier on s3rver, whose PUTs of the group's data objects fail (a file stands where s3rver would make
+# their directory) while its snapshots land. 120 MiB are appended to one stream: none reaches an object,
+# so the first restore snapshot after the last append inlines them all and goes up in parts, its head
+# last. The node is killed (SIGKILL), its data directory removed, and a node started with --restore on
+# an empty one must read the stream back byte for byte. Label slow: 120 MiB through a sanitized build.
 #
 #   restore_in_parts.sh WEIR_BINARY
 set -euo pipefail
@@ -65,8 +64,9 @@ start_node "$work/data-1" "$work/node-1.log" --hot-bytes 4194304
 code="$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: application/octet-stream' "$base/s")"
 [ "$code" = 201 ] || fail "create: $code"
 
-# The bucket goes away while the bytes come in: none of them reaches an object.
-s3rver_stop
+# The group's objects cannot be written while the bytes come in: none of them reaches an object.
+mkdir -p "$work/s3/files/weir/parts/e0001"
+touch "$work/s3/files/weir/parts/e0001/g00000000"
 split -b $((1024 * 1024)) -d -a 3 "$work/data" "$work/chunk."
 for f in "$work"/chunk.*; do
   code="$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/octet-stream' \
@@ -75,33 +75,31 @@ for f in "$work"/chunk.*; do
   rm -f "$f"
 done
 written="$(date +%s.%N)"
-s3rver_start "$work/s3" weir "$s3_port"
 
-# A snapshot of every append lands (the restore point is past the last one; a snapshot cut while the
-# bucket was away may land first), and the newest is in parts: its head and its parts are in the bucket
-# (s3rver keeps each object in a file named after its key).
+# A snapshot of every append lands (the restore point is past the last one), and the newest is in
+# parts: its head and its parts are in the bucket (s3rver keeps each object in a file named after its
+# key).
 restore_point() {
   curl -s "$base/metrics" | awk '/^weir_tier_restore_point_timestamp_seconds/ { print $2 }' | sort -g | head -n 1
 }
 past_writes() { python3 -c "import sys; sys.exit(0 if float('${1:-0}') >= $written else 1)"; }
-for i in $(seq 1 120); do  # up to 60 s
+for i in $(seq 1 600); do  # up to 60 s
   point="$(restore_point)"
   past_writes "$point" && break
-  sleep 0.5
+  sleep 0.1
 done
 past_writes "$point" ||
   fail "no restore snapshot after the last append within 60 s (restore point ${point:-none}, written $written)"
+# The disk is lost.
+kill -KILL "$node_pid"
+wait "$node_pid" 2>/dev/null || true
+node_pid=""
 snap_dir="$work/s3/files/weir/parts/e0001/snap/g00000000"
 newest="$(ls "$snap_dir" | grep '\.snap\._S3rver_object$' | sort | tail -n 1)"
 [ -n "$newest" ] || fail "no snapshot head in the bucket"
 parts="$(ls "$snap_dir" | grep -c "^${newest%.snap._S3rver_object}\.part[0-9a-f]*\._S3rver_object\$" || true)"
 [ "$parts" -ge 2 ] || fail "the newest snapshot ${newest%._S3rver_object} is in $parts parts: $(ls "$snap_dir")"
 echo "restore_in_parts: ${newest%._S3rver_object} landed in $parts parts after the last append"
-
-# The disk is lost.
-kill -KILL "$node_pid"
-wait "$node_pid" 2>/dev/null || true
-node_pid=""
 rm -rf "$work/data-1"
 
 start_node "$work/data-2" "$work/node-2.log" --restore true
