@@ -29,7 +29,6 @@ start_node() {  # NAME PORT [flags...]
 start_node local 5221
 start_node tiered 5222 --cold s3://bench/node --s3-endpoint "http://127.0.0.1:$S3RVER_PORT" \
   --local-bytes 1073741824 --cold-max-age-ms 1000
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 local_t=(local=http://127.0.0.1:5221/v1/stream)
 tiered_t=(tiered=http://127.0.0.1:5222/v1/stream)
 for round in $(seq 1 "$rounds"); do

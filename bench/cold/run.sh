@@ -77,7 +77,6 @@ read_once() {  # PORT -> "seconds bytes"
 
 # Appends with the tier on against off, same run; the servers' CPU from /proc (weir bench), and the S3
 # server's over the whole run (it shares the machine: its CPU is not the node's).
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 s3_before="$(cpu_ticks "$s3_pid")"
 "$weir" bench --target local=http://127.0.0.1:5201/v1/stream --target tiered=http://127.0.0.1:5202/v1/stream \
   --server-pid "local=${node_pid[local]}" --server-pid "tiered=${node_pid[tiered]}" \

@@ -9,6 +9,13 @@ namespace weir {
 
 using millis = std::chrono::milliseconds;
 
+// The monotonic clock in microseconds, read now (the event loops' clock; a deadline within one turn).
+inline std::int64_t mono_now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 class clock_source {
  public:
   virtual ~clock_source() = default;

@@ -8,17 +8,12 @@
 #include <cstring>
 
 #include "base/assert.h"
+#include "base/clock.h"
 #include "base/log.h"
 
 namespace weir::io {
 namespace {
 thread_local event_loop* tl_current = nullptr;
-
-std::int64_t mono_now_us() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1'000;
-}
 
 std::int64_t mono_now_ms() {
   return mono_now_us() / 1000;

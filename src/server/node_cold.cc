@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "replica/cluster_cold_snapshots.h"
 #include "replica/cold_mover.h"
@@ -187,11 +188,7 @@ status node::open_cold() {
     o.upload.target_object_bytes = cfg_.cold_object_bytes;
     o.upload.max_age = std::chrono::milliseconds(cfg_.cold_max_age_ms);
     // A turn of the mover stops after turn_time, so that reading many streams never holds the loop long.
-    o.clock_us = [] {
-      return std::chrono::duration_cast<std::chrono::microseconds>(
-                 std::chrono::steady_clock::now().time_since_epoch())
-          .count();
-    };
+    o.clock_us = mono_now_us;
     tier::object_store_workers* workers = cold_workers_.get();
     io::event_loop* loop = &shard.loop();
     const tier::uploader::put_fn put = [workers, loop](std::string key, tier::shared_object_bytes bytes,
