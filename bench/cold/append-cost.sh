@@ -14,20 +14,8 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$out"
 . "$root/bench/cold/scratch.sh" cold-append
 taskset -a -cp 1 "$S3RVER_PID" >/dev/null
-declare -A node_pid
-start_node() {  # NAME PORT [flags...]
-  local name="$1" port="$2"
-  shift 2
-  AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER taskset -c 0 "$weir" serve --listen "127.0.0.1:$port" \
-    --data-dir "$tmp/$name" --threads 1 "$@" >"$tmp/$name.log" 2>&1 &
-  pids+=($!)
-  node_pid[$name]=$!
-  for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  cat "$tmp/$name.log" >&2
-  return 1
-}
-start_node local 5221
-start_node tiered 5222 --cold s3://bench/node --s3-endpoint "http://127.0.0.1:$S3RVER_PORT" \
+start_node "$weir" local 5221
+start_node "$weir" tiered 5222 --cold s3://bench/node --s3-endpoint "http://127.0.0.1:$S3RVER_PORT" \
   --local-bytes 1073741824 --cold-max-age-ms 1000
 local_t=(local=http://127.0.0.1:5221/v1/stream)
 tiered_t=(tiered=http://127.0.0.1:5222/v1/stream)

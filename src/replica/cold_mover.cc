@@ -62,6 +62,7 @@ cold_mover::~cold_mover() {
 }
 
 void cold_mover::start() {
+  count_all();
   follow_leadership();
   arm();
 }
@@ -185,7 +186,7 @@ void cold_mover::pass() {
   if (stopped_) return;
   follow_leadership();
   feed_turn();
-  recount_local_bytes();
+  count_expired();
   if (o_.keep_bytes > 0 && stats_.held_bytes > o_.keep_bytes) reclaim();
 }
 
@@ -204,7 +205,8 @@ void cold_mover::reclaim() {
     if (auto log = sm.log_of(path)) all.push_back(candidate{std::move(log), std::move(path), end});
   }
   std::uint64_t forgotten = 0;
-  while (stats_.held_bytes - forgotten > o_.keep_bytes) {
+  // (Each record forgotten is counted off held_bytes as it goes: partition::forget_cold tells the mover.)
+  while (stats_.held_bytes > o_.keep_bytes) {
     std::optional<std::uint64_t> oldest;
     for (const candidate& c : all) {
       auto seg = c.log->first_segment();
@@ -224,7 +226,6 @@ void cold_mover::reclaim() {
   if (forgotten == 0) return;
   stats_.forgotten_bytes += forgotten;
   ++stats_.reclaims;
-  recount_local_bytes();
   part_.request_checkpoint();
 }
 
@@ -291,14 +292,12 @@ cold_mover::fed cold_mover::feed(const std::string& path) {
   const streams::state_machine& sm = part_.machine();
   auto log = sm.log_of(path);
   if (!log) {
-    streams_.erase(path);
+    if (auto it = streams_.find(path); it != streams_.end()) untrack(it);
     return fed::none;
   }
   streams::read_result head = part_.head_visible(path);
   if (head.code != streams::errc::ok || !head.meta) return fed::none;  // soft-deleted or expired: stays
-  auto [at, fresh] = streams_.try_emplace(path);
-  stream_state& s = at->second;
-  if (fresh) s.group = o_.groups->group_of(path);
+  stream_state& s = track(path)->second;
   // Tracked on every node (its bytes count against the budget), fed only where its group is led.
   auto led = led_.find(s.group);
   if (led == led_.end()) return fed::none;
@@ -426,8 +425,8 @@ void cold_mover::on_recorded(const tier::uploaded_object& u, const result<tier::
   }
   if (applied->recorded) {
     ++stats_.objects;
+    // (The partition counted the streams again as it applied the record: the budget is free at once.)
     for (const auto& r : u.ranges) stats_.bytes += r.end.value() - r.first.value();
-    recount_local_bytes();  // the budget frees up at once, not at the next pass
   }
   if (applied->refused == 0) return;
   stats_.ranges_refused += applied->refused;
@@ -446,27 +445,84 @@ void cold_mover::set_back(const std::string& path) {
   mark_dirty(path);
 }
 
-void cold_mover::recount_local_bytes() {
-  std::uint64_t total = 0;
-  std::uint64_t held = 0;
+std::unordered_map<std::string, cold_mover::stream_state>::iterator cold_mover::track(
+    const std::string& path) {
+  auto [it, fresh] = streams_.try_emplace(path);
+  if (fresh) it->second.group = o_.groups->group_of(path);
+  return it;
+}
+
+void cold_mover::untrack(std::unordered_map<std::string, stream_state>::iterator it) {
+  stats_.local_bytes -= it->second.local;
+  stats_.held_bytes -= it->second.held;
+  streams_.erase(it);
+}
+
+void cold_mover::count(const std::string& path) {
   const streams::state_machine& sm = part_.machine();
-  for (auto it = streams_.begin(); it != streams_.end();) {
-    auto log = sm.log_of(it->first);
-    if (!log) {
-      it = streams_.erase(it);
-      continue;
-    }
-    const std::uint64_t first = part_.cold_index().cold_end(it->first).value_or(log->base()).value();
-    // A stream that is soft-deleted (kept for its forks) or expired is not uploaded: its bytes do not
-    // count against the budget of bytes waiting for the bucket.
-    if (sm.position_of(it->first, part_.now_ms()).exists)
-      total += log->tail().value() > first ? log->tail().value() - first : 0;
-    held += log->tail().value() - log->held_from().value();
-    ++it;
+  auto log = sm.log_of(path);
+  if (!log) {
+    if (auto it = streams_.find(path); it != streams_.end()) untrack(it);
+    return;
   }
-  stats_.local_bytes = total;
-  stats_.held_bytes = held;
-  appended_since_count_ = 0;  // counted in `total` now (a log's tail includes what is in flight)
+  stream_state& s = track(path)->second;
+  const std::uint64_t tail = log->tail().value();
+  const std::uint64_t first = part_.cold_index().cold_end(path).value_or(log->base()).value();
+  // A stream that is soft-deleted (kept for its forks) or expired is not uploaded: its bytes do not
+  // count against the budget of bytes waiting for the bucket.
+  const streams::state_machine::position at = sm.position_of(path, part_.now_ms());
+  s.visible = at.exists;
+  if (at.exists && at.expires_ms != 0 && (s.expiring_at == 0 || at.expires_ms < s.expiring_at)) {
+    s.expiring_at = at.expires_ms;
+    expiring_.emplace(at.expires_ms, path);
+  }
+  const std::uint64_t local = s.visible && tail > first ? tail - first : 0;
+  const std::uint64_t held = tail - log->held_from().value();
+  stats_.local_bytes += local - s.local;  // unsigned: wraps back into range
+  stats_.held_bytes += held - s.held;
+  s.local = local;
+  s.held = held;
+  s.tail = tail;
+}
+
+void cold_mover::note_applied(const streams::command& c, const streams::outcome& o) {
+  for (const std::string& path : o.removed) count(path);
+  const streams::payload* data = streams::command_data(c);
+  if (data) appended_since_feed_ += data->size();
+  if (data && o.meta) {
+    // An append to a stream counted visible: only its tail moved (no look-up of its log or index).
+    auto it = streams_.find(o.meta->path);
+    if (it != streams_.end() && it->second.visible && o.meta->tail.value() >= it->second.tail) {
+      stream_state& s = it->second;
+      const std::uint64_t grew = o.meta->tail.value() - s.tail;
+      s.tail += grew;
+      s.local += grew;
+      s.held += grew;
+      stats_.local_bytes += grew;
+      stats_.held_bytes += grew;
+      return;
+    }
+  }
+  count(streams::command_path(c));
+}
+
+void cold_mover::count_all() {
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    auto next = std::next(it);
+    count(it->first);  // may untrack `it` (only it)
+    it = next;
+  }
+  for (const streams::stream_meta& m : part_.machine().list("", part_.now_ms())) count(m.path);
+}
+
+void cold_mover::count_expired() {
+  const std::int64_t now = part_.now_ms();
+  while (!expiring_.empty() && expiring_.begin()->first <= now) {
+    auto node = expiring_.extract(expiring_.begin());
+    if (auto it = streams_.find(node.mapped()); it != streams_.end() && it->second.expiring_at == node.key())
+      it->second.expiring_at = 0;
+    count(node.mapped());  // expired; or renewed since: back in at its new time
+  }
 }
 
 }  // namespace weir::replica

@@ -12,7 +12,11 @@
 //
 // What it keeps in memory is only where it stands: per stream, how far its bytes were handed to the
 // uploader (fed), which may run ahead of the index's cold end while objects are in flight; a refused
-// range, a record that did not commit or a lost leadership sets the stream back to its cold end. Each
+// range, a record that did not commit or a lost leadership sets the stream back to its cold end; and
+// what the stream adds to the partition's local and held bytes, kept up to date as the stream changes
+// (the partition tells the mover of every command applied, index record applied and record forgotten)
+// so that no pass walks every stream; a pass counts again only the streams whose expiry time came (a
+// stream expires with no command). Each
 // uploader holds at most max_waiting_bytes of bytes sent and not yet reported: feeding waits beyond it
 // (while the bucket is down), and the partition's local bytes (not in objects) grow until the node's
 // budget refuses appends.
@@ -113,8 +117,8 @@ struct cold_mover_stats {
   std::uint64_t bytes = 0;                  // their stream bytes
   std::uint64_t ranges_refused = 0;         // ranges the index refused (set back and sent again)
   std::uint64_t read_failures = 0;          // reads of local data for an upload that failed (tried again)
-  std::uint64_t local_bytes = 0;            // stream bytes not in an object, all streams (last pass)
-  std::uint64_t held_bytes = 0;             // stream bytes this shard holds on disk or in memory (last pass)
+  std::uint64_t local_bytes = 0;            // stream bytes not in an object (visible streams)
+  std::uint64_t held_bytes = 0;             // stream bytes this shard holds on disk or in memory
   std::uint64_t forgotten_bytes = 0;        // bytes left to objects alone (records forgotten)
   std::uint64_t reclaims = 0;               // passes that forgot records (each asks for a checkpoint)
   std::uint64_t stepped_down_failures = 0;  // failed upload attempts of uploaders stopped since
@@ -127,8 +131,8 @@ class cold_mover {
   cold_mover(const cold_mover&) = delete;
   cold_mover& operator=(const cold_mover&) = delete;
 
-  // Looks at every stream once (what an earlier run left), then at the streams written since, every
-  // scan_interval.
+  // Counts and looks at every stream once (what an earlier run left), then at the streams written
+  // since, every scan_interval.
   void start();
   // No more reads, uploads or records (objects in flight may land: orphans for the sweep).
   void stop();
@@ -136,14 +140,16 @@ class cold_mover {
   // feed_after_bytes were appended since the last read.
   void note_written(const std::string& path);
 
-  // Stream bytes on this node that are in no object yet (all streams; counted at each pass, plus what was
-  // appended since).
-  std::uint64_t local_bytes() const { return stats_.local_bytes + appended_since_count_; }
-  // `bytes` were appended (applied, maybe not durable yet): they count at once.
-  void note_appended(std::uint64_t bytes) {
-    appended_since_count_ += bytes;
-    appended_since_feed_ += bytes;
-  }
+  // Stream bytes on this node that are in no object yet (visible streams; what is applied counts at
+  // once, durable or not).
+  std::uint64_t local_bytes() const { return stats_.local_bytes; }
+  // The partition applied `c` (mutated the state, maybe not durable yet): the streams it touched are
+  // counted again.
+  void note_applied(const streams::command& c, const streams::outcome& o);
+  // `path`'s cold end or its held records changed (an index record applied, records forgotten).
+  void note_changed(const std::string& path) { count(path); }
+  // Every stream counted again (the partition's state was replaced: a rebuild, a group's snapshot).
+  void count_all();
   const cold_mover_stats& stats() const { return stats_; }
   // The uploads of the groups this node leads, summed.
   struct upload_view {
@@ -174,6 +180,12 @@ class cold_mover {
     std::uint64_t generation = 0;  // the incarnation `fed` counts in (0: start again from the cold end)
     std::uint32_t group = 0;
     bool reading = false;  // a read of its bytes is in flight
+    // Its share of stats_.local_bytes and stats_.held_bytes, and the log's tail when counted.
+    bool visible = false;
+    std::uint64_t local = 0;
+    std::uint64_t held = 0;
+    std::uint64_t tail = 0;
+    std::int64_t expiring_at = 0;  // its entry in expiring_ (0: none)
   };
   // A group this node leads: its uploads, under the term it leads in.
   struct led_group {
@@ -217,7 +229,13 @@ class cold_mover {
   void on_recorded(const tier::uploaded_object& u, const result<tier::cold_apply_result>& applied);
   // Sets `path` back to its cold end: its bytes from there go again in a later object.
   void set_back(const std::string& path);
-  void recount_local_bytes();
+  // The stream's entry (made, with its group, when new).
+  std::unordered_map<std::string, stream_state>::iterator track(const std::string& path);
+  void untrack(std::unordered_map<std::string, stream_state>::iterator it);
+  // Counts `path` again from its log and the index (untracked when it has no log any more).
+  void count(const std::string& path);
+  // count() of the streams whose expiry time came (a pass).
+  void count_expired();
   // Over keep_bytes: forgets the records of streams whose bytes are in objects (partition::
   // forgettable_cold), oldest segment first, and asks for a checkpoint.
   void reclaim();
@@ -237,7 +255,9 @@ class cold_mover {
   raft::executor::timer_id timer_ = 0;
   bool stopped_ = false;
   cold_mover_stats stats_;
-  std::uint64_t appended_since_count_ = 0;  // bytes appended since recount_local_bytes
+  // Visible streams with an expiry, by the time they expire unless renewed (one entry a stream, at the
+  // earliest time counted; a renewed stream is counted at the old time and goes back in at the new).
+  std::multimap<std::int64_t, std::string> expiring_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

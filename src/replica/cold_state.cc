@@ -20,9 +20,13 @@ error bad_checkpoint(const std::string& why) {
 }  // namespace
 
 result<tier::cold_apply_result> apply_index_record(tier::cold_index& index, const streams::state_machine& sm,
-                                                   std::span<const std::byte> record) {
+                                                   std::span<const std::byte> record,
+                                                   std::vector<std::string>* touched) {
   auto u = tier::decode_index_record(record);
   if (!u) return u.err();
+  if (touched) {
+    for (const auto& r : u->ranges) touched->push_back(r.stream);
+  }
   auto span_of = [&sm](std::string_view stream) -> std::optional<tier::cold_index::stream_span> {
     auto log = sm.log_of(std::string(stream));
     if (!log) return std::nullopt;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -25,9 +26,10 @@ inline constexpr std::uint8_t cold_index_record_type = 2;
 
 // Applies an index record (tier::encode_index_record) to `index`, each range checked against the
 // stream as `sm` holds it: its first own offset (a fork's fork point) and its tail. An undecodable record
-// changes nothing (the error says why).
+// changes nothing (the error says why). `touched` (optional) gets the streams of the record's ranges.
 result<tier::cold_apply_result> apply_index_record(tier::cold_index& index, const streams::state_machine& sm,
-                                                   std::span<const std::byte> record);
+                                                   std::span<const std::byte> record,
+                                                   std::vector<std::string>* touched = nullptr);
 
 // After `c` was applied to `sm` with outcome `o`: a stream just created has no cold bytes (a stream of
 // the same path before it may have had), and a stream that no longer exists at all keeps none (a

@@ -74,6 +74,10 @@ void partition::attach_cold(const cold_mover_options& o, tier::uploader::put_fn 
   local_bytes_budget_ = local_bytes;
 }
 
+void partition::recount_cold() {
+  if (mover_) mover_->count_all();
+}
+
 bool partition::local_budget_full() const {
   return mover_ && local_bytes_budget_ > 0 && mover_->local_bytes() >= local_bytes_budget_;
 }
@@ -110,10 +114,8 @@ void partition::attach_wal(std::unique_ptr<storage::log_writer> writer, storage:
 
 void partition::follow_cold(const streams::command& c, const streams::outcome& o) {
   follow_command(cold_index_, sm_, c, o);
-  if (mover_ && o.mutated && o.code == streams::errc::ok) {
-    // Counted against the budget at once, not at the mover's next pass: a fast writer would run past it.
-    if (const streams::payload* data = streams::command_data(c)) mover_->note_appended(data->size());
-  }
+  // Counted against the budget at once, not at the mover's next pass: a fast writer would run past it.
+  if (mover_ && o.mutated && o.code == streams::errc::ok) mover_->note_applied(c, o);
 }
 
 void partition::follow_applied(const streams::command& c, const streams::outcome& o) {
@@ -122,7 +124,12 @@ void partition::follow_applied(const streams::command& c, const streams::outcome
 }
 
 result<tier::cold_apply_result> partition::apply_index_entry(std::span<const std::byte> record) {
-  return apply_index_record(cold_index_, sm_, record);
+  std::vector<std::string> touched;
+  auto applied = apply_index_record(cold_index_, sm_, record, &touched);
+  if (mover_) {
+    for (const std::string& path : touched) mover_->note_changed(path);
+  }
+  return applied;
 }
 
 streams::outcome partition::submit(const streams::command& c, completion done) {
@@ -146,8 +153,12 @@ streams::outcome partition::submit(const streams::command& c, completion done) {
 
 result<tier::cold_apply_result> partition::submit_index_record(std::vector<std::byte> record,
                                                                completion done) {
-  auto applied = apply_index_record(cold_index_, sm_, record);
+  std::vector<std::string> touched;
+  auto applied = apply_index_record(cold_index_, sm_, record, &touched);
   if (!applied) return applied;  // never logged: a replay would refuse it the same way
+  if (mover_) {
+    for (const std::string& path : touched) mover_->note_changed(path);
+  }
   if (applied->recorded) wal_->log_record(cold_index_record_type, std::move(record), std::move(done));
   return applied;
 }
@@ -201,6 +212,7 @@ void partition::rebuild() {
   log::info(
       "weir serve: core {}: state rebuilt from the log in {:.1f} ms ({} commands replayed); writes resume",
       opts_.core, ms, stats.records);
+  recount_cold();
   // Live readers may have been told about nothing the log lost (they only see durable data); they
   // re-read against the rebuilt state.
   host_->on_rebuilt();
@@ -389,7 +401,9 @@ std::uint64_t partition::forget_cold(const std::string& path, streams::stream_of
   // Nor while a checkpoint's cut is encoded off the loop: it reads the records by their index in the log.
   if (checkpointer_ && checkpointer_->encoding()) return 0;
   // The owner core is the only writer of its logs (stream_log.h); log_of hands out a const view.
-  return std::const_pointer_cast<streams::memory_log>(log)->forget_before(pos);
+  const std::uint64_t forgotten = std::const_pointer_cast<streams::memory_log>(log)->forget_before(pos);
+  if (mover_ && forgotten > 0) mover_->note_changed(path);
+  return forgotten;
 }
 
 void partition::request_checkpoint() {

@@ -217,6 +217,9 @@ class partition {
   // Writes that add stream bytes are refused (cold_backlogged) while the data not yet in the bucket
   // fills the budget; deletes and reads go on.
   bool local_budget_full() const;
+  // The cold mover counts every stream's local and held bytes again: the state was replaced (a rebuild
+  // from the log, a group's snapshot restored).
+  void recount_cold();
 
   // Why a write must be refused now: the log failed earlier (writes are refused until the state is
   // rebuilt from it), or nullopt.

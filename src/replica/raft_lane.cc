@@ -270,6 +270,7 @@ status raft_lane::restore_snapshot(std::uint32_t group, std::uint64_t index,
   }
   if (auto st = restore_part(parts->streams, in_group(group)); !st) return st;
   part_.cold_index().replace_part(in_group(group), cold);
+  part_.recount_cold();
   // What the snapshot references stays on disk until the group's next snapshot, as when it was taken:
   // this node may send it to a peer (a transfer reads every record) after the state moved on. The
   // segments are this lane's data log's (its partition's core) and node log's, not lane 0's.

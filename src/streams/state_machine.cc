@@ -65,12 +65,19 @@ outcome state_machine::apply(const command& c) {
       c);
 }
 
-bool state_machine::is_expired(const stream_state& s, std::int64_t now_ms) {
+std::optional<std::int64_t> state_machine::expiry_of(const stream_state& s) {
   const expiry_config& e = s.meta.expiry;
-  if (e.expires_at_ms && now_ms >= *e.expires_at_ms) return true;
-  if (e.ttl_seconds && now_ms >= s.last_access_ms + static_cast<std::int64_t>(*e.ttl_seconds) * 1000)
-    return true;
-  return false;
+  std::optional<std::int64_t> at = e.expires_at_ms;
+  if (e.ttl_seconds) {
+    const std::int64_t idle = s.last_access_ms + static_cast<std::int64_t>(*e.ttl_seconds) * 1000;
+    at = at ? std::min(*at, idle) : idle;
+  }
+  return at;
+}
+
+bool state_machine::is_expired(const stream_state& s, std::int64_t now_ms) {
+  const std::optional<std::int64_t> at = expiry_of(s);
+  return at && now_ms >= *at;
 }
 
 stream_meta state_machine::meta_of(const stream_state& s) const {
@@ -697,6 +704,7 @@ state_machine::position state_machine::position_of(std::string_view path, std::i
   p.exists = true;
   p.tail = it->second.log->tail();
   p.closed = it->second.meta.closed;
+  p.expires_ms = expiry_of(it->second).value_or(0);
   return p;
 }
 

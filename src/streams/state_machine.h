@@ -137,6 +137,8 @@ class state_machine {
     bool exists = false;
     stream_offset tail{};
     bool closed = false;
+    // When it expires unless a command renews its TTL first (0: it has no expiry).
+    std::int64_t expires_ms = 0;
   };
   position position_of(std::string_view path, std::int64_t now_ms) const;
 
@@ -378,6 +380,8 @@ class state_machine {
     std::shared_ptr<memory_log> log;
   };
 
+  // When `s` expires as it stands (its Expires-At, or its last access plus its TTL, whichever is first).
+  static std::optional<std::int64_t> expiry_of(const stream_state& s);
   static bool is_expired(const stream_state& s, std::int64_t now_ms);
   // Neither soft-deleted nor expired: what head(), list() and position_of() show.
   static bool is_visible(const stream_state& s, std::int64_t now_ms) {

@@ -4,8 +4,9 @@
 // answers come later on the node's executor (as object_store_workers post them to a loop): a node that
 // goes down first never hears them. At the end, with the movers stopped and every entry applied, every
 // node's index must hold the same extents, and the bucket the streams' bytes under them (the groups'
-// sweeps, which delete what no index names, must not have taken any of them), and each group's newest
-// restore snapshot must be whole (its parts in the bucket, each as its head names it).
+// sweeps, which delete what no index names, must not have taken any of them), each group's newest
+// restore snapshot must be whole (its parts in the bucket, each as its head names it), and each mover's
+// counts of local and held bytes must be what counting every stream afresh gives.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -179,6 +180,27 @@ void lane_sim::check_cold() {
   }
   if (!report_.ok) return;
   if (!settled()) return fail("the cold tier's index records did not settle within 10 s of the movers' stop");
+  // Each mover's counts, kept up to date change by change (never walking every stream at a pass), are
+  // what counting every stream afresh gives: bytes not in an object, and bytes held on this node.
+  for (const auto& n : nodes_) {
+    for (const auto& part : n->parts) {
+      const streams::state_machine& sm = part->machine();
+      std::uint64_t local = 0;
+      std::uint64_t held = 0;
+      for (const streams::stream_meta& m : sm.list("", part->now_ms())) {
+        auto log = sm.log_of(m.path);
+        const std::uint64_t first = part->cold_index().cold_end(m.path).value_or(log->base()).value();
+        local += log->tail().value() - first;
+        held += log->tail().value() - log->held_from().value();
+      }
+      const replica::cold_mover_stats& st = part->mover()->stats();
+      if (st.local_bytes != local || st.held_bytes != held)
+        return fail(
+            fmt::format("node {} core {}: the mover counts {} bytes local and {} held, a count afresh "
+                        "{} and {}",
+                        n->id, part->options().core, st.local_bytes, st.held_bytes, local, held));
+    }
+  }
   store_->clear_faults();
   // The newest restore snapshot of each group decodes (header, group snapshot, cold index) and every
   // object it names is in the bucket: a restore from it would read them. (The simulation deletes no

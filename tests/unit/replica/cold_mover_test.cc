@@ -3,7 +3,8 @@
 // log, a restart replays (or loads from a checkpoint) the same index, a refused upload is retried with
 // the same key and bytes, appends stop at the local budget while the bucket is down, and streams are
 // read in turns (all a stream has in one pass, at once after feed_after_bytes, cut at turn_bytes and
-// turn_time). With a cluster lane's groups (cold_groups): only the groups this node leads upload, each
+// turn_time), and its counts of local and held bytes follow each change as it is applied. With a
+// cluster lane's groups (cold_groups): only the groups this node leads upload, each
 // under its term, and a record that did not commit sends its bytes again.
 #include "replica/cold_mover.h"
 
@@ -504,6 +505,56 @@ TEST_F(cold_mover_test, appends_stop_at_the_local_budget_while_the_bucket_is_dow
   EXPECT_EQ(cold_end("/q"), 1200u);
   EXPECT_EQ(on_loop([&] { return part_->mover()->local_bytes(); }), 0u);
   EXPECT_FALSE(on_loop([&] { return part_->local_budget_full(); }));
+}
+
+TEST_F(cold_mover_test, the_counts_follow_each_change_as_it_is_applied_without_a_pass_walking_the_streams) {
+  auto counts = [&] {
+    return on_loop([&] {
+      const cold_mover_stats& st = part_->mover()->stats();
+      return std::pair{st.local_bytes, st.held_bytes};
+    });
+  };
+  using both = std::pair<std::uint64_t, std::uint64_t>;  // local, held
+  ASSERT_EQ(submit(make_create("/a")).failure, errc::ok);
+  ASSERT_EQ(submit(make_create("/b", "text/plain", "xy")).failure, errc::ok);
+  EXPECT_EQ(counts(), both(2, 2));
+  ASSERT_EQ(submit(make_append("/a", "alpha")).failure, errc::ok);
+  EXPECT_EQ(counts(), both(7, 7));
+  // In the bucket: no longer local, still held.
+  upload_now();
+  ASSERT_EQ(cold_end("/a"), 5u);
+  EXPECT_EQ(counts(), both(0, 7));
+  ASSERT_EQ(submit(make_append("/a", "bravo")).failure, errc::ok);
+  EXPECT_EQ(counts(), both(5, 12));
+  ASSERT_EQ(submit(streams::delete_command{"/b", 0, 0}).failure, errc::ok);
+  EXPECT_EQ(counts(), both(5, 10));
+  // A stream created again at the path of one uploaded counts from its new start.
+  ASSERT_EQ(submit(streams::delete_command{"/a", 0, 0}).failure, errc::ok);
+  EXPECT_EQ(counts(), both(0, 0));
+  ASSERT_EQ(submit(make_create("/a", "text/plain", "abc")).failure, errc::ok);
+  EXPECT_EQ(counts(), both(3, 3));
+}
+
+TEST_F(cold_mover_test, a_stream_that_expires_with_no_command_leaves_the_counts_at_the_first_pass_after) {
+  streams::create_command c = make_create("/e", "text/plain", "expiring");
+  c.expiry.ttl_seconds = 2;
+  ASSERT_EQ(submit(c).failure, errc::ok);
+  ASSERT_EQ(submit(make_create("/k", "text/plain", "kept")).failure, errc::ok);
+  auto pass_and_count = [&] {
+    return on_loop([&] {
+      part_->mover()->pass();
+      return part_->mover()->local_bytes();
+    });
+  };
+  EXPECT_EQ(pass_and_count(), 12u);
+  // An append renews its TTL: at its first expiry time the stream is still there (and goes on counting).
+  clock_.advance(std::chrono::seconds(1));
+  ASSERT_EQ(submit(make_append("/e", "+", streams::testing::t0 + 1000)).failure, errc::ok);
+  clock_.advance(std::chrono::milliseconds(1500));
+  EXPECT_EQ(pass_and_count(), 13u);
+  clock_.advance(std::chrono::seconds(1));
+  EXPECT_EQ(on_loop([&] { return part_->mover()->local_bytes(); }), 13u);  // nothing told the mover
+  EXPECT_EQ(pass_and_count(), 4u);
 }
 
 TEST_F(cold_mover_test, a_reclaim_frees_the_oldest_segments_of_interleaved_streams) {
