@@ -10,9 +10,13 @@
 
 namespace weir {
 
+// Not noexcept on purpose: libstdc++ stores each node's hash code in the node only for a hasher that
+// may throw or is not "fast" (std::__is_fast_hash, true for any hasher of its own). Without the stored
+// code a look-up hashes the key of every node it steps past to find where its bucket ends, and a rehash
+// hashes every key again: with paths as keys, that was most of a look-up's time.
 struct string_hash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
 template <class V>
