@@ -188,6 +188,16 @@ void cold_mover::pass() {
   feed_turn();
   count_expired();
   if (o_.keep_bytes > 0 && stats_.held_bytes > o_.keep_bytes) reclaim();
+  checkpoint_if_due();
+}
+
+void cold_mover::checkpoint_if_due() {
+  if (!checkpoint_owed_) return;
+  const std::int64_t now = part_.now_ms();
+  if (checkpoint_asked_ms_ && now - *checkpoint_asked_ms_ < o_.checkpoint_interval.count()) return;
+  checkpoint_owed_ = false;
+  checkpoint_asked_ms_ = now;
+  part_.request_checkpoint();
 }
 
 void cold_mover::reclaim() {
@@ -199,10 +209,14 @@ void cold_mover::reclaim() {
     std::string path;
     streams::stream_offset cold_end;
   };
+  // The streams counted as holding bytes that are in objects (not every stream: a node with many streams
+  // and few writers looks at the few).
   std::vector<candidate> all;
   const streams::state_machine& sm = part_.machine();
-  for (auto& [path, end] : part_.forgettable_cold()) {
-    if (auto log = sm.log_of(path)) all.push_back(candidate{std::move(log), std::move(path), end});
+  for (const std::string& path : forgettable_) {
+    auto log = sm.log_of(path);
+    auto end = part_.cold_index().cold_end(path);
+    if (log && end) all.push_back(candidate{std::move(log), path, *end});
   }
   std::uint64_t forgotten = 0;
   // (Each record forgotten is counted off held_bytes as it goes: partition::forget_cold tells the mover.)
@@ -226,7 +240,7 @@ void cold_mover::reclaim() {
   if (forgotten == 0) return;
   stats_.forgotten_bytes += forgotten;
   ++stats_.reclaims;
-  part_.request_checkpoint();
+  checkpoint_owed_ = true;  // it deletes the segments no record references any more
 }
 
 void cold_mover::mark_dirty(const std::string& path) {
@@ -455,6 +469,7 @@ std::unordered_map<std::string, cold_mover::stream_state>::iterator cold_mover::
 void cold_mover::untrack(std::unordered_map<std::string, stream_state>::iterator it) {
   stats_.local_bytes -= it->second.local;
   stats_.held_bytes -= it->second.held;
+  forgettable_.erase(it->first);
   streams_.erase(it);
 }
 
@@ -467,7 +482,8 @@ void cold_mover::count(const std::string& path) {
   }
   stream_state& s = track(path)->second;
   const std::uint64_t tail = log->tail().value();
-  const std::uint64_t first = part_.cold_index().cold_end(path).value_or(log->base()).value();
+  const std::optional<streams::stream_offset> cold_end = part_.cold_index().cold_end(path);
+  const std::uint64_t first = cold_end.value_or(log->base()).value();
   // A stream that is soft-deleted (kept for its forks) or expired is not uploaded: its bytes do not
   // count against the budget of bytes waiting for the bucket.
   const streams::state_machine::position at = sm.position_of(path, part_.now_ms());
@@ -478,6 +494,10 @@ void cold_mover::count(const std::string& path) {
   }
   const std::uint64_t local = s.visible && tail > first ? tail - first : 0;
   const std::uint64_t held = tail - log->held_from().value();
+  if (s.visible && cold_end && log->held_from() < *cold_end)
+    forgettable_.insert(path);
+  else
+    forgettable_.erase(path);
   stats_.local_bytes += local - s.local;  // unsigned: wraps back into range
   stats_.held_bytes += held - s.held;
   s.local = local;

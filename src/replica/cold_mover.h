@@ -107,6 +107,10 @@ struct cold_mover_options {
   // Stream bytes this shard keeps on its disk (its share of --local-bytes); beyond it, records whose
   // bytes are in objects are forgotten and a checkpoint deletes their segments. 0: nothing is dropped.
   std::uint64_t keep_bytes = 0;
+  // The least time between two checkpoints a reclaim asks for (each encodes every stream's state; a
+  // reclaim at every pass of a busy node would ask for one every scan_interval). A reclaim within it
+  // leaves its checkpoint owed to a later pass.
+  std::chrono::milliseconds checkpoint_interval{1000};
   // Deleting objects nothing names any more (replica/cold_sweeper.h); without its list and remove
   // functions nothing is deleted.
   cold_sweeper_options sweep;
@@ -236,9 +240,11 @@ class cold_mover {
   void count(const std::string& path);
   // count() of the streams whose expiry time came (a pass).
   void count_expired();
-  // Over keep_bytes: forgets the records of streams whose bytes are in objects (partition::
-  // forgettable_cold), oldest segment first, and asks for a checkpoint.
+  // Over keep_bytes: forgets the records of streams whose bytes are in objects (forgettable_), oldest
+  // segment first, and asks for a checkpoint.
   void reclaim();
+  // Asks for the checkpoint a reclaim owes once checkpoint_interval passed since the last one asked.
+  void checkpoint_if_due();
 
   partition& part_;
   cold_mover_options o_;
@@ -258,6 +264,10 @@ class cold_mover {
   // Visible streams with an expiry, by the time they expire unless renewed (one entry a stream, at the
   // earliest time counted; a renewed stream is counted at the old time and goes back in at the new).
   std::multimap<std::int64_t, std::string> expiring_;
+  // Visible streams that hold records below their cold end (what a reclaim may forget).
+  std::unordered_set<std::string> forgettable_;
+  bool checkpoint_owed_ = false;
+  std::optional<std::int64_t> checkpoint_asked_ms_;  // by the partition's clock
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
