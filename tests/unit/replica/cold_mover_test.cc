@@ -599,6 +599,45 @@ TEST_F(cold_mover_test, a_reclaim_frees_the_oldest_segments_of_interleaved_strea
   for (const auto& p : paths) EXPECT_EQ(read_through(p), all[p]) << p;
 }
 
+TEST_F(cold_mover_test, a_reclaim_within_the_checkpoint_interval_leaves_its_checkpoint_to_a_later_pass) {
+  close();
+  constexpr std::uint64_t keep = 16 * 1024;
+  open(/*checkpoint_bytes=*/0, /*local_budget=*/0, keep);
+  ASSERT_EQ(submit(make_create("/s")).failure, errc::ok);
+  auto write = [&](int n) {
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(submit(make_append("/s", std::string(1000, 'x'))).failure, errc::ok);
+  };
+  auto reclaim = [&] {
+    upload_now();  // its pass reclaims what the last one uploaded
+    on_loop([&] {
+      part_->mover()->pass();
+      return 0;
+    });
+    ASSERT_EQ(submit(streams::expire_command{"/none", 0}).failure, errc::ok);
+  };
+  write(64);
+  reclaim();
+  // The first reclaim's checkpoint is asked for at once, and deletes the segments forgotten.
+  wait_until([&] { return segment_bytes() <= keep + 3 * 16 * 1024; });
+  ASSERT_LE(segment_bytes(), keep + 3 * 16 * 1024);
+  // Within the interval: a second reclaim forgets, but no checkpoint deletes their segments yet.
+  const std::uint64_t reclaims = on_loop([&] { return part_->mover()->stats().reclaims; });
+  write(64);
+  reclaim();
+  EXPECT_GT(on_loop([&] { return part_->mover()->stats().reclaims; }), reclaims);
+  const std::uint64_t held_on_disk = segment_bytes();
+  EXPECT_GT(held_on_disk, keep + 3 * 16 * 1024);
+  // A pass once it has passed asks for the owed checkpoint.
+  clock_.advance(std::chrono::milliseconds(1000));
+  on_loop([&] {
+    part_->mover()->pass();
+    return 0;
+  });
+  wait_until([&] { return segment_bytes() <= keep + 3 * 16 * 1024; });
+  EXPECT_LE(segment_bytes(), keep + 3 * 16 * 1024) << "of " << held_on_disk;
+}
+
 TEST_F(cold_mover_test, a_json_streams_reads_from_objects_end_at_message_boundaries) {
   close();
   open(/*checkpoint_bytes=*/0, /*local_budget=*/0, /*keep_bytes=*/1024);
