@@ -334,6 +334,8 @@ class partition {
  private:
   // A durable command's new record: into the hot tier, with its place in the log.
   void admit(const durable_result& r);
+  // Applies an index record to the cold index; the mover counts the streams it names again.
+  result<tier::cold_apply_result> apply_index(std::span<const std::byte> record);
   // The cold index follows an applied command, and the mover counts the bytes it added.
   void follow_cold(const streams::command& c, const streams::outcome& o);
   // After a failed log write: once nothing is in flight, rebuild the state from the log and accept
