@@ -13,8 +13,6 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$out"
 . "$root/bench/cold/scratch.sh" cold-idle
 taskset -a -cp 1 "$S3RVER_PID" >/dev/null
-tck="$(getconf CLK_TCK)"
-metric() { curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
 echo "build streams secs local_cpu_ms_per_s tiered_cpu_ms_per_s tiered_uploaded_bytes" | tee "$out/idle.txt"
 for build in "$@"; do
   name="${build%%=*}" bin="${build#*=}"

@@ -13,8 +13,6 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$out"
 . "$root/bench/cold/scratch.sh" cold-reclaim
 taskset -a -cp 1 "$S3RVER_PID" >/dev/null
-tck="$(getconf CLK_TCK)"
-metric() { curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
 wait_uploaded() {  # BYTES
   for _ in $(seq 1 1200); do
     [ "$(metric 5251 weir_tier_uploaded_bytes_total)" -ge "$1" ] && return 0

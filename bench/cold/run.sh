@@ -27,9 +27,6 @@ start_node() {  # NAME PORT [flags...]
   cat "$tmp/$name.log" >&2
   return 1
 }
-metric() {  # PORT NAME
-  curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'
-}
 start_node local 5201
 start_node tiered 5202 --cold s3://bench/node --s3-endpoint "http://127.0.0.1:$s3_port" \
   --local-bytes 1073741824 --cold-keep-bytes 8388608 --cold-max-age-ms 1000

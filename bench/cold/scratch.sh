@@ -1,6 +1,7 @@
 # Sourced by the cold-tier benches: a scratch directory ($tmp), the processes to stop at exit ($pids:
 # each is sent TERM and waited for, then the directory is removed), an s3rver on loopback with the
-# bucket `bench` ($S3RVER_PID, $S3RVER_PORT), cpu_ticks PID (user + system CPU in clock ticks),
+# bucket `bench` ($S3RVER_PID, $S3RVER_PORT), cpu_ticks PID (user + system CPU in clock ticks; $tck a
+# second), metric PORT NAME (a node's metric's value),
 # start_node BIN NAME PORT [flags...] (a single-threaded node pinned to CPU 0, data in $tmp/NAME, its
 # PID in node_pid[NAME], s3rver's credentials in its environment) and stop_node NAME.
 # Usage: . bench/cold/scratch.sh NAME (after setting $root).
@@ -16,6 +17,8 @@ trap cleanup EXIT
 s3rver_start "$tmp/s3" bench
 pids+=("$S3RVER_PID")
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+tck="$(getconf CLK_TCK)"
+metric() { curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
 declare -A node_pid
 start_node() {
   local bin="$1" name="$2" port="$3"
