@@ -21,19 +21,14 @@ for build in "$@"; do
   start_node "$bin" tiered 5232 --cold "s3://bench/$name" --s3-endpoint "http://127.0.0.1:$S3RVER_PORT" \
     --local-bytes 1073741824 --cold-max-age-ms 1000
   for port in 5231 5232; do taskset -c 1 python3 "$root/bench/cold/create.py" "127.0.0.1:$port" "$streams" 64; done
-  want=$((streams * 64)) up=0
-  for _ in $(seq 1 600); do
-    up="$(metric 5232 weir_tier_uploaded_bytes_total)"
-    [ "${up:-0}" -ge "$want" ] && break
-    sleep 0.1
-  done
+  wait_uploaded 5232 $((streams * 64))
   sleep 10  # the checkpoint and the restore snapshot that follow the creates
   l0="$(cpu_ticks "${node_pid[local]}")" t0="$(cpu_ticks "${node_pid[tiered]}")"
   sleep "$secs"
   l1="$(cpu_ticks "${node_pid[local]}")" t1="$(cpu_ticks "${node_pid[tiered]}")"
   printf '%s %s %s %.1f %.1f %s\n' "$name" "$streams" "$secs" \
     "$(echo "($l1 - $l0) * 1000 / $tck / $secs" | bc -l)" "$(echo "($t1 - $t0) * 1000 / $tck / $secs" | bc -l)" \
-    "$up" | tee -a "$out/idle.txt"
+    "$(metric 5232 weir_tier_uploaded_bytes_total)" | tee -a "$out/idle.txt"
   stop_node local
   stop_node tiered
 done

@@ -13,14 +13,6 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$out"
 . "$root/bench/cold/scratch.sh" cold-reclaim
 taskset -a -cp 1 "$S3RVER_PID" >/dev/null
-wait_uploaded() {  # BYTES
-  for _ in $(seq 1 1200); do
-    [ "$(metric 5251 weir_tier_uploaded_bytes_total)" -ge "$1" ] && return 0
-    sleep 0.1
-  done
-  echo "reclaim-cost: the uploads did not reach $1 bytes" >&2
-  return 1
-}
 python3 -c "
 import sys
 for i in range($mib * 16):
@@ -33,13 +25,13 @@ for build in "$@"; do
   start_node "$bin" tiered 5251 --cold "s3://bench/$name" --s3-endpoint "http://127.0.0.1:$S3RVER_PORT" \
     --local-bytes 1073741824 --cold-keep-bytes 8388608 --cold-max-age-ms 1000
   taskset -c 1 python3 "$root/bench/cold/create.py" 127.0.0.1:5251 "$streams" 64
-  wait_uploaded $((streams * 64))
+  wait_uploaded 5251 $((streams * 64))
   sleep 10  # the checkpoint and the restore snapshot that follow the creates
   taskset -c 1 "$bin" stream --server http://127.0.0.1:5251 create big --content-type application/octet-stream >/dev/null
   c0="$(cpu_ticks "${node_pid[tiered]}")" w0="$(date +%s.%N)"
   taskset -c 1 "$bin" stream --server http://127.0.0.1:5251 append big --lines \
     --content-type application/octet-stream <"$tmp/data" >/dev/null
-  wait_uploaded $((streams * 64 + (mib << 20)))
+  wait_uploaded 5251 $((streams * 64 + (mib << 20)))
   c1="$(cpu_ticks "${node_pid[tiered]}")" w1="$(date +%s.%N)"
   printf '%s %s %s %.2f %.2f %.1f %s\n' "$name" "$streams" "$mib" "$(echo "($c1 - $c0) / $tck" | bc -l)" \
     "$(echo "($c1 - $c0) * 1000 / $tck / $mib" | bc -l)" "$(echo "$w1 - $w0" | bc -l)" \

@@ -1,7 +1,8 @@
 # Sourced by the cold-tier benches: a scratch directory ($tmp), the processes to stop at exit ($pids:
 # each is sent TERM and waited for, then the directory is removed), an s3rver on loopback with the
 # bucket `bench` ($S3RVER_PID, $S3RVER_PORT), cpu_ticks PID (user + system CPU in clock ticks; $tck a
-# second), metric PORT NAME (a node's metric's value),
+# second), metric PORT NAME (a node's metric's value), wait_uploaded PORT BYTES (until the node's
+# uploads reach BYTES, at most 2 min),
 # start_node BIN NAME PORT [flags...] (a single-threaded node pinned to CPU 0, data in $tmp/NAME, its
 # PID in node_pid[NAME], s3rver's credentials in its environment) and stop_node NAME.
 # Usage: . bench/cold/scratch.sh NAME (after setting $root).
@@ -19,6 +20,14 @@ pids+=("$S3RVER_PID")
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 tck="$(getconf CLK_TCK)"
 metric() { curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
+wait_uploaded() {
+  for _ in $(seq 1 1200); do
+    [ "$(metric "$1" weir_tier_uploaded_bytes_total)" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  echo "$0: the uploads of the node on port $1 did not reach $2 bytes" >&2
+  return 1
+}
 declare -A node_pid
 start_node() {
   local bin="$1" name="$2" port="$3"

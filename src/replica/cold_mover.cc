@@ -532,7 +532,9 @@ void cold_mover::count_all() {
     count(it->first);  // may untrack `it` (only it)
     it = next;
   }
-  for (const streams::stream_meta& m : part_.machine().list("", part_.now_ms())) count(m.path);
+  for (const streams::stream_meta& m : part_.machine().list("", part_.now_ms())) {
+    if (!streams_.contains(m.path)) count(m.path);  // the tracked ones were counted above
+  }
 }
 
 void cold_mover::count_expired() {

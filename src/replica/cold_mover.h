@@ -16,10 +16,9 @@
 // what the stream adds to the partition's local and held bytes, kept up to date as the stream changes
 // (the partition tells the mover of every command applied, index record applied and record forgotten)
 // so that no pass walks every stream; a pass counts again only the streams whose expiry time came (a
-// stream expires with no command). Each
-// uploader holds at most max_waiting_bytes of bytes sent and not yet reported: feeding waits beyond it
-// (while the bucket is down), and the partition's local bytes (not in objects) grow until the node's
-// budget refuses appends.
+// stream expires with no command). Each uploader holds at most max_waiting_bytes of bytes sent and not
+// yet reported: feeding waits beyond it (while the bucket is down), and the partition's local bytes (not
+// in objects) grow until the node's budget refuses appends.
 //
 // Each group the node leads owns a cold_sweeper (when given list and remove functions), which deletes
 // the objects nothing names any more (deleted and expired streams, orphans) under the group's term and
@@ -124,7 +123,7 @@ struct cold_mover_stats {
   std::uint64_t local_bytes = 0;            // stream bytes not in an object (visible streams)
   std::uint64_t held_bytes = 0;             // stream bytes this shard holds on disk or in memory
   std::uint64_t forgotten_bytes = 0;        // bytes left to objects alone (records forgotten)
-  std::uint64_t reclaims = 0;               // passes that forgot records (each asks for a checkpoint)
+  std::uint64_t reclaims = 0;               // passes that forgot records (each owes a checkpoint)
   std::uint64_t stepped_down_failures = 0;  // failed upload attempts of uploaders stopped since
 };
 

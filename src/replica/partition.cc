@@ -124,10 +124,6 @@ void partition::follow_applied(const streams::command& c, const streams::outcome
 }
 
 result<tier::cold_apply_result> partition::apply_index_entry(std::span<const std::byte> record) {
-  return apply_index(record);
-}
-
-result<tier::cold_apply_result> partition::apply_index(std::span<const std::byte> record) {
   std::vector<std::string> touched;
   auto applied = apply_index_record(cold_index_, sm_, record, &touched);
   if (mover_) {
@@ -157,7 +153,7 @@ streams::outcome partition::submit(const streams::command& c, completion done) {
 
 result<tier::cold_apply_result> partition::submit_index_record(std::vector<std::byte> record,
                                                                completion done) {
-  auto applied = apply_index(record);
+  auto applied = apply_index_entry(record);
   if (!applied) return applied;  // never logged: a replay would refuse it the same way
   if (applied->recorded) wal_->log_record(cold_index_record_type, std::move(record), std::move(done));
   return applied;

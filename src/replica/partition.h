@@ -124,6 +124,7 @@ class partition {
 
   // A cluster node's apply (replica/raft_lane.h): an index record committed in a group's log, applied to
   // the cold index on every node in log order; an undecodable record is an error and changes nothing.
+  // (submit_index_record applies through it too.) The cold mover counts the streams it names again.
   result<tier::cold_apply_result> apply_index_entry(std::span<const std::byte> record);
   // A cluster node applied committed command `c` with outcome `o`: the cold index follows it (a stream
   // created again has no cold bytes) and the cold tier counts and reads its bytes.
@@ -334,8 +335,6 @@ class partition {
  private:
   // A durable command's new record: into the hot tier, with its place in the log.
   void admit(const durable_result& r);
-  // Applies an index record to the cold index; the mover counts the streams it names again.
-  result<tier::cold_apply_result> apply_index(std::span<const std::byte> record);
   // The cold index follows an applied command, and the mover counts the bytes it added.
   void follow_cold(const streams::command& c, const streams::outcome& o);
   // After a failed log write: once nothing is in flight, rebuild the state from the log and accept
